@@ -1,0 +1,18 @@
+include(CMakePackageConfigHelpers)
+install(TARGETS starscream EXPORT StarscreamTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/starscream DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT StarscreamTargets NAMESPACE Starscream::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)
+configure_package_config_file(cmake/StarscreamConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/StarscreamConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/StarscreamConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/StarscreamConfig.cmake
+  ${CMAKE_BINARY_DIR}/StarscreamConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)
+configure_file(cmake/starscream.pc.in ${CMAKE_BINARY_DIR}/starscream.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/starscream.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

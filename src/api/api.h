@@ -1,0 +1,40 @@
+// Shared by the C entry points: export macro, argument checks and the call guard that turns any
+// stray C++ exception into sscInternalError so nothing unwinds across the C boundary.
+#pragma once
+
+#include <exception>
+#include <new>
+
+#include "src/core/comm.h"
+#include "src/core/errors.h"
+#include "src/kernels/host/reduce.h"
+
+#define SSC_API extern "C" __attribute__((visibility("default")))
+
+namespace ssc {
+
+template <typename F>
+sscResult_t guarded(const char* fn, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(sscSystemError, "{}: out of host memory", fn);
+  } catch (const std::exception& e) {
+    return fail(sscInternalError, "{}: unexpected exception: {}", fn, e.what());
+  } catch (...) {
+    return fail(sscInternalError, "{}: unexpected exception", fn);
+  }
+}
+
+// comm is live, initialised and not failed.
+sscResult_t checkComm(const char* fn, sscComm* comm, bool allowFailed = false);
+sscResult_t checkDtype(const char* fn, sscDataType_t type);
+// Builds the reduction the executors apply for `op` on comm (validates it).
+sscResult_t resolveOp(const char* fn, sscComm* comm, sscRedOp_t op, sscDataType_t type,
+                      ReduceSpec* out);
+// count * elemSize * factor fits in size_t and in a signed 64-bit range.
+sscResult_t checkCount(const char* fn, size_t count, size_t elemSize, size_t factor);
+sscResult_t checkRank(const char* fn, const char* what, int rank, int nranks);
+sscResult_t checkPtr(const char* fn, const char* what, const void* p, size_t count);
+
+}  // namespace ssc

@@ -1,0 +1,164 @@
+// Collective and point-to-point entry points: validate everything, then submit (launch now, or
+// record in the open group).
+#include <cstdint>
+
+#include "src/api/group.h"
+
+using namespace ssc;
+
+namespace {
+
+bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
+
+// Shared tail of every collective: validate the common arguments, fill in the call, submit.
+sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void* recvbuff,
+                       size_t count, sscDataType_t type, sscRedOp_t op, bool reduces, int root,
+                       sscComm_t comm, sscStream_t stream) {
+  sscResult_t r = [&]() -> sscResult_t {
+    SSC_CHECK(checkComm(fn, comm));
+    SSC_CHECK(checkDtype(fn, type));
+    const size_t esize = dtypeSize(type);
+    const size_t n = static_cast<size_t>(comm->nranks);
+    const bool perRankBlocks = kind == CollKind::kReduceScatter || kind == CollKind::kAllGather ||
+                               kind == CollKind::kAllToAll;
+    SSC_CHECK(checkCount(fn, count, esize, perRankBlocks ? n : 1));
+    PendingCall call;
+    call.comm = comm;
+    call.stream = stream;
+    call.args = CollArgs{kind, count, root};
+    call.elemBytes = esize;
+    call.sendbuff = sendbuff;
+    call.recvbuff = recvbuff;
+    if (reduces) SSC_CHECK(resolveOp(fn, comm, op, type, &call.reduce));
+    else call.reduce.dtype = type;
+    if (kind == CollKind::kBroadcast || kind == CollKind::kReduce)
+      SSC_CHECK(checkRank(fn, "root", root, comm->nranks));
+    const bool isRoot = comm->rank == root;
+    const size_t inBytes = count * esize * (kind == CollKind::kReduceScatter || kind == CollKind::kAllToAll ? n : 1);
+    const size_t outBytes = count * esize * (kind == CollKind::kAllGather || kind == CollKind::kAllToAll ? n : 1);
+    // Broadcast reads sendbuff only on the root; reduce writes recvbuff only there.
+    if (kind != CollKind::kBroadcast || isRoot) SSC_CHECK(checkPtr(fn, "sendbuff", sendbuff, count));
+    if (kind != CollKind::kReduce || isRoot) SSC_CHECK(checkPtr(fn, "recvbuff", recvbuff, count));
+    const char* in = static_cast<const char*>(sendbuff);
+    const char* out = static_cast<const char*>(recvbuff);
+    const size_t block = count * esize;
+    switch (kind) {
+      case CollKind::kReduceScatter:
+        if (in != nullptr && out != in + comm->rank * block && overlaps(in, inBytes, out, outBytes))
+          return fail(sscInvalidArgument, "{}: recvbuff overlaps sendbuff but is not the in-place "
+                      "position sendbuff + rank * recvcount", fn);
+        break;
+      case CollKind::kAllGather:
+        if (in != nullptr && in != out + comm->rank * block && overlaps(in, inBytes, out, outBytes))
+          return fail(sscInvalidArgument, "{}: sendbuff overlaps recvbuff but is not the in-place "
+                      "position recvbuff + rank * sendcount", fn);
+        break;
+      case CollKind::kAllToAll:
+        if (overlaps(in, inBytes, out, outBytes))
+          return fail(sscInvalidArgument, "{}: sendbuff and recvbuff overlap (not supported for "
+                      "all-to-all)", fn);
+        break;
+      default:
+        if (in != nullptr && out != nullptr && in != out && overlaps(in, inBytes, out, outBytes))
+          return fail(sscInvalidArgument, "{}: sendbuff and recvbuff partially overlap", fn);
+        break;
+    }
+    if (count == 0) return sscSuccess;  // nothing to move; nothing to order on the stream
+    return submitCall(call);
+  }();
+  if (r != sscSuccess) groupRecordError(r);
+  return r;
+}
+
+sscResult_t pointToPoint(const char* fn, bool isSend, void* buff, size_t count, sscDataType_t type,
+                         int peer, sscComm_t comm, sscStream_t stream) {
+  sscResult_t r = [&]() -> sscResult_t {
+    SSC_CHECK(checkComm(fn, comm));
+    SSC_CHECK(checkDtype(fn, type));
+    SSC_CHECK(checkCount(fn, count, dtypeSize(type), 1));
+    SSC_CHECK(checkRank(fn, "peer", peer, comm->nranks));
+    SSC_CHECK(checkPtr(fn, isSend ? "sendbuff" : "recvbuff", buff, count));
+    if (count == 0) return sscSuccess;
+    PendingCall call;
+    call.comm = comm;
+    call.stream = stream;
+    call.isP2p = true;
+    call.p2p = P2pOp{isSend, peer, count * dtypeSize(type)};
+    call.p2pBuff = buff;
+    return submitCall(call);
+  }();
+  if (r != sscSuccess) groupRecordError(r);
+  return r;
+}
+
+}  // namespace
+
+SSC_API sscResult_t sscAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                 sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
+                                 sscStream_t stream) {
+  return guarded("sscAllReduce", [&] {
+    return collective("sscAllReduce", CollKind::kAllReduce, sendbuff, recvbuff, count, datatype,
+                      op, true, 0, comm, stream);
+  });
+}
+
+SSC_API sscResult_t sscReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
+                                     sscStream_t stream) {
+  return guarded("sscReduceScatter", [&] {
+    return collective("sscReduceScatter", CollKind::kReduceScatter, sendbuff, recvbuff, recvcount,
+                      datatype, op, true, 0, comm, stream);
+  });
+}
+
+SSC_API sscResult_t sscAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 sscDataType_t datatype, sscComm_t comm, sscStream_t stream) {
+  return guarded("sscAllGather", [&] {
+    return collective("sscAllGather", CollKind::kAllGather, sendbuff, recvbuff, sendcount,
+                      datatype, sscSum, false, 0, comm, stream);
+  });
+}
+
+SSC_API sscResult_t sscBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                 sscDataType_t datatype, int root, sscComm_t comm,
+                                 sscStream_t stream) {
+  return guarded("sscBroadcast", [&] {
+    return collective("sscBroadcast", CollKind::kBroadcast, sendbuff, recvbuff, count, datatype,
+                      sscSum, false, root, comm, stream);
+  });
+}
+
+SSC_API sscResult_t sscReduce(const void* sendbuff, void* recvbuff, size_t count,
+                              sscDataType_t datatype, sscRedOp_t op, int root, sscComm_t comm,
+                              sscStream_t stream) {
+  return guarded("sscReduce", [&] {
+    return collective("sscReduce", CollKind::kReduce, sendbuff, recvbuff, count, datatype, op,
+                      true, root, comm, stream);
+  });
+}
+
+SSC_API sscResult_t sscAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                sscDataType_t datatype, sscComm_t comm, sscStream_t stream) {
+  return guarded("sscAllToAll", [&] {
+    return collective("sscAllToAll", CollKind::kAllToAll, sendbuff, recvbuff, count, datatype,
+                      sscSum, false, 0, comm, stream);
+  });
+}
+
+SSC_API sscResult_t sscSend(const void* sendbuff, size_t count, sscDataType_t datatype, int peer,
+                            sscComm_t comm, sscStream_t stream) {
+  return guarded("sscSend", [&] {
+    return pointToPoint("sscSend", true, const_cast<void*>(sendbuff), count, datatype, peer, comm,
+                        stream);
+  });
+}
+
+SSC_API sscResult_t sscRecv(void* recvbuff, size_t count, sscDataType_t datatype, int peer,
+                            sscComm_t comm, sscStream_t stream) {
+  return guarded("sscRecv", [&] {
+    return pointToPoint("sscRecv", false, recvbuff, count, datatype, peer, comm, stream);
+  });
+}

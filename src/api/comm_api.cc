@@ -1,0 +1,252 @@
+// Communicator entry points: version and errors, unique id, init (blocking and not), split,
+// finalize, destroy, abort and queries.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "src/api/group.h"
+#include "src/core/log.h"
+#include "src/topology/subset.h"
+
+using namespace ssc;
+
+namespace {
+
+sscResult_t newComm(sscComm** out) {
+  *out = new sscComm();
+  (*out)->backend = processBackend();
+  return sscSuccess;
+}
+
+void deleteComm(sscComm* comm) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  commWaitIdle(comm);
+  commUnregisterLive(comm);
+  comm->magic = 0;
+  delete comm;
+}
+
+sscResult_t checkConfig(const char* fn, const sscConfig_t* config, bool* blocking) {
+  *blocking = true;
+  if (config == nullptr) return sscSuccess;
+  if (config->magic != SSC_CONFIG_MAGIC || config->size < offsetof(sscConfig_t, blocking) + sizeof(int))
+    return fail(sscInvalidArgument, "{}: config was not initialised with SSC_CONFIG_INITIALIZER", fn);
+  if (config->blocking != SSC_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return fail(sscInvalidArgument, "{}: config.blocking must be 0 or 1 (got {})", fn, config->blocking);
+  *blocking = config->blocking != 0;
+  return sscSuccess;
+}
+
+sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUniqueId& id, int rank,
+                     const sscConfig_t* config, const Topology* topoOverride) {
+  if (out == nullptr) return fail(sscInvalidArgument, "{}: comm is NULL", fn);
+  *out = nullptr;
+  if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks {} must be at least 1", fn, nranks);
+  SSC_CHECK(checkRank(fn, "rank", rank, nranks));
+  bool blocking = true;
+  SSC_CHECK(checkConfig(fn, config, &blocking));
+  sscComm* comm = nullptr;
+  SSC_CHECK(newComm(&comm));
+  if (topoOverride != nullptr) {
+    comm->topo = *topoOverride;
+    comm->topoPreset = true;
+  }
+  commRegisterLive(comm);
+  if (!blocking) {
+    comm->asyncError.store(sscInProgress);
+    comm->initThread = std::thread([comm, id, nranks, rank] {
+      sscResult_t r = commInit(comm, id, nranks, rank);
+      if (r == sscSuccess) comm->asyncError.store(sscSuccess);
+      else commSetAsyncError(comm, r, lastError());
+    });
+    *out = comm;
+    return sscInProgress;
+  }
+  sscResult_t r = commInit(comm, id, nranks, rank);
+  if (r != sscSuccess) {
+    std::string why = lastError();
+    deleteComm(comm);
+    return setError(r, why);
+  }
+  *out = comm;
+  return sscSuccess;
+}
+
+}  // namespace
+
+SSC_API sscResult_t sscGetVersion(int* version) {
+  if (version == nullptr) return fail(sscInvalidArgument, "sscGetVersion: version is NULL");
+  *version = SSC_VERSION_CODE;
+  return sscSuccess;
+}
+
+SSC_API const char* sscGetErrorString(sscResult_t result) { return resultName(result); }
+
+SSC_API const char* sscGetLastError(sscComm_t comm) {
+  if (!lastError().empty() || comm == nullptr || !commIsLive(comm)) return lastError().c_str();
+  std::lock_guard<std::mutex> g(comm->mu);
+  return comm->asyncMessage.c_str();
+}
+
+SSC_API sscResult_t sscGetUniqueId(sscUniqueId* uniqueId) {
+  return guarded("sscGetUniqueId", [&]() -> sscResult_t {
+    if (uniqueId == nullptr) return fail(sscInvalidArgument, "sscGetUniqueId: uniqueId is NULL");
+    return bootstrapCreateUniqueId(uniqueId);
+  });
+}
+
+SSC_API sscResult_t sscCommInitRank(sscComm_t* comm, int nranks, sscUniqueId commId, int rank) {
+  return guarded("sscCommInitRank", [&] {
+    return initRank("sscCommInitRank", comm, nranks, commId, rank, nullptr, nullptr);
+  });
+}
+
+SSC_API sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUniqueId commId,
+                                          int rank, sscConfig_t* config) {
+  return guarded("sscCommInitRankConfig", [&] {
+    return initRank("sscCommInitRankConfig", comm, nranks, commId, rank, config, nullptr);
+  });
+}
+
+SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlist) {
+  return guarded("sscCommInitAll", [&]() -> sscResult_t {
+    if (comms == nullptr) return fail(sscInvalidArgument, "sscCommInitAll: comms is NULL");
+    if (ndev < 1) return fail(sscInvalidArgument, "sscCommInitAll: ndev {} must be at least 1", ndev);
+    if (devlist != nullptr)
+      for (int i = 0; i < ndev; ++i)
+        if (devlist[i] < 0)
+          return fail(sscInvalidArgument, "sscCommInitAll: devlist[{}] = {} is negative", i, devlist[i]);
+    sscUniqueId id;
+    SSC_CHECK(bootstrapCreateUniqueId(&id));
+    // Every rank's init blocks until all have joined, so each runs on its own thread.
+    std::vector<sscResult_t> results(ndev, sscSuccess);
+    std::vector<std::string> messages(ndev);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < ndev; ++i)
+      threads.emplace_back([&, i] {
+        results[i] = initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr);
+        messages[i] = lastError();
+      });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < ndev; ++i) {
+      if (results[i] == sscSuccess) continue;
+      for (int j = 0; j < ndev; ++j)
+        if (comms[j] != nullptr) deleteComm(comms[j]), comms[j] = nullptr;
+      return setError(results[i], fmt::format("sscCommInitAll: rank {}: {}", i, messages[i]));
+    }
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* newcomm,
+                                 sscConfig_t* config) {
+  return guarded("sscCommSplit", [&]() -> sscResult_t {
+    const char* fn = "sscCommSplit";
+    SSC_CHECK(checkComm(fn, comm));
+    if (newcomm == nullptr) return fail(sscInvalidArgument, "{}: newcomm is NULL", fn);
+    *newcomm = nullptr;
+    if (color < 0 && color != SSC_SPLIT_NOCOLOR)
+      return fail(sscInvalidArgument, "{}: color {} must be >= 0 or SSC_SPLIT_NOCOLOR", fn, color);
+    bool blocking = true;
+    SSC_CHECK(checkConfig(fn, config, &blocking));
+    // Round 1: everyone's (color, key). Round 2: the first rank of each color publishes the new
+    // communicator's unique id.
+    struct Entry { int32_t color, key; };
+    std::vector<Entry> entries(comm->nranks);
+    entries[comm->rank] = Entry{color, key};
+    SSC_CHECK(comm->bootstrap->allGather(entries.data(), sizeof(Entry)));
+    std::vector<int> members;  // parent ranks of my color, ordered by (key, parent rank)
+    for (int r = 0; r < comm->nranks; ++r)
+      if (color != SSC_SPLIT_NOCOLOR && entries[r].color == color) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return entries[a].key < entries[b].key; });
+    std::vector<sscUniqueId> ids(comm->nranks);
+    std::memset(ids.data(), 0, ids.size() * sizeof(sscUniqueId));
+    if (!members.empty() && members.front() == comm->rank)
+      SSC_CHECK(bootstrapCreateUniqueId(&ids[comm->rank]));
+    SSC_CHECK(comm->bootstrap->allGather(ids.data(), sizeof(sscUniqueId)));
+    if (color == SSC_SPLIT_NOCOLOR) return sscSuccess;
+    int newRank = static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
+    Topology sub = subsetTopology(comm->topo, members);
+    sscResult_t r = initRank(fn, newcomm, static_cast<int>(members.size()), ids[members.front()],
+                             newRank, config, &sub);
+    return r;
+  });
+}
+
+SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
+  return guarded("sscCommFinalize", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscCommFinalize", comm, true));
+    commWaitIdle(comm);
+    comm->finalized = true;
+    int state = comm->asyncError.load();
+    if (state != sscSuccess) {
+      std::lock_guard<std::mutex> g(comm->mu);
+      return fail(static_cast<sscResult_t>(state), "sscCommFinalize: {}", comm->asyncMessage);
+    }
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommDestroy(sscComm_t comm) {
+  return guarded("sscCommDestroy", [&]() -> sscResult_t {
+    if (comm == nullptr) return sscSuccess;  // as NCCL: destroying NULL is a no-op
+    if (!commIsLive(comm))
+      return fail(sscInvalidUsage, "sscCommDestroy: comm {} is not a live communicator (already "
+                  "destroyed?)", static_cast<void*>(comm));
+    deleteComm(comm);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommAbort(sscComm_t comm) {
+  return guarded("sscCommAbort", [&]() -> sscResult_t {
+    if (comm == nullptr) return sscSuccess;
+    if (!commIsLive(comm))
+      return fail(sscInvalidUsage, "sscCommAbort: comm {} is not a live communicator",
+                  static_cast<void*>(comm));
+    // Waiters poll the flag at least every 50 ms, so queued work drains promptly with errors.
+    comm->abortFlag.store(true);
+    commSetAsyncError(comm, sscRemoteError, "communicator aborted");
+    deleteComm(comm);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommGetAsyncError(sscComm_t comm, sscResult_t* asyncError) {
+  return guarded("sscCommGetAsyncError", [&]() -> sscResult_t {
+    if (asyncError == nullptr) return fail(sscInvalidArgument, "sscCommGetAsyncError: asyncError is NULL");
+    if (comm == nullptr) return fail(sscInvalidArgument, "sscCommGetAsyncError: comm is NULL");
+    if (!commIsLive(comm)) return fail(sscInvalidUsage, "sscCommGetAsyncError: comm is not live");
+    *asyncError = static_cast<sscResult_t>(comm->asyncError.load());
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommCount(sscComm_t comm, int* count) {
+  return guarded("sscCommCount", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscCommCount", comm, true));
+    if (count == nullptr) return fail(sscInvalidArgument, "sscCommCount: count is NULL");
+    *count = comm->nranks;
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommUserRank(sscComm_t comm, int* rank) {
+  return guarded("sscCommUserRank", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscCommUserRank", comm, true));
+    if (rank == nullptr) return fail(sscInvalidArgument, "sscCommUserRank: rank is NULL");
+    *rank = comm->rank;
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommDevice(sscComm_t comm, int* device) {
+  return guarded("sscCommDevice", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscCommDevice", comm, true));
+    if (device == nullptr) return fail(sscInvalidArgument, "sscCommDevice: device is NULL");
+    *device = comm->backend->deviceIndex();
+    return sscSuccess;
+  });
+}

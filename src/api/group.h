@@ -1,0 +1,38 @@
+// Group semantics (sscGroupStart/End): inside a group, calls are validated and recorded; the
+// outermost sscGroupEnd launches them, fusing each communicator's sends and receives into one
+// plan so that matching send/recv pairs can never deadlock on each other.
+#pragma once
+
+#include <vector>
+
+#include "src/api/api.h"
+#include "src/collectives/algorithms.h"
+
+namespace ssc {
+
+// A validated call, ready to launch.
+struct PendingCall {
+  sscComm* comm = nullptr;
+  sscStream_t stream = nullptr;
+  bool isP2p = false;
+  // collectives
+  CollArgs args;
+  ReduceSpec reduce;
+  size_t elemBytes = 1;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  // point-to-point (bytes)
+  P2pOp p2p;
+  void* p2pBuff = nullptr;
+};
+
+// Launches `call` now, or records it when a group is open. Returns the launch result.
+sscResult_t submitCall(const PendingCall& call);
+
+// Depth of this thread's open groups (0: none).
+int groupDepth();
+
+// Marks the open group (if any) as failed: its sscGroupEnd reports `code` and launches nothing.
+void groupRecordError(sscResult_t code);
+
+}  // namespace ssc

@@ -1,0 +1,100 @@
+// Memory, registration, stream and reduction-op entry points.
+#include "src/api/api.h"
+
+using namespace ssc;
+
+SSC_API sscResult_t sscMemAlloc(void** ptr, size_t size) {
+  return guarded("sscMemAlloc", [&]() -> sscResult_t {
+    if (ptr == nullptr) return fail(sscInvalidArgument, "sscMemAlloc: ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return sscSuccess;
+    return processBackend()->memAlloc(ptr, size);
+  });
+}
+
+SSC_API sscResult_t sscMemFree(void* ptr) {
+  return guarded("sscMemFree", [&]() -> sscResult_t {
+    if (ptr == nullptr) return sscSuccess;
+    return processBackend()->memFree(ptr);
+  });
+}
+
+SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, void** handle) {
+  return guarded("sscCommRegister", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscCommRegister", comm));
+    if (handle == nullptr) return fail(sscInvalidArgument, "sscCommRegister: handle is NULL");
+    if (buff == nullptr || size == 0)
+      return fail(sscInvalidArgument, "sscCommRegister: buffer {} of {} bytes is empty", buff, size);
+    std::lock_guard<std::mutex> g(comm->mu);
+    if (comm->registrations.count(buff))
+      return fail(sscInvalidUsage, "sscCommRegister: {} is already registered on this communicator", buff);
+    // The host backend moves data through its FIFOs either way; the GPU backend maps registered
+    // buffers into peers. The handle is the buffer itself.
+    comm->registrations.emplace(buff, size);
+    *handle = buff;
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscCommDeregister(sscComm_t comm, void* handle) {
+  return guarded("sscCommDeregister", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscCommDeregister", comm, true));
+    std::lock_guard<std::mutex> g(comm->mu);
+    if (handle == nullptr || comm->registrations.erase(handle) == 0)
+      return fail(sscInvalidArgument, "sscCommDeregister: {} is not a registration of this communicator", handle);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscStreamCreate(sscStream_t* stream) {
+  return guarded("sscStreamCreate", [&]() -> sscResult_t {
+    if (stream == nullptr) return fail(sscInvalidArgument, "sscStreamCreate: stream is NULL");
+    return processBackend()->streamCreate(stream);
+  });
+}
+
+SSC_API sscResult_t sscStreamSynchronize(sscStream_t stream) {
+  return guarded("sscStreamSynchronize", [&] { return processBackend()->streamSynchronize(stream); });
+}
+
+SSC_API sscResult_t sscStreamDestroy(sscStream_t stream) {
+  return guarded("sscStreamDestroy", [&]() -> sscResult_t {
+    if (stream == nullptr) return fail(sscInvalidArgument, "sscStreamDestroy: stream is NULL");
+    return processBackend()->streamDestroy(stream);
+  });
+}
+
+SSC_API sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDataType_t datatype,
+                                            sscScalarResidence_t residence, sscComm_t comm) {
+  return guarded("sscRedOpCreatePreMulSum", [&]() -> sscResult_t {
+    const char* fn = "sscRedOpCreatePreMulSum";
+    SSC_CHECK(checkComm(fn, comm));
+    SSC_CHECK(checkDtype(fn, datatype));
+    if (op == nullptr) return fail(sscInvalidArgument, "{}: op is NULL", fn);
+    if (scalar == nullptr) return fail(sscInvalidArgument, "{}: scalar is NULL", fn);
+    if (residence != sscScalarDevice && residence != sscScalarHostImmediate)
+      return fail(sscInvalidArgument, "{}: unknown scalar residence {}", fn, static_cast<int>(residence));
+    PreMulSumOp entry{datatype, residence == sscScalarDevice, {}, scalar};
+    if (!entry.onDevice) entry.hostValue = scalarFromElement(datatype, scalar);
+    std::lock_guard<std::mutex> g(comm->mu);
+    if (comm->nextOpId == sscMaxRedOp)
+      return fail(sscInvalidUsage, "{}: too many reduction ops created", fn);
+    int id = comm->nextOpId++;
+    comm->preMulOps.emplace(id, entry);
+    *op = static_cast<sscRedOp_t>(id);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscRedOpDestroy(sscRedOp_t op, sscComm_t comm) {
+  return guarded("sscRedOpDestroy", [&]() -> sscResult_t {
+    SSC_CHECK(checkComm("sscRedOpDestroy", comm, true));
+    if (static_cast<int>(op) < sscNumOps)
+      return fail(sscInvalidArgument, "sscRedOpDestroy: op {} is a built-in op", static_cast<int>(op));
+    std::lock_guard<std::mutex> g(comm->mu);
+    if (comm->preMulOps.erase(static_cast<int>(op)) == 0)
+      return fail(sscInvalidArgument, "sscRedOpDestroy: op {} was not created on this communicator",
+                  static_cast<int>(op));
+    return sscSuccess;
+  });
+}

@@ -1,0 +1,109 @@
+#include "src/collectives/algorithms.h"
+
+#include "src/collectives/algorithms_internal.h"
+#include "src/core/errors.h"
+#include "src/kernels/host/reduce.h"
+
+namespace ssc {
+
+bool algoSupports(const Topology& topo, CollKind coll, Algo algo) {
+  switch (algo) {
+    case Algo::kDirect:
+      return coll != CollKind::kSendRecv;
+    case Algo::kRing:
+    case Algo::kBidirRing:
+      return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv;
+    case Algo::kHierarchical:
+      return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv &&
+             topo.uniformPartitions();
+    default:
+      return false;
+  }
+}
+
+static std::vector<uint64_t> bufferSizes(const CollArgs& a, int nranks) {
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  switch (a.coll) {
+    case CollKind::kReduceScatter: return {n * a.count, a.count};
+    case CollKind::kAllGather: return {a.count, n * a.count};
+    case CollKind::kAllToAll: return {n * a.count, n * a.count};
+    default: return {a.count, a.count};
+  }
+}
+
+sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, Algo algo,
+                          const PlanParams& params, RankPlan* out) {
+  const int nranks = topo.nranks();
+  if (rank < 0 || rank >= nranks) return fail(sscInternalError, "plan for rank {} of {}", rank, nranks);
+  if (params.chunkElems == 0) return fail(sscInternalError, "plan chunk of 0 elements");
+  if (!algoSupports(topo, args.coll, algo))
+    return fail(sscInvalidUsage, "algorithm {} cannot run {} on topology '{}'", algoName(algo),
+                collName(args.coll), topo.name);
+  *out = RankPlan{};
+  out->coll = args.coll;
+  out->algo = algo;
+  out->rank = rank;
+  out->nranks = nranks;
+  out->bufElems = bufferSizes(args, nranks);
+  CallShape shape{topo, rank, nranks, args, params};
+  switch (algo) {
+    case Algo::kRing: buildRing(shape, false, out); break;
+    case Algo::kBidirRing: buildRing(shape, true, out); break;
+    case Algo::kDirect: buildDirect(shape, params.elemBytes, out); break;
+    case Algo::kHierarchical: buildHierarchical(shape, out); break;
+    default: return fail(sscInternalError, "no generator for algorithm {}", algoName(algo));
+  }
+  out->bufElems.push_back(out->scratchElems);
+  return sscSuccess;
+}
+
+sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
+                         const PlanParams& params, RankPlan* out) {
+  *out = RankPlan{};
+  out->coll = CollKind::kSendRecv;
+  out->algo = Algo::kDirect;
+  out->rank = rank;
+  out->nranks = nranks;
+  out->bufElems = {0, 0, 0};
+  out->channels.resize(1);
+  PlanEmitter e(out, 0);
+  const uint64_t chunk = params.chunkElems;
+  uint64_t longest = 0;
+  for (const auto& op : ops) {
+    if (op.peer < 0 || op.peer >= nranks)
+      return fail(sscInvalidArgument, "peer {} out of range [0, {})", op.peer, nranks);
+    longest = std::max(longest, op.bytes);
+    out->bufElems.push_back(op.bytes);
+  }
+  // A send to self pairs with the receive from self in posting order: both become local copies.
+  std::vector<size_t> selfSends, selfRecvs;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].peer == rank) (ops[i].isSend ? selfSends : selfRecvs).push_back(i);
+  if (selfSends.size() != selfRecvs.size())
+    return fail(sscInvalidUsage, "group has {} send(s) to self but {} receive(s) from self",
+                selfSends.size(), selfRecvs.size());
+  for (size_t k = 0; k < selfSends.size(); ++k)
+    if (ops[selfSends[k]].bytes != ops[selfRecvs[k]].bytes)
+      return fail(sscInvalidUsage, "send to self of {} bytes matched with a receive of {} bytes",
+                  ops[selfSends[k]].bytes, ops[selfRecvs[k]].bytes);
+  // Chunk c of every send, then chunk c of every receive: each send step fits in half a FIFO,
+  // so the sends of round c never wait on receives of round c (see plan.h).
+  for (uint64_t lo = 0; lo < longest; lo += chunk) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!ops[i].isSend || ops[i].peer == rank || lo >= ops[i].bytes) continue;
+      e.send(ops[i].peer, Ref{static_cast<uint16_t>(kBufUserBase + i), lo},
+             std::min(chunk, ops[i].bytes - lo));
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].isSend || ops[i].peer == rank || lo >= ops[i].bytes) continue;
+      e.recv(ops[i].peer, Ref{static_cast<uint16_t>(kBufUserBase + i), lo},
+             std::min(chunk, ops[i].bytes - lo));
+    }
+  }
+  for (size_t k = 0; k < selfSends.size(); ++k)
+    e.copy(Ref{static_cast<uint16_t>(kBufUserBase + selfSends[k]), 0},
+           Ref{static_cast<uint16_t>(kBufUserBase + selfRecvs[k]), 0}, ops[selfSends[k]].bytes);
+  return sscSuccess;
+}
+
+}  // namespace ssc

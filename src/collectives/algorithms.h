@@ -1,0 +1,51 @@
+// Algorithm generators: each compiles one call into this rank's RankPlan (see plan.h).
+// Ring primitives work over a "ring group" (the ranks of one tier in ring order) so the flat
+// ring, the bidirectional ring and the tiers of the hierarchical algorithms share one code path.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "src/collectives/plan.h"
+#include "src/topology/topology.h"
+
+namespace ssc {
+
+// What the algorithms need to know about a call. `count` has the API's meaning for the
+// collective: all-reduce/broadcast/reduce count, reduce-scatter recvcount, all-gather sendcount,
+// all-to-all count per peer.
+struct CollArgs {
+  CollKind coll = CollKind::kAllReduce;
+  uint64_t count = 0;
+  int root = 0;
+};
+
+// One point-to-point operation of a group (kSendRecv plans): buffer kBufUserBase + index.
+struct P2pOp {
+  bool isSend = false;
+  int peer = 0;
+  uint64_t bytes = 0;
+};
+
+struct PlanParams {
+  uint64_t chunkElems = 1;  // largest step: at most half a connection FIFO, in elements
+  int maxChannels = 2;      // channels the transport provides (bidirectional ring needs 2)
+  size_t elemBytes = 4;     // element size (the direct all-reduce switches on bytes)
+};
+
+// Builds this rank's plan for `args` with algorithm `algo` (never kAuto: selection happens in
+// tuner/). Returns sscInvalidUsage with a message when the algorithm cannot serve the call on this
+// topology (callers fall back), sscInvalidArgument for bad arguments.
+sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, Algo algo,
+                          const PlanParams& params, RankPlan* out);
+
+// Builds the fused plan of a group's sends and receives (counts in bytes, element = 1 byte).
+// Sends and receives are interleaved chunk by chunk so that any matching set of groups on all
+// ranks completes, whatever the order the user posted them in.
+sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
+                         const PlanParams& params, RankPlan* out);
+
+// Whether `algo` can serve `coll` on `topo` (hierarchical needs uniform partitions, etc.).
+bool algoSupports(const Topology& topo, CollKind coll, Algo algo);
+
+}  // namespace ssc

@@ -1,0 +1,143 @@
+#include "src/collectives/plan.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+namespace ssc {
+
+const char* collName(CollKind kind) {
+  switch (kind) {
+    case CollKind::kAllReduce: return "allreduce";
+    case CollKind::kReduceScatter: return "reducescatter";
+    case CollKind::kAllGather: return "allgather";
+    case CollKind::kBroadcast: return "broadcast";
+    case CollKind::kReduce: return "reduce";
+    case CollKind::kAllToAll: return "alltoall";
+    case CollKind::kSendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+const char* algoName(Algo algo) {
+  switch (algo) {
+    case Algo::kRing: return "ring";
+    case Algo::kBidirRing: return "bidir_ring";
+    case Algo::kDirect: return "direct";
+    case Algo::kHierarchical: return "hierarchical";
+    case Algo::kAuto: return "auto";
+  }
+  return "?";
+}
+
+const char* stepOpName(StepOp op) {
+  switch (op) {
+    case StepOp::kCopy: return "copy";
+    case StepOp::kReduce: return "reduce";
+    case StepOp::kSend: return "send";
+    case StepOp::kRecv: return "recv";
+    case StepOp::kRecvReduceSend: return "recvReduceSend";
+    case StepOp::kRecvReduceCopy: return "recvReduceCopy";
+    case StepOp::kRecvReduceCopySend: return "recvReduceCopySend";
+    case StepOp::kRecvCopySend: return "recvCopySend";
+  }
+  return "?";
+}
+
+namespace {
+
+bool readsSrc(StepOp op) {
+  return op != StepOp::kRecv && op != StepOp::kRecvCopySend;
+}
+bool writesDst(StepOp op) {
+  return op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kRecv ||
+         op == StepOp::kRecvReduceCopy || op == StepOp::kRecvReduceCopySend ||
+         op == StepOp::kRecvCopySend;
+}
+bool sends(StepOp op) {
+  return op == StepOp::kSend || op == StepOp::kRecvReduceSend ||
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
+}
+bool receives(StepOp op) {
+  return op == StepOp::kRecv || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
+}
+
+std::string bufName(uint16_t b) {
+  switch (b) {
+    case kBufIn: return "in";
+    case kBufOut: return "out";
+    case kBufScratch: return "scratch";
+    default: return fmt::format("user{}", b - kBufUserBase);
+  }
+}
+
+}  // namespace
+
+std::string formatPlan(const RankPlan& plan) {
+  std::string out = fmt::format("plan {} {} rank {}/{} scratch {} elements\n", collName(plan.coll),
+                                algoName(plan.algo), plan.rank, plan.nranks, plan.scratchElems);
+  for (size_t c = 0; c < plan.channels.size(); ++c) {
+    out += fmt::format("  channel {}: {} steps\n", c, plan.channels[c].steps.size());
+    size_t i = 0;
+    for (const Step& s : plan.channels[c].steps) {
+      out += fmt::format("    {:4} {:<18}", i++, stepOpName(s.op));
+      if (receives(s.op)) out += fmt::format(" from {}", s.recvPeer);
+      if (sends(s.op)) out += fmt::format(" to {}", s.sendPeer);
+      if (readsSrc(s.op)) out += fmt::format(" src {}[{}]", bufName(s.srcBuf), s.srcOff);
+      if (writesDst(s.op)) out += fmt::format(" dst {}[{}]", bufName(s.dstBuf), s.dstOff);
+      out += fmt::format(" n {}", s.count);
+      if (s.flags & kFlagPreOp) out += " +pre";
+      if (s.flags & kFlagPostOp) out += " +post";
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string validatePlans(const std::vector<RankPlan>& plans) {
+  const int n = static_cast<int>(plans.size());
+  // (sender, receiver, channel) -> counts in order
+  std::map<std::tuple<int, int, int>, std::vector<uint64_t>> sent, received;
+  for (int r = 0; r < n; ++r) {
+    const RankPlan& p = plans[r];
+    for (size_t c = 0; c < p.channels.size(); ++c) {
+      for (const Step& s : p.channels[c].steps) {
+        auto inBounds = [&](uint16_t buf, uint64_t off) {
+          return buf < p.bufElems.size() && off + s.count <= p.bufElems[buf];
+        };
+        if (readsSrc(s.op) && !inBounds(s.srcBuf, s.srcOff))
+          return fmt::format("rank {} ch {}: {} reads {}[{}..+{}) past its end", r, c,
+                             stepOpName(s.op), bufName(s.srcBuf), s.srcOff, s.count);
+        if (writesDst(s.op) && !inBounds(s.dstBuf, s.dstOff))
+          return fmt::format("rank {} ch {}: {} writes {}[{}..+{}) past its end", r, c,
+                             stepOpName(s.op), bufName(s.dstBuf), s.dstOff, s.count);
+        if (sends(s.op)) {
+          if (s.sendPeer < 0 || s.sendPeer >= n || s.sendPeer == r)
+            return fmt::format("rank {} ch {}: bad send peer {}", r, c, s.sendPeer);
+          sent[{r, s.sendPeer, static_cast<int>(c)}].push_back(s.count);
+        }
+        if (receives(s.op)) {
+          if (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r)
+            return fmt::format("rank {} ch {}: bad receive peer {}", r, c, s.recvPeer);
+          received[{s.recvPeer, r, static_cast<int>(c)}].push_back(s.count);
+        }
+      }
+    }
+  }
+  for (const auto& [key, counts] : sent) {
+    auto it = received.find(key);
+    if (it == received.end() || it->second != counts)
+      return fmt::format("connection {}->{} ch {}: {} send(s) do not match {} receive(s)",
+                         std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.size(),
+                         it == received.end() ? 0 : it->second.size());
+  }
+  for (const auto& [key, counts] : received)
+    if (!sent.count(key))
+      return fmt::format("connection {}->{} ch {}: {} receive(s) with no send", std::get<0>(key),
+                         std::get<1>(key), std::get<2>(key), counts.size());
+  return "";
+}
+
+}  // namespace ssc

@@ -1,0 +1,90 @@
+// A plan is what an algorithm compiles a call into: for each rank and channel, a list of steps
+// (copy, send, receive, receive-reduce-send, ...) over chunk ranges of the call's buffers. One
+// executor runs plans on the GPU, another on the host backend, so the plan the tests check is the
+// plan the GPU runs.
+//
+// Data moves over connections: a connection (sender, receiver, channel) is a FIFO of slots that
+// lives in the receiver's memory, with monotonically increasing head/tail counters (never reset
+// between calls). A Send of n elements fills ceil(bytes / slotBytes) slots; the matching Recv on
+// the peer drains the same number. Plans therefore must pair every send with a receive of the
+// same count, in the same order, on each connection (validatePlans checks this).
+//
+// Deadlock freedom: ranks run their steps in order and a send blocks only while the FIFO is full.
+// Generators keep every step at most `chunkElems` (half a FIFO), so a rank can always post one
+// step's worth of data ahead of its receiver; together with a global order of steps (loop, phase,
+// step) this makes every plan deadlock-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "starscream/starscream.h"
+
+namespace ssc {
+
+// What a call asks for, independent of algorithm.
+enum class CollKind : uint8_t {
+  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv
+};
+const char* collName(CollKind kind);
+
+enum class Algo : uint8_t { kRing, kBidirRing, kDirect, kHierarchical, kAuto };
+const char* algoName(Algo algo);
+
+// Buffers a step can name. Point-to-point plans add one buffer per send/recv (kUserBase + i).
+enum BufId : uint16_t { kBufIn = 0, kBufOut = 1, kBufScratch = 2, kBufUserBase = 3 };
+
+enum class StepOp : uint8_t {
+  kCopy,               // src -> dst (local)
+  kReduce,             // dst = dst (+) src (local)
+  kSend,               // src -> conn(sendPeer)
+  kRecv,               // conn(recvPeer) -> dst
+  kRecvReduceSend,     // conn(recvPeer) (+) src -> conn(sendPeer)
+  kRecvReduceCopy,     // conn(recvPeer) (+) src -> dst
+  kRecvReduceCopySend, // conn(recvPeer) (+) src -> dst and conn(sendPeer)
+  kRecvCopySend,       // conn(recvPeer) -> dst and conn(sendPeer)
+};
+const char* stepOpName(StepOp op);
+
+// Step flags. kPreOp: the step reads this rank's own contribution from src, so the op's pre-step
+// (PreMulSum / float Avg scaling) applies to it exactly once. kPostOp: the step produces the final
+// reduced value, so the op's post-step (integer Avg division) applies before it is stored/sent.
+enum StepFlag : uint8_t { kFlagNone = 0, kFlagPreOp = 1, kFlagPostOp = 2 };
+
+struct Step {
+  StepOp op;
+  uint8_t flags;
+  uint16_t srcBuf;
+  uint16_t dstBuf;
+  int32_t recvPeer;   // -1 when unused
+  int32_t sendPeer;   // -1 when unused
+  uint64_t srcOff;    // elements
+  uint64_t dstOff;    // elements
+  uint64_t count;     // elements
+};
+
+struct ChannelPlan {
+  std::vector<Step> steps;
+};
+
+// One rank's plan for one call.
+struct RankPlan {
+  CollKind coll = CollKind::kAllReduce;
+  Algo algo = Algo::kRing;
+  int rank = 0;
+  int nranks = 1;
+  uint64_t scratchElems = 0;       // size of kBufScratch this call needs
+  std::vector<uint64_t> bufElems;  // declared size of each buffer (bounds-checked in tests)
+  std::vector<ChannelPlan> channels;
+};
+
+// Human-readable dump (STARSCREAM_DUMP_PLAN=1).
+std::string formatPlan(const RankPlan& plan);
+
+// Cross-rank checks on a full set of plans (index = rank): every connection's sends and receives
+// pair up with equal counts in order, offsets stay in bounds. Returns "" when valid, else what is
+// wrong. Used by tests and, cheaply, by debug builds.
+std::string validatePlans(const std::vector<RankPlan>& plans);
+
+}  // namespace ssc

@@ -1,0 +1,47 @@
+// Bootstrap: how ranks find each other before any data moves. sscGetUniqueId starts a root
+// listener thread and encodes its address plus a random cookie; every rank connects to the root,
+// which checks the cookie and rank count, then hands each rank the listening address of the next
+// rank so the ranks form a TCP ring. allGather runs around that ring (n-1 steps); barrier is an
+// allGather of nothing. All waits honour the abort flag and STARSCREAM_TIMEOUT.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "starscream/starscream.h"
+
+namespace ssc {
+
+// Creates the unique id: starts the root listener (it serves exactly one communicator of
+// whatever nranks the first rank announces, then exits) and fills *id.
+sscResult_t bootstrapCreateUniqueId(sscUniqueId* id);
+
+class Bootstrap {
+ public:
+  // Connects this rank. Fails with sscInvalidArgument for a malformed id, sscRemoteError /
+  // sscInvalidUsage (with a message) when the root rejects the cookie, the rank count or a
+  // duplicate rank, sscTimeout when the root or a peer does not answer in time.
+  // `abortFlag` may be null; when it becomes true every blocking call returns sscRemoteError.
+  static sscResult_t connect(const sscUniqueId& id, int rank, int nranks,
+                             const std::atomic<bool>* abortFlag, std::unique_ptr<Bootstrap>* out);
+  virtual ~Bootstrap() = default;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  // The cookie of the unique id; the same on every rank of the communicator.
+  uint64_t cookie() const { return cookie_; }
+
+  // In place: data holds nranks blocks of `bytes` each; this rank's block (at rank*bytes) is
+  // its contribution; on return every block is filled. Collective over all ranks.
+  virtual sscResult_t allGather(void* data, size_t bytes) = 0;
+  virtual sscResult_t barrier() = 0;
+
+ protected:
+  int rank_ = 0;
+  int nranks_ = 0;
+  uint64_t cookie_ = 0;
+};
+
+}  // namespace ssc

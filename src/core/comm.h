@@ -1,0 +1,83 @@
+// The communicator: what every layer needs to run a call for one rank.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "src/collectives/algorithms.h"
+#include "src/core/bootstrap.h"
+#include "src/device/backend.h"
+#include "src/topology/topology.h"
+#include "starscream/starscream.h"
+
+namespace ssc {
+
+// A reduction op created by sscRedOpCreatePreMulSum.
+struct PreMulSumOp {
+  sscDataType_t dtype;
+  bool onDevice;
+  Scalar hostValue;
+  const void* devicePtr;
+};
+
+}  // namespace ssc
+
+struct sscComm {
+  static constexpr uint64_t kMagic = 0x5353434f4d4d3031ull;  // "SSCOMM01"
+  uint64_t magic = kMagic;
+  int rank = 0;
+  int nranks = 0;
+  ssc::Backend* backend = nullptr;
+  std::unique_ptr<ssc::Bootstrap> bootstrap;
+  ssc::Topology topo;
+  bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
+  std::unique_ptr<ssc::CommResources> resources;
+
+  std::atomic<bool> abortFlag{false};
+  std::atomic<int> asyncError{sscSuccess};  // sscInProgress while non-blocking init runs
+  std::string asyncMessage;                 // guarded by mu
+  std::thread initThread;                   // non-blocking init
+  bool finalized = false;
+
+  // Work queued and not yet finished; destroy waits for it.
+  std::mutex mu;
+  std::condition_variable idle;
+  int pending = 0;
+
+  // Plans are pure functions of (collective, algorithm, count, root, element size): cache them.
+  std::map<std::tuple<int, int, uint64_t, int, size_t>, std::shared_ptr<const ssc::RankPlan>> plans;
+  std::map<int, ssc::PreMulSumOp> preMulOps;
+  std::map<void*, size_t> registrations;  // handle (= buffer) -> bytes
+  int nextOpId = sscNumOps;
+};
+
+namespace ssc {
+
+// True if comm is a live communicator (not null, not destroyed). Thread-safe.
+bool commIsLive(const sscComm* comm);
+void commRegisterLive(sscComm* comm);
+void commUnregisterLive(sscComm* comm);
+
+// Full init of a communicator object (bootstrap, topology, backend connections).
+sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank);
+
+// Records an asynchronous failure on comm (first one wins) so sscCommGetAsyncError reports it.
+void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& message);
+
+// Work accounting used by the backends.
+void commWorkQueued(sscComm* comm);
+void commWorkDone(sscComm* comm);
+// Blocks until no work of comm is pending.
+void commWaitIdle(sscComm* comm);
+
+// The plan for a call on comm (cached).
+sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
+                        std::shared_ptr<const RankPlan>* out);
+
+}  // namespace ssc

@@ -1,0 +1,142 @@
+#include "src/core/env.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <system_error>
+
+#include "src/core/log.h"
+
+namespace ssc::env {
+namespace {
+
+// Keep sorted by topic; docs/environment.md is generated from this table (tools/starscream-env).
+constexpr Variable kVariables[] = {
+    {"STARSCREAM_DEBUG", "", "Log level on stderr: WARN, INFO or TRACE (empty: silent)."},
+    {"STARSCREAM_BACKEND", "auto",
+     "Device backend: auto (GPU when one is visible and built in, else host), gpu or host."},
+    {"STARSCREAM_TIMEOUT", "300",
+     "Seconds any wait for a peer may take before the operation fails with sscTimeout."},
+    {"STARSCREAM_SOCKET_IFNAME", "",
+     "Network interface the bootstrap listens on (empty: loopback, for single-host runs)."},
+    {"STARSCREAM_TOPO_FILE", "",
+     "Emulation topology file (JSON, tools/topologies/); replaces discovery when set."},
+    {"STARSCREAM_ALGO", "",
+     "Force an algorithm: ring, bidir_ring, direct, hierarchical; or per collective, e.g. "
+     "allreduce=hierarchical,allgather=ring."},
+    {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
+    {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
+    {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},
+    {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend."},
+    {"STARSCREAM_SPIN", "200",
+     "Polls of a flag before a host-backend wait blocks in the kernel (futex)."},
+};
+
+const Variable* find(const char* name) {
+  for (const auto& v : kVariables)
+    if (std::strcmp(v.name, name) == 0) return &v;
+  return nullptr;
+}
+
+std::string_view trimmed(std::string_view text) {
+  const char* space = " \t\r\n";
+  size_t first = text.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(space) - first + 1);
+}
+
+// std::from_chars rather than strtoll/strtod: it ignores the C locale (an application that calls
+// setlocale must not turn "2.5" into 2), never reads octal out of a leading zero, and reports
+// overflow instead of clamping.
+bool parseInt(std::string_view text, int64_t* out) {
+  text = trimmed(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return false;
+  std::string_view suffix(end, static_cast<size_t>(text.data() + text.size() - end));
+  int shift = 0;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    return false;
+  const int64_t limit = std::numeric_limits<int64_t>::max() >> shift;
+  if (value > limit || value < -limit) return false;
+  *out = value * (int64_t{1} << shift);
+  return true;
+}
+
+bool parseDouble(std::string_view text, double* out) {
+  text = trimmed(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+// Escapes what would end a Markdown table cell early.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const Variable> registry() { return kVariables; }
+
+std::string getString(const char* name) {
+  const Variable* var = find(name);
+  if (var == nullptr) {
+    SSC_LOG(kWarn, "internal: environment variable {} is not in the registry", name);
+    return "";
+  }
+  const char* value = std::getenv(name);
+  return (value != nullptr && *value != '\0') ? std::string(value) : std::string(var->defaultValue);
+}
+
+// Unset variables with an empty default read as 0 without a warning: "unset" is not malformed.
+int64_t getInt(const char* name) {
+  const Variable* var = find(name);
+  const std::string text = getString(name);
+  int64_t value = 0;
+  if (text.empty() || parseInt(text, &value)) return value;
+  int64_t fallback = 0;
+  if (var != nullptr) parseInt(var->defaultValue, &fallback);
+  SSC_LOG(kWarn, "{}='{}' is not an integer (optional suffix K, M or G); using the default {}",
+          name, text, fallback);
+  return fallback;
+}
+
+double getDouble(const char* name) {
+  const Variable* var = find(name);
+  const std::string text = getString(name);
+  double value = 0;
+  if (text.empty() || parseDouble(text, &value)) return value;
+  double fallback = 0;
+  if (var != nullptr) parseDouble(var->defaultValue, &fallback);
+  SSC_LOG(kWarn, "{}='{}' is not a number; using the default {}", name, text, fallback);
+  return fallback;
+}
+
+std::string markdownTable() {
+  std::string out = "| variable | default | meaning |\n| --- | --- | --- |\n";
+  for (const auto& v : kVariables) {
+    out += fmt::format("| `{}` | {} | {} |\n", v.name,
+                       *v.defaultValue ? fmt::format("`{}`", cell(v.defaultValue)) : "(unset)",
+                       cell(v.meaning));
+  }
+  return out;
+}
+
+}  // namespace ssc::env

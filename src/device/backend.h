@@ -1,0 +1,48 @@
+// The backend seam: everything that differs between running on a GPU (HIP on AMD, CUDA on
+// NVIDIA) and on the host backend (CPU threads over shared memory, for tests and emulation).
+// The layers above see only this interface.
+#pragma once
+
+#include <memory>
+
+#include "src/device/work.h"
+#include "starscream/starscream.h"
+
+struct sscComm;
+
+namespace ssc {
+
+// Per-communicator state a backend keeps (mapped peer memory, connections, ...).
+class CommResources {
+ public:
+  virtual ~CommResources() = default;
+  // The largest step a plan may use on this communicator, in bytes (half a connection FIFO).
+  virtual size_t chunkBytes() const = 0;
+  virtual int channels() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual int deviceIndex() const = 0;  // -1 for the host backend
+
+  virtual sscResult_t memAlloc(void** ptr, size_t bytes) = 0;
+  virtual sscResult_t memFree(void* ptr) = 0;
+  virtual sscResult_t streamCreate(sscStream_t* stream) = 0;
+  virtual sscResult_t streamSynchronize(sscStream_t stream) = 0;
+  virtual sscResult_t streamDestroy(sscStream_t stream) = 0;
+
+  // Sets up comm's connections to its peers (collective over the communicator: uses its
+  // bootstrap). Called once at init after the topology is known.
+  virtual sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) = 0;
+  // Queues `work` on `stream`; it runs after everything queued before it.
+  virtual sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
+};
+
+// The backend the process uses (STARSCREAM_BACKEND): a GPU backend when built in, a device is
+// visible and not overridden; else the host backend. Never null.
+Backend* processBackend();
+Backend* hostBackend();
+
+}  // namespace ssc

@@ -1,0 +1,116 @@
+// The host backend: "device" memory is host memory, streams are HostStream queues, and plans run
+// on the CPU over shared memory. It exists so every algorithm is tested on machines without a
+// GPU; it is never the product's fast path.
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "src/core/comm.h"
+#include "src/core/errors.h"
+#include "src/device/backend.h"
+#include "src/device/host/host_executor.h"
+#include "src/device/host/host_stream.h"
+
+namespace ssc {
+
+namespace {
+
+class HostResources : public CommResources {
+ public:
+  size_t chunkBytes() const override { return shm->chunkBytes(); }
+  int channels() const override { return shm->channels(); }
+  std::unique_ptr<ShmTransport> shm;
+  // Work enqueued on a NULL stream runs here: one queue per communicator, so several
+  // communicators of one process (sscCommInitAll) never serialise behind each other.
+  std::unique_ptr<HostStream> defaultStream = std::make_unique<HostStream>();
+};
+
+class HostBackend : public Backend {
+ public:
+  const char* name() const override { return "host"; }
+  int deviceIndex() const override { return -1; }
+
+  sscResult_t memAlloc(void** ptr, size_t bytes) override {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, bytes) != 0 || p == nullptr)
+      return fail(sscSystemError, "cannot allocate {} bytes of host memory", bytes);
+    std::lock_guard<std::mutex> g(mu_);
+    allocs_.insert(p);
+    *ptr = p;
+    return sscSuccess;
+  }
+
+  sscResult_t memFree(void* ptr) override {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (allocs_.erase(ptr) == 0)
+        return fail(sscInvalidArgument, "sscMemFree: {} was not allocated by sscMemAlloc", ptr);
+    }
+    std::free(ptr);
+    return sscSuccess;
+  }
+
+  sscResult_t streamCreate(sscStream_t* stream) override {
+    *stream = new HostStream();
+    return sscSuccess;
+  }
+
+  sscResult_t streamSynchronize(sscStream_t stream) override {
+    if (stream == nullptr) {
+      HostStream::syncAll();
+      return sscSuccess;
+    }
+    HostStream* s = HostStream::fromHandle(stream);
+    if (s == nullptr)
+      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+    return s->synchronize();
+  }
+
+  sscResult_t streamDestroy(sscStream_t stream) override {
+    HostStream* s = HostStream::fromHandle(stream);
+    if (s == nullptr)
+      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+    delete s;
+    return sscSuccess;
+  }
+
+  sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) override {
+    auto res = std::make_unique<HostResources>();
+    SSC_CHECK(ShmTransport::create(comm, &res->shm));
+    *out = std::move(res);
+    return sscSuccess;
+  }
+
+  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+    auto* res = static_cast<HostResources*>(comm->resources.get());
+    HostStream* s = stream == nullptr ? res->defaultStream.get() : HostStream::fromHandle(stream);
+    if (s == nullptr)
+      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+    commWorkQueued(comm);
+    s->enqueue([comm, res, work]() -> sscResult_t {
+      sscResult_t r = static_cast<sscResult_t>(comm->asyncError.load());
+      if (r == sscSuccess) {
+        r = runPlanOnHost(*res->shm, *work, &comm->abortFlag);
+        if (r != sscSuccess) commSetAsyncError(comm, r, lastError());
+      } else {
+        setError(r, "communicator is in error state from an earlier failure; operation skipped");
+      }
+      commWorkDone(comm);
+      return r;
+    });
+    return sscSuccess;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<void*> allocs_;
+};
+
+}  // namespace
+
+Backend* hostBackend() {
+  static HostBackend backend;
+  return &backend;
+}
+
+}  // namespace ssc

@@ -1,0 +1,183 @@
+#include "src/device/host/host_executor.h"
+
+#include <cstring>
+#include <vector>
+
+#include "src/core/errors.h"
+
+namespace ssc {
+
+namespace {
+
+// Executes one channel's steps; holds the per-call state the steps share.
+class ChannelRunner {
+ public:
+  ChannelRunner(const ShmTransport& t, const Work& w, int channel, const std::atomic<bool>* abort,
+                char* scratch)
+      : t_(t), w_(w), channel_(channel), abort_(abort), scratch_(scratch),
+        esize_(w.elemBytes), slotElems_(t.slotBytes() / w.elemBytes),
+        tmp_(t.slotBytes()) {
+    if (w.reduce.hasPreScale)
+      scale_ = w.reduce.preScaleDevice ? scalarFromElement(w.reduce.dtype, w.reduce.preScaleDevice)
+                                       : w.reduce.preScale;
+  }
+
+  sscResult_t run(const std::vector<Step>& steps) {
+    for (const Step& s : steps) SSC_CHECK(runStep(s));
+    return sscSuccess;
+  }
+
+ private:
+  char* bufPtr(uint16_t buf, uint64_t off) const {
+    char* base = buf == kBufScratch ? scratch_ : static_cast<char*>(w_.buffers[buf]);
+    return base + off * esize_;
+  }
+
+  // Brings the caller's own contribution in: scaled for PreMulSum / float Avg, else as is.
+  const char* pre(const Step& s, const char* src, size_t n) {
+    if (!(s.flags & kFlagPreOp) || !w_.reduce.hasPreScale) return src;
+    hostScale(w_.reduce.dtype, src, tmp_.data(), n, scale_);
+    return tmp_.data();
+  }
+  void post(const Step& s, char* dst, size_t n) {
+    if ((s.flags & kFlagPostOp) && w_.reduce.postDivisor != 0)
+      hostDivide(w_.reduce.dtype, dst, dst, n, w_.reduce.postDivisor);
+  }
+  void combine(const char* a, const char* b, char* dst, size_t n) {
+    hostReduce(w_.reduce.dtype, w_.reduce.kind, a, b, dst, n);
+  }
+
+  // Waits for the next incoming slot from `peer`; returns its data.
+  sscResult_t recvSlot(int peer, size_t bytes, const char** data, ShmFifo* fifo) {
+    *fifo = t_.recvFifo(peer, channel_);
+    ShmFifoCtrl* c = fifo->ctrl;
+    uint64_t head = c->head.load(std::memory_order_relaxed);
+    SSC_CHECK(shmWait(&c->tailWord, [&] { return c->tail.load(std::memory_order_acquire) > head; },
+                      abort_, "receive from", peer));
+    int slot = static_cast<int>(head % t_.slots());
+    if (c->slotBytes[slot] != bytes)
+      return fail(sscInvalidUsage, "rank {} sent {} bytes where {} were expected: the ranks called "
+                  "with different counts, types or peers", peer, c->slotBytes[slot], bytes);
+    *data = fifo->data + slot * t_.slotBytes();
+    return sscSuccess;
+  }
+  void recvDone(const ShmFifo& fifo) {
+    fifo.ctrl->head.fetch_add(1, std::memory_order_release);
+    shmNotify(&fifo.ctrl->headWord);
+  }
+  // Waits for a free slot towards `peer`; returns where to write.
+  sscResult_t sendSlot(int peer, char** data, ShmFifo* fifo) {
+    *fifo = t_.sendFifo(peer, channel_);
+    ShmFifoCtrl* c = fifo->ctrl;
+    uint64_t tail = c->tail.load(std::memory_order_relaxed);
+    const uint64_t slots = static_cast<uint64_t>(t_.slots());
+    SSC_CHECK(shmWait(&c->headWord,
+                      [&] { return tail - c->head.load(std::memory_order_acquire) < slots; },
+                      abort_, "send to", peer));
+    *data = fifo->data + (tail % slots) * t_.slotBytes();
+    return sscSuccess;
+  }
+  void sendDone(const ShmFifo& fifo, size_t bytes) {
+    ShmFifoCtrl* c = fifo.ctrl;
+    uint64_t tail = c->tail.load(std::memory_order_relaxed);
+    c->slotBytes[tail % t_.slots()] = bytes;
+    c->tail.store(tail + 1, std::memory_order_release);
+    shmNotify(&c->tailWord);
+  }
+
+  sscResult_t runStep(const Step& s) {
+    for (uint64_t done = 0; done < s.count; done += slotElems_) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
+      const size_t bytes = n * esize_;
+      const char* src = nullptr;
+      char* dst = nullptr;
+      if (s.op != StepOp::kRecv && s.op != StepOp::kRecvCopySend) src = bufPtr(s.srcBuf, s.srcOff + done);
+      if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend) dst = bufPtr(s.dstBuf, s.dstOff + done);
+      const char* in = nullptr;
+      char* out = nullptr;
+      ShmFifo rf, sf;
+      switch (s.op) {
+        case StepOp::kCopy: {
+          const char* v = pre(s, src, n);
+          if (v != dst) std::memmove(dst, v, bytes);
+          post(s, dst, n);
+          break;
+        }
+        case StepOp::kReduce:
+          combine(dst, pre(s, src, n), dst, n);
+          break;
+        case StepOp::kSend:
+          SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
+          std::memcpy(out, pre(s, src, n), bytes);
+          sendDone(sf, bytes);
+          break;
+        case StepOp::kRecv:
+          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          std::memcpy(dst, in, bytes);
+          recvDone(rf);
+          break;
+        case StepOp::kRecvReduceSend:
+          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
+          combine(in, pre(s, src, n), out, n);
+          recvDone(rf);
+          sendDone(sf, bytes);
+          break;
+        case StepOp::kRecvReduceCopy:
+          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          combine(in, pre(s, src, n), dst, n);
+          recvDone(rf);
+          post(s, dst, n);
+          break;
+        case StepOp::kRecvReduceCopySend:
+          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          combine(in, pre(s, src, n), dst, n);
+          recvDone(rf);
+          post(s, dst, n);
+          SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
+          std::memcpy(out, dst, bytes);
+          sendDone(sf, bytes);
+          break;
+        case StepOp::kRecvCopySend:
+          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
+          std::memcpy(dst, in, bytes);
+          std::memcpy(out, in, bytes);
+          recvDone(rf);
+          sendDone(sf, bytes);
+          break;
+      }
+    }
+    return sscSuccess;
+  }
+
+  const ShmTransport& t_;
+  const Work& w_;
+  int channel_;
+  const std::atomic<bool>* abort_;
+  char* scratch_;
+  size_t esize_;
+  uint64_t slotElems_;
+  std::vector<char> tmp_;
+  Scalar scale_;
+};
+
+}  // namespace
+
+sscResult_t runPlanOnHost(const ShmTransport& transport, const Work& work,
+                          const std::atomic<bool>* abort) {
+  const RankPlan& plan = *work.plan;
+  if (plan.channels.size() > static_cast<size_t>(transport.channels()))
+    return fail(sscInternalError, "plan uses {} channels, transport has {}", plan.channels.size(),
+                transport.channels());
+  std::vector<char> scratch(plan.scratchElems * work.elemBytes);
+  // Channels are independent rings/groups, so running them one after the other cannot deadlock:
+  // every rank finishes channel c before c+1, and channel c only waits on channel c of peers.
+  for (size_t c = 0; c < plan.channels.size(); ++c) {
+    ChannelRunner runner(transport, work, static_cast<int>(c), abort, scratch.data());
+    SSC_CHECK(runner.run(plan.channels[c].steps));
+  }
+  return sscSuccess;
+}
+
+}  // namespace ssc

@@ -1,0 +1,30 @@
+// A unit of enqueued work: one plan plus the call's buffers and reduction, as an executor needs it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "src/collectives/plan.h"
+#include "src/kernels/host/reduce.h"
+
+namespace ssc {
+
+// The reduction as executors apply it: a combiner plus NCCL's pre/post steps.
+struct ReduceSpec {
+  sscDataType_t dtype = sscFloat32;
+  ReduceKind kind = ReduceKind::kSum;
+  bool hasPreScale = false;          // PreMulSum / float Avg: multiply each input by a scalar
+  Scalar preScale;                   // the scalar when known at enqueue time
+  const void* preScaleDevice = nullptr;  // or read from device memory when the work runs
+  uint64_t postDivisor = 0;          // integer Avg: divide the final sum (0: none)
+};
+
+struct Work {
+  std::shared_ptr<const RankPlan> plan;
+  ReduceSpec reduce;
+  size_t elemBytes = 1;
+  std::vector<void*> buffers;  // indexed by BufId; kBufScratch is filled in by the executor
+};
+
+}  // namespace ssc

@@ -1,0 +1,308 @@
+// The GPU plan executor: one kernel launch runs one Work (every channel of a RankPlan) with the
+// host executor's step semantics (src/device/host/host_executor.cc) and FIFO protocol
+// (plan_kernel.h). Grid = channels x blocksPerChannel; block b of a channel owns piece b of
+// every slot and of every local slot-sized range, so FIFO traffic needs no inter-block sync.
+// Steps whose local buffer ranges map onto blocks differently from an earlier step carry a
+// `barrier` flag (computed on the host when the plan is uploaded) and wait for the channel's
+// other blocks first.
+//
+// Spins are bounded: every wait polls the communicator's device error word and the timer, so a
+// missing peer ends the kernel with kKernelTimeout (reported as sscTimeout) instead of a hang.
+#include <cstdint>
+
+#include "src/device/gpu/gpu_runtime.h"
+#include "src/kernels/gpu/elementwise.h"
+#include "src/kernels/gpu/plan_kernel.h"
+
+namespace ssc::gpu {
+namespace {
+
+// Must match ssc::StepOp / StepFlag (src/collectives/plan.h), which device code cannot include.
+enum : uint8_t {
+  kOpCopy, kOpReduce, kOpSend, kOpRecv, kOpRecvReduceSend, kOpRecvReduceCopy,
+  kOpRecvReduceCopySend, kOpRecvCopySend
+};
+enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
+
+constexpr int kUnroll = 4;
+
+// First error wins; the host-mapped copy is what the backend's watcher reads.
+__device__ void recordError(const KernelArgs& a, uint32_t code, int peer, int channel,
+                            uint64_t detail) {
+  if (atomicCAS(a.errorDevice, 0u, code) == 0u) {
+    volatile uint32_t* h = a.errorHost;
+    h[1] = static_cast<uint32_t>(peer);
+    h[2] = static_cast<uint32_t>(channel);
+    h[3] = static_cast<uint32_t>(detail);
+    __threadfence_system();
+    h[0] = code;
+  }
+}
+
+// Polls until done() (thread 0 only). False when the wait timed out or another block failed.
+template <class Done>
+__device__ bool boundedWait(const KernelArgs& a, Done done, int peer, int channel) {
+  uint64_t start = 0;
+  for (uint32_t iter = 1;; ++iter) {
+    if (done()) return true;
+    if ((iter & 255u) == 0) {
+      if (*reinterpret_cast<volatile uint32_t*>(a.errorDevice) != 0) return false;
+      const uint64_t now = sscGpuTimer();
+      if (start == 0) start = now;
+      else if (a.timeoutTicks != 0 && now - start > a.timeoutTicks) {
+        recordError(a, kKernelTimeout, peer, channel, 0);
+        return false;
+      }
+    }
+  }
+}
+
+template <class Tr, int kKind>
+struct BlockRunner {
+  using S = typename Tr::Storage;
+  static constexpr int kPerVec = 16 / sizeof(S);
+
+  const KernelArgs& a;
+  int channel;
+  int block;       // within the channel
+  ScalarOps<Tr> sc;
+  int* sharedOk;
+
+  // The step's elementwise work on this block's piece: r = post(in|dst (+) pre(src)).
+  struct Piece {
+    const S* in;   // received slot data (null: none)
+    const S* src;  // this rank's contribution (null: none)
+    S* dst;        // local result (null: none)
+    S* out;        // outgoing slot (null: none)
+    bool accDst;   // kReduce: dst is also the first operand
+    bool pre, post;
+  };
+
+  __device__ S element(const Piece& p, S inV, S srcV, S dstV) const {
+    const bool hasA = p.in != nullptr || p.accDst;
+    const S av = p.in != nullptr ? inV : dstV;
+    S r;
+    if (p.src != nullptr) {
+      const S s = p.pre ? sc.pre(srcV) : srcV;
+      r = hasA ? Tr::store(combineValues<kKind>(Tr::load(av), Tr::load(s))) : s;
+    } else {
+      r = av;
+    }
+    return p.post ? sc.post(r) : r;
+  }
+
+  __device__ void run(const Piece& p, uint64_t n) const {
+    const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+    const bool aligned = ((addr(p.in) | addr(p.src) | addr(p.dst) | addr(p.out)) & 15u) == 0;
+    uint64_t first = 0;  // elements done by the vector path
+    if (aligned) {
+      const uint64_t nvec = n / kPerVec;
+      const uint64_t stride = static_cast<uint64_t>(blockDim.x) * kUnroll;
+      for (uint64_t base = 0; base < nvec; base += stride) {
+        union Vec { uint4 u; S e[kPerVec]; };
+        Vec vin[kUnroll] = {}, vsrc[kUnroll] = {}, vdst[kUnroll] = {};
+#pragma unroll
+        for (int k = 0; k < kUnroll; ++k) {
+          const uint64_t i = base + k * blockDim.x + threadIdx.x;
+          if (i >= nvec) break;
+          if (p.in) vin[k].u = sscLoadCg(reinterpret_cast<const uint4*>(p.in) + i);
+          if (p.src) vsrc[k].u = sscLoadCg(reinterpret_cast<const uint4*>(p.src) + i);
+          if (p.accDst) vdst[k].u = sscLoadCg(reinterpret_cast<const uint4*>(p.dst) + i);
+        }
+#pragma unroll
+        for (int k = 0; k < kUnroll; ++k) {
+          const uint64_t i = base + k * blockDim.x + threadIdx.x;
+          if (i >= nvec) break;
+          Vec r;
+#pragma unroll
+          for (int j = 0; j < kPerVec; ++j) r.e[j] = element(p, vin[k].e[j], vsrc[k].e[j], vdst[k].e[j]);
+          if (p.dst) reinterpret_cast<uint4*>(p.dst)[i] = r.u;
+          if (p.out) reinterpret_cast<uint4*>(p.out)[i] = r.u;
+        }
+      }
+      first = nvec * kPerVec;
+    }
+    // Tail, or everything when some pointer is not 16-byte aligned (odd counts and offsets).
+    for (uint64_t i = first + threadIdx.x; i < n; i += blockDim.x) {
+      const auto ld = [](const S* q) { return *reinterpret_cast<const volatile S*>(q); };
+      const S inV = p.in ? ld(p.in + i) : S{};
+      const S srcV = p.src ? ld(p.src + i) : S{};
+      const S dstV = p.accDst ? ld(p.dst + i) : S{};
+      const S r = element(p, inV, srcV, dstV);
+      if (p.dst) p.dst[i] = r;
+      if (p.out) p.out[i] = r;
+    }
+  }
+
+  // All blocks of this channel finish their earlier steps. Generation counting on a monotonic
+  // counter: arrivals are numbered, and every block passes the same number of barriers.
+  __device__ bool channelBarrier() const {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      uint64_t* ctr = a.barrierCounters + channel;
+      const uint64_t b = static_cast<uint64_t>(a.blocksPerChannel);
+      const uint64_t target = (atomicAdd(reinterpret_cast<unsigned long long*>(ctr), 1ull) / b + 1) * b;
+      *sharedOk = boundedWait(a, [&] { return sscLoadVolatile(ctr) >= target; }, -1, channel);
+      __threadfence();
+    }
+    __syncthreads();
+    return *sharedOk != 0;
+  }
+
+  __device__ char* bufPtr(uint16_t buf, uint64_t off) const {
+    return static_cast<char*>(a.buffers[buf]) + off * a.elemBytes;
+  }
+
+  __device__ bool runStep(const DevStep& s) const {
+    const uint8_t op = s.op;
+    const bool hasRecv = op >= kOpRecv;
+    const bool hasSend = op == kOpSend || op == kOpRecvReduceSend || op == kOpRecvReduceCopySend ||
+                         op == kOpRecvCopySend;
+    const bool hasSrc = op != kOpRecv && op != kOpRecvCopySend;
+    const bool hasDst = op != kOpSend && op != kOpRecvReduceSend;
+    const bool mayPost = op == kOpCopy || op == kOpRecvReduceCopy || op == kOpRecvReduceCopySend;
+    const uint64_t esize = a.elemBytes;
+    const uint64_t slotElems = a.slotBytes / esize;
+    const Conn* recvConn = hasRecv ? a.conns + channel * a.nranks + s.recvPeer : nullptr;
+    const Conn* sendConn = hasSend ? a.conns + channel * a.nranks + s.sendPeer : nullptr;
+    Piece p{};
+    p.accDst = op == kOpReduce;
+    p.pre = (s.flags & kPreOpFlag) && sc.scale;
+    p.post = (s.flags & kPostOpFlag) && mayPost && sc.divisor != 0;
+
+    for (uint64_t done = 0; done < s.count; done += slotElems) {
+      const uint64_t bytes = min(slotElems, s.count - done) * esize;
+      const uint64_t lo = static_cast<uint64_t>(block) * a.pieceBytes;
+      const uint64_t nb = bytes > lo ? min(a.pieceBytes, bytes - lo) : 0;
+      const uint64_t firstElem = done + lo / esize;
+      uint64_t rslot = 0, sslot = 0;
+      if (threadIdx.x == 0) {
+        int ok = 1;
+        if (hasRecv) {
+          const RecvCtrl* c = recvConn->recvCtrl + block;
+          const uint64_t head = recvConn->counters[block].recvHead;
+          ok = boundedWait(a, [&] { return sscLoadAcquireSys(&c->tail) > head; }, s.recvPeer, channel);
+          if (ok && c->slotBytes[head % a.slots] != bytes) {
+            recordError(a, kKernelSizeMismatch, s.recvPeer, channel, c->slotBytes[head % a.slots]);
+            ok = 0;
+          }
+        }
+        if (ok && hasSend) {
+          const SendCtrl* h = sendConn->sendHeadIn + block;
+          const uint64_t tail = sendConn->counters[block].sentTail;
+          const uint64_t slots = static_cast<uint64_t>(a.slots);
+          ok = boundedWait(a, [&] { return tail - sscLoadAcquireSys(&h->head) < slots; },
+                           s.sendPeer, channel);
+        }
+        *sharedOk = ok;
+      }
+      __syncthreads();
+      if (!*sharedOk) return false;
+      if (hasRecv) rslot = recvConn->counters[block].recvHead % a.slots;
+      if (hasSend) sslot = sendConn->counters[block].sentTail % a.slots;
+
+      p.in = hasRecv ? reinterpret_cast<const S*>(recvConn->recvData + rslot * a.slotBytes + lo) : nullptr;
+      p.out = hasSend ? reinterpret_cast<S*>(sendConn->sendData + sslot * a.slotBytes + lo) : nullptr;
+      p.src = hasSrc ? reinterpret_cast<const S*>(bufPtr(s.srcBuf, s.srcOff + firstElem)) : nullptr;
+      p.dst = hasDst ? reinterpret_cast<S*>(bufPtr(s.dstBuf, s.dstOff + firstElem)) : nullptr;
+      if (nb != 0) run(p, nb / esize);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        // Release after the block's barrier: bar.sync orders every thread's accesses before
+        // thread 0's system-scope release (cumulativity), as NCCL's primitives rely on too.
+        if (hasRecv) {
+          LocalCounters* lc = recvConn->counters + block;
+          const uint64_t head = lc->recvHead + 1;
+          lc->recvHead = head;
+          sscStoreReleaseSys(&recvConn->recvHeadOut[block].head, head);
+        }
+        if (hasSend) {
+          LocalCounters* lc = sendConn->counters + block;
+          RecvCtrl* c = sendConn->sendCtrlOut + block;
+          const uint64_t tail = lc->sentTail;
+          c->slotBytes[tail % a.slots] = bytes;
+          lc->sentTail = tail + 1;
+          __threadfence_system();
+          sscStoreReleaseSys(&c->tail, tail + 1);
+        }
+      }
+    }
+    return true;
+  }
+};
+
+template <class Tr, int kKind>
+__global__ void __launch_bounds__(kThreadsPerBlock) planKernel(const KernelArgs args) {
+  __shared__ int sharedOk;
+  using C = typename Tr::Compute;
+  using S = typename Tr::Storage;
+  const int channel = blockIdx.x / args.blocksPerChannel;
+  BlockRunner<Tr, kKind> r{args, channel, static_cast<int>(blockIdx.x % args.blocksPerChannel), {}, &sharedOk};
+  const DevReduce& red = args.reduce;
+  r.sc.divisor = red.postDivisor;
+  if (red.hasPreScale) {
+    r.sc.scale = true;
+    if constexpr (std::is_integral_v<C>) {
+      int64_t m = red.scaleInt;
+      if (red.scaleDevice != nullptr) m = static_cast<int64_t>(*static_cast<const S*>(red.scaleDevice));
+      r.sc.imult = static_cast<WrapType<C>>(m);
+    } else {
+      double m = red.scaleFloat;
+      if (red.scaleDevice != nullptr) m = static_cast<double>(Tr::load(*static_cast<const S*>(red.scaleDevice)));
+      r.sc.mult = static_cast<C>(m);
+    }
+  }
+  for (uint32_t i = args.stepBegin[channel]; i < args.stepBegin[channel + 1]; ++i) {
+    const DevStep& s = args.steps[i];
+    if (s.barrier && args.blocksPerChannel > 1 && !r.channelBarrier()) return;
+    if (!r.runStep(s)) return;
+  }
+}
+
+template <class Tr>
+int launchForType(const KernelArgs& args, int channels, hipStream_t stream) {
+  const dim3 grid(channels * args.blocksPerChannel), block(kThreadsPerBlock);
+  switch (args.reduce.kind) {
+    case 0: planKernel<Tr, 0><<<grid, block, 0, stream>>>(args); break;
+    case 1: planKernel<Tr, 1><<<grid, block, 0, stream>>>(args); break;
+    case 2: planKernel<Tr, 2><<<grid, block, 0, stream>>>(args); break;
+    default: planKernel<Tr, 3><<<grid, block, 0, stream>>>(args); break;
+  }
+  return static_cast<int>(hipGetLastError());
+}
+
+__global__ void __launch_bounds__(kThreadsPerBlock) copyKernel(uint4* dst, const uint4* src, uint64_t n) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
+    dst[i] = sscLoadCg(src + i);
+}
+
+}  // namespace
+
+int launchPlanKernel(const KernelArgs& args, int channels, void* streamPtr) {
+  hipStream_t stream = static_cast<hipStream_t>(streamPtr);
+  switch (args.reduce.dtype) {  // sscDataType_t values
+    case 0: return launchForType<NativeTraits<int8_t>>(args, channels, stream);
+    case 1: return launchForType<NativeTraits<uint8_t>>(args, channels, stream);
+    case 2: return launchForType<NativeTraits<int32_t>>(args, channels, stream);
+    case 3: return launchForType<NativeTraits<uint32_t>>(args, channels, stream);
+    case 4: return launchForType<NativeTraits<int64_t>>(args, channels, stream);
+    case 5: return launchForType<NativeTraits<uint64_t>>(args, channels, stream);
+    case 6: return launchForType<HalfTraits>(args, channels, stream);
+    case 7: return launchForType<NativeTraits<float>>(args, channels, stream);
+    case 8: return launchForType<NativeTraits<double>>(args, channels, stream);
+    case 9: return launchForType<Bf16Traits>(args, channels, stream);
+    case 10: return launchForType<Fp8Traits<conv::Fp8E4M3>>(args, channels, stream);
+    case 11: return launchForType<Fp8Traits<conv::Fp8E5M2>>(args, channels, stream);
+    default: return -1;
+  }
+}
+
+int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* streamPtr) {
+  copyKernel<<<blocks, kThreadsPerBlock, 0, static_cast<hipStream_t>(streamPtr)>>>(
+      static_cast<uint4*>(dst), static_cast<const uint4*>(src), bytes / 16);
+  return static_cast<int>(hipGetLastError());
+}
+
+}  // namespace ssc::gpu

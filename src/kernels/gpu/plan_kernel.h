@@ -1,0 +1,115 @@
+// The GPU plan executor's interface: plain structs shared by the host side of the backend (which
+// lays out FIFOs and uploads plans) and the kernel (which runs them). No runtime or library
+// headers here, so both g++ and the device compilers include it.
+//
+// FIFO protocol (the host executor's, transports/host/shm_transport.h, split per block): a
+// connection (sender, receiver, channel) is `slots` slots of `slotBytes` in the receiver's
+// memory. Each channel runs on `blocksPerChannel` blocks; block b owns bytes
+// [b * pieceBytes, (b+1) * pieceBytes) of every slot and has its own pair of monotonic counters,
+// so blocks never wait for each other to post a slot. A sub-FIFO is a FIFO exactly as on the
+// host: tail (slots posted, written by the sender into the receiver's memory), head (slots
+// consumed, written by the receiver into the sender's memory, so each side polls local memory),
+// and the byte count of every posted slot for the size check. Nothing is ever reset.
+#pragma once
+
+#include <cstdint>
+
+namespace ssc::gpu {
+
+constexpr int kMaxSlots = 16;
+constexpr int kMaxChannels = 4;
+constexpr int kMaxBuffers = 132;  // kBufUserBase + 2 x 64 point-to-point buffers
+constexpr int kThreadsPerBlock = 512;
+
+// Error codes a kernel records (first one wins); the host turns them into sscResult_t.
+enum KernelError : uint32_t {
+  kKernelOk = 0,
+  kKernelTimeout = 1,       // a wait passed STARSCREAM_TIMEOUT
+  kKernelSizeMismatch = 2,  // a peer posted a slot of another size (mismatched calls)
+};
+
+// Receiver-side control of one sub-FIFO (channel, sender, block), in the receiver's memory.
+struct alignas(128) RecvCtrl {
+  uint64_t tail;  // written by the sender (release), polled by the receiver (acquire)
+  uint64_t pad[15];
+  uint64_t slotBytes[kMaxSlots];
+};
+
+// Sender-side control of one sub-FIFO (channel, receiver, block), in the sender's memory.
+struct alignas(128) SendCtrl {
+  uint64_t head;  // written by the receiver, polled by the sender
+  uint64_t pad[15];
+};
+
+// This rank's own copies of the counters it advances (only one block ever touches each).
+struct alignas(16) LocalCounters {
+  uint64_t sentTail;    // towards the peer: slots posted
+  uint64_t recvHead;    // from the peer: slots consumed
+};
+
+// Everything one block needs about the connection with one peer on its channel. Arrays are
+// indexed by block within the channel.
+struct Conn {
+  char* recvData;           // my FIFO from the peer (slots x slotBytes)
+  RecvCtrl* recvCtrl;       // mine, [block]
+  SendCtrl* recvHeadOut;    // the peer's SendCtrl for me, [block] (I write head there)
+  char* sendData;           // the peer's FIFO from me
+  RecvCtrl* sendCtrlOut;    // the peer's RecvCtrl for me, [block] (I write tail there)
+  SendCtrl* sendHeadIn;     // mine: the head the peer writes, [block]
+  LocalCounters* counters;  // mine, [block]
+};
+
+// A plan step as the kernel reads it (src/collectives/plan.h's Step plus one executor flag).
+struct DevStep {
+  uint8_t op;       // ssc::StepOp
+  uint8_t flags;    // ssc::StepFlag
+  uint8_t barrier;  // 1: all blocks of the channel must finish earlier steps first (see below)
+  uint8_t pad;
+  uint16_t srcBuf;
+  uint16_t dstBuf;
+  int32_t recvPeer;
+  int32_t sendPeer;
+  uint32_t pad2;
+  uint64_t srcOff;
+  uint64_t dstOff;
+  uint64_t count;
+};
+
+// How the call reduces: dtype/op plus NCCL's pre-scale and post-divide.
+struct DevReduce {
+  uint32_t dtype;       // sscDataType_t
+  uint32_t kind;        // ssc::ReduceKind
+  uint32_t hasPreScale;
+  uint32_t scaleIsInteger;
+  int64_t scaleInt;     // integer types: the wrapped multiplier
+  double scaleFloat;    // float types
+  const void* scaleDevice;  // non-null: read the scalar (of dtype) from here when the kernel runs
+  uint64_t postDivisor;     // integer Avg: 0 = none
+};
+
+struct KernelArgs {
+  const DevStep* steps;                     // all channels' steps, concatenated
+  uint32_t stepBegin[kMaxChannels + 1];     // channel c runs steps [stepBegin[c], stepBegin[c+1])
+  const Conn* conns;                        // [channel][peer]
+  int nranks;
+  int blocksPerChannel;
+  int slots;
+  uint32_t elemBytes;
+  uint64_t slotBytes;
+  uint64_t pieceBytes;                      // bytes of each slot a block owns (multiple of 16)
+  uint64_t* barrierCounters;                // [channel], monotonic
+  uint32_t* errorDevice;                    // device word all waits poll: stop when non-zero
+  uint32_t* errorHost;                      // host-mapped: {code, peer, channel, detail}
+  uint64_t timeoutTicks;                    // 0: wait forever
+  DevReduce reduce;
+  void* buffers[kMaxBuffers];               // by BufId; kBufScratch filled in by the backend
+};
+
+// Launches the plan kernel: grid = channels x blocksPerChannel. Returns 0 or the runtime's
+// error code of the launch (a kernel's own failures are reported through errorHost).
+int launchPlanKernel(const KernelArgs& args, int channels, void* stream);
+
+// Copies device memory on `stream` with the executor's vector path (for the perf roofline).
+int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* stream);
+
+}  // namespace ssc::gpu

@@ -1,0 +1,45 @@
+#include "src/topology/subset.h"
+
+#include <map>
+
+namespace ssc {
+
+Topology subsetTopology(const Topology& parent, const std::vector<int>& members) {
+  Topology t;
+  t.name = parent.name + " (subset)";
+  t.intraGpu = parent.intraGpu;
+  t.interGpu = parent.interGpu;
+  t.network = parent.network;
+  std::map<int, int> gpuMap, nodeMap;  // parent index -> subset index, in order of appearance
+  for (int parentRank : members) {
+    const RankPlacement& p = parent.ranks[parentRank];
+    if (!nodeMap.count(p.node)) nodeMap.emplace(p.node, static_cast<int>(nodeMap.size()));
+    if (!gpuMap.count(p.gpu)) {
+      gpuMap.emplace(p.gpu, static_cast<int>(t.gpus.size()));
+      GpuInfo g = parent.gpus[p.gpu];
+      g.node = nodeMap[p.node];
+      g.ranks.clear();
+      t.gpus.push_back(g);
+    }
+  }
+  t.nnodes = static_cast<int>(nodeMap.size());
+  t.ranks.resize(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const RankPlacement& p = parent.ranks[members[i]];
+    t.ranks[i] = RankPlacement{nodeMap[p.node], gpuMap[p.gpu], 0, p.numa};
+  }
+  // Partition indices are renumbered along each GPU's ring order, which the parent's order keeps.
+  for (size_t g = 0; g < parent.gpus.size(); ++g) {
+    if (!gpuMap.count(static_cast<int>(g))) continue;
+    GpuInfo& sub = t.gpus[gpuMap[static_cast<int>(g)]];
+    for (int parentRank : parent.gpus[g].ranks)
+      for (size_t i = 0; i < members.size(); ++i)
+        if (members[i] == parentRank) {
+          t.ranks[i].partition = static_cast<int>(sub.ranks.size());
+          sub.ranks.push_back(static_cast<int>(i));
+        }
+  }
+  return t;
+}
+
+}  // namespace ssc

@@ -1,0 +1,130 @@
+#include "tests/collectives/plan_sim.h"
+
+#include <deque>
+#include <fmt/format.h>
+#include <map>
+#include <tuple>
+
+namespace ssc::test {
+
+namespace {
+
+using Piece = std::vector<SymElem>;
+
+struct RankState {
+  size_t channel = 0;
+  size_t step = 0;
+  uint64_t done = 0;  // elements of the current step already processed
+};
+
+bool isRecv(StepOp op) {
+  return op == StepOp::kRecv || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
+}
+bool isSend(StepOp op) {
+  return op == StepOp::kSend || op == StepOp::kRecvReduceSend ||
+         op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
+}
+
+std::string combine(const SymElem& a, const SymElem& b, SymElem* out) {
+  if (a.tag != b.tag) return fmt::format("reduces element {} with element {}", a.tag, b.tag);
+  if (a.ranks & b.ranks) return fmt::format("element {} reduces a contribution twice", a.tag);
+  *out = SymElem{a.tag, a.ranks | b.ranks, a.pre | b.pre, a.post + b.post};
+  return "";
+}
+
+}  // namespace
+
+SimResult simulatePlans(const std::vector<RankPlan>& plans,
+                        std::vector<std::vector<std::vector<SymElem>>> bufs, uint64_t slotElems,
+                        int slots) {
+  SimResult res;
+  const int n = static_cast<int>(plans.size());
+  std::map<std::tuple<int, int, size_t>, std::deque<Piece>> fifo;  // (from, to, channel)
+  std::vector<RankState> st(n);
+  auto finished = [&](int r) { return st[r].channel >= plans[r].channels.size(); };
+  auto normalize = [&](int r) {
+    while (!finished(r) && st[r].step >= plans[r].channels[st[r].channel].steps.size()) {
+      ++st[r].channel;
+      st[r].step = 0;
+    }
+  };
+  for (int r = 0; r < n; ++r) normalize(r);
+
+  for (;;) {
+    bool progress = false, allDone = true;
+    for (int r = 0; r < n; ++r) {
+      if (finished(r)) continue;
+      allDone = false;
+      const Step& s = plans[r].channels[st[r].channel].steps[st[r].step];
+      const size_t ch = st[r].channel;
+      const uint64_t m = std::min(slotElems, s.count - st[r].done);
+      auto* inQ = isRecv(s.op) ? &fifo[{s.recvPeer, r, ch}] : nullptr;
+      auto* outQ = isSend(s.op) ? &fifo[{r, s.sendPeer, ch}] : nullptr;
+      if (inQ && inQ->empty()) continue;                                   // waits for data
+      if (outQ && outQ->size() >= static_cast<size_t>(slots)) continue;   // waits for credit
+      Piece got;
+      if (inQ) {
+        got = inQ->front();
+        inQ->pop_front();
+        if (got.size() != m) {
+          res.error = fmt::format("rank {} expected {} elements from {} but got {}", r, m,
+                                  s.recvPeer, got.size());
+          return res;
+        }
+      }
+      auto src = [&](uint64_t k) {
+        SymElem e = bufs[r][s.srcBuf][s.srcOff + st[r].done + k];
+        if (s.flags & kFlagPreOp) e.pre |= e.ranks;
+        return e;
+      };
+      auto dstRef = [&](uint64_t k) -> SymElem& { return bufs[r][s.dstBuf][s.dstOff + st[r].done + k]; };
+      Piece out(m);
+      for (uint64_t k = 0; k < m; ++k) {
+        SymElem v;
+        std::string err;
+        switch (s.op) {
+          case StepOp::kCopy: case StepOp::kSend: v = src(k); break;
+          case StepOp::kReduce: err = combine(dstRef(k), src(k), &v); break;
+          case StepOp::kRecv: case StepOp::kRecvCopySend: v = got[k]; break;
+          default: err = combine(got[k], src(k), &v); break;
+        }
+        if (!err.empty()) {
+          res.error = fmt::format("rank {} ch {} step {} ({}): {}", r, ch, st[r].step,
+                                  stepOpName(s.op), err);
+          return res;
+        }
+        if (s.flags & kFlagPostOp) v.post += 1;
+        out[k] = v;
+        if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend) dstRef(k) = v;
+      }
+      if (outQ) outQ->push_back(std::move(out));
+      progress = true;
+      st[r].done += m;
+      if (st[r].done >= s.count) {
+        st[r].done = 0;
+        ++st[r].step;
+        normalize(r);
+      }
+    }
+    if (allDone) break;
+    if (!progress) {
+      std::string where;
+      for (int r = 0; r < n; ++r)
+        if (!finished(r))
+          where += fmt::format(" rank {} at ch {} step {};", r, st[r].channel, st[r].step);
+      res.error = "deadlock:" + where;
+      return res;
+    }
+  }
+  for (const auto& [key, q] : fifo)
+    if (!q.empty()) {
+      res.error = fmt::format("{} unread piece(s) left on connection {}->{}", q.size(),
+                              std::get<0>(key), std::get<1>(key));
+      return res;
+    }
+  res.buffers = std::move(bufs);
+  return res;
+}
+
+}  // namespace ssc::test

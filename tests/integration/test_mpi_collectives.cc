@@ -1,0 +1,310 @@
+// mpirun integration tests on the host backend: every collective x algorithm x dtype x op, in
+// place and out of place, counts 0, 1, 7, 1000 and 2^20+3, each rank checking its own output
+// against a reference it computes itself. Launched by ctest under mpirun with several rank counts
+// and emulated topologies (tests/integration/CMakeLists.txt).
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "src/kernels/host/reduce.h"
+#include "starscream/starscream.h"
+#include "starscream/starscream_mpi.h"
+#include "tests/support/reference.h"
+
+namespace ssc::test {
+namespace {
+
+sscComm_t g_comm = nullptr;
+sscStream_t g_stream = nullptr;
+int g_rank = 0, g_n = 1;
+
+enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll };
+const char* kCollNames[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall"};
+const char* kAlgos[] = {"ring", "bidir_ring", "direct", "hierarchical"};
+const sscRedOp_t kOps[] = {sscSum, sscProd, sscMax, sscMin, sscAvg, sscNumOps /* premulsum */};
+
+bool reduces(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce;
+}
+
+struct Case {
+  Coll coll;
+  sscDataType_t type;
+  sscRedOp_t op;
+  uint64_t count;
+  bool inPlace;
+  int root;
+  std::string describe(const char* algo) const {
+    return fmt::format("{} {} {} {} count {} {} root {}", algo, kCollNames[static_cast<int>(coll)],
+                       dtypeName(type), opName(op), count, inPlace ? "in-place" : "out-of-place", root);
+  }
+};
+
+// Sum over ranks of `local`.
+long long allSum(long long local) {
+  long long total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
+// Runs one case; returns this rank's number of wrong elements (or -1 on an API error).
+long long runCase(const Case& c, std::string* why) {
+  const size_t es = dtypeSize(c.type);
+  const uint64_t n = static_cast<uint64_t>(g_n), cnt = c.count;
+  uint64_t inElems = cnt, outElems = cnt;
+  if (c.coll == Coll::kReduceScatter || c.coll == Coll::kAllToAll) inElems = n * cnt;
+  if (c.coll == Coll::kAllGather || c.coll == Coll::kAllToAll) outElems = n * cnt;
+  void* outBuf = nullptr;
+  void* inBuf = nullptr;
+  if (sscMemAlloc(&outBuf, std::max<uint64_t>(outElems, inElems) * es + 64) != sscSuccess) return -1;
+  const bool separateIn = !c.inPlace || c.coll == Coll::kAllToAll;
+  if (separateIn && sscMemAlloc(&inBuf, inElems * es + 64) != sscSuccess) return -1;
+  char* out = static_cast<char*>(outBuf);
+  char* in = separateIn ? static_cast<char*>(inBuf) : out;
+  if (c.inPlace && c.coll == Coll::kReduceScatter) out = in + g_rank * cnt * es;
+  if (c.inPlace && c.coll == Coll::kAllGather) in = out + g_rank * cnt * es;
+  const sscRedOp_t fillOp = reduces(c.coll) ? c.op : sscSum;
+  // Global index of local input element k, as the reference defines contributions.
+  for (uint64_t k = 0; k < inElems; ++k) {
+    uint64_t global = k;
+    if (c.coll == Coll::kAllToAll) global = g_rank * n * cnt + k;
+    setElementFromDouble(c.type, in, k, static_cast<double>(
+        inputValue(c.coll == Coll::kAllGather || c.coll == Coll::kAllToAll ? 0 : g_rank, global, c.type, fillOp)
+        + (c.coll == Coll::kAllGather ? static_cast<int64_t>(g_rank) % 2 : 0)));
+  }
+  sscRedOp_t op = c.op;
+  if (reduces(c.coll) && c.op == sscNumOps) {
+    std::vector<char> scalar(8);
+    setElementFromDouble(c.type, scalar.data(), 0, 2.0);
+    if (sscRedOpCreatePreMulSum(&op, scalar.data(), c.type, sscScalarHostImmediate, g_comm) != sscSuccess) return -1;
+  }
+  sscResult_t r = sscSuccess;
+  switch (c.coll) {
+    case Coll::kAllReduce: r = sscAllReduce(in, out, cnt, c.type, op, g_comm, g_stream); break;
+    case Coll::kReduceScatter: r = sscReduceScatter(in, out, cnt, c.type, op, g_comm, g_stream); break;
+    case Coll::kAllGather: r = sscAllGather(in, out, cnt, c.type, g_comm, g_stream); break;
+    case Coll::kBroadcast: r = sscBroadcast(in, out, cnt, c.type, c.root, g_comm, g_stream); break;
+    case Coll::kReduce: r = sscReduce(in, out, cnt, c.type, op, c.root, g_comm, g_stream); break;
+    case Coll::kAllToAll: r = sscAllToAll(in, out, cnt, c.type, g_comm, g_stream); break;
+  }
+  if (r == sscSuccess) r = sscStreamSynchronize(g_stream);
+  if (op != c.op) sscRedOpDestroy(op, g_comm);
+  if (r != sscSuccess) {
+    *why = fmt::format("{}: {}", sscGetErrorString(r), sscGetLastError(g_comm));
+    sscMemFree(outBuf);
+    sscMemFree(inBuf);
+    return -1;
+  }
+  long long wrong = 0;
+  auto check = [&](uint64_t k, double want) {
+    double got = getElementAsDouble(c.type, out, k);
+    if (closeEnough(got, want, c.type, c.op, g_n)) return;
+    if (wrong++ == 0) *why = fmt::format("rank {} out[{}] = {} want {}", g_rank, k, got, want);
+  };
+  auto agValue = [&](int j, uint64_t i) {
+    return static_cast<double>(inputValue(0, i, c.type, sscSum) + j % 2);
+  };
+  for (uint64_t i = 0; i < cnt; ++i) {
+    switch (c.coll) {
+      case Coll::kAllReduce: check(i, reduceReference(g_n, i, c.type, c.op)); break;
+      case Coll::kReduceScatter: check(i, reduceReference(g_n, g_rank * cnt + i, c.type, c.op)); break;
+      case Coll::kReduce:
+        if (g_rank == c.root) check(i, reduceReference(g_n, i, c.type, c.op));
+        break;
+      case Coll::kBroadcast: check(i, static_cast<double>(inputValue(c.root, i, c.type, sscSum))); break;
+      case Coll::kAllGather:
+        for (int j = 0; j < g_n; ++j) check(j * cnt + i, agValue(j, i));
+        break;
+      case Coll::kAllToAll:
+        for (int j = 0; j < g_n; ++j)
+          check(j * cnt + i, static_cast<double>(inputValue(0, j * n * cnt + g_rank * cnt + i, c.type, sscSum)));
+        break;
+    }
+  }
+  sscMemFree(outBuf);
+  sscMemFree(inBuf);
+  return wrong;
+}
+
+// Runs the case on every rank and expects no wrong element anywhere.
+void expectCase(const Case& c, const char* algo) {
+  std::string why;
+  long long local = runCase(c, &why);
+  long long errors = allSum(local < 0 ? 1000000 : 0);
+  long long wrong = allSum(local > 0 ? local : 0);
+  EXPECT_EQ(errors, 0) << c.describe(algo) << ": " << why;
+  EXPECT_EQ(wrong, 0) << c.describe(algo) << ": " << why;
+}
+
+void forceAlgo(const char* algo) { setenv("STARSCREAM_ALGO", algo, 1); }
+
+TEST(MpiCollectives, SmallCountsEveryTypeOpAndAlgorithm) {
+  for (const char* algo : kAlgos) {
+    forceAlgo(algo);
+    for (int ci = 0; ci < 6; ++ci) {
+      Coll coll = static_cast<Coll>(ci);
+      for (int t = 0; t < sscNumTypes; ++t) {
+        for (sscRedOp_t op : kOps) {
+          if (!reduces(coll) && op != sscSum) continue;
+          for (uint64_t count : {0, 1, 7, 1000}) {
+            for (bool inPlace : {false, true}) {
+              int root = static_cast<int>(count % g_n);
+              expectCase(Case{coll, static_cast<sscDataType_t>(t), op, count, inPlace, root}, algo);
+              if (::testing::Test::HasFailure()) return;
+            }
+          }
+        }
+      }
+    }
+  }
+  unsetenv("STARSCREAM_ALGO");
+}
+
+TEST(MpiCollectives, LargeCountEveryTypeAndOp) {
+  // 2^20 + 3 elements: many chunks per call, uneven slices. Every dtype and every op appears for
+  // every algorithm and collective (cycled, to keep the run short on 2 cores).
+  const uint64_t count = (1u << 20) + 3;
+  int k = 0;
+  for (const char* algo : kAlgos) {
+    forceAlgo(algo);
+    for (int ci = 0; ci < 6; ++ci) {
+      Coll coll = static_cast<Coll>(ci);
+      for (int t = 0; t < sscNumTypes; t += 1) {
+        sscRedOp_t op = reduces(coll) ? kOps[k++ % 6] : sscSum;
+        // The large all-to-all moves n x count per rank: one type per algorithm keeps it short.
+        if (coll == Coll::kAllToAll && t != (k % sscNumTypes)) continue;
+        if (coll != Coll::kAllReduce && t % 3 != 0) continue;
+        expectCase(Case{coll, static_cast<sscDataType_t>(t), op, count, (t / 3) % 2 == 1, g_n - 1}, algo);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+  unsetenv("STARSCREAM_ALGO");
+}
+
+TEST(MpiCollectives, HierarchicalEqualsFlatRingBitForBit) {
+  // Integer-valued data is exact in every type, so any correct algorithm gives identical bits.
+  for (int t = 0; t < sscNumTypes; ++t)
+    for (sscRedOp_t op : kOps) {
+      const uint64_t count = 4099;
+      const size_t es = dtypeSize(static_cast<sscDataType_t>(t));
+      std::vector<std::vector<char>> results;
+      for (const char* algo : {"ring", "hierarchical"}) {
+        forceAlgo(algo);
+        std::vector<char> in(count * es), out(count * es);
+        for (uint64_t i = 0; i < count; ++i)
+          setElementFromDouble(static_cast<sscDataType_t>(t), in.data(), i,
+                               static_cast<double>(inputValue(g_rank, i, static_cast<sscDataType_t>(t), op == sscNumOps ? sscSum : op)));
+        sscRedOp_t useOp = op == sscNumOps ? sscSum : op;
+        ASSERT_EQ(sscAllReduce(in.data(), out.data(), count, static_cast<sscDataType_t>(t), useOp, g_comm, g_stream), sscSuccess);
+        ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess);
+        results.push_back(out);
+      }
+      // Float sums of small integers stay exact except in the fp8 types' coarse ranges and avg.
+      bool exact = !(t == sscFloat8e5m2 || op == sscAvg);
+      if (exact)
+        EXPECT_EQ(allSum(results[0] != results[1]), 0) << dtypeName(static_cast<sscDataType_t>(t)) << " " << opName(op);
+    }
+  unsetenv("STARSCREAM_ALGO");
+}
+
+TEST(MpiCollectives, SendRecvRingWithSelfAndLargeMessages) {
+  for (uint64_t bytes : {uint64_t{1}, uint64_t{1000}, uint64_t{3u << 20}}) {
+    std::vector<char> a(bytes), b(bytes), self(bytes), selfOut(bytes);
+    for (uint64_t i = 0; i < bytes; ++i) a[i] = static_cast<char>(g_rank * 31 + i), self[i] = static_cast<char>(i * 7);
+    int next = (g_rank + 1) % g_n, prev = (g_rank + g_n - 1) % g_n;
+    ASSERT_EQ(sscGroupStart(), sscSuccess);
+    // Receive posted first on purpose: the fused plan must not care about posting order.
+    ASSERT_EQ(sscRecv(b.data(), bytes, sscUint8, prev, g_comm, g_stream), sscSuccess);
+    ASSERT_EQ(sscSend(a.data(), bytes, sscUint8, next, g_comm, g_stream), sscSuccess);
+    ASSERT_EQ(sscSend(self.data(), bytes, sscUint8, g_rank, g_comm, g_stream), sscSuccess);
+    ASSERT_EQ(sscRecv(selfOut.data(), bytes, sscUint8, g_rank, g_comm, g_stream), sscSuccess);
+    ASSERT_EQ(sscGroupEnd(), sscSuccess);
+    ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess);
+    long long bad = 0;
+    for (uint64_t i = 0; i < bytes; ++i)
+      bad += b[i] != static_cast<char>(prev * 31 + i) || selfOut[i] != self[i];
+    EXPECT_EQ(allSum(bad), 0) << bytes << " bytes";
+  }
+}
+
+TEST(MpiCollectives, SplitByParityAndNoColor) {
+  int color = g_rank == g_n - 1 && g_n > 2 ? SSC_SPLIT_NOCOLOR : g_rank % 2;
+  sscComm_t sub = nullptr;
+  ASSERT_EQ(sscCommSplit(g_comm, color, -g_rank, &sub, nullptr), sscSuccess) << sscGetLastError(g_comm);
+  if (color == SSC_SPLIT_NOCOLOR) {
+    EXPECT_EQ(sub, nullptr);
+    return;
+  }
+  ASSERT_NE(sub, nullptr);
+  int subN = 0, subRank = 0;
+  ASSERT_EQ(sscCommCount(sub, &subN), sscSuccess);
+  ASSERT_EQ(sscCommUserRank(sub, &subRank), sscSuccess);
+  // key = -rank orders the members in reverse.
+  int expectN = 0, expectRank = 0;
+  for (int r = 0; r < g_n; ++r) {
+    bool member = (r % 2 == g_rank % 2) && !(r == g_n - 1 && g_n > 2);
+    if (!member) continue;
+    ++expectN;
+    if (r > g_rank) ++expectRank;
+  }
+  EXPECT_EQ(subN, expectN);
+  EXPECT_EQ(subRank, expectRank);
+  int64_t mine = g_rank, sum = 0;
+  for (const char* algo : kAlgos) {
+    forceAlgo(algo);
+    ASSERT_EQ(sscAllReduce(&mine, &sum, 1, sscInt64, sscSum, sub, nullptr), sscSuccess);
+    ASSERT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
+    int64_t expect = 0;
+    for (int r = g_rank % 2; r < g_n; r += 2)
+      if (!(r == g_n - 1 && g_n > 2)) expect += r;
+    EXPECT_EQ(sum, expect) << algo;
+  }
+  unsetenv("STARSCREAM_ALGO");
+  EXPECT_EQ(sscCommDestroy(sub), sscSuccess);
+}
+
+TEST(MpiCollectives, DeviceScalarPreMulSumIsReadWhenTheOperationRuns) {
+  float scalar = 1.0f;
+  sscRedOp_t op;
+  ASSERT_EQ(sscRedOpCreatePreMulSum(&op, &scalar, sscFloat32, sscScalarDevice, g_comm), sscSuccess);
+  scalar = 3.0f;  // a device-resident scalar is read when the work runs, not at creation
+  float in = 1.0f, out = 0.0f;
+  ASSERT_EQ(sscAllReduce(&in, &out, 1, sscFloat32, op, g_comm, g_stream), sscSuccess);
+  ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess);
+  EXPECT_EQ(out, 3.0f * g_n);
+  EXPECT_EQ(sscRedOpDestroy(op, g_comm), sscSuccess);
+}
+
+}  // namespace
+}  // namespace ssc::test
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &ssc::test::g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ssc::test::g_n);
+  if (ssc::test::g_rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = 1;
+  if (sscCommInitMpi(MPI_COMM_WORLD, &ssc::test::g_comm) != sscSuccess) {
+    fprintf(stderr, "rank %d: sscCommInitMpi failed: %s\n", ssc::test::g_rank, sscGetLastError(nullptr));
+  } else if (sscStreamCreate(&ssc::test::g_stream) != sscSuccess) {
+    fprintf(stderr, "rank %d: sscStreamCreate failed\n", ssc::test::g_rank);
+  } else {
+    rc = RUN_ALL_TESTS();
+    sscStreamDestroy(ssc::test::g_stream);
+    sscCommDestroy(ssc::test::g_comm);
+  }
+  // Any rank's failure fails the run.
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}

@@ -1,0 +1,164 @@
+#include "transports/host/shm_transport.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+
+#include "src/core/comm.h"
+#include "src/core/env.h"
+#include "src/core/errors.h"
+#include "src/core/log.h"
+
+namespace ssc {
+
+namespace {
+
+// Identifies this host (and boot) so ranks can check they share /dev/shm.
+struct HostId {
+  char name[64];
+  char boot[40];
+};
+
+HostId localHostId() {
+  HostId id{};
+  gethostname(id.name, sizeof(id.name) - 1);
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  std::getline(f, boot);
+  std::strncpy(id.boot, boot.c_str(), sizeof(id.boot) - 1);
+  return id;
+}
+
+size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+void shmSleep(std::atomic<uint32_t>* word, uint32_t seen, int timeoutMs) {
+  timespec ts{timeoutMs / 1000, (timeoutMs % 1000) * 1000000L};
+  // Shared (not FUTEX_PRIVATE) futex: the word lives in memory mapped by several processes.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+void shmNotify(std::atomic<uint32_t>* word) {
+  word->fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+int shmSpinCount() { return static_cast<int>(std::max<int64_t>(0, env::getInt("STARSCREAM_SPIN"))); }
+double shmTimeoutSeconds() { return env::getDouble("STARSCREAM_TIMEOUT"); }
+
+size_t ShmTransport::fifoIndex(int sender, int channel) const {
+  return static_cast<size_t>(channel) * nranks_ + sender;
+}
+
+ShmFifo ShmTransport::sendFifo(int peer, int channel) const {
+  char* base = segmentBase(peer);
+  size_t i = fifoIndex(rank_, channel);
+  return ShmFifo{reinterpret_cast<ShmFifoCtrl*>(base) + i,
+                 base + ctrlBytes_ + i * slots_ * slotBytes_};
+}
+
+ShmFifo ShmTransport::recvFifo(int peer, int channel) const {
+  char* base = segmentBase(rank_);
+  size_t i = fifoIndex(peer, channel);
+  return ShmFifo{reinterpret_cast<ShmFifoCtrl*>(base) + i,
+                 base + ctrlBytes_ + i * slots_ * slotBytes_};
+}
+
+ShmTransport::~ShmTransport() {
+  for (void* m : maps_)
+    if (m != nullptr && m != MAP_FAILED) munmap(m, segmentBytes_);
+  if (!unlinked_) shm_unlink(name_.c_str());
+}
+
+sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* out) {
+  std::unique_ptr<ShmTransport> t(new ShmTransport());
+  t->rank_ = comm->rank;
+  t->nranks_ = comm->nranks;
+  t->channels_ = static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_HOST_CHANNELS"), 1, 16));
+  t->slots_ = static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_HOST_SLOTS"), 2, kShmMaxSlots));
+  // Slots hold whole elements of every type (8 bytes at most) and stay cache-line aligned.
+  t->slotBytes_ = roundUp(static_cast<size_t>(std::clamp<int64_t>(
+                              env::getInt("STARSCREAM_HOST_SLOT_BYTES"), 64, 64 << 20)), 64);
+  const size_t nfifo = static_cast<size_t>(t->channels_) * t->nranks_;
+  t->ctrlBytes_ = roundUp(nfifo * sizeof(ShmFifoCtrl), 4096);
+  t->segmentBytes_ = t->ctrlBytes_ + nfifo * t->slots_ * t->slotBytes_;
+
+  // All ranks must share this host's /dev/shm.
+  std::vector<HostId> hosts(t->nranks_);
+  hosts[t->rank_] = localHostId();
+  SSC_CHECK(comm->bootstrap->allGather(hosts.data(), sizeof(HostId)));
+  for (int r = 0; r < t->nranks_; ++r)
+    if (std::memcmp(&hosts[r], &hosts[t->rank_], sizeof(HostId)) != 0)
+      return fail(sscInvalidUsage, "the host backend needs every rank on one host, but rank {} runs "
+                  "on '{}' and rank {} on '{}'", r, hosts[r].name, t->rank_, hosts[t->rank_].name);
+
+  auto nameOf = [&](int r) {
+    return fmt::format("/ssc-{:016x}-{}", comm->bootstrap->cookie(), r);
+  };
+  t->name_ = nameOf(t->rank_);
+  t->maps_.assign(t->nranks_, nullptr);
+
+  // Create, then tell everyone whether it worked, so one failure fails all ranks promptly.
+  std::vector<int32_t> ok(t->nranks_, 0);
+  int fd = shm_open(t->name_.c_str(), O_CREAT | O_EXCL | O_RDWR, S_IRUSR | S_IWUSR);
+  std::string why;
+  if (fd < 0) {
+    why = fmt::format("shm_open({}) failed: {}", t->name_, strerror(errno));
+  } else {
+    t->unlinked_ = false;
+    if (ftruncate(fd, static_cast<off_t>(t->segmentBytes_)) != 0) {
+      why = fmt::format("ftruncate of {} to {} bytes failed: {}", t->name_, t->segmentBytes_, strerror(errno));
+    } else {
+      void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m == MAP_FAILED) why = fmt::format("mmap of {} failed: {}", t->name_, strerror(errno));
+      else t->maps_[t->rank_] = m;
+    }
+    close(fd);
+  }
+  ok[t->rank_] = why.empty() ? 1 : 0;
+  SSC_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
+  for (int r = 0; r < t->nranks_; ++r)
+    if (!ok[r])
+      return fail(sscSystemError, "shared memory set-up failed on rank {}{}{}", r,
+                  why.empty() ? "" : ": ", r == t->rank_ ? why : "see that rank's log");
+
+  for (int r = 0; r < t->nranks_ && why.empty(); ++r) {
+    if (r == t->rank_) continue;
+    std::string peerName = nameOf(r);
+    int pfd = shm_open(peerName.c_str(), O_RDWR, 0);
+    if (pfd < 0) {
+      why = fmt::format("shm_open({}) of rank {} failed: {}", peerName, r, strerror(errno));
+      break;
+    }
+    void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+    close(pfd);
+    if (m == MAP_FAILED) why = fmt::format("mmap of rank {}'s segment failed: {}", r, strerror(errno));
+    else t->maps_[r] = m;
+  }
+  std::fill(ok.begin(), ok.end(), 0);
+  ok[t->rank_] = why.empty() ? 1 : 0;
+  SSC_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
+  // Everyone has mapped (or failed): the names are no longer needed.
+  shm_unlink(t->name_.c_str());
+  t->unlinked_ = true;
+  for (int r = 0; r < t->nranks_; ++r)
+    if (!ok[r])
+      return fail(sscSystemError, "mapping peers' shared memory failed on rank {}{}{}", r,
+                  why.empty() ? "" : ": ", r == t->rank_ ? why : "see that rank's log");
+  SSC_LOG(kInfo, "host transport: {} channel(s) x {} slots x {} bytes per connection, {} MiB segment",
+          t->channels_, t->slots_, t->slotBytes_, t->segmentBytes_ >> 20);
+  *out = std::move(t);
+  return sscSuccess;
+}
+
+}  // namespace ssc
