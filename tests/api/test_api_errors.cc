@@ -1,0 +1,247 @@
+// Every bad-argument class returns an error code and a message, never a crash or a hang; plus
+// the communicator life cycle (init-all, non-blocking init, abort, destroy) in one process.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "starscream/starscream.h"
+
+namespace {
+
+class ApiErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("STARSCREAM_TIMEOUT", "20", 1);
+    ASSERT_EQ(sscCommInitAll(comms_, 2, nullptr), sscSuccess) << sscGetLastError(nullptr);
+  }
+  void TearDown() override {
+    for (auto* c : comms_)
+      if (c) sscCommDestroy(c);
+  }
+  // Expects `r` to be `want` with a last-error message containing `needle`.
+  static void expectError(sscResult_t r, sscResult_t want, const char* needle) {
+    EXPECT_EQ(r, want) << sscGetErrorString(r);
+    std::string msg = sscGetLastError(nullptr);
+    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg;
+  }
+  sscComm_t comms_[2] = {nullptr, nullptr};
+  float a_[16] = {}, b_[16] = {};
+};
+
+TEST_F(ApiErrors, NullPointers) {
+  expectError(sscAllReduce(nullptr, b_, 4, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "sendbuff");
+  expectError(sscAllReduce(a_, nullptr, 4, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "recvbuff");
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, sscSum, nullptr, nullptr), sscInvalidArgument, "comm is NULL");
+  expectError(sscCommCount(comms_[0], nullptr), sscInvalidArgument, "count is NULL");
+  expectError(sscGetUniqueId(nullptr), sscInvalidArgument, "NULL");
+  sscUniqueId id{};
+  expectError(sscCommInitRank(nullptr, 1, id, 0), sscInvalidArgument, "comm is NULL");
+  expectError(sscGetVersion(nullptr), sscInvalidArgument, "NULL");
+  expectError(sscMemAlloc(nullptr, 8), sscInvalidArgument, "ptr is NULL");
+  // NULL buffers are fine when nothing is moved.
+  EXPECT_EQ(sscAllReduce(nullptr, nullptr, 0, sscFloat32, sscSum, comms_[0], nullptr), sscSuccess);
+}
+
+TEST_F(ApiErrors, CountsThatOverflow) {
+  expectError(sscAllReduce(a_, b_, SIZE_MAX, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "overflows");
+  expectError(sscAllGather(a_, b_, SIZE_MAX / 8, sscFloat64, comms_[0], nullptr), sscInvalidArgument, "overflows");
+  // A negative int passed as a count becomes huge.
+  int negative = -5;
+  expectError(sscBroadcast(a_, b_, static_cast<size_t>(negative), sscInt8, 0, comms_[0], nullptr), sscInvalidArgument, "overflows");
+}
+
+TEST_F(ApiErrors, UnknownTypeAndOp) {
+  expectError(sscAllReduce(a_, b_, 4, static_cast<sscDataType_t>(99), sscSum, comms_[0], nullptr), sscInvalidArgument, "datatype");
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, static_cast<sscRedOp_t>(77), comms_[0], nullptr), sscInvalidArgument, "reduction op");
+  expectError(sscRedOpDestroy(sscSum, comms_[0]), sscInvalidArgument, "built-in");
+  expectError(sscRedOpDestroy(static_cast<sscRedOp_t>(1234), comms_[0]), sscInvalidArgument, "not created");
+  float two = 2;
+  sscRedOp_t op;
+  ASSERT_EQ(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, sscScalarHostImmediate, comms_[0]), sscSuccess);
+  expectError(sscAllReduce(a_, b_, 4, sscFloat64, op, comms_[0], nullptr), sscInvalidArgument, "created for datatype");
+  EXPECT_EQ(sscRedOpDestroy(op, comms_[0]), sscSuccess);
+  expectError(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, static_cast<sscScalarResidence_t>(7), comms_[0]), sscInvalidArgument, "residence");
+}
+
+TEST_F(ApiErrors, BadRootAndPeer) {
+  expectError(sscBroadcast(a_, b_, 4, sscFloat32, 2, comms_[0], nullptr), sscInvalidArgument, "root 2");
+  expectError(sscReduce(a_, b_, 4, sscFloat32, sscSum, -1, comms_[0], nullptr), sscInvalidArgument, "root -1");
+  expectError(sscSend(a_, 4, sscFloat32, 5, comms_[0], nullptr), sscInvalidArgument, "peer 5");
+  expectError(sscRecv(b_, 4, sscFloat32, -1, comms_[0], nullptr), sscInvalidArgument, "peer -1");
+}
+
+TEST_F(ApiErrors, OverlappingBuffers) {
+  expectError(sscAllReduce(a_, a_ + 1, 4, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "overlap");
+  expectError(sscAllToAll(a_, a_ + 2, 2, sscFloat32, comms_[0], nullptr), sscInvalidArgument, "overlap");
+  // Rank 0's in-place all-gather input sits at recvbuff + 0 * count; elsewhere is a partial overlap.
+  expectError(sscAllGather(a_ + 1, a_, 4, sscFloat32, comms_[0], nullptr), sscInvalidArgument, "in-place");
+}
+
+TEST_F(ApiErrors, UseAfterDestroy) {
+  sscComm_t dead = comms_[1];
+  // Destroying a communicator whose peer never runs anything is local and must not hang.
+  ASSERT_EQ(sscCommDestroy(dead), sscSuccess);
+  comms_[1] = nullptr;
+  expectError(sscCommCount(dead, nullptr), sscInvalidUsage, "not a live communicator");
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, sscSum, dead, nullptr), sscInvalidUsage, "not a live communicator");
+  expectError(sscCommDestroy(dead), sscInvalidUsage, "not a live communicator");
+  EXPECT_EQ(sscCommDestroy(nullptr), sscSuccess);
+}
+
+TEST_F(ApiErrors, MismatchedGroupCalls) {
+  expectError(sscGroupEnd(), sscInvalidUsage, "without a matching sscGroupStart");
+  ASSERT_EQ(sscGroupStart(), sscSuccess);
+  EXPECT_EQ(sscSend(a_, 4, sscFloat32, 9, comms_[0], nullptr), sscInvalidArgument);
+  expectError(sscGroupEnd(), sscInvalidArgument, "nothing in the group was launched");
+  // The failed group is gone: a new one works.
+  ASSERT_EQ(sscGroupStart(), sscSuccess);
+  ASSERT_EQ(sscGroupStart(), sscSuccess);  // nested
+  EXPECT_EQ(sscGroupEnd(), sscSuccess);
+  EXPECT_EQ(sscGroupEnd(), sscSuccess);
+}
+
+TEST_F(ApiErrors, BadInitArguments) {
+  sscUniqueId id;
+  ASSERT_EQ(sscGetUniqueId(&id), sscSuccess);
+  sscComm_t c = nullptr;
+  expectError(sscCommInitRank(&c, 0, id, 0), sscInvalidArgument, "nranks");
+  expectError(sscCommInitRank(&c, 2, id, 2), sscInvalidArgument, "rank 2");
+  sscConfig_t bad = SSC_CONFIG_INITIALIZER;
+  bad.magic = 1;
+  expectError(sscCommInitRankConfig(&c, 1, id, 0, &bad), sscInvalidArgument, "SSC_CONFIG_INITIALIZER");
+  sscUniqueId garbage;
+  memset(&garbage, 0x5a, sizeof(garbage));
+  EXPECT_NE(sscCommInitRank(&c, 1, garbage, 0), sscSuccess);
+  EXPECT_EQ(c, nullptr);
+  expectError(sscCommInitAll(nullptr, 2, nullptr), sscInvalidArgument, "comms is NULL");
+  sscComm_t cs[2];
+  int devs[2] = {0, -1};
+  expectError(sscCommInitAll(cs, 2, devs), sscInvalidArgument, "negative");
+  expectError(sscCommSplit(comms_[0], -7, 0, &c, nullptr), sscInvalidArgument, "color");
+}
+
+TEST_F(ApiErrors, MemoryAndRegistration) {
+  void* p = nullptr;
+  ASSERT_EQ(sscMemAlloc(&p, 0), sscSuccess);
+  EXPECT_EQ(p, nullptr);
+  ASSERT_EQ(sscMemAlloc(&p, 4096), sscSuccess);
+  void* h = nullptr;
+  ASSERT_EQ(sscCommRegister(comms_[0], p, 4096, &h), sscSuccess);
+  expectError(sscCommRegister(comms_[0], p, 4096, &h), sscInvalidUsage, "already registered");
+  EXPECT_EQ(sscCommDeregister(comms_[0], h), sscSuccess);
+  expectError(sscCommDeregister(comms_[0], h), sscInvalidArgument, "not a registration");
+  EXPECT_EQ(sscMemFree(p), sscSuccess);
+  int onStack = 0;
+  expectError(sscMemFree(&onStack), sscInvalidArgument, "not allocated by sscMemAlloc");
+  expectError(sscStreamSynchronize(reinterpret_cast<sscStream_t>(&onStack)), sscInvalidArgument, "not a host-backend stream");
+}
+
+TEST_F(ApiErrors, QueriesAndStrings) {
+  int n = 0, r = -1, d = 0, v = 0;
+  EXPECT_EQ(sscCommCount(comms_[1], &n), sscSuccess);
+  EXPECT_EQ(sscCommUserRank(comms_[1], &r), sscSuccess);
+  EXPECT_EQ(sscCommDevice(comms_[1], &d), sscSuccess);
+  EXPECT_EQ(sscGetVersion(&v), sscSuccess);
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(r, 1);
+  EXPECT_EQ(d, -1);
+  EXPECT_EQ(v, SSC_VERSION_CODE);
+  for (int code = 0; code <= sscNumResults; ++code)
+    EXPECT_NE(sscGetErrorString(static_cast<sscResult_t>(code)), nullptr);
+  EXPECT_STREQ(sscGetErrorString(sscTimeout), "timed out waiting for a peer");
+}
+
+TEST_F(ApiErrors, TwoCommunicatorsInOneProcess) {
+  std::vector<double> in0(1000, 1.5), in1(1000, 2.5), out0(1000), out1(1000);
+  std::thread t([&] {
+    EXPECT_EQ(sscAllReduce(in1.data(), out1.data(), 1000, sscFloat64, sscSum, comms_[1], nullptr), sscSuccess);
+  });
+  EXPECT_EQ(sscAllReduce(in0.data(), out0.data(), 1000, sscFloat64, sscSum, comms_[0], nullptr), sscSuccess);
+  t.join();
+  EXPECT_EQ(sscCommFinalize(comms_[0]), sscSuccess);
+  EXPECT_EQ(sscCommFinalize(comms_[1]), sscSuccess);
+  EXPECT_EQ(out0[999], 4.0);
+  EXPECT_EQ(out1[0], 4.0);
+}
+
+TEST_F(ApiErrors, MismatchedCountsBetweenRanksFailInsteadOfCorrupting) {
+  setenv("STARSCREAM_ALGO", "ring", 1);
+  sscStream_t s0, s1;
+  ASSERT_EQ(sscStreamCreate(&s0), sscSuccess);
+  ASSERT_EQ(sscStreamCreate(&s1), sscSuccess);
+  EXPECT_EQ(sscAllReduce(a_, a_, 8, sscFloat32, sscSum, comms_[0], s0), sscSuccess);
+  EXPECT_EQ(sscAllReduce(b_, b_, 16, sscFloat32, sscSum, comms_[1], s1), sscSuccess);
+  sscResult_t r0 = sscStreamSynchronize(s0);
+  // Rank 1 may block on data rank 0 never sends: abort it so its queue drains.
+  std::thread aborter([&] { sscCommAbort(comms_[1]); });
+  sscResult_t r1 = sscStreamSynchronize(s1);
+  aborter.join();
+  comms_[1] = nullptr;
+  EXPECT_TRUE(r0 == sscInvalidUsage || r1 == sscInvalidUsage) << r0 << " " << r1;
+  sscResult_t async = sscSuccess;
+  EXPECT_EQ(sscCommGetAsyncError(comms_[0], &async), sscSuccess);
+  EXPECT_NE(async, sscSuccess);
+  // A failed communicator refuses further work with the original reason.
+  EXPECT_NE(sscAllReduce(a_, b_, 1, sscFloat32, sscSum, comms_[0], s0), sscSuccess);
+  sscStreamDestroy(s0);
+  sscStreamDestroy(s1);
+  unsetenv("STARSCREAM_ALGO");
+}
+
+TEST_F(ApiErrors, AbortFromAnotherThreadUnblocksAWaiter) {
+  sscStream_t s;
+  ASSERT_EQ(sscStreamCreate(&s), sscSuccess);
+  // Only rank 0 joins this all-reduce: it waits for rank 1 until aborted.
+  ASSERT_EQ(sscAllReduce(a_, b_, 16, sscFloat32, sscSum, comms_[0], s), sscSuccess);
+  auto start = std::chrono::steady_clock::now();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(sscCommAbort(comms_[0]), sscSuccess);
+  });
+  sscResult_t r = sscStreamSynchronize(s);
+  aborter.join();
+  comms_[0] = nullptr;
+  EXPECT_EQ(r, sscRemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  sscStreamDestroy(s);
+}
+
+TEST(ApiLifecycle, NonBlockingInit) {
+  sscUniqueId id;
+  ASSERT_EQ(sscGetUniqueId(&id), sscSuccess);
+  sscComm_t comms[2] = {nullptr, nullptr};
+  sscConfig_t config = SSC_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(sscCommInitRankConfig(&comms[r], 2, id, r, &config), sscInProgress);
+  for (int r = 0; r < 2; ++r) {
+    sscResult_t state = sscInProgress;
+    for (int i = 0; i < 2000 && state == sscInProgress; ++i) {
+      ASSERT_EQ(sscCommGetAsyncError(comms[r], &state), sscSuccess);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(state, sscSuccess) << sscGetLastError(comms[r]);
+  }
+  for (auto* c : comms) EXPECT_EQ(sscCommDestroy(c), sscSuccess);
+}
+
+TEST(ApiLifecycle, TimeoutWhenAPeerNeverJoins) {
+  setenv("STARSCREAM_TIMEOUT", "2", 1);
+  sscUniqueId id;
+  ASSERT_EQ(sscGetUniqueId(&id), sscSuccess);
+  sscComm_t c = nullptr;
+  auto start = std::chrono::steady_clock::now();
+  sscResult_t r = sscCommInitRank(&c, 2, id, 0);
+  EXPECT_NE(r, sscSuccess);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  setenv("STARSCREAM_TIMEOUT", "20", 1);
+}
+
+}  // namespace
