@@ -429,7 +429,7 @@ class TcpBootstrap final : public Bootstrap {
 
     ReplyWire reply;
     const std::string waitName =
-        fmt::format("{} while it waits for all {} ranks to join", rootName, nranks_);
+        fmt::format("{}, which waits for every rank to join (nranks={})", rootName, nranks_);
     SSC_CHECK(sock.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootVerdictGrace),
                            abortFlag_, waitName));
     if (std::memcmp(reply.magic, kReplyMagic, sizeof(kReplyMagic)) != 0 || reply.result < 0 ||
