@@ -6,6 +6,7 @@
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
+#include "src/topology/discovery.h"
 #include "tuner/select.h"
 
 namespace ssc {
@@ -24,7 +25,13 @@ sscResult_t loadTopology(sscComm* comm) {
   } else if (!file.empty()) {
     SSC_CHECK(loadTopologyFile(file, comm->nranks, &comm->topo));
   } else {
-    comm->topo = makeFlatTopology(comm->nranks);
+    // Each rank describes itself; everyone builds the graph from the same gathered vector.
+    GpuRuntimeInfo gpu{};
+    bool hasGpu = comm->backend->runtimeInfo(&gpu);
+    std::vector<LocalRankInfo> all(comm->nranks);
+    SSC_CHECK(discoverLocal(hasGpu ? &gpu : nullptr, &all[comm->rank]));
+    SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(LocalRankInfo)));
+    SSC_CHECK(buildTopology(all, &comm->topo));
   }
   // Every rank must run the same plans: check they all built the same graph.
   uint64_t mine = std::hash<std::string>{}(topologyToJson(comm->topo));

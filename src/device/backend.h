@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "src/device/work.h"
+#include "src/topology/discovery.h"
 #include "starscream/starscream.h"
 
 struct sscComm;
@@ -26,6 +27,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual int deviceIndex() const = 0;  // -1 for the host backend
+  // What the runtime knows about this process's device (UUID, PCI id, compute units), for
+  // topology discovery. False when there is no device (host backend).
+  virtual bool runtimeInfo(GpuRuntimeInfo* out) { (void)out; return false; }
 
   virtual sscResult_t memAlloc(void** ptr, size_t bytes) = 0;
   virtual sscResult_t memFree(void* ptr) = 0;
