@@ -4,16 +4,18 @@
 // They are inline so the reduction loops in reduce.cc compile to straight-line code per element;
 // the out-of-line halfToFloat()/floatToHalf()/... declared in reduce.h wrap them (convert.cc).
 //
-// Everything is integer bit manipulation: results do not depend on the FPU rounding mode or on
-// flush-to-zero / denormals-are-zero settings a caller may have switched on, and the same code
-// handles every format (one template, instantiated per format).
+// One template handles every format. It is bit manipulation plus two float operations whose
+// operands and results are normal numbers, so flush-to-zero / denormals-are-zero modes a caller
+// may have switched on do not change results; the rounding mode is assumed to be the default
+// (nearest-even), as it is for the reduction arithmetic itself.
 //
 // Rounding is to nearest, ties to even, everywhere. Overflow follows each format's convention:
 // binary16, bfloat16 and E5M2 overflow to infinity exactly as IEEE 754 RNE does (a value rounds
 // to infinity iff it is >= max finite + half an ulp); E4M3FN has no infinity and saturates to
 // +-448 ("satfinite", as CUDA's __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)), infinities
 // included. NaN stays NaN, quiet, keeping its sign and the top bits of its payload where the
-// narrow format has room (E4M3FN has a single NaN per sign, S.1111.111).
+// narrow format has room (E4M3FN has a single NaN per sign, S.1111.111; CUDA's conversion
+// returns +NaN for any NaN, which differs only in the sign of a NaN).
 #pragma once
 
 #include <bit>
@@ -56,32 +58,35 @@ namespace detail {
 constexpr uint32_t shiftRightRne(uint32_t x, int shift) {
   const uint32_t half = 1u << (shift - 1);
   const uint32_t lsb = (x >> shift) & 1u;
-  // x + half - 1 + lsb cannot wrap: callers pass x < 2^31.
+  // x + half - 1 + lsb cannot wrap for x < 2^31; callers passing more discard the result.
   return (x + half - 1u + lsb) >> shift;
 }
 
 }  // namespace detail
 
+// Both directions below compute every case and select the answer instead of branching, so a
+// loop over elements if-converts and gcc vectorises it (the reduction loops in reduce.cc);
+// the branchy form made fp16 reductions about twice as slow.
+
 // Decodes a narrow encoding (the low 1 + kExp + kMan bits of v) to the float of the same value.
 // Exact: every value of these formats is a float. constexpr so reduce.cc can tabulate FP8.
 template <class F>
 constexpr float narrowToFloat(uint32_t v) {
-  const uint32_t sign = (v & F::kSignBit) ? 0x80000000u : 0u;
+  const uint32_t sign = (v & F::kSignBit) << (31 - F::kExp - F::kMan);
   const uint32_t exp = (v >> F::kMan) & F::kExpField;
   const uint32_t man = v & F::kManMask;
-  uint32_t bits;
-  if (exp == F::kExpField && (F::kIeee || man == F::kManMask)) {
-    // Infinity (IEEE formats, man == 0) or NaN: move the payload to the top of the float
-    // mantissa and force the quiet bit, as an IEEE 754 format conversion does.
-    bits = 0x7f800000u | (man << (23 - F::kMan)) | (man != 0 ? 0x00400000u : 0u);
-  } else if (exp == 0) {
-    // Zero or subnormal: man * 2^(kEmin - kMan). The product is exact (man < 2^kMan, power of
-    // two scale, result within float's normal range for these formats).
-    constexpr float kUnit = std::bit_cast<float>(uint32_t(127 + F::kEmin - F::kMan) << 23);
-    bits = std::bit_cast<uint32_t>(static_cast<float>(man) * kUnit);
-  } else {
-    bits = ((exp - F::kBias + 127u) << 23) | (man << (23 - F::kMan));
-  }
+  // Normal: re-bias the exponent, left-align the mantissa.
+  const uint32_t normal = ((exp + uint32_t(127 - F::kBias)) << 23) | (man << (23 - F::kMan));
+  // Zero or subnormal: man * 2^(kEmin - kMan), an exact product (man < 2^kMan, a power-of-two
+  // scale, a normal float result for every format here, so FTZ/DAZ modes cannot touch it).
+  constexpr float kUnit = std::bit_cast<float>(uint32_t(127 + F::kEmin - F::kMan) << 23);
+  const uint32_t subnormal =
+      std::bit_cast<uint32_t>(static_cast<float>(static_cast<int32_t>(man)) * kUnit);
+  // Infinity (IEEE formats, man == 0) or NaN: the payload moves to the top of the float
+  // mantissa and the quiet bit is forced, as an IEEE 754 format conversion does.
+  const uint32_t special = 0x7f800000u | (man << (23 - F::kMan)) | (man != 0 ? 0x00400000u : 0u);
+  const bool isSpecial = exp == F::kExpField && (F::kIeee || man == F::kManMask);
+  const uint32_t bits = isSpecial ? special : exp == 0 ? subnormal : normal;
   return std::bit_cast<float>(bits | sign);
 }
 
@@ -90,40 +95,34 @@ template <class F>
 constexpr uint32_t floatToNarrow(float f) {
   constexpr int kDrop = 23 - F::kMan;  // float mantissa bits dropped in F's normal range
   const uint32_t bits = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (bits >> 31) ? F::kSignBit : 0u;
+  const uint32_t sign = (bits >> 31) << (F::kExp + F::kMan);
   const uint32_t abs = bits & 0x7fffffffu;
 
-  if (abs > 0x7f800000u) {  // NaN: quiet, sign and top payload bits kept
-    const uint32_t nan = F::kIeee ? (F::kInf | F::kQuietBit | ((abs & 0x7fffffu) >> kDrop))
-                                  : F::kAbsMask;
-    return sign | nan;
-  }
+  // |f| in F's normal range (or beyond): re-bias the exponent in place and drop kDrop mantissa
+  // bits with RNE. A carry out of the mantissa increments the exponent, and past the largest
+  // binade lands on or beyond the all-ones exponent, which the overflow select below sorts out;
+  // infinity takes this path too. (For smaller |f| the subtraction wraps; the value is unused.)
+  const uint32_t normal = detail::shiftRightRne(abs - (uint32_t(127 - F::kBias) << 23), kDrop);
 
-  // Smallest float in F's normal range, and half of F's smallest subnormal: a magnitude at or
-  // below the latter rounds to zero (exactly half ties to the even neighbour, zero).
-  constexpr uint32_t kMinNormal = uint32_t(F::kEmin + 127) << 23;
-  constexpr uint32_t kHalfMinSubnormal = uint32_t(F::kEmin - F::kMan - 1 + 127) << 23;
-  uint32_t r;
-  if (abs >= kMinNormal) {
-    // Re-bias the exponent in place and drop kDrop mantissa bits with RNE. A carry out of the
-    // mantissa increments the exponent, and past the largest binade lands on (or beyond) the
-    // all-ones exponent: the overflow checks below sort that out. Infinity takes this path too.
-    const uint32_t rebiased = abs - (uint32_t(127 - F::kBias) << 23);
-    r = detail::shiftRightRne(rebiased, kDrop);
-  } else if (abs <= kHalfMinSubnormal) {
-    r = 0;
-  } else {
-    // F's subnormal range: the result is round(|f| / 2^(kEmin - kMan)) units of the smallest
-    // subnormal. |f| = sig * 2^(e - 150) with the implicit bit restored (f is a normal float
-    // here: the threshold above is far above float's subnormals for these formats), so the
-    // shift is (kEmin - kMan) - (e - 150), which lies in [kDrop + 1, 24]. Rounding up to
-    // 2^kMan units yields exactly the encoding of the smallest normal.
-    const int e = static_cast<int>(abs >> 23);
-    const uint32_t sig = (abs & 0x7fffffu) | 0x800000u;
-    r = detail::shiftRightRne(sig, F::kEmin - F::kMan + 150 - e);
-  }
+  // |f| below F's smallest normal 2^kEmin: the result is |f| rounded to a multiple of the
+  // subnormal unit u = 2^(kEmin - kMan). Adding C = 2^23 * u does exactly that rounding: every
+  // sum lies in [C, 2C), where the float spacing is u, so the FPU's round-to-nearest-even picks
+  // the multiple, and the sum's low bits count the units (2^kMan units = the smallest normal's
+  // encoding). This uses the default rounding mode like the float arithmetic around it; both
+  // operands and the sum are normal floats, so FTZ/DAZ do not interfere.
+  constexpr float kC = std::bit_cast<float>(uint32_t(127 + F::kEmin - F::kMan + 23) << 23);
+  const uint32_t subnormal =
+      std::bit_cast<uint32_t>(std::bit_cast<float>(abs) + kC) - std::bit_cast<uint32_t>(kC);
 
-  if (r > F::kMaxFinite) r = F::kIeee ? F::kInf : F::kMaxFinite;  // overflow or saturation
+  constexpr uint32_t kMinNormal = uint32_t(127 + F::kEmin) << 23;
+  constexpr uint32_t kOverflow = F::kIeee ? F::kInf : F::kMaxFinite;  // E4M3FN: satfinite
+  // NaN: quiet, with the top payload bits where there is room (E4M3FN has one NaN per sign).
+  const uint32_t nan =
+      F::kIeee ? (F::kInf | F::kQuietBit | ((abs & 0x7fffffu) >> kDrop)) : F::kAbsMask;
+
+  uint32_t r = abs < kMinNormal ? subnormal : normal;
+  r = r > F::kMaxFinite ? kOverflow : r;
+  r = abs > 0x7f800000u ? nan : r;
   return sign | r;
 }
 

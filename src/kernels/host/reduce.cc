@@ -6,8 +6,9 @@
 // `d[i] = a[i] op b[i]` over the element type that gcc vectorises; narrow float types load
 // through a widening conversion, combine in float and store through an RNE narrowing
 // (convert.h). Computing narrow results in float and rounding once gives the correctly rounded
-// fp16/bf16/fp8 sum and product: float carries more than 2p+2 bits for each of these formats, so
-// the double rounding is innocuous (Figueroa), which is also what __hadd/__hmul compute on the GPU.
+// fp16/bf16/fp8 sum and product: float's 24 bits are at least 2p+2 for each of these formats'
+// p-bit significands, so the double rounding is innocuous (Figueroa 1995); __hadd/__hmul give
+// the same correctly rounded results on the GPU.
 #include "src/kernels/host/reduce.h"
 
 #include <array>
