@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Emulates a GPU partitioned into K parts on one NVIDIA GPU: starts MPS, runs K ranks of
+# <program> under mpirun, each limited to 100/K % of the SMs, and always stops MPS again.
+# The card's own settings (clocks, MIG, compute mode) are never touched.
+#
+#   tools/emulate/partition-run.sh K program [args...]
+#
+# Extra mpirun environment: STARSCREAM_* variables of the caller are forwarded to every rank.
+set -euo pipefail
+
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 K program [args...]" >&2
+  exit 2
+fi
+K=$1
+shift
+if ! [[ $K =~ ^[0-9]+$ ]] || (( K < 1 )); then
+  echo "partition-run: K must be a positive integer (got '$K')" >&2
+  exit 2
+fi
+
+export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/mps_pipe}
+export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/mps_log}
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+
+stop_mps() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; }
+trap stop_mps EXIT INT TERM
+
+# Without MPS, kernels of different processes time-slice and cross-process handshakes take
+# milliseconds; K = 1 is the unpartitioned baseline and also runs under MPS for a like-for-like
+# comparison.
+nvidia-cuda-mps-control -d
+sleep 1
+
+fwd=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY
+     -x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / K)))
+while IFS='=' read -r name _; do
+  fwd+=(-x "$name")
+done < <(env | grep -E '^STARSCREAM_' || true)
+
+root_flag=()
+[[ $(id -u) -eq 0 ]] && root_flag=(--allow-run-as-root)
+set +e
+mpirun "${root_flag[@]}" --oversubscribe --bind-to none -np "$K" "${fwd[@]}" "$@"
+rc=$?
+set -e
+exit $rc

@@ -1,0 +1,26 @@
+// starscream-env: prints the registry of STARSCREAM_* environment variables with their defaults
+// and meanings (the table docs/environment.md holds), or one variable's effective value.
+#include <cstdio>
+#include <cstring>
+
+#include "src/core/env.h"
+
+int main(int argc, char** argv) {
+  if (argc == 2 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
+    std::printf("usage: starscream-env [--markdown | NAME]\n"
+                "  --markdown  the registry as a Markdown table (default)\n"
+                "  NAME        the value NAME has in this environment (or its default)\n");
+    return 0;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--markdown") != 0) {
+    for (const auto& v : ssc::env::registry())
+      if (std::strcmp(v.name, argv[1]) == 0) {
+        std::printf("%s\n", ssc::env::getString(v.name).c_str());
+        return 0;
+      }
+    std::fprintf(stderr, "starscream-env: %s is not a Starscream variable\n", argv[1]);
+    return 2;
+  }
+  std::fputs(ssc::env::markdownTable().c_str(), stdout);
+  return 0;
+}
