@@ -32,6 +32,7 @@ bool parseAlgoName(const std::string& raw, Algo* out) {
   else if (name == "bidir_ring" || name == "bidir") *out = Algo::kBidirRing;
   else if (name == "direct") *out = Algo::kDirect;
   else if (name == "hierarchical" || name == "hier") *out = Algo::kHierarchical;
+  else if (name == "symmetric" || name == "zero_copy") *out = Algo::kSymmetric;
   else if (name == "auto" || name.empty()) *out = Algo::kAuto;
   else return false;
   return true;
@@ -59,20 +60,24 @@ Algo forcedAlgo(CollKind coll) {
     static std::once_flag once;
     std::call_once(once, [&] {
       SSC_LOG(kWarn, "STARSCREAM_ALGO='{}' has entries that are not algorithms (ring, bidir_ring, "
-                     "direct, hierarchical, auto); ignoring them", spec);
+                     "direct, hierarchical, symmetric, auto); ignoring them", spec);
     });
   }
   return mine != Algo::kAuto ? mine : global;
 }
 
-Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes) {
+Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric) {
   Algo forced = forcedAlgo(coll);
   if (forced != Algo::kAuto) {
-    if (algoSupports(topo, coll, forced)) return forced;
+    if (algoSupports(topo, coll, forced) && (forced != Algo::kSymmetric || symmetric)) return forced;
     SSC_LOG(kInfo, "STARSCREAM_ALGO: {} cannot run {} here; choosing automatically",
             algoName(forced), collName(coll));
   }
   if (coll == CollKind::kAllToAll || coll == CollKind::kSendRecv) return Algo::kDirect;
+  // Registered buffers on one node: every rank reads its peers' memory directly, each byte
+  // crosses the fabric once and no FIFO copy is made. Across nodes peers are not mappable.
+  if (symmetric && topo.nnodes == 1 && algoSupports(topo, coll, Algo::kSymmetric))
+    return Algo::kSymmetric;
   const bool partitioned = topo.maxPartitions() > 1 && topo.uniformPartitions();
   if (bytes < kSmallMessageBytes && coll != CollKind::kBroadcast && coll != CollKind::kReduce)
     return Algo::kDirect;

@@ -253,12 +253,17 @@ sscResult_t sscMemAlloc(void** ptr, size_t size);
 sscResult_t sscMemFree(void* ptr);
 
 /**
- * Registers [buff, buff+size) with comm so collectives on it can skip staging. *handle is
- * passed to sscCommDeregister. Registration is an optimisation: results never depend on it.
+ * Registers [buff, buff+size) with comm. Collective: every rank registers its own buffer, in
+ * the same order, so the i-th registration names the same logical buffer on every rank
+ * (symmetric memory, like ncclCommWindowRegister). Buffers from sscMemAlloc are then mapped
+ * into every peer, and collectives whose buffers lie in registrations at the same offsets on
+ * every rank run zero-copy (ranks read and write each other's buffers directly). Other buffers
+ * are accepted and recorded. *handle is passed to sscCommDeregister. Results never depend on
+ * registration; ranks that use different offsets get sscInvalidUsage instead of wrong data.
  */
 sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, void** handle);
 
-/** Releases a registration made by sscCommRegister. */
+/** Releases a registration made by sscCommRegister (local; waits for queued work using it). */
 sscResult_t sscCommDeregister(sscComm_t comm, void* handle);
 
 /* ---------------------------------------------------------------- streams */

@@ -1,6 +1,8 @@
 // Collective and point-to-point entry points: validate everything, then submit (launch now, or
 // record in the open group).
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "src/api/group.h"
 
@@ -11,6 +13,39 @@ namespace {
 bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
+
+// Registration containing [p, p + bytes) with peer mappings, or null.
+const std::pair<void* const, Registration>* symmetricRegistration(sscComm* comm, const void* p,
+                                                                  size_t bytes) {
+  auto it = comm->registrations.upper_bound(const_cast<void*>(p));
+  if (it == comm->registrations.begin()) return nullptr;
+  --it;
+  auto base = reinterpret_cast<uintptr_t>(it->first), x = reinterpret_cast<uintptr_t>(p);
+  if (x + bytes > base + it->second.bytes || it->second.peerBases.empty()) return nullptr;
+  return &*it;
+}
+
+// When both buffers lie in symmetric registrations, fills the peers' views of them so the
+// zero-copy algorithm can run. Offsets are assumed equal on every rank (symmetric use); the
+// call hash lets the first barrier catch ranks that disagree.
+void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outBytes) {
+  std::lock_guard<std::mutex> g(comm->mu);
+  auto* in = symmetricRegistration(comm, call->sendbuff, inBytes);
+  auto* out = symmetricRegistration(comm, call->recvbuff, outBytes);
+  if (in == nullptr || out == nullptr) return;
+  const size_t inOff = static_cast<const char*>(call->sendbuff) - static_cast<const char*>(in->first);
+  const size_t outOff = static_cast<char*>(call->recvbuff) - static_cast<char*>(out->first);
+  call->peerBuffers.assign(kBufScratch, std::vector<void*>(comm->nranks));
+  for (int q = 0; q < comm->nranks; ++q) {
+    call->peerBuffers[kBufIn][q] = static_cast<char*>(in->second.peerBases[q]) + inOff;
+    call->peerBuffers[kBufOut][q] = static_cast<char*>(out->second.peerBases[q]) + outOff;
+  }
+  uint64_t h = std::hash<std::string>{}(fmt::format("{}:{}:{}:{}:{}:{}:{}:{}", static_cast<int>(call->args.coll),
+      call->args.count, static_cast<int>(call->reduce.dtype), call->args.root, in->second.index, inOff,
+      out->second.index, outOff));
+  call->callHash = static_cast<uint32_t>(h ^ (h >> 32));
+  call->args.symmetric = true;
 }
 
 // Shared tail of every collective: validate the common arguments, fill in the call, submit.
@@ -67,6 +102,10 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
         break;
     }
     if (count == 0) return sscSuccess;  // nothing to move; nothing to order on the stream
+    call.args.inPlace = in != nullptr && out != nullptr &&
+                        (in == out || (kind == CollKind::kReduceScatter && out == in + comm->rank * block) ||
+                         (kind == CollKind::kAllGather && in == out + comm->rank * block));
+    findSymmetric(comm, &call, inBytes, outBytes);
     return submitCall(call);
   }();
   if (r != sscSuccess) groupRecordError(r);

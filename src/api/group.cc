@@ -20,6 +20,10 @@ sscResult_t launchColl(const PendingCall& c) {
   work->reduce = c.reduce;
   work->elemBytes = c.elemBytes;
   work->buffers = {const_cast<void*>(c.sendbuff), c.recvbuff, nullptr};
+  if (work->plan->algo == Algo::kSymmetric) {
+    work->peerBuffers = c.peerBuffers;
+    work->callHash = c.callHash;
+  }
   return c.comm->backend->enqueue(c.comm, std::move(work), c.stream);
 }
 

@@ -21,6 +21,8 @@ struct PendingCall {
   size_t elemBytes = 1;
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
+  std::vector<std::vector<void*>> peerBuffers;  // set when args.symmetric
+  uint32_t callHash = 0;
   // point-to-point (bytes)
   P2pOp p2p;
   void* p2pBuff = nullptr;

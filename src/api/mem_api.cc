@@ -1,4 +1,6 @@
 // Memory, registration, stream and reduction-op entry points.
+#include <iterator>
+
 #include "src/api/api.h"
 
 using namespace ssc;
@@ -25,12 +27,24 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
     if (handle == nullptr) return fail(sscInvalidArgument, "sscCommRegister: handle is NULL");
     if (buff == nullptr || size == 0)
       return fail(sscInvalidArgument, "sscCommRegister: buffer {} of {} bytes is empty", buff, size);
+    {
+      std::lock_guard<std::mutex> g(comm->mu);
+      auto it = comm->registrations.upper_bound(buff);
+      bool overlapsNext = it != comm->registrations.end() &&
+                          static_cast<char*>(buff) + size > static_cast<char*>(it->first);
+      bool overlapsPrev = it != comm->registrations.begin() &&
+                          static_cast<char*>(std::prev(it)->first) + std::prev(it)->second.bytes > buff;
+      if (overlapsNext || overlapsPrev)
+        return fail(sscInvalidUsage, "sscCommRegister: [{}, +{}) overlaps a buffer already "
+                    "registered on this communicator", buff, size);
+    }
+    // Collective: every rank maps every other rank's buffer (when the backend can share it).
+    Registration reg;
+    reg.bytes = size;
+    SSC_CHECK(comm->backend->registerBuffer(comm, buff, size, &reg.peerBases));
     std::lock_guard<std::mutex> g(comm->mu);
-    if (comm->registrations.count(buff))
-      return fail(sscInvalidUsage, "sscCommRegister: {} is already registered on this communicator", buff);
-    // The host backend moves data through its FIFOs either way; the GPU backend maps registered
-    // buffers into peers. The handle is the buffer itself.
-    comm->registrations.emplace(buff, size);
+    reg.index = comm->nextRegistration++;
+    comm->registrations.emplace(buff, std::move(reg));
     *handle = buff;
     return sscSuccess;
   });
@@ -39,10 +53,18 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
 SSC_API sscResult_t sscCommDeregister(sscComm_t comm, void* handle) {
   return guarded("sscCommDeregister", [&]() -> sscResult_t {
     SSC_CHECK(checkComm("sscCommDeregister", comm, true));
-    std::lock_guard<std::mutex> g(comm->mu);
-    if (handle == nullptr || comm->registrations.erase(handle) == 0)
-      return fail(sscInvalidArgument, "sscCommDeregister: {} is not a registration of this communicator", handle);
-    return sscSuccess;
+    Registration reg;
+    {
+      std::lock_guard<std::mutex> g(comm->mu);
+      auto it = handle == nullptr ? comm->registrations.end() : comm->registrations.find(handle);
+      if (it == comm->registrations.end())
+        return fail(sscInvalidArgument, "sscCommDeregister: {} is not a registration of this communicator", handle);
+      reg = std::move(it->second);
+      comm->registrations.erase(it);
+    }
+    // Work already queued may still use the mappings.
+    commWaitIdle(comm);
+    return comm->backend->deregisterBuffer(comm, handle, reg.peerBases);
   });
 }
 

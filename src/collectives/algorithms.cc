@@ -16,6 +16,10 @@ bool algoSupports(const Topology& topo, CollKind coll, Algo algo) {
     case Algo::kHierarchical:
       return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv &&
              topo.uniformPartitions();
+    case Algo::kSymmetric:
+      // Also needs registered buffers: the caller checks (CollArgs::symmetric).
+      return coll == CollKind::kAllReduce || coll == CollKind::kReduceScatter ||
+             coll == CollKind::kAllGather;
     default:
       return false;
   }
@@ -36,6 +40,9 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
   const int nranks = topo.nranks();
   if (rank < 0 || rank >= nranks) return fail(sscInternalError, "plan for rank {} of {}", rank, nranks);
   if (params.chunkElems == 0) return fail(sscInternalError, "plan chunk of 0 elements");
+  if (algo == Algo::kSymmetric && !args.symmetric)
+    return fail(sscInvalidUsage, "algorithm symmetric needs buffers registered with "
+                "sscCommRegister on every rank");
   if (!algoSupports(topo, args.coll, algo))
     return fail(sscInvalidUsage, "algorithm {} cannot run {} on topology '{}'", algoName(algo),
                 collName(args.coll), topo.name);
@@ -51,6 +58,7 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
     case Algo::kBidirRing: buildRing(shape, true, out); break;
     case Algo::kDirect: buildDirect(shape, params.elemBytes, out); break;
     case Algo::kHierarchical: buildHierarchical(shape, out); break;
+    case Algo::kSymmetric: buildSymmetric(shape, params.elemBytes, out); break;
     default: return fail(sscInternalError, "no generator for algorithm {}", algoName(algo));
   }
   out->bufElems.push_back(out->scratchElems);

@@ -18,6 +18,8 @@ struct CollArgs {
   CollKind coll = CollKind::kAllReduce;
   uint64_t count = 0;
   int root = 0;
+  bool symmetric = false;  // both buffers are symmetric registrations (zero-copy possible)
+  bool inPlace = false;    // sendbuff and recvbuff are the same memory (per the API's rules)
 };
 
 // One point-to-point operation of a group (kSendRecv plans): buffer kBufUserBase + index.

@@ -26,6 +26,7 @@ const char* algoName(Algo algo) {
     case Algo::kBidirRing: return "bidir_ring";
     case Algo::kDirect: return "direct";
     case Algo::kHierarchical: return "hierarchical";
+    case Algo::kSymmetric: return "symmetric";
     case Algo::kAuto: return "auto";
   }
   return "?";
@@ -41,6 +42,10 @@ const char* stepOpName(StepOp op) {
     case StepOp::kRecvReduceCopy: return "recvReduceCopy";
     case StepOp::kRecvReduceCopySend: return "recvReduceCopySend";
     case StepOp::kRecvCopySend: return "recvCopySend";
+    case StepOp::kBarrier: return "barrier";
+    case StepOp::kPeerReduce: return "peerReduce";
+    case StepOp::kPeerReduceBcast: return "peerReduceBcast";
+    case StepOp::kPeerPush: return "peerPush";
   }
   return "?";
 }
@@ -48,12 +53,13 @@ const char* stepOpName(StepOp op) {
 namespace {
 
 bool readsSrc(StepOp op) {
-  return op != StepOp::kRecv && op != StepOp::kRecvCopySend;
+  return op != StepOp::kRecv && op != StepOp::kRecvCopySend && op != StepOp::kBarrier;
 }
 bool writesDst(StepOp op) {
   return op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kRecv ||
          op == StepOp::kRecvReduceCopy || op == StepOp::kRecvReduceCopySend ||
-         op == StepOp::kRecvCopySend;
+         op == StepOp::kRecvCopySend || op == StepOp::kPeerReduce ||
+         op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush;
 }
 bool sends(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend ||

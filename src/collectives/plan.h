@@ -29,7 +29,9 @@ enum class CollKind : uint8_t {
 };
 const char* collName(CollKind kind);
 
-enum class Algo : uint8_t { kRing, kBidirRing, kDirect, kHierarchical, kAuto };
+// kSymmetric is the zero-copy direct algorithm: ranks read and write each other's registered
+// buffers (one-shot / two-shot) with a barrier before and after; it needs symmetric buffers.
+enum class Algo : uint8_t { kRing, kBidirRing, kDirect, kHierarchical, kSymmetric, kAuto };
 const char* algoName(Algo algo);
 
 // Buffers a step can name. Point-to-point plans add one buffer per send/recv (kUserBase + i).
@@ -44,6 +46,12 @@ enum class StepOp : uint8_t {
   kRecvReduceCopy,     // conn(recvPeer) (+) src -> dst
   kRecvReduceCopySend, // conn(recvPeer) (+) src -> dst and conn(sendPeer)
   kRecvCopySend,       // conn(recvPeer) -> dst and conn(sendPeer)
+  // Zero-copy steps over symmetric (registered) buffers: "src@q" is buffer srcBuf of rank q at
+  // the same offset, mapped into this rank. They need Work::peerBuffers.
+  kBarrier,            // every rank has reached this point (inputs ready, outputs free)
+  kPeerReduce,         // dst = (+) over q = 0..n-1 of src@q, in rank order
+  kPeerReduceBcast,    // as kPeerReduce, and the result is stored to dst@q for every q
+  kPeerPush,           // dst@q = src for every q
 };
 const char* stepOpName(StepOp op);
 

@@ -104,9 +104,9 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   if (args.coll == CollKind::kReduceScatter || args.coll == CollKind::kAllGather ||
       args.coll == CollKind::kAllToAll)
     bytes *= n;
-  Algo algo = selectAlgo(comm->topo, args.coll, bytes);
+  Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric);
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
-                             args.root, elemBytes);
+                             args.root, elemBytes, args.inPlace);
   std::lock_guard<std::mutex> g(comm->mu);
   auto it = comm->plans.find(key);
   if (it != comm->plans.end()) {
@@ -118,7 +118,9 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   params.chunkElems = std::max<uint64_t>(1, comm->resources->chunkBytes() / elemBytes);
   params.maxChannels = comm->resources->channels();
   auto plan = std::make_shared<RankPlan>();
-  SSC_CHECK(buildCollPlan(comm->topo, comm->rank, args, algo, params, plan.get()));
+  CollArgs planArgs = args;
+  planArgs.symmetric = algo == Algo::kSymmetric;
+  SSC_CHECK(buildCollPlan(comm->topo, comm->rank, planArgs, algo, params, plan.get()));
   if (env::getInt("STARSCREAM_DUMP_PLAN") != 0) logWrite(kInfo, formatPlan(*plan));
   if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
   comm->plans.emplace(key, plan);

@@ -26,6 +26,14 @@ struct PreMulSumOp {
   const void* devicePtr;
 };
 
+// A buffer registered with sscCommRegister. Registration is collective, so the i-th
+// registration of every rank is the same logical buffer: peers' copies sit at peerBases.
+struct Registration {
+  size_t bytes = 0;
+  int index = 0;                  // order of registration on this communicator
+  std::vector<void*> peerBases;   // rank q's buffer mapped here; empty: not shareable
+};
+
 }  // namespace ssc
 
 struct sscComm {
@@ -51,9 +59,11 @@ struct sscComm {
   int pending = 0;
 
   // Plans are pure functions of (collective, algorithm, count, root, element size): cache them.
-  std::map<std::tuple<int, int, uint64_t, int, size_t>, std::shared_ptr<const ssc::RankPlan>> plans;
+  std::map<std::tuple<int, int, uint64_t, int, size_t, bool>, std::shared_ptr<const ssc::RankPlan>>
+      plans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
-  std::map<void*, size_t> registrations;  // handle (= buffer) -> bytes
+  std::map<void*, ssc::Registration> registrations;  // by buffer start (= handle)
+  int nextRegistration = 0;
   int nextOpId = sscNumOps;
 };
 

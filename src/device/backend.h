@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "src/device/work.h"
 #include "src/topology/discovery.h"
@@ -40,6 +41,24 @@ class Backend {
   // Sets up comm's connections to its peers (collective over the communicator: uses its
   // bootstrap). Called once at init after the topology is known.
   virtual sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) = 0;
+  // Symmetric registration (collective over comm, same order on every rank): maps every rank's
+  // [buff, buff + bytes) into this process. On success peerBases[q] is rank q's buff as seen
+  // here; it stays empty when this backend or this buffer cannot be shared (not from
+  // sscMemAlloc, say): the registration then only records the buffer, and zero-copy algorithms
+  // are not used with it. Every rank reaches the same outcome.
+  virtual sscResult_t registerBuffer(sscComm* comm, void* buff, size_t bytes,
+                                     std::vector<void*>* peerBases) {
+    (void)comm, (void)buff, (void)bytes;
+    peerBases->clear();
+    return sscSuccess;
+  }
+  // Unmaps what registerBuffer mapped (local).
+  virtual sscResult_t deregisterBuffer(sscComm* comm, void* buff,
+                                       const std::vector<void*>& peerBases) {
+    (void)comm, (void)buff, (void)peerBases;
+    return sscSuccess;
+  }
+
   // Queues `work` on `stream`; it runs after everything queued before it.
   virtual sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
 };

@@ -25,6 +25,12 @@ struct Work {
   ReduceSpec reduce;
   size_t elemBytes = 1;
   std::vector<void*> buffers;  // indexed by BufId; kBufScratch is filled in by the executor
+  // For plans with peer steps (Algo::kSymmetric): peerBuffers[buf][q] is rank q's buffer `buf`
+  // (kBufIn, kBufOut) as mapped into this process, already at the call's offset.
+  std::vector<std::vector<void*>> peerBuffers;
+  // Identifies the call (collective, count, offsets in the registrations); ranks compare it at
+  // the first barrier so mismatched calls fail instead of reading the wrong memory.
+  uint32_t callHash = 0;
 };
 
 }  // namespace ssc

@@ -126,20 +126,72 @@ TEST_F(ApiErrors, BadInitArguments) {
   expectError(sscCommSplit(comms_[0], -7, 0, &c, nullptr), sscInvalidArgument, "color");
 }
 
+// Runs f(rank) for both communicators at once (collective calls need every rank).
+template <typename F>
+void onBothRanks(F f) {
+  std::thread t([&] { f(1); });
+  f(0);
+  t.join();
+}
+
 TEST_F(ApiErrors, MemoryAndRegistration) {
   void* p = nullptr;
   ASSERT_EQ(sscMemAlloc(&p, 0), sscSuccess);
   EXPECT_EQ(p, nullptr);
-  ASSERT_EQ(sscMemAlloc(&p, 4096), sscSuccess);
+  void* bufs[2] = {nullptr, nullptr};
+  void* handles[2] = {nullptr, nullptr};
+  for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(&b, 4096), sscSuccess);
+  onBothRanks([&](int r) { EXPECT_EQ(sscCommRegister(comms_[r], bufs[r], 4096, &handles[r]), sscSuccess); });
   void* h = nullptr;
-  ASSERT_EQ(sscCommRegister(comms_[0], p, 4096, &h), sscSuccess);
-  expectError(sscCommRegister(comms_[0], p, 4096, &h), sscInvalidUsage, "already registered");
-  EXPECT_EQ(sscCommDeregister(comms_[0], h), sscSuccess);
-  expectError(sscCommDeregister(comms_[0], h), sscInvalidArgument, "not a registration");
-  EXPECT_EQ(sscMemFree(p), sscSuccess);
+  expectError(sscCommRegister(comms_[0], static_cast<char*>(bufs[0]) + 8, 16, &h), sscInvalidUsage, "already registered");
+  onBothRanks([&](int r) { EXPECT_EQ(sscCommDeregister(comms_[r], handles[r]), sscSuccess); });
+  expectError(sscCommDeregister(comms_[0], handles[0]), sscInvalidArgument, "not a registration");
+  for (auto& b : bufs) EXPECT_EQ(sscMemFree(b), sscSuccess);
   int onStack = 0;
   expectError(sscMemFree(&onStack), sscInvalidArgument, "not allocated by sscMemAlloc");
   expectError(sscStreamSynchronize(reinterpret_cast<sscStream_t>(&onStack)), sscInvalidArgument, "not a host-backend stream");
+}
+
+TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
+  // Registered sscMemAlloc buffers take the zero-copy (symmetric) algorithm; the results must be
+  // the same as through the FIFOs, and ranks using different offsets must fail, not corrupt.
+  const size_t count = 50000;  // large enough for the two-shot variant
+  float* bufs[2];
+  void* handles[2];
+  for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), 2 * count * sizeof(float)), sscSuccess);
+  onBothRanks([&](int r) { ASSERT_EQ(sscCommRegister(comms_[r], bufs[r], 2 * count * sizeof(float), &handles[r]), sscSuccess); });
+  setenv("STARSCREAM_ALGO", "symmetric", 1);
+  for (size_t n : {size_t{1}, size_t{7}, count}) {
+    for (int r = 0; r < 2; ++r)
+      for (size_t i = 0; i < n; ++i) bufs[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 100);
+    onBothRanks([&](int r) {
+      EXPECT_EQ(sscAllReduce(bufs[r], bufs[r] + count, n, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+      EXPECT_EQ(sscCommFinalize(comms_[r]), sscSuccess) << sscGetLastError(comms_[r]);
+    });
+    for (int r = 0; r < 2; ++r)
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(bufs[r][count + i], 3.0f * static_cast<float>(i % 100)) << "rank " << r << " i " << i;
+    // In place (two-shot even when small).
+    onBothRanks([&](int r) {
+      EXPECT_EQ(sscAllReduce(bufs[r], bufs[r], n, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+      EXPECT_EQ(sscCommFinalize(comms_[r]), sscSuccess);
+    });
+    for (int r = 0; r < 2; ++r)
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(bufs[r][i], 3.0f * static_cast<float>(i % 100));
+  }
+  // Rank 1 uses another offset: both must report it.
+  sscResult_t res[2];
+  onBothRanks([&](int r) {
+    EXPECT_EQ(sscAllReduce(bufs[r] + r, bufs[r] + count, 10, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+    res[r] = sscCommFinalize(comms_[r]);
+  });
+  EXPECT_TRUE(res[0] == sscInvalidUsage || res[1] == sscInvalidUsage) << res[0] << " " << res[1];
+  unsetenv("STARSCREAM_ALGO");
+  for (int r = 0; r < 2; ++r) {
+    sscCommAbort(comms_[r]);
+    comms_[r] = nullptr;
+  }
+  for (auto& b : bufs) EXPECT_EQ(sscMemFree(b), sscSuccess);
 }
 
 TEST_F(ApiErrors, QueriesAndStrings) {

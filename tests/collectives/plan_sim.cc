@@ -15,7 +15,12 @@ struct RankState {
   size_t channel = 0;
   size_t step = 0;
   uint64_t done = 0;  // elements of the current step already processed
+  int barriers = 0;   // barriers this rank has entered
 };
+
+bool isPeerOp(StepOp op) {
+  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush;
+}
 
 bool isRecv(StepOp op) {
   return op == StepOp::kRecv || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
@@ -58,6 +63,50 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
       allDone = false;
       const Step& s = plans[r].channels[st[r].channel].steps[st[r].step];
       const size_t ch = st[r].channel;
+      if (s.op == StepOp::kBarrier) {
+        // Entering is progress; leaving waits until every rank has entered this barrier.
+        if (st[r].done == 0) {
+          ++st[r].barriers;
+          st[r].done = 1;
+          progress = true;
+        }
+        bool all = true;
+        for (int q = 0; q < n; ++q) all = all && st[q].barriers >= st[r].barriers;
+        if (!all) continue;
+        st[r].done = 0;
+        ++st[r].step;
+        normalize(r);
+        progress = true;
+        continue;
+      }
+      if (isPeerOp(s.op)) {
+        // Zero-copy steps touch peers' buffers directly; the barriers around them order them.
+        for (uint64_t k = 0; k < s.count; ++k) {
+          SymElem v;
+          if (s.op == StepOp::kPeerPush) {
+            v = bufs[r][s.srcBuf][s.srcOff + k];
+            for (int q = 0; q < n; ++q) bufs[q][s.dstBuf][s.dstOff + k] = v;
+            continue;
+          }
+          for (int q = 0; q < n; ++q) {
+            SymElem c = bufs[q][s.srcBuf][s.srcOff + k];
+            if (s.flags & kFlagPreOp) c.pre |= c.ranks;
+            if (q == 0) { v = c; continue; }
+            std::string err = combine(v, c, &v);
+            if (!err.empty()) {
+              res.error = fmt::format("rank {} {}: {}", r, stepOpName(s.op), err);
+              return res;
+            }
+          }
+          if (s.flags & kFlagPostOp) ++v.post;
+          if (s.op == StepOp::kPeerReduce) bufs[r][s.dstBuf][s.dstOff + k] = v;
+          else for (int q = 0; q < n; ++q) bufs[q][s.dstBuf][s.dstOff + k] = v;
+        }
+        ++st[r].step;
+        normalize(r);
+        progress = true;
+        continue;
+      }
       const uint64_t m = std::min(slotElems, s.count - st[r].done);
       auto* inQ = isRecv(s.op) ? &fifo[{s.recvPeer, r, ch}] : nullptr;
       auto* outQ = isSend(s.op) ? &fifo[{r, s.sendPeer, ch}] : nullptr;

@@ -50,7 +50,8 @@ std::vector<Shape> shapes() {
 
 const CollKind kColls[] = {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather,
                            CollKind::kBroadcast, CollKind::kReduce, CollKind::kAllToAll};
-const Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical};
+const Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical,
+                       Algo::kSymmetric};
 
 SymElem contribution(int64_t tag, int rank) { return SymElem{tag, 1ull << rank, 0, 0}; }
 
@@ -61,7 +62,9 @@ std::string runCase(const Topology& topo, CollKind coll, Algo algo, uint64_t cou
   PlanParams params{kChunk, 2, elemBytes};
   std::vector<RankPlan> plans(n);
   for (int r = 0; r < n; ++r) {
-    sscResult_t res = buildCollPlan(topo, r, CollArgs{coll, count, root}, algo, params, &plans[r]);
+    CollArgs args{coll, count, root};
+    args.symmetric = algo == Algo::kSymmetric;
+    sscResult_t res = buildCollPlan(topo, r, args, algo, params, &plans[r]);
     if (res != sscSuccess) return fmt::format("buildCollPlan failed for rank {}", r);
   }
   if (std::string v = validatePlans(plans); !v.empty()) return "validatePlans: " + v;
@@ -128,7 +131,7 @@ TEST(Plans, EveryAlgorithmCollectiveAndShape) {
           if (n == 64 && count == 1000) continue;  // keeps the 64-rank cases quick
           for (int root : {0, n - 1}) {
             if (root != 0 && coll != CollKind::kBroadcast && coll != CollKind::kReduce) continue;
-            for (size_t elemBytes : {size_t{1}, size_t{8}}) {
+            for (size_t elemBytes : {size_t{1}, size_t{8}, size_t{1} << 17}) {  // the last forces two-shot paths
               std::string err = runCase(topo, coll, algo, count, root, elemBytes);
               ++cases;
               EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)

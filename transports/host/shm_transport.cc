@@ -74,6 +74,11 @@ ShmFifo ShmTransport::recvFifo(int peer, int channel) const {
                  base + ctrlBytes_ + i * slots_ * slotBytes_};
 }
 
+ShmBarrierCtrl* ShmTransport::barrier(int q) const {
+  const size_t nfifo = static_cast<size_t>(channels_) * nranks_;
+  return reinterpret_cast<ShmBarrierCtrl*>(segmentBase(q) + nfifo * sizeof(ShmFifoCtrl));
+}
+
 ShmTransport::~ShmTransport() {
   for (void* m : maps_)
     if (m != nullptr && m != MAP_FAILED) munmap(m, segmentBytes_);
@@ -90,7 +95,7 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
   t->slotBytes_ = roundUp(static_cast<size_t>(std::clamp<int64_t>(
                               env::getInt("STARSCREAM_HOST_SLOT_BYTES"), 64, 64 << 20)), 64);
   const size_t nfifo = static_cast<size_t>(t->channels_) * t->nranks_;
-  t->ctrlBytes_ = roundUp(nfifo * sizeof(ShmFifoCtrl), 4096);
+  t->ctrlBytes_ = roundUp(nfifo * sizeof(ShmFifoCtrl) + sizeof(ShmBarrierCtrl), 4096);
   t->segmentBytes_ = t->ctrlBytes_ + nfifo * t->slots_ * t->slotBytes_;
 
   // All ranks must share this host's /dev/shm.

@@ -32,6 +32,12 @@ struct alignas(64) ShmFifoCtrl {
   alignas(64) uint64_t slotBytes[kShmMaxSlots];  // bytes posted in each slot (size check)
 };
 
+// Each rank's barrier word, in its own segment: (epoch << 32) | call hash. Epochs only grow.
+struct alignas(64) ShmBarrierCtrl {
+  std::atomic<uint64_t> state;
+  std::atomic<uint32_t> word;  // futex bumped with state
+};
+
 // One end of a connection: its control block and slot memory (mapped from the receiver).
 struct ShmFifo {
   ShmFifoCtrl* ctrl = nullptr;
@@ -53,6 +59,12 @@ class ShmTransport {
   ShmFifo sendFifo(int peer, int channel) const;
   // The FIFO this rank drains when receiving from `peer` on `channel` (in its own segment).
   ShmFifo recvFifo(int peer, int channel) const;
+  // Rank q's barrier word (mapped from q's segment).
+  ShmBarrierCtrl* barrier(int q) const;
+  // The epoch of this rank's next barrier (1, 2, ...); executors of one communicator are serial.
+  uint32_t nextBarrierEpoch() { return ++barrierEpoch_; }
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
 
  private:
   ShmTransport() = default;
@@ -68,6 +80,7 @@ class ShmTransport {
   size_t segmentBytes_ = 0;
   std::string name_;
   bool unlinked_ = true;
+  uint32_t barrierEpoch_ = 0;
   std::vector<void*> maps_;
 };
 

@@ -1,15 +1,13 @@
 // The host backend: "device" memory is host memory, streams are HostStream queues, and plans run
 // on the CPU over shared memory. It exists so every algorithm is tested on machines without a
 // GPU; it is never the product's fast path.
-#include <cstdlib>
-#include <mutex>
-#include <set>
 
 #include "src/core/comm.h"
 #include "src/core/errors.h"
 #include "src/device/backend.h"
 #include "src/device/host/host_executor.h"
 #include "src/device/host/host_stream.h"
+#include "transports/host/shm_registry.h"
 
 namespace ssc {
 
@@ -30,24 +28,17 @@ class HostBackend : public Backend {
   const char* name() const override { return "host"; }
   int deviceIndex() const override { return -1; }
 
-  sscResult_t memAlloc(void** ptr, size_t bytes) override {
-    void* p = nullptr;
-    if (posix_memalign(&p, 4096, bytes) != 0 || p == nullptr)
-      return fail(sscSystemError, "cannot allocate {} bytes of host memory", bytes);
-    std::lock_guard<std::mutex> g(mu_);
-    allocs_.insert(p);
-    *ptr = p;
-    return sscSuccess;
-  }
+  // Shareable (memfd) memory, so symmetric registrations can map it into peers.
+  sscResult_t memAlloc(void** ptr, size_t bytes) override { return shmAlloc(bytes, ptr); }
+  sscResult_t memFree(void* ptr) override { return shmFree(ptr); }
 
-  sscResult_t memFree(void* ptr) override {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (allocs_.erase(ptr) == 0)
-        return fail(sscInvalidArgument, "sscMemFree: {} was not allocated by sscMemAlloc", ptr);
-    }
-    std::free(ptr);
-    return sscSuccess;
+  sscResult_t registerBuffer(sscComm* comm, void* buff, size_t bytes,
+                             std::vector<void*>* peerBases) override {
+    return shmRegister(comm, buff, bytes, peerBases);
+  }
+  sscResult_t deregisterBuffer(sscComm* comm, void* buff,
+                               const std::vector<void*>& peerBases) override {
+    return shmDeregister(comm, buff, peerBases);
   }
 
   sscResult_t streamCreate(sscStream_t* stream) override {
@@ -100,10 +91,6 @@ class HostBackend : public Backend {
     });
     return sscSuccess;
   }
-
- private:
-  std::mutex mu_;
-  std::set<void*> allocs_;
 };
 
 }  // namespace

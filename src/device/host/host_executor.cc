@@ -12,7 +12,7 @@ namespace {
 // Executes one channel's steps; holds the per-call state the steps share.
 class ChannelRunner {
  public:
-  ChannelRunner(const ShmTransport& t, const Work& w, int channel, const std::atomic<bool>* abort,
+  ChannelRunner(ShmTransport& t, const Work& w, int channel, const std::atomic<bool>* abort,
                 char* scratch)
       : t_(t), w_(w), channel_(channel), abort_(abort), scratch_(scratch),
         esize_(w.elemBytes), slotElems_(t.slotBytes() / w.elemBytes),
@@ -85,7 +85,67 @@ class ChannelRunner {
     shmNotify(&c->tailWord);
   }
 
+  char* peerPtr(int q, uint16_t buf, uint64_t off) const {
+    return static_cast<char*>(w_.peerBuffers[buf][q]) + off * esize_;
+  }
+
+  // Every rank publishes (epoch, call hash) and waits for all others to reach the same epoch;
+  // a peer at the same epoch with another hash called with other arguments.
+  sscResult_t barrier() {
+    const uint32_t epoch = t_.nextBarrierEpoch();
+    const uint64_t state = (static_cast<uint64_t>(epoch) << 32) | w_.callHash;
+    ShmBarrierCtrl* own = t_.barrier(t_.rank());
+    own->state.store(state, std::memory_order_release);
+    shmNotify(&own->word);
+    for (int q = 0; q < t_.nranks(); ++q) {
+      if (q == t_.rank()) continue;
+      ShmBarrierCtrl* peer = t_.barrier(q);
+      uint64_t seen = 0;
+      SSC_CHECK(shmWait(&peer->word, [&] {
+        seen = peer->state.load(std::memory_order_acquire);
+        return static_cast<int32_t>(static_cast<uint32_t>(seen >> 32) - epoch) >= 0;
+      }, abort_, "meet at a barrier with", q));
+      if (static_cast<uint32_t>(seen >> 32) == epoch && static_cast<uint32_t>(seen) != w_.callHash)
+        return fail(sscInvalidUsage, "rank {} reached this zero-copy collective with different "
+                    "arguments (count, type, op, root or buffer offsets) than rank {}", q, t_.rank());
+    }
+    return sscSuccess;
+  }
+
+  // dst = (+) over ranks in order of pre(src@q); the result is stored to `targets`.
+  sscResult_t peerReduce(const Step& s, bool toAll) {
+    const int n = t_.nranks();
+    std::vector<char> acc(t_.slotBytes());
+    for (uint64_t done = 0; done < s.count; done += slotElems_) {
+      const size_t m = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
+      for (int q = 0; q < n; ++q) {
+        const char* v = pre(s, peerPtr(q, s.srcBuf, s.srcOff + done), m);
+        if (q == 0) std::memcpy(acc.data(), v, m * esize_);
+        else combine(acc.data(), v, acc.data(), m);
+      }
+      post(s, acc.data(), m);
+      if (!toAll) {
+        std::memcpy(bufPtr(s.dstBuf, s.dstOff + done), acc.data(), m * esize_);
+      } else {
+        for (int q = 0; q < n; ++q)
+          std::memcpy(peerPtr(q, s.dstBuf, s.dstOff + done), acc.data(), m * esize_);
+      }
+    }
+    return sscSuccess;
+  }
+
   sscResult_t runStep(const Step& s) {
+    switch (s.op) {
+      case StepOp::kBarrier: return barrier();
+      case StepOp::kPeerReduce: return peerReduce(s, false);
+      case StepOp::kPeerReduceBcast: return peerReduce(s, true);
+      case StepOp::kPeerPush:
+        for (int q = 0; q < t_.nranks(); ++q)
+          std::memmove(peerPtr(q, s.dstBuf, s.dstOff), bufPtr(s.srcBuf, s.srcOff), s.count * esize_);
+        return sscSuccess;
+      default:
+        break;
+    }
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
       const size_t bytes = n * esize_;
@@ -146,12 +206,14 @@ class ChannelRunner {
           recvDone(rf);
           sendDone(sf, bytes);
           break;
+        default:
+          return fail(sscInternalError, "host executor: step {} in the wrong place", stepOpName(s.op));
       }
     }
     return sscSuccess;
   }
 
-  const ShmTransport& t_;
+  ShmTransport& t_;
   const Work& w_;
   int channel_;
   const std::atomic<bool>* abort_;
@@ -164,7 +226,7 @@ class ChannelRunner {
 
 }  // namespace
 
-sscResult_t runPlanOnHost(const ShmTransport& transport, const Work& work,
+sscResult_t runPlanOnHost(ShmTransport& transport, const Work& work,
                           const std::atomic<bool>* abort) {
   const RankPlan& plan = *work.plan;
   if (plan.channels.size() > static_cast<size_t>(transport.channels()))

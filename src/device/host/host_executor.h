@@ -13,7 +13,7 @@ namespace ssc {
 // Executes every channel of work.plan in order. Fails with sscTimeout / sscRemoteError (abort)
 // from waits, sscInvalidUsage when a peer posts a slot of another size than this rank expects
 // (mismatched counts between ranks).
-sscResult_t runPlanOnHost(const ShmTransport& transport, const Work& work,
+sscResult_t runPlanOnHost(ShmTransport& transport, const Work& work,
                           const std::atomic<bool>* abort);
 
 }  // namespace ssc

@@ -1,0 +1,168 @@
+#include "transports/host/shm_registry.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "src/core/comm.h"
+#include "src/core/errors.h"
+#include "src/core/log.h"
+
+namespace ssc {
+
+namespace {
+
+struct Allocation {
+  int fd;
+  size_t bytes;
+};
+
+std::mutex g_mu;
+std::map<char*, Allocation> g_allocs;  // by base
+// Peer mappings made for registrations: mapped base -> length (the peer's whole allocation).
+std::map<char*, size_t> g_peerMaps;
+
+// What one rank tells the others about a registered buffer.
+struct Offer {
+  int32_t ok;
+  int32_t pid;
+  int32_t fd;
+  int32_t pad;
+  uint64_t allocBytes;
+  uint64_t offset;  // of the buffer in its allocation
+};
+
+bool findAllocation(const void* p, size_t bytes, char** base, Allocation* alloc) {
+  std::lock_guard<std::mutex> g(g_mu);
+  auto it = g_allocs.upper_bound(static_cast<char*>(const_cast<void*>(p)));
+  if (it == g_allocs.begin()) return false;
+  --it;
+  const char* c = static_cast<const char*>(p);
+  if (c + bytes > it->first + it->second.bytes) return false;
+  *base = it->first;
+  *alloc = it->second;
+  return true;
+}
+
+}  // namespace
+
+sscResult_t shmAlloc(size_t bytes, void** out) {
+  int fd = memfd_create("starscream-mem", MFD_CLOEXEC);
+  if (fd < 0) return fail(sscSystemError, "memfd_create failed: {}", strerror(errno));
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int e = errno;
+    close(fd);
+    return fail(sscSystemError, "cannot size a {}-byte allocation: {}", bytes, strerror(e));
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    return fail(sscSystemError, "cannot map a {}-byte allocation: {}", bytes, strerror(e));
+  }
+  std::lock_guard<std::mutex> g(g_mu);
+  g_allocs.emplace(static_cast<char*>(p), Allocation{fd, bytes});
+  *out = p;
+  return sscSuccess;
+}
+
+sscResult_t shmFree(void* p) {
+  Allocation a;
+  {
+    std::lock_guard<std::mutex> g(g_mu);
+    auto it = g_allocs.find(static_cast<char*>(p));
+    if (it == g_allocs.end())
+      return fail(sscInvalidArgument, "sscMemFree: {} was not allocated by sscMemAlloc", p);
+    a = it->second;
+    g_allocs.erase(it);
+  }
+  munmap(p, a.bytes);
+  close(a.fd);
+  return sscSuccess;
+}
+
+sscResult_t shmRegister(sscComm* comm, void* buff, size_t bytes, std::vector<void*>* peerBases) {
+  peerBases->clear();
+  const int n = comm->nranks, me = comm->rank;
+  std::vector<Offer> offers(n);
+  char* base = nullptr;
+  Allocation alloc{};
+  Offer& mine = offers[me];
+  mine = Offer{0, static_cast<int32_t>(getpid()), -1, 0, 0, 0};
+  if (findAllocation(buff, bytes, &base, &alloc)) {
+    mine.ok = 1;
+    mine.fd = alloc.fd;
+    mine.allocBytes = alloc.bytes;
+    mine.offset = static_cast<uint64_t>(static_cast<char*>(buff) - base);
+  }
+  SSC_CHECK(comm->bootstrap->allGather(offers.data(), sizeof(Offer)));
+  for (const Offer& o : offers)
+    if (!o.ok) return sscSuccess;  // someone's buffer is not shareable: plain registration
+
+  std::vector<void*> maps(n, nullptr);
+  std::string why;
+  for (int q = 0; q < n && why.empty(); ++q) {
+    if (q == me) continue;
+    std::string path = fmt::format("/proc/{}/fd/{}", offers[q].pid, offers[q].fd);
+    int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      why = fmt::format("open({}) failed: {}", path, strerror(errno));
+      break;
+    }
+    void* m = mmap(nullptr, offers[q].allocBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+      why = fmt::format("mapping rank {}'s buffer failed: {}", q, strerror(errno));
+      break;
+    }
+    maps[q] = m;
+  }
+  // Everyone must agree: one failure makes it a plain registration on every rank.
+  std::vector<int32_t> ok(n, 0);
+  ok[me] = why.empty() ? 1 : 0;
+  sscResult_t r = comm->bootstrap->allGather(ok.data(), sizeof(int32_t));
+  bool all = r == sscSuccess;
+  for (int q = 0; q < n && all; ++q) all = ok[q] != 0;
+  if (!all) {
+    if (!why.empty()) SSC_LOG(kInfo, "registration stays local (no zero-copy): {}", why);
+    for (int q = 0; q < n; ++q)
+      if (maps[q] != nullptr) munmap(maps[q], offers[q].allocBytes);
+    return r;
+  }
+  peerBases->resize(n);
+  std::lock_guard<std::mutex> g(g_mu);
+  for (int q = 0; q < n; ++q) {
+    if (q == me) {
+      (*peerBases)[q] = buff;
+      continue;
+    }
+    g_peerMaps.emplace(static_cast<char*>(maps[q]), offers[q].allocBytes);
+    (*peerBases)[q] = static_cast<char*>(maps[q]) + offers[q].offset;
+  }
+  return sscSuccess;
+}
+
+sscResult_t shmDeregister(sscComm* comm, void* buff, const std::vector<void*>& peerBases) {
+  (void)buff;
+  std::lock_guard<std::mutex> g(g_mu);
+  for (int q = 0; q < static_cast<int>(peerBases.size()); ++q) {
+    if (q == comm->rank) continue;
+    // peerBases[q] lies in the mapping made for it: find that mapping's start.
+    char* p = static_cast<char*>(peerBases[q]);
+    auto it = g_peerMaps.upper_bound(p);
+    if (it == g_peerMaps.begin()) continue;
+    --it;
+    munmap(it->first, it->second);
+    g_peerMaps.erase(it);
+  }
+  return sscSuccess;
+}
+
+}  // namespace ssc
