@@ -26,24 +26,33 @@ const std::pair<void* const, Registration>* symmetricRegistration(sscComm* comm,
   return &*it;
 }
 
-// When both buffers lie in symmetric registrations, fills the peers' views of them so the
-// zero-copy algorithm can run. Offsets are assumed equal on every rank (symmetric use); the
-// call hash lets the first barrier catch ranks that disagree.
+// When the buffers that peers touch lie in symmetric registrations, fills the peers' views of
+// them so the zero-copy algorithm can run: all-reduce reads peers' inputs and writes their
+// outputs; reduce-scatter only reads inputs, all-gather only writes outputs (so their in-place
+// forms, whose other buffer sits at a rank-dependent offset, qualify too). Offsets are assumed
+// equal on every rank; the call hash lets the first barrier catch ranks that disagree.
 void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outBytes) {
+  const CollKind kind = call->args.coll;
+  if (kind != CollKind::kAllReduce && kind != CollKind::kReduceScatter && kind != CollKind::kAllGather)
+    return;
+  const bool peersReadIn = kind != CollKind::kAllGather;
+  const bool peersWriteOut = kind != CollKind::kReduceScatter;
   std::lock_guard<std::mutex> g(comm->mu);
-  auto* in = symmetricRegistration(comm, call->sendbuff, inBytes);
-  auto* out = symmetricRegistration(comm, call->recvbuff, outBytes);
-  if (in == nullptr || out == nullptr) return;
-  const size_t inOff = static_cast<const char*>(call->sendbuff) - static_cast<const char*>(in->first);
-  const size_t outOff = static_cast<char*>(call->recvbuff) - static_cast<char*>(out->first);
-  call->peerBuffers.assign(kBufScratch, std::vector<void*>(comm->nranks));
-  for (int q = 0; q < comm->nranks; ++q) {
-    call->peerBuffers[kBufIn][q] = static_cast<char*>(in->second.peerBases[q]) + inOff;
-    call->peerBuffers[kBufOut][q] = static_cast<char*>(out->second.peerBases[q]) + outOff;
-  }
-  uint64_t h = std::hash<std::string>{}(fmt::format("{}:{}:{}:{}:{}:{}:{}:{}", static_cast<int>(call->args.coll),
-      call->args.count, static_cast<int>(call->reduce.dtype), call->args.root, in->second.index, inOff,
-      out->second.index, outOff));
+  auto* in = peersReadIn ? symmetricRegistration(comm, call->sendbuff, inBytes) : nullptr;
+  auto* out = peersWriteOut ? symmetricRegistration(comm, call->recvbuff, outBytes) : nullptr;
+  if ((peersReadIn && in == nullptr) || (peersWriteOut && out == nullptr)) return;
+  call->peerBuffers.assign(kBufScratch, std::vector<void*>(comm->nranks, nullptr));
+  std::string key = fmt::format("{}:{}:{}:{}", static_cast<int>(kind), call->args.count,
+                                static_cast<int>(call->reduce.dtype), call->args.root);
+  auto map = [&](const std::pair<void* const, Registration>* reg, const void* p, BufId buf) {
+    const size_t off = static_cast<const char*>(p) - static_cast<const char*>(reg->first);
+    for (int q = 0; q < comm->nranks; ++q)
+      call->peerBuffers[buf][q] = static_cast<char*>(reg->second.peerBases[q]) + off;
+    key += fmt::format(":{}@{}", reg->second.index, off);
+  };
+  if (in != nullptr) map(in, call->sendbuff, kBufIn);
+  if (out != nullptr) map(out, call->recvbuff, kBufOut);
+  uint64_t h = std::hash<std::string>{}(key);
   call->callHash = static_cast<uint32_t>(h ^ (h >> 32));
   call->args.symmetric = true;
 }

@@ -26,7 +26,9 @@ struct Work {
   size_t elemBytes = 1;
   std::vector<void*> buffers;  // indexed by BufId; kBufScratch is filled in by the executor
   // For plans with peer steps (Algo::kSymmetric): peerBuffers[buf][q] is rank q's buffer `buf`
-  // (kBufIn, kBufOut) as mapped into this process, already at the call's offset.
+  // (kBufIn, kBufOut) as mapped into this process, already at the call's offset. Entries of a
+  // buffer peers never touch are null (reduce-scatter's output, all-gather's input): steps use
+  // the local buffers[] for this rank's own side.
   std::vector<std::vector<void*>> peerBuffers;
   // Identifies the call (collective, count, offsets in the registrations); ranks compare it at
   // the first barrier so mismatched calls fail instead of reading the wrong memory.

@@ -19,6 +19,11 @@ namespace ssc::test {
 namespace {
 
 sscComm_t g_comm = nullptr;
+// Buffers registered (symmetrically) once, for the zero-copy algorithm's cases.
+void* g_poolIn = nullptr;
+void* g_poolOut = nullptr;
+void* g_poolHandles[2] = {nullptr, nullptr};
+constexpr size_t kPoolBytes = 64u << 20;
 sscStream_t g_stream = nullptr;
 int g_rank = 0, g_n = 1;
 
@@ -38,6 +43,7 @@ struct Case {
   uint64_t count;
   bool inPlace;
   int root;
+  bool registered = false;  // use the registered pool (zero-copy algorithm eligible)
   std::string describe(const char* algo) const {
     return fmt::format("{} {} {} {} count {} {} root {}", algo, kCollNames[static_cast<int>(coll)],
                        dtypeName(type), opName(op), count, inPlace ? "in-place" : "out-of-place", root);
@@ -60,9 +66,15 @@ long long runCase(const Case& c, std::string* why) {
   if (c.coll == Coll::kAllGather || c.coll == Coll::kAllToAll) outElems = n * cnt;
   void* outBuf = nullptr;
   void* inBuf = nullptr;
-  if (sscMemAlloc(&outBuf, std::max<uint64_t>(outElems, inElems) * es + 64) != sscSuccess) return -1;
   const bool separateIn = !c.inPlace || c.coll == Coll::kAllToAll;
-  if (separateIn && sscMemAlloc(&inBuf, inElems * es + 64) != sscSuccess) return -1;
+  if (c.registered) {
+    if (std::max(inElems, outElems) * es + 64 > kPoolBytes) return -1;
+    outBuf = g_poolOut;
+    inBuf = g_poolIn;
+  } else {
+    if (sscMemAlloc(&outBuf, std::max<uint64_t>(outElems, inElems) * es + 64) != sscSuccess) return -1;
+    if (separateIn && sscMemAlloc(&inBuf, inElems * es + 64) != sscSuccess) return -1;
+  }
   char* out = static_cast<char*>(outBuf);
   char* in = separateIn ? static_cast<char*>(inBuf) : out;
   if (c.inPlace && c.coll == Coll::kReduceScatter) out = in + g_rank * cnt * es;
@@ -95,8 +107,7 @@ long long runCase(const Case& c, std::string* why) {
   if (op != c.op) sscRedOpDestroy(op, g_comm);
   if (r != sscSuccess) {
     *why = fmt::format("{}: {}", sscGetErrorString(r), sscGetLastError(g_comm));
-    sscMemFree(outBuf);
-    sscMemFree(inBuf);
+    if (!c.registered) sscMemFree(outBuf), sscMemFree(inBuf);
     return -1;
   }
   long long wrong = 0;
@@ -125,8 +136,7 @@ long long runCase(const Case& c, std::string* why) {
         break;
     }
   }
-  sscMemFree(outBuf);
-  sscMemFree(inBuf);
+  if (!c.registered) sscMemFree(outBuf), sscMemFree(inBuf);
   return wrong;
 }
 
@@ -161,6 +171,25 @@ TEST(MpiCollectives, SmallCountsEveryTypeOpAndAlgorithm) {
       }
     }
   }
+  unsetenv("STARSCREAM_ALGO");
+}
+
+TEST(MpiCollectives, ZeroCopyOnRegisteredBuffersEveryTypeAndOp) {
+  // The symmetric algorithm needs buffers registered on every rank; the pool is. Counts cover
+  // one-shot (small) and two-shot (large) all-reduce, in place and not.
+  forceAlgo("symmetric");
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather})
+    for (int t = 0; t < sscNumTypes; ++t)
+      for (sscRedOp_t op : kOps) {
+        if (!reduces(coll) && op != sscSum) continue;
+        for (uint64_t count : {0, 1, 7, 1000, 100003})
+          for (bool inPlace : {false, true}) {
+            Case c{coll, static_cast<sscDataType_t>(t), op, count, inPlace, 0};
+            c.registered = true;
+            expectCase(c, "symmetric");
+            if (::testing::Test::HasFailure()) return;
+          }
+      }
   unsetenv("STARSCREAM_ALGO");
 }
 
@@ -298,7 +327,19 @@ int main(int argc, char** argv) {
   } else if (sscStreamCreate(&ssc::test::g_stream) != sscSuccess) {
     fprintf(stderr, "rank %d: sscStreamCreate failed\n", ssc::test::g_rank);
   } else {
-    rc = RUN_ALL_TESTS();
+    // Collective registration: every rank registers its pool buffers in the same order.
+    if (sscMemAlloc(&ssc::test::g_poolIn, ssc::test::kPoolBytes) != sscSuccess ||
+        sscMemAlloc(&ssc::test::g_poolOut, ssc::test::kPoolBytes) != sscSuccess ||
+        sscCommRegister(ssc::test::g_comm, ssc::test::g_poolIn, ssc::test::kPoolBytes, &ssc::test::g_poolHandles[0]) != sscSuccess ||
+        sscCommRegister(ssc::test::g_comm, ssc::test::g_poolOut, ssc::test::kPoolBytes, &ssc::test::g_poolHandles[1]) != sscSuccess) {
+      fprintf(stderr, "rank %d: registering the pool failed: %s\n", ssc::test::g_rank, sscGetLastError(ssc::test::g_comm));
+    } else {
+      rc = RUN_ALL_TESTS();
+      sscCommDeregister(ssc::test::g_comm, ssc::test::g_poolHandles[0]);
+      sscCommDeregister(ssc::test::g_comm, ssc::test::g_poolHandles[1]);
+    }
+    sscMemFree(ssc::test::g_poolIn);
+    sscMemFree(ssc::test::g_poolOut);
     sscStreamDestroy(ssc::test::g_stream);
     sscCommDestroy(ssc::test::g_comm);
   }
