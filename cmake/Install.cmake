@@ -14,5 +14,8 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/StarscreamConfigVersion.cma
 install(FILES ${CMAKE_BINARY_DIR}/StarscreamConfig.cmake
   ${CMAKE_BINARY_DIR}/StarscreamConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)
+# Relocatable: the .pc file finds the prefix from its own location, so `cmake --install
+# --prefix DIR` works without reconfiguring.
+file(RELATIVE_PATH SSC_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(cmake/starscream.pc.in ${CMAKE_BINARY_DIR}/starscream.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/starscream.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

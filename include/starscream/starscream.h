@@ -174,6 +174,28 @@ sscResult_t sscCommUserRank(sscComm_t comm, int* rank);
 /** Writes the device index comm uses to *device (-1 on the host backend). */
 sscResult_t sscCommDevice(sscComm_t comm, int* device);
 
+/* ---------------------------------------------------------------- topology */
+
+/** Where one rank sits in the communicator's two-tier topology (node > GPU > partition). */
+typedef struct {
+  int node;            /* node index, 0..nodes-1 */
+  int gpu;             /* physical GPU index in the communicator, 0..gpus-1 */
+  int partition;       /* the rank's partition on its GPU, in XCD ring order */
+  int partitionsOnGpu; /* ranks of this communicator on the same physical GPU */
+  int gpus;            /* physical GPUs in the communicator */
+  int nodes;           /* nodes in the communicator */
+} sscRankTopology_t;
+
+/** Fills *info for `rank` of comm, from the graph every rank built identically at init. */
+sscResult_t sscCommGetRankTopology(sscComm_t comm, int rank, sscRankTopology_t* info);
+
+/**
+ * Writes the whole graph as JSON (the emulation file format, so it can be replayed with
+ * STARSCREAM_TOPO_FILE). With buffer NULL, or *size too small, sets *size to the bytes needed
+ * (including the terminating NUL): NULL succeeds, too small returns sscInvalidArgument.
+ */
+sscResult_t sscCommGetTopologyJson(sscComm_t comm, char* buffer, size_t* size);
+
 /* ---------------------------------------------------------------- reduction ops */
 
 /**

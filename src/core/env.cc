@@ -26,12 +26,16 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_TOPO_FILE", "",
      "Emulation topology file (JSON, tools/topologies/); replaces discovery when set."},
     {"STARSCREAM_ALGO", "",
-     "Force an algorithm: ring, bidir_ring, direct, hierarchical; or per collective, e.g. "
+     "Force an algorithm: ring, bidir_ring, direct, hierarchical, symmetric (zero-copy; needs "
+     "registered buffers); or per collective, e.g. "
      "allreduce=hierarchical,allgather=ring."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
     {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},
     {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend."},
+    {"STARSCREAM_NCCL_FALLBACK", "",
+     "libstarscream-nccl: path of the vendor libnccl.so.2/librccl.so.1 that serves every nccl* "
+     "call when Starscream runs on its host backend (docs/nccl-shim.md); empty: never forward."},
     {"STARSCREAM_SPIN", "200",
      "Polls of a flag before a host-backend wait blocks in the kernel (futex)."},
 };

@@ -23,6 +23,15 @@ Topology subsetTopology(const Topology& parent, const std::vector<int>& members)
     }
   }
   t.nnodes = static_cast<int>(nodeMap.size());
+  // GPU indices on each node are renumbered densely, in order of appearance.
+  std::vector<int> perNode(t.nnodes, 0);
+  for (GpuInfo& g : t.gpus) g.localIndex = perNode[g.node]++;
+  if (!parent.nodeNames.empty()) {
+    t.nodeNames.assign(t.nnodes, "");
+    for (const auto& [parentNode, node] : nodeMap)
+      if (parentNode < static_cast<int>(parent.nodeNames.size()))
+        t.nodeNames[node] = parent.nodeNames[parentNode];
+  }
   t.ranks.resize(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     const RankPlacement& p = parent.ranks[members[i]];

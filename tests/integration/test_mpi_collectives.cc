@@ -297,6 +297,33 @@ TEST(MpiCollectives, SplitByParityAndNoColor) {
   EXPECT_EQ(sscCommDestroy(sub), sscSuccess);
 }
 
+TEST(MpiCollectives, TopologyIsIdenticalOnEveryRankAndQueryable) {
+  size_t size = 0;
+  ASSERT_EQ(sscCommGetTopologyJson(g_comm, nullptr, &size), sscSuccess);
+  std::string json(size, '\0');
+  ASSERT_EQ(sscCommGetTopologyJson(g_comm, json.data(), &size), sscSuccess);
+  // Every rank's graph is byte-for-byte rank 0's.
+  int len = static_cast<int>(size);
+  int len0 = len;
+  MPI_Bcast(&len0, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string json0 = json;
+  json0.resize(len0);
+  MPI_Bcast(json0.data(), len0, MPI_CHAR, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(allSum(json != json0), 0);
+  sscRankTopology_t info;
+  ASSERT_EQ(sscCommGetRankTopology(g_comm, g_rank, &info), sscSuccess);
+  EXPECT_GE(info.partition, 0);
+  EXPECT_LT(info.partition, info.partitionsOnGpu);
+  EXPECT_LT(info.gpu, info.gpus);
+  // Partition counts add up to the rank count.
+  long long mine = info.partition == 0 ? info.partitionsOnGpu : 0;
+  EXPECT_EQ(allSum(mine), g_n);
+  size_t tiny = 4;
+  char buf[4];
+  EXPECT_EQ(sscCommGetTopologyJson(g_comm, buf, &tiny), sscInvalidArgument);
+  EXPECT_EQ(tiny, size);
+}
+
 TEST(MpiCollectives, DeviceScalarPreMulSumIsReadWhenTheOperationRuns) {
   float scalar = 1.0f;
   sscRedOp_t op;

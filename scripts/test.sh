@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs every test (unit tests and the mpirun integration
+# tests on the host backend; GPU tests run when a GPU is present and skip visibly otherwise).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+# One test at a time: the mpirun tests start up to 8 processes each on a 2-core machine.
+ctest --test-dir build --output-on-failure -j1 "$@"
+leftover=$(ls /dev/shm 2>/dev/null | grep -c '^ssc-' || true)
+if [ "$leftover" -ne 0 ]; then
+  echo "test.sh: $leftover Starscream shared-memory segment(s) left in /dev/shm" >&2
+  exit 1
+fi
