@@ -8,16 +8,18 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 out=build/sweep
+# Debian's python3 has matplotlib for the plot (a pyenv python3 earlier on PATH may not).
+PY=$(command -v /usr/bin/python3 || command -v python3)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
    grep -q 'STARSCREAM_GPU_BACKEND:INTERNAL=cuda' build/CMakeCache.txt 2>/dev/null; then
   echo "main-job: GPU found: 8 partitions of GPU 0 under MPS"
-  python3 perf/sweep.py -c all_reduce --np 8 --topo tools/topologies/h200-mps-8.json \
+  "$PY" perf/sweep.py -c all_reduce --np 8 --topo tools/topologies/h200-mps-8.json \
     --algos ring,hierarchical,auto -b 8 -e 256M -f 4 --launch 'tools/emulate/partition-run.sh {np}' \
     --out "$out"
 else
   echo "main-job: no GPU: 64 host-backend ranks emulate 8 x MI300X CPX/NPS4 (numbers show the" \
        "algorithms working, not hardware speed)"
-  python3 perf/sweep.py -c all_reduce --np 64 --topo tools/topologies/mi300x-8x-cpx-nps4.json \
+  "$PY" perf/sweep.py -c all_reduce --np 64 --topo tools/topologies/mi300x-8x-cpx-nps4.json \
     --algos ring,hierarchical -b 8 -e 1M -f 8 --iters 5 --out "$out"
 fi
 echo "main-job: results in $out/ (JSON per algorithm, combined JSON and PNG plot)"

@@ -23,6 +23,7 @@ void deleteComm(sscComm* comm) {
   if (comm->initThread.joinable()) comm->initThread.join();
   commWaitIdle(comm);
   commUnregisterLive(comm);
+  commWaitUnused(comm);
   comm->magic = 0;
   delete comm;
 }
@@ -177,6 +178,7 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
 
 SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
   return guarded("sscCommFinalize", [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm("sscCommFinalize", comm, true));
     commWaitIdle(comm);
     comm->finalized = true;

@@ -52,6 +52,7 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
 
 SSC_API sscResult_t sscCommDeregister(sscComm_t comm, void* handle) {
   return guarded("sscCommDeregister", [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm("sscCommDeregister", comm, true));
     Registration reg;
     {

@@ -97,6 +97,25 @@ void commWaitIdle(sscComm* comm) {
   comm->idle.wait(lk, [&] { return comm->pending == 0; });
 }
 
+CommUse::CommUse(sscComm* comm) : comm_(nullptr) {
+  std::lock_guard<std::mutex> live(g_liveMu);
+  if (comm == nullptr || g_live.count(comm) == 0) return;
+  comm_ = comm;
+  std::lock_guard<std::mutex> g(comm_->mu);
+  ++comm_->users;
+}
+
+CommUse::~CommUse() {
+  if (comm_ == nullptr) return;
+  std::lock_guard<std::mutex> g(comm_->mu);
+  if (--comm_->users == 0) comm_->idle.notify_all();
+}
+
+void commWaitUnused(sscComm* comm) {
+  std::unique_lock<std::mutex> lk(comm->mu);
+  comm->idle.wait(lk, [&] { return comm->users == 0; });
+}
+
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                         std::shared_ptr<const RankPlan>* out) {
   const uint64_t n = static_cast<uint64_t>(comm->nranks);

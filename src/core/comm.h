@@ -57,6 +57,9 @@ struct sscComm {
   std::mutex mu;
   std::condition_variable idle;
   int pending = 0;
+  // Threads inside a blocking entry point (finalize, deregister); destroy/abort from another
+  // thread waits for them to leave before freeing the communicator.
+  int users = 0;
 
   // Plans are pure functions of (collective, algorithm, count, root, element size): cache them.
   std::map<std::tuple<int, int, uint64_t, int, size_t, bool>, std::shared_ptr<const ssc::RankPlan>>
@@ -85,6 +88,22 @@ void commWorkQueued(sscComm* comm);
 void commWorkDone(sscComm* comm);
 // Blocks until no work of comm is pending.
 void commWaitIdle(sscComm* comm);
+
+// Marks a thread as using comm inside a blocking call (see sscComm::users). The liveness check
+// and the mark happen under one lock, so a concurrent destroy cannot free comm in between.
+class CommUse {
+ public:
+  explicit CommUse(sscComm* comm);
+  ~CommUse();
+  bool live() const { return comm_ != nullptr; }
+  CommUse(const CommUse&) = delete;
+  CommUse& operator=(const CommUse&) = delete;
+
+ private:
+  sscComm* comm_;
+};
+// Waits until no thread uses comm (called by destroy/abort before freeing it).
+void commWaitUnused(sscComm* comm);
 
 // The plan for a call on comm (cached).
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,

@@ -264,6 +264,21 @@ TEST_F(ApiErrors, AbortFromAnotherThreadUnblocksAWaiter) {
   sscStreamDestroy(s);
 }
 
+TEST_F(ApiErrors, AbortWhileAnotherThreadFinalizes) {
+  sscStream_t s;
+  ASSERT_EQ(sscStreamCreate(&s), sscSuccess);
+  // Rank 1 never joins: rank 0's finalize waits until the abort from another thread.
+  ASSERT_EQ(sscAllReduce(a_, b_, 16, sscFloat32, sscSum, comms_[0], s), sscSuccess);
+  sscResult_t finalized = sscSuccess;
+  std::thread finalizer([&] { finalized = sscCommFinalize(comms_[0]); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(sscCommAbort(comms_[0]), sscSuccess);
+  finalizer.join();
+  comms_[0] = nullptr;
+  EXPECT_NE(finalized, sscSuccess);
+  sscStreamDestroy(s);
+}
+
 TEST(ApiLifecycle, NonBlockingInit) {
   sscUniqueId id;
   ASSERT_EQ(sscGetUniqueId(&id), sscSuccess);
