@@ -11,7 +11,7 @@ out=build/sweep
 # Debian's python3 has matplotlib for the plot (a pyenv python3 earlier on PATH may not).
 PY=$(command -v /usr/bin/python3 || command -v python3)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
-   grep -q 'STARSCREAM_GPU_BACKEND:INTERNAL=cuda' build/CMakeCache.txt 2>/dev/null; then
+   ldd build/lib/libstarscream.so 2>/dev/null | grep -q cudart; then
   echo "main-job: GPU found: 8 partitions of GPU 0 under MPS"
   "$PY" perf/sweep.py -c all_reduce --np 8 --topo tools/topologies/h200-mps-8.json \
     --algos ring,hierarchical,auto -b 8 -e 256M -f 4 --launch 'tools/emulate/partition-run.sh {np}' \

@@ -11,50 +11,36 @@
 #include <cstdint>
 
 #include "src/device/gpu/gpu_runtime.h"
+#include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/plan_kernel.h"
 
 namespace ssc::gpu {
 namespace {
 
-// Must match ssc::StepOp / StepFlag (src/collectives/plan.h), which device code cannot include.
-enum : uint8_t {
-  kOpCopy, kOpReduce, kOpSend, kOpRecv, kOpRecvReduceSend, kOpRecvReduceCopy,
-  kOpRecvReduceCopySend, kOpRecvCopySend
-};
-enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
-
 constexpr int kUnroll = 4;
 
-// First error wins; the host-mapped copy is what the backend's watcher reads.
-__device__ void recordError(const KernelArgs& a, uint32_t code, int peer, int channel,
-                            uint64_t detail) {
-  if (atomicCAS(a.errorDevice, 0u, code) == 0u) {
-    volatile uint32_t* h = a.errorHost;
-    h[1] = static_cast<uint32_t>(peer);
-    h[2] = static_cast<uint32_t>(channel);
-    h[3] = static_cast<uint32_t>(detail);
-    __threadfence_system();
-    h[0] = code;
-  }
+// What thread 0 decides and the block needs: shared memory, because the global words it reads
+// may sit stale in other threads' L1.
+struct BlockShared {
+  int ok;
+  uint64_t recvSlot;
+  uint64_t sendSlot;
+};
+
+__device__ __forceinline__ ErrorSink errorSink(const KernelArgs& a) {
+  return ErrorSink{a.errorDevice, a.errorHost};
+}
+
+__device__ __forceinline__ void recordError(const KernelArgs& a, uint32_t code, int peer, int channel,
+                                            uint64_t detail) {
+  recordError(errorSink(a), code, peer, channel, detail);
 }
 
 // Polls until done() (thread 0 only). False when the wait timed out or another block failed.
 template <class Done>
 __device__ bool boundedWait(const KernelArgs& a, Done done, int peer, int channel) {
-  uint64_t start = 0;
-  for (uint32_t iter = 1;; ++iter) {
-    if (done()) return true;
-    if ((iter & 255u) == 0) {
-      if (*reinterpret_cast<volatile uint32_t*>(a.errorDevice) != 0) return false;
-      const uint64_t now = sscGpuTimer();
-      if (start == 0) start = now;
-      else if (a.timeoutTicks != 0 && now - start > a.timeoutTicks) {
-        recordError(a, kKernelTimeout, peer, channel, 0);
-        return false;
-      }
-    }
-  }
+  return boundedWait(errorSink(a), a.timeoutTicks, kKernelTimeout, done, peer, channel);
 }
 
 template <class Tr, int kKind>
@@ -66,7 +52,7 @@ struct BlockRunner {
   int channel;
   int block;       // within the channel
   ScalarOps<Tr> sc;
-  int* sharedOk;
+  BlockShared* sh;
 
   // The step's elementwise work on this block's piece: r = post(in|dst (+) pre(src)).
   struct Piece {
@@ -143,11 +129,11 @@ struct BlockRunner {
       uint64_t* ctr = a.barrierCounters + channel;
       const uint64_t b = static_cast<uint64_t>(a.blocksPerChannel);
       const uint64_t target = (atomicAdd(reinterpret_cast<unsigned long long*>(ctr), 1ull) / b + 1) * b;
-      *sharedOk = boundedWait(a, [&] { return sscLoadVolatile(ctr) >= target; }, -1, channel);
+      sh->ok = boundedWait(a, [&] { return sscLoadVolatile(ctr) >= target; }, -1, channel);
       __threadfence();
     }
     __syncthreads();
-    return *sharedOk != 0;
+    return sh->ok != 0;
   }
 
   __device__ char* bufPtr(uint16_t buf, uint64_t off) const {
@@ -176,17 +162,18 @@ struct BlockRunner {
       const uint64_t lo = static_cast<uint64_t>(block) * a.pieceBytes;
       const uint64_t nb = bytes > lo ? min(a.pieceBytes, bytes - lo) : 0;
       const uint64_t firstElem = done + lo / esize;
-      uint64_t rslot = 0, sslot = 0;
       if (threadIdx.x == 0) {
         int ok = 1;
         if (hasRecv) {
           const RecvCtrl* c = recvConn->recvCtrl + block;
           const uint64_t head = recvConn->counters[block].recvHead;
           ok = boundedWait(a, [&] { return sscLoadAcquireSys(&c->tail) > head; }, s.recvPeer, channel);
-          if (ok && c->slotBytes[head % a.slots] != bytes) {
-            recordError(a, kKernelSizeMismatch, s.recvPeer, channel, c->slotBytes[head % a.slots]);
+          const uint64_t posted = ok ? sscLoadVolatile(&c->slotBytes[head % a.slots]) : bytes;
+          if (posted != bytes) {
+            recordError(a, kKernelSizeMismatch, s.recvPeer, channel, posted);
             ok = 0;
           }
+          sh->recvSlot = head % a.slots;
         }
         if (ok && hasSend) {
           const SendCtrl* h = sendConn->sendHeadIn + block;
@@ -194,13 +181,13 @@ struct BlockRunner {
           const uint64_t slots = static_cast<uint64_t>(a.slots);
           ok = boundedWait(a, [&] { return tail - sscLoadAcquireSys(&h->head) < slots; },
                            s.sendPeer, channel);
+          sh->sendSlot = tail % slots;
         }
-        *sharedOk = ok;
+        sh->ok = ok;
       }
       __syncthreads();
-      if (!*sharedOk) return false;
-      if (hasRecv) rslot = recvConn->counters[block].recvHead % a.slots;
-      if (hasSend) sslot = sendConn->counters[block].sentTail % a.slots;
+      if (!sh->ok) return false;
+      const uint64_t rslot = sh->recvSlot, sslot = sh->sendSlot;
 
       p.in = hasRecv ? reinterpret_cast<const S*>(recvConn->recvData + rslot * a.slotBytes + lo) : nullptr;
       p.out = hasSend ? reinterpret_cast<S*>(sendConn->sendData + sslot * a.slotBytes + lo) : nullptr;
@@ -234,11 +221,11 @@ struct BlockRunner {
 
 template <class Tr, int kKind>
 __global__ void __launch_bounds__(kThreadsPerBlock) planKernel(const KernelArgs args) {
-  __shared__ int sharedOk;
+  __shared__ BlockShared sh;
   using C = typename Tr::Compute;
   using S = typename Tr::Storage;
   const int channel = blockIdx.x / args.blocksPerChannel;
-  BlockRunner<Tr, kKind> r{args, channel, static_cast<int>(blockIdx.x % args.blocksPerChannel), {}, &sharedOk};
+  BlockRunner<Tr, kKind> r{args, channel, static_cast<int>(blockIdx.x % args.blocksPerChannel), {}, &sh};
   const DevReduce& red = args.reduce;
   r.sc.divisor = red.postDivisor;
   if (red.hasPreScale) {
@@ -297,6 +284,24 @@ int launchPlanKernel(const KernelArgs& args, int channels, void* streamPtr) {
     case 11: return launchForType<Fp8Traits<conv::Fp8E5M2>>(args, channels, stream);
     default: return -1;
   }
+}
+
+int planKernelBlocksPerSM() {
+  // Every instantiation is the same code shape; the widest element path (fp8 widening to float)
+  // uses the most registers. Take the minimum over all so any launch fits.
+  int best = 1 << 30;
+  const auto take = [&](auto kernel) {
+    int n = 0;
+    if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreadsPerBlock, 0) == hipSuccess)
+      best = n < best ? n : best;
+  };
+  take(planKernel<NativeTraits<float>, 0>);
+  take(planKernel<NativeTraits<double>, 1>);
+  take(planKernel<HalfTraits, 0>);
+  take(planKernel<Bf16Traits, 2>);
+  take(planKernel<Fp8Traits<conv::Fp8E4M3>, 0>);
+  take(planKernel<NativeTraits<int64_t>, 1>);
+  return best == (1 << 30) || best < 1 ? 1 : best;
 }
 
 int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* streamPtr) {

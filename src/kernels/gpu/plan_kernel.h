@@ -26,6 +26,7 @@ enum KernelError : uint32_t {
   kKernelOk = 0,
   kKernelTimeout = 1,       // a wait passed STARSCREAM_TIMEOUT
   kKernelSizeMismatch = 2,  // a peer posted a slot of another size (mismatched calls)
+  kKernelCallMismatch = 3,  // a peer reached the same barrier with another call (callHash)
 };
 
 // Receiver-side control of one sub-FIFO (channel, sender, block), in the receiver's memory.
@@ -58,6 +59,15 @@ struct Conn {
   SendCtrl* sendHeadIn;     // mine: the head the peer writes, [block]
   LocalCounters* counters;  // mine, [block]
 };
+
+// ssc::StepOp / StepFlag (src/collectives/plan.h) as device code sees them (it cannot include
+// plan.h); gpu_plan_cache.cc static_asserts that the values agree.
+enum DevOp : uint8_t {
+  kOpCopy, kOpReduce, kOpSend, kOpRecv, kOpRecvReduceSend, kOpRecvReduceCopy,
+  kOpRecvReduceCopySend, kOpRecvCopySend,
+  kOpBarrier, kOpPeerReduce, kOpPeerReduceBcast, kOpPeerPush
+};
+enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
 
 // A plan step as the kernel reads it (src/collectives/plan.h's Step plus one executor flag).
 struct DevStep {
@@ -108,6 +118,10 @@ struct KernelArgs {
 // Launches the plan kernel: grid = channels x blocksPerChannel. Returns 0 or the runtime's
 // error code of the launch (a kernel's own failures are reported through errorHost).
 int launchPlanKernel(const KernelArgs& args, int channels, void* stream);
+
+// Blocks of the plan kernel one SM holds at once (occupancy API, at least 1): the backend keeps
+// every launch's grid within what its share of the GPU holds, since blocks wait on each other.
+int planKernelBlocksPerSM();
 
 // Copies device memory on `stream` with the executor's vector path (for the perf roofline).
 int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* stream);
