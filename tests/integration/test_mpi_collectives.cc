@@ -91,7 +91,7 @@ long long runCase(const Case& c, std::string* why) {
   sscRedOp_t op = c.op;
   if (reduces(c.coll) && c.op == sscNumOps) {
     std::vector<char> scalar(8);
-    setElementFromDouble(c.type, scalar.data(), 0, 2.0);
+    setElementFromDouble(c.type, scalar.data(), 0, static_cast<double>(preMulScalar(g_rank)));
     if (sscRedOpCreatePreMulSum(&op, scalar.data(), c.type, sscScalarHostImmediate, g_comm) != sscSuccess) return -1;
   }
   sscResult_t r = sscSuccess;

@@ -29,7 +29,14 @@ int64_t inputValue(int r, uint64_t i, sscDataType_t type, sscRedOp_t op) {
   return isUnsigned(type) ? v : v - 2;
 }
 
+int64_t preMulScalar(int r) { return 1 + r % 2; }
+
 double reduceReference(int n, uint64_t i, sscDataType_t type, sscRedOp_t op) {
+  if (op == sscNumOps) {
+    int64_t acc = 0;
+    for (int r = 0; r < n; ++r) acc += preMulScalar(r) * inputValue(r, i, type, op);
+    return static_cast<double>(acc);
+  }
   int64_t acc = inputValue(0, i, type, op);
   for (int r = 1; r < n; ++r) {
     int64_t v = inputValue(r, i, type, op);
@@ -41,7 +48,6 @@ double reduceReference(int n, uint64_t i, sscDataType_t type, sscRedOp_t op) {
     }
   }
   if (op == sscAvg) return isFloat(type) ? static_cast<double>(acc) / n : static_cast<double>(acc / n);
-  if (op == sscNumOps) return 2.0 * static_cast<double>(acc);
   return static_cast<double>(acc);
 }
 

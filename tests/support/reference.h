@@ -13,8 +13,11 @@ namespace ssc::test {
 // representable in every type, and so that products stay small).
 int64_t inputValue(int r, uint64_t i, sscDataType_t type, sscRedOp_t op);
 
+// The scalar rank r uses for pre-multiplied sums: ranks differ, as PreMulSum allows.
+int64_t preMulScalar(int r);
+
 // What op over ranks 0..n-1 of inputValue(r, i) must give, in double. PreMulSum ops are passed as
-// sscNumOps (the tests always use the scalar 2).
+// sscNumOps, with preMulScalar(r) as each rank's scalar.
 double reduceReference(int n, uint64_t i, sscDataType_t type, sscRedOp_t op);
 
 // Whether `got` matches `want` for this type and op: exact for integers and for min/max,
