@@ -1,0 +1,66 @@
+// Algorithm selection: STARSCREAM_ALGO parsing (global and per collective) and the rule table.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "tuner/select.h"
+
+namespace ssc {
+namespace {
+
+class Select : public ::testing::Test {
+ protected:
+  void TearDown() override { unsetenv("STARSCREAM_ALGO"); }
+};
+
+TEST_F(Select, ParsesNamesAndAliases) {
+  Algo a;
+  EXPECT_TRUE(parseAlgoName("Ring", &a));
+  EXPECT_EQ(a, Algo::kRing);
+  EXPECT_TRUE(parseAlgoName("flat_ring", &a));
+  EXPECT_EQ(a, Algo::kRing);
+  EXPECT_TRUE(parseAlgoName("bidir_ring", &a));
+  EXPECT_EQ(a, Algo::kBidirRing);
+  EXPECT_TRUE(parseAlgoName("hier", &a));
+  EXPECT_EQ(a, Algo::kHierarchical);
+  EXPECT_TRUE(parseAlgoName("symmetric", &a));
+  EXPECT_EQ(a, Algo::kSymmetric);
+  EXPECT_FALSE(parseAlgoName("fastest", &a));
+}
+
+TEST_F(Select, GlobalAndPerCollectiveForcing) {
+  setenv("STARSCREAM_ALGO", "ring,allgather=direct,reducescatter=hierarchical", 1);
+  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kRing);
+  EXPECT_EQ(forcedAlgo(CollKind::kAllGather), Algo::kDirect);
+  EXPECT_EQ(forcedAlgo(CollKind::kReduceScatter), Algo::kHierarchical);
+  setenv("STARSCREAM_ALGO", "allreduce=bogus,broadcast=ring", 1);
+  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kAuto);  // bad entries are ignored
+  EXPECT_EQ(forcedAlgo(CollKind::kBroadcast), Algo::kRing);
+}
+
+TEST_F(Select, ForcedAlgorithmThatCannotRunFallsBack) {
+  Topology uneven = makeFlatTopology(3);
+  setenv("STARSCREAM_ALGO", "ring", 1);
+  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllToAll, 1 << 20, false), Algo::kDirect);
+  setenv("STARSCREAM_ALGO", "symmetric", 1);
+  EXPECT_NE(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, false), Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true), Algo::kSymmetric);
+}
+
+TEST_F(Select, RuleTable) {
+  Topology cpx = makeUniformTopology(1, 8, 8);  // 8 GPUs x 8 partitions
+  Topology flat = makeFlatTopology(8);
+  // Small messages: direct. Large on partitioned GPUs: hierarchical; flat: bidirectional ring.
+  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllReduce, 1024, false), Algo::kDirect);
+  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllReduce, 64 << 20, false), Algo::kHierarchical);
+  EXPECT_EQ(selectAlgo(flat, CollKind::kAllReduce, 64 << 20, false), Algo::kBidirRing);
+  // Registered buffers on one node: zero-copy for the three it serves.
+  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllReduce, 64 << 20, true), Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(cpx, CollKind::kBroadcast, 64 << 20, true), Algo::kHierarchical);
+  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllToAll, 64 << 20, true), Algo::kDirect);
+  Topology twoNodes = makeUniformTopology(2, 2, 2);
+  EXPECT_NE(selectAlgo(twoNodes, CollKind::kAllReduce, 64 << 20, true), Algo::kSymmetric);
+}
+
+}  // namespace
+}  // namespace ssc
