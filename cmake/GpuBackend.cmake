@@ -70,11 +70,14 @@ elseif(STARSCREAM_GPU_BACKEND STREQUAL "hip")
   set(SSC_GPU_DEFINE STARSCREAM_GPU_HIP=1)
 endif()
 
-set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/plan_kernel.cu)
+set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/plan_kernel.cu src/kernels/gpu/sym_kernel.cu)
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
+  src/device/gpu/gpu_census.cc
   src/device/gpu/gpu_connections.cc
   src/device/gpu/gpu_plan_cache.cc
+  src/device/gpu/gpu_registry.cc
+  src/device/gpu/gpu_symmetric.cc
   transports/usr/ipc_segment.cc
   transports/xgmi/peer_link.cc)
 

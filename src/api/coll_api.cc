@@ -42,8 +42,9 @@ void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outB
   auto* out = peersWriteOut ? symmetricRegistration(comm, call->recvbuff, outBytes) : nullptr;
   if ((peersReadIn && in == nullptr) || (peersWriteOut && out == nullptr)) return;
   call->peerBuffers.assign(kBufScratch, std::vector<void*>(comm->nranks, nullptr));
-  std::string key = fmt::format("{}:{}:{}:{}", static_cast<int>(kind), call->args.count,
-                                static_cast<int>(call->reduce.dtype), call->args.root);
+  std::string key = fmt::format("{}:{}:{}:{}:{}:{}", static_cast<int>(kind), call->args.count,
+                                static_cast<int>(call->reduce.dtype), call->args.root,
+                                static_cast<int>(call->reduce.kind), call->reduce.hasPreScale);
   auto map = [&](const std::pair<void* const, Registration>* reg, const void* p, BufId buf) {
     const size_t off = static_cast<const char*>(p) - static_cast<const char*>(reg->first);
     for (int q = 0; q < comm->nranks; ++q)

@@ -220,7 +220,7 @@ struct BlockRunner {
 };
 
 template <class Tr, int kKind>
-__global__ void __launch_bounds__(kThreadsPerBlock) planKernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kThreadsPerBlock) planKernel(const SSC_GRID_CONSTANT KernelArgs args) {
   __shared__ BlockShared sh;
   using C = typename Tr::Compute;
   using S = typename Tr::Storage;
