@@ -61,6 +61,10 @@ elseif(STARSCREAM_GPU_BACKEND STREQUAL "cuda")
     list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
   endif()
 endif()
+# The HIP compile check runs in CI whatever backend this build uses (tests/gpu).
+if(STARSCREAM_BUILD_TESTS)
+  include(${CMAKE_SOURCE_DIR}/tests/gpu/hip_compile_check.cmake)
+endif()
 # What GPU programs (tests/gpu, perf) need besides the library: the runtime and which one it is.
 if(STARSCREAM_GPU_BACKEND STREQUAL "cuda")
   set(SSC_GPU_RUNTIME CUDA::cudart)
@@ -77,6 +81,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_connections.cc
   src/device/gpu/gpu_plan_cache.cc
   src/device/gpu/gpu_registry.cc
+  src/device/gpu/gpu_runtime_info.cc
   src/device/gpu/gpu_symmetric.cc
   transports/usr/ipc_segment.cc
   transports/xgmi/peer_link.cc)

@@ -1,8 +1,13 @@
 #include "perf/common/device_buffer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <utility>
+
+#if defined(STARSCREAM_HAVE_GPU)
+#include "src/device/gpu/gpu_runtime.h"
+#endif
 
 namespace ssc::perf {
 
@@ -39,24 +44,62 @@ void DeviceBuffer::reset() {
 }
 
 // ---------------------------------------------------------------- GPU backend seam
-// Host backend: sscMemAlloc returns host memory, so plain memcpy is a complete implementation.
-// GPU backend: replace the bodies with hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice /
-// DeviceToHost) (cudaMemcpy on NVIDIA), mapping a failure to sscUnhandledDeviceError, and
-// describeDevice with the device's PCI bus id and name; or dispatch on sscCommDevice() >= 0
-// if one binary must serve both backends.
+// With the GPU backend built in (STARSCREAM_HAVE_GPU), copies go through the runtime with
+// hipMemcpyDefault: unified addressing lets the runtime tell device memory (the GPU backend's
+// sscMemAlloc) from host memory (the host backend's, e.g. STARSCREAM_BACKEND=host on a GPU
+// machine), so one binary serves both backends. Without a usable runtime (no GPU) the host
+// backend is the only one, and memcpy is complete.
+
+namespace {
+
+#if defined(STARSCREAM_HAVE_GPU)
+bool runtimeUsable() {
+  static const bool usable = [] {
+    int n = 0;
+    const bool ok = hipGetDeviceCount(&n) == hipSuccess && n > 0;
+    if (!ok) (void)hipGetLastError();
+    return ok;
+  }();
+  return usable;
+}
+
+sscResult_t runtimeCopy(void* dst, const void* src, size_t bytes, const char* what) {
+  const hipError_t e = hipMemcpy(dst, src, bytes, hipMemcpyDefault);
+  if (e == hipSuccess) return sscSuccess;
+  std::fprintf(stderr, "%s of %zu bytes failed: %s\n", what, bytes, hipGetErrorString(e));
+  return sscUnhandledDeviceError;
+}
+#endif
+
+}  // namespace
 
 sscResult_t copyToDevice(void* deviceDst, const void* hostSrc, size_t bytes) {
-  if (bytes != 0) std::memcpy(deviceDst, hostSrc, bytes);
+  if (bytes == 0) return sscSuccess;
+#if defined(STARSCREAM_HAVE_GPU)
+  if (runtimeUsable()) return runtimeCopy(deviceDst, hostSrc, bytes, "copy to device");
+#endif
+  std::memcpy(deviceDst, hostSrc, bytes);
   return sscSuccess;
 }
 
 sscResult_t copyFromDevice(void* hostDst, const void* deviceSrc, size_t bytes) {
-  if (bytes != 0) std::memcpy(hostDst, deviceSrc, bytes);
+  if (bytes == 0) return sscSuccess;
+#if defined(STARSCREAM_HAVE_GPU)
+  if (runtimeUsable()) return runtimeCopy(hostDst, deviceSrc, bytes, "copy from device");
+#endif
+  std::memcpy(hostDst, deviceSrc, bytes);
   return sscSuccess;
 }
 
 std::string describeDevice(int device) {
   if (device < 0) return "[host] Starscream host backend";
+#if defined(STARSCREAM_HAVE_GPU)
+  char bus[64] = {};
+  hipDeviceProp_t prop;
+  if (runtimeUsable() && hipDeviceGetPCIBusId(bus, sizeof(bus), device) == hipSuccess &&
+      hipGetDeviceProperties(&prop, device) == hipSuccess)
+    return std::string("[") + bus + "] " + prop.name;
+#endif
   return "[gpu] device " + std::to_string(device);
 }
 

@@ -6,6 +6,8 @@
 #   tools/emulate/partition-run.sh K program [args...]
 #
 # Extra mpirun environment: STARSCREAM_* variables of the caller are forwarded to every rank.
+# SSC_MPS_PERCENT overrides the per-rank SM cap (default 100/K); "none" runs the K ranks under
+# MPS without a cap (a diagnostic: ranks then compete for every SM).
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
@@ -32,8 +34,9 @@ trap stop_mps EXIT INT TERM
 nvidia-cuda-mps-control -d
 sleep 1
 
-fwd=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY
-     -x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / K)))
+fwd=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+pct=${SSC_MPS_PERCENT:-$((100 / K))}
+[[ $pct != none ]] && fwd+=(-x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct)
 while IFS='=' read -r name _; do
   fwd+=(-x "$name")
 done < <(env | grep -E '^STARSCREAM_' || true)

@@ -8,7 +8,9 @@
 //
 // Spins are bounded: every wait polls the communicator's device error word and the timer, so a
 // missing peer ends the kernel with kKernelTimeout (reported as sscTimeout) instead of a hang.
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/kernels/gpu/device_common.h"
@@ -265,7 +267,47 @@ __global__ void __launch_bounds__(kThreadsPerBlock) copyKernel(uint4* dst, const
     dst[i] = sscLoadCg(src + i);
 }
 
+// Residency probe: block b records its SM and whether it saw every block of the grid arrive
+// (i.e. all were resident at once) within `spinTicks`.
+__global__ void smProbeKernel(uint32_t* out, uint32_t* arrived, uint32_t nblocks, uint64_t spinTicks) {
+  if (threadIdx.x != 0) return;
+#if defined(SSC_GPU_IS_HIP)
+  out[blockIdx.x] = __smid();
+#else
+  uint32_t smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  out[blockIdx.x] = smid;
+#endif
+  atomicAdd(arrived, 1u);
+  const uint64_t t0 = sscGpuTimer();
+  while (atomicAdd(arrived, 0u) < nblocks && sscGpuTimer() - t0 < spinTicks) {
+  }
+  out[nblocks + blockIdx.x] = atomicAdd(arrived, 0u) >= nblocks;
+}
+
 }  // namespace
+
+int probeResidency(int blocks, int threads, int* distinctSms, int* allResident) {
+  uint32_t* d = nullptr;
+  const size_t bytes = (2 * static_cast<size_t>(blocks) + 1) * sizeof(uint32_t);
+  hipError_t e = hipMalloc(reinterpret_cast<void**>(&d), bytes);
+  if (e != hipSuccess) return static_cast<int>(e);
+  (void)hipMemset(d, 0, bytes);
+  int dev = 0;
+  (void)hipGetDevice(&dev);
+  smProbeKernel<<<blocks, threads>>>(d + 1, d, static_cast<uint32_t>(blocks),
+                                     static_cast<uint64_t>(0.2 * sscGpuTimerTicksPerSecond(dev)));
+  std::vector<uint32_t> h(2 * static_cast<size_t>(blocks) + 1);
+  e = hipMemcpy(h.data(), d, bytes, hipMemcpyDeviceToHost);
+  (void)hipFree(d);
+  if (e != hipSuccess) return static_cast<int>(e);
+  std::vector<uint32_t> sms(h.begin() + 1, h.begin() + 1 + blocks);
+  std::sort(sms.begin(), sms.end());
+  *distinctSms = static_cast<int>(std::unique(sms.begin(), sms.end()) - sms.begin());
+  *allResident = 1;
+  for (int b = 0; b < blocks; ++b) *allResident &= h[1 + blocks + b] != 0;
+  return 0;
+}
 
 int launchPlanKernel(const KernelArgs& args, int channels, void* streamPtr) {
   hipStream_t stream = static_cast<hipStream_t>(streamPtr);

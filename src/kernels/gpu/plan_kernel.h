@@ -123,6 +123,10 @@ int launchPlanKernel(const KernelArgs& args, int channels, void* stream);
 // every launch's grid within what its share of the GPU holds, since blocks wait on each other.
 int planKernelBlocksPerSM();
 
+// Diagnostic (benchmarks): launches `blocks` x `threads` on the default stream and reports how
+// many distinct SMs ran them and whether all blocks were resident at once. 0 or a runtime error.
+int probeResidency(int blocks, int threads, int* distinctSms, int* allResident);
+
 // Copies device memory on `stream` with the executor's vector path (for the perf roofline).
 int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* stream);
 

@@ -1,0 +1,277 @@
+#include "src/device/gpu/gpu_runtime_info.h"
+#include "src/device/gpu/gpu_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <vector>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "src/core/comm.h"
+#include "src/core/env.h"
+#include "src/core/errors.h"
+#include "src/core/log.h"
+#include "src/device/gpu/gpu_census.h"
+#include "src/device/gpu/gpu_connections.h"
+#include "src/device/gpu/gpu_plan_cache.h"
+#include "src/device/gpu/gpu_registry.h"
+#include "src/device/gpu/gpu_runtime.h"
+#include "src/device/gpu/gpu_symmetric.h"
+
+namespace ssc {
+
+namespace {
+
+using gpu::GpuConnections;
+
+class GpuResources : public CommResources {
+ public:
+  ~GpuResources() override {
+    stop_ = true;
+    if (watcher_.joinable()) watcher_.join();
+    // Kernels of this communicator may still be queued: let them finish before their memory
+    // goes away (they end within STARSCREAM_TIMEOUT even when a peer is gone).
+    (void)hipDeviceSynchronize();
+    if (scratch_ != nullptr) (void)hipFree(scratch_);
+    sym.reset();  // unmaps peers' registered buffers (no kernel can use them any more)
+  }
+  size_t chunkBytes() const override { return conns->shape().chunkBytes(); }
+  int channels() const override { return conns->shape().channels; }
+
+  // Reports a kernel's recorded failure on the communicator once; returns its result code.
+  sscResult_t reportKernelError() {
+    uint32_t peer = 0, channel = 0, detail = 0;
+    const uint32_t code = conns->kernelError(&peer, &channel, &detail);
+    if (code == gpu::kKernelOk) return sscSuccess;
+    const sscResult_t r = code == gpu::kKernelTimeout ? sscTimeout : sscInvalidUsage;
+    if (!reported_.exchange(true)) {
+      std::string msg;
+      if (code == gpu::kKernelTimeout)
+        msg = fmt::format("GPU kernel: a wait on rank {} (channel/block {}) passed STARSCREAM_TIMEOUT: "
+                          "a peer is missing or hung", static_cast<int>(peer), channel);
+      else if (code == gpu::kKernelCallMismatch)
+        msg = fmt::format("GPU kernel: rank {} reached the same symmetric barrier with a different "
+                          "call (hash {:#x}): the ranks called with different arguments "
+                          "(collective, count, type or buffers)", static_cast<int>(peer), detail);
+      else
+        msg = fmt::format("GPU kernel: rank {} sent {} bytes in a slot of another size on "
+                          "channel {}: the ranks called with different counts, types or peers",
+                          static_cast<int>(peer), detail, channel);
+      commSetAsyncError(comm, r, msg);
+      SSC_LOG(kWarn, "{}", msg);
+    }
+    return r;
+  }
+
+  void startWatcher() {
+    // Kernels end on their own after a timeout; this turns their error word into the
+    // communicator's async error without the user having to synchronize (sscCommGetAsyncError).
+    watcher_ = std::thread([this] {
+      while (!stop_) {
+        if (reportKernelError() != sscSuccess) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+
+  sscResult_t ensureScratch(size_t bytes) {
+    if (bytes <= scratchBytes_) return sscSuccess;
+    // Rare (grows to the largest call's need): wait until no kernel can still use the old one.
+    (void)hipDeviceSynchronize();
+    if (scratch_ != nullptr) (void)hipFree(scratch_);
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    const size_t want = std::max<size_t>(bytes, 1 << 20);
+    hipError_t e = hipMalloc(&scratch_, want);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "allocating {} bytes of GPU scratch failed: {}", want,
+                  hipGetErrorString(e));
+    scratchBytes_ = want;
+    return sscSuccess;
+  }
+
+  sscComm* comm = nullptr;
+  std::unique_ptr<GpuConnections> conns;
+  std::unique_ptr<gpu::SymmetricExecutor> sym;
+  std::unique_ptr<gpu::PlanCache> plans;
+  uint64_t timeoutTicks = 0;
+  std::mutex mu;  // enqueue on one communicator from several threads
+
+ private:
+  void* scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
+
+ public:
+  void* scratch() const { return scratch_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> reported_{false};
+  std::thread watcher_;
+};
+
+// Live communicators' resources, so a stream synchronize can report their kernels' failures.
+std::mutex g_liveMu;
+std::set<GpuResources*> g_live;
+
+class GpuBackend : public Backend {
+ public:
+  const char* name() const override { return "gpu"; }
+  bool runtimeInfo(GpuRuntimeInfo* out) override { return queryGpuRuntimeInfo(out); }
+  int deviceIndex() const override {
+    int d = -1;
+    return hipGetDevice(&d) == hipSuccess ? d : -1;
+  }
+
+  sscResult_t memAlloc(void** ptr, size_t bytes) override {
+    hipError_t e = hipMalloc(ptr, bytes);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "hipMalloc of {} bytes failed: {}", bytes, hipGetErrorString(e));
+    gpu::AllocationTable::process().add(*ptr, bytes);  // registerBuffer exports whole allocations
+    return sscSuccess;
+  }
+
+  sscResult_t memFree(void* ptr) override {
+    gpu::AllocationTable::process().remove(ptr);
+    hipError_t e = hipFree(ptr);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "hipFree({}) failed: {}", ptr, hipGetErrorString(e));
+    return sscSuccess;
+  }
+
+  sscResult_t streamCreate(sscStream_t* stream) override {
+    hipStream_t s = nullptr;
+    hipError_t e = hipStreamCreateWithFlags(&s, hipStreamNonBlocking);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "creating a stream failed: {}", hipGetErrorString(e));
+    *stream = static_cast<sscStream_t>(s);
+    return sscSuccess;
+  }
+
+  sscResult_t streamSynchronize(sscStream_t stream) override {
+    hipError_t e = hipStreamSynchronize(static_cast<hipStream_t>(stream));
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "stream synchronize failed: {}", hipGetErrorString(e));
+    std::lock_guard<std::mutex> g(g_liveMu);
+    for (GpuResources* r : g_live) SSC_CHECK(r->reportKernelError());
+    return sscSuccess;
+  }
+
+  sscResult_t streamDestroy(sscStream_t stream) override {
+    hipError_t e = hipStreamDestroy(static_cast<hipStream_t>(stream));
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "destroying a stream failed: {}", hipGetErrorString(e));
+    return sscSuccess;
+  }
+
+  sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) override {
+    auto res = std::make_unique<GpuResources>();
+    res->comm = comm;
+    gpu::FifoShape shape;
+    gpu::LaunchLimits limits;
+    SSC_CHECK(gpu::agreeLaunchLimits(comm, shape.channels, &limits));
+    shape.blocksPerChannel = limits.blocksPerChannel;
+    SSC_CHECK(GpuConnections::create(comm, shape, &res->conns));
+    res->plans = std::make_unique<gpu::PlanCache>(shape.slotBytes, shape.pieceBytes(), shape.blocksPerChannel);
+    const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
+    if (seconds > 0) res->timeoutTicks = static_cast<uint64_t>(seconds * sscGpuTimerTicksPerSecond(deviceIndex()));
+    res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
+                                                         comm->nranks, res->timeoutTicks);
+    res->startWatcher();
+    {
+      std::lock_guard<std::mutex> g(g_liveMu);
+      g_live.insert(res.get());
+    }
+    SSC_LOG(kInfo, "GPU transport: {} channel(s) x {} block(s), {} slots x {} KiB per connection",
+            shape.channels, shape.blocksPerChannel, shape.slots, shape.slotBytes >> 10);
+    *out = std::unique_ptr<CommResources>(new LiveHandle(std::move(res)));
+    return sscSuccess;
+  }
+
+  sscResult_t registerBuffer(sscComm* comm, void* buff, size_t bytes,
+                             std::vector<void*>* peerBases) override {
+    peerBases->clear();
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    if (handle == nullptr) return sscSuccess;
+    return handle->res->sym->registrations().add(comm, buff, bytes, peerBases);
+  }
+
+  sscResult_t deregisterBuffer(sscComm* comm, void* buff, const std::vector<void*>& peerBases) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    if (handle == nullptr || peerBases.empty()) return sscSuccess;
+    // Kernels already queued may still read the mapping: let them finish first.
+    (void)hipDeviceSynchronize();
+    handle->res->sym->registrations().remove(buff);
+    return sscSuccess;
+  }
+
+  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+    auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
+    std::lock_guard<std::mutex> g(res->mu);
+    SSC_CHECK(res->reportKernelError());
+    const sscResult_t prior = static_cast<sscResult_t>(comm->asyncError.load());
+    if (prior != sscSuccess)
+      return fail(prior, "communicator is in error state from an earlier failure; operation skipped");
+    const RankPlan& plan = *work->plan;
+    if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream);
+    if (plan.channels.size() > static_cast<size_t>(res->channels()))
+      return fail(sscInternalError, "plan uses {} channels, the GPU transport has {}",
+                  plan.channels.size(), res->channels());
+    if (work->buffers.size() > static_cast<size_t>(gpu::kMaxBuffers))
+      return fail(sscInvalidUsage, "{} buffers in one fused call; the GPU executor takes at most {} "
+                  "(split the group)", work->buffers.size(), gpu::kMaxBuffers);
+    const gpu::DevicePlan* dplan = nullptr;
+    SSC_CHECK(res->plans->get(work->plan, work->elemBytes, &dplan));
+    if (dplan->channels == 0) return sscSuccess;
+    SSC_CHECK(res->ensureScratch(plan.scratchElems * work->elemBytes));
+
+    gpu::KernelArgs a{};
+    res->conns->fillArgs(&a);
+    a.steps = dplan->steps;
+    std::copy(std::begin(dplan->stepBegin), std::end(dplan->stepBegin), a.stepBegin);
+    a.elemBytes = static_cast<uint32_t>(work->elemBytes);
+    a.timeoutTicks = res->timeoutTicks;
+    a.reduce = gpu::devReduceOf(work->reduce);
+    for (size_t i = 0; i < work->buffers.size(); ++i) a.buffers[i] = work->buffers[i];
+    a.buffers[kBufScratch] = res->scratch();
+
+    const int e = gpu::launchPlanKernel(a, dplan->channels, stream);
+    if (e != 0)
+      return fail(sscUnhandledDeviceError, "launching the plan kernel failed: {}",
+                  e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
+    return sscSuccess;
+  }
+
+ private:
+  // What comm->resources holds: unregisters from g_live before the resources go away.
+  struct LiveHandle : CommResources {
+    explicit LiveHandle(std::unique_ptr<GpuResources> r) : res(std::move(r)) {}
+    ~LiveHandle() override {
+      std::lock_guard<std::mutex> g(g_liveMu);
+      g_live.erase(res.get());
+    }
+    size_t chunkBytes() const override { return res->chunkBytes(); }
+    int channels() const override { return res->channels(); }
+    std::unique_ptr<GpuResources> res;
+  };
+};
+
+}  // namespace
+
+Backend* gpuBackendIfAvailable() {
+  static Backend* backend = []() -> Backend* {
+    int n = 0;
+    if (hipGetDeviceCount(&n) != hipSuccess || n <= 0) {
+      (void)hipGetLastError();  // clear the sticky "no device" so later probes start clean
+      return nullptr;
+    }
+    static GpuBackend b;
+    return &b;
+  }();
+  return backend;
+}
+
+}  // namespace ssc

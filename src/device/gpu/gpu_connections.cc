@@ -1,0 +1,119 @@
+#include "src/device/gpu/gpu_connections.h"
+
+#include <vector>
+
+#include "src/core/comm.h"
+#include "src/core/errors.h"
+#include "src/device/gpu/gpu_runtime.h"
+
+namespace ssc::gpu {
+
+namespace {
+
+uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Byte offsets of each region in a rank's segment. Every rank computes the same layout from the
+// same shape and rank count, which is what lets a rank address a peer's regions.
+struct Layout {
+  uint64_t recvCtrl, sendCtrl, counters, barriers, error, sym, data, total;
+  Layout(const FifoShape& s, int nranks) {
+    const uint64_t subFifos = static_cast<uint64_t>(s.channels) * nranks * s.blocksPerChannel;
+    recvCtrl = 0;
+    sendCtrl = roundUp(recvCtrl + subFifos * sizeof(RecvCtrl), 256);
+    counters = roundUp(sendCtrl + subFifos * sizeof(SendCtrl), 256);
+    barriers = roundUp(counters + subFifos * sizeof(LocalCounters), 256);
+    error = roundUp(barriers + s.channels * 128, 256);
+    sym = roundUp(error + 256, 4096);
+    data = roundUp(sym + SymCtrlLayout::bytes(nranks), 4096);
+    total = data + static_cast<uint64_t>(s.channels) * nranks * s.slots * s.slotBytes;
+  }
+};
+
+}  // namespace
+
+GpuConnections::~GpuConnections() {
+  if (conns_ != nullptr) (void)hipFree(conns_);
+  if (errorHost_ != nullptr) (void)hipHostFree(const_cast<uint32_t*>(errorHost_));
+}
+
+sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
+                                   std::unique_ptr<GpuConnections>* out) {
+  if (shape.slots > kMaxSlots || shape.channels > kMaxChannels || shape.slotBytes % (16 * shape.blocksPerChannel) != 0)
+    return fail(sscInternalError, "bad GPU FIFO shape: {} slots, {} channels, {} bytes per slot",
+                shape.slots, shape.channels, shape.slotBytes);
+  std::unique_ptr<GpuConnections> c(new GpuConnections());
+  c->shape_ = shape;
+  c->nranks_ = comm->nranks;
+  const Layout L(shape, comm->nranks);
+  SSC_CHECK(IpcSegment::create(comm, L.total, &c->segment_));
+
+  const int n = comm->nranks, me = comm->rank, B = shape.blocksPerChannel;
+  const uint64_t fifoBytes = static_cast<uint64_t>(shape.slots) * shape.slotBytes;
+  std::vector<Conn> table(static_cast<size_t>(shape.channels) * n);
+  for (int ch = 0; ch < shape.channels; ++ch) {
+    for (int p = 0; p < n; ++p) {
+      char* mine = c->segment_->base(me);
+      char* peer = c->segment_->base(p);
+      const uint64_t fromPeer = static_cast<uint64_t>(ch) * n + p;  // (ch, sender p) at me
+      const uint64_t toPeer = static_cast<uint64_t>(ch) * n + me;   // (ch, sender me) at p
+      Conn& k = table[fromPeer];
+      k.recvData = mine + L.data + fromPeer * fifoBytes;
+      k.recvCtrl = reinterpret_cast<RecvCtrl*>(mine + L.recvCtrl) + fromPeer * B;
+      k.recvHeadOut = reinterpret_cast<SendCtrl*>(peer + L.sendCtrl) + toPeer * B;
+      k.sendData = peer + L.data + toPeer * fifoBytes;
+      k.sendCtrlOut = reinterpret_cast<RecvCtrl*>(peer + L.recvCtrl) + toPeer * B;
+      k.sendHeadIn = reinterpret_cast<SendCtrl*>(mine + L.sendCtrl) + fromPeer * B;
+      k.counters = reinterpret_cast<LocalCounters*>(mine + L.counters) + fromPeer * B;
+    }
+  }
+  char* mine = c->segment_->base(me);
+  c->barrierCounters_ = reinterpret_cast<uint64_t*>(mine + L.barriers);
+  c->errorDevice_ = reinterpret_cast<uint32_t*>(mine + L.error);
+
+  void* host = nullptr;
+  hipError_t e = hipMalloc(reinterpret_cast<void**>(&c->conns_), table.size() * sizeof(Conn));
+  if (e == hipSuccess)
+    e = hipMemcpy(c->conns_, table.data(), table.size() * sizeof(Conn), hipMemcpyHostToDevice);
+  if (e == hipSuccess) e = hipHostMalloc(&host, 64, hipHostMallocMapped);
+  if (e == hipSuccess) {
+    c->errorHost_ = static_cast<volatile uint32_t*>(host);
+    for (int i = 0; i < 16; ++i) c->errorHost_[i] = 0;
+    e = hipHostGetDevicePointer(reinterpret_cast<void**>(&c->errorHostDevice_), host, 0);
+  }
+  if (e != hipSuccess)
+    return fail(sscUnhandledDeviceError, "setting up GPU connections failed: {}", hipGetErrorString(e));
+  *out = std::move(c);
+  return sscSuccess;
+}
+
+void GpuConnections::fillSymArgs(SymArgs* a) const {
+  const Layout L(shape_, nranks_);
+  for (int r = 0; r < nranks_ && r < kMaxSymPeers; ++r) a->ctrl[r] = segment_->base(r) + L.sym;
+  a->errorDevice = errorDevice_;
+  a->errorHost = errorHostDevice_;
+}
+
+void GpuConnections::fillArgs(KernelArgs* a) const {
+  a->conns = conns_;
+  a->nranks = nranks_;
+  a->blocksPerChannel = shape_.blocksPerChannel;
+  a->slots = shape_.slots;
+  a->slotBytes = shape_.slotBytes;
+  a->pieceBytes = shape_.pieceBytes();
+  a->barrierCounters = barrierCounters_;
+  a->errorDevice = errorDevice_;
+  a->errorHost = errorHostDevice_;
+}
+
+uint32_t GpuConnections::kernelError(uint32_t* peer, uint32_t* channel, uint32_t* detail) const {
+  const uint32_t code = errorHost_[0];
+  if (code != 0) {
+    // The kernel wrote these before the code (with a system fence in between).
+    *peer = errorHost_[1];
+    *channel = errorHost_[2];
+    *detail = errorHost_[3];
+  }
+  return code;
+}
+
+}  // namespace ssc::gpu

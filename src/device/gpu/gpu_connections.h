@@ -1,0 +1,57 @@
+// The GPU backend's connections for one communicator: every rank's FIFOs, control words and
+// counters live in one IPC segment (transports/usr), mapped by every peer; this file owns its
+// layout and the table of pointers the kernel reads (plan_kernel.h's Conn), the symmetric
+// executor's control area (sym_kernel.h: per-block barrier slots, LL inboxes), plus the error
+// words through which a kernel reports a timeout or a mismatch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "src/kernels/gpu/plan_kernel.h"
+#include "src/kernels/gpu/sym_kernel.h"
+#include "starscream/starscream.h"
+#include "transports/usr/ipc_segment.h"
+
+struct sscComm;
+
+namespace ssc::gpu {
+
+// Shape of every connection of a communicator. Identical on all ranks (constants for now).
+struct FifoShape {
+  int channels = 2;           // plans use at most 2 (bidirectional ring, hierarchical)
+  int blocksPerChannel = 4;   // several blocks per channel split each slot
+  int slots = 8;
+  uint64_t slotBytes = 512 << 10;
+  uint64_t pieceBytes() const { return slotBytes / blocksPerChannel; }
+  // The largest plan step, per plan.h: half a FIFO.
+  uint64_t chunkBytes() const { return static_cast<uint64_t>(slots / 2) * slotBytes; }
+};
+
+class GpuConnections {
+ public:
+  // Collective over comm (bootstrap + IPC exchange). Uses the current device.
+  static sscResult_t create(sscComm* comm, const FifoShape& shape, std::unique_ptr<GpuConnections>* out);
+  ~GpuConnections();
+
+  const FifoShape& shape() const { return shape_; }
+  // Fills the connection, counter and error fields of a kernel's arguments.
+  void fillArgs(KernelArgs* args) const;
+  // Fills the symmetric kernel's control pointers (every rank's area) and error words.
+  void fillSymArgs(SymArgs* args) const;
+  // The error a kernel recorded (kKernelOk if none) and its peer/channel/detail words.
+  uint32_t kernelError(uint32_t* peer, uint32_t* channel, uint32_t* detail) const;
+
+ private:
+  GpuConnections() = default;
+  FifoShape shape_;
+  int nranks_ = 0;
+  std::unique_ptr<IpcSegment> segment_;
+  Conn* conns_ = nullptr;            // device copy of the table, [channel][peer]
+  uint64_t* barrierCounters_ = nullptr;
+  uint32_t* errorDevice_ = nullptr;
+  volatile uint32_t* errorHost_ = nullptr;   // pinned, mapped: {code, peer, channel, detail}
+  uint32_t* errorHostDevice_ = nullptr;      // the same words as the kernel addresses them
+};
+
+}  // namespace ssc::gpu

@@ -1,0 +1,131 @@
+// Barrier placement. Block b of a channel handles, in every step, the elements whose position
+// within their slot-sized range is in piece b: element e of a step with buffer offset `off` goes
+// to block ((e - off) mod slotElems) / pieceElems. Two steps touching the same element of a local
+// buffer therefore hand it to the same block when their offsets agree modulo slotElems, or when
+// both steps fit in one piece (everything on block 0). Any other overlap where one side writes
+// is a cross-block dependency: the later step gets `barrier`, and the kernel waits for all
+// blocks of the channel before running it. Ring and direct plans mostly hit the cheap cases.
+#include "src/device/gpu/gpu_plan_cache.h"
+
+#include <vector>
+
+#include "src/core/errors.h"
+#include "src/device/gpu/gpu_runtime.h"
+
+namespace ssc::gpu {
+
+static_assert(kOpRecvCopySend == static_cast<uint8_t>(StepOp::kRecvCopySend) &&
+                  kOpBarrier == static_cast<uint8_t>(StepOp::kBarrier) &&
+                  kOpPeerReduce == static_cast<uint8_t>(StepOp::kPeerReduce) &&
+                  kOpPeerReduceBcast == static_cast<uint8_t>(StepOp::kPeerReduceBcast) &&
+                  kOpPeerPush == static_cast<uint8_t>(StepOp::kPeerPush),
+              "DevOp (plan_kernel.h) must mirror ssc::StepOp");
+static_assert(int{kPreOpFlag} == int{kFlagPreOp} && int{kPostOpFlag} == int{kFlagPostOp}, "step flags");
+
+namespace {
+
+struct Access {
+  uint16_t buf;
+  uint64_t lo, hi;  // elements
+  uint64_t phase;   // offset mod slotElems
+  bool single;      // the whole step fits in block 0's piece
+  bool write;
+};
+
+bool conflicts(const Access& a, const Access& b) {
+  if (a.buf != b.buf || !(a.write || b.write)) return false;
+  if (a.hi <= b.lo || b.hi <= a.lo) return false;
+  return !((a.single && b.single) || a.phase == b.phase);
+}
+
+// Marks the steps of one channel that must wait for every block of the channel.
+void placeBarriers(std::vector<DevStep>& steps, uint64_t slotElems, uint64_t pieceElems) {
+  constexpr size_t kMaxTracked = 64;  // past this, a barrier is cheaper than the bookkeeping
+  std::vector<Access> since;
+  for (DevStep& s : steps) {
+    const auto op = static_cast<StepOp>(s.op);
+    const bool single = s.count <= pieceElems;
+    std::vector<Access> mine;
+    if (op != StepOp::kRecv && op != StepOp::kRecvCopySend)
+      mine.push_back({s.srcBuf, s.srcOff, s.srcOff + s.count, s.srcOff % slotElems, single, false});
+    if (op != StepOp::kSend && op != StepOp::kRecvReduceSend)
+      mine.push_back({s.dstBuf, s.dstOff, s.dstOff + s.count, s.dstOff % slotElems, single, true});
+    bool need = since.size() >= kMaxTracked;
+    for (const Access& m : mine)
+      for (const Access& a : since) need = need || conflicts(a, m);
+    if (need) {
+      s.barrier = 1;
+      since.clear();
+    }
+    since.insert(since.end(), mine.begin(), mine.end());
+  }
+}
+
+}  // namespace
+
+PlanCache::~PlanCache() { clear(); }
+
+void PlanCache::clear() {
+  for (auto& [key, e] : entries_)
+    if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
+  entries_.clear();
+}
+
+sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t elemBytes,
+                           const DevicePlan** out) {
+  const auto key = std::make_pair(plan.get(), elemBytes);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    *out = &it->second.dev;
+    return sscSuccess;
+  }
+  if (plan->channels.size() > static_cast<size_t>(kMaxChannels))
+    return fail(sscInternalError, "plan uses {} channels; the GPU executor runs at most {}",
+                plan->channels.size(), kMaxChannels);
+  // Point-to-point plans are built per call, so the cache would grow without bound: past a few
+  // hundred plans, drop them all (after the device is done with them).
+  if (entries_.size() >= 256) {
+    (void)hipDeviceSynchronize();
+    clear();
+  }
+  Entry e;
+  e.plan = plan;
+  e.dev.channels = static_cast<int>(plan->channels.size());
+  const uint64_t slotElems = slotBytes_ / elemBytes, pieceElems = pieceBytes_ / elemBytes;
+  std::vector<DevStep> all;
+  for (size_t c = 0; c < plan->channels.size(); ++c) {
+    e.dev.stepBegin[c] = static_cast<uint32_t>(all.size());
+    std::vector<DevStep> steps;
+    for (const Step& s : plan->channels[c].steps) {
+      DevStep d{};
+      d.op = static_cast<uint8_t>(s.op);
+      d.flags = s.flags;
+      d.srcBuf = s.srcBuf;
+      d.dstBuf = s.dstBuf;
+      d.recvPeer = s.recvPeer;
+      d.sendPeer = s.sendPeer;
+      d.srcOff = s.srcOff;
+      d.dstOff = s.dstOff;
+      d.count = s.count;
+      steps.push_back(d);
+    }
+    if (blocks_ > 1) placeBarriers(steps, slotElems, pieceElems);
+    all.insert(all.end(), steps.begin(), steps.end());
+  }
+  for (size_t c = plan->channels.size(); c <= static_cast<size_t>(kMaxChannels); ++c)
+    e.dev.stepBegin[c] = static_cast<uint32_t>(all.size());
+  if (!all.empty()) {
+    hipError_t r = hipMalloc(reinterpret_cast<void**>(&e.dev.steps), all.size() * sizeof(DevStep));
+    if (r == hipSuccess)
+      r = hipMemcpy(e.dev.steps, all.data(), all.size() * sizeof(DevStep), hipMemcpyHostToDevice);
+    if (r != hipSuccess) {
+      if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
+      return fail(sscUnhandledDeviceError, "uploading a plan of {} steps failed: {}", all.size(),
+                  hipGetErrorString(r));
+    }
+  }
+  *out = &entries_.emplace(key, std::move(e)).first->second.dev;
+  return sscSuccess;
+}
+
+}  // namespace ssc::gpu

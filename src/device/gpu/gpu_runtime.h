@@ -1,0 +1,234 @@
+// The one portability header of the GPU backend. Sources are written in HIP C++; on AMD this
+// header includes the HIP runtime, on NVIDIA it maps the HIP names we use onto CUDA. Debian's
+// HIP-on-NVIDIA headers do not build against CUDA 13, hence a small mapping of our own: only the
+// calls this project uses are mapped, so a new call fails to compile on NVIDIA until it is added
+// here (deliberately: every mapping is then reviewed once).
+//
+// Host code (g++) sees the runtime API only. Device code (nvcc -x cu / hipcc) additionally gets
+// the memory-model helpers at the end: acquire/release on 64-bit flags at system scope (peers on
+// other GPUs) or device scope (peers that are other processes on this GPU: MPS partitions), LL
+// packet stores/loads, L2-only loads for data a peer wrote, and a timer for bounded waits.
+//
+// HIP: must build with Debian 12's hipcc (ROCm 5.2, clang 15) as well as ROCm >= 6, so anything
+// newer than 5.2 is guarded by HIP_VERSION (tests/gpu/check_hip_compile.sh checks both targets).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(STARSCREAM_GPU_HIP) || defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
+#include <hip/hip_runtime.h>
+#define SSC_GPU_IS_HIP 1
+#else
+#include <cuda_runtime.h>
+#define SSC_GPU_IS_CUDA 1
+
+using hipError_t = cudaError_t;
+using hipStream_t = cudaStream_t;
+using hipEvent_t = cudaEvent_t;
+using hipIpcMemHandle_t = cudaIpcMemHandle_t;
+using hipDeviceProp_t = cudaDeviceProp;
+
+#define hipSuccess cudaSuccess
+#define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorInsufficientDriver cudaErrorInsufficientDriver
+#define hipGetErrorString cudaGetErrorString
+#define hipGetErrorName cudaGetErrorName
+#define hipGetLastError cudaGetLastError
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipGetDevice cudaGetDevice
+#define hipSetDevice cudaSetDevice
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipDeviceGetPCIBusId cudaDeviceGetPCIBusId
+#define hipDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipMemset cudaMemset
+#define hipMemsetAsync cudaMemsetAsync
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipMemcpyDefault cudaMemcpyDefault
+#define hipHostMalloc(ptr, bytes, flags) cudaHostAlloc(ptr, bytes, flags)
+#define hipHostMallocMapped cudaHostAllocMapped
+#define hipHostFree cudaFreeHost
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamNonBlocking cudaStreamNonBlocking
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipStreamDestroy cudaStreamDestroy
+#define hipEventCreate cudaEventCreate
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipEventDestroy cudaEventDestroy
+#define hipIpcGetMemHandle cudaIpcGetMemHandle
+#define hipIpcOpenMemHandle cudaIpcOpenMemHandle
+#define hipIpcCloseMemHandle cudaIpcCloseMemHandle
+#define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define hipErrorAlreadyMapped cudaErrorAlreadyMapped
+#endif
+
+// The device's 16 UUID bytes (every MPS client of one GPU sees the same). ROCm 5.2's
+// hipDeviceProp_t has no uuid field; hipDeviceGetUuid is in ROCm 5.2 and 6.
+inline bool sscDeviceUuid(int device, unsigned char out[16]) {
+#if defined(SSC_GPU_IS_HIP)
+  hipUUID u;
+  if (hipDeviceGetUuid(&u, device) != hipSuccess) return false;
+  std::memcpy(out, u.bytes, 16);
+#else
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) return false;
+  std::memcpy(out, p.uuid.bytes, 16);
+#endif
+  return true;
+}
+
+// Ticks per second of the clock sscGpuTimer() reads in kernels: CUDA's %globaltimer counts
+// nanoseconds; AMD's wall_clock64() runs at the device's (constant) wall-clock rate.
+inline double sscGpuTimerTicksPerSecond(int device) {
+#if defined(SSC_GPU_IS_HIP)
+  int kHz = 0;
+#if HIP_VERSION_MAJOR >= 6  // the attribute is missing from ROCm 5.2's headers
+  if (hipDeviceGetAttribute(&kHz, hipDeviceAttributeWallClockRate, device) != hipSuccess) kHz = 0;
+#else
+  (void)device;
+#endif
+  if (kHz <= 0) kHz = 100000;  // gfx9 (MI200/MI300) runs s_memrealtime at 100 MHz
+  return kHz * 1000.0;
+#else
+  (void)device;
+  return 1e9;
+#endif
+}
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+// ---------------------------------------------------------------- device-side helpers
+
+// Kernels take their (kilobyte-sized) argument struct by reference internally; on CUDA that
+// forces a per-thread local copy of the whole parameter block unless the parameter is
+// __grid_constant__ (sm_70+, CUDA 11.7+). HIP passes kernel arguments in memory anyway.
+#if defined(SSC_GPU_IS_CUDA)
+#define SSC_GRID_CONSTANT __grid_constant__
+#else
+#define SSC_GRID_CONSTANT
+#endif
+
+// Flags are 64-bit counters written by one side and polled by the other, in another process
+// and possibly on another GPU: acquire/release at system scope, so the data written before a
+// release is visible to whoever acquires the new value.
+__device__ __forceinline__ uint64_t sscLoadAcquireSys(const uint64_t* p) {
+#if defined(SSC_GPU_IS_HIP)
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  uint64_t v;
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
+__device__ __forceinline__ void sscStoreReleaseSys(uint64_t* p, uint64_t v) {
+#if defined(SSC_GPU_IS_HIP)
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+
+// The same at device scope: enough when every peer runs on this GPU (MPS partitions are other
+// processes, but their threads execute on the same device and meet in its L2, which is what
+// .gpu scope covers), and much cheaper than a system-scope fence, which waits for writes to
+// become visible to the host and other GPUs.
+__device__ __forceinline__ uint64_t sscLoadAcquireGpu(const uint64_t* p) {
+#if defined(SSC_GPU_IS_HIP)
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
+__device__ __forceinline__ void sscStoreReleaseGpu(uint64_t* p, uint64_t v) {
+#if defined(SSC_GPU_IS_HIP)
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+
+// LL packets (NCCL's low-latency protocol): 16 bytes = two 8-byte halves {4 data bytes, 4 flag
+// bytes}. Each half is written by one 8-byte store, which is single-copy atomic, so a reader that
+// sees the flag also sees the data next to it: no fence, no separate flag write. The 16-byte
+// access is one instruction on NVIDIA; only 8-byte atomicity is relied upon.
+struct alignas(16) SscLLLine {
+  uint32_t d0, f0, d1, f1;
+};
+
+__device__ __forceinline__ void sscStoreLL(SscLLLine* p, uint32_t d0, uint32_t d1, uint32_t flag) {
+#if defined(SSC_GPU_IS_HIP)
+  uint64_t* q = reinterpret_cast<uint64_t*>(p);
+  __hip_atomic_store(q, (uint64_t(flag) << 32) | d0, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  __hip_atomic_store(q + 1, (uint64_t(flag) << 32) | d1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag),
+               "r"(d1), "r"(flag) : "memory");
+#endif
+}
+
+__device__ __forceinline__ SscLLLine sscLoadLL(const SscLLLine* p) {
+  SscLLLine v;
+#if defined(SSC_GPU_IS_HIP)
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t a = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  const uint64_t b = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  v.d0 = static_cast<uint32_t>(a), v.f0 = static_cast<uint32_t>(a >> 32);
+  v.d1 = static_cast<uint32_t>(b), v.f1 = static_cast<uint32_t>(b >> 32);
+#else
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.d0), "=r"(v.f0), "=r"(v.d1), "=r"(v.f1) : "l"(p) : "memory");
+#endif
+  return v;
+}
+
+// A relaxed load that is never served from a stale L1 line: polling loops and data a peer (or
+// another block) wrote go through it.
+__device__ __forceinline__ uint64_t sscLoadVolatile(const uint64_t* p) {
+  return *reinterpret_cast<const volatile uint64_t*>(p);
+}
+
+// 16-byte load that bypasses L1 (the L1 is not coherent with peers' writes). AMD's vL1D is
+// write-through and invalidated by acquire fences, so a plain load is right there.
+template <class T>
+__device__ __forceinline__ T sscLoadCg(const T* p) {
+#if defined(SSC_GPU_IS_HIP)
+  return *p;
+#else
+  return __ldcg(p);
+#endif
+}
+
+__device__ __forceinline__ uint64_t sscGpuTimer() {
+#if defined(SSC_GPU_IS_HIP)
+#if defined(__GFX9__) || !defined(__HIP_DEVICE_COMPILE__)
+  // gfx90a/gfx94x (and the host pass, which only parses this): wall_clock64() is not in ROCm 5.2.
+  return __builtin_amdgcn_s_memrealtime();
+#else
+  return wall_clock64();
+#endif
+#else
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+#endif  // device compilers

@@ -1,0 +1,101 @@
+// The symmetric (zero-copy) executor's interface: plans of Algo::kSymmetric ([kBarrier, one peer
+// step, kBarrier]) run as one launch of a dedicated kernel that loads and stores peers' registered
+// buffers directly. Plain structs, no runtime headers: g++ and the device compilers include it.
+//
+// Two kernels:
+//  - bulk (symKernel): the plan's steps as written. Every peer step is split over ALL blocks of
+//    the launch (grid-stride over 16-byte vectors); barriers are per block (below).
+//  - LL (llAllReduceKernel): a one-shot all-reduce of at most kLLMaxBytes runs without touching
+//    peers' buffers at all: each rank pushes its input as LL packets (data and flag in one 8-byte
+//    store) into every peer's inbox in the IPC segment and reduces what arrives. One one-way
+//    latency instead of barrier + reads + barrier; same result bits as the bulk one-shot.
+//
+// Barrier protocol (kBarrier), per block. Rank r's control area holds one slot per block index
+// b: {epoch, hash[2]}. Barrier number E (a per-communicator count kept by the host, never reset)
+// in block b: every thread of the block finishes its earlier work (bar.sync), thread 0 writes
+// hash[E & 1] = callHash and then epoch = E with a release store; threads 0..n-1 each wait until
+// peer q's slot b has epoch >= E (acquire), and if it is == E compare q's hash[E & 1] (a peer at
+// E cannot overwrite that word before this rank reaches E + 1). Block b of one rank thus meets
+// block b of every other rank, never the whole grid: grids are equal on all ranks (the host
+// sizes them from the call, identically everywhere), and for the first and last barrier of a
+// plan that is enough:
+//  - first: peer q's block b has started, so q's kernel has started, so everything before it on
+//    q's stream (writing q's input, reading q's previous output) is done;
+//  - last: this rank's kernel ends only when all its blocks pass, i.e. when every block of every
+//    peer has finished the peer step, so nobody still touches this rank's buffers.
+// A barrier in the middle of a plan (none emitted today) first syncs the local grid (a
+// monotonic counter), so that each peer's slot b then stands for all of that peer's blocks; that
+// needs the whole grid resident, so the host gives such plans half the SM share (MPS clients
+// may share SMs).
+// Memory scope: device scope when all ranks share one GPU (MPS partitions), system otherwise.
+#pragma once
+
+#include <cstdint>
+
+#include "src/kernels/gpu/plan_kernel.h"
+
+namespace ssc::gpu {
+
+constexpr int kMaxSymPeers = 64;    // peer tables travel in the kernel parameters
+constexpr int kMaxSymSteps = 8;
+constexpr int kMaxSymBlocks = 512;  // barrier slots per rank
+constexpr int kSymThreads = 512;
+constexpr int kLLThreads = 256;
+constexpr uint64_t kLLMaxBytes = 64 << 10;  // LL inbox size: LL one-shot up to this many bytes
+// Where LL is used by default. On the H200 under MPS, with a grid of the rank's SM share, LL
+// beats or matches the bulk one-shot (barrier + reads + barrier) up to 64 KiB (K = 4: 12.5 vs
+// 19 us at 64 KiB; perf/RESULTS.md); with a 1-block grid it lost above ~4 KiB.
+constexpr uint64_t kLLDefaultMaxBytes = kLLMaxBytes;
+
+// One rank's symmetric control area, inside its IPC segment (every peer maps it).
+struct alignas(128) SymBarrierSlot {
+  uint64_t epoch;    // last barrier this block reached (release)
+  uint32_t hash[2];  // callHash of barrier E at [E & 1]
+  uint32_t pad[28];
+};
+
+// LL inbox line 0 of each (parity, sender) is a header {callHash, flag, count, flag}; data lines
+// follow, 8 data bytes each.
+constexpr uint64_t kLLLinesPerPeer = kLLMaxBytes / 8 + 1;
+constexpr uint64_t kLLPeerStride = (kLLLinesPerPeer * 16 + 127) / 128 * 128;
+
+// constexpr: device code calls these too (nvcc --expt-relaxed-constexpr; clang treats them as
+// host+device).
+struct SymCtrlLayout {
+  static constexpr uint64_t kBarriers = 0;
+  static constexpr uint64_t kGridCounter = kBarriers + kMaxSymBlocks * sizeof(SymBarrierSlot);
+  static constexpr uint64_t kInbox = kGridCounter + 256;  // [parity][sender] x kLLPeerStride
+  static constexpr uint64_t bytes(int nranks) { return kInbox + 2 * static_cast<uint64_t>(nranks) * kLLPeerStride; }
+  static constexpr uint64_t inbox(int parity, int sender, int nranks) {
+    return kInbox + (static_cast<uint64_t>(parity) * nranks + sender) * kLLPeerStride;
+  }
+};
+
+struct SymArgs {
+  DevStep steps[kMaxSymSteps];
+  int nsteps;
+  int nranks;
+  int rank;
+  uint32_t elemBytes;
+  uint32_t callHash;
+  uint32_t deviceScope;       // 1: every peer is on this GPU (acquire/release at .gpu scope)
+  uint64_t epochBase;         // the plan's first barrier is barrier number epochBase
+  uint64_t gridSyncBase;      // local grid counter value before this launch's first grid sync
+  uint64_t llRound;           // LL: this call's round (flag value; parity = round & 1)
+  uint64_t timeoutTicks;      // 0: wait forever
+  uint32_t* errorDevice;
+  uint32_t* errorHost;
+  DevReduce reduce;
+  void* local[2];                 // this rank's kBufIn / kBufOut for the call
+  char* ctrl[kMaxSymPeers];       // every rank's control area as mapped here
+  void* peer[2][kMaxSymPeers];    // [kBufIn / kBufOut][rank]: registered buffers, at the call
+};
+
+// Launches the bulk kernel with `blocks` blocks (equal on all ranks). 0 or the runtime's error.
+int launchSymKernel(const SymArgs& args, int blocks, void* stream);
+// Launches the LL one-shot all-reduce; args.steps[args.nsteps == 1 ? 0 : 1] is its kPeerReduce.
+int launchLLAllReduce(const SymArgs& args, int blocks, void* stream);
+// Occupancy of the bulk kernel (blocks per SM, at least 1), for sizing grids.
+int symKernelBlocksPerSM();
+
+}  // namespace ssc::gpu
