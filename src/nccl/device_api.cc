@@ -9,9 +9,17 @@
 
 #if SSC_NCCL_HAS_DEVICE_API
 #include <nccl_device/core.h>
+// NCCL builds differ in which device-API headers they ship; the probe (NcclFeatures.cmake) only
+// enables the functions whose declarations it found, so absent headers are simply skipped.
+#if __has_include(<nccl_device/gin_barrier.h>)
 #include <nccl_device/gin_barrier.h>
+#endif
+#if __has_include(<nccl_device/ll_a2a.h>)
 #include <nccl_device/ll_a2a.h>
+#endif
+#if __has_include(<nccl_device/lsa_barrier.h>)
 #include <nccl_device/lsa_barrier.h>
+#endif
 
 #include "src/nccl/comm.h"
 #include "src/nccl/errors.h"
