@@ -109,8 +109,8 @@ def collective_checks(checks, dist, torch, rank, world, dev):
             return None  # this PyTorch has no pre-multiplied sum: nothing to check
         if scalar_on_device:
             # The factor tensor's storage is the scalar NCCL reads on the device when the
-            # operation runs (ncclScalarDevice); PyTorch takes it as a one-element list.
-            op = dist._make_nccl_premul_sum([torch.tensor([0.5], device=dev)])
+            # operation runs (ncclScalarDevice); PyTorch 2.11 takes the tensor itself.
+            op = dist._make_nccl_premul_sum(torch.tensor([0.5], device=dev))  # ncclScalarDevice
         else:
             op = dist._make_nccl_premul_sum(0.5)  # ncclScalarHostImmediate
         x = values(rank)
