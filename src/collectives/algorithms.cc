@@ -62,6 +62,10 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
     default: return fail(sscInternalError, "no generator for algorithm {}", algoName(algo));
   }
   out->bufElems.push_back(out->scratchElems);
+  out->inPlace = args.inPlace;
+  const int64_t blockShift = static_cast<int64_t>(rank) * static_cast<int64_t>(args.count);
+  if (args.inPlace && args.coll == CollKind::kAllGather) out->inAliasShift = blockShift;
+  if (args.inPlace && args.coll == CollKind::kReduceScatter) out->inAliasShift = -blockShift;
   return sscSuccess;
 }
 

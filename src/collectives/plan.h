@@ -83,6 +83,11 @@ struct RankPlan {
   int rank = 0;
   int nranks = 1;
   uint64_t scratchElems = 0;       // size of kBufScratch this call needs
+  // In place, kBufIn and kBufOut are one memory: element e of kBufIn is element
+  // e + inAliasShift of kBufOut. Executors that reorder work across steps (the GPU's blocks)
+  // must see that a write to one is a write to the other.
+  bool inPlace = false;
+  int64_t inAliasShift = 0;
   std::vector<uint64_t> bufElems;  // declared size of each buffer (bounds-checked in tests)
   std::vector<ChannelPlan> channels;
 };

@@ -38,8 +38,19 @@ bool conflicts(const Access& a, const Access& b) {
   return !((a.single && b.single) || a.phase == b.phase);
 }
 
-// Marks the steps of one channel that must wait for every block of the channel.
-void placeBarriers(std::vector<DevStep>& steps, uint64_t slotElems, uint64_t pieceElems) {
+// Marks the steps of one channel that must wait for every block of the channel. In place, the
+// input and output are one memory: input accesses are moved into the output's element space
+// (RankPlan::inAliasShift) so that a write to either is seen by a later access to the other.
+void placeBarriers(std::vector<DevStep>& steps, uint64_t slotElems, uint64_t pieceElems,
+                   const RankPlan& plan) {
+  auto access = [&](uint16_t buf, uint64_t off, uint64_t count, bool single, bool write) {
+    if (plan.inPlace && buf == kBufIn) {
+      buf = kBufOut;
+      off = static_cast<uint64_t>(static_cast<int64_t>(off) + plan.inAliasShift);
+    }
+    // Block mapping depends on the step's offset in the (canonical) element space.
+    return Access{buf, off, off + count, off % slotElems, single, write};
+  };
   constexpr size_t kMaxTracked = 64;  // past this, a barrier is cheaper than the bookkeeping
   std::vector<Access> since;
   for (DevStep& s : steps) {
@@ -47,9 +58,9 @@ void placeBarriers(std::vector<DevStep>& steps, uint64_t slotElems, uint64_t pie
     const bool single = s.count <= pieceElems;
     std::vector<Access> mine;
     if (op != StepOp::kRecv && op != StepOp::kRecvCopySend)
-      mine.push_back({s.srcBuf, s.srcOff, s.srcOff + s.count, s.srcOff % slotElems, single, false});
+      mine.push_back(access(s.srcBuf, s.srcOff, s.count, single, false));
     if (op != StepOp::kSend && op != StepOp::kRecvReduceSend)
-      mine.push_back({s.dstBuf, s.dstOff, s.dstOff + s.count, s.dstOff % slotElems, single, true});
+      mine.push_back(access(s.dstBuf, s.dstOff, s.count, single, true));
     bool need = since.size() >= kMaxTracked;
     for (const Access& m : mine)
       for (const Access& a : since) need = need || conflicts(a, m);
@@ -109,7 +120,7 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
       d.count = s.count;
       steps.push_back(d);
     }
-    if (blocks_ > 1) placeBarriers(steps, slotElems, pieceElems);
+    if (blocks_ > 1) placeBarriers(steps, slotElems, pieceElems, *plan);
     all.insert(all.end(), steps.begin(), steps.end());
   }
   for (size_t c = plan->channels.size(); c <= static_cast<size_t>(kMaxChannels); ++c)
