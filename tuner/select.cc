@@ -18,6 +18,8 @@ constexpr uint64_t kSmallMessageBytes = 64 * 1024;
 // Partitioned GPUs (more than one rank per GPU) use the two-tier algorithms from this size up:
 // below it the extra phase boundaries cost more than the inter-GPU bytes they save.
 constexpr uint64_t kHierarchicalMinBytes = 64 * 1024;
+// The GPU's zero-copy kernels keep one pointer per peer in kernel arguments (64 at most).
+constexpr int kSymmetricMaxRanks = 64;
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(tolower(c));
@@ -76,7 +78,8 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
   if (coll == CollKind::kAllToAll || coll == CollKind::kSendRecv) return Algo::kDirect;
   // Registered buffers on one node: every rank reads its peers' memory directly, each byte
   // crosses the fabric once and no FIFO copy is made. Across nodes peers are not mappable.
-  if (symmetric && topo.nnodes == 1 && algoSupports(topo, coll, Algo::kSymmetric))
+  if (symmetric && topo.nnodes == 1 && topo.nranks() <= kSymmetricMaxRanks &&
+      algoSupports(topo, coll, Algo::kSymmetric))
     return Algo::kSymmetric;
   const bool partitioned = topo.maxPartitions() > 1 && topo.uniformPartitions();
   if (bytes < kSmallMessageBytes && coll != CollKind::kBroadcast && coll != CollKind::kReduce)
