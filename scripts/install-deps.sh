@@ -10,6 +10,7 @@ packages=(
   libgtest-dev googletest                       # unit tests
   nlohmann-json3-dev libcli11-dev libfmt-dev    # JSON files, tool CLIs, formatting
   python3 python3-matplotlib graphviz           # sweep plots, topology drawings
+  hipcc                                         # CI compiles the HIP build (tests/gpu)
 )
 
 missing=()
