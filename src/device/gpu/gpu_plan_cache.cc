@@ -74,6 +74,20 @@ void placeBarriers(std::vector<DevStep>& steps, uint64_t slotElems, uint64_t pie
 
 }  // namespace
 
+DevStep devStep(const Step& s) {
+  DevStep d{};
+  d.op = static_cast<uint8_t>(s.op);
+  d.flags = s.flags;
+  d.srcBuf = s.srcBuf;
+  d.dstBuf = s.dstBuf;
+  d.recvPeer = s.recvPeer;
+  d.sendPeer = s.sendPeer;
+  d.srcOff = s.srcOff;
+  d.dstOff = s.dstOff;
+  d.count = s.count;
+  return d;
+}
+
 PlanCache::~PlanCache() { clear(); }
 
 void PlanCache::clear() {
@@ -107,19 +121,7 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
   for (size_t c = 0; c < plan->channels.size(); ++c) {
     e.dev.stepBegin[c] = static_cast<uint32_t>(all.size());
     std::vector<DevStep> steps;
-    for (const Step& s : plan->channels[c].steps) {
-      DevStep d{};
-      d.op = static_cast<uint8_t>(s.op);
-      d.flags = s.flags;
-      d.srcBuf = s.srcBuf;
-      d.dstBuf = s.dstBuf;
-      d.recvPeer = s.recvPeer;
-      d.sendPeer = s.sendPeer;
-      d.srcOff = s.srcOff;
-      d.dstOff = s.dstOff;
-      d.count = s.count;
-      steps.push_back(d);
-    }
+    for (const Step& s : plan->channels[c].steps) steps.push_back(devStep(s));
     if (blocks_ > 1) placeBarriers(steps, slotElems, pieceElems, *plan);
     all.insert(all.end(), steps.begin(), steps.end());
   }

@@ -19,6 +19,9 @@ struct DevicePlan {
   int channels = 0;
 };
 
+// One plan step in the kernel's layout (barrier flag cleared; PlanCache places barriers).
+DevStep devStep(const Step& s);
+
 class PlanCache {
  public:
   PlanCache(uint64_t slotBytes, uint64_t pieceBytes, int blocksPerChannel)

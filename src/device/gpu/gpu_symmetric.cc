@@ -7,6 +7,7 @@
 
 #include "src/core/errors.h"
 #include "src/device/gpu/gpu_connections.h"
+#include "src/device/gpu/gpu_plan_cache.h"
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/kernels/gpu/sym_kernel.h"
 
@@ -31,20 +32,6 @@ int64_t integerMultiplier(const Scalar& s) {
   if (s.f >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
   if (s.f <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
   return static_cast<int64_t>(s.f);
-}
-
-DevStep devStep(const Step& s) {
-  DevStep d{};
-  d.op = static_cast<uint8_t>(s.op);
-  d.flags = s.flags;
-  d.srcBuf = s.srcBuf;
-  d.dstBuf = s.dstBuf;
-  d.recvPeer = s.recvPeer;
-  d.sendPeer = s.sendPeer;
-  d.srcOff = s.srcOff;
-  d.dstOff = s.dstOff;
-  d.count = s.count;
-  return d;
 }
 
 bool isPeerOp(StepOp op) {
