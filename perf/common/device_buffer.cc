@@ -64,7 +64,11 @@ bool runtimeUsable() {
 }
 
 sscResult_t runtimeCopy(void* dst, const void* src, size_t bytes, const char* what) {
-  const hipError_t e = hipMemcpy(dst, src, bytes, hipMemcpyDefault);
+  hipError_t e = hipMemcpy(dst, src, bytes, hipMemcpyDefault);
+  // A copy from pageable host memory may return before its DMA reaches the device, and the
+  // benchmark's stream is non-blocking, so nothing orders the next collective after it: wait for
+  // the device, or the collective can read stale input (seen on the H200 as #wrong in place).
+  if (e == hipSuccess) e = hipDeviceSynchronize();
   if (e == hipSuccess) return sscSuccess;
   std::fprintf(stderr, "%s of %zu bytes failed: %s\n", what, bytes, hipGetErrorString(e));
   return sscUnhandledDeviceError;
