@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/gpu/gpu_test_setup.h"
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "src/kernels/gpu/plan_kernel.h"
@@ -91,18 +92,11 @@ int main(int argc, char** argv) {
   const auto selected = [](const std::string& filter, const char* name) {
     return filter.empty() || ("," + filter + ",").find(std::string(",") + name + ",") != std::string::npos;
   };
-  int ndev = 0;
-  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev == 0) {
-    if (g_rank == 0) std::printf("SKIPPED: gpu_coll_perf: no GPU visible\n");
+  const int device = setUpGpuRank("gpu_coll_perf", g_rank, g_nranks);
+  if (device < 0) {
     MPI_Finalize();
     return 0;
   }
-  CHECK_GPU(hipSetDevice(g_rank % ndev));
-  const char* repo = std::getenv("STARSCREAM_REPO");
-  const std::string topo = std::string(repo ? repo : ".") + "/tools/topologies/h200-mps-" +
-                           std::to_string(g_nranks) + ".json";
-  if (g_nranks > 1 && ndev == 1 && std::getenv("STARSCREAM_TOPO_FILE") == nullptr)
-    setenv("STARSCREAM_TOPO_FILE", topo.c_str(), 1);
   const int K = g_nranks;
 
   hipStream_t stream;
@@ -114,7 +108,7 @@ int main(int argc, char** argv) {
   CHECK_GPU(hipMemset(out, 0, maxBytes));
 
   int sms = 0;
-  CHECK_GPU(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, g_rank % ndev));
+  CHECK_GPU(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
   // Where this rank's kernels run: a grid of its SM share, and whether it is resident at once.
   int pct = 100;
   if (const char* p = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) pct = std::max(1, std::atoi(p));

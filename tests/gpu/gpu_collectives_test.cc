@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/gpu/gpu_test_setup.h"
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "src/kernels/host/reduce.h"
@@ -202,20 +203,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
 
-  int ndev = 0;
-  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev == 0) {
-    if (g_rank == 0) std::printf("SKIPPED: gpu_collectives_test: no GPU visible\n");
+  if (setUpGpuRank("gpu_collectives_test", g_rank, g_nranks) < 0) {
     MPI_Finalize();
     return 0;
   }
-  // One GPU per node-local rank group: rank r uses device r % ndev (all on device 0 under MPS).
-  CHECK_GPU(hipSetDevice(g_rank % ndev));
-  // The partition-emulation topology: K processes on one H200 (written by tools/topologies).
-  const char* repo = std::getenv("STARSCREAM_REPO");
-  const std::string topo = std::string(repo ? repo : ".") + "/tools/topologies/h200-mps-" +
-                           std::to_string(g_nranks) + ".json";
-  if (g_nranks > 1 && ndev == 1 && std::getenv("STARSCREAM_TOPO_FILE") == nullptr)
-    setenv("STARSCREAM_TOPO_FILE", topo.c_str(), 1);
 
   const std::vector<size_t> counts = quick ? std::vector<size_t>{0, 1, 7, 1000}
                                            : std::vector<size_t>{0, 1, 7, 1000, (1u << 20) + 3};
