@@ -39,9 +39,12 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
                     "registered on this communicator", buff, size);
     }
     // Collective: every rank maps every other rank's buffer (when the backend can share it).
+    // Memory on other nodes cannot be mapped, so a communicator that spans nodes only records
+    // the buffer (the topology is the same on every rank, so all take this branch or none).
     Registration reg;
     reg.bytes = size;
-    SSC_CHECK(comm->backend->registerBuffer(comm, buff, size, &reg.peerBases));
+    if (comm->topo.nnodes == 1)
+      SSC_CHECK(comm->backend->registerBuffer(comm, buff, size, &reg.peerBases));
     std::lock_guard<std::mutex> g(comm->mu);
     reg.index = comm->nextRegistration++;
     comm->registrations.emplace(buff, std::move(reg));

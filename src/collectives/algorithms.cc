@@ -17,9 +17,10 @@ bool algoSupports(const Topology& topo, CollKind coll, Algo algo) {
       return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv &&
              topo.uniformPartitions();
     case Algo::kSymmetric:
-      // Also needs registered buffers: the caller checks (CollArgs::symmetric).
-      return coll == CollKind::kAllReduce || coll == CollKind::kReduceScatter ||
-             coll == CollKind::kAllGather;
+      // Also needs registered buffers: the caller checks (CollArgs::symmetric). Peers' memory
+      // is mapped within a node only.
+      return topo.nnodes == 1 && (coll == CollKind::kAllReduce || coll == CollKind::kReduceScatter ||
+                                  coll == CollKind::kAllGather);
     default:
       return false;
   }

@@ -29,6 +29,9 @@ constexpr Variable kVariables[] = {
      "Force an algorithm: ring, bidir_ring, direct, hierarchical, symmetric (zero-copy; needs "
      "registered buffers); or per collective, e.g. "
      "allreduce=hierarchical,allgather=ring."},
+    {"STARSCREAM_NET_PLUGIN", "libstarscream-net-mpi.so",
+     "Network plugin for communicators that span nodes: a path, or a name looked up by the "
+     "dynamic loader and next to libstarscream.so."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
     {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},

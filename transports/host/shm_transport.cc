@@ -17,6 +17,8 @@
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
+#include "transports/net/net_comm.h"
+#include "transports/net/net_proxy.h"
 
 namespace ssc {
 
@@ -61,6 +63,7 @@ size_t ShmTransport::fifoIndex(int sender, int channel) const {
 }
 
 ShmFifo ShmTransport::sendFifo(int peer, int channel) const {
+  if (maps_[peer] == nullptr) return outboxes_[fifoIndex(peer, channel)];
   char* base = segmentBase(peer);
   size_t i = fifoIndex(rank_, channel);
   return ShmFifo{reinterpret_cast<ShmFifoCtrl*>(base) + i,
@@ -75,11 +78,13 @@ ShmFifo ShmTransport::recvFifo(int peer, int channel) const {
 }
 
 ShmBarrierCtrl* ShmTransport::barrier(int q) const {
+  if (maps_[q] == nullptr) return nullptr;
   const size_t nfifo = static_cast<size_t>(channels_) * nranks_;
   return reinterpret_cast<ShmBarrierCtrl*>(segmentBase(q) + nfifo * sizeof(ShmFifoCtrl));
 }
 
 ShmTransport::~ShmTransport() {
+  proxy_.reset();  // it reads and writes the FIFOs below
   for (void* m : maps_)
     if (m != nullptr && m != MAP_FAILED) munmap(m, segmentBytes_);
   if (!unlinked_) shm_unlink(name_.c_str());
@@ -98,14 +103,21 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
   t->ctrlBytes_ = roundUp(nfifo * sizeof(ShmFifoCtrl) + sizeof(ShmBarrierCtrl), 4096);
   t->segmentBytes_ = t->ctrlBytes_ + nfifo * t->slots_ * t->slotBytes_;
 
-  // All ranks must share this host's /dev/shm.
+  // Ranks of one node (per the topology) share this host's /dev/shm; the others are reached
+  // over the network. An emulated topology may put "nodes" on one host: they still talk over the
+  // network, as they would on the machine the file describes.
+  const std::vector<int> netPeers = netPeersOf(comm);
+  const auto local = [&](int r) {
+    return comm->topo.ranks[r].node == comm->topo.ranks[t->rank_].node;
+  };
   std::vector<HostId> hosts(t->nranks_);
   hosts[t->rank_] = localHostId();
   SSC_CHECK(comm->bootstrap->allGather(hosts.data(), sizeof(HostId)));
   for (int r = 0; r < t->nranks_; ++r)
-    if (std::memcmp(&hosts[r], &hosts[t->rank_], sizeof(HostId)) != 0)
-      return fail(sscInvalidUsage, "the host backend needs every rank on one host, but rank {} runs "
-                  "on '{}' and rank {} on '{}'", r, hosts[r].name, t->rank_, hosts[t->rank_].name);
+    if (local(r) && std::memcmp(&hosts[r], &hosts[t->rank_], sizeof(HostId)) != 0)
+      return fail(sscInvalidUsage, "the topology puts ranks {} and {} on one node, but they run on "
+                  "'{}' and '{}': the host backend shares memory within a node only", r, t->rank_,
+                  hosts[r].name, hosts[t->rank_].name);
 
   auto nameOf = [&](int r) {
     return fmt::format("/ssc-{:016x}-{}", comm->bootstrap->cookie(), r);
@@ -138,7 +150,7 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
                   why.empty() ? "" : ": ", r == t->rank_ ? why : "see that rank's log");
 
   for (int r = 0; r < t->nranks_ && why.empty(); ++r) {
-    if (r == t->rank_) continue;
+    if (r == t->rank_ || !local(r)) continue;
     std::string peerName = nameOf(r);
     int pfd = shm_open(peerName.c_str(), O_RDWR, 0);
     if (pfd < 0) {
@@ -160,9 +172,55 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
     if (!ok[r])
       return fail(sscSystemError, "mapping peers' shared memory failed on rank {}{}{}", r,
                   why.empty() ? "" : ": ", r == t->rank_ ? why : "see that rank's log");
-  SSC_LOG(kInfo, "host transport: {} channel(s) x {} slots x {} bytes per connection, {} MiB segment",
-          t->channels_, t->slots_, t->slotBytes_, t->segmentBytes_ >> 20);
+  if (!netPeers.empty()) SSC_CHECK(t->connectNetwork(comm, netPeers));
+  SSC_LOG(kInfo, "host transport: {} channel(s) x {} slots x {} bytes per connection, {} MiB segment, "
+          "{} peer(s) over the network", t->channels_, t->slots_, t->slotBytes_,
+          t->segmentBytes_ >> 20, netPeers.size());
   *out = std::move(t);
+  return sscSuccess;
+}
+
+sscResult_t ShmTransport::connectNetwork(sscComm* comm, const std::vector<int>& netPeers) {
+  SSC_CHECK(NetComm::create(comm, &net_));
+  const size_t nfifo = static_cast<size_t>(channels_) * nranks_;
+  const size_t fifoBytes = static_cast<size_t>(slots_) * slotBytes_;
+  outboxes_.assign(nfifo, ShmFifo{});
+  outboxCtrl_.reset(new ShmFifoCtrl[netPeers.size() * channels_]());
+  outboxData_.assign(netPeers.size() * channels_ * fifoBytes, 0);
+  std::vector<NetFifo> out, in;
+  for (int ch = 0; ch < channels_; ++ch) {
+    for (size_t i = 0; i < netPeers.size(); ++i) {
+      const int peer = netPeers[i];
+      const size_t k = static_cast<size_t>(ch) * netPeers.size() + i;
+      ShmFifo box{&outboxCtrl_[k], outboxData_.data() + k * fifoBytes};
+      outboxes_[fifoIndex(peer, ch)] = box;
+      const ShmFifo inbox = recvFifo(peer, ch);
+      // One sub-FIFO per (channel, peer): the whole slot is its piece.
+      const auto fifo = [&](const ShmFifo& f) {
+        NetFifo n;
+        n.peer = peer;
+        n.tag = ch;
+        n.tail = &f.ctrl->tail;
+        n.head = &f.ctrl->head;
+        n.slotBytes = f.ctrl->slotBytes;
+        n.tailWord = &f.ctrl->tailWord;
+        n.headWord = &f.ctrl->headWord;
+        n.data = f.data;
+        n.slotStride = slotBytes_;
+        n.pieceBytes = slotBytes_;
+        n.slots = slots_;
+        return n;
+      };
+      out.push_back(fifo(box));
+      in.push_back(fifo(inbox));
+    }
+  }
+  proxy_ = std::make_unique<NetProxy>(*net_, std::move(out), std::move(in),
+                                      [comm](const std::string& message) {
+    // The communicator cannot recover from a broken network: record why, and wake every wait.
+    commSetAsyncError(comm, sscSystemError, "net transport: " + message);
+    comm->abortFlag.store(true);
+  });
   return sscSuccess;
 }
 

@@ -1,9 +1,13 @@
-// Host-backend transport: connections between ranks of one host over POSIX shared memory.
+// Host-backend transport: connections between ranks of one host over POSIX shared memory, and to
+// ranks on other nodes through the network proxy (transports/net).
 //
 // Each rank creates one segment (mode 0600) holding the receive FIFOs of all its incoming
 // connections, (channel, sender) -> FIFO of `slots` slots. Peers map it, and every rank unlinks
 // its own segment as soon as all peers have mapped it, so nothing stays in /dev/shm after a normal
-// or an aborted run. Counters are monotonic across calls (epochs): nothing is reset between
+// or an aborted run. A rank maps only the segments of ranks on its own node; towards a rank on
+// another node it fills a private outbox FIFO that the network proxy sends, and the proxy fills
+// the inbox FIFO from that rank in its own segment: the executor sees FIFOs either way.
+// Counters are monotonic across calls (epochs): nothing is reset between
 // operations. Waits poll briefly, then block on a futex in the shared page, so 64 ranks on 2
 // cores do not burn the CPU they wait for.
 #pragma once
@@ -44,11 +48,17 @@ struct ShmFifo {
   char* data = nullptr;
 };
 
+class NetComm;
+class NetProxy;
+
 class ShmTransport {
  public:
-  // Collective over comm (uses its bootstrap). Requires all ranks on this host.
+  // Collective over comm (uses its bootstrap). Ranks the topology puts on this rank's node must
+  // share this host; ranks on other nodes are reached over the network plugin.
   static sscResult_t create(sscComm* comm, std::unique_ptr<ShmTransport>* out);
   ~ShmTransport();
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
 
   size_t chunkBytes() const { return slots_ / 2 * slotBytes_; }
   int channels() const { return channels_; }
@@ -59,7 +69,8 @@ class ShmTransport {
   ShmFifo sendFifo(int peer, int channel) const;
   // The FIFO this rank drains when receiving from `peer` on `channel` (in its own segment).
   ShmFifo recvFifo(int peer, int channel) const;
-  // Rank q's barrier word (mapped from q's segment).
+  // Rank q's barrier word (mapped from q's segment; null for a rank on another node, which
+  // zero-copy plans never include).
   ShmBarrierCtrl* barrier(int q) const;
   // The epoch of this rank's next barrier (1, 2, ...); executors of one communicator are serial.
   uint32_t nextBarrierEpoch() { return ++barrierEpoch_; }
@@ -70,6 +81,7 @@ class ShmTransport {
   ShmTransport() = default;
   size_t fifoIndex(int sender, int channel) const;
   char* segmentBase(int rank) const { return static_cast<char*>(maps_[rank]); }
+  sscResult_t connectNetwork(sscComm* comm, const std::vector<int>& netPeers);
 
   int rank_ = 0;
   int nranks_ = 0;
@@ -82,6 +94,13 @@ class ShmTransport {
   bool unlinked_ = true;
   uint32_t barrierEpoch_ = 0;
   std::vector<void*> maps_;
+  // Towards ranks on other nodes: outbox FIFOs [channel][peer] (ctrl null for local peers),
+  // their memory, and the proxy that moves them (destroyed first: it uses the rest).
+  std::vector<ShmFifo> outboxes_;
+  std::vector<char> outboxData_;
+  std::unique_ptr<ShmFifoCtrl[]> outboxCtrl_;
+  std::unique_ptr<NetComm> net_;
+  std::unique_ptr<NetProxy> proxy_;
 };
 
 // Blocks until pred() is true: polls STARSCREAM_SPIN times, then sleeps on `word` (a futex in
