@@ -21,7 +21,9 @@ constexpr int kLineBytes = 2048;  // as nccl-tests: one fixed-size slot per rank
 }  // namespace
 
 World startMpi(int* argc, char*** argv) {
-  MPI_Init(argc, argv);
+  // Communicators that span nodes run Starscream's network proxy thread, which calls MPI.
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   World world;
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world.nranks);

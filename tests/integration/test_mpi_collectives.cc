@@ -340,7 +340,9 @@ TEST(MpiCollectives, DeviceScalarPreMulSumIsReadWhenTheOperationRuns) {
 }  // namespace ssc::test
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // Communicators that span nodes run Starscream's network proxy thread, which calls MPI.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &ssc::test::g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ssc::test::g_n);

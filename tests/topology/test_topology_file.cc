@@ -51,6 +51,10 @@ const std::vector<Shape>& shippedShapes() {
       {"h200-mps-4", 1, repeat(1, 4), "H200", "MPS", "", 0},
       {"h200-mps-8", 1, repeat(1, 8), "H200", "MPS", "", 0},
       {"uneven-3-2-1", 1, {3, 2, 1}, "MI300X", "", "", 0},
+      {"2node-2x2", 2, repeat(4, 2), "MI300X", "DPX", "NPS1", 1},
+      {"3node-1x2", 3, repeat(3, 2), "MI300X", "DPX", "NPS1", 1},
+      {"h200-mps-2node-4", 2, repeat(2, 2), "H200", "MPS", "", 0},
+      {"h200-mps-2node-8", 2, repeat(4, 2), "H200", "MPS", "", 0},
   };
   return shapes;
 }
