@@ -46,12 +46,20 @@ class GpuResources : public CommResources {
     uint32_t peer = 0, channel = 0, detail = 0;
     const uint32_t code = conns->kernelError(&peer, &channel, &detail);
     if (code == gpu::kKernelOk) return sscSuccess;
-    const sscResult_t r = code == gpu::kKernelTimeout ? sscTimeout : sscInvalidUsage;
+    const sscResult_t r = code == gpu::kKernelTimeout   ? sscTimeout
+                          : code == gpu::kKernelAborted ? sscRemoteError
+                                                        : sscInvalidUsage;
     if (!reported_.exchange(true)) {
       std::string msg;
       if (code == gpu::kKernelTimeout)
         msg = fmt::format("GPU kernel: a wait on rank {} (channel/block {}) passed STARSCREAM_TIMEOUT: "
                           "a peer is missing or hung", static_cast<int>(peer), channel);
+      else if (code == gpu::kKernelAborted && static_cast<int>(peer) < 0)  // a local barrier
+        msg = fmt::format("GPU kernel: communicator aborted while waiting for this rank's other "
+                          "blocks (channel {})", channel);
+      else if (code == gpu::kKernelAborted)
+        msg = fmt::format("GPU kernel: communicator aborted while waiting for rank {}",
+                          static_cast<int>(peer));
       else if (code == gpu::kKernelCallMismatch)
         msg = fmt::format("GPU kernel: rank {} reached the same symmetric barrier with a different "
                           "call (hash {:#x}): the ranks called with different arguments "
@@ -60,7 +68,12 @@ class GpuResources : public CommResources {
         msg = fmt::format("GPU kernel: rank {} sent {} bytes in a slot of another size on "
                           "channel {}: the ranks called with different counts, types or peers",
                           static_cast<int>(peer), detail, channel);
-      commSetAsyncError(comm, r, msg);
+      // Only when nothing failed before: the first error wins anyway, and sscCommAbort records
+      // its own before it frees the communicator; a stream synchronize may get here while that
+      // is under way, when comm's mutex and message are already destroyed (the atomic read is
+      // all that is safe then).
+      const int prior = comm->asyncError.load();
+      if (prior == sscSuccess || prior == sscInProgress) commSetAsyncError(comm, r, msg);
       SSC_LOG(kWarn, "{}", msg);
     }
     return r;
@@ -69,9 +82,20 @@ class GpuResources : public CommResources {
   void startWatcher() {
     // Kernels end on their own after a timeout; this turns their error word into the
     // communicator's async error without the user having to synchronize (sscCommGetAsyncError).
+    // It also relays sscCommAbort to the kernels, which cannot see comm->abortFlag: waits on a
+    // peer that will never come end within a few milliseconds, not after STARSCREAM_TIMEOUT.
     watcher_ = std::thread([this] {
-      while (!stop_) {
-        if (reportKernelError() != sscSuccess) return;
+      bool abortSent = false;
+      for (;;) {
+        // stop_ first: sscCommAbort raises the flag before it frees the communicator (which sets
+        // stop_), so a watcher told to stop still sees an abort, and wakes the kernels before the
+        // destructor waits for them.
+        const bool stopping = stop_;
+        if (!abortSent && comm->abortFlag.load()) {
+          conns->requestAbort();
+          abortSent = true;
+        }
+        if (stopping || reportKernelError() != sscSuccess) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     });

@@ -1,5 +1,6 @@
 #include "src/device/gpu/gpu_connections.h"
 
+#include <atomic>
 #include <vector>
 
 #include "src/core/comm.h"
@@ -77,7 +78,7 @@ sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
   if (e == hipSuccess) e = hipHostMalloc(&host, 64, hipHostMallocMapped);
   if (e == hipSuccess) {
     c->errorHost_ = static_cast<volatile uint32_t*>(host);
-    for (int i = 0; i < 16; ++i) c->errorHost_[i] = 0;
+    for (int i = 0; i < 16; ++i) c->errorHost_[i] = 0;  // no error, not aborted
     e = hipHostGetDevicePointer(reinterpret_cast<void**>(&c->errorHostDevice_), host, 0);
   }
   if (e != hipSuccess)
@@ -91,6 +92,7 @@ void GpuConnections::fillSymArgs(SymArgs* a) const {
   for (int r = 0; r < nranks_ && r < kMaxSymPeers; ++r) a->ctrl[r] = segment_->base(r) + L.sym;
   a->errorDevice = errorDevice_;
   a->errorHost = errorHostDevice_;
+  a->abortHost = errorHostDevice_ + kAbortWord;
 }
 
 void GpuConnections::fillArgs(KernelArgs* a) const {
@@ -103,6 +105,7 @@ void GpuConnections::fillArgs(KernelArgs* a) const {
   a->barrierCounters = barrierCounters_;
   a->errorDevice = errorDevice_;
   a->errorHost = errorHostDevice_;
+  a->abortHost = errorHostDevice_ + kAbortWord;
 }
 
 uint32_t GpuConnections::kernelError(uint32_t* peer, uint32_t* channel, uint32_t* detail) const {
@@ -114,6 +117,13 @@ uint32_t GpuConnections::kernelError(uint32_t* peer, uint32_t* channel, uint32_t
     *detail = errorHost_[3];
   }
   return code;
+}
+
+void GpuConnections::requestAbort() {
+  errorHost_[kAbortWord] = 1;
+  // Drain the store before going on: the caller's next step may be to wait for the very kernels
+  // that poll it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 }  // namespace ssc::gpu

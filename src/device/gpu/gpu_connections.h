@@ -2,7 +2,8 @@
 // counters live in one IPC segment (transports/usr), mapped by every peer; this file owns its
 // layout and the table of pointers the kernel reads (plan_kernel.h's Conn), the symmetric
 // executor's control area (sym_kernel.h: per-block barrier slots, LL inboxes), plus the error
-// words through which a kernel reports a timeout or a mismatch.
+// words through which a kernel reports a timeout or a mismatch, and the abort word through which
+// the host stops kernels that wait.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,9 @@ class GpuConnections {
   void fillSymArgs(SymArgs* args) const;
   // The error a kernel recorded (kKernelOk if none) and its peer/channel/detail words.
   uint32_t kernelError(uint32_t* peer, uint32_t* channel, uint32_t* detail) const;
+  // Sets the abort word every kernel wait polls: waits end with kKernelAborted. For sscCommAbort:
+  // never cleared, as the communicator does not run again.
+  void requestAbort();
 
  private:
   GpuConnections() = default;
@@ -50,7 +54,11 @@ class GpuConnections {
   Conn* conns_ = nullptr;            // device copy of the table, [channel][peer]
   uint64_t* barrierCounters_ = nullptr;
   uint32_t* errorDevice_ = nullptr;
-  volatile uint32_t* errorHost_ = nullptr;   // pinned, mapped: {code, peer, channel, detail}
+  // Word of the host-mapped area that kernels poll for an abort; kept off words 0..3, which the
+  // kernel writes.
+  static constexpr int kAbortWord = 8;
+  volatile uint32_t* errorHost_ = nullptr;   // pinned, mapped: {code, peer, channel, detail},
+                                             // [kAbortWord]: abort
   uint32_t* errorHostDevice_ = nullptr;      // the same words as the kernel addresses them
 };
 

@@ -5,15 +5,30 @@
 #include <cstdint>
 
 #include "src/device/gpu/gpu_runtime.h"
+#include "src/kernels/gpu/plan_kernel.h"
 
 namespace ssc::gpu {
 
 // Where a kernel reports failure: a device word every wait polls (so one failing block stops the
-// others) and a host-mapped copy the backend's watcher thread reads.
+// others) and a host-mapped copy the backend's watcher thread reads. The host-mapped abort word
+// goes the other way: the host sets it when the communicator is aborted, so that waits on a peer
+// that will never come end now rather than after STARSCREAM_TIMEOUT.
 struct ErrorSink {
   uint32_t* device;
-  uint32_t* host;  // {code, peer, channel, detail}
+  uint32_t* host;         // {code, peer, channel, detail}
+  const uint32_t* abort;  // host-mapped, non-zero once aborted
 };
+
+// The host writes the abort word while the kernel runs, so the load must reach host memory each
+// time rather than a cached copy: a system-scope atomic on AMD (as RCCL reads its abort flag), a
+// volatile load on NVIDIA, where mapped host memory is not cached by the GPU (as NCCL's).
+__device__ __forceinline__ uint32_t loadAbortWord(const uint32_t* p) {
+#if defined(SSC_GPU_IS_HIP)
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  return *reinterpret_cast<const volatile uint32_t*>(p);
+#endif
+}
 
 // First error wins. The detail words are written before the code, with a system fence between,
 // so a host that sees the code sees its details.
@@ -29,9 +44,11 @@ __device__ inline void recordError(ErrorSink e, uint32_t code, int peer, int cha
   }
 }
 
-// Polls until done(). False when the wait timed out (recorded as kKernelTimeout against `peer`)
-// or another block/thread recorded an error. The timer and the error word are read every 256
-// polls only: they cost a global load each, and the common case is a short wait.
+// Polls until done(). False when the wait timed out (recorded as `timeoutCode` against `peer`),
+// the communicator was aborted (recorded as kKernelAborted against `peer`, so the host reports an
+// abort rather than a timeout or a mismatch), or another block/thread recorded an error. The error word, the abort word and the timer are read every 256 polls only:
+// they cost a load each (the abort word one across the host link), and the common case is a
+// short wait.
 template <class Done>
 __device__ bool boundedWait(ErrorSink e, uint64_t timeoutTicks, uint32_t timeoutCode, Done done,
                             int peer, int channel) {
@@ -40,6 +57,10 @@ __device__ bool boundedWait(ErrorSink e, uint64_t timeoutTicks, uint32_t timeout
     if (done()) return true;
     if ((iter & 255u) == 0) {
       if (*reinterpret_cast<volatile uint32_t*>(e.device) != 0) return false;
+      if (loadAbortWord(e.abort) != 0) {
+        recordError(e, kKernelAborted, peer, channel, 0);
+        return false;
+      }
       const uint64_t now = sscGpuTimer();
       if (start == 0) start = now;
       else if (timeoutTicks != 0 && now - start > timeoutTicks) {

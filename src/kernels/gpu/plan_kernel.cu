@@ -6,8 +6,9 @@
 // `barrier` flag (computed on the host when the plan is uploaded) and wait for the channel's
 // other blocks first.
 //
-// Spins are bounded: every wait polls the communicator's device error word and the timer, so a
-// missing peer ends the kernel with kKernelTimeout (reported as sscTimeout) instead of a hang.
+// Spins are bounded: every wait polls the communicator's device error word, its host-mapped abort
+// word and the timer, so a missing peer ends the kernel with kKernelTimeout (reported as
+// sscTimeout) instead of a hang, or sooner with kKernelAborted when sscCommAbort is called.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -31,7 +32,7 @@ struct BlockShared {
 };
 
 __device__ __forceinline__ ErrorSink errorSink(const KernelArgs& a) {
-  return ErrorSink{a.errorDevice, a.errorHost};
+  return ErrorSink{a.errorDevice, a.errorHost, a.abortHost};
 }
 
 __device__ __forceinline__ void recordError(const KernelArgs& a, uint32_t code, int peer, int channel,
@@ -39,7 +40,8 @@ __device__ __forceinline__ void recordError(const KernelArgs& a, uint32_t code, 
   recordError(errorSink(a), code, peer, channel, detail);
 }
 
-// Polls until done() (thread 0 only). False when the wait timed out or another block failed.
+// Polls until done() (thread 0 only). False when the wait timed out, the communicator was
+// aborted or another block failed.
 template <class Done>
 __device__ bool boundedWait(const KernelArgs& a, Done done, int peer, int channel) {
   return boundedWait(errorSink(a), a.timeoutTicks, kKernelTimeout, done, peer, channel);

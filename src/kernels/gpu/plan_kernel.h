@@ -27,6 +27,7 @@ enum KernelError : uint32_t {
   kKernelTimeout = 1,       // a wait passed STARSCREAM_TIMEOUT
   kKernelSizeMismatch = 2,  // a peer posted a slot of another size (mismatched calls)
   kKernelCallMismatch = 3,  // a peer reached the same barrier with another call (callHash)
+  kKernelAborted = 4,       // the communicator was aborted while a wait was pending
 };
 
 // Receiver-side control of one sub-FIFO (channel, sender, block), in the receiver's memory.
@@ -110,6 +111,7 @@ struct KernelArgs {
   uint64_t* barrierCounters;                // [channel], monotonic
   uint32_t* errorDevice;                    // device word all waits poll: stop when non-zero
   uint32_t* errorHost;                      // host-mapped: {code, peer, channel, detail}
+  const uint32_t* abortHost;                // host-mapped: non-zero once the comm is aborted
   uint64_t timeoutTicks;                    // 0: wait forever
   DevReduce reduce;
   void* buffers[kMaxBuffers];               // by BufId; kBufScratch filled in by the backend

@@ -21,7 +21,7 @@ namespace ssc::gpu {
 namespace {
 
 __device__ __forceinline__ ErrorSink sinkOf(const SymArgs& a) {
-  return ErrorSink{a.errorDevice, a.errorHost};
+  return ErrorSink{a.errorDevice, a.errorHost, a.abortHost};
 }
 
 __device__ __forceinline__ uint64_t loadAcquire(const uint64_t* p, bool deviceScope) {

@@ -85,6 +85,7 @@ struct SymArgs {
   uint64_t timeoutTicks;      // 0: wait forever
   uint32_t* errorDevice;
   uint32_t* errorHost;
+  const uint32_t* abortHost;  // host-mapped: non-zero once the communicator is aborted
   DevReduce reduce;
   void* local[2];                 // this rank's kBufIn / kBufOut for the call
   char* ctrl[kMaxSymPeers];       // every rank's control area as mapped here
