@@ -235,8 +235,9 @@ TEST(MpiCollectives, HierarchicalEqualsFlatRingBitForBit) {
       }
       // Float sums of small integers stay exact except in the fp8 types' coarse ranges and avg.
       bool exact = !(t == sscFloat8e5m2 || op == sscAvg);
-      if (exact)
+      if (exact) {
         EXPECT_EQ(allSum(results[0] != results[1]), 0) << dtypeName(static_cast<sscDataType_t>(t)) << " " << opName(op);
+      }
     }
   unsetenv("STARSCREAM_ALGO");
 }
