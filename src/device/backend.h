@@ -59,6 +59,11 @@ class Backend {
     return sscSuccess;
   }
 
+  // The largest all-reduce (bytes) this backend runs as a one-shot of packets through its own
+  // connections (GPU: the LL path), reading only local memory: such calls may take the
+  // symmetric algorithm without registered buffers, and in place. 0: none.
+  virtual uint64_t packetAllReduceMaxBytes() const { return 0; }
+
   // Queues `work` on `stream`; it runs after everything queued before it.
   virtual sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
 };

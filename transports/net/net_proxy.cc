@@ -154,6 +154,18 @@ bool NetProxy::progressInbox(Queue& q) {
   return moved;
 }
 
+void NetProxy::dumpState() {
+  auto line = [](const char* kind, const Queue& q) {
+    const NetFifo& f = q.fifo;
+    return fmt::format("\n  {} rank {} tag {}: executor tail {} head {}, proxy posted {} completed {}",
+                       kind, f.peer, f.tag, f.tail->load(), f.head->load(), q.posted, q.completed);
+  };
+  std::string text;
+  for (const Queue& q : outboxes_) text += line("to  ", q);
+  for (const Queue& q : inboxes_) text += line("from", q);
+  SSC_LOG(kWarn, "net transport state{}{}", broken_ ? " (failed)" : "", text);
+}
+
 void NetProxy::loop() {
   // Spin while traffic flows (the network needs polling to progress), yield when it pauses,
   // then nap: a proxy of an idle communicator must not take a core from the ranks it serves.
@@ -163,6 +175,7 @@ void NetProxy::loop() {
     // Read before progressing: the owner posts its last slots before it asks to stop, so a pass
     // that starts after the request sees them (checking after the pass could miss them).
     const bool stopping = stop_.load();
+    if (dump_.exchange(false)) dumpState();
     bool moved = false;
     if (!broken_) {
       for (Queue& q : outboxes_) moved |= progressOutbox(q);

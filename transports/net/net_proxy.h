@@ -53,6 +53,10 @@ class NetProxy {
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
 
+  // Asks the proxy thread to log (WARN) every FIFO's counters on its next pass: what a timeout
+  // report needs to tell a lost message from a stalled peer.
+  void requestDump() { dump_ = true; }
+
   // Bytes of sub-FIFO `f`'s piece of a slot that holds `slotBytes` bytes.
   static uint64_t pieceOf(const NetFifo& f, uint64_t slotBytes);
 
@@ -79,7 +83,10 @@ class NetProxy {
   std::vector<Queue> outboxes_;
   std::vector<Queue> inboxes_;
   FailureHandler onFailure_;
+  void dumpState();
+
   std::atomic<bool> stop_{false};
+  std::atomic<bool> dump_{false};
   bool broken_ = false;
   std::thread thread_;
 };

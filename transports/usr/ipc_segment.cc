@@ -44,7 +44,8 @@ IpcSegment::~IpcSegment() {
   }
 }
 
-sscResult_t IpcSegment::create(sscComm* comm, size_t bytes, std::unique_ptr<IpcSegment>* out) {
+sscResult_t IpcSegment::create(sscComm* comm, size_t bytes, const std::vector<bool>& mapPeer,
+                               std::unique_ptr<IpcSegment>* out) {
   std::unique_ptr<IpcSegment> seg(new IpcSegment());
   seg->rank_ = comm->rank;
   seg->bytes_ = bytes;
@@ -71,11 +72,11 @@ sscResult_t IpcSegment::create(sscComm* comm, size_t bytes, std::unique_ptr<IpcS
 
   std::string why;
   for (int r = 0; r < comm->nranks && why.empty(); ++r) {
-    if (r == comm->rank) continue;
+    if (r == comm->rank || !mapPeer[r]) continue;
     if (std::strncmp(info[r].host, mine.host, sizeof(mine.host)) != 0) {
-      why = fmt::format("rank {} runs on host '{}', this rank on '{}': the GPU backend connects "
-                        "ranks of one node only (the net transport is not built in yet)",
-                        r, info[r].host, mine.host);
+      why = fmt::format("the topology puts ranks {} and {} on one node, but they run on hosts "
+                        "'{}' and '{}': IPC maps memory within a host only", r, comm->rank,
+                        info[r].host, mine.host);
       break;
     }
     if (std::strncmp(info[r].busId, mine.busId, sizeof(mine.busId)) != 0 &&

@@ -18,14 +18,17 @@ namespace ssc::gpu {
 class IpcSegment {
  public:
   // Collective over comm: allocates `bytes` of zeroed device memory on the current device and
-  // maps every peer's segment (all ranks pass the same size). Fails on every rank when any rank
-  // fails, so no rank is left waiting for a peer that gave up.
-  static sscResult_t create(sscComm* comm, size_t bytes, std::unique_ptr<IpcSegment>* out);
+  // maps the segment of every peer r with mapPeer[r] (ranks of this node; all ranks pass the
+  // same size). Fails on every rank when any rank fails, so no rank is left waiting for a peer
+  // that gave up.
+  static sscResult_t create(sscComm* comm, size_t bytes, const std::vector<bool>& mapPeer,
+                            std::unique_ptr<IpcSegment>* out);
   ~IpcSegment();
   IpcSegment(const IpcSegment&) = delete;
   IpcSegment& operator=(const IpcSegment&) = delete;
 
-  // Base of `rank`'s segment as this process addresses it (its own for rank == this rank).
+  // Base of `rank`'s segment as this process addresses it (its own for rank == this rank;
+  // null for a rank that was not mapped).
   char* base(int rank) const { return static_cast<char*>(maps_[rank]); }
   size_t bytes() const { return bytes_; }
 

@@ -20,6 +20,7 @@
 #include "src/device/gpu/gpu_registry.h"
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
+#include "transports/net/net_comm.h"
 
 namespace ssc {
 
@@ -51,9 +52,11 @@ class GpuResources : public CommResources {
                                                         : sscInvalidUsage;
     if (!reported_.exchange(true)) {
       std::string msg;
-      if (code == gpu::kKernelTimeout)
+      if (code == gpu::kKernelTimeout) {
         msg = fmt::format("GPU kernel: a wait on rank {} (channel/block {}) passed STARSCREAM_TIMEOUT: "
                           "a peer is missing or hung", static_cast<int>(peer), channel);
+        conns->dumpNetworkState();  // which network FIFO stopped, if the wait crossed nodes
+      }
       else if (code == gpu::kKernelAborted && static_cast<int>(peer) < 0)  // a local barrier
         msg = fmt::format("GPU kernel: communicator aborted while waiting for this rank's other "
                           "blocks (channel {})", channel);
@@ -198,6 +201,13 @@ class GpuBackend : public Backend {
     gpu::LaunchLimits limits;
     SSC_CHECK(gpu::agreeLaunchLimits(comm, shape.channels, &limits));
     shape.blocksPerChannel = limits.blocksPerChannel;
+    // Several blocks per channel meet at channel barriers between steps; that is deadlock-free
+    // when a sender can run at most one FIFO ahead of its receiver, as over IPC. Across nodes the
+    // outbox, the network and the inbox buffer more than that, and on the H200 the hierarchical
+    // all-gather over 2 emulated nodes hung at 32 MiB with 4 blocks (every block of a ring
+    // waiting at a barrier or on a sibling's peer). One block per channel has no barriers; the
+    // host-staged path is bound by the host link, not by the block count.
+    if (!netPeersOf(comm).empty()) shape.blocksPerChannel = 1;
     SSC_CHECK(GpuConnections::create(comm, shape, &res->conns));
     res->plans = std::make_unique<gpu::PlanCache>(shape.slotBytes, shape.pieceBytes(), shape.blocksPerChannel);
     const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
@@ -231,6 +241,9 @@ class GpuBackend : public Backend {
     handle->res->sym->registrations().remove(buff);
     return sscSuccess;
   }
+
+  // The LL one-shot pushes the inputs as packets into peers' inboxes in the connection segment.
+  uint64_t packetAllReduceMaxBytes() const override { return gpu::llMaxBytes(); }
 
   sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
     auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();

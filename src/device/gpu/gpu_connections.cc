@@ -6,6 +6,7 @@
 #include "src/core/comm.h"
 #include "src/core/errors.h"
 #include "src/device/gpu/gpu_runtime.h"
+#include "transports/net/net_comm.h"
 
 namespace ssc::gpu {
 
@@ -46,7 +47,12 @@ sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
   c->shape_ = shape;
   c->nranks_ = comm->nranks;
   const Layout L(shape, comm->nranks);
-  SSC_CHECK(IpcSegment::create(comm, L.total, &c->segment_));
+  // Ranks of this node are mapped through IPC; the others are reached through host staging.
+  const std::vector<int> netPeers = netPeersOf(comm);
+  std::vector<bool> local(comm->nranks, true);
+  for (int r : netPeers) local[r] = false;
+  SSC_CHECK(IpcSegment::create(comm, L.total, local, &c->segment_));
+  if (!netPeers.empty()) SSC_CHECK(GpuNetStaging::create(comm, shape, netPeers, &c->net_));
 
   const int n = comm->nranks, me = comm->rank, B = shape.blocksPerChannel;
   const uint64_t fifoBytes = static_cast<uint64_t>(shape.slots) * shape.slotBytes;
@@ -58,13 +64,17 @@ sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
       const uint64_t fromPeer = static_cast<uint64_t>(ch) * n + p;  // (ch, sender p) at me
       const uint64_t toPeer = static_cast<uint64_t>(ch) * n + me;   // (ch, sender me) at p
       Conn& k = table[fromPeer];
+      k.counters = reinterpret_cast<LocalCounters*>(mine + L.counters) + fromPeer * B;
+      if (!local[p]) {
+        c->net_->fillConn(ch, p, &k);
+        continue;
+      }
       k.recvData = mine + L.data + fromPeer * fifoBytes;
       k.recvCtrl = reinterpret_cast<RecvCtrl*>(mine + L.recvCtrl) + fromPeer * B;
       k.recvHeadOut = reinterpret_cast<SendCtrl*>(peer + L.sendCtrl) + toPeer * B;
       k.sendData = peer + L.data + toPeer * fifoBytes;
       k.sendCtrlOut = reinterpret_cast<RecvCtrl*>(peer + L.recvCtrl) + toPeer * B;
       k.sendHeadIn = reinterpret_cast<SendCtrl*>(mine + L.sendCtrl) + fromPeer * B;
-      k.counters = reinterpret_cast<LocalCounters*>(mine + L.counters) + fromPeer * B;
     }
   }
   char* mine = c->segment_->base(me);
@@ -89,7 +99,9 @@ sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
 
 void GpuConnections::fillSymArgs(SymArgs* a) const {
   const Layout L(shape_, nranks_);
-  for (int r = 0; r < nranks_ && r < kMaxSymPeers; ++r) a->ctrl[r] = segment_->base(r) + L.sym;
+  // Zero-copy plans only run within a node (algoSupports), where every rank is mapped.
+  for (int r = 0; r < nranks_ && r < kMaxSymPeers; ++r)
+    a->ctrl[r] = segment_->base(r) == nullptr ? nullptr : segment_->base(r) + L.sym;
   a->errorDevice = errorDevice_;
   a->errorHost = errorHostDevice_;
   a->abortHost = errorHostDevice_ + kAbortWord;

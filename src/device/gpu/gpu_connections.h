@@ -1,5 +1,6 @@
 // The GPU backend's connections for one communicator: every rank's FIFOs, control words and
-// counters live in one IPC segment (transports/usr), mapped by every peer; this file owns its
+// counters live in one IPC segment (transports/usr), mapped by every peer of its node (peers on
+// other nodes get host-staged FIFOs of the same shape, gpu_net.h); this file owns its
 // layout and the table of pointers the kernel reads (plan_kernel.h's Conn), the symmetric
 // executor's control area (sym_kernel.h: per-block barrier slots, LL inboxes), plus the error
 // words through which a kernel reports a timeout or a mismatch, and the abort word through which
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "src/device/gpu/gpu_net.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "src/kernels/gpu/sym_kernel.h"
 #include "starscream/starscream.h"
@@ -40,6 +42,10 @@ class GpuConnections {
   void fillArgs(KernelArgs* args) const;
   // Fills the symmetric kernel's control pointers (every rank's area) and error words.
   void fillSymArgs(SymArgs* args) const;
+  // Logs the state of the host-staged connections to other nodes, if any (after a timeout).
+  void dumpNetworkState() const {
+    if (net_) net_->requestDump();
+  }
   // The error a kernel recorded (kKernelOk if none) and its peer/channel/detail words.
   uint32_t kernelError(uint32_t* peer, uint32_t* channel, uint32_t* detail) const;
   // Sets the abort word every kernel wait polls: waits end with kKernelAborted. For sscCommAbort:
@@ -51,6 +57,7 @@ class GpuConnections {
   FifoShape shape_;
   int nranks_ = 0;
   std::unique_ptr<IpcSegment> segment_;
+  std::unique_ptr<GpuNetStaging> net_;  // ranks on other nodes (null on one node)
   Conn* conns_ = nullptr;            // device copy of the table, [channel][peer]
   uint64_t* barrierCounters_ = nullptr;
   uint32_t* errorDevice_ = nullptr;

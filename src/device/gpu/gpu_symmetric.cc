@@ -60,6 +60,8 @@ bool isSymmetricPlan(const RankPlan& plan) {
   return false;
 }
 
+uint64_t llMaxBytes() { return g_llMaxBytes.load(); }
+
 void setLLMaxBytes(uint64_t bytes) {
   g_llMaxBytes = std::min<uint64_t>(bytes == ~0ull ? kLLDefaultMaxBytes : bytes, kLLMaxBytes);
 }

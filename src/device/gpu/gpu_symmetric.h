@@ -27,6 +27,8 @@ bool isSymmetricPlan(const RankPlan& plan);
 // kLLMaxBytes (the inbox size); 0 turns LL off (the bulk kernel then runs the plan as written),
 // ~0 restores the default kLLDefaultMaxBytes. Process-wide. In-place one-shots always take LL.
 void setLLMaxBytes(uint64_t bytes);
+// The current LL limit (what setLLMaxBytes left).
+uint64_t llMaxBytes();
 // Test hook: symmetric-plan launches (LL or bulk) in this process so far.
 uint64_t symmetricLaunches();
 
