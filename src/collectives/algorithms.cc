@@ -59,7 +59,7 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
     case Algo::kBidirRing: buildRing(shape, true, out); break;
     case Algo::kDirect: buildDirect(shape, params.elemBytes, out); break;
     case Algo::kHierarchical: buildHierarchical(shape, out); break;
-    case Algo::kSymmetric: buildSymmetric(shape, params.elemBytes, out); break;
+    case Algo::kSymmetric: buildSymmetric(shape, params, out); break;
     default: return fail(sscInternalError, "no generator for algorithm {}", algoName(algo));
   }
   out->bufElems.push_back(out->scratchElems);

@@ -33,6 +33,9 @@ struct PlanParams {
   uint64_t chunkElems = 1;  // largest step: at most half a connection FIFO, in elements
   int maxChannels = 2;      // channels the transport provides (bidirectional ring needs 2)
   size_t elemBytes = 4;     // element size (the direct all-reduce switches on bytes)
+  // The executor runs a small one-shot zero-copy all-reduce as packets that read only local
+  // memory (the GPU's LL path), so one-shot is safe in place and needs no registered buffers.
+  bool packetOneShot = false;
 };
 
 // Builds this rank's plan for `args` with algorithm `algo` (never kAuto: selection happens in

@@ -33,6 +33,6 @@ constexpr uint64_t kDirectOneShotMaxBytes = 64 * 1024;
 void buildRing(const CallShape& c, bool bidirectional, RankPlan* plan);
 void buildDirect(const CallShape& c, size_t elemBytes, RankPlan* plan);
 void buildHierarchical(const CallShape& c, RankPlan* plan);
-void buildSymmetric(const CallShape& c, size_t elemBytes, RankPlan* plan);
+void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan);
 
 }  // namespace ssc

@@ -10,7 +10,8 @@
 
 namespace ssc {
 
-void buildSymmetric(const CallShape& c, size_t elemBytes, RankPlan* plan) {
+void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan) {
+  const size_t elemBytes = params.elemBytes;
   plan->channels.resize(1);
   std::vector<Step>& steps = plan->channels[0].steps;
   const uint64_t count = c.args.count;
@@ -26,7 +27,8 @@ void buildSymmetric(const CallShape& c, size_t elemBytes, RankPlan* plan) {
     case CollKind::kAllReduce:
       // One-shot reads every peer's whole input, so in place it would read values a peer has
       // already overwritten; two-shot reads and writes slice r only on rank r and is safe.
-      if (count * elemBytes <= kDirectOneShotMaxBytes && !c.args.inPlace) {
+      // Packets carry the inputs instead (PlanParams::packetOneShot): then in place is fine.
+      if (count * elemBytes <= kDirectOneShotMaxBytes && (!c.args.inPlace || params.packetOneShot)) {
         steps.push_back(step(StepOp::kPeerReduce, reduceFlags, kBufIn, 0, kBufOut, 0, count));
       } else {
         uint64_t off = splitOffset(count, n, r), cnt = splitCount(count, n, r);

@@ -123,9 +123,13 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   if (args.coll == CollKind::kReduceScatter || args.coll == CollKind::kAllGather ||
       args.coll == CollKind::kAllToAll)
     bytes *= n;
-  Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric);
+  // A small all-reduce the backend sends as packets needs no registration (and no mapped
+  // peers beyond its connections, which exist within a node only).
+  const bool packets = args.coll == CollKind::kAllReduce && bytes > 0 &&
+                       bytes <= comm->backend->packetAllReduceMaxBytes() && comm->topo.nnodes == 1;
+  Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric || packets);
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
-                             args.root, elemBytes, args.inPlace);
+                             args.root, elemBytes, args.inPlace, packets);
   std::lock_guard<std::mutex> g(comm->mu);
   auto it = comm->plans.find(key);
   if (it != comm->plans.end()) {
@@ -136,6 +140,7 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   params.elemBytes = elemBytes;
   params.chunkElems = std::max<uint64_t>(1, comm->resources->chunkBytes() / elemBytes);
   params.maxChannels = comm->resources->channels();
+  params.packetOneShot = packets;
   auto plan = std::make_shared<RankPlan>();
   CollArgs planArgs = args;
   planArgs.symmetric = algo == Algo::kSymmetric;

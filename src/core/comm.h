@@ -61,8 +61,9 @@ struct sscComm {
   // thread waits for them to leave before freeing the communicator.
   int users = 0;
 
-  // Plans are pure functions of (collective, algorithm, count, root, element size): cache them.
-  std::map<std::tuple<int, int, uint64_t, int, size_t, bool>, std::shared_ptr<const ssc::RankPlan>>
+  // Plans are pure functions of (collective, algorithm, count, root, element size, in place,
+  // packet one-shot): cache them.
+  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool>, std::shared_ptr<const ssc::RankPlan>>
       plans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
   std::map<void*, ssc::Registration> registrations;  // by buffer start (= handle)

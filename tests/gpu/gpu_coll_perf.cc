@@ -82,7 +82,8 @@ int itersFor(size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;  // the network proxy (topologies with several nodes) calls MPI
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
   const size_t maxBytes = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : (size_t(1) << 30);
