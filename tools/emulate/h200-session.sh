@@ -1,38 +1,51 @@
 #!/usr/bin/env bash
-# The H200 session of perf/RESULTS.md (2026-11-29, symmetric executor): correctness at K = 1, 2, 4, 8 (quick
-# suite + executor checks), the full 2^20+3 suite at K = 8, the perf sweep at K = 8, 4, 2, 1,
-# and the K = 8 no-cap diagnostic. Writes log.txt and the JSON files under $OUT (default ./out).
+# One H200 session of perf/RESULTS.md: correctness at K = 8, 4, 2, 1 partitions (executor checks,
+# the quick suite, abort), the network path on one GPU (2 emulated nodes at K = 4 and 8), the
+# perf sweep 8 B - 1 GiB at K = 8, 4, 2, 1, a host-staged sweep over 2 emulated nodes, then the
+# full suite at K = 8 with what time is left. Writes log.txt and the JSON files under $OUT.
 #
 #   OUT=dir tools/emulate/h200-session.sh [bin-dir]     (bin-dir default .devcarry/bin; extra
-#   shared libraries the binaries need there: SSC_LIB_DIR, default .devcarry/lib)
+#   shared libraries the binaries need: SSC_LIB_DIR, default .devcarry/lib, which also holds
+#   libstarscream-net-mpi.so)
 set -u
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=${SSC_LIB_DIR:-$PWD/.devcarry/lib}:${LD_LIBRARY_PATH:-}
 export STARSCREAM_REPO=$PWD STARSCREAM_TIMEOUT=20
 B=${1:-.devcarry/bin}
 OUT=${OUT:-$PWD/out}
+LIMIT=${SSC_SESSION_SECONDS:-560}
 mkdir -p "$OUT"
 L=$OUT/log.txt
 start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $L
+run() {  # run LABEL TIMEOUT K PROGRAM [ARGS...]: one partition-run, its verdict lines in the log
+  local label=$1 limit=$2 k=$3
+  shift 3
+  timeout "$limit" tools/emulate/partition-run.sh "$k" "$@" > $OUT/t.txt 2>&1
+  echo "== $label rc=$? ($((SECONDS-start)) s)" | tee -a $L
+  grep -E "PASSED|FAILED|SKIPPED|^#" $OUT/t.txt | sort -u | tee -a $L
+  grep -m5 -E "FAIL|rror" $OUT/t.txt | tee -a $L
+}
 for k in 8 4 2 1; do
-  for t in gpu_symmetric_test "gpu_collectives_test --quick"; do
-    dbg=; [[ $t == gpu_symmetric_test ]] && dbg=INFO
-    STARSCREAM_DEBUG=$dbg timeout 90 tools/emulate/partition-run.sh $k $B/$t > $OUT/t.txt 2>&1
-    echo "== $t K=$k rc=$? ($((SECONDS-start)) s)" | tee -a $L; grep -E "PASSED|FAILED|SKIPPED|launch limits" $OUT/t.txt | sort -u | tee -a $L; grep -m5 -E "FAIL|rror" $OUT/t.txt | tee -a $L
-  done
+  run "gpu_symmetric_test K=$k" 90 $k $B/gpu_symmetric_test
+  run "gpu_collectives_test --quick K=$k" 120 $k $B/gpu_collectives_test --quick
+done
+for k in 2 8; do
+  run "gpu_abort_test K=$k" 90 $k $B/gpu_abort_test
+done
+for k in 4 8; do
+  STARSCREAM_TOPO_FILE=$PWD/tools/topologies/h200-mps-2node-$k.json \
+    run "gpu_collectives_test --quick K=$k over 2 emulated nodes" 240 $k $B/gpu_collectives_test --quick
 done
 for k in 8 4 2 1; do
-  timeout 150 tools/emulate/partition-run.sh $k $B/gpu_coll_perf $((1<<30)) $OUT/perf-k$k.json > $OUT/t.txt 2>&1
-  echo "== perf K=$k rc=$? ($((SECONDS-start)) s)" | tee -a $L; grep "^#" $OUT/t.txt | tee -a $L
-  grep -E "^[a-z]+ +(default|ring|symmetric|symmetric_ll|symmetric_bulk|hierarchical) +(8|65536|1048576|268435456|1073741824) " $OUT/t.txt | tee -a $L
+  run "perf K=$k" 200 $k $B/gpu_coll_perf $((1<<30)) $OUT/perf-k$k.json
+  grep -E "^[a-z]+ +(default|ring|symmetric|hierarchical) +(8|65536|1048576|268435456|1073741824) " $OUT/t.txt | tee -a $L
 done
-SSC_MPS_PERCENT=none timeout 90 tools/emulate/partition-run.sh 8 $B/gpu_coll_perf $((256<<20)) $OUT/nocap-k8.json symmetric,ring allreduce > $OUT/t.txt 2>&1
-echo "== perf K=8 no MPS cap rc=$? ($((SECONDS-start)) s)" | tee -a $L; grep "^#" $OUT/t.txt | tee -a $L
-grep -E " (8|65536|1048576|268435456) " $OUT/t.txt | tee -a $L
-left=$((560 - (SECONDS - start)))
+STARSCREAM_TOPO_FILE=$PWD/tools/topologies/h200-mps-2node-8.json \
+  run "perf K=8 over 2 emulated nodes (host-staged)" 150 8 $B/gpu_coll_perf $((64<<20)) $OUT/perf-2node-k8.json default,ring,bidir_ring,hierarchical
+grep -E " (8|65536|1048576|67108864) " $OUT/t.txt | tee -a $L
+left=$((LIMIT - (SECONDS - start)))
 if (( left > 60 )); then
-  timeout $left tools/emulate/partition-run.sh 8 $B/gpu_collectives_test > $OUT/t.txt 2>&1
-  echo "== full K=8 rc=$? (limit $left s, $((SECONDS-start)) s)" | tee -a $L; grep -E "PASSED|FAILED|SKIPPED" $OUT/t.txt | tee -a $L; grep -m5 -E "FAIL|rror" $OUT/t.txt | tee -a $L
+  run "full K=8 (limit $left s)" $left 8 $B/gpu_collectives_test
 fi
 rm -f $OUT/t.txt
