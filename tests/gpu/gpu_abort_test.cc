@@ -56,17 +56,7 @@ double seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-sscComm_t newComm() {
-  sscUniqueId id;
-  if (g_rank == 0) sscGetUniqueId(&id);
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  sscComm_t comm = nullptr;
-  if (sscCommInitRank(&comm, g_nranks, id, g_rank) != sscSuccess) {
-    std::fprintf(stderr, "rank %d: comm init failed: %s\n", g_rank, sscGetLastError(nullptr));
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return comm;
-}
+sscComm_t newComm() { return newMpiComm(g_rank, g_nranks); }
 
 struct Case {
   const char* name;

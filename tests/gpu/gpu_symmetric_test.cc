@@ -20,6 +20,7 @@
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "starscream/starscream.h"
+#include "tests/gpu/gpu_test_setup.h"
 
 using namespace ssc;
 
@@ -33,17 +34,7 @@ void expect(bool ok, const std::string& what) {
   std::fprintf(stderr, "rank %d FAIL %s\n", g_rank, what.c_str());
 }
 
-sscComm_t newComm() {
-  sscUniqueId id;
-  if (g_rank == 0) sscGetUniqueId(&id);
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  sscComm_t comm = nullptr;
-  if (sscCommInitRank(&comm, g_nranks, id, g_rank) != sscSuccess) {
-    std::fprintf(stderr, "rank %d: comm init failed: %s\n", g_rank, sscGetLastError(nullptr));
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return comm;
-}
+sscComm_t newComm() { return newMpiComm(g_rank, g_nranks); }
 
 Step step(StepOp op, uint16_t src, uint64_t srcOff, uint16_t dst, uint64_t dstOff, uint64_t count) {
   return Step{op, static_cast<uint8_t>(kFlagPreOp | kFlagPostOp), src, dst, -1, -1, srcOff, dstOff, count};
@@ -124,18 +115,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  int ndev = 0;
-  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev == 0) {
-    if (g_rank == 0) std::printf("SKIPPED: gpu_symmetric_test: no GPU visible\n");
+  if (setUpGpuRank("gpu_symmetric_test", g_rank, g_nranks) < 0) {
     MPI_Finalize();
     return 0;
   }
-  hipSetDevice(g_rank % ndev);
-  const char* repo = std::getenv("STARSCREAM_REPO");
-  const std::string topo = std::string(repo ? repo : ".") + "/tools/topologies/h200-mps-" +
-                           std::to_string(g_nranks) + ".json";
-  if (g_nranks > 1 && ndev == 1 && std::getenv("STARSCREAM_TOPO_FILE") == nullptr)
-    setenv("STARSCREAM_TOPO_FILE", topo.c_str(), 1);
   setenv("STARSCREAM_ALGO", "symmetric", 1);
   if (std::getenv("STARSCREAM_TIMEOUT") == nullptr) setenv("STARSCREAM_TIMEOUT", "20", 1);
 

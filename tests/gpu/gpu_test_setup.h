@@ -8,6 +8,7 @@
 #include <string>
 
 #include "src/device/gpu/gpu_runtime.h"
+#include "starscream/starscream.h"
 
 // Selects this rank's device (rank r uses device r % ndev: all on device 0 under MPS) and, when
 // K > 1 ranks share one GPU and no topology file is set, the partition-emulation topology
@@ -32,4 +33,18 @@ inline int setUpGpuRank(const char* program, int rank, int nranks) {
   if (nranks > 1 && ndev == 1 && std::getenv("STARSCREAM_TOPO_FILE") == nullptr)
     setenv("STARSCREAM_TOPO_FILE", topo.c_str(), 1);
   return device;
+}
+
+// A communicator over MPI_COMM_WORLD (rank 0's unique id broadcast over MPI); aborts the job
+// when init fails, since no check can run without one.
+inline sscComm_t newMpiComm(int rank, int nranks) {
+  sscUniqueId id;
+  if (rank == 0) sscGetUniqueId(&id);
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  sscComm_t comm = nullptr;
+  if (sscCommInitRank(&comm, nranks, id, rank) != sscSuccess) {
+    std::fprintf(stderr, "rank %d: comm init failed: %s\n", rank, sscGetLastError(nullptr));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return comm;
 }

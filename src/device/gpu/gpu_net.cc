@@ -87,20 +87,18 @@ sscResult_t GpuNetStaging::create(sscComm* comm, const FifoShape& shape,
         f.pieceOffset = static_cast<uint64_t>(b) * shape.pieceBytes();
         f.pieceBytes = shape.pieceBytes();
         f.slots = shape.slots;
-        auto* outCtrl = reinterpret_cast<RecvCtrl*>(base + R.outCtrl) + b;
-        auto* outHead = reinterpret_cast<SendCtrl*>(base + R.outHead) + b;
-        f.data = base + R.outData;
-        f.tail = asAtomic(&outCtrl->tail);
-        f.slotBytes = outCtrl->slotBytes;
-        f.head = asAtomic(&outHead->head);
-        outboxes.push_back(f);
-        auto* inCtrl = reinterpret_cast<RecvCtrl*>(base + R.inCtrl) + b;
-        auto* inHead = reinterpret_cast<SendCtrl*>(base + R.inHead) + b;
-        f.data = base + R.inData;
-        f.tail = asAtomic(&inCtrl->tail);
-        f.slotBytes = inCtrl->slotBytes;
-        f.head = asAtomic(&inHead->head);
-        inboxes.push_back(f);
+        // The same sub-FIFO over one direction's data, control words and head.
+        const auto at = [&](uint64_t data, uint64_t ctrl, uint64_t head) {
+          NetFifo v = f;
+          auto* c = reinterpret_cast<RecvCtrl*>(base + ctrl) + b;
+          v.data = base + data;
+          v.tail = asAtomic(&c->tail);
+          v.slotBytes = c->slotBytes;
+          v.head = asAtomic(&(reinterpret_cast<SendCtrl*>(base + head) + b)->head);
+          return v;
+        };
+        outboxes.push_back(at(R.outData, R.outCtrl, R.outHead));
+        inboxes.push_back(at(R.inData, R.inCtrl, R.inHead));
       }
     }
   }
