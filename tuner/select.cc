@@ -19,7 +19,6 @@ constexpr uint64_t kSmallMessageBytes = 64 * 1024;
 // below it the extra phase boundaries cost more than the inter-GPU bytes they save.
 constexpr uint64_t kHierarchicalMinBytes = 64 * 1024;
 // The GPU's zero-copy kernels keep one pointer per peer in kernel arguments (64 at most).
-constexpr int kSymmetricMaxRanks = 64;
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(tolower(c));

@@ -17,6 +17,9 @@ bool parseAlgoName(const std::string& name, Algo* out);
 // entries are reported once with a warning and ignored.
 Algo forcedAlgo(CollKind coll);
 
+// The most ranks the zero-copy (symmetric) algorithm serves: its kernels keep a pointer per peer.
+inline constexpr int kSymmetricMaxRanks = 64;
+
 // Picks the algorithm for a call moving `bytes` (the per-rank buffer size of the call);
 // `symmetric`: both buffers are symmetric registrations, so the zero-copy algorithm can run.
 // Forced algorithms that cannot serve the call fall back to the rule table, with an INFO log.

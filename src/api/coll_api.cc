@@ -117,7 +117,8 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
                          (kind == CollKind::kAllGather && in == out + comm->rank * block));
     // A pre-multiplied sum scales each rank's input by that rank's own scalar; zero-copy steps
     // read peers' raw inputs and could only apply the local one, so such calls use the FIFOs.
-    if (!reduces || static_cast<int>(op) < sscNumOps) findSymmetric(comm, &call, inBytes, outBytes);
+    call.zeroCopyOk = !reduces || static_cast<int>(op) < sscNumOps;
+    if (call.zeroCopyOk) findSymmetric(comm, &call, inBytes, outBytes);
     return submitCall(call);
   }();
   if (r != sscSuccess) groupRecordError(r);

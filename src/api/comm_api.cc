@@ -22,6 +22,7 @@ sscResult_t newComm(sscComm** out) {
 void deleteComm(sscComm* comm) {
   if (comm->initThread.joinable()) comm->initThread.join();
   commWaitIdle(comm);
+  commReleaseStaging(comm);
   commUnregisterLive(comm);
   commWaitUnused(comm);
   comm->magic = 0;

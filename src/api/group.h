@@ -23,6 +23,9 @@ struct PendingCall {
   void* recvbuff = nullptr;
   std::vector<std::vector<void*>> peerBuffers;  // set when args.symmetric
   uint32_t callHash = 0;
+  // False for a pre-multiplied sum: each rank scales its input by its own scalar, which
+  // zero-copy steps (reading peers' raw inputs) cannot apply, so such calls use the FIFOs.
+  bool zeroCopyOk = true;
   // point-to-point (bytes)
   P2pOp p2p;
   void* p2pBuff = nullptr;

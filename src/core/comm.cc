@@ -66,6 +66,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag, &comm->bootstrap));
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
+  SSC_CHECK(commSetUpStaging(comm));
   SSC_CHECK(comm->bootstrap->barrier());
   SSC_LOG(kInfo, "communicator ready: rank {}/{} on the {} backend, topology '{}' ({} GPU(s))",
           rank, nranks, comm->backend->name(), comm->topo.name, comm->topo.gpus.size());
@@ -116,17 +117,75 @@ void commWaitUnused(sscComm* comm) {
   comm->idle.wait(lk, [&] { return comm->users == 0; });
 }
 
+size_t collInputBytes(const CollArgs& args, size_t elemBytes, int nranks) {
+  const bool perRank = args.coll == CollKind::kReduceScatter || args.coll == CollKind::kAllToAll;
+  return args.count * elemBytes * (perRank ? static_cast<size_t>(nranks) : 1);
+}
+
+size_t collOutputBytes(const CollArgs& args, size_t elemBytes, int nranks) {
+  const bool perRank = args.coll == CollKind::kAllGather || args.coll == CollKind::kAllToAll;
+  return args.count * elemBytes * (perRank ? static_cast<size_t>(nranks) : 1);
+}
+
+// A small all-reduce the backend sends as packets needs no registration (and no mapped peers
+// beyond its connections, which exist within a node only).
+bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes) {
+  const uint64_t bytes = args.count * elemBytes;
+  return args.coll == CollKind::kAllReduce && bytes > 0 &&
+         bytes <= comm->backend->packetAllReduceMaxBytes() && comm->topo.nnodes == 1;
+}
+
+sscResult_t commSetUpStaging(sscComm* comm) {
+  const std::string text = env::getString("STARSCREAM_STAGING_BYTES");
+  const int64_t want = text.empty() ? static_cast<int64_t>(comm->backend->defaultStagingBytes())
+                                    : env::getInt("STARSCREAM_STAGING_BYTES");
+  // Zero-copy needs every peer mapped: one node, and the symmetric kernels' rank limit.
+  if (want <= 0 || comm->topo.nnodes != 1 || comm->nranks > kSymmetricMaxRanks) return sscSuccess;
+  const size_t bytes = static_cast<size_t>(want + 15) / 16 * 16;
+  StagingBuffers& s = comm->staging;
+  int32_t mine = comm->backend->memAlloc(&s.in, bytes) == sscSuccess &&
+                 comm->backend->memAlloc(&s.out, bytes) == sscSuccess;
+  std::vector<int32_t> ok(comm->nranks, 0);
+  ok[comm->rank] = mine;
+  SSC_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
+  bool all = true;
+  for (int32_t v : ok) all = all && v != 0;
+  s.peers.assign(2, {});
+  if (all) {
+    SSC_CHECK(comm->backend->registerBuffer(comm, s.in, bytes, &s.peers[kBufIn]));
+    SSC_CHECK(comm->backend->registerBuffer(comm, s.out, bytes, &s.peers[kBufOut]));
+  }
+  if (!all || s.peers[kBufIn].empty() || s.peers[kBufOut].empty()) {
+    SSC_LOG(kInfo, "no staging buffers ({}): unregistered calls use the FIFO algorithms",
+            all ? "the backend cannot share them" : "a rank could not allocate them");
+    commReleaseStaging(comm);
+    return sscSuccess;
+  }
+  s.bytes = bytes;
+  SSC_LOG(kInfo, "staging: 2 x {} KiB registered for zero-copy calls on unregistered buffers",
+          bytes >> 10);
+  return sscSuccess;
+}
+
+void commReleaseStaging(sscComm* comm) {
+  StagingBuffers& s = comm->staging;
+  for (int b : {kBufIn, kBufOut}) {
+    void* p = b == kBufIn ? s.in : s.out;
+    if (p == nullptr) continue;
+    if (s.peers.size() > static_cast<size_t>(b) && !s.peers[b].empty())
+      (void)comm->backend->deregisterBuffer(comm, p, s.peers[b]);
+    (void)comm->backend->memFree(p);
+  }
+  s.in = s.out = nullptr;
+  s.bytes = 0;
+  s.peers.clear();
+}
+
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                         std::shared_ptr<const RankPlan>* out) {
-  const uint64_t n = static_cast<uint64_t>(comm->nranks);
-  uint64_t bytes = args.count * elemBytes;
-  if (args.coll == CollKind::kReduceScatter || args.coll == CollKind::kAllGather ||
-      args.coll == CollKind::kAllToAll)
-    bytes *= n;
-  // A small all-reduce the backend sends as packets needs no registration (and no mapped
-  // peers beyond its connections, which exist within a node only).
-  const bool packets = args.coll == CollKind::kAllReduce && bytes > 0 &&
-                       bytes <= comm->backend->packetAllReduceMaxBytes() && comm->topo.nnodes == 1;
+  const uint64_t bytes = std::max(collInputBytes(args, elemBytes, comm->nranks),
+                                  collOutputBytes(args, elemBytes, comm->nranks));
+  const bool packets = commPacketCall(comm, args, elemBytes);
   Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric || packets);
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
                              args.root, elemBytes, args.inPlace, packets);

@@ -34,6 +34,18 @@ struct Registration {
   std::vector<void*> peerBases;   // rank q's buffer mapped here; empty: not shareable
 };
 
+// Two registered buffers through which calls on unregistered buffers take the zero-copy
+// algorithm (STARSCREAM_STAGING_BYTES): the input is copied in, the symmetric plan runs over the
+// staging buffers of all ranks, the result is copied out. Set up at init on one-node
+// communicators; `bytes` is 0 when there is none.
+struct StagingBuffers {
+  void* in = nullptr;
+  void* out = nullptr;
+  size_t bytes = 0;
+  std::vector<std::vector<void*>> peers;  // [kBufIn / kBufOut][rank], as Work::peerBuffers
+  std::atomic<uint64_t> calls{0};         // calls that went through them (tests, diagnostics)
+};
+
 }  // namespace ssc
 
 struct sscComm {
@@ -67,6 +79,7 @@ struct sscComm {
       plans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
   std::map<void*, ssc::Registration> registrations;  // by buffer start (= handle)
+  ssc::StagingBuffers staging;
   int nextRegistration = 0;
   int nextOpId = sscNumOps;
 };
@@ -105,6 +118,20 @@ class CommUse {
 };
 // Waits until no thread uses comm (called by destroy/abort before freeing it).
 void commWaitUnused(sscComm* comm);
+
+// Collective: allocates and registers comm's staging buffers when the backend and the size
+// (STARSCREAM_STAGING_BYTES) call for them and the communicator lives on one node. A rank that
+// cannot allocate them turns staging off on every rank (it is an optimisation, not a need).
+sscResult_t commSetUpStaging(sscComm* comm);
+// Deregisters and frees them (destroy, after the last work finished).
+void commReleaseStaging(sscComm* comm);
+
+// True when the backend runs this all-reduce as packets (no registration needed, see
+// Backend::packetAllReduceMaxBytes).
+bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes);
+// Bytes the call reads from sendbuff and writes to recvbuff on each rank.
+size_t collInputBytes(const CollArgs& args, size_t elemBytes, int nranks);
+size_t collOutputBytes(const CollArgs& args, size_t elemBytes, int nranks);
 
 // The plan for a call on comm (cached).
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,

@@ -32,6 +32,11 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_NET_PLUGIN", "libstarscream-net-mpi.so",
      "Network plugin for communicators that span nodes: a path, or a name looked up by the "
      "dynamic loader and next to libstarscream.so."},
+    {"STARSCREAM_STAGING_BYTES", "",
+     "Bytes of each of the two registered staging buffers a communicator on one node keeps, "
+     "so all-reduce, reduce-scatter and all-gather on unregistered buffers of up to this size "
+     "run zero-copy (copy in, symmetric algorithm, copy out). Empty: 32M on the GPU backend, "
+     "0 on the host backend; 0 turns staging off."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
     {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},

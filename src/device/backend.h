@@ -59,6 +59,24 @@ class Backend {
     return sscSuccess;
   }
 
+  // Bytes of each staging buffer when STARSCREAM_STAGING_BYTES is empty (0: no staging).
+  virtual size_t defaultStagingBytes() const { return 0; }
+
+  // Queues, in stream order: copy `in` into the communicator's staging input, run `work` (a
+  // symmetric plan over the staging buffers), copy the staging output to `out`. The backend
+  // keeps staged calls of one communicator in order even across streams (they share the
+  // staging buffers).
+  struct StagedCopies {
+    void* stageIn;
+    const void* in;
+    size_t inBytes;
+    void* out;
+    const void* stageOut;
+    size_t outBytes;
+  };
+  virtual sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work,
+                                    const StagedCopies& copies, sscStream_t stream) = 0;
+
   // The largest all-reduce (bytes) this backend runs as a one-shot of packets through its own
   // connections (GPU: the LL path), reading only local memory: such calls may take the
   // symmetric algorithm without registered buffers, and in place. 0: none.

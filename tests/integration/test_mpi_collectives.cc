@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/comm.h"
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
@@ -172,6 +173,32 @@ TEST(MpiCollectives, SmallCountsEveryTypeOpAndAlgorithm) {
     }
   }
   unsetenv("STARSCREAM_ALGO");
+}
+
+TEST(MpiCollectives, UnregisteredBuffersOnTheDefaultAlgorithm) {
+  // The tuner's own choice on plain buffers: with staging buffers (STARSCREAM_STAGING_BYTES)
+  // all-reduce, reduce-scatter and all-gather that fit them run zero-copy through them, larger
+  // ones and pre-multiplied sums fall back to the FIFO algorithms; both must be exact.
+  unsetenv("STARSCREAM_ALGO");
+  const char* staging = std::getenv("STARSCREAM_STAGING_BYTES");
+  if (staging != nullptr && std::atoi(staging) > 0) {
+    ASSERT_NE(g_comm->staging.bytes, 0u) << "STARSCREAM_STAGING_BYTES=" << staging << " set up no staging";
+  }
+  const uint64_t stagedBefore = g_comm->staging.calls.load();
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather})
+    for (int t = 0; t < sscNumTypes; ++t)
+      for (sscRedOp_t op : kOps) {
+        if (!reduces(coll) && op != sscSum) continue;
+        for (uint64_t count : {0, 1, 7, 1000, 40009})
+          for (bool inPlace : {false, true}) {
+            expectCase(Case{coll, static_cast<sscDataType_t>(t), op, count, inPlace, 0}, "default");
+            if (::testing::Test::HasFailure()) return;
+          }
+      }
+  // With staging on, the small calls must have taken it (every rank decides alike).
+  if (g_comm->staging.bytes != 0) {
+    EXPECT_GT(g_comm->staging.calls.load(), stagedBefore);
+  }
 }
 
 TEST(MpiCollectives, ZeroCopyOnRegisteredBuffersEveryTypeAndOp) {

@@ -37,6 +37,7 @@ class GpuResources : public CommResources {
     // goes away (they end within STARSCREAM_TIMEOUT even when a peer is gone).
     (void)hipDeviceSynchronize();
     if (scratch_ != nullptr) (void)hipFree(scratch_);
+    if (stagedEvent != nullptr) (void)hipEventDestroy(stagedEvent);
     sym.reset();  // unmaps peers' registered buffers (no kernel can use them any more)
   }
   size_t chunkBytes() const override { return conns->shape().chunkBytes(); }
@@ -126,6 +127,11 @@ class GpuResources : public CommResources {
   std::unique_ptr<gpu::PlanCache> plans;
   uint64_t timeoutTicks = 0;
   std::mutex mu;  // enqueue on one communicator from several threads
+  // Staged calls share the staging buffers: the next one waits for the last one's copy-out when
+  // it runs on another stream.
+  hipEvent_t stagedEvent = nullptr;
+  hipStream_t stagedStream = nullptr;
+  bool stagedAny = false;
 
  private:
   void* scratch_ = nullptr;
@@ -245,9 +251,41 @@ class GpuBackend : public Backend {
   // The LL one-shot pushes the inputs as packets into peers' inboxes in the connection segment.
   uint64_t packetAllReduceMaxBytes() const override { return gpu::llMaxBytes(); }
 
+  // 32 MiB each: unregistered calls up to that size run zero-copy at K partitions for 2 x 32 MiB
+  // of HBM per rank.
+  size_t defaultStagingBytes() const override { return 32u << 20; }
+
+  sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& c,
+                            sscStream_t streamHandle) override {
+    auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
+    std::lock_guard<std::mutex> g(res->mu);
+    const auto stream = static_cast<hipStream_t>(streamHandle);
+    hipError_t e = hipSuccess;
+    if (res->stagedEvent == nullptr) e = hipEventCreateWithFlags(&res->stagedEvent, hipEventDisableTiming);
+    if (e == hipSuccess && res->stagedAny && res->stagedStream != stream)
+      e = hipStreamWaitEvent(stream, res->stagedEvent, 0);
+    if (e == hipSuccess) e = hipMemcpyAsync(c.stageIn, c.in, c.inBytes, hipMemcpyDefault, stream);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "staging a call's input failed: {}", hipGetErrorString(e));
+    SSC_CHECK(enqueueLocked(comm, res, std::move(work), streamHandle));
+    e = hipMemcpyAsync(c.out, c.stageOut, c.outBytes, hipMemcpyDefault, stream);
+    if (e == hipSuccess) e = hipEventRecord(res->stagedEvent, stream);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "copying a staged call's result failed: {}", hipGetErrorString(e));
+    res->stagedStream = stream;
+    res->stagedAny = true;
+    return sscSuccess;
+  }
+
   sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
     auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
     std::lock_guard<std::mutex> g(res->mu);
+    return enqueueLocked(comm, res, std::move(work), stream);
+  }
+
+ private:
+  sscResult_t enqueueLocked(sscComm* comm, GpuResources* res, std::shared_ptr<Work> work,
+                            sscStream_t stream) {
     SSC_CHECK(res->reportKernelError());
     const sscResult_t prior = static_cast<sscResult_t>(comm->asyncError.load());
     if (prior != sscSuccess)
@@ -282,7 +320,6 @@ class GpuBackend : public Backend {
     return sscSuccess;
   }
 
- private:
   // What comm->resources holds: unregisters from g_live before the resources go away.
   struct LiveHandle : CommResources {
     explicit LiveHandle(std::unique_ptr<GpuResources> r) : res(std::move(r)) {}

@@ -70,6 +70,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
+#define hipEventCreateWithFlags cudaEventCreateWithFlags
+#define hipEventDisableTiming cudaEventDisableTiming
+#define hipStreamWaitEvent cudaStreamWaitEvent
 #define hipIpcGetMemHandle cudaIpcGetMemHandle
 #define hipIpcOpenMemHandle cudaIpcOpenMemHandle
 #define hipIpcCloseMemHandle cudaIpcCloseMemHandle

@@ -2,6 +2,8 @@
 // on the CPU over shared memory. It exists so every algorithm is tested on machines without a
 // GPU; it is never the product's fast path.
 
+#include <cstring>
+
 #include "src/core/comm.h"
 #include "src/core/errors.h"
 #include "src/device/backend.h"
@@ -73,16 +75,32 @@ class HostBackend : public Backend {
   }
 
   sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+    return submit(comm, std::move(work), nullptr, stream);
+  }
+
+  // The copies run in the same task as the plan, so they stay in stream order with it.
+  sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& copies,
+                            sscStream_t stream) override {
+    return submit(comm, std::move(work), &copies, stream);
+  }
+
+ private:
+  sscResult_t submit(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
+                     sscStream_t stream) {
     auto* res = static_cast<HostResources*>(comm->resources.get());
     HostStream* s = stream == nullptr ? res->defaultStream.get() : HostStream::fromHandle(stream);
     if (s == nullptr)
       return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+    const bool isStaged = staged != nullptr;
+    const StagedCopies copies = isStaged ? *staged : StagedCopies{};
     commWorkQueued(comm);
-    s->enqueue([comm, res, work]() -> sscResult_t {
+    s->enqueue([comm, res, work, isStaged, copies]() -> sscResult_t {
       sscResult_t r = static_cast<sscResult_t>(comm->asyncError.load());
       if (r == sscSuccess) {
+        if (isStaged) std::memmove(copies.stageIn, copies.in, copies.inBytes);
         r = runPlanOnHost(*res->shm, *work, &comm->abortFlag);
         if (r != sscSuccess) commSetAsyncError(comm, r, lastError());
+        else if (isStaged) std::memmove(copies.out, copies.stageOut, copies.outBytes);
       } else {
         setError(r, "communicator is in error state from an earlier failure; operation skipped");
       }
