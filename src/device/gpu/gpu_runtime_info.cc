@@ -29,7 +29,11 @@ bool queryGpuRuntimeInfo(GpuRuntimeInfo* out) {
   int units = 0;
   if (hipDeviceGetAttribute(&units, hipDeviceAttributeMultiprocessorCount, device) == hipSuccess)
     out->computeUnits = units;
-  std::snprintf(out->name, sizeof(out->name), "%s", prop.name);
+  // The runtime's name field is longer than ours; a long name is cut, which is all we want.
+  const size_t n = strnlen(prop.name, sizeof(prop.name));
+  const size_t keep = n < sizeof(out->name) - 1 ? n : sizeof(out->name) - 1;
+  std::memcpy(out->name, prop.name, keep);
+  out->name[keep] = '\0';
   return true;
 }
 
