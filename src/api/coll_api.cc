@@ -82,8 +82,8 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     if (kind == CollKind::kBroadcast || kind == CollKind::kReduce)
       SSC_CHECK(checkRank(fn, "root", root, comm->nranks));
     const bool isRoot = comm->rank == root;
-    const size_t inBytes = count * esize * (kind == CollKind::kReduceScatter || kind == CollKind::kAllToAll ? n : 1);
-    const size_t outBytes = count * esize * (kind == CollKind::kAllGather || kind == CollKind::kAllToAll ? n : 1);
+    const size_t inBytes = collInputElems(call.args, comm->nranks) * esize;
+    const size_t outBytes = collOutputElems(call.args, comm->nranks) * esize;
     // Broadcast reads sendbuff only on the root; reduce writes recvbuff only there.
     if (kind != CollKind::kBroadcast || isRoot) SSC_CHECK(checkPtr(fn, "sendbuff", sendbuff, count));
     if (kind != CollKind::kReduce || isRoot) SSC_CHECK(checkPtr(fn, "recvbuff", recvbuff, count));

@@ -26,8 +26,8 @@ constexpr size_t kTwoRankStagingMinBytes = 1 << 20;
 bool stageable(const PendingCall& c) {
   const CollKind k = c.args.coll;
   const StagingBuffers& s = c.comm->staging;
-  const size_t bytes = std::max(collInputBytes(c.args, c.elemBytes, c.comm->nranks),
-                                collOutputBytes(c.args, c.elemBytes, c.comm->nranks));
+  const size_t bytes = std::max(collInputElems(c.args, c.comm->nranks),
+                                collOutputElems(c.args, c.comm->nranks)) * c.elemBytes;
   if (c.comm->nranks <= 2 && bytes < kTwoRankStagingMinBytes) return false;
   return s.bytes != 0 && c.zeroCopyOk && c.peerBuffers.empty() &&
          (k == CollKind::kAllReduce || k == CollKind::kReduceScatter || k == CollKind::kAllGather) &&
@@ -62,8 +62,8 @@ sscResult_t launchColl(const PendingCall& c) {
       work->callHash = stagedCallHash(c);
       ++c.comm->staging.calls;
       const Backend::StagedCopies copies{
-          s.in, c.sendbuff, collInputBytes(c.args, c.elemBytes, c.comm->nranks),
-          c.recvbuff, s.out, collOutputBytes(c.args, c.elemBytes, c.comm->nranks)};
+          s.in, c.sendbuff, collInputElems(c.args, c.comm->nranks) * c.elemBytes,
+          c.recvbuff, s.out, collOutputElems(c.args, c.comm->nranks) * c.elemBytes};
       return c.comm->backend->enqueueStaged(c.comm, std::move(work), copies, c.stream);
     }
   }

@@ -26,14 +26,14 @@ bool algoSupports(const Topology& topo, CollKind coll, Algo algo) {
   }
 }
 
-static std::vector<uint64_t> bufferSizes(const CollArgs& a, int nranks) {
-  const uint64_t n = static_cast<uint64_t>(nranks);
-  switch (a.coll) {
-    case CollKind::kReduceScatter: return {n * a.count, a.count};
-    case CollKind::kAllGather: return {a.count, n * a.count};
-    case CollKind::kAllToAll: return {n * a.count, n * a.count};
-    default: return {a.count, a.count};
-  }
+uint64_t collInputElems(const CollArgs& a, int nranks) {
+  const bool perRank = a.coll == CollKind::kReduceScatter || a.coll == CollKind::kAllToAll;
+  return a.count * (perRank ? static_cast<uint64_t>(nranks) : 1);
+}
+
+uint64_t collOutputElems(const CollArgs& a, int nranks) {
+  const bool perRank = a.coll == CollKind::kAllGather || a.coll == CollKind::kAllToAll;
+  return a.count * (perRank ? static_cast<uint64_t>(nranks) : 1);
 }
 
 sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, Algo algo,
@@ -52,7 +52,7 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
   out->algo = algo;
   out->rank = rank;
   out->nranks = nranks;
-  out->bufElems = bufferSizes(args, nranks);
+  out->bufElems = {collInputElems(args, nranks), collOutputElems(args, nranks)};
   CallShape shape{topo, rank, nranks, args, params};
   switch (algo) {
     case Algo::kRing: buildRing(shape, false, out); break;

@@ -38,6 +38,12 @@ struct PlanParams {
   bool packetOneShot = false;
 };
 
+// Elements of the call's input and output buffer on each rank: `count` each for all-reduce,
+// broadcast and reduce; reduce-scatter reads nranks x count and writes count, all-gather the
+// reverse; all-to-all nranks x count both ways.
+uint64_t collInputElems(const CollArgs& args, int nranks);
+uint64_t collOutputElems(const CollArgs& args, int nranks);
+
 // Builds this rank's plan for `args` with algorithm `algo` (never kAuto: selection happens in
 // tuner/). Returns sscInvalidUsage with a message when the algorithm cannot serve the call on this
 // topology (callers fall back), sscInvalidArgument for bad arguments.

@@ -117,16 +117,6 @@ void commWaitUnused(sscComm* comm) {
   comm->idle.wait(lk, [&] { return comm->users == 0; });
 }
 
-size_t collInputBytes(const CollArgs& args, size_t elemBytes, int nranks) {
-  const bool perRank = args.coll == CollKind::kReduceScatter || args.coll == CollKind::kAllToAll;
-  return args.count * elemBytes * (perRank ? static_cast<size_t>(nranks) : 1);
-}
-
-size_t collOutputBytes(const CollArgs& args, size_t elemBytes, int nranks) {
-  const bool perRank = args.coll == CollKind::kAllGather || args.coll == CollKind::kAllToAll;
-  return args.count * elemBytes * (perRank ? static_cast<size_t>(nranks) : 1);
-}
-
 // A small all-reduce the backend sends as packets needs no registration (and no mapped peers
 // beyond its connections, which exist within a node only).
 bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes) {
@@ -183,8 +173,8 @@ void commReleaseStaging(sscComm* comm) {
 
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                         std::shared_ptr<const RankPlan>* out) {
-  const uint64_t bytes = std::max(collInputBytes(args, elemBytes, comm->nranks),
-                                  collOutputBytes(args, elemBytes, comm->nranks));
+  const uint64_t bytes = std::max(collInputElems(args, comm->nranks),
+                                  collOutputElems(args, comm->nranks)) * elemBytes;
   const bool packets = commPacketCall(comm, args, elemBytes);
   Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric || packets);
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,

@@ -129,9 +129,6 @@ void commReleaseStaging(sscComm* comm);
 // True when the backend runs this all-reduce as packets (no registration needed, see
 // Backend::packetAllReduceMaxBytes).
 bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes);
-// Bytes the call reads from sendbuff and writes to recvbuff on each rank.
-size_t collInputBytes(const CollArgs& args, size_t elemBytes, int nranks);
-size_t collOutputBytes(const CollArgs& args, size_t elemBytes, int nranks);
 
 // The plan for a call on comm (cached).
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
