@@ -33,22 +33,6 @@ namespace {
 
 int g_rank = 0, g_nranks = 1;
 
-#define CHECK_GPU(x)                                                                   \
-  do {                                                                                 \
-    hipError_t e_ = (x);                                                               \
-    if (e_ != hipSuccess) {                                                            \
-      std::fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, #x, hipGetErrorString(e_)); \
-      MPI_Abort(MPI_COMM_WORLD, 2);                                                    \
-    }                                                                                  \
-  } while (0)
-#define CHECK_SSC(x)                                                                   \
-  do {                                                                                 \
-    sscResult_t r_ = (x);                                                              \
-    if (r_ != sscSuccess) {                                                            \
-      std::fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, #x, sscGetLastError(nullptr)); \
-      MPI_Abort(MPI_COMM_WORLD, 3);                                                    \
-    }                                                                                  \
-  } while (0)
 
 // Seconds per iteration of fn, the slowest rank's, after warm-up.
 template <class Fn>

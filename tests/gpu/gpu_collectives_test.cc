@@ -30,14 +30,6 @@ namespace {
 
 int g_rank = 0, g_nranks = 1, g_failures = 0, g_checks = 0;
 
-#define CHECK_GPU(x)                                                                   \
-  do {                                                                                 \
-    hipError_t e_ = (x);                                                               \
-    if (e_ != hipSuccess) {                                                            \
-      std::fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, #x, hipGetErrorString(e_)); \
-      MPI_Abort(MPI_COMM_WORLD, 2);                                                    \
-    }                                                                                  \
-  } while (0)
 
 // Element i of rank r's input. Unsigned types get 0..2, everything else -1..1; products use
 // nonzero values so they exercise the combiner rather than collapse to zero.

@@ -48,3 +48,19 @@ inline sscComm_t newMpiComm(int rank, int nranks) {
   }
   return comm;
 }
+
+// A runtime or library call of the test program itself failed: nothing after it can be trusted,
+// so report it and end the whole job.
+inline void checkGpuOrAbort(hipError_t e, const char* what, int rank) {
+  if (e == hipSuccess) return;
+  std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what, hipGetErrorString(e));
+  MPI_Abort(MPI_COMM_WORLD, 2);
+}
+inline void checkSscOrAbort(sscResult_t r, const char* what, int rank) {
+  if (r == sscSuccess) return;
+  std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what, sscGetLastError(nullptr));
+  MPI_Abort(MPI_COMM_WORLD, 3);
+}
+// For programs that keep their MPI rank in g_rank.
+#define CHECK_GPU(x) checkGpuOrAbort((x), #x, g_rank)
+#define CHECK_SSC(x) checkSscOrAbort((x), #x, g_rank)
