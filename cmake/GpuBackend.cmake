@@ -78,6 +78,7 @@ set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/plan_kernel.cu src/kernels/gpu/sym_ke
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
   src/device/gpu/gpu_census.cc
+  src/device/gpu/gpu_launch_order.cc
   src/device/gpu/gpu_connections.cc
   src/device/gpu/gpu_net.cc
   src/device/gpu/gpu_plan_cache.cc

@@ -15,9 +15,6 @@ namespace {
 std::mutex g_liveMu;
 std::set<const sscComm*> g_live;
 
-// Plans are small, but a sweep over many sizes would grow the cache without bound.
-constexpr size_t kMaxCachedPlans = 256;
-
 sscResult_t loadTopology(sscComm* comm) {
   std::string file = env::getString("STARSCREAM_TOPO_FILE");
   if (comm->topoPreset) {
@@ -121,7 +118,7 @@ void commWaitUnused(sscComm* comm) {
 // beyond its connections, which exist within a node only).
 bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes) {
   const uint64_t bytes = args.count * elemBytes;
-  return args.coll == CollKind::kAllReduce && bytes > 0 &&
+  return args.coll == CollKind::kAllReduce && bytes > 0 && !args.rankScaled && !args.captured &&
          bytes <= comm->backend->packetAllReduceMaxBytes() && comm->topo.nnodes == 1;
 }
 

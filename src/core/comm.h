@@ -18,6 +18,10 @@
 
 namespace ssc {
 
+// Plans a communicator caches per kind (collective shapes, point-to-point patterns); past it
+// the cache starts over.
+constexpr size_t kMaxCachedPlans = 256;
+
 // A reduction op created by sscRedOpCreatePreMulSum.
 struct PreMulSumOp {
   sscDataType_t dtype;
@@ -54,6 +58,9 @@ struct sscComm {
   int rank = 0;
   int nranks = 0;
   ssc::Backend* backend = nullptr;
+  // The device the communicator was created on (the caller's current one, or sscCommInitAll's
+  // devlist entry); the GPU backend makes it current around every runtime call, as NCCL does.
+  int device = -1;
   std::unique_ptr<ssc::Bootstrap> bootstrap;
   ssc::Topology topo;
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
@@ -77,6 +84,10 @@ struct sscComm {
   // packet one-shot): cache them.
   std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool>, std::shared_ptr<const ssc::RankPlan>>
       plans;
+  // Fused point-to-point plans by their ops (send/recv, peer, bytes; the buffers travel in the
+  // Work), so a repeated group pattern (a ring exchange every step) reuses one plan and the GPU
+  // backend never uploads it again. Guarded by mu.
+  std::map<std::vector<uint64_t>, std::shared_ptr<const ssc::RankPlan>> p2pPlans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
   std::map<void*, ssc::Registration> registrations;  // by buffer start (= handle)
   ssc::StagingBuffers staging;

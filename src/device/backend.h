@@ -28,6 +28,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual int deviceIndex() const = 0;  // -1 for the host backend
+  virtual int deviceCount() const { return 0; }  // visible devices (0 for the host backend)
   // What the runtime knows about this process's device (UUID, PCI id, compute units), for
   // topology discovery. False when there is no device (host backend).
   virtual bool runtimeInfo(GpuRuntimeInfo* out) { (void)out; return false; }
@@ -82,8 +83,19 @@ class Backend {
   // symmetric algorithm without registered buffers, and in place. 0: none.
   virtual uint64_t packetAllReduceMaxBytes() const { return 0; }
 
-  // Queues `work` on `stream`; it runs after everything queued before it.
+  // Queues `work` on `stream`. Operations of one communicator execute in the order they were
+  // enqueued, whatever their streams (as in NCCL): they share its connections and buffers.
   virtual sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
+
+  // Blocks until every operation of comm queued so far has finished (this communicator's only:
+  // never a device-wide wait). Destroy calls it before freeing what peers may still touch.
+  virtual sscResult_t drain(sscComm* comm) { (void)comm; return sscSuccess; }
+
+  // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).
+  virtual bool streamCapturing(sscStream_t stream) { (void)stream; return false; }
+
+  // Makes `device` the calling thread's current device (init threads, sscCommInitAll's devlist).
+  virtual void bindDevice(int device) { (void)device; }
 };
 
 // The backend the process uses (STARSCREAM_BACKEND): a GPU backend when built in, a device is

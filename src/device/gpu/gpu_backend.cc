@@ -16,6 +16,7 @@
 #include "src/core/log.h"
 #include "src/device/gpu/gpu_census.h"
 #include "src/device/gpu/gpu_connections.h"
+#include "src/device/gpu/gpu_launch_order.h"
 #include "src/device/gpu/gpu_plan_cache.h"
 #include "src/device/gpu/gpu_registry.h"
 #include "src/device/gpu/gpu_runtime.h"
@@ -26,18 +27,25 @@ namespace ssc {
 
 namespace {
 
+using gpu::DeviceGuard;
 using gpu::GpuConnections;
+using gpu::LaunchOrder;
+using gpu::RelaxedCapture;
 
 class GpuResources : public CommResources {
  public:
   ~GpuResources() override {
     stop_ = true;
     if (watcher_.joinable()) watcher_.join();
+    DeviceGuard onDevice(device);
     // Kernels of this communicator may still be queued: let them finish before their memory
-    // goes away (they end within STARSCREAM_TIMEOUT even when a peer is gone).
-    (void)hipDeviceSynchronize();
+    // goes away (they end within STARSCREAM_TIMEOUT even when a peer is gone). Only this
+    // communicator's: a device-wide synchronize would also wait for other communicators' kernels,
+    // which may wait on peers that are themselves waiting here.
+    (void)order.drain();
+    plans.reset();
     if (scratch_ != nullptr) (void)hipFree(scratch_);
-    if (stagedEvent != nullptr) (void)hipEventDestroy(stagedEvent);
+    for (void* p : oldScratch_) (void)hipFree(p);
     sym.reset();  // unmaps peers' registered buffers (no kernel can use them any more)
   }
   size_t chunkBytes() const override { return conns->shape().chunkBytes(); }
@@ -107,9 +115,14 @@ class GpuResources : public CommResources {
 
   sscResult_t ensureScratch(size_t bytes) {
     if (bytes <= scratchBytes_) return sscSuccess;
-    // Rare (grows to the largest call's need): wait until no kernel can still use the old one.
-    (void)hipDeviceSynchronize();
-    if (scratch_ != nullptr) (void)hipFree(scratch_);
+    // Rare (grows to the largest call's need; 1 MiB from init covers the small calls): only
+    // this communicator's kernels use it, so waiting for its last launch (not the device) makes
+    // the old one free to go. Relaxed capture mode: legal while the caller captures a graph.
+    SSC_CHECK(order.drain());
+    RelaxedCapture relaxed;
+    // The old one is kept until destroy: a captured graph may hold its address for replays
+    // (growth is rare and at most doubles what is kept).
+    if (scratch_ != nullptr) oldScratch_.push_back(scratch_);
     scratch_ = nullptr;
     scratchBytes_ = 0;
     const size_t want = std::max<size_t>(bytes, 1 << 20);
@@ -126,16 +139,15 @@ class GpuResources : public CommResources {
   std::unique_ptr<gpu::SymmetricExecutor> sym;
   std::unique_ptr<gpu::PlanCache> plans;
   uint64_t timeoutTicks = 0;
-  std::mutex mu;  // enqueue on one communicator from several threads
-  // Staged calls share the staging buffers: the next one waits for the last one's copy-out when
-  // it runs on another stream.
-  hipEvent_t stagedEvent = nullptr;
-  hipStream_t stagedStream = nullptr;
-  bool stagedAny = false;
+  int device = -1;  // the communicator's device: made current around every runtime call
+  std::mutex mu;    // enqueue on one communicator from several threads; guards `order`
+  // Every launch of the communicator (FIFO, symmetric, LL, staged copies) in issue order.
+  LaunchOrder order;
 
  private:
   void* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
+  std::vector<void*> oldScratch_;
 
  public:
   void* scratch() const { return scratch_; }
@@ -157,6 +169,10 @@ class GpuBackend : public Backend {
   int deviceIndex() const override {
     int d = -1;
     return hipGetDevice(&d) == hipSuccess ? d : -1;
+  }
+  int deviceCount() const override {
+    int n = 0;
+    return hipGetDeviceCount(&n) == hipSuccess ? n : 0;
   }
 
   sscResult_t memAlloc(void** ptr, size_t bytes) override {
@@ -203,6 +219,8 @@ class GpuBackend : public Backend {
   sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) override {
     auto res = std::make_unique<GpuResources>();
     res->comm = comm;
+    res->device = comm->device >= 0 ? comm->device : deviceIndex();
+    DeviceGuard onDevice(res->device);
     gpu::FifoShape shape;
     gpu::LaunchLimits limits;
     SSC_CHECK(gpu::agreeLaunchLimits(comm, shape.channels, &limits));
@@ -215,7 +233,9 @@ class GpuBackend : public Backend {
     // host-staged path is bound by the host link, not by the block count.
     if (!netPeersOf(comm).empty()) shape.blocksPerChannel = 1;
     SSC_CHECK(GpuConnections::create(comm, shape, &res->conns));
-    res->plans = std::make_unique<gpu::PlanCache>(shape.slotBytes, shape.pieceBytes(), shape.blocksPerChannel);
+    res->plans = std::make_unique<gpu::PlanCache>(shape.slotBytes, shape.pieceBytes(),
+                                                  shape.blocksPerChannel, &res->order);
+    SSC_CHECK(res->ensureScratch(1));  // at init, so small calls never allocate
     const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
     if (seconds > 0) res->timeoutTicks = static_cast<uint64_t>(seconds * sscGpuTimerTicksPerSecond(deviceIndex()));
     res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
@@ -236,15 +256,21 @@ class GpuBackend : public Backend {
     peerBases->clear();
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr) return sscSuccess;
+    DeviceGuard onDevice(handle->res->device);
     return handle->res->sym->registrations().add(comm, buff, bytes, peerBases);
   }
 
   sscResult_t deregisterBuffer(sscComm* comm, void* buff, const std::vector<void*>& peerBases) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr || peerBases.empty()) return sscSuccess;
-    // Kernels already queued may still read the mapping: let them finish first.
-    (void)hipDeviceSynchronize();
-    handle->res->sym->registrations().remove(buff);
+    GpuResources* res = handle->res.get();
+    DeviceGuard onDevice(res->device);
+    // Kernels already queued may still read the mapping: let this communicator's finish first.
+    {
+      std::lock_guard<std::mutex> g(res->mu);
+      SSC_CHECK(res->order.drain());
+    }
+    res->sym->registrations().remove(buff);
     return sscSuccess;
   }
 
@@ -255,41 +281,66 @@ class GpuBackend : public Backend {
   // of HBM per rank.
   size_t defaultStagingBytes() const override { return 32u << 20; }
 
+  // The copies and the plan are one operation of the communicator: the staging buffers are
+  // shared, so the launch order (which also orders them across streams) covers all three.
   sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& c,
                             sscStream_t streamHandle) override {
     auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
     std::lock_guard<std::mutex> g(res->mu);
+    DeviceGuard onDevice(res->device);
     const auto stream = static_cast<hipStream_t>(streamHandle);
-    hipError_t e = hipSuccess;
-    if (res->stagedEvent == nullptr) e = hipEventCreateWithFlags(&res->stagedEvent, hipEventDisableTiming);
-    if (e == hipSuccess && res->stagedAny && res->stagedStream != stream)
-      e = hipStreamWaitEvent(stream, res->stagedEvent, 0);
-    if (e == hipSuccess) e = hipMemcpyAsync(c.stageIn, c.in, c.inBytes, hipMemcpyDefault, stream);
+    SSC_CHECK(checkHealthy(comm, res));
+    SSC_CHECK(res->order.before(stream));
+    hipError_t e = hipMemcpyAsync(c.stageIn, c.in, c.inBytes, hipMemcpyDefault, stream);
     if (e != hipSuccess)
       return fail(sscUnhandledDeviceError, "staging a call's input failed: {}", hipGetErrorString(e));
-    SSC_CHECK(enqueueLocked(comm, res, std::move(work), streamHandle));
+    SSC_CHECK(launchLocked(res, std::move(work), streamHandle));
     e = hipMemcpyAsync(c.out, c.stageOut, c.outBytes, hipMemcpyDefault, stream);
-    if (e == hipSuccess) e = hipEventRecord(res->stagedEvent, stream);
     if (e != hipSuccess)
       return fail(sscUnhandledDeviceError, "copying a staged call's result failed: {}", hipGetErrorString(e));
-    res->stagedStream = stream;
-    res->stagedAny = true;
-    return sscSuccess;
+    return res->order.after(stream);
   }
 
-  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t streamHandle) override {
     auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
     std::lock_guard<std::mutex> g(res->mu);
-    return enqueueLocked(comm, res, std::move(work), stream);
+    DeviceGuard onDevice(res->device);
+    const auto stream = static_cast<hipStream_t>(streamHandle);
+    SSC_CHECK(checkHealthy(comm, res));
+    SSC_CHECK(res->order.before(stream));
+    SSC_CHECK(launchLocked(res, std::move(work), streamHandle));
+    return res->order.after(stream);
+  }
+
+  // Waits for every launch of comm queued so far (destroy's quiesce step).
+  sscResult_t drain(sscComm* comm) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    if (handle == nullptr) return sscSuccess;
+    GpuResources* res = handle->res.get();
+    std::lock_guard<std::mutex> g(res->mu);
+    DeviceGuard onDevice(res->device);
+    return res->order.drain();
+  }
+
+  bool streamCapturing(sscStream_t stream) override {
+    return gpu::streamCapturing(static_cast<hipStream_t>(stream));
+  }
+
+  void bindDevice(int device) override {
+    if (device >= 0) (void)hipSetDevice(device);
   }
 
  private:
-  sscResult_t enqueueLocked(sscComm* comm, GpuResources* res, std::shared_ptr<Work> work,
-                            sscStream_t stream) {
+  sscResult_t checkHealthy(sscComm* comm, GpuResources* res) {
     SSC_CHECK(res->reportKernelError());
     const sscResult_t prior = static_cast<sscResult_t>(comm->asyncError.load());
     if (prior != sscSuccess)
       return fail(prior, "communicator is in error state from an earlier failure; operation skipped");
+    return sscSuccess;
+  }
+
+  // Queues one plan (FIFO kernel or symmetric executor); the caller orders it.
+  sscResult_t launchLocked(GpuResources* res, std::shared_ptr<Work> work, sscStream_t stream) {
     const RankPlan& plan = *work->plan;
     if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream);
     if (plan.channels.size() > static_cast<size_t>(res->channels()))
@@ -299,13 +350,15 @@ class GpuBackend : public Backend {
       return fail(sscInvalidUsage, "{} buffers in one fused call; the GPU executor takes at most {} "
                   "(split the group)", work->buffers.size(), gpu::kMaxBuffers);
     const gpu::DevicePlan* dplan = nullptr;
-    SSC_CHECK(res->plans->get(work->plan, work->elemBytes, &dplan));
+    const bool capturing = gpu::streamCapturing(static_cast<hipStream_t>(stream));
+    SSC_CHECK(res->plans->get(work->plan, work->elemBytes, capturing, &dplan));
     if (dplan->channels == 0) return sscSuccess;
     SSC_CHECK(res->ensureScratch(plan.scratchElems * work->elemBytes));
 
     gpu::KernelArgs a{};
     res->conns->fillArgs(&a);
     a.steps = dplan->steps;
+    if (a.steps == nullptr) std::copy(std::begin(dplan->inlineSteps), std::end(dplan->inlineSteps), a.inlineSteps);
     std::copy(std::begin(dplan->stepBegin), std::end(dplan->stepBegin), a.stepBegin);
     a.elemBytes = static_cast<uint32_t>(work->elemBytes);
     a.timeoutTicks = res->timeoutTicks;

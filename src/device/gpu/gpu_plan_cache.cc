@@ -7,9 +7,11 @@
 // blocks of the channel before running it. Ring and direct plans mostly hit the cheap cases.
 #include "src/device/gpu/gpu_plan_cache.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "src/core/errors.h"
+#include "src/device/gpu/gpu_launch_order.h"
 #include "src/device/gpu/gpu_runtime.h"
 
 namespace ssc::gpu {
@@ -88,18 +90,48 @@ DevStep devStep(const Step& s) {
   return d;
 }
 
-PlanCache::~PlanCache() { clear(); }
+PlanCache::~PlanCache() {
+  clear();
+  if (uploadStream_ != nullptr) (void)hipStreamDestroy(uploadStream_);
+}
 
+// Only after the communicator's work has drained (the destructor runs after it; get() drains
+// first): hipFree waits for the whole device.
 void PlanCache::clear() {
   for (auto& [key, e] : entries_)
     if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
   entries_.clear();
+  uploaded_ = 0;
+}
+
+sscResult_t PlanCache::upload(const std::vector<DevStep>& steps, DevStep** out) {
+  // hipMalloc and a copy waited for on the cache's own stream: neither touches the caller's
+  // streams nor waits for other work on the device, and relaxed capture mode makes both legal
+  // while the caller captures a graph (the graph then keeps using this copy, which lives until
+  // the communicator is destroyed or the cache starts over after draining).
+  RelaxedCapture relaxed;
+  hipError_t r = hipSuccess;
+  if (uploadStream_ == nullptr) r = hipStreamCreateWithFlags(&uploadStream_, hipStreamNonBlocking);
+  const size_t bytes = steps.size() * sizeof(DevStep);
+  DevStep* dev = nullptr;
+  if (r == hipSuccess) r = hipMalloc(reinterpret_cast<void**>(&dev), bytes);
+  if (r == hipSuccess) r = hipMemcpyAsync(dev, steps.data(), bytes, hipMemcpyHostToDevice, uploadStream_);
+  if (r == hipSuccess) r = hipStreamSynchronize(uploadStream_);
+  if (r != hipSuccess) {
+    if (dev != nullptr) (void)hipFree(dev);
+    return fail(sscUnhandledDeviceError, "uploading a plan of {} steps failed: {}", steps.size(),
+                hipGetErrorString(r));
+  }
+  ++uploads_;
+  *out = dev;
+  return sscSuccess;
 }
 
 sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t elemBytes,
-                           const DevicePlan** out) {
+                           bool capturing, const DevicePlan** out) {
   const auto key = std::make_pair(plan.get(), elemBytes);
   auto it = entries_.find(key);
+  captured_ = captured_ || capturing;
   if (it != entries_.end()) {
     *out = &it->second.dev;
     return sscSuccess;
@@ -107,12 +139,6 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
   if (plan->channels.size() > static_cast<size_t>(kMaxChannels))
     return fail(sscInternalError, "plan uses {} channels; the GPU executor runs at most {}",
                 plan->channels.size(), kMaxChannels);
-  // Point-to-point plans are built per call, so the cache would grow without bound: past a few
-  // hundred plans, drop them all (after the device is done with them).
-  if (entries_.size() >= 256) {
-    (void)hipDeviceSynchronize();
-    clear();
-  }
   Entry e;
   e.plan = plan;
   e.dev.channels = static_cast<int>(plan->channels.size());
@@ -127,15 +153,18 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
   }
   for (size_t c = plan->channels.size(); c <= static_cast<size_t>(kMaxChannels); ++c)
     e.dev.stepBegin[c] = static_cast<uint32_t>(all.size());
-  if (!all.empty()) {
-    hipError_t r = hipMalloc(reinterpret_cast<void**>(&e.dev.steps), all.size() * sizeof(DevStep));
-    if (r == hipSuccess)
-      r = hipMemcpy(e.dev.steps, all.data(), all.size() * sizeof(DevStep), hipMemcpyHostToDevice);
-    if (r != hipSuccess) {
-      if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
-      return fail(sscUnhandledDeviceError, "uploading a plan of {} steps failed: {}", all.size(),
-                  hipGetErrorString(r));
+  if (all.size() <= static_cast<size_t>(kInlineSteps)) {
+    std::copy(all.begin(), all.end(), e.dev.inlineSteps);
+  } else {
+    if (uploaded_ >= kMaxUploaded && !captured_) {
+      // Rare: only a workload with more than kMaxUploaded distinct large call shapes gets here.
+      // Every launch that could read an uploaded plan is this communicator's, so waiting for its
+      // last one (not the device) makes freeing them safe.
+      SSC_CHECK(order_->drain());
+      clear();
     }
+    SSC_CHECK(upload(all, &e.dev.steps));
+    ++uploaded_;
   }
   *out = &entries_.emplace(key, std::move(e)).first->second.dev;
   return sscSuccess;

@@ -1,5 +1,8 @@
-// Plans on the device: a RankPlan's steps are uploaded once per cached plan (comm->plans hands
-// out the same shared_ptr for the same call shape) and reused by every launch. The upload also
+// Plans on the device. A plan of at most kInlineSteps steps travels in the kernel's parameters
+// (no device memory at all); a larger one is uploaded once per cached plan (comm->plans and the
+// point-to-point cache hand out the same shared_ptr for the same call shape) and reused by every
+// launch. Nothing here synchronizes the device: an upload goes through the cache's own stream,
+// in relaxed capture mode so that it is legal while the caller captures a graph. The upload also
 // decides where the kernel needs an inter-block barrier (DevStep::barrier), see the .cc.
 #pragma once
 
@@ -8,13 +11,15 @@
 #include <memory>
 
 #include "src/collectives/plan.h"
+#include "src/device/gpu/gpu_runtime.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {
 
 struct DevicePlan {
-  DevStep* steps = nullptr;  // device memory
+  DevStep* steps = nullptr;  // device memory; null: the plan is inline
+  DevStep inlineSteps[kInlineSteps] = {};
   uint32_t stepBegin[kMaxChannels + 1] = {};
   int channels = 0;
 };
@@ -22,17 +27,30 @@ struct DevicePlan {
 // One plan step in the kernel's layout (barrier flag cleared; PlanCache places barriers).
 DevStep devStep(const Step& s);
 
+class LaunchOrder;
+
 class PlanCache {
  public:
-  PlanCache(uint64_t slotBytes, uint64_t pieceBytes, int blocksPerChannel)
-      : slotBytes_(slotBytes), pieceBytes_(pieceBytes), blocks_(blocksPerChannel) {}
+  // Uploaded plans kept at most (their steps are 48 bytes each); past it the cache drains the
+  // communicator's work and starts over (a workload with that many distinct large call shapes).
+  static constexpr size_t kMaxUploaded = 1024;
+
+  PlanCache(uint64_t slotBytes, uint64_t pieceBytes, int blocksPerChannel, LaunchOrder* order)
+      : slotBytes_(slotBytes), pieceBytes_(pieceBytes), blocks_(blocksPerChannel), order_(order) {}
   ~PlanCache();
-  // The device copy of `plan` for elements of `elemBytes`; uploads it on first use. Holding the
-  // shared_ptr keeps the key address from being reused by another plan while cached.
-  sscResult_t get(const std::shared_ptr<const RankPlan>& plan, size_t elemBytes, const DevicePlan** out);
+  // The device form of `plan` for elements of `elemBytes`; uploads it on first use when it does
+  // not fit inline. Holding the shared_ptr keeps the key address from being reused by another
+  // plan while cached. The caller holds the communicator's enqueue lock.
+  // `capturing`: the launch goes into a graph, which keeps the device pointer for its replays;
+  // from then on uploaded plans are kept until the cache is destroyed.
+  sscResult_t get(const std::shared_ptr<const RankPlan>& plan, size_t elemBytes, bool capturing,
+                  const DevicePlan** out);
+  // Plans uploaded so far (tests: steady state uploads nothing).
+  uint64_t uploads() const { return uploads_; }
 
  private:
   void clear();
+  sscResult_t upload(const std::vector<DevStep>& steps, DevStep** out);
   struct Entry {
     std::shared_ptr<const RankPlan> plan;
     DevicePlan dev;
@@ -40,6 +58,11 @@ class PlanCache {
   uint64_t slotBytes_, pieceBytes_;
   int blocks_;
   std::map<std::pair<const RankPlan*, size_t>, Entry> entries_;
+  LaunchOrder* order_;
+  hipStream_t uploadStream_ = nullptr;
+  size_t uploaded_ = 0;  // entries with device steps
+  bool captured_ = false;
+  uint64_t uploads_ = 0;
 };
 
 }  // namespace ssc::gpu

@@ -79,6 +79,14 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define hipErrorAlreadyMapped cudaErrorAlreadyMapped
+#define hipEventQuery cudaEventQuery
+#define hipErrorNotReady cudaErrorNotReady
+#define hipStreamCaptureStatus cudaStreamCaptureStatus
+#define hipStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define hipStreamIsCapturing cudaStreamIsCapturing
+#define hipStreamCaptureMode cudaStreamCaptureMode
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
 #endif
 
 // The device's 16 UUID bytes (every MPS client of one GPU sees the same). ROCm 5.2's

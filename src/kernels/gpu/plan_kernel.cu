@@ -170,7 +170,9 @@ struct BlockRunner {
         int ok = 1;
         if (hasRecv) {
           const RecvCtrl* c = recvConn->recvCtrl + block;
-          const uint64_t head = recvConn->counters[block].recvHead;
+          // The local counters were last written by the previous launch, whose block of this
+          // index may have run on another SM: read them from L2, never from a stale L1 line.
+          const uint64_t head = sscLoadVolatile(&recvConn->counters[block].recvHead);
           ok = boundedWait(a, [&] { return sscLoadAcquireSys(&c->tail) > head; }, s.recvPeer, channel);
           const uint64_t posted = ok ? sscLoadVolatile(&c->slotBytes[head % a.slots]) : bytes;
           if (posted != bytes) {
@@ -181,7 +183,7 @@ struct BlockRunner {
         }
         if (ok && hasSend) {
           const SendCtrl* h = sendConn->sendHeadIn + block;
-          const uint64_t tail = sendConn->counters[block].sentTail;
+          const uint64_t tail = sscLoadVolatile(&sendConn->counters[block].sentTail);
           const uint64_t slots = static_cast<uint64_t>(a.slots);
           ok = boundedWait(a, [&] { return tail - sscLoadAcquireSys(&h->head) < slots; },
                            s.sendPeer, channel);
@@ -204,14 +206,14 @@ struct BlockRunner {
         // thread 0's system-scope release (cumulativity), as NCCL's primitives rely on too.
         if (hasRecv) {
           LocalCounters* lc = recvConn->counters + block;
-          const uint64_t head = lc->recvHead + 1;
+          const uint64_t head = sscLoadVolatile(&lc->recvHead) + 1;
           lc->recvHead = head;
           sscStoreReleaseSys(&recvConn->recvHeadOut[block].head, head);
         }
         if (hasSend) {
           LocalCounters* lc = sendConn->counters + block;
           RecvCtrl* c = sendConn->sendCtrlOut + block;
-          const uint64_t tail = lc->sentTail;
+          const uint64_t tail = sscLoadVolatile(&lc->sentTail);
           c->slotBytes[tail % a.slots] = bytes;
           lc->sentTail = tail + 1;
           __threadfence_system();
@@ -244,8 +246,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock) planKernel(const SSC_GRID_CO
       r.sc.mult = static_cast<C>(m);
     }
   }
+  const DevStep* steps = args.steps != nullptr ? args.steps : args.inlineSteps;
   for (uint32_t i = args.stepBegin[channel]; i < args.stepBegin[channel + 1]; ++i) {
-    const DevStep& s = args.steps[i];
+    const DevStep& s = steps[i];
     if (s.barrier && args.blocksPerChannel > 1 && !r.channelBarrier()) return;
     if (!r.runStep(s)) return;
   }

@@ -20,6 +20,10 @@ constexpr int kMaxSlots = 16;
 constexpr int kMaxChannels = 4;
 constexpr int kMaxBuffers = 132;  // kBufUserBase + 2 x 64 point-to-point buffers
 constexpr int kThreadsPerBlock = 512;
+// Plans of at most this many steps (every point-to-point group of a few peers, small
+// collectives) travel inside the kernel's parameters: no device memory, no upload, nothing to
+// free, and a captured CUDA graph keeps its own copy.
+constexpr int kInlineSteps = 16;
 
 // Error codes a kernel records (first one wins); the host turns them into sscResult_t.
 enum KernelError : uint32_t {
@@ -99,7 +103,7 @@ struct DevReduce {
 };
 
 struct KernelArgs {
-  const DevStep* steps;                     // all channels' steps, concatenated
+  const DevStep* steps;                     // all channels' steps, concatenated (null: inlineSteps)
   uint32_t stepBegin[kMaxChannels + 1];     // channel c runs steps [stepBegin[c], stepBegin[c+1])
   const Conn* conns;                        // [channel][peer]
   int nranks;
@@ -115,6 +119,7 @@ struct KernelArgs {
   uint64_t timeoutTicks;                    // 0: wait forever
   DevReduce reduce;
   void* buffers[kMaxBuffers];               // by BufId; kBufScratch filled in by the backend
+  DevStep inlineSteps[kInlineSteps];        // the steps when `steps` is null
 };
 
 // Launches the plan kernel: grid = channels x blocksPerChannel. Returns 0 or the runtime's

@@ -1,0 +1,77 @@
+// What every launch of a communicator goes through on the GPU backend (NCCL does the same with
+// its strong stream): the communicator's device is made current, and its operations execute in
+// the order they were issued, whatever streams the caller used. Kernels of one communicator
+// share FIFO counters, barrier epochs, LL rounds, scratch and staging buffers, so two of them
+// running at once (say an all-reduce on stream A and an all-gather on stream B) would corrupt
+// each other; ordering them also makes "wait for this communicator's work" a wait on one event,
+// never a device-wide synchronize (which would also wait for other communicators' kernels that
+// may wait on peers: a deadlock).
+#pragma once
+
+#include <cstdint>
+
+#include "src/device/gpu/gpu_runtime.h"
+#include "starscream/starscream.h"
+
+namespace ssc::gpu {
+
+// Makes `device` current for the guard's lifetime and restores the caller's device after (a
+// no-op when it already is current or device < 0).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// Lets this thread call the runtime's "unsafe during capture" functions (allocations, copies on
+// a private stream) while another stream is being captured into a CUDA/HIP graph, as NCCL does
+// for its own setup work. Restores the thread's mode after.
+class RelaxedCapture {
+ public:
+  RelaxedCapture();
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  hipStreamCaptureMode mode_;
+};
+
+// True when `stream` is being captured into a graph.
+bool streamCapturing(hipStream_t stream);
+
+// The communicator's launch order. Not thread-safe: the backend calls it under the
+// communicator's enqueue lock.
+class LaunchOrder {
+ public:
+  LaunchOrder() = default;
+  ~LaunchOrder();
+  LaunchOrder(const LaunchOrder&) = delete;
+  LaunchOrder& operator=(const LaunchOrder&) = delete;
+
+  // Before queuing work on `stream`: when the communicator's previous launch went to another
+  // stream, `stream` waits for it (a device-side wait bound now to work already queued, so it
+  // can never close a cycle).
+  sscResult_t before(hipStream_t stream);
+  // After queuing work on `stream`: remembers it as the point later launches wait for. Work
+  // captured into a graph runs when the graph is launched, which the caller orders; it is
+  // neither waited for nor recorded.
+  sscResult_t after(hipStream_t stream);
+  // Blocks until everything this communicator queued so far (outside graphs) has finished.
+  sscResult_t drain();
+  // Launches queued so far (tests and diagnostics).
+  uint64_t launches() const { return launches_; }
+
+ private:
+  hipEvent_t last_ = nullptr;
+  hipStream_t lastStream_ = nullptr;
+  bool any_ = false;  // last_ marks a real launch
+  uint64_t launches_ = 0;
+};
+
+}  // namespace ssc::gpu
