@@ -2,7 +2,9 @@
 // on the CPU over shared memory. It exists so every algorithm is tested on machines without a
 // GPU; it is never the product's fast path.
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include "src/core/comm.h"
 #include "src/core/errors.h"
@@ -23,7 +25,19 @@ class HostResources : public CommResources {
   // Work enqueued on a NULL stream runs here: one queue per communicator, so several
   // communicators of one process (sscCommInitAll) never serialise behind each other.
   std::unique_ptr<HostStream> defaultStream = std::make_unique<HostStream>();
+
+  // Issue order across streams: every task takes a ticket when it is queued and runs only after
+  // the task with the previous ticket finished, whichever stream that one was on. Streams are
+  // threads here, so without this two streams' calls on one communicator would run at once on
+  // the same FIFOs. Deadlock-free: tickets follow the one global order in which tasks were
+  // queued (g_submitMu), and each stream runs its tasks in that order too.
+  std::mutex orderMu;
+  std::condition_variable orderCv;
+  uint64_t nextTicket = 0;  // guarded by g_submitMu
+  uint64_t doneTicket = 0;  // guarded by orderMu
 };
+
+std::mutex g_submitMu;
 
 class HostBackend : public Backend {
  public:
@@ -94,7 +108,13 @@ class HostBackend : public Backend {
     const bool isStaged = staged != nullptr;
     const StagedCopies copies = isStaged ? *staged : StagedCopies{};
     commWorkQueued(comm);
-    s->enqueue([comm, res, work, isStaged, copies]() -> sscResult_t {
+    std::lock_guard<std::mutex> submitting(g_submitMu);
+    const uint64_t ticket = res->nextTicket++;
+    s->enqueue([comm, res, work, isStaged, copies, ticket]() -> sscResult_t {
+      {
+        std::unique_lock<std::mutex> lk(res->orderMu);
+        res->orderCv.wait(lk, [&] { return res->doneTicket == ticket; });
+      }
       sscResult_t r = static_cast<sscResult_t>(comm->asyncError.load());
       if (r == sscSuccess) {
         if (isStaged) std::memmove(copies.stageIn, copies.in, copies.inBytes);
@@ -103,6 +123,13 @@ class HostBackend : public Backend {
         else if (isStaged) std::memmove(copies.out, copies.stageOut, copies.outBytes);
       } else {
         setError(r, "communicator is in error state from an earlier failure; operation skipped");
+      }
+      {
+        // The next ticket may run now. Before commWorkDone: once that says idle, destroy may
+        // free res.
+        std::lock_guard<std::mutex> g(res->orderMu);
+        ++res->doneTicket;
+        res->orderCv.notify_all();
       }
       commWorkDone(comm);
       return r;
