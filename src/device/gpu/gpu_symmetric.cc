@@ -17,6 +17,7 @@ namespace {
 
 std::atomic<uint64_t> g_llMaxBytes{kLLDefaultMaxBytes};
 std::atomic<uint64_t> g_launches{0};
+std::atomic<uint64_t> g_firstRound{1};
 
 // Bytes of the call per block of the bulk kernel: small calls get few blocks (fewer barrier
 // slots to meet), large ones the whole resident grid.
@@ -66,6 +67,24 @@ void setLLMaxBytes(uint64_t bytes) {
   g_llMaxBytes = std::min<uint64_t>(bytes == ~0ull ? kLLDefaultMaxBytes : bytes, kLLMaxBytes);
 }
 uint64_t symmetricLaunches() { return g_launches.load(); }
+
+void setFirstLLRound(uint64_t round) { g_firstRound = round; }
+uint64_t SymmetricExecutor::firstLLRound() { return g_firstRound.load(); }
+
+// Clearing after the last two rounds before the low 32 bits wrap (one per parity) is safe
+// without any synchronisation: this rank's kernel of that round has finished reading (stream
+// order), and a peer writes this parity again only in a round two later, whose kernel starts
+// after the peer received this rank's lines of the round in between, which are sent after the
+// clear (stream order again).
+bool llClearsAfter(uint64_t round) { return static_cast<uint32_t>(round) >= 0xFFFFFFFEu; }
+
+uint64_t nextLLRound(uint64_t round) {
+  uint64_t next = round + 1;
+  // Low bits 0 would match cleared (and never-written) lines: skip that round and its
+  // successor together, so parities still alternate.
+  if (static_cast<uint32_t>(next) == 0) next += 2;
+  return next;
+}
 
 sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   const RankPlan& plan = *work.plan;
@@ -130,7 +149,16 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     if (e != 0)
       return fail(sscUnhandledDeviceError, "launching the LL all-reduce failed: {}",
                   e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
-    ++nextRound_;
+    if (llClearsAfter(nextRound_)) {
+      const int parity = static_cast<int>(nextRound_ & 1);
+      char* inbox = a.ctrl[rank_] + SymCtrlLayout::inbox(parity, 0, nranks_);
+      const hipError_t m = hipMemsetAsync(inbox, 0, static_cast<size_t>(nranks_) * kLLPeerStride,
+                                          static_cast<hipStream_t>(stream));
+      if (m != hipSuccess)
+        return fail(sscUnhandledDeviceError, "clearing the LL inbox at the flag wrap failed: {}",
+                    hipGetErrorString(m));
+    }
+    nextRound_ = nextLLRound(nextRound_);
     ++g_launches;
     return sscSuccess;
   }

@@ -31,15 +31,29 @@ void setLLMaxBytes(uint64_t bytes);
 uint64_t llMaxBytes();
 // Test hook: symmetric-plan launches (LL or bulk) in this process so far.
 uint64_t symmetricLaunches();
+// Test hook: the LL round the next communicator created in this process starts at (default 1),
+// so a test can run calls across the point where the 32-bit packet flag wraps.
+void setFirstLLRound(uint64_t round);
+
+// LL rounds are 64-bit and never reused; a packet line carries the low 32 bits as its flag. A
+// line left in the inbox 2^32 rounds ago would carry the same flag as the current round, so when
+// the low bits are about to wrap, each parity's inbox is cleared once after its last use (see
+// the .cc), and the round whose low bits are 0 (the value of a cleared line) is skipped.
+// Returns the round after `round` (parities keep alternating).
+uint64_t nextLLRound(uint64_t round);
+// True when the inbox of `round`'s parity must be cleared after that round's kernel.
+bool llClearsAfter(uint64_t round);
 
 class SymmetricExecutor {
  public:
   SymmetricExecutor(const GpuConnections* conns, const LaunchLimits& limits, int rank, int nranks,
                     uint64_t timeoutTicks)
-      : conns_(conns), limits_(limits), rank_(rank), nranks_(nranks), timeoutTicks_(timeoutTicks) {}
+      : conns_(conns), limits_(limits), rank_(rank), nranks_(nranks), timeoutTicks_(timeoutTicks),
+        nextRound_(firstLLRound()) {}
 
   // Launches `work` on `stream`. The caller serialises calls on one communicator.
   sscResult_t enqueue(const Work& work, void* stream);
+  uint64_t nextLLRoundValue() const { return nextRound_; }
   Registrations& registrations() { return regs_; }
 
  private:
@@ -48,7 +62,8 @@ class SymmetricExecutor {
   int rank_, nranks_;
   uint64_t timeoutTicks_;
   uint64_t nextEpoch_ = 1;   // barrier numbers; slots start at 0
-  uint64_t nextRound_ = 1;   // LL rounds; inbox flags start at 0
+  uint64_t nextRound_;       // LL rounds (64-bit); inbox flags start at 0
+  static uint64_t firstLLRound();
   uint64_t gridSyncs_ = 0;   // local grid counter's value
   Registrations regs_;
 };
