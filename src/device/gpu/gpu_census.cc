@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #include "src/core/comm.h"
@@ -17,6 +18,8 @@ namespace ssc::gpu {
 namespace {
 
 struct Mine {
+  char host[64];            // gethostname: a UUID names a GPU only within one host's view
+  unsigned char uuid[16];   // the device's UUID (every MPS client of one GPU sees the same)
   char busId[32];
   int32_t sms;
   int32_t mpsPercent;    // 100 when not limited
@@ -43,6 +46,9 @@ sscResult_t agreeLaunchLimits(sscComm* comm, int channels, LaunchLimits* out) {
   if (e != hipSuccess)
     return fail(sscUnhandledDeviceError, "querying the GPU failed: {}", hipGetErrorString(e));
   me.sms = sms;
+  if (gethostname(me.host, sizeof(me.host) - 1) != 0) std::strcpy(me.host, "?");
+  if (!sscDeviceUuid(device, me.uuid))
+    return fail(sscUnhandledDeviceError, "querying the GPU's UUID failed");
   me.mpsPercent = 100;
   if (const char* p = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) {
     const double v = std::atof(p);
@@ -55,8 +61,12 @@ sscResult_t agreeLaunchLimits(sscComm* comm, int channels, LaunchLimits* out) {
   int perChannel = 32, symBlocks = kMaxSymBlocks, shareMin = 1 << 30;
   bool same = true;
   for (const Mine& r : all) {
+    // One GPU = one (host, UUID). Not the PCI bus id: on an MI300X in CPX mode every XCD
+    // partition is its own agent with its own L2 (and its own UUID) behind the same bus, so
+    // partitions of one package are not "one device" for the memory model.
     int sharing = 0;
-    for (const Mine& q : all) sharing += std::strncmp(q.busId, r.busId, sizeof(r.busId)) == 0;
+    for (const Mine& q : all)
+      sharing += std::strncmp(q.host, r.host, sizeof(r.host)) == 0 && std::memcmp(q.uuid, r.uuid, 16) == 0;
     same = same && sharing == comm->nranks;
     // Under an MPS cap the runtime already reports the capped count (measured on the H200:
     // 14, 32, 66 SMs at 12, 25, 50%), so that count is the share; without a cap, ranks on one
@@ -73,6 +83,12 @@ sscResult_t agreeLaunchLimits(sscComm* comm, int channels, LaunchLimits* out) {
   out->blocksPerChannel = largestPow2AtMost(perChannel);
   out->symBlocks = symBlocks;
   out->shareSMs = shareMin;
+#if defined(SSC_GPU_IS_HIP)
+  // Device (agent) scope only orders memory within one agent. Until a test on partitioned AMD
+  // hardware shows that partitions sharing a UUID also share coherent caches, AMD keeps
+  // system-scope signals everywhere.
+  same = false;
+#endif
   out->sameDevice = same;
   SSC_LOG(kInfo, "GPU launch limits: SM share {}, {} FIFO block(s) per channel, symmetric grid "
           "<= {} blocks ({} per SM), {}", shareMin, out->blocksPerChannel, symBlocks, me.symPerSM,
