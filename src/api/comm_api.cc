@@ -19,9 +19,23 @@ sscResult_t newComm(sscComm** out) {
   return sscSuccess;
 }
 
-void deleteComm(sscComm* comm) {
+// Before a healthy communicator's memory goes away: its own queued work has finished (drain) and
+// so has every peer's (barrier). On the GPU a peer's last kernel ends with stores into this
+// rank's connection segment (the head of the FIFO it read); freeing the segment before that
+// store lands would let it hit memory the runtime may already have handed to someone else.
+// Skipped after an error or abort: peers may be gone, and a barrier would only wait for them.
+void quiesce(sscComm* comm) {
+  if (comm->resources == nullptr || comm->bootstrap == nullptr || comm->abortFlag.load()) return;
+  if (comm->backend->drain(comm) != sscSuccess || comm->asyncError.load() != sscSuccess) return;
+  if (comm->bootstrap->barrier() != sscSuccess)
+    SSC_LOG(kWarn, "destroy: a peer did not reach the teardown barrier ({}); freeing anyway",
+            lastError());
+}
+
+void deleteComm(sscComm* comm, bool orderly = false) {
   if (comm->initThread.joinable()) comm->initThread.join();
   commWaitIdle(comm);
+  if (orderly) quiesce(comm);
   commReleaseStaging(comm);
   commUnregisterLive(comm);
   commWaitUnused(comm);
@@ -41,7 +55,7 @@ sscResult_t checkConfig(const char* fn, const sscConfig_t* config, bool* blockin
 }
 
 sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUniqueId& id, int rank,
-                     const sscConfig_t* config, const Topology* topoOverride) {
+                     const sscConfig_t* config, const Topology* topoOverride, int device = -1) {
   if (out == nullptr) return fail(sscInvalidArgument, "{}: comm is NULL", fn);
   *out = nullptr;
   if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks {} must be at least 1", fn, nranks);
@@ -50,14 +64,19 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   SSC_CHECK(checkConfig(fn, config, &blocking));
   sscComm* comm = nullptr;
   SSC_CHECK(newComm(&comm));
+  comm->device = device;
+  if (device >= 0) comm->backend->bindDevice(device);
   if (topoOverride != nullptr) {
     comm->topo = *topoOverride;
     comm->topoPreset = true;
   }
+  if (comm->device < 0) comm->device = comm->backend->deviceIndex();
   commRegisterLive(comm);
   if (!blocking) {
     comm->asyncError.store(sscInProgress);
     comm->initThread = std::thread([comm, id, nranks, rank] {
+      // A new thread starts on device 0: bind the caller's device first.
+      comm->backend->bindDevice(comm->device);
       sscResult_t r = commInit(comm, id, nranks, rank);
       if (r == sscSuccess) comm->asyncError.store(sscSuccess);
       else commSetAsyncError(comm, r, lastError());
@@ -119,6 +138,14 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
       for (int i = 0; i < ndev; ++i)
         if (devlist[i] < 0)
           return fail(sscInvalidArgument, "sscCommInitAll: devlist[{}] = {} is negative", i, devlist[i]);
+    const int devices = processBackend()->deviceCount();
+    for (int i = 0; devices > 0 && i < ndev; ++i) {
+      const int dev = devlist != nullptr ? devlist[i] : i;
+      if (dev >= devices)
+        return fail(sscInvalidArgument, "sscCommInitAll: rank {} would use device {}, but {} "
+                    "device(s) are visible{}", i, dev, devices,
+                    devlist == nullptr ? " (without a devlist rank i uses device i)" : "");
+    }
     sscUniqueId id;
     SSC_CHECK(bootstrapCreateUniqueId(&id));
     // Every rank's init blocks until all have joined, so each runs on its own thread.
@@ -127,7 +154,9 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
     std::vector<std::thread> threads;
     for (int i = 0; i < ndev; ++i)
       threads.emplace_back([&, i] {
-        results[i] = initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr);
+        // Rank i lives on devlist[i] (device i without a list), as in ncclCommInitAll.
+        results[i] = initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr,
+                              devices == 0 ? -1 : devlist != nullptr ? devlist[i] : i);
         messages[i] = lastError();
       });
     for (auto& t : threads) t.join();
@@ -198,7 +227,7 @@ SSC_API sscResult_t sscCommDestroy(sscComm_t comm) {
     if (!commIsLive(comm))
       return fail(sscInvalidUsage, "sscCommDestroy: comm {} is not a live communicator (already "
                   "destroyed?)", static_cast<void*>(comm));
-    deleteComm(comm);
+    deleteComm(comm, /*orderly=*/true);
     return sscSuccess;
   });
 }
@@ -249,7 +278,7 @@ SSC_API sscResult_t sscCommDevice(sscComm_t comm, int* device) {
   return guarded("sscCommDevice", [&]() -> sscResult_t {
     SSC_CHECK(checkComm("sscCommDevice", comm, true));
     if (device == nullptr) return fail(sscInvalidArgument, "sscCommDevice: device is NULL");
-    *device = comm->backend->deviceIndex();
+    *device = comm->device;  // recorded at init (the thread's current device may differ now)
     return sscSuccess;
   });
 }
