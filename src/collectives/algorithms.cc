@@ -1,5 +1,7 @@
 #include "src/collectives/algorithms.h"
 
+#include <algorithm>
+
 #include "src/collectives/algorithms_internal.h"
 #include "src/core/errors.h"
 #include "src/kernels/host/reduce.h"
@@ -81,11 +83,9 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
   out->channels.resize(1);
   PlanEmitter e(out, 0);
   const uint64_t chunk = params.chunkElems;
-  uint64_t longest = 0;
   for (const auto& op : ops) {
     if (op.peer < 0 || op.peer >= nranks)
       return fail(sscInvalidArgument, "peer {} out of range [0, {})", op.peer, nranks);
-    longest = std::max(longest, op.bytes);
     out->bufElems.push_back(op.bytes);
   }
   // A send to self pairs with the receive from self in posting order: both become local copies.
@@ -99,18 +99,46 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
     if (ops[selfSends[k]].bytes != ops[selfRecvs[k]].bytes)
       return fail(sscInvalidUsage, "send to self of {} bytes matched with a receive of {} bytes",
                   ops[selfSends[k]].bytes, ops[selfRecvs[k]].bytes);
-  // Chunk c of every send, then chunk c of every receive: each send step fits in half a FIFO,
-  // so the sends of round c never wait on receives of round c (see plan.h).
-  for (uint64_t lo = 0; lo < longest; lo += chunk) {
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (!ops[i].isSend || ops[i].peer == rank || lo >= ops[i].bytes) continue;
-      e.send(ops[i].peer, Ref{static_cast<uint16_t>(kBufUserBase + i), lo},
-             std::min(chunk, ops[i].bytes - lo));
-    }
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].isSend || ops[i].peer == rank || lo >= ops[i].bytes) continue;
-      e.recv(ops[i].peer, Ref{static_cast<uint16_t>(kBufUserBase + i), lo},
-             std::min(chunk, ops[i].bytes - lo));
+  // The sends to one peer form one byte stream (posting order), and so do the receives from
+  // one peer; both sides cut their streams at the same op and chunk boundaries, so the steps and
+  // their slot sizes match. Round c carries bytes [c, c + 1) x chunk of every stream: first every
+  // stream's sends, then its receives. A round puts at most half a FIFO on each connection, so
+  // the sends of round c never wait on receives of round c (see plan.h), however many ops of the
+  // group share a peer.
+  struct Stream {
+    bool isSend;
+    int peer;
+    std::vector<size_t> ops;  // in posting order
+    uint64_t bytes = 0;
+  };
+  std::vector<Stream> streams;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].peer == rank) continue;
+    auto it = std::find_if(streams.begin(), streams.end(), [&](const Stream& st) {
+      return st.isSend == ops[i].isSend && st.peer == ops[i].peer;
+    });
+    if (it == streams.end()) it = streams.insert(streams.end(), Stream{ops[i].isSend, ops[i].peer, {}, 0});
+    it->ops.push_back(i);
+    it->bytes += ops[i].bytes;
+  }
+  uint64_t longestStream = 0;
+  for (const Stream& st : streams) longestStream = std::max(longestStream, st.bytes);
+  for (uint64_t lo = 0; lo < longestStream; lo += chunk) {
+    for (bool sends : {true, false}) {
+      for (const Stream& st : streams) {
+        if (st.isSend != sends) continue;
+        uint64_t start = 0;  // of the current op within the stream
+        for (size_t i : st.ops) {
+          const uint64_t end = start + ops[i].bytes;
+          const uint64_t a = std::max(lo, start), b = std::min(lo + chunk, end);
+          if (a < b) {
+            const Ref ref{static_cast<uint16_t>(kBufUserBase + i), a - start};
+            if (sends) e.send(st.peer, ref, b - a);
+            else e.recv(st.peer, ref, b - a);
+          }
+          start = end;
+        }
+      }
     }
   }
   for (size_t k = 0; k < selfSends.size(); ++k)
