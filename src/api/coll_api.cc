@@ -102,9 +102,11 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
                       "position recvbuff + rank * sendcount", fn);
         break;
       case CollKind::kAllToAll:
-        if (overlaps(in, inBytes, out, outBytes))
-          return fail(sscInvalidArgument, "{}: sendbuff and recvbuff overlap (not supported for "
-                      "all-to-all)", fn);
+        // In place means the very same buffer (as in NCCL): the direct plan then sends each
+        // chunk before receiving over it. Any other overlap would shift blocks under the plan.
+        if (in != out && overlaps(in, inBytes, out, outBytes))
+          return fail(sscInvalidArgument, "{}: sendbuff and recvbuff partially overlap (all-to-all "
+                      "supports only sendbuff == recvbuff, in place)", fn);
         break;
       default:
         if (in != nullptr && out != nullptr && in != out && overlaps(in, inBytes, out, outBytes))
@@ -117,7 +119,9 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
                          (kind == CollKind::kAllGather && in == out + comm->rank * block));
     // A pre-multiplied sum scales each rank's input by that rank's own scalar; zero-copy steps
     // read peers' raw inputs and could only apply the local one, so such calls use the FIFOs.
-    call.zeroCopyOk = !reduces || static_cast<int>(op) < sscNumOps;
+    call.args.rankScaled = reduces && static_cast<int>(op) >= sscNumOps;
+    call.args.captured = comm->backend->streamCapturing(stream);
+    call.zeroCopyOk = !call.args.rankScaled && !call.args.captured;
     if (call.zeroCopyOk) findSymmetric(comm, &call, inBytes, outBytes);
     return submitCall(call);
   }();

@@ -20,6 +20,14 @@ struct CollArgs {
   int root = 0;
   bool symmetric = false;  // both buffers are symmetric registrations (zero-copy possible)
   bool inPlace = false;    // sendbuff and recvbuff are the same memory (per the API's rules)
+  // Each rank pre-multiplies its input by its own scalar (PreMulSum): only algorithms that scale
+  // a contribution where it is read, on its own rank, are right; anything that reads peers' raw
+  // inputs (zero-copy, the GPU's LL packets) would apply the reader's scalar to all of them.
+  bool rankScaled = false;
+  // The call is being captured into a graph: a replay repeats the launch's arguments, so only
+  // algorithms whose protocol state lives in device memory (the FIFO counters) stay right;
+  // the symmetric kernels' barrier epochs and LL rounds come from the host per call.
+  bool captured = false;
 };
 
 // One point-to-point operation of a group (kSendRecv plans): buffer kBufUserBase + index.
