@@ -54,20 +54,31 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
 #endif
 
 #if SSC_NCCL_HAS_ncclCommWindowRegister
-// Symmetric windows promise every rank a load/store view of every peer's buffer at the same
-// offset, in NCCL's own layout, for its symmetric kernels and the device API. Starscream maps
-// peers' buffers only inside its own plans, so it cannot give that promise: refuse.
+// A window is a symmetric registration: every rank registers its buffer collectively, in the
+// same order, and Starscream maps every peer's copy for its zero-copy algorithms, which is what
+// NCCL uses windows for in its own collectives (NCCL_WIN_COLL_SYMMETRIC). The window handle is
+// the registration's handle. NCCL's device API (load/store through a window inside the user's
+// kernels) is not offered through it: its ncclDevComm calls say so on their own.
 NCCL_SHIM_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
               ncclWindow_t* win, int winFlags);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                     int winFlags) {
   return guarded("ncclCommWindowRegister", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
+    const char* fn = "ncclCommWindowRegister";
     std::shared_ptr<ncclComm> c;
-    NCCL_SHIM_CHECK(acquire("ncclCommWindowRegister", comm, Need::kReady, &c));
-    if (win != nullptr) *win = nullptr;
-    return fail(ncclInvalidUsage, "ncclCommWindowRegister: symmetric memory windows are not "
-                "supported by Starscream (use ncclCommRegister, or plain buffers)");
+    NCCL_SHIM_CHECK(acquire(fn, comm, Need::kReady, &c));
+    if (win == nullptr) return fail(ncclInvalidArgument, "{}: win is NULL", fn);
+    *win = nullptr;
+    // NCCL_WIN_DEFAULT (0) and NCCL_WIN_COLL_SYMMETRIC (1) are the flags NCCL 2.28 defines.
+    if ((winFlags & ~1) != 0)
+      return fail(ncclInvalidArgument, "{}: unknown winFlags {:#x} (NCCL_WIN_DEFAULT or "
+                  "NCCL_WIN_COLL_SYMMETRIC)", fn, winFlags);
+    void* handle = nullptr;
+    sscResult_t r = sscCommRegister(c->ssc, buff, size, &handle);
+    if (r != sscSuccess) return fromSsc(fn, r, c->ssc);
+    *win = reinterpret_cast<ncclWindow_t>(handle);
+    return ncclSuccess;
   });
 }
 
@@ -75,11 +86,11 @@ NCCL_SHIM_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindo
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return guarded("ncclCommWindowDeregister", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclCommWindowDeregister, comm, win);
+    const char* fn = "ncclCommWindowDeregister";
     std::shared_ptr<ncclComm> c;
-    NCCL_SHIM_CHECK(acquire("ncclCommWindowDeregister", comm, Need::kLive, &c));
-    return fail(ncclInvalidUsage, "ncclCommWindowDeregister: window {} was not registered: "
-                "symmetric memory windows are not supported by Starscream",
-                static_cast<void*>(win));
+    NCCL_SHIM_CHECK(acquire(fn, comm, Need::kReadyOrRevoked, &c));
+    sscResult_t r = sscCommDeregister(c->ssc, reinterpret_cast<void*>(win));
+    return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, c->ssc);
   });
 }
 #endif

@@ -175,9 +175,14 @@ TEST_F(NcclShim, BadArgumentsAndUnsupportedFeatures) {
 #endif
   expectError(ncclGroupEnd(), ncclInvalidUsage, "no matching ncclGroupStart");
 #if SSC_NCCL_HAS_ncclCommWindowRegister
+  // Windows are symmetric registrations (collective: tests/nccl/nccl_call_patterns.c registers
+  // real ones under mpirun); here only the argument checks, which fail before any exchange.
   ncclWindow_t win = nullptr;
-  expectError(ncclCommWindowRegister(comms_[0], a, sizeof(a), &win, NCCL_WIN_DEFAULT),
-              ncclInvalidUsage, "symmetric memory windows are not supported");
+  expectError(ncclCommWindowRegister(comms_[0], a, sizeof(a), nullptr, NCCL_WIN_DEFAULT),
+              ncclInvalidArgument, "win is NULL");
+  expectError(ncclCommWindowRegister(comms_[0], a, sizeof(a), &win, 0x40),
+              ncclInvalidArgument, "unknown winFlags 0x40");
+  EXPECT_EQ(win, nullptr);
 #endif
 #if SSC_NCCL_HAS_DEVICE_API
   ncclDevCommRequirements_t reqs{};
