@@ -147,7 +147,11 @@ sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlist);
 sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* newcomm,
                          sscConfig_t* config);
 
-/** Waits for all work queued on comm to finish and flushes it; comm stays valid to destroy. */
+/**
+ * Waits for all work queued on comm to finish and flushes it; comm stays valid to destroy.
+ * Where every rank is its own process, finalize is collective: it also meets every peer, so the
+ * destroy after it frees nothing a peer's last operation still writes to.
+ */
 sscResult_t sscCommFinalize(sscComm_t comm);
 
 /** Frees comm's resources. Local: after sscCommFinalize it does not wait for peers. */

@@ -19,23 +19,18 @@ sscResult_t newComm(sscComm** out) {
   return sscSuccess;
 }
 
-// Before a healthy communicator's memory goes away: its own queued work has finished (drain) and
-// so has every peer's (barrier). On the GPU a peer's last kernel ends with stores into this
-// rank's connection segment (the head of the FIFO it read); freeing the segment before that
-// store lands would let it hit memory the runtime may already have handed to someone else.
-// Skipped after an error or abort: peers may be gone, and a barrier would only wait for them.
-void quiesce(sscComm* comm) {
-  if (comm->resources == nullptr || comm->bootstrap == nullptr || comm->abortFlag.load()) return;
-  if (comm->backend->drain(comm) != sscSuccess || comm->asyncError.load() != sscSuccess) return;
-  if (comm->bootstrap->barrier() != sscSuccess)
-    SSC_LOG(kWarn, "destroy: a peer did not reach the teardown barrier ({}); freeing anyway",
-            lastError());
+// Destroy is local, as in NCCL (a process holding several ranks destroys them one after the
+// other; a peer may have aborted): it waits for this communicator's own queued work, then frees.
+// Meeting the peers too, so that no peer kernel's last store can still land in memory freed here
+// (the head counter a receiver writes into the sender's segment), is sscCommFinalize's job.
+void drainOwnWork(sscComm* comm) {
+  if (comm->resources != nullptr && !comm->abortFlag.load()) (void)comm->backend->drain(comm);
 }
 
 void deleteComm(sscComm* comm, bool orderly = false) {
   if (comm->initThread.joinable()) comm->initThread.join();
   commWaitIdle(comm);
-  if (orderly) quiesce(comm);
+  if (orderly) drainOwnWork(comm);
   commReleaseStaging(comm);
   commUnregisterLive(comm);
   commWaitUnused(comm);
@@ -211,6 +206,13 @@ SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
     CommUse use(comm);
     SSC_CHECK(checkComm("sscCommFinalize", comm, true));
     commWaitIdle(comm);
+    SSC_CHECK(comm->backend->drain(comm));
+    // Collective: every rank's kernels of this communicator have finished once all pass, so
+    // destroy frees nothing a peer still writes to. Only where each process holds one rank: a
+    // process with several destroys (and finalizes) them one after the other, and a barrier
+    // there would wait for a rank its own thread has not reached yet.
+    if (comm->onePerProcess && comm->asyncError.load() == sscSuccess && !comm->finalized)
+      SSC_CHECK(comm->bootstrap->barrier());
     comm->finalized = true;
     int state = comm->asyncError.load();
     if (state != sscSuccess) {

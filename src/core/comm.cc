@@ -64,6 +64,17 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
   SSC_CHECK(commSetUpStaging(comm));
+  struct Where { char host[64]; int64_t pid; };
+  std::vector<Where> where(nranks);
+  std::memset(where.data(), 0, where.size() * sizeof(Where));
+  (void)gethostname(where[rank].host, sizeof(where[rank].host) - 1);
+  where[rank].pid = static_cast<int64_t>(getpid());
+  SSC_CHECK(comm->bootstrap->allGather(where.data(), sizeof(Where)));
+  comm->onePerProcess = true;
+  for (int q = 0; q < nranks; ++q)
+    if (q != rank && where[q].pid == where[rank].pid &&
+        std::strncmp(where[q].host, where[rank].host, sizeof(where[q].host)) == 0)
+      comm->onePerProcess = false;
   SSC_CHECK(comm->bootstrap->barrier());
   SSC_LOG(kInfo, "communicator ready: rank {}/{} on the {} backend, topology '{}' ({} GPU(s))",
           rank, nranks, comm->backend->name(), comm->topo.name, comm->topo.gpus.size());

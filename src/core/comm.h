@@ -61,6 +61,9 @@ struct sscComm {
   // The device the communicator was created on (the caller's current one, or sscCommInitAll's
   // devlist entry); the GPU backend makes it current around every runtime call, as NCCL does.
   int device = -1;
+  // No two ranks of the communicator live in one process: destroy may then meet its peers at a
+  // barrier (a process with several ranks destroys them one after the other, NCCL's pattern).
+  bool onePerProcess = false;
   std::unique_ptr<ssc::Bootstrap> bootstrap;
   ssc::Topology topo;
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
