@@ -122,13 +122,22 @@ void buildDirect(const CallShape& c, size_t elemBytes, RankPlan* plan) {
       }
       break;
     case CollKind::kAllToAll:
+      // Chunk round [lo, lo+n1): block p's chunk goes to every peer p, then every peer q's chunk
+      // lands in block q. The same schedule is safe in place (kBufIn == kBufOut, no shift): the
+      // only step that writes chunk lo of block q is the receive from q, and the only step that
+      // reads it is the send to q, which comes earlier in the same round and has copied it into
+      // the FIFO before returning (host executor; on the GPU the send and the receive have the
+      // same offset and count, so the same block owns each element and runs them in order).
+      // Other rounds touch other chunks. Deadlock freedom is the out-of-place argument: one
+      // step per connection per round, each at most half a FIFO. No extra memory is needed.
       for (uint64_t lo = 0; lo < count; lo += chunk) {
         uint64_t n1 = std::min(chunk, count - lo);
         for (int i = 1; i < n; ++i) {
           int peer = peerAt(r, i, n);
           e.send(peer, Ref{kBufIn, peer * count + lo}, n1);
         }
-        e.copy(Ref{kBufIn, r * count + lo}, Ref{kBufOut, r * count + lo}, n1);
+        // In place the own block is already where it belongs.
+        if (!c.args.inPlace) e.copy(Ref{kBufIn, r * count + lo}, Ref{kBufOut, r * count + lo}, n1);
         for (int i = 1; i < n; ++i) {
           int peer = peerAt(r, n - i, n);
           e.recv(peer, Ref{kBufOut, peer * count + lo}, n1);

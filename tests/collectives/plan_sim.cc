@@ -1,5 +1,6 @@
 #include "tests/collectives/plan_sim.h"
 
+#include <algorithm>
 #include <deque>
 #include <fmt/format.h>
 #include <map>
@@ -31,6 +32,15 @@ bool isSend(StepOp op) {
          op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
 }
 
+// In place (RankPlan::inPlace), kBufIn and kBufOut are one memory: both live in one vector (kept
+// in the kBufOut slot while the plan runs), element e of kBufIn at inBase + e and element e of
+// kBufOut at outBase + e, with inBase - outBase = inAliasShift. A write through either name is
+// then seen through the other, so a plan that overwrites input it has yet to read is caught.
+struct Alias {
+  bool on = false;
+  uint64_t inBase = 0, outBase = 0, inElems = 0, outElems = 0;
+};
+
 std::string combine(const SymElem& a, const SymElem& b, SymElem* out) {
   if (a.tag != b.tag) return fmt::format("reduces element {} with element {}", a.tag, b.tag);
   if (a.ranks & b.ranks) return fmt::format("element {} reduces a contribution twice", a.tag);
@@ -47,6 +57,30 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
   const int n = static_cast<int>(plans.size());
   std::map<std::tuple<int, int, size_t>, std::deque<Piece>> fifo;  // (from, to, channel)
   std::vector<RankState> st(n);
+  std::vector<Alias> alias(n);
+  for (int r = 0; r < n; ++r) {
+    if (!plans[r].inPlace || bufs[r].size() <= kBufOut) continue;
+    Alias& a = alias[r];
+    a.on = true;
+    const int64_t shift = plans[r].inAliasShift;
+    a.inBase = shift > 0 ? static_cast<uint64_t>(shift) : 0;
+    a.outBase = shift < 0 ? static_cast<uint64_t>(-shift) : 0;
+    a.inElems = bufs[r][kBufIn].size();
+    a.outElems = bufs[r][kBufOut].size();
+    // The caller's input content is what the shared memory holds where the input lies.
+    std::vector<SymElem> mem(std::max(a.inBase + a.inElems, a.outBase + a.outElems));
+    std::copy(bufs[r][kBufOut].begin(), bufs[r][kBufOut].end(), mem.begin() + a.outBase);
+    std::copy(bufs[r][kBufIn].begin(), bufs[r][kBufIn].end(), mem.begin() + a.inBase);
+    bufs[r][kBufOut] = std::move(mem);
+    bufs[r][kBufIn].clear();
+  }
+  // Element `off` of buffer `buf` of rank r, through the alias when the plan runs in place.
+  auto cell = [&](int r, uint16_t buf, uint64_t off) -> SymElem& {
+    const Alias& a = alias[r];
+    if (a.on && buf == kBufIn) return bufs[r][kBufOut][a.inBase + off];
+    if (a.on && buf == kBufOut) return bufs[r][kBufOut][a.outBase + off];
+    return bufs[r][buf][off];
+  };
   auto finished = [&](int r) { return st[r].channel >= plans[r].channels.size(); };
   auto normalize = [&](int r) {
     while (!finished(r) && st[r].step >= plans[r].channels[st[r].channel].steps.size()) {
@@ -84,12 +118,12 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
         for (uint64_t k = 0; k < s.count; ++k) {
           SymElem v;
           if (s.op == StepOp::kPeerPush) {
-            v = bufs[r][s.srcBuf][s.srcOff + k];
-            for (int q = 0; q < n; ++q) bufs[q][s.dstBuf][s.dstOff + k] = v;
+            v = cell(r, s.srcBuf, s.srcOff + k);
+            for (int q = 0; q < n; ++q) cell(q, s.dstBuf, s.dstOff + k) = v;
             continue;
           }
           for (int q = 0; q < n; ++q) {
-            SymElem c = bufs[q][s.srcBuf][s.srcOff + k];
+            SymElem c = cell(q, s.srcBuf, s.srcOff + k);
             if (s.flags & kFlagPreOp) c.pre |= c.ranks;
             if (q == 0) { v = c; continue; }
             std::string err = combine(v, c, &v);
@@ -99,8 +133,8 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
             }
           }
           if (s.flags & kFlagPostOp) ++v.post;
-          if (s.op == StepOp::kPeerReduce) bufs[r][s.dstBuf][s.dstOff + k] = v;
-          else for (int q = 0; q < n; ++q) bufs[q][s.dstBuf][s.dstOff + k] = v;
+          if (s.op == StepOp::kPeerReduce) cell(r, s.dstBuf, s.dstOff + k) = v;
+          else for (int q = 0; q < n; ++q) cell(q, s.dstBuf, s.dstOff + k) = v;
         }
         ++st[r].step;
         normalize(r);
@@ -123,11 +157,11 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
         }
       }
       auto src = [&](uint64_t k) {
-        SymElem e = bufs[r][s.srcBuf][s.srcOff + st[r].done + k];
+        SymElem e = cell(r, s.srcBuf, s.srcOff + st[r].done + k);
         if (s.flags & kFlagPreOp) e.pre |= e.ranks;
         return e;
       };
-      auto dstRef = [&](uint64_t k) -> SymElem& { return bufs[r][s.dstBuf][s.dstOff + st[r].done + k]; };
+      auto dstRef = [&](uint64_t k) -> SymElem& { return cell(r, s.dstBuf, s.dstOff + st[r].done + k); };
       Piece out(m);
       for (uint64_t k = 0; k < m; ++k) {
         SymElem v;
@@ -172,6 +206,14 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
                               std::get<0>(key), std::get<1>(key));
       return res;
     }
+  // Split the shared memory of in-place ranks back into the two views the caller expects.
+  for (int r = 0; r < n; ++r) {
+    const Alias& a = alias[r];
+    if (!a.on) continue;
+    const std::vector<SymElem> mem = std::move(bufs[r][kBufOut]);
+    bufs[r][kBufIn].assign(mem.begin() + a.inBase, mem.begin() + a.inBase + a.inElems);
+    bufs[r][kBufOut].assign(mem.begin() + a.outBase, mem.begin() + a.outBase + a.outElems);
+  }
   res.buffers = std::move(bufs);
   return res;
 }

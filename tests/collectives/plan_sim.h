@@ -2,7 +2,9 @@
 // tests. Elements are symbolic: each carries the index it came from and the set of ranks whose
 // contributions it holds, so the simulator can prove that every element is reduced exactly once,
 // lands in the right place, and gets the pre/post steps exactly once. FIFOs have finite capacity
-// like the real transports, so a plan that could deadlock is reported as such.
+// like the real transports, so a plan that could deadlock is reported as such. Plans marked
+// in place (RankPlan::inPlace) see their input and output as one memory (inAliasShift apart), as
+// the executors do, so reading input after a step overwrote it yields the wrong element.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,9 @@ struct SimResult {
 };
 
 // Runs the plans. inputs[rank][buf] gives the initial content of each buffer (sized to the plan's
-// bufElems). slotElems: elements per FIFO slot; slots: FIFO depth.
+// bufElems; in place, the input's content wins where the two overlap, and the result's kBufIn
+// and kBufOut are both views of the shared memory). slotElems: elements per FIFO slot; slots:
+// FIFO depth.
 SimResult simulatePlans(const std::vector<RankPlan>& plans,
                         std::vector<std::vector<std::vector<SymElem>>> inputs, uint64_t slotElems,
                         int slots);

@@ -1,7 +1,8 @@
 // Plan-level tests, no MPI: every algorithm x collective over many shapes is compiled for all
 // ranks, checked for connection pairing and bounds, and run in the symbolic simulator, which
 // proves each element is reduced exactly once, lands where the collective's definition says, and
-// that the plan cannot deadlock on finite FIFOs.
+// that the plan cannot deadlock on finite FIFOs. Every case also runs in place, with input and
+// output aliased in the simulator, so a plan that overwrites input it has not yet read fails.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -55,19 +56,28 @@ const Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHier
 
 SymElem contribution(int64_t tag, int rank) { return SymElem{tag, 1ull << rank, 0, 0}; }
 
-// Runs one case; returns "" or what went wrong.
-std::string runCase(const Topology& topo, CollKind coll, Algo algo, uint64_t count, int root,
-                    size_t elemBytes) {
+// Builds every rank's plan for one call; returns "" or what went wrong.
+std::string buildPlans(const Topology& topo, CollKind coll, Algo algo, uint64_t count, int root,
+                       size_t elemBytes, bool inPlace, std::vector<RankPlan>* plans) {
   const int n = topo.nranks();
   PlanParams params{kChunk, 2, elemBytes};
-  std::vector<RankPlan> plans(n);
+  plans->assign(n, RankPlan{});
   for (int r = 0; r < n; ++r) {
     CollArgs args{coll, count, root};
     args.symmetric = algo == Algo::kSymmetric;
-    sscResult_t res = buildCollPlan(topo, r, args, algo, params, &plans[r]);
+    args.inPlace = inPlace;
+    sscResult_t res = buildCollPlan(topo, r, args, algo, params, &(*plans)[r]);
     if (res != sscSuccess) return fmt::format("buildCollPlan failed for rank {}", r);
   }
-  if (std::string v = validatePlans(plans); !v.empty()) return "validatePlans: " + v;
+  if (std::string v = validatePlans(*plans); !v.empty()) return "validatePlans: " + v;
+  return "";
+}
+
+// Simulates the plans on symbolic inputs and checks every rank's output against the
+// collective's definition (in place, the simulator aliases input and output as the plans say).
+std::string simulateAndCheck(const std::vector<RankPlan>& plans, CollKind coll, uint64_t count,
+                             int root) {
+  const int n = static_cast<int>(plans.size());
   std::vector<std::vector<std::vector<SymElem>>> inputs(n);
   const uint64_t N = static_cast<uint64_t>(n);
   for (int r = 0; r < n; ++r) {
@@ -118,6 +128,16 @@ std::string runCase(const Topology& topo, CollKind coll, Algo algo, uint64_t cou
   return "";
 }
 
+// Runs one case; returns "" or what went wrong.
+std::string runCase(const Topology& topo, CollKind coll, Algo algo, uint64_t count, int root,
+                    size_t elemBytes, bool inPlace = false) {
+  std::vector<RankPlan> plans;
+  if (std::string err = buildPlans(topo, coll, algo, count, root, elemBytes, inPlace, &plans);
+      !err.empty())
+    return err;
+  return simulateAndCheck(plans, coll, count, root);
+}
+
 TEST(Plans, EveryAlgorithmCollectiveAndShape) {
   const uint64_t counts[] = {0, 1, 7, 3 * kChunk + 5, 1000};
   int cases = 0;
@@ -131,17 +151,92 @@ TEST(Plans, EveryAlgorithmCollectiveAndShape) {
           if (n == 64 && count == 1000) continue;  // keeps the 64-rank cases quick
           for (int root : {0, n - 1}) {
             if (root != 0 && coll != CollKind::kBroadcast && coll != CollKind::kReduce) continue;
-            for (size_t elemBytes : {size_t{1}, size_t{8}, size_t{1} << 17}) {  // the last forces two-shot paths
-              std::string err = runCase(topo, coll, algo, count, root, elemBytes);
-              ++cases;
-              EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)
-                                 << " count " << count << " root " << root << " elem " << elemBytes;
-            }
+            for (size_t elemBytes : {size_t{1}, size_t{8}, size_t{1} << 17})  // the last forces two-shot paths
+              for (bool inPlace : {false, true}) {  // in place: input and output aliased
+                std::string err = runCase(topo, coll, algo, count, root, elemBytes, inPlace);
+                ++cases;
+                EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)
+                                   << " count " << count << " root " << root << " elem " << elemBytes
+                                   << (inPlace ? " in place" : "");
+              }
           }
         }
       }
   }
   EXPECT_GT(cases, 1000);
+}
+
+// In place, the GPU executor splits every step over the channel's blocks by position within the
+// step and only orders steps across blocks where placeBarriers finds a dependency. A plan needs
+// no such barrier when any two steps of a channel that touch a common element (input and output
+// aliased) and of which one writes it do so at the same offset with the same count: the same
+// block then owns each element in both. Returns "" or the first pair that breaks this.
+std::string crossBlockHazard(const RankPlan& plan) {
+  struct Access { uint64_t lo, n; bool write; size_t step; };
+  for (const ChannelPlan& ch : plan.channels) {
+    std::vector<Access> seen;
+    for (size_t i = 0; i < ch.steps.size(); ++i) {
+      const Step& s = ch.steps[i];
+      const bool reads = s.op != StepOp::kRecv && s.op != StepOp::kRecvCopySend;
+      const bool writes = s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend;
+      auto add = [&](uint16_t buf, uint64_t off, bool write) -> std::string {
+        if (buf != kBufIn && buf != kBufOut) return "";
+        if (buf == kBufIn) off = static_cast<uint64_t>(static_cast<int64_t>(off) + plan.inAliasShift);
+        const Access a{off, s.count, write, i};
+        for (const Access& b : seen)
+          if ((a.write || b.write) && a.lo < b.lo + b.n && b.lo < a.lo + a.n &&
+              (a.lo != b.lo || a.n != b.n))
+            return fmt::format("rank {} steps {} and {} share elements at offsets {} and {}",
+                               plan.rank, b.step, i, b.lo, a.lo);
+        seen.push_back(a);
+        return "";
+      };
+      if (reads) if (std::string e = add(s.srcBuf, s.srcOff, false); !e.empty()) return e;
+      if (writes) if (std::string e = add(s.dstBuf, s.dstOff, true); !e.empty()) return e;
+    }
+  }
+  return "";
+}
+
+TEST(Plans, AllToAllInPlace) {
+  // sendbuff == recvbuff: each rank must send chunk c of block q to q before the receive from q
+  // overwrites it. The simulator aliases kBufIn and kBufOut, so an early overwrite shows up as
+  // a wrong element; counts cover one partial chunk, exact-ish and multi-chunk blocks.
+  const uint64_t counts[] = {0, 1, 7, kChunk - 1, kChunk + 3, 3 * kChunk + 1};
+  for (int n : {1, 2, 3, 4, 5, 8}) {
+    Topology topo = makeTopo(std::vector<int>(n, 1));
+    for (uint64_t count : counts) {
+      const std::string what = fmt::format("{} ranks count {}", n, count);
+      std::vector<RankPlan> plans;
+      ASSERT_EQ(buildPlans(topo, CollKind::kAllToAll, Algo::kDirect, count, 0, 4, true, &plans), "")
+          << what;
+      EXPECT_EQ(simulateAndCheck(plans, CollKind::kAllToAll, count, 0), "") << what;
+      for (const RankPlan& p : plans) {
+        EXPECT_TRUE(p.inPlace) << what;
+        EXPECT_EQ(p.inAliasShift, 0) << what;
+        EXPECT_EQ(crossBlockHazard(p), "") << what;
+        // The own block already sits in place: no local copy of it onto itself.
+        for (const Step& s : p.channels[0].steps)
+          EXPECT_NE(s.op, StepOp::kCopy) << what << " rank " << p.rank;
+      }
+    }
+  }
+}
+
+TEST(Plans, SimulatorCatchesInPlaceOverwriteBeforeSend) {
+  // The checker must be able to fail: rank 1 receives into block 0 before sending block 0, so it
+  // forwards rank 0's data back to rank 0 instead of its own.
+  Topology topo = makeTopo({1, 1});
+  const uint64_t count = kChunk;  // one round: rank 1's plan is send(0), recv(0)
+  std::vector<RankPlan> plans;
+  ASSERT_EQ(buildPlans(topo, CollKind::kAllToAll, Algo::kDirect, count, 0, 4, true, &plans), "");
+  EXPECT_EQ(simulateAndCheck(plans, CollKind::kAllToAll, count, 0), "");
+  auto& steps = plans[1].channels[0].steps;
+  ASSERT_EQ(steps.size(), 2u);
+  std::swap(steps[0], steps[1]);
+  ASSERT_EQ(validatePlans(plans), "");  // still well paired; only the data is wrong
+  const std::string err = simulateAndCheck(plans, CollKind::kAllToAll, count, 0);
+  EXPECT_NE(err.find("rank 0 out[8]"), std::string::npos) << err;
 }
 
 TEST(Plans, SupportMatrix) {
@@ -193,6 +288,32 @@ TEST(Plans, P2pFusedPlansPairAndCompleteInAnyPostingOrder) {
   RankPlan bad;
   EXPECT_EQ(buildP2pPlan(0, 2, {{true, 0, 10}}, params, &bad), sscInvalidUsage);
   EXPECT_EQ(buildP2pPlan(0, 2, {{true, 5, 10}}, params, &bad), sscInvalidArgument);
+}
+
+// Several sends to one peer in one group (PyTorch's batch_isend_irecv of several tensors, a
+// ring exchange posted five times): per round, each connection may carry half a FIFO in all,
+// or both sides fill their FIFOs with sends and wait for receives that never start.
+TEST(Plans, P2pSeveralOpsToOnePeerStayWithinTheFifo) {
+  PlanParams params{kChunk, 1, 1};
+  for (int n : {2, 3, 5}) {
+    std::vector<RankPlan> plans(n);
+    for (int r = 0; r < n; ++r) {
+      std::vector<P2pOp> ops;
+      for (int k = 0; k < 5; ++k) {
+        ops.push_back({true, (r + 1) % n, 7 * kChunk / 2 + k});  // uneven, > a FIFO each
+        ops.push_back({false, (r + n - 1) % n, 7 * kChunk / 2 + k});
+      }
+      ops.push_back({true, (r + 1) % n, 3});  // and a small one after them
+      ops.push_back({false, (r + n - 1) % n, 3});
+      ASSERT_EQ(buildP2pPlan(r, n, ops, params, &plans[r]), sscSuccess);
+    }
+    EXPECT_EQ(validatePlans(plans), "") << n << " ranks";
+    std::vector<std::vector<std::vector<SymElem>>> in(n);
+    for (int r = 0; r < n; ++r)
+      for (uint64_t sz : plans[r].bufElems) in[r].emplace_back(sz);
+    SimResult sim = simulatePlans(plans, in, kSlotElems, kSlots);
+    EXPECT_EQ(sim.error, "") << n << " ranks";
+  }
 }
 
 TEST(Plans, DumpIsReadable) {

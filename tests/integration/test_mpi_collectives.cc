@@ -67,7 +67,8 @@ long long runCase(const Case& c, std::string* why) {
   if (c.coll == Coll::kAllGather || c.coll == Coll::kAllToAll) outElems = n * cnt;
   void* outBuf = nullptr;
   void* inBuf = nullptr;
-  const bool separateIn = !c.inPlace || c.coll == Coll::kAllToAll;
+  // In place, all-to-all (like all-reduce, broadcast and reduce) passes one buffer as both.
+  const bool separateIn = !c.inPlace;
   if (c.registered) {
     if (std::max(inElems, outElems) * es + 64 > kPoolBytes) return -1;
     outBuf = g_poolOut;
