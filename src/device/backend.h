@@ -88,7 +88,8 @@ class Backend {
   virtual sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
 
   // Blocks until every operation of comm queued so far has finished (this communicator's only:
-  // never a device-wide wait). Destroy calls it before freeing what peers may still touch.
+  // never a device-wide wait). Finalize and destroy call it before the peers' barrier and the
+  // frees.
   virtual sscResult_t drain(sscComm* comm) { (void)comm; return sscSuccess; }
 
   // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).

@@ -219,7 +219,7 @@ class GpuBackend : public Backend {
   sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) override {
     auto res = std::make_unique<GpuResources>();
     res->comm = comm;
-    res->device = comm->device >= 0 ? comm->device : deviceIndex();
+    res->device = comm->device;
     DeviceGuard onDevice(res->device);
     gpu::FifoShape shape;
     gpu::LaunchLimits limits;
@@ -281,38 +281,16 @@ class GpuBackend : public Backend {
   // of HBM per rank.
   size_t defaultStagingBytes() const override { return 32u << 20; }
 
-  // The copies and the plan are one operation of the communicator: the staging buffers are
-  // shared, so the launch order (which also orders them across streams) covers all three.
   sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& c,
-                            sscStream_t streamHandle) override {
-    auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
-    std::lock_guard<std::mutex> g(res->mu);
-    DeviceGuard onDevice(res->device);
-    const auto stream = static_cast<hipStream_t>(streamHandle);
-    SSC_CHECK(checkHealthy(comm, res));
-    SSC_CHECK(res->order.before(stream));
-    hipError_t e = hipMemcpyAsync(c.stageIn, c.in, c.inBytes, hipMemcpyDefault, stream);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "staging a call's input failed: {}", hipGetErrorString(e));
-    SSC_CHECK(launchLocked(res, std::move(work), streamHandle));
-    e = hipMemcpyAsync(c.out, c.stageOut, c.outBytes, hipMemcpyDefault, stream);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "copying a staged call's result failed: {}", hipGetErrorString(e));
-    return res->order.after(stream);
+                            sscStream_t stream) override {
+    return submit(comm, std::move(work), &c, stream);
   }
 
-  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t streamHandle) override {
-    auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
-    std::lock_guard<std::mutex> g(res->mu);
-    DeviceGuard onDevice(res->device);
-    const auto stream = static_cast<hipStream_t>(streamHandle);
-    SSC_CHECK(checkHealthy(comm, res));
-    SSC_CHECK(res->order.before(stream));
-    SSC_CHECK(launchLocked(res, std::move(work), streamHandle));
-    return res->order.after(stream);
+  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+    return submit(comm, std::move(work), nullptr, stream);
   }
 
-  // Waits for every launch of comm queued so far (destroy's quiesce step).
+  // Waits for every launch of comm queued so far (finalize and destroy).
   sscResult_t drain(sscComm* comm) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr) return sscSuccess;
@@ -331,16 +309,37 @@ class GpuBackend : public Backend {
   }
 
  private:
-  sscResult_t checkHealthy(sscComm* comm, GpuResources* res) {
+  // One operation of the communicator: a plan, and for a staged call the copies into and out of
+  // the (shared) staging buffers around it. The launch order covers all of it.
+  sscResult_t submit(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
+                     sscStream_t streamHandle) {
+    auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
+    std::lock_guard<std::mutex> g(res->mu);
+    DeviceGuard onDevice(res->device);
     SSC_CHECK(res->reportKernelError());
     const sscResult_t prior = static_cast<sscResult_t>(comm->asyncError.load());
     if (prior != sscSuccess)
       return fail(prior, "communicator is in error state from an earlier failure; operation skipped");
-    return sscSuccess;
+    const auto stream = static_cast<hipStream_t>(streamHandle);
+    const bool capturing = gpu::streamCapturing(stream);
+    SSC_CHECK(res->order.before(stream, capturing));
+    if (staged != nullptr) {
+      const hipError_t e = hipMemcpyAsync(staged->stageIn, staged->in, staged->inBytes, hipMemcpyDefault, stream);
+      if (e != hipSuccess)
+        return fail(sscUnhandledDeviceError, "staging a call's input failed: {}", hipGetErrorString(e));
+    }
+    SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
+    if (staged != nullptr) {
+      const hipError_t e = hipMemcpyAsync(staged->out, staged->stageOut, staged->outBytes, hipMemcpyDefault, stream);
+      if (e != hipSuccess)
+        return fail(sscUnhandledDeviceError, "copying a staged call's result failed: {}", hipGetErrorString(e));
+    }
+    return res->order.after(stream, capturing);
   }
 
-  // Queues one plan (FIFO kernel or symmetric executor); the caller orders it.
-  sscResult_t launchLocked(GpuResources* res, std::shared_ptr<Work> work, sscStream_t stream) {
+  // Queues one plan (FIFO kernel or symmetric executor); submit() orders it.
+  sscResult_t launchLocked(GpuResources* res, std::shared_ptr<Work> work, hipStream_t stream,
+                           bool capturing) {
     const RankPlan& plan = *work->plan;
     if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream);
     if (plan.channels.size() > static_cast<size_t>(res->channels()))
@@ -350,7 +349,6 @@ class GpuBackend : public Backend {
       return fail(sscInvalidUsage, "{} buffers in one fused call; the GPU executor takes at most {} "
                   "(split the group)", work->buffers.size(), gpu::kMaxBuffers);
     const gpu::DevicePlan* dplan = nullptr;
-    const bool capturing = gpu::streamCapturing(static_cast<hipStream_t>(stream));
     SSC_CHECK(res->plans->get(work->plan, work->elemBytes, capturing, &dplan));
     if (dplan->channels == 0) return sscSuccess;
     SSC_CHECK(res->ensureScratch(plan.scratchElems * work->elemBytes));

@@ -33,8 +33,8 @@ LaunchOrder::~LaunchOrder() {
   if (last_ != nullptr) (void)hipEventDestroy(last_);
 }
 
-sscResult_t LaunchOrder::before(hipStream_t stream) {
-  if (!any_ || stream == lastStream_ || streamCapturing(stream)) return sscSuccess;
+sscResult_t LaunchOrder::before(hipStream_t stream, bool capturing) {
+  if (!any_ || stream == lastStream_ || capturing) return sscSuccess;
   const hipError_t e = hipStreamWaitEvent(stream, last_, 0);
   if (e != hipSuccess)
     return fail(sscUnhandledDeviceError, "ordering a launch after the communicator's previous one "
@@ -42,9 +42,8 @@ sscResult_t LaunchOrder::before(hipStream_t stream) {
   return sscSuccess;
 }
 
-sscResult_t LaunchOrder::after(hipStream_t stream) {
-  ++launches_;
-  if (streamCapturing(stream)) return sscSuccess;
+sscResult_t LaunchOrder::after(hipStream_t stream, bool capturing) {
+  if (capturing) return sscSuccess;
   hipError_t e = hipSuccess;
   if (last_ == nullptr) e = hipEventCreateWithFlags(&last_, hipEventDisableTiming);
   if (e == hipSuccess) e = hipEventRecord(last_, stream);

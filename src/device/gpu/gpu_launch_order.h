@@ -56,22 +56,19 @@ class LaunchOrder {
 
   // Before queuing work on `stream`: when the communicator's previous launch went to another
   // stream, `stream` waits for it (a device-side wait bound now to work already queued, so it
-  // can never close a cycle).
-  sscResult_t before(hipStream_t stream);
+  // can never close a cycle). `capturing`: streamCapturing(stream), asked once per launch.
+  sscResult_t before(hipStream_t stream, bool capturing);
   // After queuing work on `stream`: remembers it as the point later launches wait for. Work
   // captured into a graph runs when the graph is launched, which the caller orders; it is
   // neither waited for nor recorded.
-  sscResult_t after(hipStream_t stream);
+  sscResult_t after(hipStream_t stream, bool capturing);
   // Blocks until everything this communicator queued so far (outside graphs) has finished.
   sscResult_t drain();
-  // Launches queued so far (tests and diagnostics).
-  uint64_t launches() const { return launches_; }
 
  private:
   hipEvent_t last_ = nullptr;
   hipStream_t lastStream_ = nullptr;
   bool any_ = false;  // last_ marks a real launch
-  uint64_t launches_ = 0;
 };
 
 }  // namespace ssc::gpu

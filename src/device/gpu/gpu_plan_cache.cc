@@ -122,7 +122,6 @@ sscResult_t PlanCache::upload(const std::vector<DevStep>& steps, DevStep** out) 
     return fail(sscUnhandledDeviceError, "uploading a plan of {} steps failed: {}", steps.size(),
                 hipGetErrorString(r));
   }
-  ++uploads_;
   *out = dev;
   return sscSuccess;
 }

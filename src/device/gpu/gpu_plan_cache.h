@@ -45,8 +45,6 @@ class PlanCache {
   // from then on uploaded plans are kept until the cache is destroyed.
   sscResult_t get(const std::shared_ptr<const RankPlan>& plan, size_t elemBytes, bool capturing,
                   const DevicePlan** out);
-  // Plans uploaded so far (tests: steady state uploads nothing).
-  uint64_t uploads() const { return uploads_; }
 
  private:
   void clear();
@@ -62,7 +60,6 @@ class PlanCache {
   hipStream_t uploadStream_ = nullptr;
   size_t uploaded_ = 0;  // entries with device steps
   bool captured_ = false;
-  uint64_t uploads_ = 0;
 };
 
 }  // namespace ssc::gpu

@@ -53,7 +53,6 @@ class SymmetricExecutor {
 
   // Launches `work` on `stream`. The caller serialises calls on one communicator.
   sscResult_t enqueue(const Work& work, void* stream);
-  uint64_t nextLLRoundValue() const { return nextRound_; }
   Registrations& registrations() { return regs_; }
 
  private:
