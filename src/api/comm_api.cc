@@ -59,13 +59,13 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   SSC_CHECK(checkConfig(fn, config, &blocking));
   sscComm* comm = nullptr;
   SSC_CHECK(newComm(&comm));
-  comm->device = device;
+  // The communicator's device: the one asked for (sscCommInitAll), else the caller's current one.
   if (device >= 0) comm->backend->bindDevice(device);
+  comm->device = comm->backend->deviceIndex();
   if (topoOverride != nullptr) {
     comm->topo = *topoOverride;
     comm->topoPreset = true;
   }
-  if (comm->device < 0) comm->device = comm->backend->deviceIndex();
   commRegisterLive(comm);
   if (!blocking) {
     comm->asyncError.store(sscInProgress);

@@ -89,28 +89,7 @@ sscResult_t launchP2p(sscComm* comm, const std::vector<const PendingCall*>& call
     ops.push_back(c->p2p);
     work->buffers.push_back(c->p2pBuff);
   }
-  std::vector<uint64_t> key;
-  for (const P2pOp& op : ops) {
-    key.push_back((static_cast<uint64_t>(op.isSend) << 32) | static_cast<uint32_t>(op.peer));
-    key.push_back(op.bytes);
-  }
-  {
-    std::lock_guard<std::mutex> g(comm->mu);
-    auto it = comm->p2pPlans.find(key);
-    if (it != comm->p2pPlans.end()) work->plan = it->second;
-  }
-  if (work->plan == nullptr) {
-    PlanParams params;
-    params.elemBytes = 1;
-    params.chunkElems = comm->resources->chunkBytes();
-    params.maxChannels = comm->resources->channels();
-    auto plan = std::make_shared<RankPlan>();
-    SSC_CHECK(buildP2pPlan(comm->rank, comm->nranks, ops, params, plan.get()));
-    std::lock_guard<std::mutex> g(comm->mu);
-    if (comm->p2pPlans.size() >= kMaxCachedPlans) comm->p2pPlans.clear();
-    comm->p2pPlans.emplace(key, plan);
-    work->plan = plan;
-  }
+  SSC_CHECK(commGetP2pPlan(comm, ops, &work->plan));
   work->elemBytes = 1;
   work->reduce.dtype = sscUint8;
   return comm->backend->enqueue(comm, std::move(work), stream);

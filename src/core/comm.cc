@@ -1,7 +1,11 @@
 #include "src/core/comm.h"
 
+#include <unistd.h>
+
+#include <cstring>
 #include <functional>
 #include <set>
+#include <vector>
 
 #include "src/core/env.h"
 #include "src/core/errors.h"
@@ -205,6 +209,31 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   if (env::getInt("STARSCREAM_DUMP_PLAN") != 0) logWrite(kInfo, formatPlan(*plan));
   if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
   comm->plans.emplace(key, plan);
+  *out = plan;
+  return sscSuccess;
+}
+
+sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
+                           std::shared_ptr<const RankPlan>* out) {
+  std::vector<uint64_t> key;
+  for (const P2pOp& op : ops) {
+    key.push_back((static_cast<uint64_t>(op.isSend) << 32) | static_cast<uint32_t>(op.peer));
+    key.push_back(op.bytes);
+  }
+  std::lock_guard<std::mutex> g(comm->mu);
+  auto it = comm->p2pPlans.find(key);
+  if (it != comm->p2pPlans.end()) {
+    *out = it->second;
+    return sscSuccess;
+  }
+  PlanParams params;
+  params.elemBytes = 1;
+  params.chunkElems = comm->resources->chunkBytes();
+  params.maxChannels = comm->resources->channels();
+  auto plan = std::make_shared<RankPlan>();
+  SSC_CHECK(buildP2pPlan(comm->rank, comm->nranks, ops, params, plan.get()));
+  if (comm->p2pPlans.size() >= kMaxCachedPlans) comm->p2pPlans.clear();
+  comm->p2pPlans.emplace(key, plan);
   *out = plan;
   return sscSuccess;
 }

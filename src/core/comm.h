@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "src/collectives/algorithms.h"
 #include "src/core/bootstrap.h"
@@ -61,8 +62,8 @@ struct sscComm {
   // The device the communicator was created on (the caller's current one, or sscCommInitAll's
   // devlist entry); the GPU backend makes it current around every runtime call, as NCCL does.
   int device = -1;
-  // No two ranks of the communicator live in one process: destroy may then meet its peers at a
-  // barrier (a process with several ranks destroys them one after the other, NCCL's pattern).
+  // No two ranks of the communicator live in one process: finalize may then meet its peers at a
+  // barrier (a process with several ranks finalizes them one after the other, NCCL's pattern).
   bool onePerProcess = false;
   std::unique_ptr<ssc::Bootstrap> bootstrap;
   ssc::Topology topo;
@@ -147,5 +148,8 @@ bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes)
 // The plan for a call on comm (cached).
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                         std::shared_ptr<const RankPlan>* out);
+// The fused plan of a group's sends and receives on comm (cached by the ops).
+sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
+                           std::shared_ptr<const RankPlan>* out);
 
 }  // namespace ssc

@@ -70,8 +70,8 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     NCCL_SHIM_CHECK(acquire(fn, comm, Need::kReady, &c));
     if (win == nullptr) return fail(ncclInvalidArgument, "{}: win is NULL", fn);
     *win = nullptr;
-    // NCCL_WIN_DEFAULT (0) and NCCL_WIN_COLL_SYMMETRIC (1) are the flags NCCL 2.28 defines.
-    if ((winFlags & ~1) != 0)
+    // NCCL_WIN_DEFAULT (0) and NCCL_WIN_COLL_SYMMETRIC are the flags NCCL 2.28 defines.
+    if ((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) != 0)
       return fail(ncclInvalidArgument, "{}: unknown winFlags {:#x} (NCCL_WIN_DEFAULT or "
                   "NCCL_WIN_COLL_SYMMETRIC)", fn, winFlags);
     void* handle = nullptr;
