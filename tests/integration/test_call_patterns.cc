@@ -18,6 +18,7 @@
 
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
+#include "tests/support/mpi_gtest.h"
 
 namespace ssc::test {
 namespace {
@@ -201,18 +202,6 @@ TEST_F(MultiStream, ManySmallCallsWithoutSynchronisation) {
 }  // namespace ssc::test
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &ssc::test::g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ssc::test::g_n);
-  if (ssc::test::g_rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
+  ssc::test::mpiGtestInit(&argc, &argv, &ssc::test::g_rank, &ssc::test::g_n);
+  return ssc::test::mpiGtestFinish(RUN_ALL_TESTS());
 }

@@ -14,6 +14,7 @@
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
+#include "tests/support/mpi_gtest.h"
 #include "tests/support/reference.h"
 
 namespace ssc::test {
@@ -369,16 +370,7 @@ TEST(MpiCollectives, DeviceScalarPreMulSumIsReadWhenTheOperationRuns) {
 }  // namespace ssc::test
 
 int main(int argc, char** argv) {
-  // Communicators that span nodes run Starscream's network proxy thread, which calls MPI.
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &ssc::test::g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ssc::test::g_n);
-  if (ssc::test::g_rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
+  ssc::test::mpiGtestInit(&argc, &argv, &ssc::test::g_rank, &ssc::test::g_n);
   int rc = 1;
   if (sscCommInitMpi(MPI_COMM_WORLD, &ssc::test::g_comm) != sscSuccess) {
     fprintf(stderr, "rank %d: sscCommInitMpi failed: %s\n", ssc::test::g_rank, sscGetLastError(nullptr));
@@ -401,9 +393,5 @@ int main(int argc, char** argv) {
     sscStreamDestroy(ssc::test::g_stream);
     sscCommDestroy(ssc::test::g_comm);
   }
-  // Any rank's failure fails the run.
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
+  return ssc::test::mpiGtestFinish(rc);
 }

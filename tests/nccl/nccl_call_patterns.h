@@ -15,25 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if NCCL_VERSION_CODE >= 22800 && !defined(RCCL_BFLOAT16)
-#define HAVE_NCCL_228 1 /* ncclAlltoAll, symmetric windows */
-#endif
+#include "nccl_check.h"
 
 static int g_rank, g_n, g_passed, g_failed;
 static ncclComm_t g_comm;
-static char g_why[600];
 static unsigned g_seed; /* changed before every fill, so a call that did nothing is caught */
 
 /* ---------------------------------------------------------------- reporting */
-
-/* Records why this rank failed the current check (the first reason wins). */
-static void why(const char* fmt, ...) {
-  if (g_why[0] != '\0') return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_why, sizeof(g_why), fmt, ap);
-  va_end(ap);
-}
 
 /* Ends a check on every rank: it passes only if every rank's part passed. On failure rank 0
  * prints "FAIL <name>: rank <r>: <why>" with the lowest failing rank's reason. */
@@ -53,13 +41,6 @@ static void check(const char* name, int ok) {
   g_why[0] = '\0';
 }
 
-/* Runs an NCCL call; on failure notes the result and NCCL's message and yields 0. */
-#define OK(call) ok_(#call, (call))
-static int ok_(const char* what, ncclResult_t r) {
-  if (r == ncclSuccess) return 1;
-  why("%s -> %s: %s", what, ncclGetErrorString(r), ncclGetLastError(NULL));
-  return 0;
-}
 
 /* ---------------------------------------------------------------- data types */
 

@@ -21,22 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#if NCCL_VERSION_CODE >= 22800 && !defined(RCCL_BFLOAT16)
-#define HAVE_NCCL_228 1 /* ncclAlltoAll, ncclGather/ncclScatter, shrink, revoke, windows */
-#endif
+#include "nccl_check.h"
 
 static int g_rank, g_n, g_failures;
 static ncclComm_t g_comm;
-static char g_why[512];
-
-/* Records why this rank failed the current check (first reason wins). */
-static void why(const char* fmt, ...) {
-  if (g_why[0] != '\0') return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_why, sizeof(g_why), fmt, ap);
-  va_end(ap);
-}
 
 /* Ends a check: it passes only if every rank's part passed. */
 static void check(const char* name, int ok) {
@@ -48,14 +36,6 @@ static void check(const char* name, int ok) {
   fflush(stdout);
   if (!all) ++g_failures;
   g_why[0] = '\0';
-}
-
-/* Runs an NCCL call; on failure notes the result and NCCL's message and yields 0. */
-#define OK(call) ok_(#call, (call))
-static int ok_(const char* what, ncclResult_t r) {
-  if (r == ncclSuccess) return 1;
-  why("%s -> %s: %s", what, ncclGetErrorString(r), ncclGetLastError(NULL));
-  return 0;
 }
 
 /* Expects `r` to be `want` with a last-error message containing `needle`. */
