@@ -300,7 +300,13 @@ sscResult_t sscCommDeregister(sscComm_t comm, void* handle);
  */
 sscResult_t sscStreamCreate(sscStream_t* stream);
 
-/** Blocks until all work queued on stream is done; returns the first error it hit. */
+/**
+ * Blocks until all work queued on stream is done; returns the first error it hit (reported
+ * once: the next call returns only newer errors), with its message in sscGetLastError(NULL).
+ * On the host backend, stream NULL waits for the work of every stream and returns the first
+ * error any of them hit; it consumes only the errors of work queued on NULL, so a stream from
+ * sscStreamCreate still reports its own error to its own sscStreamSynchronize.
+ */
 sscResult_t sscStreamSynchronize(sscStream_t stream);
 
 /** Waits for stream's work, then destroys it. */

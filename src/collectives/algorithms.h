@@ -39,7 +39,7 @@ struct P2pOp {
 
 struct PlanParams {
   uint64_t chunkElems = 1;  // largest step: at most half a connection FIFO, in elements
-  int maxChannels = 2;      // channels the transport provides (bidirectional ring needs 2)
+  int maxChannels = 2;      // channels the transport provides (plans never use more)
   size_t elemBytes = 4;     // element size (the direct all-reduce switches on bytes)
   // The executor runs a small one-shot zero-copy all-reduce as packets that read only local
   // memory (the GPU's LL path), so one-shot is safe in place and needs no registered buffers.

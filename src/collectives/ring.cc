@@ -64,7 +64,9 @@ void buildRing(const CallShape& c, bool bidirectional, RankPlan* plan) {
   for (int r = 0; r < c.nranks; ++r) all[r] = r;
   RingGroup ring = makeRing(all, c.rank);
   const uint64_t len = perRankLength(c.args);
-  if (!bidirectional) {
+  // One direction per channel: a transport with one channel (STARSCREAM_HOST_CHANNELS=1) gets
+  // the plain ring, which moves the same data over the same links, only one way round.
+  if (!bidirectional || c.params.maxChannels < 2) {
     plan->channels.resize(1);
     PlanEmitter e(plan, 0);
     ringChannel(c, e, ring, 0, len);

@@ -29,9 +29,10 @@ constexpr char kHelloMagic[4] = {'S', 'S', 'C', 'H'};
 constexpr char kReplyMagic[4] = {'S', 'S', 'C', 'R'};
 constexpr char kPeerMagic[4] = {'S', 'S', 'C', 'P'};
 
-// Caps on what the root holds for clients that have connected but not yet said who they are.
-// At the cap it stops accepting, so the kernel backlog absorbs a burst instead of the root
-// refusing ranks; clients that stay silent past kHelloGrace are dropped to free their slot.
+// Caps on what the root (and a rank's ring listener) holds for clients that have connected but
+// not yet said who they are. At the cap it stops accepting, so the kernel backlog absorbs a
+// burst instead of the root refusing ranks; clients that stay silent past kHelloGrace (on a
+// ring listener kHandshakeGrace) are dropped to free their slot.
 constexpr size_t kMaxPendingClients = 256;
 constexpr auto kHelloGrace = 5s;
 constexpr uint32_t kMaxReplyMessage = 1024;
@@ -39,9 +40,10 @@ constexpr uint32_t kMaxReplyMessage = 1024;
 // names the missing ranks) normally beats a rank's own timeout. This grace keeps it winning
 // when a rank started at almost the same moment as the root.
 constexpr auto kRootVerdictGrace = 250ms;
-// How long a connection to a rank's listener may take to identify itself. Short, so a stray
-// client cannot hold up the ring; the real neighbour sends its handshake right after connect.
-constexpr double kHandshakeSeconds = 2.0;
+// How long a connection to a rank's listener may take to identify itself. Short, so stray
+// clients cannot fill the listener for long; the real neighbour sends its handshake right after
+// connect.
+constexpr auto kHandshakeGrace = 2s;
 
 // The wire formats. Integers travel in host byte order: every rank runs this same library on
 // the same kind of host (as with NCCL). Packed so that the layout is the declared one; field
@@ -326,6 +328,16 @@ class Root {
 
 // ---------------------------------------------------------------- ranks
 
+// A connection to a rank's ring listener that has not identified itself yet.
+struct RingCaller {
+  Socket sock;
+  std::string who;  // for messages
+  Clock::time_point until;  // dropped when silent past this
+  PeerWire hello{};
+  size_t got = 0;
+  bool done = false;
+};
+
 class TcpBootstrap final : public Bootstrap {
  public:
   TcpBootstrap(int rank, int nranks, uint64_t cookie, const std::atomic<bool>* abortFlag)
@@ -450,29 +462,63 @@ class TcpBootstrap final : public Bootstrap {
     return sscSuccess;
   }
 
-  // Accepts until the previous rank shows up. Anything else that connects (a port scanner, a
-  // rank of a dead job that reused this port) is turned away without failing the bootstrap.
+  // Serves every connection to the listener at once until the previous rank has identified
+  // itself. Anything else that connects (a port scanner, an idle or foreign client, a rank of a
+  // dead job that reused this port) gets kHandshakeGrace to do the same and is then dropped.
+  // One poll(2) loop, as in the root: served one at a time, twenty idle clients held the real
+  // neighbour off for 40 s.
   sscResult_t acceptPrevious(const Deadline& deadline) {
     const std::string what = fmt::format("the ring connection from {}", prevName_);
+    std::vector<RingCaller> callers;
+    std::vector<pollfd> fds;
     for (;;) {
-      Socket sock;
-      SocketAddress from;
-      SSC_CHECK(listener_.accept(deadline, abortFlag_, what, &sock, &from));
-      const std::string who = fmt::format("the client at {}", from.toString());
-      PeerWire hello;
-      sscResult_t res =
-          sock.recvAll(&hello, sizeof(hello), deadline.earliest(Deadline::after(kHandshakeSeconds)),
-                       abortFlag_, who);
-      if (res == sscSuccess && isPeer(hello, (rank_ + nranks_ - 1) % nranks_)) {
-        const PeerWire me = identity(kPeerMagic);
-        SSC_CHECK(sock.sendAll(&me, sizeof(me), deadline, abortFlag_, prevName_));
-        prev_ = std::move(sock);
-        return sscSuccess;
+      if (abortFlag_ != nullptr && abortFlag_->load())
+        return fail(sscRemoteError, "aborted while waiting for {}", what);
+      if (deadline.passed()) {
+        return fail(sscTimeout, "timed out waiting for {} (STARSCREAM_TIMEOUT={:g} s)", what,
+                    deadline.budgetSeconds());
       }
-      if (res != sscSuccess && (deadline.passed() || (abortFlag_ != nullptr && abortFlag_->load())))
-        return res;
-      SSC_LOG(kWarn, "bootstrap: rank {} turned away {}: it is not {} of this communicator", rank_,
-              who, prevName_);
+      // A negative fd is ignored by poll(2): that is how the listener pauses at the cap.
+      fds.assign(1, {callers.size() < kMaxPendingClients ? listener_.fd() : -1, POLLIN, 0});
+      for (const RingCaller& c : callers) fds.push_back({c.sock.fd(), POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), deadline.pollMs(kAbortPollMs)) < 0 && errno != EINTR)
+        return fail(sscSystemError, "poll failed while waiting for {}: {}", what, errnoString(errno));
+      for (size_t i = 0; i < callers.size(); ++i) {
+        RingCaller& c = callers[i];
+        if (fds[1 + i].revents == 0 && Clock::now() < c.until) continue;
+        if (fds[1 + i].revents != 0) {
+          char* buffer = reinterpret_cast<char*>(&c.hello);
+          IoResult io = c.sock.tryRecv(buffer + c.got, sizeof(c.hello) - c.got);
+          if (io.status == IoResult::kWouldBlock) continue;
+          if (io.status == IoResult::kProgress) c.got += io.bytes;
+          if (io.status == IoResult::kProgress && c.got < sizeof(c.hello)) continue;
+        }
+        c.done = true;  // complete, closed, failed or silent past its grace
+        if (c.got == sizeof(c.hello) && isPeer(c.hello, (rank_ + nranks_ - 1) % nranks_)) {
+          const PeerWire me = identity(kPeerMagic);
+          SSC_CHECK(c.sock.sendAll(&me, sizeof(me), deadline, abortFlag_, prevName_));
+          prev_ = std::move(c.sock);
+          return sscSuccess;
+        }
+        SSC_LOG(kWarn, "bootstrap: rank {} turned away {}: it did not identify itself as {}",
+                rank_, c.who, prevName_);
+      }
+      std::erase_if(callers, [](const RingCaller& c) { return c.done; });
+      while (fds[0].revents != 0 && callers.size() < kMaxPendingClients) {
+        RingCaller c;
+        SocketAddress from;
+        IoResult io = listener_.tryAccept(&c.sock, &from);
+        if (io.status == IoResult::kWouldBlock) break;
+        if (io.status == IoResult::kError) {
+          // Typically EMFILE. The listener stays readable, so pause instead of spinning on it.
+          SSC_LOG(kWarn, "bootstrap: rank {}: accept: {}", rank_, errnoString(io.error));
+          ::poll(nullptr, 0, kAbortPollMs);
+          break;
+        }
+        c.who = fmt::format("the client at {}", from.toString());
+        c.until = Clock::now() + kHandshakeGrace;
+        callers.push_back(std::move(c));
+      }
     }
   }
 

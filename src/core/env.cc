@@ -20,7 +20,9 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_BACKEND", "auto",
      "Device backend: auto (GPU when one is visible and built in, else host), gpu or host."},
     {"STARSCREAM_TIMEOUT", "300",
-     "Seconds any wait for a peer may take before the operation fails with sscTimeout."},
+     "Seconds any wait for a peer may take before the operation fails with sscTimeout "
+     "(bootstrap, host and GPU transports alike); 0 or less: no limit (only an abort ends "
+     "the wait)."},
     {"STARSCREAM_SOCKET_IFNAME", "",
      "Network interface the bootstrap listens on (empty: loopback, for single-host runs)."},
     {"STARSCREAM_TOPO_FILE", "",

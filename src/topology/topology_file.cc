@@ -1,15 +1,17 @@
 // The emulation file reader. docs/topology-format.md is the specification. Files are written by
 // hand, so every rejection names the file and the field and says what was expected: the person
 // who reads the message is the one who typed the mistake.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <span>
-#include <sstream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +32,11 @@ constexpr int kMaxNodes = 16384;
 constexpr int kMaxGpusPerNode = 64;
 constexpr int kMaxPartitionsPerGpu = 64;
 constexpr int64_t kMaxRanks = 1 << 20;
-constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
+constexpr size_t kMaxFileBytes = 64u << 20;
+// A valid file nests three levels (placement entries). Far deeper input is refused while it is
+// parsed: printing a value for a message, or copying one, recurses once per level, and 100000
+// levels overflowed the stack.
+constexpr int kMaxNesting = 64;
 
 // clang-format off
 constexpr const char* kTopKeys[] = {
@@ -158,7 +164,12 @@ class Reader {
 sscResult_t parseJson(const std::string& text, const std::string& origin, Json* out) {
   std::vector<std::set<std::string>> keysOpen;
   std::string duplicate;
-  auto callback = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+  struct TooDeep {};  // thrown from the callback: the only way to stop nlohmann's parser early
+  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    // depth counts the containers around the one that starts.
+    const bool opens = event == Json::parse_event_t::object_start ||
+                       event == Json::parse_event_t::array_start;
+    if (opens && depth >= kMaxNesting) throw TooDeep{};
     if (event == Json::parse_event_t::object_start) keysOpen.emplace_back();
     if (event == Json::parse_event_t::object_end && !keysOpen.empty()) keysOpen.pop_back();
     if (event == Json::parse_event_t::key && !keysOpen.empty() && parsed.is_string() &&
@@ -182,6 +193,14 @@ sscResult_t parseJson(const std::string& text, const std::string& origin, Json* 
         what = what.substr(colon + 2);
     return fail(sscInvalidArgument, "topology file {}:{}:{}: invalid JSON: {}", origin, line,
                 column, what);
+  } catch (const Json::out_of_range& e) {
+    // A number too large for a double (1e400) is the file's fault, not a bug of the reader.
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    return fail(sscInvalidArgument, "topology file {}: invalid JSON: {}", origin, what);
+  } catch (const TooDeep&) {
+    return fail(sscInvalidArgument, "topology file {}: arrays or objects nested deeper than {} "
+                "levels (a topology file needs 3)", origin, kMaxNesting);
   }
   if (!duplicate.empty())
     return fail(sscInvalidArgument, "topology file {}: field '{}': duplicate key", origin,
@@ -403,6 +422,55 @@ sscResult_t parseDocument(const Json& doc, const std::string& origin, int nranks
   return sscSuccess;
 }
 
+// What st_mode is, for the message that refuses it.
+const char* fileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a plain file";
+}
+
+// Reads a regular file of at most kMaxFileBytes. Anything else is refused before a byte is read:
+// a FIFO would block forever, a device such as /dev/zero never ends. The cap holds whatever fstat
+// says (a /proc file reports 0 bytes; a file may grow while it is read): at most one byte past
+// it is ever read.
+sscResult_t readTopologyText(const std::string& path, std::string* text) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. Reads from a
+  // regular file never block, so the flag changes nothing for the files accepted.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return fail(sscInvalidArgument, "topology file {}: cannot open: {}", path,
+                std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return fail(sscSystemError, "topology file {}: cannot stat: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return fail(sscInvalidArgument, "topology file {}: not a regular file ({}); give the path "
+                "of a JSON file", path, fileKind(st.st_mode));
+  auto tooLarge = [&] {
+    return fail(sscInvalidArgument, "topology file {}: more than {} bytes is too large for a "
+                "topology file", path, kMaxFileBytes);
+  };
+  if (static_cast<uintmax_t>(st.st_size) > kMaxFileBytes) return tooLarge();
+  text->clear();
+  char buffer[64 << 10];
+  while (text->size() <= kMaxFileBytes) {
+    const size_t want = std::min(sizeof(buffer), kMaxFileBytes + 1 - text->size());
+    const ssize_t got = ::read(fd, buffer, want);
+    if (got == 0) return sscSuccess;
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0)
+      return fail(sscSystemError, "topology file {}: read error: {}", path, std::strerror(errno));
+    text->append(buffer, static_cast<size_t>(got));
+  }
+  return tooLarge();
+}
+
 }  // namespace
 
 sscResult_t parseTopology(const std::string& text, const std::string& origin, int nranks,
@@ -428,20 +496,8 @@ sscResult_t loadTopologyFile(const std::string& path, int nranks, Topology* out)
   if (out == nullptr) return fail(sscInvalidArgument, "loadTopologyFile: out is null");
   std::string text;
   try {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (!ec && size > kMaxFileBytes)
-      return fail(sscInvalidArgument, "topology file {}: {} bytes is too large for a topology file",
-                  path, size);
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-      return fail(sscInvalidArgument, "topology file {}: cannot open: {}", path,
-                  std::strerror(errno));
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) return fail(sscSystemError, "topology file {}: read error", path);
-    text = std::move(buffer).str();
-  } catch (const std::exception& e) {
+    SSC_CHECK(readTopologyText(path, &text));
+  } catch (const std::exception& e) {  // bad_alloc: no exception may cross sscResult_t
     return fail(sscSystemError, "topology file {}: cannot read: {}", path, e.what());
   }
   return parseTopology(text, path, nranks, out);

@@ -302,6 +302,34 @@ TEST_F(ApiErrors, AbortWhileAnotherThreadFinalizes) {
   sscStreamDestroy(s);
 }
 
+// sscStreamSynchronize(NULL) waits for every stream and reports the first error any of them
+// stored, but consumes only the NULL stream's: a created stream still reports its own error.
+TEST_F(ApiErrors, SynchronizeNullReportsErrorsWithoutTakingOtherStreams) {
+  setenv("STARSCREAM_TIMEOUT", "1", 1);  // read by every wait: a lone rank gives up after 1 s
+  // Rank 0 alone on the NULL stream: its wait for rank 1 times out.
+  ASSERT_EQ(sscAllReduce(a_, b_, 16, sscFloat32, sscSum, comms_[0], nullptr), sscSuccess);
+  EXPECT_EQ(sscStreamSynchronize(nullptr), sscTimeout) << sscGetLastError(nullptr);
+  sscResult_t async = sscSuccess;
+  EXPECT_EQ(sscCommGetAsyncError(comms_[0], &async), sscSuccess);
+  EXPECT_EQ(async, sscTimeout);
+  EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess);  // reported once, then gone
+
+  // A fresh pair (comms_[1] would find rank 0's data of the failed call waiting for it), rank 0
+  // alone on a created stream: NULL reports that error and leaves it to its stream.
+  sscComm_t pair[2] = {nullptr, nullptr};
+  ASSERT_EQ(sscCommInitAll(pair, 2, nullptr), sscSuccess) << sscGetLastError(nullptr);
+  sscStream_t s;
+  ASSERT_EQ(sscStreamCreate(&s), sscSuccess);
+  ASSERT_EQ(sscAllReduce(a_, b_, 16, sscFloat32, sscSum, pair[0], s), sscSuccess);
+  EXPECT_EQ(sscStreamSynchronize(nullptr), sscTimeout);
+  EXPECT_EQ(sscStreamSynchronize(s), sscTimeout);
+  EXPECT_EQ(sscStreamSynchronize(s), sscSuccess);
+  EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
+  EXPECT_EQ(sscStreamDestroy(s), sscSuccess);
+  for (auto* c : pair) sscCommDestroy(c);
+  setenv("STARSCREAM_TIMEOUT", "20", 1);
+}
+
 TEST(ApiLifecycle, NonBlockingInit) {
   sscUniqueId id;
   ASSERT_EQ(sscGetUniqueId(&id), sscSuccess);

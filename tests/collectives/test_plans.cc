@@ -57,10 +57,12 @@ const Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHier
 SymElem contribution(int64_t tag, int rank) { return SymElem{tag, 1ull << rank, 0, 0}; }
 
 // Builds every rank's plan for one call; returns "" or what went wrong.
+// `channels` is what the transport provides (STARSCREAM_HOST_CHANNELS on the host backend).
 std::string buildPlans(const Topology& topo, CollKind coll, Algo algo, uint64_t count, int root,
-                       size_t elemBytes, bool inPlace, std::vector<RankPlan>* plans) {
+                       size_t elemBytes, bool inPlace, std::vector<RankPlan>* plans,
+                       int channels = 2) {
   const int n = topo.nranks();
-  PlanParams params{kChunk, 2, elemBytes};
+  PlanParams params{kChunk, channels, elemBytes};
   plans->assign(n, RankPlan{});
   for (int r = 0; r < n; ++r) {
     CollArgs args{coll, count, root};
@@ -68,6 +70,10 @@ std::string buildPlans(const Topology& topo, CollKind coll, Algo algo, uint64_t 
     args.inPlace = inPlace;
     sscResult_t res = buildCollPlan(topo, r, args, algo, params, &(*plans)[r]);
     if (res != sscSuccess) return fmt::format("buildCollPlan failed for rank {}", r);
+    // The executors refuse a plan with more channels than the transport has.
+    if (static_cast<int>((*plans)[r].channels.size()) > channels)
+      return fmt::format("rank {}'s plan uses {} channels, the transport has {}", r,
+                         (*plans)[r].channels.size(), channels);
   }
   if (std::string v = validatePlans(*plans); !v.empty()) return "validatePlans: " + v;
   return "";
@@ -130,9 +136,10 @@ std::string simulateAndCheck(const std::vector<RankPlan>& plans, CollKind coll, 
 
 // Runs one case; returns "" or what went wrong.
 std::string runCase(const Topology& topo, CollKind coll, Algo algo, uint64_t count, int root,
-                    size_t elemBytes, bool inPlace = false) {
+                    size_t elemBytes, bool inPlace = false, int channels = 2) {
   std::vector<RankPlan> plans;
-  if (std::string err = buildPlans(topo, coll, algo, count, root, elemBytes, inPlace, &plans);
+  if (std::string err =
+          buildPlans(topo, coll, algo, count, root, elemBytes, inPlace, &plans, channels);
       !err.empty())
     return err;
   return simulateAndCheck(plans, coll, count, root);
@@ -164,6 +171,24 @@ TEST(Plans, EveryAlgorithmCollectiveAndShape) {
       }
   }
   EXPECT_GT(cases, 1000);
+}
+
+// STARSCREAM_HOST_CHANNELS=1 is a documented setting: every algorithm must then build plans of
+// one channel (the bidirectional ring runs as a plain ring) that still compute the collective.
+TEST(Plans, EveryAlgorithmFitsOneChannel) {
+  for (const Shape& shape : shapes()) {
+    Topology topo = makeTopo(shape.partitions);
+    if (topo.nranks() == 64) continue;  // the small shapes cover every code path
+    for (CollKind coll : kColls)
+      for (Algo algo : kAlgos) {
+        if (!algoSupports(topo, coll, algo)) continue;
+        for (uint64_t count : {uint64_t{1}, 3 * kChunk + 5, uint64_t{1000}}) {
+          std::string err = runCase(topo, coll, algo, count, topo.nranks() - 1, 8, false, 1);
+          EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)
+                             << " count " << count;
+        }
+      }
+  }
 }
 
 // In place, the GPU executor splits every step over the channel's blocks by position within the

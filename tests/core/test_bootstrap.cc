@@ -342,6 +342,51 @@ TEST_F(BootstrapTest, RootSurvivesJunkClients) {
   expectAllSucceeded({a.get(), b.get()});
 }
 
+// The hello a rank sends the root (HelloWire in bootstrap.cc): its PeerWire (24 bytes), then
+// the raw sockaddr of its ring listener. The root's success reply (ReplyWire) is 40 bytes.
+constexpr size_t kHelloBytes = 52, kHelloListen = 24, kReplyBytes = 40;
+
+// Anyone on the host can connect to a rank's ring listener. Idle clients that got there first
+// (a port scanner, a stuck job) must not keep the real neighbour out: served one at a time for
+// 2 s each, twenty of them made init fail.
+TEST_F(BootstrapTest, IdleClientsOnTheRingListenerDoNotStarveThePeer) {
+  sscUniqueId id;
+  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  // Rank 0 reaches the root through this relay, which learns rank 0's listener from its hello.
+  Socket relay;
+  SocketAddress relayAddress = SocketAddress::loopback(AF_INET);
+  ASSERT_EQ(Socket::listen(relayAddress, &relay, &relayAddress), sscSuccess);
+  sscUniqueId viaRelay = id;
+  const uint16_t port = htons(relayAddress.port());
+  std::memcpy(&viaRelay.internal[kIdPort], &port, sizeof(port));
+  const auto start = Clock::now();
+  auto rank0 = launchRank(viaRelay, 0, 2);
+  const Deadline deadline = Deadline::after(10);
+  Socket fromRank0;
+  ASSERT_EQ(relay.accept(deadline, nullptr, "rank 0", &fromRank0), sscSuccess) << lastError();
+  char hello[kHelloBytes];
+  ASSERT_EQ(fromRank0.recvAll(hello, sizeof(hello), deadline, nullptr, "rank 0"), sscSuccess);
+  sockaddr_storage storage{};
+  std::memcpy(&storage, hello + kHelloListen, sizeof(sockaddr_in6));
+  const SocketAddress listener =
+      SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&storage), sizeof(storage));
+  ASSERT_TRUE(listener.valid());
+  // The idle clients connect before rank 1 can: it learns where rank 0 listens only once the
+  // root has rank 0's hello.
+  std::vector<Socket> idle(20);
+  for (Socket& s : idle)
+    ASSERT_EQ(Socket::connect(listener, deadline, nullptr, "rank 0's listener", &s), sscSuccess);
+  Socket toRoot;
+  ASSERT_EQ(Socket::connect(rootAddress(id), deadline, nullptr, "root", &toRoot), sscSuccess);
+  ASSERT_EQ(toRoot.sendAll(hello, sizeof(hello), deadline, nullptr, "root"), sscSuccess);
+  auto rank1 = launchRank(id, 1, 2);
+  char reply[kReplyBytes];
+  ASSERT_EQ(toRoot.recvAll(reply, sizeof(reply), deadline, nullptr, "root"), sscSuccess);
+  ASSERT_EQ(fromRank0.sendAll(reply, sizeof(reply), deadline, nullptr, "rank 0"), sscSuccess);
+  expectAllSucceeded({rank0.get(), rank1.get()});
+  EXPECT_LT(secondsSince(start), 5.0);
+}
+
 // ---------------------------------------------------------------- the socket layer
 
 class BootstrapSocket : public BootstrapTest {};

@@ -105,7 +105,8 @@ class ShmTransport {
 
 // Blocks until pred() is true: polls STARSCREAM_SPIN times, then sleeps on `word` (a futex in
 // shared memory that the other side bumps after changing the state pred reads). Fails with
-// sscRemoteError when *abort becomes true, sscTimeout after STARSCREAM_TIMEOUT seconds.
+// sscRemoteError when *abort becomes true, sscTimeout after STARSCREAM_TIMEOUT seconds (never
+// when that is <= 0).
 template <typename Pred>
 sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bool>* abort,
                     const char* what, int peer);

@@ -27,7 +27,9 @@ sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bo
     if (abort != nullptr && abort->load(std::memory_order_relaxed))
       return fail(sscRemoteError, "communicator aborted while waiting to {} rank {}", what, peer);
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waited > limit)
+    // <= 0 (or NaN) is "no limit", as in the bootstrap's Deadline and the GPU kernels' waits:
+    // one meaning for STARSCREAM_TIMEOUT everywhere. An abort still ends the wait.
+    if (limit > 0 && waited > limit)
       return fail(sscTimeout, "waited {:.0f} s to {} rank {} (STARSCREAM_TIMEOUT={}); is that rank "
                   "alive and running the same operation?", waited, what, peer, limit);
     shmSleep(word, seen, 50);

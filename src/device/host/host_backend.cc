@@ -24,7 +24,7 @@ class HostResources : public CommResources {
   std::unique_ptr<ShmTransport> shm;
   // Work enqueued on a NULL stream runs here: one queue per communicator, so several
   // communicators of one process (sscCommInitAll) never serialise behind each other.
-  std::unique_ptr<HostStream> defaultStream = std::make_unique<HostStream>();
+  std::unique_ptr<HostStream> defaultStream = std::make_unique<HostStream>(/*nullStream=*/true);
 
   // Issue order across streams: every task takes a ticket when it is queued and runs only after
   // the task with the previous ticket finished, whichever stream that one was on. Streams are
@@ -63,10 +63,7 @@ class HostBackend : public Backend {
   }
 
   sscResult_t streamSynchronize(sscStream_t stream) override {
-    if (stream == nullptr) {
-      HostStream::syncAll();
-      return sscSuccess;
-    }
+    if (stream == nullptr) return HostStream::syncAll();
     HostStream* s = HostStream::fromHandle(stream);
     if (s == nullptr)
       return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);

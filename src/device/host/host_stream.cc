@@ -1,15 +1,20 @@
 #include "src/device/host/host_stream.h"
 
+#include <atomic>
 #include <set>
+#include <vector>
+
+#include "src/core/errors.h"
 
 namespace ssc {
 
 namespace {
 std::mutex g_streamsMu;
 std::set<HostStream*> g_streams;
+std::atomic<uint64_t> g_errorOrder{0};
 }  // namespace
 
-HostStream::HostStream() {
+HostStream::HostStream(bool nullStream) : nullStream_(nullStream) {
   thread_ = std::thread([this] { loop(); });
   std::lock_guard<std::mutex> g(g_streamsMu);
   g_streams.insert(this);
@@ -39,11 +44,16 @@ void HostStream::enqueue(Task task) {
 }
 
 sscResult_t HostStream::synchronize() {
+  StoredError e = drain(true);
+  return e.code == sscSuccess ? sscSuccess : setError(e.code, std::move(e.message));
+}
+
+HostStream::StoredError HostStream::drain(bool clear) {
   std::unique_lock<std::mutex> lk(mu_);
   doneCv_.wait(lk, [&] { return queue_.empty() && !busy_; });
-  sscResult_t r = firstError_;
-  firstError_ = sscSuccess;
-  return r;
+  StoredError e = firstError_;
+  if (clear) firstError_ = StoredError{};
+  return e;
 }
 
 void HostStream::loop() {
@@ -58,7 +68,9 @@ void HostStream::loop() {
     sscResult_t r = task();
     lk.lock();
     busy_ = false;
-    if (r != sscSuccess && firstError_ == sscSuccess) firstError_ = r;
+    // The task recorded its message on this thread; keep it for whoever synchronizes.
+    if (r != sscSuccess && firstError_.code == sscSuccess)
+      firstError_ = StoredError{r, lastError(), g_errorOrder.fetch_add(1)};
     if (queue_.empty()) doneCv_.notify_all();
   }
 }
@@ -69,13 +81,19 @@ HostStream* HostStream::fromHandle(sscStream_t stream) {
   return g_streams.count(s) ? s : nullptr;
 }
 
-void HostStream::syncAll() {
+sscResult_t HostStream::syncAll() {
   std::vector<HostStream*> all;
   {
     std::lock_guard<std::mutex> g(g_streamsMu);
     all.assign(g_streams.begin(), g_streams.end());
   }
-  for (HostStream* s : all) s->synchronize();
+  StoredError first;
+  for (HostStream* s : all) {
+    StoredError e = s->drain(s->nullStream_);
+    if (e.code != sscSuccess && (first.code == sscSuccess || e.order < first.order))
+      first = std::move(e);
+  }
+  return first.code == sscSuccess ? sscSuccess : setError(first.code, std::move(first.message));
 }
 
 }  // namespace ssc

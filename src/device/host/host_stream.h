@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "starscream/starscream.h"
@@ -16,19 +17,31 @@ namespace ssc {
 class HostStream {
  public:
   using Task = std::function<sscResult_t()>;
-  HostStream();
+  // nullStream: this queue serves work enqueued with a NULL stream (a communicator's own).
+  explicit HostStream(bool nullStream = false);
   ~HostStream();  // drains the queue, then joins the thread
 
   void enqueue(Task task);
-  // Waits until everything queued so far has run; returns (and clears) the first error.
+  // Waits until everything queued so far has run; returns (and clears) the first error, with
+  // its message as this thread's last error (the task recorded it on the stream's thread).
   sscResult_t synchronize();
 
   // Validates a user-supplied handle.
   static HostStream* fromHandle(sscStream_t stream);
-  static void syncAll();
+  // sscStreamSynchronize(NULL): waits for every stream and returns the earliest error any of
+  // them stored. Only the NULL-stream queues' errors are cleared: a created stream keeps its
+  // own until its owner synchronizes it, so no error is lost to a NULL synchronize.
+  static sscResult_t syncAll();
 
  private:
   void loop();
+  struct StoredError {
+    sscResult_t code = sscSuccess;
+    std::string message;
+    uint64_t order = 0;  // from a process-wide counter: which stream's error came first
+  };
+  // Waits for the queue to drain; returns the first error stored since it was last cleared.
+  StoredError drain(bool clear);
 
   static constexpr uint64_t kMagic = 0x5353435354524d31ull;
   uint64_t magic_ = kMagic;
@@ -38,7 +51,8 @@ class HostStream {
   std::deque<Task> queue_;
   bool busy_ = false;
   bool stop_ = false;
-  sscResult_t firstError_ = sscSuccess;
+  const bool nullStream_;
+  StoredError firstError_;
   std::thread thread_;
 };
 

@@ -1,0 +1,74 @@
+// The host transport's wait: STARSCREAM_TIMEOUT has the bootstrap's and the GPU's meaning here
+// too, so 0 (or less) is "no limit", never "give up at once".
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "src/core/errors.h"
+#include "src/core/socket.h"
+#include "transports/host/shm_transport.h"
+
+namespace ssc {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ShmWait : public ::testing::Test {
+ protected:
+  void TearDown() override { ::unsetenv("STARSCREAM_TIMEOUT"); }
+
+  // Waits for a flag another thread raises after `delay`; *waited (optional) gets how long.
+  static sscResult_t waitForLateFlag(std::chrono::milliseconds delay,
+                                     std::chrono::steady_clock::duration* waited = nullptr) {
+    std::atomic<uint32_t> word{0};
+    std::atomic<bool> ready{false};
+    std::thread poster([&] {
+      std::this_thread::sleep_for(delay);
+      ready.store(true);
+      shmNotify(&word);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    sscResult_t r = shmWait(&word, [&] { return ready.load(); }, nullptr, "hear from", 1);
+    if (waited != nullptr) *waited = std::chrono::steady_clock::now() - start;
+    poster.join();
+    return r;
+  }
+};
+
+TEST_F(ShmWait, ZeroOrNegativeTimeoutMeansNoLimit) {
+  for (const char* never : {"0", "-1", "-0.5"}) {
+    ::setenv("STARSCREAM_TIMEOUT", never, 1);
+    EXPECT_EQ(waitForLateFlag(300ms), sscSuccess) << "STARSCREAM_TIMEOUT=" << never << ": "
+                                                  << lastError();
+    // The bootstrap reads the same value the same way.
+    EXPECT_TRUE(Deadline::fromEnv().never()) << never;
+  }
+}
+
+TEST_F(ShmWait, PositiveTimeoutExpires) {
+  ::setenv("STARSCREAM_TIMEOUT", "0.2", 1);
+  std::chrono::steady_clock::duration waited{};
+  EXPECT_EQ(waitForLateFlag(1500ms, &waited), sscTimeout);
+  EXPECT_NE(lastError().find("STARSCREAM_TIMEOUT"), std::string::npos) << lastError();
+  EXPECT_LT(waited, 1400ms);
+}
+
+TEST_F(ShmWait, AbortEndsAWaitWithoutLimit) {
+  ::setenv("STARSCREAM_TIMEOUT", "0", 1);
+  std::atomic<uint32_t> word{0};
+  std::atomic<bool> abortFlag{false};
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(200ms);
+    abortFlag.store(true);
+    shmNotify(&word);
+  });
+  EXPECT_EQ(shmWait(&word, [] { return false; }, &abortFlag, "hear from", 1), sscRemoteError);
+  aborter.join();
+}
+
+}  // namespace
+}  // namespace ssc
