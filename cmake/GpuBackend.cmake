@@ -81,6 +81,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_launch_order.cc
   src/device/gpu/gpu_connections.cc
   src/device/gpu/gpu_net.cc
+  src/device/gpu/gpu_peer_memory.cc
   src/device/gpu/gpu_plan_cache.cc
   src/device/gpu/gpu_registry.cc
   src/device/gpu/gpu_runtime_info.cc

@@ -31,6 +31,7 @@ void deleteComm(sscComm* comm, bool orderly = false) {
   if (comm->initThread.joinable()) comm->initThread.join();
   commWaitIdle(comm);
   if (orderly) drainOwnWork(comm);
+  commReleasePeerCache(comm);
   commReleaseStaging(comm);
   commUnregisterLive(comm);
   commWaitUnused(comm);

@@ -1,4 +1,5 @@
 #include "src/api/group.h"
+#include "src/api/plain_buffers.h"
 
 #include <algorithm>
 #include <functional>
@@ -44,7 +45,26 @@ uint32_t stagedCallHash(const PendingCall& c) {
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
+// On one rank every collective but a pre-multiplied sum is a copy of the input to the output
+// (nothing in place): one copy-engine transfer instead of a kernel through the FIFOs.
+bool singleRankCopy(const PendingCall& c, const void** src, void** dst, size_t* bytes) {
+  const ReduceSpec& r = c.reduce;
+  // A scale known to be 1 (a float average over one rank) leaves the values as they are.
+  const bool scales = r.hasPreScale && (r.preScaleDevice != nullptr ||
+                                        (r.preScale.isInteger ? r.preScale.i != 1 : r.preScale.f != 1.0));
+  if (c.comm->nranks != 1 || scales) return false;
+  *src = c.sendbuff;
+  *dst = c.recvbuff;
+  *bytes = collOutputElems(c.args, 1) * c.elemBytes;
+  return true;
+}
+
 sscResult_t launchColl(const PendingCall& c) {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  size_t bytes = 0;
+  if (singleRankCopy(c, &src, &dst, &bytes))
+    return src == dst ? sscSuccess : c.comm->backend->enqueueCopy(c.comm, dst, src, bytes, c.stream);
   auto work = std::make_shared<Work>();
   work->reduce = c.reduce;
   work->elemBytes = c.elemBytes;
@@ -96,6 +116,7 @@ sscResult_t launchP2p(sscComm* comm, const std::vector<const PendingCall*>& call
 }
 
 sscResult_t launchAll(std::vector<PendingCall>& calls) {
+  SSC_CHECK(resolvePlainBuffers(calls));
   // Collectives in call order, then each communicator's fused point-to-point plan.
   for (const auto& c : calls)
     if (!c.isP2p) SSC_CHECK(launchColl(c));

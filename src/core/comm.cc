@@ -11,6 +11,7 @@
 #include "src/core/errors.h"
 #include "src/core/log.h"
 #include "src/topology/discovery.h"
+#include "transports/usr/peer_cache.h"
 #include "tuner/select.h"
 
 namespace ssc {
@@ -79,6 +80,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
     if (q != rank && where[q].pid == where[rank].pid &&
         std::strncmp(where[q].host, where[rank].host, sizeof(where[q].host)) == 0)
       comm->onePerProcess = false;
+  SSC_CHECK(commSetUpPeerCache(comm));
   SSC_CHECK(comm->bootstrap->barrier());
   SSC_LOG(kInfo, "communicator ready: rank {}/{} on the {} backend, topology '{}' ({} GPU(s))",
           rank, nranks, comm->backend->name(), comm->topo.name, comm->topo.gpus.size());
@@ -181,6 +183,30 @@ void commReleaseStaging(sscComm* comm) {
   s.in = s.out = nullptr;
   s.bytes = 0;
   s.peers.clear();
+}
+
+void PeerCacheDeleter::operator()(PeerMemoryCache* cache) const { delete cache; }
+
+sscResult_t commSetUpPeerCache(sscComm* comm) {
+  PeerMemoryRuntime* runtime = comm->backend->peerMemory(comm);
+  // Every condition is the same on every rank (onePerProcess comes from one gathered table).
+  if (runtime == nullptr || comm->nranks < 2 || comm->topo.nnodes != 1 ||
+      comm->nranks > kSymmetricMaxRanks || !comm->onePerProcess ||
+      env::getInt("STARSCREAM_ZERO_COPY_MIN_BYTES") < 0)
+    return sscSuccess;
+  std::unique_ptr<ShmAllGather> table;
+  SSC_CHECK(ShmAllGather::createShared(comm, &table));
+  if (table == nullptr) return sscSuccess;
+  comm->peerCache.reset(new PeerMemoryCache(runtime, std::move(table),
+                                            [comm] { return comm->backend->drain(comm); }));
+  return sscSuccess;
+}
+
+void commReleasePeerCache(sscComm* comm) {
+  if (comm->peerCache == nullptr) return;
+  // Launched kernels may still use the mappings (an abort wakes them; they end on their own).
+  (void)comm->backend->drain(comm);
+  comm->peerCache.reset();
 }
 
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,

@@ -19,6 +19,11 @@
 
 namespace ssc {
 
+class PeerMemoryCache;  // transports/usr/peer_cache.h
+struct PeerCacheDeleter {
+  void operator()(PeerMemoryCache* cache) const;
+};
+
 // Plans a communicator caches per kind (collective shapes, point-to-point patterns); past it
 // the cache starts over.
 constexpr size_t kMaxCachedPlans = 256;
@@ -95,6 +100,10 @@ struct sscComm {
   std::map<int, ssc::PreMulSumOp> preMulOps;
   std::map<void*, ssc::Registration> registrations;  // by buffer start (= handle)
   ssc::StagingBuffers staging;
+  // Peers' plain (unregistered) buffers mapped per call, for zero-copy without registration;
+  // null when the communicator cannot (several nodes, no shareable memory, several ranks in one
+  // process: their calls could not wait for each other outside a group).
+  std::unique_ptr<ssc::PeerMemoryCache, ssc::PeerCacheDeleter> peerCache;
   int nextRegistration = 0;
   int nextOpId = sscNumOps;
 };
@@ -140,6 +149,12 @@ void commWaitUnused(sscComm* comm);
 sscResult_t commSetUpStaging(sscComm* comm);
 // Deregisters and frees them (destroy, after the last work finished).
 void commReleaseStaging(sscComm* comm);
+
+// Collective: sets up comm->peerCache where the backend can map plain buffers and every rank of
+// the communicator is on this node, each in its own process. Its absence is not an error.
+sscResult_t commSetUpPeerCache(sscComm* comm);
+// Drains comm's queued work and closes every mapping the cache made (destroy, abort).
+void commReleasePeerCache(sscComm* comm);
 
 // True when the backend runs this all-reduce as packets (no registration needed, see
 // Backend::packetAllReduceMaxBytes).

@@ -39,6 +39,11 @@ constexpr Variable kVariables[] = {
      "so all-reduce, reduce-scatter and all-gather on unregistered buffers of up to this size "
      "run zero-copy (copy in, symmetric algorithm, copy out). Empty: 32M on the GPU backend, "
      "0 on the host backend; 0 turns staging off."},
+    {"STARSCREAM_ZERO_COPY_MIN_BYTES", "0",
+     "Smallest all-reduce, reduce-scatter or all-gather on plain (unregistered) buffers, in "
+     "bytes, that maps the peers' buffers and runs zero-copy (one node, one rank per process; "
+     "all-reduces small enough for packets never need to); smaller calls use staging or the "
+     "FIFOs. Negative turns it off."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
     {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},

@@ -14,6 +14,8 @@ struct sscComm;
 
 namespace ssc {
 
+class PeerMemoryRuntime;  // transports/usr/peer_memory.h
+
 // Per-communicator state a backend keeps (mapped peer memory, connections, ...).
 class CommResources {
  public:
@@ -60,6 +62,10 @@ class Backend {
     return sscSuccess;
   }
 
+  // How calls on plain (unregistered) buffers map their peers' buffers themselves
+  // (transports/usr/peer_cache.h); null when this backend cannot (staging or FIFOs then).
+  virtual PeerMemoryRuntime* peerMemory(sscComm* comm) { (void)comm; return nullptr; }
+
   // Bytes of each staging buffer when STARSCREAM_STAGING_BYTES is empty (0: no staging).
   virtual size_t defaultStagingBytes() const { return 0; }
 
@@ -77,6 +83,11 @@ class Backend {
   };
   virtual sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work,
                                     const StagedCopies& copies, sscStream_t stream) = 0;
+
+  // Queues a copy of `bytes` from src to dst (device memory, not overlapping) in the
+  // communicator's order, as enqueue() would a plan: a one-rank communicator's collectives.
+  virtual sscResult_t enqueueCopy(sscComm* comm, void* dst, const void* src, size_t bytes,
+                                  sscStream_t stream) = 0;
 
   // The largest all-reduce (bytes) this backend runs as a one-shot of packets through its own
   // connections (GPU: the LL path), reading only local memory: such calls may take the

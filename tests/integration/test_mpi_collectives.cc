@@ -12,6 +12,7 @@
 
 #include "src/core/comm.h"
 #include "src/kernels/host/reduce.h"
+#include "transports/usr/peer_cache.h"
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
 #include "tests/support/mpi_gtest.h"
@@ -200,6 +201,59 @@ TEST(MpiCollectives, UnregisteredBuffersOnTheDefaultAlgorithm) {
   // With staging on, the small calls must have taken it (every rank decides alike).
   if (g_comm->staging.bytes != 0) {
     EXPECT_GT(g_comm->staging.calls.load(), stagedBefore);
+  }
+}
+
+TEST(MpiCollectives, PlainBuffersRunZeroCopyFromTheirSecondUse) {
+  // sscMemAlloc memory never registered, as PyTorch or nccl-tests pass it: the communicator maps
+  // its peers' allocations on first use (transports/usr/peer_cache.h) and the calls after that run
+  // the symmetric algorithm on them. Then the buffers are freed and new ones allocated (often at
+  // the same address): the results must stay right, through fresh exports.
+  unsetenv("STARSCREAM_ALGO");
+  if (g_n < 2) GTEST_SKIP() << "one rank: collectives are copies";
+  if (g_comm->topo.nnodes != 1) GTEST_SKIP() << "emulated nodes: peers' memory is not mappable";
+  ASSERT_NE(g_comm->peerCache, nullptr) << "one rank per process on one node: the cache must exist";
+  const uint64_t count = 50001;  // odd; 200 KB of float32, above STARSCREAM_ZERO_COPY_MIN_BYTES
+  for (int generation = 0; generation < 2; ++generation) {
+    const PeerMemoryCache::Stats before = g_comm->peerCache->stats();
+    void* in = nullptr;
+    void* out = nullptr;
+    ASSERT_EQ(sscMemAlloc(&in, count * g_n * 4 + 4096), sscSuccess);
+    ASSERT_EQ(sscMemAlloc(&out, count * g_n * 4 + 4096), sscSuccess);
+    char* inBytes = static_cast<char*>(in) + 4096;  // not at the allocation's start
+    long long wrong = 0;
+    for (int rep = 0; rep < 3; ++rep)
+      for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather})
+        for (bool inPlace : {false, true}) {
+          const uint64_t inElems = coll == Coll::kReduceScatter ? count * g_n : count;
+          float* src = reinterpret_cast<float*>(inBytes);
+          float* dst = static_cast<float*>(out);
+          if (inPlace) dst = coll == Coll::kReduceScatter ? src + g_rank * count : src;
+          if (inPlace && coll == Coll::kAllGather) src = dst + g_rank * count;
+          for (uint64_t k = 0; k < inElems; ++k) src[k] = static_cast<float>(g_rank + 1 + (k % 7));
+          sscResult_t r = sscSuccess;
+          if (coll == Coll::kAllReduce) r = sscAllReduce(src, dst, count, sscFloat32, sscSum, g_comm, g_stream);
+          if (coll == Coll::kReduceScatter) r = sscReduceScatter(src, dst, count, sscFloat32, sscSum, g_comm, g_stream);
+          if (coll == Coll::kAllGather) r = sscAllGather(src, dst, count, sscFloat32, g_comm, g_stream);
+          ASSERT_EQ(r, sscSuccess) << sscGetLastError(g_comm);
+          ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
+          const float ranks = static_cast<float>(g_n) * (g_n + 1) / 2;
+          for (uint64_t i = 0; i < count * (coll == Coll::kAllGather ? g_n : 1); ++i) {
+            float want = 0;
+            if (coll == Coll::kAllReduce) want = ranks + g_n * static_cast<float>(i % 7);
+            if (coll == Coll::kReduceScatter) want = ranks + g_n * static_cast<float>((g_rank * count + i) % 7);
+            if (coll == Coll::kAllGather) want = static_cast<float>(i / count + 1 + (i % count) % 7);
+            wrong += dst[i] != want;
+          }
+        }
+    EXPECT_EQ(allSum(wrong), 0) << "generation " << generation;
+    const PeerMemoryCache::Stats after = g_comm->peerCache->stats();
+    // 18 calls: each new export costs one fallback call, everything after runs zero-copy.
+    EXPECT_GE(after.zeroCopyCalls - before.zeroCopyCalls, 14u) << "generation " << generation;
+    EXPECT_LE(after.exports - before.exports, 2u) << "one export per allocation";
+    EXPECT_LE(after.opens - before.opens, 2u * (g_n - 1)) << "each peer allocation opened once";
+    ASSERT_EQ(sscMemFree(in), sscSuccess);
+    ASSERT_EQ(sscMemFree(out), sscSuccess);
   }
 }
 

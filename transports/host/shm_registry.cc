@@ -22,7 +22,9 @@ namespace {
 struct Allocation {
   int fd;
   size_t bytes;
+  uint64_t id;  // never reused in this process: tells a new allocation at an old address apart
 };
+uint64_t g_nextId = 0;  // guarded by g_mu
 
 std::mutex g_mu;
 std::map<char*, Allocation> g_allocs;  // by base
@@ -68,7 +70,7 @@ sscResult_t shmAlloc(size_t bytes, void** out) {
     return fail(sscSystemError, "cannot map a {}-byte allocation: {}", bytes, strerror(e));
   }
   std::lock_guard<std::mutex> g(g_mu);
-  g_allocs.emplace(static_cast<char*>(p), Allocation{fd, bytes});
+  g_allocs.emplace(static_cast<char*>(p), Allocation{fd, bytes, ++g_nextId});
   *out = p;
   return sscSuccess;
 }
@@ -163,6 +165,68 @@ sscResult_t shmDeregister(sscComm* comm, void* buff, const std::vector<void*>& p
     g_peerMaps.erase(it);
   }
   return sscSuccess;
+}
+
+namespace {
+
+// Plain buffers on the host backend: sscMemAlloc memory that was never registered. The export
+// is the memfd as /proc/<pid>/fd/<fd> names it; peers map the whole allocation.
+struct ShmHandle {
+  int32_t pid;
+  int32_t fd;
+};
+
+class ShmPeerMemory : public PeerMemoryRuntime {
+ public:
+  bool query(const void* p, size_t bytes, PeerAllocation* out, std::string* why) override {
+    char* base = nullptr;
+    Allocation a{};
+    if (!findAllocation(p, bytes, &base, &a)) {
+      *why = "not (inside) an sscMemAlloc allocation";
+      return false;
+    }
+    *out = PeerAllocation{reinterpret_cast<uintptr_t>(base), a.bytes, a.id};
+    return true;
+  }
+  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes], std::string* why) override {
+    std::lock_guard<std::mutex> g(g_mu);
+    auto it = g_allocs.find(reinterpret_cast<char*>(a.base));
+    if (it == g_allocs.end() || it->second.id != a.id) {
+      *why = "the allocation was freed";
+      return false;
+    }
+    const ShmHandle h{static_cast<int32_t>(getpid()), it->second.fd};
+    std::memset(handle, 0, kPeerHandleBytes);
+    std::memcpy(handle, &h, sizeof(h));
+    return true;
+  }
+  bool open(const uint8_t handle[kPeerHandleBytes], const PeerAllocation& a, void** mapped,
+            std::string* why) override {
+    ShmHandle h;
+    std::memcpy(&h, handle, sizeof(h));
+    const std::string path = fmt::format("/proc/{}/fd/{}", h.pid, h.fd);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      *why = fmt::format("open({}) failed: {}", path, strerror(errno));
+      return false;
+    }
+    void* m = mmap(nullptr, a.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (m == MAP_FAILED) {
+      *why = fmt::format("mapping {} bytes failed: {}", a.bytes, strerror(errno));
+      return false;
+    }
+    *mapped = m;
+    return true;
+  }
+  void close(void* mapped, const PeerAllocation& a) override { munmap(mapped, a.bytes); }
+};
+
+}  // namespace
+
+PeerMemoryRuntime* shmPeerMemory() {
+  static ShmPeerMemory runtime;
+  return &runtime;
 }
 
 }  // namespace ssc

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "starscream/starscream.h"
+#include "transports/usr/peer_memory.h"
 
 struct sscComm;
 
@@ -23,5 +24,9 @@ sscResult_t shmFree(void* p);
 sscResult_t shmRegister(sscComm* comm, void* buff, size_t bytes, std::vector<void*>* peerBases);
 // Unmaps the peers' mappings made by shmRegister.
 sscResult_t shmDeregister(sscComm* comm, void* buff, const std::vector<void*>& peerBases);
+
+// Plain (unregistered) sscMemAlloc buffers mapped by peers per call (transports/usr/peer_cache.h):
+// the host backend's PeerMemoryRuntime, so CI runs the same cache the GPU uses.
+PeerMemoryRuntime* shmPeerMemory();
 
 }  // namespace ssc

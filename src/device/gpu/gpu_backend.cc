@@ -17,6 +17,7 @@
 #include "src/device/gpu/gpu_census.h"
 #include "src/device/gpu/gpu_connections.h"
 #include "src/device/gpu/gpu_launch_order.h"
+#include "src/device/gpu/gpu_peer_memory.h"
 #include "src/device/gpu/gpu_plan_cache.h"
 #include "src/device/gpu/gpu_registry.h"
 #include "src/device/gpu/gpu_runtime.h"
@@ -138,6 +139,7 @@ class GpuResources : public CommResources {
   std::unique_ptr<GpuConnections> conns;
   std::unique_ptr<gpu::SymmetricExecutor> sym;
   std::unique_ptr<gpu::PlanCache> plans;
+  std::unique_ptr<gpu::GpuPeerMemory> peerMemory;  // plain buffers' exports and imports
   uint64_t timeoutTicks = 0;
   int device = -1;  // the communicator's device: made current around every runtime call
   std::mutex mu;    // enqueue on one communicator from several threads; guards `order`
@@ -236,6 +238,7 @@ class GpuBackend : public Backend {
     res->plans = std::make_unique<gpu::PlanCache>(shape.slotBytes, shape.pieceBytes(),
                                                   shape.blocksPerChannel, &res->order);
     SSC_CHECK(res->ensureScratch(1));  // at init, so small calls never allocate
+    res->peerMemory = std::make_unique<gpu::GpuPeerMemory>(res->device);
     const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
     if (seconds > 0) res->timeoutTicks = static_cast<uint64_t>(seconds * sscGpuTimerTicksPerSecond(deviceIndex()));
     res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
@@ -274,6 +277,11 @@ class GpuBackend : public Backend {
     return sscSuccess;
   }
 
+  PeerMemoryRuntime* peerMemory(sscComm* comm) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    return handle == nullptr ? nullptr : handle->res->peerMemory.get();
+  }
+
   // The LL one-shot pushes the inputs as packets into peers' inboxes in the connection segment.
   uint64_t packetAllReduceMaxBytes() const override { return gpu::llMaxBytes(); }
 
@@ -288,6 +296,13 @@ class GpuBackend : public Backend {
 
   sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
     return submit(comm, std::move(work), nullptr, stream);
+  }
+
+  // A copy-engine transfer: on one rank the real NCCL's collectives are such a copy too.
+  sscResult_t enqueueCopy(sscComm* comm, void* dst, const void* src, size_t bytes,
+                          sscStream_t stream) override {
+    const StagedCopies copy{dst, src, bytes, nullptr, nullptr, 0};
+    return submit(comm, nullptr, &copy, stream);
   }
 
   // Waits for every launch of comm queued so far (finalize and destroy).
@@ -310,7 +325,8 @@ class GpuBackend : public Backend {
 
  private:
   // One operation of the communicator: a plan, and for a staged call the copies into and out of
-  // the (shared) staging buffers around it. The launch order covers all of it.
+  // the (shared) staging buffers around it; a plain copy is a staged call without plan or copy
+  // out. The launch order covers all of it.
   sscResult_t submit(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
                      sscStream_t streamHandle) {
     auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
@@ -328,8 +344,8 @@ class GpuBackend : public Backend {
       if (e != hipSuccess)
         return fail(sscUnhandledDeviceError, "staging a call's input failed: {}", hipGetErrorString(e));
     }
-    SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
-    if (staged != nullptr) {
+    if (work != nullptr) SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
+    if (staged != nullptr && staged->outBytes != 0) {
       const hipError_t e = hipMemcpyAsync(staged->out, staged->stageOut, staged->outBytes, hipMemcpyDefault, stream);
       if (e != hipSuccess)
         return fail(sscUnhandledDeviceError, "copying a staged call's result failed: {}", hipGetErrorString(e));

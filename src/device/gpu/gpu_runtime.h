@@ -23,6 +23,7 @@
 #include <hip/hip_runtime.h>
 #define SSC_GPU_IS_HIP 1
 #else
+#include <cuda.h>  // types of the driver calls reached through cudaGetDriverEntryPointByVersion
 #include <cuda_runtime.h>
 #define SSC_GPU_IS_CUDA 1
 
@@ -102,6 +103,70 @@ inline bool sscDeviceUuid(int device, unsigned char out[16]) {
   std::memcpy(out, p.uuid.bytes, 16);
 #endif
   return true;
+}
+
+// The device allocation behind a pointer, for exporting it to peers: its start, size and the
+// runtime's buffer id (unique for the process's lifetime, so a freed and re-made allocation at
+// the same address is told apart). False for memory that is not a legacy (hipMalloc/cudaMalloc)
+// device allocation, which IPC handles cannot export (host memory, VMM/expandable segments).
+// CUDA: the driver's cuPointerGetAttributes, found through the runtime's entry-point query so the
+// library does not link libcuda (host-only programs load it on machines without a driver).
+inline bool sscPointerRange(const void* p, uintptr_t* base, size_t* bytes, uint64_t* id) {
+#if defined(SSC_GPU_IS_HIP)
+  hipDeviceptr_t start = nullptr;
+  size_t size = 0;
+  unsigned long long buffer = 0;
+  hipPointerAttribute_t attr;
+#if HIP_VERSION_MAJOR >= 6
+  const auto typeOf = [](const hipPointerAttribute_t& a) { return a.type; };
+#else  // ROCm 5.2 names the field memoryType
+  const auto typeOf = [](const hipPointerAttribute_t& a) { return a.memoryType; };
+#endif
+  if (hipPointerGetAttributes(&attr, p) != hipSuccess || typeOf(attr) != hipMemoryTypeDevice ||
+      hipPointerGetAttribute(&start, HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess ||
+      hipPointerGetAttribute(&size, HIP_POINTER_ATTRIBUTE_RANGE_SIZE,
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess ||
+      hipPointerGetAttribute(&buffer, HIP_POINTER_ATTRIBUTE_BUFFER_ID,
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess) {
+    (void)hipGetLastError();
+    return false;
+  }
+  *base = reinterpret_cast<uintptr_t>(start);
+  *bytes = size;
+  *id = buffer;
+  return true;
+#else
+  using GetAttributes = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
+  static const GetAttributes get = []() -> GetAttributes {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<GetAttributes>(fn);
+  }();
+  if (get == nullptr) return false;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+  unsigned type = 0;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  unsigned long long buffer = 0;
+  int ipc = 0;
+  void* data[] = {&type, &start, &size, &buffer, &ipc};
+  if (get(5, attrs, data, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS ||
+      type != CU_MEMORYTYPE_DEVICE || ipc == 0 || size == 0)
+    return false;
+  *base = static_cast<uintptr_t>(start);
+  *bytes = size;
+  *id = buffer;
+  return true;
+#endif
 }
 
 // Ticks per second of the clock sscGpuTimer() reads in kernels: CUDA's %globaltimer counts

@@ -57,6 +57,17 @@ class HostBackend : public Backend {
     return shmDeregister(comm, buff, peerBases);
   }
 
+  PeerMemoryRuntime* peerMemory(sscComm* comm) override {
+    (void)comm;
+    return shmPeerMemory();
+  }
+
+  // Host streams are threads: the communicator's work is done when none of it is pending.
+  sscResult_t drain(sscComm* comm) override {
+    commWaitIdle(comm);
+    return sscSuccess;
+  }
+
   sscResult_t streamCreate(sscStream_t* stream) override {
     *stream = new HostStream();
     return sscSuccess;
@@ -89,6 +100,12 @@ class HostBackend : public Backend {
     return submit(comm, std::move(work), nullptr, stream);
   }
 
+  sscResult_t enqueueCopy(sscComm* comm, void* dst, const void* src, size_t bytes,
+                          sscStream_t stream) override {
+    const StagedCopies copy{dst, src, bytes, nullptr, nullptr, 0};
+    return submit(comm, nullptr, &copy, stream);
+  }
+
   // The copies run in the same task as the plan, so they stay in stream order with it.
   sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& copies,
                             sscStream_t stream) override {
@@ -114,10 +131,11 @@ class HostBackend : public Backend {
       }
       sscResult_t r = static_cast<sscResult_t>(comm->asyncError.load());
       if (r == sscSuccess) {
+        // A plain copy (enqueueCopy) is a staged call without a plan.
         if (isStaged) std::memmove(copies.stageIn, copies.in, copies.inBytes);
-        r = runPlanOnHost(*res->shm, *work, &comm->abortFlag);
+        if (work != nullptr) r = runPlanOnHost(*res->shm, *work, &comm->abortFlag);
         if (r != sscSuccess) commSetAsyncError(comm, r, lastError());
-        else if (isStaged) std::memmove(copies.out, copies.stageOut, copies.outBytes);
+        else if (isStaged && copies.outBytes != 0) std::memmove(copies.out, copies.stageOut, copies.outBytes);
       } else {
         setError(r, "communicator is in error state from an earlier failure; operation skipped");
       }

@@ -1,0 +1,125 @@
+#include "src/api/plain_buffers.h"
+
+#include <algorithm>
+#include <map>
+
+#include "src/core/env.h"
+#include "transports/usr/peer_cache.h"
+#include "tuner/select.h"
+
+namespace ssc {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+// What every rank must pass alike for one call (the buffers may differ).
+uint64_t fingerprint(const PendingCall& c) {
+  uint64_t h = 0x5353437a65726f31ull;  // "SSCzero1"
+  h = mix(h, static_cast<uint64_t>(c.args.coll));
+  h = mix(h, c.args.count);
+  h = mix(h, static_cast<uint64_t>(c.reduce.dtype));
+  h = mix(h, static_cast<uint64_t>(c.reduce.kind));
+  h = mix(h, c.reduce.hasPreScale ? 1 : 0);
+  h = mix(h, c.reduce.postDivisor);
+  h = mix(h, static_cast<uint64_t>(c.args.root));
+  return h;
+}
+
+size_t callBytes(const PendingCall& c) {
+  return std::max(collInputElems(c.args, c.comm->nranks), collOutputElems(c.args, c.comm->nranks)) *
+         c.elemBytes;
+}
+
+// Whether a call goes through the cache: a function of the call's arguments and the
+// communicator only, so every rank decides alike (each must post for the same calls).
+bool qualifies(const PendingCall& c) {
+  sscComm* comm = c.comm;
+  const CollKind k = c.args.coll;
+  if (c.isP2p || comm->peerCache == nullptr || !comm->peerCache->enabled() || !c.zeroCopyOk ||
+      !c.peerBuffers.empty())
+    return false;
+  if (k != CollKind::kAllReduce && k != CollKind::kReduceScatter && k != CollKind::kAllGather)
+    return false;
+  const int64_t minBytes = env::getInt("STARSCREAM_ZERO_COPY_MIN_BYTES");
+  const size_t bytes = callBytes(c);
+  if (minBytes < 0 || bytes < static_cast<uint64_t>(minBytes)) return false;
+  if (commPacketCall(comm, c.args, c.elemBytes)) return false;
+  // A forced algorithm (STARSCREAM_ALGO) other than symmetric keeps its path.
+  return selectAlgo(comm->topo, k, bytes, true) == Algo::kSymmetric;
+}
+
+PeerMemoryCache::Request requestOf(const PendingCall& c) {
+  PeerMemoryCache::Request r;
+  r.fingerprint = fingerprint(c);
+  r.inPlace = c.args.inPlace;
+  const CollKind k = c.args.coll;
+  // All-reduce reads peers' inputs and writes their outputs; reduce-scatter only reads inputs,
+  // all-gather only writes outputs.
+  if (k != CollKind::kAllGather) {
+    r.ptr[kBufIn] = c.sendbuff;
+    r.bytes[kBufIn] = collInputElems(c.args, c.comm->nranks) * c.elemBytes;
+  }
+  if (k != CollKind::kReduceScatter) {
+    r.ptr[kBufOut] = c.recvbuff;
+    r.bytes[kBufOut] = collOutputElems(c.args, c.comm->nranks) * c.elemBytes;
+  }
+  return r;
+}
+
+void apply(PendingCall* c, const PeerMemoryCache::Request& req, const PeerMemoryCache::Result& res) {
+  const size_t n = static_cast<size_t>(c->comm->nranks);
+  c->peerBuffers.assign(kBufScratch, std::vector<void*>(n, nullptr));
+  for (int b : {kBufIn, kBufOut})
+    if (!res.peers[b].empty()) c->peerBuffers[b] = res.peers[b];
+  c->args.symmetric = true;
+  // Every rank must run the same plan: if one called in place, all take the in-place form
+  // (it is right for out-of-place buffers too).
+  if (c->args.coll == CollKind::kAllReduce) c->args.inPlace = res.anyInPlace;
+  c->callHash = static_cast<uint32_t>(req.fingerprint ^ (req.fingerprint >> 32));
+}
+
+}  // namespace
+
+sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
+  // Per communicator, its qualifying calls in order.
+  std::map<sscComm*, std::vector<PendingCall*>> byComm;
+  std::vector<sscComm*> order;
+  for (PendingCall& c : calls) {
+    if (!qualifies(c)) continue;
+    auto& list = byComm[c.comm];
+    if (list.empty()) order.push_back(c.comm);
+    list.push_back(&c);
+  }
+  struct Posted {
+    PendingCall* call;
+    PeerMemoryCache::Request req;
+    uint64_t ticket;
+  };
+  for (size_t round = 0;; ++round) {
+    std::vector<Posted> posted;
+    for (sscComm* comm : order) {
+      const auto& list = byComm[comm];
+      if (round >= list.size()) continue;
+      Posted p{list[round], requestOf(*list[round]), 0};
+      SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
+      posted.push_back(p);
+    }
+    if (posted.empty()) return sscSuccess;
+    // Every posted record is finished even after a failure, so no communicator is left with a
+    // ticket its peers wait on; the first failure is what the caller gets.
+    sscResult_t first = sscSuccess;
+    for (Posted& p : posted) {
+      PeerMemoryCache::Result res;
+      const sscResult_t r = p.call->comm->peerCache->finish(p.ticket, p.req, &res);
+      if (r != sscSuccess && first == sscSuccess) first = r;
+      if (r == sscSuccess && res.zeroCopy) apply(p.call, p.req, res);
+    }
+    SSC_CHECK(first);
+  }
+}
+
+}  // namespace ssc

@@ -1,0 +1,19 @@
+// Zero-copy for collectives on plain (unregistered) buffers: before a batch of calls launches,
+// the calls that qualify agree with their peers (through comm->peerCache) on every rank's
+// buffers, and those that every rank can share run the symmetric algorithm on the application's
+// own memory. The rest keep their path (packets, staging, FIFOs), the same on every rank.
+#pragma once
+
+#include <vector>
+
+#include "src/api/group.h"
+
+namespace ssc {
+
+// Fills peerBuffers, callHash and args (symmetric, the agreed in-place form) of every call in
+// `calls` that runs zero-copy on its plain buffers. Calls of one communicator are resolved in
+// their order, one call per communicator at a time, each communicator's record posted before any
+// is waited on: a thread driving one rank of several communicators never waits for itself.
+sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls);
+
+}  // namespace ssc

@@ -1,0 +1,262 @@
+#include "transports/usr/peer_cache.h"
+
+#include <cstring>
+
+#include "src/core/errors.h"
+#include "src/core/log.h"
+
+namespace ssc {
+
+namespace {
+
+// One buffer of one rank's call, as posted on the shared call table.
+struct PostedBuffer {
+  uint64_t exportId;   // this rank's export of the allocation (0: none)
+  uint64_t offset;     // of the call's buffer in the allocation
+  uint64_t base;       // PeerAllocation of the export
+  uint64_t bytes;
+  uint64_t id;
+  uint32_t isNew;      // first post of this export: handle is valid, peers open it
+  uint32_t shareable;  // 0: the buffer is needed but cannot be shared (the call falls back)
+  uint8_t handle[kPeerHandleBytes];
+};
+
+bool overlaps(const PeerAllocation& a, const PeerAllocation& b) {
+  return a.base < b.base + b.bytes && b.base < a.base + a.bytes;
+}
+
+}  // namespace
+
+struct PeerMemoryCache::Record {
+  uint64_t fingerprint;
+  uint32_t inPlace;
+  uint32_t failedOpens;  // opens that failed in this rank's previous finish()
+  uint32_t needed;       // bit b: buffer b is touched by peers in this call
+  uint32_t pad;
+  PostedBuffer buf[2];
+};
+
+PeerMemoryCache::PeerMemoryCache(PeerMemoryRuntime* runtime, std::unique_ptr<ShmAllGather> table,
+                                 std::function<sscResult_t()> quiesce, size_t capacity)
+    : runtime_(runtime), shared_(std::move(table)), quiesce_(std::move(quiesce)),
+      capacity_(capacity < 2 ? 2 : capacity), rank_(shared_->rank()), nranks_(shared_->nranks()),
+      table_(static_cast<size_t>(shared_->nranks())) {}
+
+PeerMemoryCache::~PeerMemoryCache() { release(); }
+
+sscResult_t PeerMemoryCache::post(const Request& req, uint64_t* ticket) {
+  static_assert(sizeof(Record) <= ShmAllGather::kMaxBytes,
+                "a call's record must fit a slot of the shared call table");
+  Record r;
+  std::memset(&r, 0, sizeof(r));
+  r.fingerprint = req.fingerprint;
+  r.inPlace = req.inPlace ? 1 : 0;
+  r.failedOpens = failedOpens_;
+  for (int b = 0; b < 2; ++b) {
+    if (req.ptr[b] == nullptr) continue;
+    r.needed |= 1u << b;
+    PostedBuffer& pb = r.buf[b];
+    PeerAllocation a;
+    std::string why;
+    if (!runtime_->query(req.ptr[b], req.bytes[b], &a, &why)) {
+      SSC_LOG(kTrace, "buffer {} ({} bytes) cannot be mapped by peers: {}", req.ptr[b], req.bytes[b], why);
+      continue;
+    }
+    auto known = own_.find(a.id);
+    if (known != own_.end()) {
+      pb.exportId = known->second;
+    } else {
+      if (!runtime_->exportHandle(a, pb.handle, &why)) {
+        SSC_LOG(kInfo, "exporting the allocation at {:#x} ({} bytes) failed: {}; calls on it use "
+                "the staged or FIFO path", a.base, a.bytes, why);
+        continue;
+      }
+      pb.exportId = ++nextExport_;
+      pb.isNew = 1;
+      own_[a.id] = pb.exportId;
+      ++stats_.exports;
+    }
+    pb.offset = reinterpret_cast<uintptr_t>(req.ptr[b]) - a.base;
+    pb.base = a.base;
+    pb.bytes = a.bytes;
+    pb.id = a.id;
+    pb.shareable = 1;
+  }
+  return shared_->post(&r, sizeof(r), ticket);
+}
+
+sscResult_t PeerMemoryCache::quiesceOnce() {
+  if (quiesced_ || !quiesce_) return sscSuccess;
+  SSC_CHECK(quiesce_());
+  quiesced_ = true;
+  return sscSuccess;
+}
+
+sscResult_t PeerMemoryCache::drop(int q, std::map<uint64_t, Entry>::iterator it) {
+  Entry& e = it->second;
+  if (q != rank_ && e.mapped != nullptr) {
+    // Work already launched may still read the mapping: close it once the communicator's
+    // queued work is done; if that wait fails (a kernel timed out), keep it mapped until release.
+    if (quiesceOnce() == sscSuccess) {
+      runtime_->close(e.mapped, e.alloc);
+      ++stats_.closes;
+    } else {
+      deferred_.push_back({e.mapped, e.alloc});
+    }
+  }
+  if (q == rank_) {
+    auto own = own_.find(e.alloc.id);
+    if (own != own_.end() && own->second == it->first) own_.erase(own);
+  }
+  table_[q].erase(it);
+  return sscSuccess;
+}
+
+sscResult_t PeerMemoryCache::evict(int q) {
+  auto& t = table_[q];
+  while (t.size() > capacity_) {
+    auto victim = t.end();
+    for (auto it = t.begin(); it != t.end(); ++it)
+      if (it->second.lastUse < clock_ && (victim == t.end() || it->second.lastUse < victim->second.lastUse))
+        victim = it;
+    if (victim == t.end()) break;  // everything was used by this very call
+    SSC_CHECK(drop(q, victim));
+    ++stats_.evictions;
+  }
+  return sscSuccess;
+}
+
+sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result* out) {
+  out->zeroCopy = false;
+  out->anyInPlace = req.inPlace;
+  out->peers[0].clear();
+  out->peers[1].clear();
+  std::vector<Record> all(static_cast<size_t>(nranks_));
+  SSC_CHECK(shared_->collect(ticket, all.data(), sizeof(Record)));
+  ++clock_;
+  ++stats_.calls;
+  quiesced_ = false;
+
+  // Everything below depends only on the records, so every rank updates its table alike.
+  // 1. The previous call's opens: confirmed everywhere, or a failure drops what is unconfirmed.
+  bool failed = false, confirmedSome = false;
+  for (const Record& r : all) failed = failed || r.failedOpens != 0;
+  for (int q = 0; q < nranks_; ++q) {
+    auto& t = table_[q];
+    for (auto it = t.begin(); it != t.end();) {
+      auto next = std::next(it);
+      if (!it->second.confirmed) {
+        if (failed) SSC_CHECK(drop(q, it));
+        else it->second.confirmed = confirmedSome = true;
+      }
+      it = next;
+    }
+  }
+  // Failures count until some export is opened everywhere again.
+  if (confirmedSome) openFailures_ = 0;
+  if (failed && ++openFailures_ >= kMaxOpenFailures && enabled_) {
+    enabled_ = false;
+    SSC_LOG(kWarn, "opening peers' buffers failed {} times with no success in between: calls on "
+            "plain buffers stop trying zero-copy on this communicator (staged or FIFO path)",
+            openFailures_);
+  }
+
+  // 2. This call's records: insert new exports (opening peers'), touch known ones.
+  failedOpens_ = 0;
+  bool usable = enabled_;
+  int mismatch = -1;
+  for (int q = 0; q < nranks_; ++q) {
+    const Record& r = all[q];
+    if (r.fingerprint != all[rank_].fingerprint && mismatch < 0) mismatch = q;
+    out->anyInPlace = out->anyInPlace || r.inPlace != 0;
+    for (int b = 0; b < 2; ++b) {
+      if ((r.needed & (1u << b)) == 0) continue;
+      const PostedBuffer& pb = r.buf[b];
+      if (!pb.shareable) {
+        usable = false;
+        continue;
+      }
+      auto& t = table_[q];
+      if (pb.isNew) {
+        const PeerAllocation alloc{pb.base, pb.bytes, pb.id};
+        // Same owner, overlapping range: the old allocation is gone (freed, and this one made
+        // where it was). Drop its entry so no stale mapping outlives it.
+        for (auto it = t.begin(); it != t.end();) {
+          auto next = std::next(it);
+          if (overlaps(it->second.alloc, alloc)) SSC_CHECK(drop(q, it));
+          it = next;
+        }
+        Entry e;
+        e.alloc = alloc;
+        e.lastUse = clock_;
+        if (q == rank_) {
+          e.mapped = reinterpret_cast<void*>(pb.base);
+        } else {
+          std::string why;
+          if (runtime_->open(pb.handle, alloc, &e.mapped, &why)) {
+            ++stats_.opens;
+          } else {
+            e.mapped = nullptr;
+            ++failedOpens_;
+            SSC_LOG(kWarn, "mapping rank {}'s allocation ({} bytes) failed: {}; the ranks fall back "
+                    "to the staged or FIFO path for it", q, pb.bytes, why);
+          }
+        }
+        t[pb.exportId] = e;
+        usable = false;  // used from the next call on, once every rank has confirmed its open
+        continue;
+      }
+      auto it = t.find(pb.exportId);
+      if (it == t.end()) {
+        // Expected right after a failed open dropped it (its owner posted before learning so);
+        // anything else means the replicated tables diverged.
+        if (!failed)
+          SSC_LOG(kWarn, "rank {} names export {} that this rank does not hold (internal: the "
+                  "replicated tables diverged); falling back for this call", q, pb.exportId);
+        usable = false;
+        continue;
+      }
+      it->second.lastUse = clock_;
+      if (!it->second.confirmed || (q != rank_ && it->second.mapped == nullptr) ||
+          pb.offset + req.bytes[b] > it->second.alloc.bytes)
+        usable = false;
+    }
+  }
+  for (int q = 0; q < nranks_; ++q) SSC_CHECK(evict(q));
+  if (mismatch >= 0)
+    return fail(sscInvalidUsage, "rank {} issued a different call than rank {} at the same point "
+                "(collective, count, type, op or root differ)", mismatch, rank_);
+
+  if (!usable) return sscSuccess;
+  for (int b = 0; b < 2; ++b) {
+    if (req.ptr[b] == nullptr) continue;
+    out->peers[b].assign(static_cast<size_t>(nranks_), nullptr);
+    for (int q = 0; q < nranks_; ++q) {
+      const PostedBuffer& pb = all[q].buf[b];
+      out->peers[b][q] = q == rank_ ? const_cast<void*>(req.ptr[b])
+                                    : static_cast<char*>(table_[q].at(pb.exportId).mapped) + pb.offset;
+    }
+  }
+  out->zeroCopy = true;
+  ++stats_.zeroCopyCalls;
+  return sscSuccess;
+}
+
+void PeerMemoryCache::release() {
+  if (released_) return;
+  released_ = true;
+  for (int q = 0; q < nranks_; ++q) {
+    if (q == rank_) continue;
+    for (auto& [id, e] : table_[q])
+      if (e.mapped != nullptr) {
+        runtime_->close(e.mapped, e.alloc);
+        ++stats_.closes;
+      }
+  }
+  for (auto& [mapped, alloc] : deferred_) runtime_->close(mapped, alloc);
+  deferred_.clear();
+  for (auto& t : table_) t.clear();
+  own_.clear();
+}
+
+}  // namespace ssc

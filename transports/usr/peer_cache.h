@@ -1,0 +1,118 @@
+// transports/usr: zero-copy on the application's own buffers. A collective on plain device memory
+// (a PyTorch tensor, an nccl-tests buffer) needs each peer's buffer mapped into this process.
+// Per call, every rank finds the allocation behind its buffers (PeerMemoryRuntime::query),
+// exports it the first time it is seen, and posts (export id, offset) on the node's shared call
+// table (ShmAllGather). Every rank then reads every rank's record, opens exports it has not
+// opened yet, and hands back the peers' buffers as mapped here. With an allocator that reuses
+// its segments (PyTorch's caching allocator, a benchmark's fixed buffers) the steady state opens
+// and exports nothing: one shared-memory all-gather of a few hundred bytes per call.
+//
+// The table of exports is replicated: every rank applies the same records in the same order
+// (tickets), so every rank holds the same entries and evicts the same ones, and an export id a
+// rank posts as known is known everywhere. Keys are the runtime's allocation ids, never
+// addresses: an allocation freed and a new one made at the same address is a new export, and
+// the old entry (same owner, overlapping range) is dropped on every rank when the new one
+// arrives. Each rank keeps at most `capacity` exports of each peer (least recently used go).
+//
+// Agreement without a second round: a new export is opened at the finish() of the call that
+// posted it, but used from the next call on; each rank reports in its next record whether its
+// opens failed, and a failure drops the unconfirmed entries everywhere (the call falls back).
+// So every rank decides zero-copy from the same records, and a call waits for its peers once.
+//
+// Safety of the memory itself comes from the symmetric plans: a peer touches this rank's buffer
+// only between the call's first and last barrier, so once this rank's call has finished (stream
+// order) no peer reads or writes the buffer, and the application may free or reuse it. A mapping
+// is closed only after `quiesce` (the communicator's queued work drained): a launched kernel may
+// still use an entry the host has already evicted.
+#pragma once
+
+#include <functional>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "starscream/starscream.h"
+#include "transports/usr/peer_memory.h"
+#include "transports/usr/shm_allgather.h"
+
+namespace ssc {
+
+class PeerMemoryCache {
+ public:
+  static constexpr size_t kDefaultCapacity = 64;  // exports kept per rank
+  static constexpr int kMaxOpenFailures = 3;      // failed rounds of opens before giving up
+
+  PeerMemoryCache(PeerMemoryRuntime* runtime, std::unique_ptr<ShmAllGather> table,
+                  std::function<sscResult_t()> quiesce, size_t capacity = kDefaultCapacity);
+  ~PeerMemoryCache();  // release()s what is still mapped
+  PeerMemoryCache(const PeerMemoryCache&) = delete;
+  PeerMemoryCache& operator=(const PeerMemoryCache&) = delete;
+
+  // One call: its two buffers (kBufIn = 0, kBufOut = 1; null = peers do not touch it) and what
+  // must be equal on every rank (collective, count, type, op, root).
+  struct Request {
+    uint64_t fingerprint = 0;
+    const void* ptr[2] = {nullptr, nullptr};
+    size_t bytes[2] = {0, 0};
+    bool inPlace = false;
+  };
+  struct Result {
+    bool zeroCopy = false;   // every rank's buffers are mapped everywhere
+    bool anyInPlace = false; // some rank called in place (all must then run the in-place plan)
+    std::vector<void*> peers[2];  // [buffer][rank] as addressed here, when zeroCopy
+  };
+
+  // Posts this rank's record for the next call (local; waits only for ring space).
+  sscResult_t post(const Request& req, uint64_t* ticket);
+  // Waits for every rank's record of `ticket` (posted with `req`), brings the table up to date
+  // and fills `out`. Fails (on every rank alike) when the ranks' fingerprints differ.
+  sscResult_t finish(uint64_t ticket, const Request& req, Result* out);
+  // Closes every mapping (the communicator's work must have drained). Idempotent.
+  void release();
+
+  // False once opening peers' exports failed kMaxOpenFailures times with no export opened by
+  // every rank in between (on every rank alike).
+  bool enabled() const { return enabled_; }
+
+  struct Stats {
+    uint64_t calls = 0, zeroCopyCalls = 0, exports = 0, opens = 0, closes = 0, evictions = 0;
+  };
+  Stats stats() const { return stats_; }
+  // Exports of `rank` this rank holds (tests).
+  size_t entries(int rank) const { return table_[rank].size(); }
+
+ private:
+  struct Entry {
+    PeerAllocation alloc;
+    void* mapped = nullptr;  // peers' exports: the mapping here; own: the allocation's base
+    uint64_t lastUse = 0;
+    bool confirmed = false;  // every rank opened it (known one call after its insertion)
+  };
+  struct Record;
+
+  sscResult_t drop(int q, std::map<uint64_t, Entry>::iterator it);
+  sscResult_t evict(int q);
+  sscResult_t quiesceOnce();
+
+  PeerMemoryRuntime* runtime_;
+  std::unique_ptr<ShmAllGather> shared_;
+  std::function<sscResult_t()> quiesce_;
+  bool quiesced_ = false;  // within one finish(): drained once already
+  size_t capacity_;
+  int rank_, nranks_;
+  std::vector<std::map<uint64_t, Entry>> table_;  // [rank]: export id -> entry (replicated)
+  std::map<uint64_t, uint64_t> own_;              // own allocation id -> export id (local)
+  std::vector<std::pair<void*, PeerAllocation>> deferred_;  // closes that must wait for release()
+  uint64_t nextExport_ = 0;
+  uint64_t clock_ = 0;      // finish() calls so far (the same on every rank)
+  uint32_t failedOpens_ = 0;  // opens that failed in this rank's last finish() (posted next)
+  int openFailures_ = 0;    // failed rounds of opens since one last succeeded everywhere
+  bool enabled_ = true;
+  bool released_ = false;
+  Stats stats_;
+};
+
+}  // namespace ssc
