@@ -8,8 +8,9 @@
 // the post-step (integer Avg) divides once.
 //
 // Data path: every thread of the grid takes 16-byte vectors grid-stride, kU at a time, and loads
-// the vectors of kG peers before reducing any of them, so kG * kU loads are in flight per thread. Peers' data is read with L2-only loads (.cg): the L1 is not coherent with
-// other processes' stores.
+// the vectors of kG peers before reducing any of them, so kG * kU loads are in flight per
+// thread. Peers' data is read with L2-only loads (.cg): the L1 is not coherent with other
+// processes' stores.
 #include <cstdint>
 
 #include "src/device/gpu/gpu_runtime.h"
@@ -129,7 +130,10 @@ struct SymOps {
   }
 };
 
-template <class Tr, int kKind>
+// kPeers: 0 for the instantiation that serves any number of ranks; 4 or 2 for the ones that
+// serve at most that many (launchSymKernel picks), whose vector loops keep more loads in flight
+// per peer (see reduceFew()).
+template <class Tr, int kKind, int kPeers>
 struct SymRunner {
   using Ops = SymOps<Tr, kKind>;
   using S = typename Ops::S;
@@ -199,7 +203,13 @@ struct SymRunner {
     const uint64_t nvec = (count - head) / kPerVec;
     // Several 16-byte loads in flight per thread before any is used: 8 peers at once (n > 8 in
     // groups of 8, carrying the accumulator), or 2 peers x 2 vectors. Both fit the 128 registers
-    // of a 512-thread block without spilling (ptxas -v); a 2 x 4 shape for n <= 2 spilled 1 KiB.
+    // of a 512-thread block without spilling (ptxas -v); a 2 x 4 shape for n <= 2 spilled 1 KiB
+    // in this (all-sizes) kernel.
+    if constexpr (kPeers != 0) {
+      reduceFew(s, head, nvec, pre, doPost, dst, ndst);
+      scalar(head + nvec * kPerVec, count);
+      return;
+    }
     if constexpr (sizeof(S) >= 4) {
       if (n <= 2) {
         reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst);
@@ -209,6 +219,24 @@ struct SymRunner {
     }
     reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst);
     scalar(head + nvec * kPerVec, count);
+  }
+
+  // At most kPeers ranks: 8 loads in flight where registers allow, as 8 peers x 1 vector gives
+  // at 8 ranks. With 4 loads (4 peers x 1, or 2 x 2) the H200 ran all-reduce at 55-59 % of the
+  // copy roofline at K = 2 and 4 and reduce-scatter at 40-55 %, against 87-93 % at K = 8. Shapes
+  // keep loads (kG x kU x 4 registers) plus accumulators (kU x kPerVec registers, 2 per 8-byte
+  // value) at <= 48, what 8 x 1 takes for 1-byte types; one shape per kernel, as two in one
+  // spilled (ptxas -v).
+  template <class Dst>
+  __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
+                                            bool doPost, const Dst& dst, int ndst) const {
+    constexpr int kAccRegs = kPerVec * static_cast<int>((sizeof(C) + 3) / 4);  // per vector
+    if constexpr (kPeers == 2 && 2 * 4 * 4 + 4 * kAccRegs <= 48)
+      reduceVec<2, 4>(s, head, nvec, pre, doPost, dst, ndst);
+    else if constexpr (4 * 2 * 4 + 2 * kAccRegs <= 48)
+      reduceVec<4, 2>(s, head, nvec, pre, doPost, dst, ndst);
+    else
+      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst);
   }
 
   template <int kG, int kU, class Dst>
@@ -276,6 +304,8 @@ struct SymRunner {
     scalar(0, head);
     const uint64_t nvec = (count - head) / kPerVec;
     const uint4* vsrc = reinterpret_cast<const uint4*>(src + head);
+    // 4 vectors in flight per thread. 8 for at most 4 ranks was tried: all-gather at K = 4 went
+    // from 76-79 % of the copy roofline to 72-73 % (H200, nccl-tests, 256 MiB - 1 GiB).
     constexpr int kPushUnroll = 4;
     for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kPushUnroll) {
       uint4 x[kPushUnroll];
@@ -297,9 +327,9 @@ struct SymRunner {
   }
 };
 
-template <class Tr, int kKind>
+template <class Tr, int kKind, int kPeers>
 __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT SymArgs a) {
-  const SymRunner<Tr, kKind> r(a);
+  const SymRunner<Tr, kKind, kPeers> r(a);
   uint64_t barriers = 0, gridSyncs = 0;
   for (int i = 0; i < a.nsteps; ++i) {
     const DevStep& s = a.steps[i];
@@ -426,7 +456,11 @@ int launchFor(const SymArgs& args, int blocks, hipStream_t stream) {
 template <class Tr, int kKind>
 struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
-    symKernel<Tr, kKind><<<g, b, 0, st>>>(a);
+    // Separate instantiations for few ranks, so their wider loops do not raise the register
+    // pressure (and spill) of the one that serves more.
+    if (a.nranks <= 2) symKernel<Tr, kKind, 2><<<g, b, 0, st>>>(a);
+    else if (a.nranks <= 4) symKernel<Tr, kKind, 4><<<g, b, 0, st>>>(a);
+    else symKernel<Tr, kKind, 0><<<g, b, 0, st>>>(a);
   }
 };
 template <class Tr, int kKind>
@@ -474,11 +508,15 @@ int symKernelBlocksPerSM() {
       best = n < best ? n : best;
   };
   // fp8 (16 floats per vector and peer) and int64 are the register-hungriest instantiations.
-  take(symKernel<NativeTraits<float>, 0>);
-  take(symKernel<Fp8Traits<conv::Fp8E4M3>, 0>);
-  take(symKernel<HalfTraits, 0>);
-  take(symKernel<NativeTraits<int64_t>, 1>);
-  take(symKernel<NativeTraits<double>, 3>);
+  take(symKernel<NativeTraits<float>, 0, 0>);
+  take(symKernel<Fp8Traits<conv::Fp8E4M3>, 0, 0>);
+  take(symKernel<HalfTraits, 0, 0>);
+  take(symKernel<NativeTraits<int64_t>, 1, 0>);
+  take(symKernel<NativeTraits<double>, 3, 0>);
+  take(symKernel<NativeTraits<float>, 0, 2>);
+  take(symKernel<NativeTraits<double>, 3, 2>);
+  take(symKernel<NativeTraits<float>, 0, 4>);
+  take(symKernel<HalfTraits, 0, 4>);
   return best == (1 << 30) || best < 1 ? 1 : best;
 }
 
