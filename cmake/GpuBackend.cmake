@@ -74,7 +74,8 @@ elseif(STARSCREAM_GPU_BACKEND STREQUAL "hip")
   set(SSC_GPU_DEFINE STARSCREAM_GPU_HIP=1)
 endif()
 
-set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/plan_kernel.cu src/kernels/gpu/sym_kernel.cu)
+set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/copy_kernel.cu src/kernels/gpu/plan_kernel.cu
+  src/kernels/gpu/sym_kernel.cu)
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
   src/device/gpu/gpu_census.cc

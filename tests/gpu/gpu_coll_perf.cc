@@ -26,6 +26,7 @@
 #include "tests/gpu/gpu_test_setup.h"
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
+#include "src/kernels/gpu/copy_kernel.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "starscream/starscream.h"
 

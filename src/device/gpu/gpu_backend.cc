@@ -22,6 +22,7 @@
 #include "src/device/gpu/gpu_registry.h"
 #include "src/device/gpu/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
+#include "src/kernels/gpu/copy_kernel.h"
 #include "transports/net/net_comm.h"
 
 namespace ssc {
@@ -140,6 +141,7 @@ class GpuResources : public CommResources {
   std::unique_ptr<gpu::SymmetricExecutor> sym;
   std::unique_ptr<gpu::PlanCache> plans;
   std::unique_ptr<gpu::GpuPeerMemory> peerMemory;  // plain buffers' exports and imports
+  int copyBlocks = 1;  // the copy kernel's largest grid: this rank's SM share
   uint64_t timeoutTicks = 0;
   int device = -1;  // the communicator's device: made current around every runtime call
   std::mutex mu;    // enqueue on one communicator from several threads; guards `order`
@@ -239,6 +241,7 @@ class GpuBackend : public Backend {
                                                   shape.blocksPerChannel, &res->order);
     SSC_CHECK(res->ensureScratch(1));  // at init, so small calls never allocate
     res->peerMemory = std::make_unique<gpu::GpuPeerMemory>(res->device);
+    res->copyBlocks = limits.symBlocks;
     const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
     if (seconds > 0) res->timeoutTicks = static_cast<uint64_t>(seconds * sscGpuTimerTicksPerSecond(deviceIndex()));
     res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
@@ -339,18 +342,30 @@ class GpuBackend : public Backend {
     const auto stream = static_cast<hipStream_t>(streamHandle);
     const bool capturing = gpu::streamCapturing(stream);
     SSC_CHECK(res->order.before(stream, capturing));
-    if (staged != nullptr) {
-      const hipError_t e = hipMemcpyAsync(staged->stageIn, staged->in, staged->inBytes, hipMemcpyDefault, stream);
-      if (e != hipSuccess)
-        return fail(sscUnhandledDeviceError, "staging a call's input failed: {}", hipGetErrorString(e));
-    }
+    if (staged != nullptr) SSC_CHECK(copyLocked(res, staged->stageIn, staged->in, staged->inBytes, stream));
     if (work != nullptr) SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
-    if (staged != nullptr && staged->outBytes != 0) {
-      const hipError_t e = hipMemcpyAsync(staged->out, staged->stageOut, staged->outBytes, hipMemcpyDefault, stream);
-      if (e != hipSuccess)
-        return fail(sscUnhandledDeviceError, "copying a staged call's result failed: {}", hipGetErrorString(e));
-    }
+    if (staged != nullptr && staged->outBytes != 0)
+      SSC_CHECK(copyLocked(res, staged->out, staged->stageOut, staged->outBytes, stream));
     return res->order.after(stream, capturing);
+  }
+
+  // Copies up to this size run on the SMs (copy_kernel.h: the copy engine starts later), larger
+  // ones on the copy engine, which moves them as fast with no SM taken from other work.
+  static constexpr size_t kKernelCopyMaxBytes = 8u << 20;
+
+  sscResult_t copyLocked(GpuResources* res, void* dst, const void* src, size_t bytes, hipStream_t stream) {
+    const bool sameAlignment = ((reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(src)) & 15u) == 0;
+    if (sameAlignment && bytes <= kKernelCopyMaxBytes) {
+      const int e = gpu::launchCopyKernel(dst, src, bytes, res->copyBlocks, stream);
+      if (e != 0)
+        return fail(sscUnhandledDeviceError, "launching a copy kernel failed: {}",
+                    hipGetErrorString(static_cast<hipError_t>(e)));
+      return sscSuccess;
+    }
+    const hipError_t e = hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, stream);
+    if (e != hipSuccess)
+      return fail(sscUnhandledDeviceError, "a copy of {} bytes failed: {}", bytes, hipGetErrorString(e));
+    return sscSuccess;
   }
 
   // Queues one plan (FIFO kernel or symmetric executor); submit() orders it.

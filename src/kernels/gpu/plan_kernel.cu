@@ -266,12 +266,6 @@ int launchForType(const KernelArgs& args, int channels, hipStream_t stream) {
   return static_cast<int>(hipGetLastError());
 }
 
-__global__ void __launch_bounds__(kThreadsPerBlock) copyKernel(uint4* dst, const uint4* src, uint64_t n) {
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    dst[i] = sscLoadCg(src + i);
-}
-
 // Residency probe: block b records its SM and whether it saw every block of the grid arrive
 // (i.e. all were resident at once) within `spinTicks`.
 __global__ void smProbeKernel(uint32_t* out, uint32_t* arrived, uint32_t nblocks, uint64_t spinTicks) {
@@ -349,12 +343,6 @@ int planKernelBlocksPerSM() {
   take(planKernel<Fp8Traits<conv::Fp8E4M3>, 0>);
   take(planKernel<NativeTraits<int64_t>, 1>);
   return best == (1 << 30) || best < 1 ? 1 : best;
-}
-
-int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* streamPtr) {
-  copyKernel<<<blocks, kThreadsPerBlock, 0, static_cast<hipStream_t>(streamPtr)>>>(
-      static_cast<uint4*>(dst), static_cast<const uint4*>(src), bytes / 16);
-  return static_cast<int>(hipGetLastError());
 }
 
 }  // namespace ssc::gpu

@@ -134,7 +134,4 @@ int planKernelBlocksPerSM();
 // many distinct SMs ran them and whether all blocks were resident at once. 0 or a runtime error.
 int probeResidency(int blocks, int threads, int* distinctSms, int* allResident);
 
-// Copies device memory on `stream` with the executor's vector path (for the perf roofline).
-int launchCopyKernel(void* dst, const void* src, uint64_t bytes, int blocks, void* stream);
-
 }  // namespace ssc::gpu
