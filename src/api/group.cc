@@ -97,15 +97,38 @@ sscResult_t launchColl(const PendingCall& c) {
 }
 
 // All point-to-point calls of one communicator in this group, as one fused plan.
-sscResult_t launchP2p(sscComm* comm, const std::vector<const PendingCall*>& calls) {
+// Sends to this rank itself pair with receives from itself in order (as NCCL pairs any two
+// ranks' messages); when every pair has one size they are plain copies, with no plan step (on
+// one rank: no kernel through the FIFOs at all). Removes them from `calls` once queued.
+sscResult_t copySelfMessages(sscComm* comm, std::vector<const PendingCall*>* calls, sscStream_t stream) {
+  std::vector<const PendingCall*> sends, recvs, rest;
+  for (const PendingCall* c : *calls) {
+    if (c->p2p.peer != comm->rank) rest.push_back(c);
+    else (c->p2p.isSend ? sends : recvs).push_back(c);
+  }
+  if (sends.empty() || sends.size() != recvs.size()) return sscSuccess;
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i]->p2p.bytes != recvs[i]->p2p.bytes) return sscSuccess;  // the plan reports it
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i]->p2pBuff != recvs[i]->p2pBuff)
+      SSC_CHECK(comm->backend->enqueueCopy(comm, recvs[i]->p2pBuff, sends[i]->p2pBuff,
+                                           sends[i]->p2p.bytes, stream));
+  *calls = std::move(rest);
+  return sscSuccess;
+}
+
+sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
   sscStream_t stream = calls.front()->stream;
+  for (const PendingCall* c : calls)
+    if (c->stream != stream)
+      return fail(sscInvalidUsage, "sscGroupEnd: sends/receives on one communicator in one group "
+                  "must use one stream");
+  SSC_CHECK(copySelfMessages(comm, &calls, stream));
+  if (calls.empty()) return sscSuccess;
   std::vector<P2pOp> ops;
   auto work = std::make_shared<Work>();
   work->buffers = {nullptr, nullptr, nullptr};
   for (const PendingCall* c : calls) {
-    if (c->stream != stream)
-      return fail(sscInvalidUsage, "sscGroupEnd: sends/receives on one communicator in one group "
-                  "must use one stream");
     ops.push_back(c->p2p);
     work->buffers.push_back(c->p2pBuff);
   }
