@@ -1,10 +1,11 @@
 # Times torch.distributed.all_reduce (float32, in place, the tensors PyTorch allocates) through
 # whatever NCCL the process loads: under LD_PRELOAD=libstarscream-nccl.so that is Starscream.
-# Prints one line per size on rank 0: bytes and microseconds per call (the slowest rank's mean
-# over back-to-back calls after a warm-up, synchronising once at the end as a training step does).
+# Prints one line per size on rank 0: bytes, microseconds per call (the slowest rank's mean
+# over back-to-back calls after a warm-up, synchronising once at the end as a training step does)
+# and the bus bandwidth nccl-tests would report (2 (K - 1) / K x bytes / time).
 #
 #   tools/emulate/partition-run.sh K env LD_PRELOAD=$PWD/build/lib/libstarscream-nccl.so \
-#       python3 tests/nccl/torch_latency.py [label]
+#       python3 tests/nccl/torch_latency.py [label [bytes ...]]
 import os
 import sys
 import time
@@ -21,13 +22,14 @@ def main():
     torch.cuda.set_device(0)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", 0))
     label = sys.argv[1] if len(sys.argv) > 1 else ""
-    for nbytes in (8, 8 << 10, 64 << 10, 1 << 20, 16 << 20):
+    sizes = [int(a) for a in sys.argv[2:]] or [8, 8 << 10, 64 << 10, 1 << 20, 16 << 20]
+    for nbytes in sizes:
         # First a checked call (in place, every rank's own values), then the timed ones on zeros.
         t = torch.full((max(1, nbytes // 4),), float(rank + 1), device="cuda")
         dist.all_reduce(t)
         ok = bool((t == world * (world + 1) / 2).all().item())
         t.zero_()
-        iters = 200 if nbytes <= (1 << 20) else 50
+        iters = 200 if nbytes <= (1 << 20) else 50 if nbytes <= (64 << 20) else 20
         for _ in range(5):
             dist.all_reduce(t)
         torch.cuda.synchronize()
@@ -39,8 +41,9 @@ def main():
         us = torch.tensor([(time.perf_counter() - start) / iters * 1e6], device="cuda")
         dist.all_reduce(us, op=dist.ReduceOp.MAX)
         if rank == 0:
-            print(f"torch_latency {label} K={world} bytes={nbytes} us={us.item():.1f}"
-                  f"{'' if ok else ' WRONG'}", flush=True)
+            busbw = 2 * (world - 1) / world * nbytes / us.item() / 1e3
+            print(f"torch_latency {label} K={world} bytes={nbytes} us={us.item():.1f} "
+                  f"busbw={busbw:.1f}GB/s{'' if ok else ' WRONG'}", flush=True)
     dist.destroy_process_group()
 
 
