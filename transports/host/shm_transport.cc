@@ -87,7 +87,6 @@ ShmTransport::~ShmTransport() {
   proxy_.reset();  // it reads and writes the FIFOs below
   for (void* m : maps_)
     if (m != nullptr && m != MAP_FAILED) munmap(m, segmentBytes_);
-  if (!unlinked_) shm_unlink(name_.c_str());
 }
 
 sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* out) {
@@ -119,42 +118,53 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
                   "'{}' and '{}': the host backend shares memory within a node only", r, t->rank_,
                   hosts[r].name, hosts[t->rank_].name);
 
-  auto nameOf = [&](int r) {
-    return fmt::format("/ssc-{:016x}-{}", comm->bootstrap->cookie(), r);
-  };
-  t->name_ = nameOf(t->rank_);
   t->maps_.assign(t->nranks_, nullptr);
 
-  // Create, then tell everyone whether it worked, so one failure fails all ranks promptly.
-  std::vector<int32_t> ok(t->nranks_, 0);
-  int fd = shm_open(t->name_.c_str(), O_CREAT | O_EXCL | O_RDWR, S_IRUSR | S_IWUSR);
+  // Each rank's segment is an anonymous file (memfd) that its peers open through
+  // /proc/<pid>/fd/<fd> (same user, same host): it has no name, so a rank killed at any moment
+  // leaves nothing in /dev/shm (a named POSIX segment outlived a kill between shm_open and
+  // shm_unlink). Create, then tell everyone whether it worked and where it is, so one failure
+  // fails all ranks promptly.
+  struct Where {
+    int32_t ok;
+    int32_t pid;
+    int32_t fd;
+    int32_t pad;
+  };
+  std::vector<Where> where(t->nranks_, Where{0, 0, -1, 0});
+  int fd = memfd_create("starscream-host-transport", MFD_CLOEXEC);
   std::string why;
   if (fd < 0) {
-    why = fmt::format("shm_open({}) failed: {}", t->name_, strerror(errno));
+    why = fmt::format("memfd_create failed: {}", strerror(errno));
+  } else if (ftruncate(fd, static_cast<off_t>(t->segmentBytes_)) != 0) {
+    why = fmt::format("sizing the {}-byte segment failed: {}", t->segmentBytes_, strerror(errno));
   } else {
-    t->unlinked_ = false;
-    if (ftruncate(fd, static_cast<off_t>(t->segmentBytes_)) != 0) {
-      why = fmt::format("ftruncate of {} to {} bytes failed: {}", t->name_, t->segmentBytes_, strerror(errno));
-    } else {
-      void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (m == MAP_FAILED) why = fmt::format("mmap of {} failed: {}", t->name_, strerror(errno));
-      else t->maps_[t->rank_] = m;
-    }
-    close(fd);
+    void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) why = fmt::format("mapping the segment failed: {}", strerror(errno));
+    else t->maps_[t->rank_] = m;
   }
-  ok[t->rank_] = why.empty() ? 1 : 0;
-  SSC_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
+  where[t->rank_] = Where{why.empty() ? 1 : 0, static_cast<int32_t>(getpid()), fd, 0};
+  const auto closeOwn = [&] {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  };
+  if (sscResult_t r = comm->bootstrap->allGather(where.data(), sizeof(Where)); r != sscSuccess) {
+    closeOwn();
+    return r;
+  }
   for (int r = 0; r < t->nranks_; ++r)
-    if (!ok[r])
+    if (!where[r].ok) {
+      closeOwn();
       return fail(sscSystemError, "shared memory set-up failed on rank {}{}{}", r,
                   why.empty() ? "" : ": ", r == t->rank_ ? why : "see that rank's log");
+    }
 
   for (int r = 0; r < t->nranks_ && why.empty(); ++r) {
     if (r == t->rank_ || !local(r)) continue;
-    std::string peerName = nameOf(r);
-    int pfd = shm_open(peerName.c_str(), O_RDWR, 0);
+    const std::string path = fmt::format("/proc/{}/fd/{}", where[r].pid, where[r].fd);
+    int pfd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (pfd < 0) {
-      why = fmt::format("shm_open({}) of rank {} failed: {}", peerName, r, strerror(errno));
+      why = fmt::format("open({}) of rank {}'s segment failed: {}", path, r, strerror(errno));
       break;
     }
     void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
@@ -162,12 +172,12 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
     if (m == MAP_FAILED) why = fmt::format("mmap of rank {}'s segment failed: {}", r, strerror(errno));
     else t->maps_[r] = m;
   }
-  std::fill(ok.begin(), ok.end(), 0);
+  std::vector<int32_t> ok(t->nranks_, 0);
   ok[t->rank_] = why.empty() ? 1 : 0;
-  SSC_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
-  // Everyone has mapped (or failed): the names are no longer needed.
-  shm_unlink(t->name_.c_str());
-  t->unlinked_ = true;
+  const sscResult_t mapped = comm->bootstrap->allGather(ok.data(), sizeof(int32_t));
+  // Everyone has mapped (or failed): the mappings keep the segments alive, the fd is not needed.
+  closeOwn();
+  SSC_CHECK(mapped);
   for (int r = 0; r < t->nranks_; ++r)
     if (!ok[r])
       return fail(sscSystemError, "mapping peers' shared memory failed on rank {}{}{}", r,

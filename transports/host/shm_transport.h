@@ -1,10 +1,10 @@
 // Host-backend transport: connections between ranks of one host over POSIX shared memory, and to
 // ranks on other nodes through the network proxy (transports/net).
 //
-// Each rank creates one segment (mode 0600) holding the receive FIFOs of all its incoming
-// connections, (channel, sender) -> FIFO of `slots` slots. Peers map it, and every rank unlinks
-// its own segment as soon as all peers have mapped it, so nothing stays in /dev/shm after a normal
-// or an aborted run. A rank maps only the segments of ranks on its own node; towards a rank on
+// Each rank creates one segment holding the receive FIFOs of all its incoming connections,
+// (channel, sender) -> FIFO of `slots` slots: an anonymous file (memfd) its peers open through
+// /proc/<pid>/fd (same user), so it never has a name in /dev/shm that a killed rank could leave
+// behind. A rank maps only the segments of ranks on its own node; towards a rank on
 // another node it fills a private outbox FIFO that the network proxy sends, and the proxy fills
 // the inbox FIFO from that rank in its own segment: the executor sees FIFOs either way.
 // Counters are monotonic across calls (epochs): nothing is reset between
@@ -90,8 +90,6 @@ class ShmTransport {
   size_t slotBytes_ = 0;
   size_t ctrlBytes_ = 0;
   size_t segmentBytes_ = 0;
-  std::string name_;
-  bool unlinked_ = true;
   uint32_t barrierEpoch_ = 0;
   std::vector<void*> maps_;
   // Towards ranks on other nodes: outbox FIFOs [channel][peer] (ctrl null for local peers),
