@@ -1,6 +1,5 @@
 #include "transports/host/shm_registry.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "src/core/comm.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
+#include "src/core/shared_file.h"
 
 namespace ssc {
 
@@ -56,19 +56,11 @@ bool findAllocation(const void* p, size_t bytes, char** base, Allocation* alloc)
 }  // namespace
 
 sscResult_t shmAlloc(size_t bytes, void** out) {
-  int fd = memfd_create("starscream-mem", MFD_CLOEXEC);
-  if (fd < 0) return fail(sscSystemError, "memfd_create failed: {}", strerror(errno));
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    int e = errno;
-    close(fd);
-    return fail(sscSystemError, "cannot size a {}-byte allocation: {}", bytes, strerror(e));
-  }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    int e = errno;
-    close(fd);
-    return fail(sscSystemError, "cannot map a {}-byte allocation: {}", bytes, strerror(e));
-  }
+  int fd = -1;
+  void* p = nullptr;
+  std::string why;
+  if (!createSharedFile("starscream-mem", bytes, &fd, &p, &why))
+    return fail(sscSystemError, "allocating {} bytes of shareable memory failed: {}", bytes, why);
   std::lock_guard<std::mutex> g(g_mu);
   g_allocs.emplace(static_cast<char*>(p), Allocation{fd, bytes, ++g_nextId});
   *out = p;
@@ -112,16 +104,9 @@ sscResult_t shmRegister(sscComm* comm, void* buff, size_t bytes, std::vector<voi
   std::string why;
   for (int q = 0; q < n && why.empty(); ++q) {
     if (q == me) continue;
-    std::string path = fmt::format("/proc/{}/fd/{}", offers[q].pid, offers[q].fd);
-    int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      why = fmt::format("open({}) failed: {}", path, strerror(errno));
-      break;
-    }
-    void* m = mmap(nullptr, offers[q].allocBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) {
-      why = fmt::format("mapping rank {}'s buffer failed: {}", q, strerror(errno));
+    void* m = mapPeerFile(offers[q].pid, offers[q].fd, offers[q].allocBytes, &why);
+    if (m == nullptr) {
+      why = fmt::format("rank {}'s buffer: {}", q, why);
       break;
     }
     maps[q] = m;
@@ -204,20 +189,8 @@ class ShmPeerMemory : public PeerMemoryRuntime {
             std::string* why) override {
     ShmHandle h;
     std::memcpy(&h, handle, sizeof(h));
-    const std::string path = fmt::format("/proc/{}/fd/{}", h.pid, h.fd);
-    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      *why = fmt::format("open({}) failed: {}", path, strerror(errno));
-      return false;
-    }
-    void* m = mmap(nullptr, a.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (m == MAP_FAILED) {
-      *why = fmt::format("mapping {} bytes failed: {}", a.bytes, strerror(errno));
-      return false;
-    }
-    *mapped = m;
-    return true;
+    *mapped = mapPeerFile(h.pid, h.fd, a.bytes, why);
+    return *mapped != nullptr;
   }
   void close(void* mapped, const PeerAllocation& a) override { munmap(mapped, a.bytes); }
 };

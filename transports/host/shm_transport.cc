@@ -17,6 +17,7 @@
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
+#include "src/core/shared_file.h"
 #include "transports/net/net_comm.h"
 #include "transports/net/net_proxy.h"
 
@@ -132,17 +133,9 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
     int32_t pad;
   };
   std::vector<Where> where(t->nranks_, Where{0, 0, -1, 0});
-  int fd = memfd_create("starscream-host-transport", MFD_CLOEXEC);
+  int fd = -1;
   std::string why;
-  if (fd < 0) {
-    why = fmt::format("memfd_create failed: {}", strerror(errno));
-  } else if (ftruncate(fd, static_cast<off_t>(t->segmentBytes_)) != 0) {
-    why = fmt::format("sizing the {}-byte segment failed: {}", t->segmentBytes_, strerror(errno));
-  } else {
-    void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) why = fmt::format("mapping the segment failed: {}", strerror(errno));
-    else t->maps_[t->rank_] = m;
-  }
+  createSharedFile("starscream-host-transport", t->segmentBytes_, &fd, &t->maps_[t->rank_], &why);
   where[t->rank_] = Where{why.empty() ? 1 : 0, static_cast<int32_t>(getpid()), fd, 0};
   const auto closeOwn = [&] {
     if (fd >= 0) close(fd);
@@ -161,16 +154,8 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
 
   for (int r = 0; r < t->nranks_ && why.empty(); ++r) {
     if (r == t->rank_ || !local(r)) continue;
-    const std::string path = fmt::format("/proc/{}/fd/{}", where[r].pid, where[r].fd);
-    int pfd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (pfd < 0) {
-      why = fmt::format("open({}) of rank {}'s segment failed: {}", path, r, strerror(errno));
-      break;
-    }
-    void* m = mmap(nullptr, t->segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
-    close(pfd);
-    if (m == MAP_FAILED) why = fmt::format("mmap of rank {}'s segment failed: {}", r, strerror(errno));
-    else t->maps_[r] = m;
+    t->maps_[r] = mapPeerFile(where[r].pid, where[r].fd, t->segmentBytes_, &why);
+    if (t->maps_[r] == nullptr) why = fmt::format("rank {}'s segment: {}", r, why);
   }
   std::vector<int32_t> ok(t->nranks_, 0);
   ok[t->rank_] = why.empty() ? 1 : 0;

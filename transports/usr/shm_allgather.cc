@@ -1,6 +1,5 @@
 #include "transports/usr/shm_allgather.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
+#include "src/core/shared_file.h"
 
 namespace ssc {
 
@@ -126,33 +126,23 @@ sscResult_t ShmAllGather::createShared(sscComm* comm, std::unique_ptr<ShmAllGath
   std::vector<Where> where(n, Where{0, -1, 0, 0});
   std::string why;
   int fd = -1;
-  void* mem = MAP_FAILED;
+  void* mem = nullptr;
   if (me == 0) {
-    fd = memfd_create("starscream-calls", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0)
-      why = fmt::format("creating the segment failed: {}", strerror(errno));
-    where[0] = Where{static_cast<int32_t>(getpid()), fd, why.empty() ? 1 : 0, 0};
+    createSharedFile("starscream-calls", bytes, &fd, &mem, &why);
+    where[0] = Where{static_cast<int32_t>(getpid()), fd, mem != nullptr ? 1 : 0, 0};
   }
   SSC_CHECK(comm->bootstrap->allGather(where.data(), sizeof(Where)));
-  if (where[0].ok && me != 0) {
-    const std::string path = fmt::format("/proc/{}/fd/{}", where[0].pid, where[0].fd);
-    fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) why = fmt::format("open({}) failed: {}", path, strerror(errno));
-  }
-  if (fd >= 0 && why.empty()) {
-    mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (mem == MAP_FAILED) why = fmt::format("mapping it failed: {}", strerror(errno));
-  }
+  if (where[0].ok && me != 0) mem = mapPeerFile(where[0].pid, where[0].fd, bytes, &why);
   // Everyone must have it mapped before anyone relies on it, and the creator's fd must stay open
   // until the peers have opened it through /proc; after that the mappings keep it alive.
   std::vector<int32_t> ok(n, 0);
-  ok[me] = mem != MAP_FAILED ? 1 : 0;
+  ok[me] = mem != nullptr ? 1 : 0;
   const sscResult_t r = comm->bootstrap->allGather(ok.data(), sizeof(int32_t));
   bool all = r == sscSuccess;
   for (int q = 0; q < n && all; ++q) all = ok[q] != 0;
   if (fd >= 0) close(fd);
   if (!all) {
-    if (mem != MAP_FAILED) munmap(mem, bytes);
+    if (mem != nullptr) munmap(mem, bytes);
     if (r == sscSuccess)
       SSC_LOG(kInfo, "no shared call table ({}): calls on plain buffers cannot map their peers'",
               why.empty() ? "another rank could not map it" : why);
