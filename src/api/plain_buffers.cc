@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "src/core/env.h"
 #include "transports/usr/peer_cache.h"
 #include "tuner/select.h"
 
@@ -44,9 +43,8 @@ bool qualifies(const PendingCall& c) {
     return false;
   if (k != CollKind::kAllReduce && k != CollKind::kReduceScatter && k != CollKind::kAllGather)
     return false;
-  const int64_t minBytes = env::getInt("STARSCREAM_ZERO_COPY_MIN_BYTES");
   const size_t bytes = callBytes(c);
-  if (minBytes < 0 || bytes < static_cast<uint64_t>(minBytes)) return false;
+  if (bytes < comm->zeroCopyMinBytes) return false;
   if (commPacketCall(comm, c.args, c.elemBytes)) return false;
   // A forced algorithm (STARSCREAM_ALGO) other than symmetric keeps its path.
   return selectAlgo(comm->topo, k, bytes, true) == Algo::kSymmetric;

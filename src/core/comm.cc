@@ -189,11 +189,12 @@ void PeerCacheDeleter::operator()(PeerMemoryCache* cache) const { delete cache; 
 
 sscResult_t commSetUpPeerCache(sscComm* comm) {
   PeerMemoryRuntime* runtime = comm->backend->peerMemory(comm);
+  const int64_t minBytes = env::getInt("STARSCREAM_ZERO_COPY_MIN_BYTES");
   // Every condition is the same on every rank (onePerProcess comes from one gathered table).
   if (runtime == nullptr || comm->nranks < 2 || comm->topo.nnodes != 1 ||
-      comm->nranks > kSymmetricMaxRanks || !comm->onePerProcess ||
-      env::getInt("STARSCREAM_ZERO_COPY_MIN_BYTES") < 0)
+      comm->nranks > kSymmetricMaxRanks || !comm->onePerProcess || minBytes < 0)
     return sscSuccess;
+  comm->zeroCopyMinBytes = static_cast<uint64_t>(minBytes);
   std::unique_ptr<ShmAllGather> table;
   SSC_CHECK(ShmAllGather::createShared(comm, &table));
   if (table == nullptr) return sscSuccess;

@@ -104,6 +104,7 @@ struct sscComm {
   // null when the communicator cannot (several nodes, no shareable memory, several ranks in one
   // process: their calls could not wait for each other outside a group).
   std::unique_ptr<ssc::PeerMemoryCache, ssc::PeerCacheDeleter> peerCache;
+  uint64_t zeroCopyMinBytes = 0;  // STARSCREAM_ZERO_COPY_MIN_BYTES, read once with peerCache
   int nextRegistration = 0;
   int nextOpId = sscNumOps;
 };
