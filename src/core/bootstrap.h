@@ -2,7 +2,10 @@
 // listener thread and encodes its address plus a random cookie; every rank connects to the root,
 // which checks the cookie and rank count, then hands each rank the listening address of the next
 // rank so the ranks form a TCP ring. allGather runs around that ring (n-1 steps); barrier is an
-// allGather of nothing. All waits honour the abort flag and STARSCREAM_TIMEOUT.
+// allGather of nothing. All waits honour the abort flag and STARSCREAM_TIMEOUT. Each ring link
+// also has a control connection for the peer watch (dead, aborted or departed peers). A rank
+// whose connection to the root closes before every rank joined (without withdrawing) died: the
+// root then fails every rank that joined, naming it.
 #pragma once
 
 #include <atomic>
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "src/core/peer_watch.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
@@ -37,6 +41,15 @@ class Bootstrap {
   // its contribution; on return every block is filled. Collective over all ranks.
   virtual sscResult_t allGather(void* data, size_t bytes) = 0;
   virtual sscResult_t barrier() = 0;
+
+  // Starts the peer watch (peer_watch.h) on the ring's control connections: from now on a
+  // neighbour that dies, aborts or leaves is reported to `handler` within milliseconds, on the
+  // watcher thread. No-op for one rank.
+  virtual void startWatch(PeerEventHandler handler, ExitKind onExit) = 0;
+  // Announces this rank's departure to every rank and stops the watch (idempotent).
+  virtual void stopWatch(PeerEventKind announce) = 0;
+  // True while a thread is inside allGather or barrier (waiting on the ring).
+  virtual bool busy() const = 0;
 
  protected:
   int rank_ = 0;

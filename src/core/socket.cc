@@ -412,12 +412,6 @@ sscResult_t sendRecvAll(const Socket& out, const void* sendData, size_t sendByte
   char* dst = static_cast<char*>(recvData);
   size_t sent = 0, received = 0;
   while (sent < sendBytes || received < recvBytes) {
-    // Checked between transfers too: a peer streaming steadily never makes us wait in poll.
-    if (aborted(abortFlag)) {
-      return received < recvBytes
-                 ? fail(sscRemoteError, "aborted while receiving from {}", recvPeer)
-                 : fail(sscRemoteError, "aborted while sending to {}", sendPeer);
-    }
     bool progressed = false;
     if (sent < sendBytes) {
       IoResult io = out.trySend(src + sent, sendBytes - sent);
@@ -438,6 +432,14 @@ sscResult_t sendRecvAll(const Socket& out, const void* sendData, size_t sendByte
       }
     }
     if (progressed) continue;
+    // Only once nothing more can move: what a peer sent before it left (or before an abort was
+    // raised because it left) still completes the transfer, so a barrier that a departing peer
+    // finished is not failed by its departure.
+    if (aborted(abortFlag)) {
+      return received < recvBytes
+                 ? fail(sscRemoteError, "aborted while receiving from {}", recvPeer)
+                 : fail(sscRemoteError, "aborted while sending to {}", sendPeer);
+    }
 
     pollfd fds[2];
     nfds_t count = 0;
