@@ -63,6 +63,7 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
                        size_t count, sscDataType_t type, sscRedOp_t op, bool reduces, int root,
                        sscComm_t comm, sscStream_t stream) {
   sscResult_t r = [&]() -> sscResult_t {
+    CommUse use(comm);  // an abort or destroy from another thread waits until this call is out
     SSC_CHECK(checkComm(fn, comm));
     SSC_CHECK(checkDtype(fn, type));
     const size_t esize = dtypeSize(type);
@@ -132,6 +133,7 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
 sscResult_t pointToPoint(const char* fn, bool isSend, void* buff, size_t count, sscDataType_t type,
                          int peer, sscComm_t comm, sscStream_t stream) {
   sscResult_t r = [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm(fn, comm));
     SSC_CHECK(checkDtype(fn, type));
     SSC_CHECK(checkCount(fn, count, dtypeSize(type), 1));

@@ -27,16 +27,29 @@ void drainOwnWork(sscComm* comm) {
   if (comm->resources != nullptr && !comm->abortFlag.load()) (void)comm->backend->drain(comm);
 }
 
+// Frees a communicator this thread has taken out of the live set (commUnregisterLive returned
+// true), so no entry point can start on it any more. Threads already inside one hold a CommUse:
+// they are waited for first (after an abort their waits end within kAbortPollMs), then the
+// queued work, and only then is anything released.
 void deleteComm(sscComm* comm, bool orderly = false) {
   if (comm->initThread.joinable()) comm->initThread.join();
+  commWaitUnused(comm);
+  commStopWatch(comm, orderly);
   commWaitIdle(comm);
   if (orderly) drainOwnWork(comm);
   commReleasePeerCache(comm);
   commReleaseStaging(comm);
-  commUnregisterLive(comm);
-  commWaitUnused(comm);
   comm->magic = 0;
   delete comm;
+}
+
+// Takes comm out of the live set for the thread that destroys or aborts it. Exactly one of two
+// racing destroy/abort calls wins; the other gets sscInvalidUsage, never a double free.
+sscResult_t claimForDelete(const char* fn, sscComm* comm) {
+  if (!commUnregisterLive(comm))
+    return fail(sscInvalidUsage, "{}: comm {} is not a live communicator (already destroyed or "
+                "aborted, or being destroyed by another thread)", fn, static_cast<void*>(comm));
+  return sscSuccess;
 }
 
 sscResult_t checkConfig(const char* fn, const sscConfig_t* config, bool* blocking) {
@@ -50,8 +63,10 @@ sscResult_t checkConfig(const char* fn, const sscConfig_t* config, bool* blockin
   return sscSuccess;
 }
 
+// `parent`: a blocking split's parent, whose peer watch also ends the child's waits during init.
 sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUniqueId& id, int rank,
-                     const sscConfig_t* config, const Topology* topoOverride, int device = -1) {
+                     const sscConfig_t* config, const Topology* topoOverride, int device = -1,
+                     sscComm* parent = nullptr) {
   if (out == nullptr) return fail(sscInvalidArgument, "{}: comm is NULL", fn);
   *out = nullptr;
   if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks {} must be at least 1", fn, nranks);
@@ -75,14 +90,17 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
       comm->backend->bindDevice(comm->device);
       sscResult_t r = commInit(comm, id, nranks, rank);
       if (r == sscSuccess) comm->asyncError.store(sscSuccess);
-      else commSetAsyncError(comm, r, lastError());
+      else commSetAsyncError(comm, r, commFailureText(comm, lastError()));
     });
     *out = comm;
     return sscInProgress;
   }
+  if (parent != nullptr) commLinkChild(parent, comm);
   sscResult_t r = commInit(comm, id, nranks, rank);
+  if (parent != nullptr) commUnlinkChild(parent, comm);
   if (r != sscSuccess) {
-    std::string why = lastError();
+    std::string why = commFailureText(comm, lastError());
+    commUnregisterLive(comm);
     deleteComm(comm);
     return setError(r, why);
   }
@@ -101,9 +119,14 @@ SSC_API sscResult_t sscGetVersion(int* version) {
 SSC_API const char* sscGetErrorString(sscResult_t result) { return resultName(result); }
 
 SSC_API const char* sscGetLastError(sscComm_t comm) {
-  if (!lastError().empty() || comm == nullptr || !commIsLive(comm)) return lastError().c_str();
+  if (!lastError().empty() || comm == nullptr) return lastError().c_str();
+  CommUse use(comm);
+  if (!use.live()) return lastError().c_str();
+  // A copy: the communicator (and its message) may be freed while the caller reads the text.
+  thread_local std::string text;
   std::lock_guard<std::mutex> g(comm->mu);
-  return comm->asyncMessage.c_str();
+  text = comm->asyncMessage;
+  return text.c_str();
 }
 
 SSC_API sscResult_t sscGetUniqueId(sscUniqueId* uniqueId) {
@@ -159,7 +182,8 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
     for (int i = 0; i < ndev; ++i) {
       if (results[i] == sscSuccess) continue;
       for (int j = 0; j < ndev; ++j)
-        if (comms[j] != nullptr) deleteComm(comms[j]), comms[j] = nullptr;
+        if (comms[j] != nullptr && commUnregisterLive(comms[j])) deleteComm(comms[j]);
+      for (int j = 0; j < ndev; ++j) comms[j] = nullptr;
       return setError(results[i], fmt::format("sscCommInitAll: rank {}: {}", i, messages[i]));
     }
     return sscSuccess;
@@ -170,6 +194,7 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
                                  sscConfig_t* config) {
   return guarded("sscCommSplit", [&]() -> sscResult_t {
     const char* fn = "sscCommSplit";
+    CommUse use(comm);  // blocking on the peers: an abort from another thread waits for it
     SSC_CHECK(checkComm(fn, comm));
     if (newcomm == nullptr) return fail(sscInvalidArgument, "{}: newcomm is NULL", fn);
     *newcomm = nullptr;
@@ -182,7 +207,8 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
     struct Entry { int32_t color, key; };
     std::vector<Entry> entries(comm->nranks);
     entries[comm->rank] = Entry{color, key};
-    SSC_CHECK(comm->bootstrap->allGather(entries.data(), sizeof(Entry)));
+    if (sscResult_t r = comm->bootstrap->allGather(entries.data(), sizeof(Entry)); r != sscSuccess)
+      return setError(r, commRingFailureText(comm, r, lastError()));
     std::vector<int> members;  // parent ranks of my color, ordered by (key, parent rank)
     for (int r = 0; r < comm->nranks; ++r)
       if (color != SSC_SPLIT_NOCOLOR && entries[r].color == color) members.push_back(r);
@@ -192,12 +218,17 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
     std::memset(ids.data(), 0, ids.size() * sizeof(sscUniqueId));
     if (!members.empty() && members.front() == comm->rank)
       SSC_CHECK(bootstrapCreateUniqueId(&ids[comm->rank]));
-    SSC_CHECK(comm->bootstrap->allGather(ids.data(), sizeof(sscUniqueId)));
+    if (sscResult_t r = comm->bootstrap->allGather(ids.data(), sizeof(sscUniqueId)); r != sscSuccess)
+      return setError(r, commRingFailureText(comm, r, lastError()));
     if (color == SSC_SPLIT_NOCOLOR) return sscSuccess;
     int newRank = static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
     Topology sub = subsetTopology(comm->topo, members);
+    // The child's init waits on the same peers: if one of them goes away meanwhile (the parent's
+    // peer watch hears of it), the child's waits end too.
     sscResult_t r = initRank(fn, newcomm, static_cast<int>(members.size()), ids[members.front()],
-                             newRank, config, &sub);
+                             newRank, config, &sub, -1, comm);
+    // Name the rank that went away when that is why the waits ended.
+    if (r != sscSuccess) return setError(r, commFailureText(comm, lastError()));
     return r;
   });
 }
@@ -212,8 +243,16 @@ SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
     // destroy frees nothing a peer still writes to. Only where each process holds one rank: a
     // process with several destroys (and finalizes) them one after the other, and a barrier
     // there would wait for a rank its own thread has not reached yet.
-    if (comm->onePerProcess && comm->asyncError.load() == sscSuccess && !comm->finalized)
-      SSC_CHECK(comm->bootstrap->barrier());
+    // A peer that already left (destroyed) or aborted will not come to the barrier; whatever it
+    // did is finished, which is all the barrier is for.
+    if (comm->onePerProcess && comm->asyncError.load() == sscSuccess && !comm->finalized &&
+        commPeerGone(comm).empty()) {
+      if (sscResult_t r = comm->bootstrap->barrier(); r != sscSuccess) {
+        const std::string why = commRingFailureText(comm, r, lastError());
+        if (commPeerGone(comm).empty() || comm->asyncError.load() != sscSuccess)
+          return setError(r, fmt::format("sscCommFinalize: {}", why));
+      }
+    }
     comm->finalized = true;
     int state = comm->asyncError.load();
     if (state != sscSuccess) {
@@ -227,9 +266,7 @@ SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
 SSC_API sscResult_t sscCommDestroy(sscComm_t comm) {
   return guarded("sscCommDestroy", [&]() -> sscResult_t {
     if (comm == nullptr) return sscSuccess;  // as NCCL: destroying NULL is a no-op
-    if (!commIsLive(comm))
-      return fail(sscInvalidUsage, "sscCommDestroy: comm {} is not a live communicator (already "
-                  "destroyed?)", static_cast<void*>(comm));
+    SSC_CHECK(claimForDelete("sscCommDestroy", comm));
     deleteComm(comm, /*orderly=*/true);
     return sscSuccess;
   });
@@ -238,12 +275,18 @@ SSC_API sscResult_t sscCommDestroy(sscComm_t comm) {
 SSC_API sscResult_t sscCommAbort(sscComm_t comm) {
   return guarded("sscCommAbort", [&]() -> sscResult_t {
     if (comm == nullptr) return sscSuccess;
-    if (!commIsLive(comm))
-      return fail(sscInvalidUsage, "sscCommAbort: comm {} is not a live communicator",
-                  static_cast<void*>(comm));
-    // Waiters poll the flag at least every 50 ms, so queued work drains promptly with errors.
-    comm->abortFlag.store(true);
-    commSetAsyncError(comm, sscRemoteError, "communicator aborted");
+    {
+      // Raised while holding a use, so the communicator cannot be freed under us; waiters (host
+      // transports, bootstrap, GPU kernels through the watcher) see it within kAbortPollMs, so
+      // threads inside entry points leave and queued work drains with errors.
+      CommUse use(comm);
+      if (!use.live())
+        return fail(sscInvalidUsage, "sscCommAbort: comm {} is not a live communicator",
+                    static_cast<void*>(comm));
+      comm->abortFlag.store(true);
+      commSetAsyncError(comm, sscRemoteError, "communicator aborted");
+    }
+    SSC_CHECK(claimForDelete("sscCommAbort", comm));
     deleteComm(comm);
     return sscSuccess;
   });
@@ -253,7 +296,8 @@ SSC_API sscResult_t sscCommGetAsyncError(sscComm_t comm, sscResult_t* asyncError
   return guarded("sscCommGetAsyncError", [&]() -> sscResult_t {
     if (asyncError == nullptr) return fail(sscInvalidArgument, "sscCommGetAsyncError: asyncError is NULL");
     if (comm == nullptr) return fail(sscInvalidArgument, "sscCommGetAsyncError: comm is NULL");
-    if (!commIsLive(comm)) return fail(sscInvalidUsage, "sscCommGetAsyncError: comm is not live");
+    CommUse use(comm);
+    if (!use.live()) return fail(sscInvalidUsage, "sscCommGetAsyncError: comm is not live");
     *asyncError = static_cast<sscResult_t>(comm->asyncError.load());
     return sscSuccess;
   });
@@ -261,6 +305,7 @@ SSC_API sscResult_t sscCommGetAsyncError(sscComm_t comm, sscResult_t* asyncError
 
 SSC_API sscResult_t sscCommCount(sscComm_t comm, int* count) {
   return guarded("sscCommCount", [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm("sscCommCount", comm, true));
     if (count == nullptr) return fail(sscInvalidArgument, "sscCommCount: count is NULL");
     *count = comm->nranks;
@@ -270,6 +315,7 @@ SSC_API sscResult_t sscCommCount(sscComm_t comm, int* count) {
 
 SSC_API sscResult_t sscCommUserRank(sscComm_t comm, int* rank) {
   return guarded("sscCommUserRank", [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm("sscCommUserRank", comm, true));
     if (rank == nullptr) return fail(sscInvalidArgument, "sscCommUserRank: rank is NULL");
     *rank = comm->rank;
@@ -279,6 +325,7 @@ SSC_API sscResult_t sscCommUserRank(sscComm_t comm, int* rank) {
 
 SSC_API sscResult_t sscCommDevice(sscComm_t comm, int* device) {
   return guarded("sscCommDevice", [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm("sscCommDevice", comm, true));
     if (device == nullptr) return fail(sscInvalidArgument, "sscCommDevice: device is NULL");
     *device = comm->device;  // recorded at init (the thread's current device may differ now)

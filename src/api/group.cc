@@ -139,7 +139,16 @@ sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
 }
 
 sscResult_t launchAll(std::vector<PendingCall>& calls) {
-  SSC_CHECK(resolvePlainBuffers(calls));
+  if (sscResult_t r = resolvePlainBuffers(calls); r != sscSuccess) {
+    // The ranks meet there first: when a peer went away, say which one.
+    std::string why = lastError();
+    for (const auto& c : calls)
+      if (c.comm->abortFlag.load()) {
+        why = commFailureText(c.comm, why);
+        break;
+      }
+    return setError(r, why);
+  }
   // Collectives in call order, then each communicator's fused point-to-point plan.
   for (const auto& c : calls)
     if (!c.isP2p) SSC_CHECK(launchColl(c));
@@ -190,7 +199,14 @@ SSC_API sscResult_t sscGroupEnd(void) {
     if (err != sscSuccess)
       return fail(err, "sscGroupEnd: a call in the group failed ({}); nothing in the group was "
                   "launched", t_group.firstMessage);
-    for (const auto& c : calls) SSC_CHECK(checkComm("sscGroupEnd", c.comm));
+    // Every communicator of the group is held until its calls are launched, so a destroy or
+    // abort from another thread cannot free one under the launch.
+    std::vector<std::unique_ptr<CommUse>> uses;
+    for (const auto& c : calls) {
+      if (std::none_of(uses.begin(), uses.end(), [&](const auto& u) { return u->comm() == c.comm; }))
+        uses.push_back(std::make_unique<CommUse>(c.comm));
+      SSC_CHECK(checkComm("sscGroupEnd", c.comm));
+    }
     return launchAll(calls);
   });
 }

@@ -23,6 +23,7 @@ SSC_API sscResult_t sscMemFree(void* ptr) {
 
 SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, void** handle) {
   return guarded("sscCommRegister", [&]() -> sscResult_t {
+    CommUse use(comm);  // collective and blocking: an abort from another thread waits for it
     SSC_CHECK(checkComm("sscCommRegister", comm));
     if (handle == nullptr) return fail(sscInvalidArgument, "sscCommRegister: handle is NULL");
     if (buff == nullptr || size == 0)
@@ -43,8 +44,10 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
     // the buffer (the topology is the same on every rank, so all take this branch or none).
     Registration reg;
     reg.bytes = size;
-    if (comm->topo.nnodes == 1)
-      SSC_CHECK(comm->backend->registerBuffer(comm, buff, size, &reg.peerBases));
+    if (comm->topo.nnodes == 1) {
+      if (sscResult_t r = comm->backend->registerBuffer(comm, buff, size, &reg.peerBases); r != sscSuccess)
+        return setError(r, commRingFailureText(comm, r, lastError()));
+    }
     std::lock_guard<std::mutex> g(comm->mu);
     reg.index = comm->nextRegistration++;
     comm->registrations.emplace(buff, std::move(reg));
@@ -94,6 +97,7 @@ SSC_API sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDat
                                             sscScalarResidence_t residence, sscComm_t comm) {
   return guarded("sscRedOpCreatePreMulSum", [&]() -> sscResult_t {
     const char* fn = "sscRedOpCreatePreMulSum";
+    CommUse use(comm);
     SSC_CHECK(checkComm(fn, comm));
     SSC_CHECK(checkDtype(fn, datatype));
     if (op == nullptr) return fail(sscInvalidArgument, "{}: op is NULL", fn);
@@ -114,6 +118,7 @@ SSC_API sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDat
 
 SSC_API sscResult_t sscRedOpDestroy(sscRedOp_t op, sscComm_t comm) {
   return guarded("sscRedOpDestroy", [&]() -> sscResult_t {
+    CommUse use(comm);
     SSC_CHECK(checkComm("sscRedOpDestroy", comm, true));
     if (static_cast<int>(op) < sscNumOps)
       return fail(sscInvalidArgument, "sscRedOpDestroy: op {} is a built-in op", static_cast<int>(op));

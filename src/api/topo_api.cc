@@ -9,6 +9,7 @@ using namespace ssc;
 SSC_API sscResult_t sscCommGetRankTopology(sscComm_t comm, int rank, sscRankTopology_t* info) {
   return guarded("sscCommGetRankTopology", [&]() -> sscResult_t {
     const char* fn = "sscCommGetRankTopology";
+    CommUse use(comm);
     SSC_CHECK(checkComm(fn, comm, true));
     if (info == nullptr) return fail(sscInvalidArgument, "{}: info is NULL", fn);
     SSC_CHECK(checkRank(fn, "rank", rank, comm->nranks));
@@ -26,6 +27,7 @@ SSC_API sscResult_t sscCommGetRankTopology(sscComm_t comm, int rank, sscRankTopo
 SSC_API sscResult_t sscCommGetTopologyJson(sscComm_t comm, char* buffer, size_t* size) {
   return guarded("sscCommGetTopologyJson", [&]() -> sscResult_t {
     const char* fn = "sscCommGetTopologyJson";
+    CommUse use(comm);
     SSC_CHECK(checkComm(fn, comm, true));
     if (size == nullptr) return fail(sscInvalidArgument, "{}: size is NULL", fn);
     std::string json = topologyToJson(comm->topo);

@@ -46,7 +46,77 @@ sscResult_t loadTopology(sscComm* comm) {
                   "STARSCREAM_TOPO_FILE the same on every rank?)", r, comm->rank);
   return sscSuccess;
 }
+
+// Runs on the peer watch's thread. A peer that died fails the communicator (sscCommGetAsyncError
+// reports it). One that aborted or left only makes the communicator unusable for new calls;
+// either way every wait on a peer ends, so work that needed it fails within milliseconds, while
+// work it had already done its part of completes.
+void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
+  std::string what;
+  switch (e.kind) {
+    case PeerEventKind::kDied:
+      what = fmt::format("rank {} died: its connection closed without a goodbye (killed or "
+                         "crashed){}", e.rank,
+                         e.origin != comm->rank ? fmt::format(", as rank {} noticed", e.origin) : "");
+      break;
+    case PeerEventKind::kAborted:
+      what = fmt::format("rank {} aborted the communicator (sscCommAbort, a failed call or init)",
+                         e.rank);
+      break;
+    case PeerEventKind::kLeft:
+      what = fmt::format("rank {} destroyed its communicator or its process exited", e.rank);
+      break;
+  }
+  {
+    std::lock_guard<std::mutex> g(comm->mu);
+    if (comm->peerGone.empty()) comm->peerGone = what;
+    for (sscComm* child : comm->initChildren) {
+      std::lock_guard<std::mutex> c(child->mu);
+      if (child->peerGone.empty()) child->peerGone = what;
+      child->abortFlag.store(true);
+    }
+  }
+  if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
+  comm->abortFlag.store(true);
+  SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
+}
 }  // namespace
+
+std::string commPeerGone(sscComm* comm) {
+  std::lock_guard<std::mutex> g(comm->mu);
+  return comm->peerGone;
+}
+
+std::string commFailureText(sscComm* comm, const std::string& local) {
+  if (!comm->abortFlag.load()) return local;
+  std::lock_guard<std::mutex> g(comm->mu);
+  const std::string& why = comm->peerGone.empty() ? comm->asyncMessage : comm->peerGone;
+  if (why.empty() || local.find(why) != std::string::npos) return local;
+  return local.empty() ? why : fmt::format("{} ({})", why, local);
+}
+
+std::string commRingFailureText(sscComm* comm, sscResult_t code, const std::string& local) {
+  if (code == sscRemoteError)
+    for (int i = 0; i < 250 && !comm->abortFlag.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return commFailureText(comm, local);
+}
+
+void commLinkChild(sscComm* parent, sscComm* child) {
+  std::lock_guard<std::mutex> g(parent->mu);
+  parent->initChildren.push_back(child);
+  if (parent->abortFlag.load()) child->abortFlag.store(true);
+}
+
+void commUnlinkChild(sscComm* parent, sscComm* child) {
+  std::lock_guard<std::mutex> g(parent->mu);
+  std::erase(parent->initChildren, child);
+}
+
+void commStopWatch(sscComm* comm, bool orderly) {
+  if (comm->bootstrap != nullptr)
+    comm->bootstrap->stopWatch(orderly ? PeerEventKind::kLeft : PeerEventKind::kAborted);
+}
 
 bool commIsLive(const sscComm* comm) {
   std::lock_guard<std::mutex> g(g_liveMu);
@@ -56,9 +126,9 @@ void commRegisterLive(sscComm* comm) {
   std::lock_guard<std::mutex> g(g_liveMu);
   g_live.insert(comm);
 }
-void commUnregisterLive(sscComm* comm) {
+bool commUnregisterLive(sscComm* comm) {
   std::lock_guard<std::mutex> g(g_liveMu);
-  g_live.erase(comm);
+  return g_live.erase(comm) != 0;
 }
 
 sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank) {
@@ -66,6 +136,15 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->nranks = nranks;
   setLogRank(rank);
   SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag, &comm->bootstrap));
+  // From here on a peer that dies or gives up is noticed at once, during the rest of init too.
+  comm->bootstrap->startWatch([comm](const PeerEvent& e) { commOnPeerEvent(comm, e); },
+                              [comm] {
+                                // Exiting with work in flight leaves peers waiting on it.
+                                std::unique_lock<std::mutex> lk(comm->mu, std::try_to_lock);
+                                return lk.owns_lock() && comm->pending == 0
+                                           ? PeerEventKind::kLeft
+                                           : PeerEventKind::kAborted;
+                              });
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
   SSC_CHECK(commSetUpStaging(comm));

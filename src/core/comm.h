@@ -75,9 +75,18 @@ struct sscComm {
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
   std::unique_ptr<ssc::CommResources> resources;
 
+  // Raised by sscCommAbort, and by the peer watch when a peer died, aborted or left: every wait
+  // on a peer (bootstrap, host transports, GPU kernels through the backend's watcher) ends.
   std::atomic<bool> abortFlag{false};
   std::atomic<int> asyncError{sscSuccess};  // sscInProgress while non-blocking init runs
   std::string asyncMessage;                 // guarded by mu
+  // Set by the peer watch when a peer aborted or left (a peer that died also sets asyncError):
+  // calls that would need it fail with this text, but an idle communicator is not in error
+  // (peers of a job that tears down by aborting must not see failures). Guarded by mu.
+  std::string peerGone;
+  // Children of a blocking sscCommSplit still in their init: a peer that goes away aborts them
+  // too (their own watch starts only once their ring exists). Guarded by mu.
+  std::vector<sscComm*> initChildren;
   std::thread initThread;                   // non-blocking init
   bool finalized = false;
 
@@ -114,13 +123,30 @@ namespace ssc {
 // True if comm is a live communicator (not null, not destroyed). Thread-safe.
 bool commIsLive(const sscComm* comm);
 void commRegisterLive(sscComm* comm);
-void commUnregisterLive(sscComm* comm);
+// Takes comm out of the live set; false when it was not in it (another thread got there first).
+bool commUnregisterLive(sscComm* comm);
 
 // Full init of a communicator object (bootstrap, topology, backend connections).
 sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank);
 
 // Records an asynchronous failure on comm (first one wins) so sscCommGetAsyncError reports it.
 void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& message);
+
+// Why comm cannot go on when a peer died, aborted or left (peer watch); empty otherwise.
+std::string commPeerGone(sscComm* comm);
+// `local` (a failure seen by this rank, such as "aborted while waiting for rank 3"), prefixed
+// with the reason the communicator was aborted when a peer's death or departure caused it, so
+// that every error names the rank that went away.
+std::string commFailureText(sscComm* comm, const std::string& local);
+// The same for a failure of a wait on the bootstrap ring: a connection that closed under it may
+// be a peer's death the peer watch is about to report, so wait up to 250 ms for its verdict.
+std::string commRingFailureText(sscComm* comm, sscResult_t code, const std::string& local);
+// Announces this rank's departure to the peers (orderly: left; else aborted) and stops the peer
+// watch; after it returns the watch never touches comm again. Idempotent.
+void commStopWatch(sscComm* comm, bool orderly);
+// Links a child being initialised by a blocking split to its parent (see initChildren).
+void commLinkChild(sscComm* parent, sscComm* child);
+void commUnlinkChild(sscComm* parent, sscComm* child);
 
 // Work accounting used by the backends.
 void commWorkQueued(sscComm* comm);
@@ -135,6 +161,7 @@ class CommUse {
   explicit CommUse(sscComm* comm);
   ~CommUse();
   bool live() const { return comm_ != nullptr; }
+  sscComm* comm() const { return comm_; }
   CommUse(const CommUse&) = delete;
   CommUse& operator=(const CommUse&) = delete;
 

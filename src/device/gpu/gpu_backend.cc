@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <vector>
 #include <mutex>
@@ -87,7 +88,11 @@ class GpuResources : public CommResources {
       // is under way, when comm's mutex and message are already destroyed (the atomic read is
       // all that is safe then).
       const int prior = comm->asyncError.load();
-      if (prior == sscSuccess || prior == sscInProgress) commSetAsyncError(comm, r, msg);
+      if (prior == sscSuccess || prior == sscInProgress) {
+        // A peer's death or departure (peer watch) is why an abort reached the kernels: say so.
+        if (code == gpu::kKernelAborted) msg = commFailureText(comm, msg);
+        commSetAsyncError(comm, r, msg);
+      }
       SSC_LOG(kWarn, "{}", msg);
     }
     return r;
@@ -243,7 +248,11 @@ class GpuBackend : public Backend {
     res->peerMemory = std::make_unique<gpu::GpuPeerMemory>(res->device);
     res->copyBlocks = limits.symBlocks;
     const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
-    if (seconds > 0) res->timeoutTicks = static_cast<uint64_t>(seconds * sscGpuTimerTicksPerSecond(deviceIndex()));
+    // 0 ticks is "no limit" to the kernels, as <= 0 is to every other wait. A huge or infinite
+    // value is no limit too: converting it to an integer would be undefined.
+    const double ticks = seconds * sscGpuTimerTicksPerSecond(deviceIndex());
+    if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
+      res->timeoutTicks = static_cast<uint64_t>(ticks);
     res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
                                                          comm->nranks, res->timeoutTicks);
     res->startWatcher();

@@ -134,10 +134,20 @@ class HostBackend : public Backend {
         // A plain copy (enqueueCopy) is a staged call without a plan.
         if (isStaged) std::memmove(copies.stageIn, copies.in, copies.inBytes);
         if (work != nullptr) r = runPlanOnHost(*res->shm, *work, &comm->abortFlag);
-        if (r != sscSuccess) commSetAsyncError(comm, r, lastError());
+        if (r != sscSuccess) {
+          // Names the peer that went away when that is why a wait ended.
+          const std::string why = commFailureText(comm, lastError());
+          commSetAsyncError(comm, r, why);
+          setError(r, why);
+        }
         else if (isStaged && copies.outBytes != 0) std::memmove(copies.out, copies.stageOut, copies.outBytes);
       } else {
-        setError(r, "communicator is in error state from an earlier failure; operation skipped");
+        std::string why;
+        {
+          std::lock_guard<std::mutex> g(comm->mu);
+          why = comm->asyncMessage;
+        }
+        setError(r, fmt::format("operation skipped: the communicator failed earlier: {}", why));
       }
       {
         // The next ticket may run now. Before commWorkDone: once that says idle, destroy may
