@@ -12,3 +12,5 @@ if [ "$leftover" -ne 0 ]; then
   echo "test.sh: $leftover Starscream shared-memory segment(s) left in /dev/shm" >&2
   exit 1
 fi
+# The reliability suite again, built with AddressSanitizer (abort and destroy races).
+scripts/test-asan.sh
