@@ -78,7 +78,9 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   }
   if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
   comm->abortFlag.store(true);
-  SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
+  // A departure is how every orderly teardown looks from the other ranks: not worth a warning.
+  if (e.kind == PeerEventKind::kLeft) SSC_LOG(kInfo, "rank {}: {}", comm->rank, what);
+  else SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
 }
 }  // namespace
 
