@@ -138,14 +138,26 @@ sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
   return comm->backend->enqueue(comm, std::move(work), stream);
 }
 
+sscResult_t launchRest(std::vector<PendingCall>& calls);
+
 sscResult_t launchAll(std::vector<PendingCall>& calls) {
-  SSC_CHECK(resolvePlainBuffers(calls));
-  // Collectives in call order, then each communicator's fused point-to-point plan.
+  // A refusal of checked mode (STARSCREAM_CHECK) drops only the calls of the communicators whose
+  // ranks disagreed (every rank of those drops them alike); the others launch as their peers do.
+  const sscResult_t resolved = resolvePlainBuffers(calls);
+  const bool refusal = std::any_of(calls.begin(), calls.end(), [](const PendingCall& c) { return c.refused; });
+  if (resolved != sscSuccess && !refusal) return resolved;
+  const std::string why = resolved != sscSuccess ? lastError() : std::string();
+  SSC_CHECK(launchRest(calls));
+  return resolved != sscSuccess ? setError(resolved, why) : sscSuccess;
+}
+
+// Collectives in call order, then each communicator's fused point-to-point plan.
+sscResult_t launchRest(std::vector<PendingCall>& calls) {
   for (const auto& c : calls)
-    if (!c.isP2p) SSC_CHECK(launchColl(c));
+    if (!c.isP2p && !c.refused && !c.checkOnly) SSC_CHECK(launchColl(c));
   std::vector<sscComm*> comms;
   for (const auto& c : calls)
-    if (c.isP2p && std::find(comms.begin(), comms.end(), c.comm) == comms.end())
+    if (c.isP2p && !c.refused && std::find(comms.begin(), comms.end(), c.comm) == comms.end())
       comms.push_back(c.comm);
   for (sscComm* comm : comms) {
     std::vector<const PendingCall*> mine;
@@ -187,9 +199,21 @@ SSC_API sscResult_t sscGroupEnd(void) {
     t_group.calls.clear();
     sscResult_t err = t_group.firstError;
     t_group.firstError = sscSuccess;
-    if (err != sscSuccess)
+    if (err != sscSuccess) {
+      // Checked mode: the peers compare this rank's calls of the group too. Posting each of them
+      // as refused (launching nothing) makes every rank fail the group at this very call
+      // instead of waiting for this rank's data.
+      std::vector<PendingCall> refusedCalls;
+      for (const auto& c : calls)
+        if (c.checked && commIsLive(c.comm)) {
+          refusedCalls.push_back(c);
+          refusedCalls.back().checkOnly = true;
+          refusedCalls.back().check.status = err;
+        }
+      if (!refusedCalls.empty()) (void)launchAll(refusedCalls);
       return fail(err, "sscGroupEnd: a call in the group failed ({}); nothing in the group was "
                   "launched", t_group.firstMessage);
+    }
     for (const auto& c : calls) SSC_CHECK(checkComm("sscGroupEnd", c.comm));
     return launchAll(calls);
   });

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "src/api/call_check.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -81,6 +82,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
         std::strncmp(where[q].host, where[rank].host, sizeof(where[q].host)) == 0)
       comm->onePerProcess = false;
   SSC_CHECK(commSetUpPeerCache(comm));
+  SSC_CHECK(callCheckSetUp(comm));
   SSC_CHECK(comm->bootstrap->barrier());
   SSC_LOG(kInfo, "communicator ready: rank {}/{} on the {} backend, topology '{}' ({} GPU(s))",
           rank, nranks, comm->backend->name(), comm->topo.name, comm->topo.gpus.size());

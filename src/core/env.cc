@@ -45,6 +45,12 @@ constexpr Variable kVariables[] = {
      "all-reduces small enough for packets never need to); smaller calls use staging or the "
      "FIFOs. Negative turns it off."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
+    {"STARSCREAM_CHECK", "0",
+     "1: checked mode. Before any data of a collective moves, its ranks compare the call "
+     "(collective, count, datatype, op, root, call number) and every rank fails it with "
+     "sscInvalidUsage naming the field and the ranks when they differ; costs one exchange of a "
+     "few bytes per call (none extra where plain-buffer zero-copy exchanges anyway). 0: off. "
+     "Read at communicator init, the same on every rank; any other value fails init."},
     {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
     {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},
     {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend."},
