@@ -58,7 +58,8 @@ constexpr Variable kVariables[] = {
      "libstarscream-nccl: path of the vendor libnccl.so.2/librccl.so.1 that serves every nccl* "
      "call when Starscream runs on its host backend (docs/nccl-shim.md); empty: never forward."},
     {"STARSCREAM_SPIN", "200",
-     "Polls of a flag before a host-backend wait blocks in the kernel (futex)."},
+     "Polls of a flag before a host-backend wait blocks in the kernel (futex); clamped to "
+     "0..1048576 (a spin checks neither aborts nor STARSCREAM_TIMEOUT)."},
 };
 
 const Variable* find(const char* name) {
