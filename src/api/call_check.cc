@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "src/core/env.h"
@@ -141,6 +143,23 @@ sscResult_t CallChecker::collect(uint64_t ticket, std::vector<CallFingerprint>* 
   (*all)[comm_->rank] = it->second;
   posted_.erase(it);
   return comm_->bootstrap->allGather(all->data(), sizeof(CallFingerprint));
+}
+
+void CallChecker::collectMany(std::vector<Collect>* jobs) {
+  auto run = [](Collect* j) {
+    j->result = j->checker->collect(j->ticket, &j->all);
+    if (j->result != sscSuccess) j->error = lastError();
+  };
+  std::vector<Collect*> overBootstrap;
+  for (Collect& j : *jobs) {
+    if (j.checker->table != nullptr) run(&j);  // shared memory: every post is already out
+    else overBootstrap.push_back(&j);
+  }
+  if (overBootstrap.size() == 1) run(overBootstrap.front());
+  if (overBootstrap.size() <= 1) return;
+  std::vector<std::thread> threads;
+  for (Collect* j : overBootstrap) threads.emplace_back(run, j);
+  for (std::thread& t : threads) t.join();
 }
 
 void CallCheckerDeleter::operator()(CallChecker* checker) const { delete checker; }

@@ -66,6 +66,20 @@ class CallChecker {
   sscResult_t post(const CallFingerprint& mine, uint64_t* ticket);
   sscResult_t collect(uint64_t ticket, std::vector<CallFingerprint>* all);
 
+  // One posted fingerprint to collect, and what came of it.
+  struct Collect {
+    CallChecker* checker = nullptr;
+    uint64_t ticket = 0;
+    std::vector<CallFingerprint> all;
+    sscResult_t result = sscSuccess;
+    std::string error;  // the failure's message
+  };
+  // Collects several communicators' fingerprints. A collect over the bootstrap blocks until
+  // every rank of its communicator arrives, so when one thread drives several ranks (several
+  // per process across hosts) those collects run on threads of their own: none then waits for a
+  // rank the calling thread has not served yet.
+  static void collectMany(std::vector<Collect>* jobs);
+
   std::unique_ptr<ShmAllGather> table;  // all ranks on one host, no peer cache
 
  private:

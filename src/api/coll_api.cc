@@ -155,7 +155,7 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     refused.check = print;
     refused.check.status = r;
     (void)submitCall(refused);
-    setError(r, why);
+    if (lastError() != why) setError(r, why);
   }
   if (r != sscSuccess) groupRecordError(r);
   return r;

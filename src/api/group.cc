@@ -148,7 +148,8 @@ sscResult_t launchAll(std::vector<PendingCall>& calls) {
   if (resolved != sscSuccess && !refusal) return resolved;
   const std::string why = resolved != sscSuccess ? lastError() : std::string();
   SSC_CHECK(launchRest(calls));
-  return resolved != sscSuccess ? setError(resolved, why) : sscSuccess;
+  if (resolved != sscSuccess && lastError() != why) setError(resolved, why);  // logged once
+  return resolved;
 }
 
 // Collectives in call order, then each communicator's fused point-to-point plan.

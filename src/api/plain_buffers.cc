@@ -126,6 +126,15 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
     // Every posted record is finished even after a failure, so no communicator is left with a
     // ticket its peers wait on; the first failure is what the caller gets.
     sscResult_t first = sscSuccess;
+    std::vector<CallChecker::Collect> collects;  // checked communicators without a peer cache
+    for (Posted& p : posted)
+      if (p.call->comm->peerCache == nullptr) {
+        collects.emplace_back();
+        collects.back().checker = p.call->comm->callCheck.get();
+        collects.back().ticket = p.ticket;
+      }
+    CallChecker::collectMany(&collects);
+    size_t next = 0;
     for (Posted& p : posted) {
       sscComm* comm = p.call->comm;
       std::vector<CallFingerprint> prints;
@@ -140,8 +149,11 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
                         sizeof(CallFingerprint));
         }
         if (r == sscSuccess && res.zeroCopy && p.zeroCopy) apply(p.call, p.req, res);
-      } else if (r = comm->callCheck->collect(p.ticket, &prints); r != sscSuccess) {
-        prints.clear();
+      } else {
+        CallChecker::Collect& got = collects[next++];
+        r = got.result;
+        if (r == sscSuccess) prints = std::move(got.all);
+        else if (lastError() != got.error) setError(r, got.error);
       }
       if (!prints.empty()) {
         const std::string why = describeMismatch(prints.data(), comm->nranks);

@@ -9,6 +9,7 @@
 
 #include "src/api/call_check.h"
 #include "starscream/starscream.h"
+#include "transports/usr/shm_allgather.h"
 
 namespace ssc {
 namespace {
@@ -24,13 +25,13 @@ CallFingerprint allReduce(uint64_t seq, sscDataType_t dtype = sscFloat32, int op
   return f;
 }
 
-TEST(CallCheck, AgreeingFingerprintsGiveNoMessage) {
+TEST(ApiCallCheck, AgreeingFingerprintsGiveNoMessage) {
   std::vector<CallFingerprint> all(4, allReduce(17));
   EXPECT_EQ(describeMismatch(all.data(), 4), "");
   EXPECT_EQ(describeMismatch(all.data(), 1), "");
 }
 
-TEST(CallCheck, MessagesNameTheCallTheFieldAndTheRanks) {
+TEST(ApiCallCheck, MessagesNameTheCallTheFieldAndTheRanks) {
   std::vector<CallFingerprint> all(2, allReduce(17));
   all[1].dtype = sscInt32;
   EXPECT_EQ(describeMismatch(all.data(), 2),
@@ -45,7 +46,7 @@ TEST(CallCheck, MessagesNameTheCallTheFieldAndTheRanks) {
             std::string::npos);
 }
 
-TEST(CallCheck, RootsCollectivesAndCallNumbers) {
+TEST(ApiCallCheck, RootsCollectivesAndCallNumbers) {
   CallFingerprint b;
   b.seq = 3;
   b.kind = static_cast<int32_t>(CollKind::kBroadcast);
@@ -69,7 +70,7 @@ TEST(CallCheck, RootsCollectivesAndCallNumbers) {
             std::string::npos);
 }
 
-TEST(CallCheck, ARankThatRefusedItsArgumentsIsNamed) {
+TEST(ApiCallCheck, ARankThatRefusedItsArgumentsIsNamed) {
   std::vector<CallFingerprint> all(2, allReduce(5));
   all[1].status = sscInvalidArgument;
   const std::string why = describeMismatch(all.data(), 2);
@@ -77,7 +78,7 @@ TEST(CallCheck, ARankThatRefusedItsArgumentsIsNamed) {
   EXPECT_NE(why.find("STARSCREAM_CHECK=1"), std::string::npos) << why;
 }
 
-TEST(CallCheck, NamesOfEveryDatatypeAndOp) {
+TEST(ApiCallCheck, NamesOfEveryDatatypeAndOp) {
   for (int t = 0; t < sscNumTypes; ++t) EXPECT_EQ(std::string(checkDtypeName(t)).find("invalid"), std::string::npos);
   EXPECT_STREQ(checkDtypeName(sscFloat32), "float32");
   EXPECT_STREQ(checkDtypeName(sscInt32), "int32");
@@ -86,7 +87,7 @@ TEST(CallCheck, NamesOfEveryDatatypeAndOp) {
 }
 
 // Two ranks in this process, checked mode set for them.
-class CheckedInProcess : public ::testing::Test {
+class ApiCheckedInProcess : public ::testing::Test {
  protected:
   void SetUp() override {
     setenv("STARSCREAM_TIMEOUT", "20", 1);
@@ -102,7 +103,7 @@ class CheckedInProcess : public ::testing::Test {
   sscComm_t comms_[2] = {nullptr, nullptr};
 };
 
-TEST_F(CheckedInProcess, AGroupOverBothRanksComparesThem) {
+TEST_F(ApiCheckedInProcess, AGroupOverBothRanksComparesThem) {
   std::vector<float> in[2] = {std::vector<float>(64, 1.0f), std::vector<float>(64, 2.0f)};
   std::vector<float> out[2] = {std::vector<float>(64), std::vector<float>(64)};
   // Matching: one thread drives both ranks in a group (NCCL's pattern for several per process).
@@ -131,7 +132,32 @@ TEST_F(CheckedInProcess, AGroupOverBothRanksComparesThem) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(out[r][0], 2.0f);
 }
 
-TEST(CheckSetting, AnythingButZeroOrOneFailsInitNamingTheVariable) {
+TEST_F(ApiCheckedInProcess, OverTheBootstrapOneThreadServesBothRanks) {
+  // Across hosts, ranks of one process exchange over the bootstrap, whose all-gather blocks:
+  // one thread driving both ranks in a group must not wait on the first for the second.
+  // Dropping the shared tables (both ranks, same point) takes that path here.
+  for (auto* c : comms_) c->callCheck->table.reset();
+  int32_t in[2][8] = {{1, 1, 1, 1, 1, 1, 1, 1}, {2, 2, 2, 2, 2, 2, 2, 2}}, out[2][8] = {};
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(sscGroupStart(), sscSuccess);
+    for (int r = 0; r < 2; ++r) {
+      const int root = round == 1 && r == 1 ? 1 : 0;  // round 1: rank 1 names another root
+      ASSERT_EQ(sscReduce(in[r], out[r], 8, sscInt32, sscSum, root, comms_[r], nullptr), sscSuccess);
+    }
+    const sscResult_t end = sscGroupEnd();
+    const std::string why = sscGetLastError(nullptr);
+    if (round == 1) {
+      EXPECT_EQ(end, sscInvalidUsage);
+      EXPECT_NE(why.find("rank 0 has root 0, rank 1 has 1"), std::string::npos) << why;
+    } else {
+      ASSERT_EQ(end, sscSuccess) << why;
+      ASSERT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
+      EXPECT_EQ(out[0][7], 3);
+    }
+  }
+}
+
+TEST(ApiCheckSetting, AnythingButZeroOrOneFailsInitNamingTheVariable) {
   setenv("STARSCREAM_TIMEOUT", "20", 1);
   for (const char* bad : {"yes", "2", "true", " 1", "-1", "1x", "0x1"}) {
     setenv("STARSCREAM_CHECK", bad, 1);
