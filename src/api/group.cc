@@ -144,11 +144,12 @@ sscResult_t launchAll(std::vector<PendingCall>& calls) {
   // A refusal of checked mode (STARSCREAM_CHECK) drops only the calls of the communicators whose
   // ranks disagreed (every rank of those drops them alike); the others launch as their peers do.
   const sscResult_t resolved = resolvePlainBuffers(calls);
-  const bool refusal = std::any_of(calls.begin(), calls.end(), [](const PendingCall& c) { return c.refused; });
-  if (resolved != sscSuccess && !refusal) return resolved;
-  const std::string why = resolved != sscSuccess ? lastError() : std::string();
+  if (resolved == sscSuccess) return launchRest(calls);
+  if (std::none_of(calls.begin(), calls.end(), [](const PendingCall& c) { return c.refused; }))
+    return resolved;
+  const std::string why = lastError();
   SSC_CHECK(launchRest(calls));
-  if (resolved != sscSuccess && lastError() != why) setError(resolved, why);  // logged once
+  if (lastError() != why) setError(resolved, why);  // logged once
   return resolved;
 }
 

@@ -90,13 +90,15 @@ static_assert(sizeof(CallFingerprint) <= PeerMemoryCache::kCheckBytes,
 sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
   // Per communicator, its calls that take part in an exchange, in order: those that qualify
   // for zero-copy and, in checked mode, every collective (its fingerprint rides in the record).
-  std::map<sscComm*, std::vector<PendingCall*>> byComm;
+  // (Each with whether it qualifies: decided once, it reads STARSCREAM_ALGO.)
+  std::map<sscComm*, std::vector<std::pair<PendingCall*, bool>>> byComm;
   std::vector<sscComm*> order;
   for (PendingCall& c : calls) {
-    if (!c.checked && !qualifies(c)) continue;
+    const bool zeroCopy = qualifies(c);
+    if (!c.checked && !zeroCopy) continue;
     auto& list = byComm[c.comm];
     if (list.empty()) order.push_back(c.comm);
-    list.push_back(&c);
+    list.emplace_back(&c, zeroCopy);
   }
   struct Posted {
     PendingCall* call;
@@ -114,8 +116,8 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
     for (sscComm* comm : order) {
       const auto& list = byComm[comm];
       if (round >= list.size() || refused.count(comm) != 0) continue;
-      PendingCall* c = list[round];
-      Posted p{c, {}, 0, qualifies(*c)};
+      PendingCall* c = list[round].first;
+      Posted p{c, {}, 0, list[round].second};
       if (p.zeroCopy) p.req = requestOf(*c);
       if (c->checked) p.req.check = &c->check;
       if (comm->peerCache != nullptr) SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
