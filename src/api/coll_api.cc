@@ -62,9 +62,19 @@ void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outB
 sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void* recvbuff,
                        size_t count, sscDataType_t type, sscRedOp_t op, bool reduces, int root,
                        sscComm_t comm, sscStream_t stream) {
+  // Checked mode (STARSCREAM_CHECK=1): the call's fingerprint, taken before any argument check
+  // so that a rank refusing its own arguments still meets its peers at this call.
+  CallFingerprint print;
+  bool checked = false, submitted = false;
   sscResult_t r = [&]() -> sscResult_t {
     CommUse use(comm);  // an abort or destroy from another thread waits until this call is out
     SSC_CHECK(checkComm(fn, comm));
+    if (comm->callCheck != nullptr && comm->nranks > 1) {
+      checked = true;
+      const int opCode = !reduces ? -1 : static_cast<int>(op) < sscNumOps ? static_cast<int>(op) : sscNumOps;
+      const bool rooted = kind == CollKind::kBroadcast || kind == CollKind::kReduce;
+      print = comm->callCheck->next(kind, count, type, opCode, rooted ? root : -1);
+    }
     SSC_CHECK(checkDtype(fn, type));
     const size_t esize = dtypeSize(type);
     const size_t n = static_cast<size_t>(comm->nranks);
@@ -114,7 +124,15 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
           return fail(sscInvalidArgument, "{}: sendbuff and recvbuff partially overlap", fn);
         break;
     }
-    if (count == 0) return sscSuccess;  // nothing to move; nothing to order on the stream
+    call.checked = checked;
+    call.check = print;
+    if (count == 0) {
+      // Nothing to move, nothing to order on the stream; checked mode still compares the call.
+      if (!checked) return sscSuccess;
+      call.checkOnly = true;
+      submitted = true;
+      return submitCall(call);
+    }
     call.args.inPlace = in != nullptr && out != nullptr &&
                         (in == out || (kind == CollKind::kReduceScatter && out == in + comm->rank * block) ||
                          (kind == CollKind::kAllGather && in == out + comm->rank * block));
@@ -124,8 +142,22 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     call.args.captured = comm->backend->streamCapturing(stream);
     call.zeroCopyOk = !call.args.rankScaled && !call.args.captured;
     if (call.zeroCopyOk) findSymmetric(comm, &call, inBytes, outBytes);
+    submitted = true;
     return submitCall(call);
   }();
+  if (r != sscSuccess && checked && !submitted) {
+    // This rank refused the call: post it as refused so every peer fails it too (now, or at the
+    // group's end) instead of waiting for this rank's data; the error here stays this rank's own.
+    const std::string why = lastError();
+    PendingCall refused;
+    refused.comm = comm;
+    refused.stream = stream;
+    refused.checked = refused.checkOnly = true;
+    refused.check = print;
+    refused.check.status = r;
+    (void)submitCall(refused);
+    if (lastError() != why) setError(r, why);
+  }
   if (r != sscSuccess) groupRecordError(r);
   return r;
 }

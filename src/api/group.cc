@@ -138,8 +138,14 @@ sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
   return comm->backend->enqueue(comm, std::move(work), stream);
 }
 
+sscResult_t launchRest(std::vector<PendingCall>& calls);
+
 sscResult_t launchAll(std::vector<PendingCall>& calls) {
-  if (sscResult_t r = resolvePlainBuffers(calls); r != sscSuccess) {
+  // A refusal of checked mode (STARSCREAM_CHECK) drops only the calls of the communicators whose
+  // ranks disagreed (every rank of those drops them alike); the others launch as their peers do.
+  const sscResult_t resolved = resolvePlainBuffers(calls);
+  if (resolved == sscSuccess) return launchRest(calls);
+  if (std::none_of(calls.begin(), calls.end(), [](const PendingCall& c) { return c.refused; })) {
     // The ranks meet there first: when a peer went away, say which one.
     std::string why = lastError();
     for (const auto& c : calls)
@@ -147,14 +153,21 @@ sscResult_t launchAll(std::vector<PendingCall>& calls) {
         why = commFailureText(c.comm, why);
         break;
       }
-    return setError(r, why);
+    return setError(resolved, why);
   }
-  // Collectives in call order, then each communicator's fused point-to-point plan.
+  const std::string why = lastError();
+  SSC_CHECK(launchRest(calls));
+  if (lastError() != why) setError(resolved, why);  // logged once
+  return resolved;
+}
+
+// Collectives in call order, then each communicator's fused point-to-point plan.
+sscResult_t launchRest(std::vector<PendingCall>& calls) {
   for (const auto& c : calls)
-    if (!c.isP2p) SSC_CHECK(launchColl(c));
+    if (!c.isP2p && !c.refused && !c.checkOnly) SSC_CHECK(launchColl(c));
   std::vector<sscComm*> comms;
   for (const auto& c : calls)
-    if (c.isP2p && std::find(comms.begin(), comms.end(), c.comm) == comms.end())
+    if (c.isP2p && !c.refused && std::find(comms.begin(), comms.end(), c.comm) == comms.end())
       comms.push_back(c.comm);
   for (sscComm* comm : comms) {
     std::vector<const PendingCall*> mine;
@@ -196,17 +209,29 @@ SSC_API sscResult_t sscGroupEnd(void) {
     t_group.calls.clear();
     sscResult_t err = t_group.firstError;
     t_group.firstError = sscSuccess;
-    if (err != sscSuccess)
-      return fail(err, "sscGroupEnd: a call in the group failed ({}); nothing in the group was "
-                  "launched", t_group.firstMessage);
     // Every communicator of the group is held until its calls are launched, so a destroy or
     // abort from another thread cannot free one under the launch.
     std::vector<std::unique_ptr<CommUse>> uses;
-    for (const auto& c : calls) {
+    for (const auto& c : calls)
       if (std::none_of(uses.begin(), uses.end(), [&](const auto& u) { return u->comm() == c.comm; }))
         uses.push_back(std::make_unique<CommUse>(c.comm));
-      SSC_CHECK(checkComm("sscGroupEnd", c.comm));
+    if (err != sscSuccess) {
+      // Checked mode: the peers compare this rank's calls of the group too. Posting each of them
+      // as refused (launching nothing) makes every rank fail the group at this very call
+      // instead of waiting for this rank's data.
+      std::vector<PendingCall> refusedCalls;
+      for (const auto& c : calls)
+        if (c.checked && std::any_of(uses.begin(), uses.end(),
+                                     [&](const auto& u) { return u->comm() == c.comm; })) {
+          refusedCalls.push_back(c);
+          refusedCalls.back().checkOnly = true;
+          refusedCalls.back().check.status = err;
+        }
+      if (!refusedCalls.empty()) (void)launchAll(refusedCalls);
+      return fail(err, "sscGroupEnd: a call in the group failed ({}); nothing in the group was "
+                  "launched", t_group.firstMessage);
     }
+    for (const auto& c : calls) SSC_CHECK(checkComm("sscGroupEnd", c.comm));
     return launchAll(calls);
   });
 }

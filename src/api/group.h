@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/api/api.h"
+#include "src/api/call_check.h"
 #include "src/collectives/algorithms.h"
 
 namespace ssc {
@@ -29,6 +30,14 @@ struct PendingCall {
   // point-to-point (bytes)
   P2pOp p2p;
   void* p2pBuff = nullptr;
+  // Checked mode (STARSCREAM_CHECK=1, call_check.h): the call's fingerprint, compared across the
+  // ranks before anything launches. checkOnly: nothing to launch (a count of 0, or a call this
+  // rank refused: its peers must learn of it at the same call). refused: the comparison failed
+  // on this call's communicator, so none of its calls in the batch launch (on any rank).
+  bool checked = false;
+  bool checkOnly = false;
+  bool refused = false;
+  CallFingerprint check;
 };
 
 // Launches `call` now, or records it when a group is open. Returns the launch result.

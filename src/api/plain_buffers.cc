@@ -1,7 +1,9 @@
 #include "src/api/plain_buffers.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <set>
 
 #include "transports/usr/peer_cache.h"
 #include "tuner/select.h"
@@ -38,7 +40,7 @@ size_t callBytes(const PendingCall& c) {
 bool qualifies(const PendingCall& c) {
   sscComm* comm = c.comm;
   const CollKind k = c.args.coll;
-  if (c.isP2p || comm->peerCache == nullptr || !comm->peerCache->enabled() || !c.zeroCopyOk ||
+  if (c.isP2p || c.checkOnly || comm->peerCache == nullptr || !comm->peerCache->enabled() || !c.zeroCopyOk ||
       !c.peerBuffers.empty())
     return false;
   if (k != CollKind::kAllReduce && k != CollKind::kReduceScatter && k != CollKind::kAllGather)
@@ -80,44 +82,97 @@ void apply(PendingCall* c, const PeerMemoryCache::Request& req, const PeerMemory
   c->callHash = static_cast<uint32_t>(req.fingerprint ^ (req.fingerprint >> 32));
 }
 
+static_assert(sizeof(CallFingerprint) <= PeerMemoryCache::kCheckBytes,
+              "a call's fingerprint must fit the check bytes of its record");
+
 }  // namespace
 
 sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
-  // Per communicator, its qualifying calls in order.
-  std::map<sscComm*, std::vector<PendingCall*>> byComm;
+  // Per communicator, its calls that take part in an exchange, in order: those that qualify
+  // for zero-copy and, in checked mode, every collective (its fingerprint rides in the record).
+  // (Each with whether it qualifies: decided once, it reads STARSCREAM_ALGO.)
+  std::map<sscComm*, std::vector<std::pair<PendingCall*, bool>>> byComm;
   std::vector<sscComm*> order;
   for (PendingCall& c : calls) {
-    if (!qualifies(c)) continue;
+    const bool zeroCopy = qualifies(c);
+    if (!c.checked && !zeroCopy) continue;
     auto& list = byComm[c.comm];
     if (list.empty()) order.push_back(c.comm);
-    list.push_back(&c);
+    list.emplace_back(&c, zeroCopy);
   }
   struct Posted {
     PendingCall* call;
     PeerMemoryCache::Request req;
     uint64_t ticket;
+    bool zeroCopy;  // the call qualified (its request names buffers)
   };
+  // Checked mode: a communicator whose ranks' fingerprints differ stops there on every rank
+  // alike (they all see the same records); the others go on, so they stay in step.
+  std::set<sscComm*> refused;
+  sscResult_t refusal = sscSuccess;
+  std::string refusalWhy;
   for (size_t round = 0;; ++round) {
     std::vector<Posted> posted;
     for (sscComm* comm : order) {
       const auto& list = byComm[comm];
-      if (round >= list.size()) continue;
-      Posted p{list[round], requestOf(*list[round]), 0};
-      SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
+      if (round >= list.size() || refused.count(comm) != 0) continue;
+      PendingCall* c = list[round].first;
+      Posted p{c, {}, 0, list[round].second};
+      if (p.zeroCopy) p.req = requestOf(*c);
+      if (c->checked) p.req.check = &c->check;
+      if (comm->peerCache != nullptr) SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
+      else SSC_CHECK(comm->callCheck->post(c->check, &p.ticket));
       posted.push_back(p);
     }
-    if (posted.empty()) return sscSuccess;
+    if (posted.empty()) break;
     // Every posted record is finished even after a failure, so no communicator is left with a
     // ticket its peers wait on; the first failure is what the caller gets.
     sscResult_t first = sscSuccess;
+    std::vector<CallChecker::Collect> collects;  // checked communicators without a peer cache
+    for (Posted& p : posted)
+      if (p.call->comm->peerCache == nullptr) {
+        collects.emplace_back();
+        collects.back().checker = p.call->comm->callCheck.get();
+        collects.back().ticket = p.ticket;
+      }
+    CallChecker::collectMany(&collects);
+    size_t next = 0;
     for (Posted& p : posted) {
-      PeerMemoryCache::Result res;
-      const sscResult_t r = p.call->comm->peerCache->finish(p.ticket, p.req, &res);
+      sscComm* comm = p.call->comm;
+      std::vector<CallFingerprint> prints;
+      sscResult_t r = sscSuccess;
+      if (comm->peerCache != nullptr) {
+        PeerMemoryCache::Result res;
+        r = comm->peerCache->finish(p.ticket, p.req, &res);
+        if (p.call->checked && !res.checks.empty()) {
+          prints.resize(static_cast<size_t>(comm->nranks));
+          for (int q = 0; q < comm->nranks; ++q)
+            std::memcpy(&prints[q], res.checks.data() + q * PeerMemoryCache::kCheckBytes,
+                        sizeof(CallFingerprint));
+        }
+        if (r == sscSuccess && res.zeroCopy && p.zeroCopy) apply(p.call, p.req, res);
+      } else {
+        CallChecker::Collect& got = collects[next++];
+        r = got.result;
+        if (r == sscSuccess) prints = std::move(got.all);
+        else if (lastError() != got.error) setError(r, got.error);
+      }
+      if (!prints.empty()) {
+        const std::string why = describeMismatch(prints.data(), comm->nranks);
+        if (!why.empty()) {
+          refused.insert(comm);
+          if (refusal == sscSuccess) refusal = sscInvalidUsage, refusalWhy = why;
+          r = sscSuccess;  // agreed by every rank: not a failure of the exchange
+        }
+      }
       if (r != sscSuccess && first == sscSuccess) first = r;
-      if (r == sscSuccess && res.zeroCopy) apply(p.call, p.req, res);
     }
     SSC_CHECK(first);
   }
+  if (refusal == sscSuccess) return sscSuccess;
+  for (PendingCall& c : calls)
+    if (refused.count(c.comm) != 0) c.refused = true;
+  return fail(refusal, "{}", refusalWhy);
 }
 
 }  // namespace ssc

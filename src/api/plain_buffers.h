@@ -14,6 +14,13 @@ namespace ssc {
 // `calls` that runs zero-copy on its plain buffers. Calls of one communicator are resolved in
 // their order, one call per communicator at a time, each communicator's record posted before any
 // is waited on: a thread driving one rank of several communicators never waits for itself.
+//
+// Checked mode (STARSCREAM_CHECK=1) compares every collective's fingerprint in the same pass:
+// through the record the call posts on comm->peerCache (the same round), or through the
+// communicator's CallChecker where it has no peer cache. When the ranks of a communicator
+// disagree, its calls are marked `refused` (on every rank alike) and the result is
+// sscInvalidUsage with the message naming the field and the ranks; the other communicators'
+// calls stay resolved.
 sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls);
 
 }  // namespace ssc

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "src/api/call_check.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -25,7 +26,8 @@ sscResult_t loadTopology(sscComm* comm) {
   if (comm->topoPreset) {
     // Already set (a split's subset of the parent's graph).
   } else if (!file.empty()) {
-    SSC_CHECK(loadTopologyFile(file, comm->nranks, &comm->topo));
+    const sscResult_t r = loadTopologyFile(file, comm->nranks, &comm->topo);
+    if (r != sscSuccess) return setError(r, "STARSCREAM_TOPO_FILE: " + lastError());
   } else {
     // Each rank describes itself; everyone builds the graph from the same gathered vector.
     GpuRuntimeInfo gpu{};
@@ -162,6 +164,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
         std::strncmp(where[q].host, where[rank].host, sizeof(where[q].host)) == 0)
       comm->onePerProcess = false;
   SSC_CHECK(commSetUpPeerCache(comm));
+  SSC_CHECK(callCheckSetUp(comm));
   SSC_CHECK(comm->bootstrap->barrier());
   SSC_LOG(kInfo, "communicator ready: rank {}/{} on the {} backend, topology '{}' ({} GPU(s))",
           rank, nranks, comm->backend->name(), comm->topo.name, comm->topo.gpus.size());
@@ -226,7 +229,7 @@ sscResult_t commSetUpStaging(sscComm* comm) {
                                     : env::getInt("STARSCREAM_STAGING_BYTES");
   // Zero-copy needs every peer mapped: one node, and the symmetric kernels' rank limit.
   if (want <= 0 || comm->topo.nnodes != 1 || comm->nranks > kSymmetricMaxRanks) return sscSuccess;
-  const size_t bytes = static_cast<size_t>(want + 15) / 16 * 16;
+  const size_t bytes = (static_cast<size_t>(want) + 15) / 16 * 16;  // no overflow at INT64_MAX
   StagingBuffers& s = comm->staging;
   int32_t mine = comm->backend->memAlloc(&s.in, bytes) == sscSuccess &&
                  comm->backend->memAlloc(&s.out, bytes) == sscSuccess;

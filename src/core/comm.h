@@ -24,6 +24,11 @@ struct PeerCacheDeleter {
   void operator()(PeerMemoryCache* cache) const;
 };
 
+class CallChecker;  // src/api/call_check.h (STARSCREAM_CHECK)
+struct CallCheckerDeleter {
+  void operator()(CallChecker* checker) const;
+};
+
 // Plans a communicator caches per kind (collective shapes, point-to-point patterns); past it
 // the cache starts over.
 constexpr size_t kMaxCachedPlans = 256;
@@ -116,6 +121,9 @@ struct sscComm {
   uint64_t zeroCopyMinBytes = 0;  // STARSCREAM_ZERO_COPY_MIN_BYTES, read once with peerCache
   int nextRegistration = 0;
   int nextOpId = sscNumOps;
+  // STARSCREAM_CHECK=1 (read once at init): every collective's fingerprint is compared across
+  // the ranks before its data moves (src/api/call_check.h). Null when off.
+  std::unique_ptr<ssc::CallChecker, ssc::CallCheckerDeleter> callCheck;
 };
 
 namespace ssc {

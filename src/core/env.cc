@@ -45,6 +45,12 @@ constexpr Variable kVariables[] = {
      "all-reduces small enough for packets never need to); smaller calls use staging or the "
      "FIFOs. Negative turns it off."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
+    {"STARSCREAM_CHECK", "0",
+     "1: checked mode. Before any data of a collective moves, its ranks compare the call "
+     "(collective, count, datatype, op, root, call number) and every rank fails it with "
+     "sscInvalidUsage naming the field and the ranks when they differ; costs one exchange of a "
+     "few bytes per call (none extra where plain-buffer zero-copy exchanges anyway). 0: off. "
+     "Read at communicator init, the same on every rank; any other value fails init."},
     {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
     {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},
     {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend."},
@@ -52,7 +58,8 @@ constexpr Variable kVariables[] = {
      "libstarscream-nccl: path of the vendor libnccl.so.2/librccl.so.1 that serves every nccl* "
      "call when Starscream runs on its host backend (docs/nccl-shim.md); empty: never forward."},
     {"STARSCREAM_SPIN", "200",
-     "Polls of a flag before a host-backend wait blocks in the kernel (futex)."},
+     "Polls of a flag before a host-backend wait blocks in the kernel (futex); clamped to "
+     "0..1048576 (a spin checks neither aborts nor STARSCREAM_TIMEOUT)."},
 };
 
 const Variable* find(const char* name) {

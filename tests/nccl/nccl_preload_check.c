@@ -374,6 +374,23 @@ static void checkErrors(void) {
   check("error paths (bad dtype -> ncclInvalidArgument, ...)", ok);
 }
 
+/* Under STARSCREAM_CHECK=1 (ctest's nccl.linked.np2.checked): the last rank all-reduces int32
+ * where the others pass float (same size). Every rank must get ncclInvalidUsage naming the
+ * datatype at that call, nothing written, and the next matching call must work. */
+static void checkCheckedMode(void) {
+  const char* mode = getenv("STARSCREAM_CHECK");
+  if (mode == NULL || strcmp(mode, "1") != 0 || g_n < 2) return;
+  float a[64], b[64];
+  for (int i = 0; i < 64; ++i) a[i] = (float)(g_rank + 1), b[i] = -1.0f;
+  ncclDataType_t mine = g_rank == g_n - 1 ? ncclInt32 : ncclFloat32;
+  int ok = expect("dtype differs across ranks", ncclAllReduce(a, b, 64, mine, ncclSum, g_comm, NULL),
+                  ncclInvalidUsage, "datatype");
+  if (ok && b[0] != -1.0f) ok = 0, why("the refused call wrote %g", b[0]);
+  ok = ok && OK(ncclAllReduce(a, b, 64, ncclFloat32, ncclSum, g_comm, NULL));
+  if (ok && b[63] != (float)(g_n * (g_n + 1) / 2)) ok = 0, why("sum %g after the refused call", b[63]);
+  check("checked mode (STARSCREAM_CHECK=1): a datatype mismatch fails on every rank", ok);
+}
+
 static void checkMemory(void) {
   void* p = NULL;
   void* h = NULL;
@@ -428,6 +445,7 @@ int main(int argc, char** argv) {
     checkSplits();
     checkNonBlockingInit();
     checkErrors();
+    checkCheckedMode();
     checkMemory();
     check("destroy", OK(ncclCommDestroy(g_comm)));
   }

@@ -56,7 +56,11 @@ void shmNotify(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-int shmSpinCount() { return static_cast<int>(std::max<int64_t>(0, env::getInt("STARSCREAM_SPIN"))); }
+// At most kShmMaxSpins: the spin checks neither the abort flag nor STARSCREAM_TIMEOUT, so a huge
+// value (or one past INT_MAX, which a plain cast wraps) would stall every wait on a dead peer.
+int shmSpinCount() {
+  return static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_SPIN"), 0, kShmMaxSpins));
+}
 double shmTimeoutSeconds() { return env::getDouble("STARSCREAM_TIMEOUT"); }
 
 size_t ShmTransport::fifoIndex(int sender, int channel) const {

@@ -114,6 +114,7 @@ void shmNotify(std::atomic<uint32_t>* word);
 
 // Implementation detail of shmWait: one bounded futex sleep while *word == seen.
 void shmSleep(std::atomic<uint32_t>* word, uint32_t seen, int timeoutMs);
+constexpr int64_t kShmMaxSpins = 1 << 20;  // STARSCREAM_SPIN is clamped to [0, this]
 int shmSpinCount();
 double shmTimeoutSeconds();
 

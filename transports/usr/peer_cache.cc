@@ -34,6 +34,7 @@ struct PeerMemoryCache::Record {
   uint32_t needed;       // bit b: buffer b is touched by peers in this call
   uint32_t pad;
   PostedBuffer buf[2];
+  uint8_t check[PeerMemoryCache::kCheckBytes];
 };
 
 PeerMemoryCache::PeerMemoryCache(PeerMemoryRuntime* runtime, std::unique_ptr<ShmAllGather> table,
@@ -52,6 +53,7 @@ sscResult_t PeerMemoryCache::post(const Request& req, uint64_t* ticket) {
   r.fingerprint = req.fingerprint;
   r.inPlace = req.inPlace ? 1 : 0;
   r.failedOpens = failedOpens_;
+  if (req.check != nullptr) std::memcpy(r.check, req.check, kCheckBytes);
   for (int b = 0; b < 2; ++b) {
     if (req.ptr[b] == nullptr) continue;
     r.needed |= 1u << b;
@@ -132,7 +134,11 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
   out->peers[0].clear();
   out->peers[1].clear();
   std::vector<Record> all(static_cast<size_t>(nranks_));
+  out->checks.clear();
   SSC_CHECK(shared_->collect(ticket, all.data(), sizeof(Record)));
+  out->checks.resize(static_cast<size_t>(nranks_) * kCheckBytes);
+  for (int q = 0; q < nranks_; ++q)
+    std::memcpy(out->checks.data() + static_cast<size_t>(q) * kCheckBytes, all[q].check, kCheckBytes);
   ++clock_;
   ++stats_.calls;
   quiesced_ = false;
@@ -227,7 +233,7 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
     return fail(sscInvalidUsage, "rank {} issued a different call than rank {} at the same point "
                 "(collective, count, type, op or root differ)", mismatch, rank_);
 
-  if (!usable) return sscSuccess;
+  if (!usable || (req.ptr[0] == nullptr && req.ptr[1] == nullptr)) return sscSuccess;
   for (int b = 0; b < 2; ++b) {
     if (req.ptr[b] == nullptr) continue;
     out->peers[b].assign(static_cast<size_t>(nranks_), nullptr);

@@ -51,18 +51,26 @@ class PeerMemoryCache {
   PeerMemoryCache(const PeerMemoryCache&) = delete;
   PeerMemoryCache& operator=(const PeerMemoryCache&) = delete;
 
+  // Bytes of opaque data a record carries for checked mode (STARSCREAM_CHECK, src/api/call_check.h).
+  static constexpr size_t kCheckBytes = 48;
+
   // One call: its two buffers (kBufIn = 0, kBufOut = 1; null = peers do not touch it) and what
-  // must be equal on every rank (collective, count, type, op, root).
+  // must be equal on every rank (collective, count, type, op, root). A request with neither
+  // buffer only carries `check` (checked mode posts one for every collective call).
   struct Request {
     uint64_t fingerprint = 0;
     const void* ptr[2] = {nullptr, nullptr};
     size_t bytes[2] = {0, 0};
     bool inPlace = false;
+    const void* check = nullptr;  // kCheckBytes posted as they are; null: zeros
   };
   struct Result {
     bool zeroCopy = false;   // every rank's buffers are mapped everywhere
     bool anyInPlace = false; // some rank called in place (all must then run the in-place plan)
     std::vector<void*> peers[2];  // [buffer][rank] as addressed here, when zeroCopy
+    // Every rank's check bytes (rank q's at q * kCheckBytes) once the records were collected,
+    // also when finish() then fails; empty when they were not.
+    std::vector<uint8_t> checks;
   };
 
   // Posts this rank's record for the next call (local; waits only for ring space).
