@@ -65,6 +65,10 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->rank = rank;
   comm->nranks = nranks;
   setLogRank(rank);
+  // A malformed STARSCREAM_* value refuses init (every rank alike, before any waiting) rather
+  // than being ignored; misspelt names get a warning on stderr.
+  SSC_CHECK(env::validate());
+  SSC_CHECK(validateAlgoEnv());
   SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag, &comm->bootstrap));
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
