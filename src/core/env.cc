@@ -69,10 +69,11 @@ enum class Shape { kInteger, kNumber, kChoice };
 struct Rule {
   const char* name;
   Shape shape;
-  const char* choices;  // kChoice: comma-separated, compared without case
+  const char* choices;  // kChoice: comma-separated
+  bool anyCase = false;  // kChoice: compared without case (as the variable's reader does)
 };
 constexpr Rule kRules[] = {
-    {"STARSCREAM_DEBUG", Shape::kChoice, "WARN,INFO,TRACE"},
+    {"STARSCREAM_DEBUG", Shape::kChoice, "WARN,INFO,TRACE", true},
     {"STARSCREAM_BACKEND", Shape::kChoice, "auto,gpu,host"},
     {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
@@ -184,7 +185,8 @@ std::string checkValue(const Rule& rule, const std::string& value) {
       std::string_view rest = rule.choices;
       while (!rest.empty()) {
         const size_t comma = rest.find(',');
-        if (sameIgnoringCase(trimmed(value), rest.substr(0, comma))) return "";
+        const std::string_view choice = rest.substr(0, comma);
+        if (rule.anyCase ? sameIgnoringCase(trimmed(value), choice) : value == choice) return "";
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
       std::string accepted = rule.choices;

@@ -40,6 +40,7 @@ TEST_F(EnvValidate, MalformedValuesNameTheVariableAndWhatItAccepts) {
       {"STARSCREAM_TIMEOUT", "soon", "a number"},
       {"STARSCREAM_DEBUG", "VERBOSE", "WARN|INFO|TRACE"},
       {"STARSCREAM_BACKEND", "cuda", "auto|gpu|host"},
+      {"STARSCREAM_BACKEND", "HOST", "auto|gpu|host"},  // read as written: would mean auto
       {"STARSCREAM_HOST_SLOT_BYTES", "64KB", "K, M or G"},
   };
   for (const auto& c : cases) {
