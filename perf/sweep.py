@@ -30,13 +30,28 @@ COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduc
                "alltoall", "sendrecv"]
 DEFAULT_ALGOS = ["ring", "bidir_ring", "direct", "hierarchical", "auto"]
 REDUCING = ("all_reduce", "reduce_scatter", "reduce")
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(HERE)
+
+
+def default_bin_dir():
+    """Next to this script when installed (<prefix>/bin/starscream-sweep), else build/bin."""
+    if os.access(os.path.join(HERE, "all_reduce_perf"), os.X_OK):
+        return HERE
+    return os.path.join(REPO_ROOT, "build", "bin")
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Run a Starscream perf test under every algorithm and plot busbw and "
-                    "latency against size.")
+                    "latency against size.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example (64 host-backend ranks emulating 8 x MI300X CPX/NPS4):\n"
+               "  perf/sweep.py --collective all_reduce --np 64 \\\n"
+               "      --topo tools/topologies/mi300x-8x-cpx-nps4.json -b 4 -e 1M -f 8 "
+               "--out sweep-out\n"
+               "outputs: sweep-out/all_reduce_sweep.png and .json, and each algorithm's perf "
+               "table in\nsweep-out/all_reduce_<algo>.log (docs/perf.md)")
     p.add_argument("--collective", "-c", required=True,
                    help="collective (%s), with or without the _perf suffix"
                         % ", ".join(COLLECTIVES))
@@ -56,7 +71,7 @@ def parse_args(argv):
     p.add_argument("--op", default="sum", help="reduction op (-o), for reducing collectives")
     p.add_argument("--in-place", action="store_true",
                    help="plot the in-place columns instead of the out-of-place ones")
-    p.add_argument("--bin-dir", default=os.path.join(REPO_ROOT, "build", "bin"),
+    p.add_argument("--bin-dir", default=default_bin_dir(),
                    help="where the *_perf programs are (default: %(default)s)")
     p.add_argument("--mpirun", default="mpirun", help="MPI launcher")
     p.add_argument("--mpirun-args", default=None,
@@ -83,6 +98,29 @@ def parse_args(argv):
     if args.datatype == "all" or args.op == "all":
         p.error("a sweep plots one type and one op; run it once per type or op")
     return args
+
+
+def parse_size(text):
+    """Bytes of a perf-tool size ("8", "64K", "1M", "2G"), or None when it does not parse."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip()
+    scale = units.get(text[-1:].lower(), 1)
+    number = text[:-1] if scale != 1 else text
+    try:
+        return int(float(number) * scale)
+    except ValueError:
+        return None
+
+
+def planned_sizes(args):
+    """The sizes the perf tool will run: -b, then times -f while at most -e (nccl-tests' rule)."""
+    lo, hi = parse_size(args.min_bytes), parse_size(args.max_bytes)
+    if lo is None or hi is None or args.step_factor < 2 or lo < 1:
+        return []
+    sizes = [lo]
+    while sizes[-1] * args.step_factor <= hi:
+        sizes.append(sizes[-1] * args.step_factor)
+    return sizes
 
 
 def default_launcher_args(mpirun):
@@ -244,6 +282,12 @@ def plot(args, entries, png_path):
         ax.set_xscale("log", base=2)
         if ax is lat_ax:
             ax.set_yscale("log")
+            # Latencies often span less than a decade: label 1-2-5 steps and plain numbers, not
+            # one lone power of ten.
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "%g" % v))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         if ticks:
             ax.set_xticks(ticks)
             ax.set_xticklabels([human_bytes(t) for t in ticks], rotation=45)
@@ -262,14 +306,24 @@ def plot(args, entries, png_path):
 
 
 def print_summary(entries, half):
-    print("\n%-14s %-8s %6s %14s %16s  %s"
-          % ("algorithm", "status", "rows", "peak busbw", "smallest-size t", "note"))
+    """One line per algorithm; the perf tables themselves are in each run's log file."""
+    first = min((series(e, half)[0][0] for e in entries if series(e, half)[0]), default=None)
+    last = max((series(e, half)[0][-1] for e in entries if series(e, half)[0]), default=None)
+    small = "time at %s" % human_bytes(first) if first is not None else "time at smallest"
+    big = "busbw at %s" % human_bytes(last) if last is not None else "busbw at largest"
+    header = ("algorithm", "status", "sizes", "peak busbw", small, big, "table (log)")
+    rows = []
     for e in entries:
         sizes, busbw, times = series(e, half)
-        peak = "%.3f GB/s" % max(busbw) if busbw else "-"
-        lat = "%.2f us" % times[0] if times else "-"
-        print("%-14s %-8s %6d %14s %16s  %s"
-              % (e["algorithm"], e["status"], len(sizes), peak, lat, e["reason"]))
+        rows.append((e["algorithm"], e["status"], str(len(sizes)),
+                     "%.3f GB/s" % max(busbw) if busbw else "-",
+                     "%.2f us" % times[0] if times else "-",
+                     "%.3f GB/s" % busbw[-1] if busbw else "-",
+                     e["log"] + ("  (%s)" % e["reason"] if e["reason"] else "")))
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header) - 1)]
+    print()
+    for r in [header] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
 
 
 def main(argv=None):
@@ -282,6 +336,13 @@ def main(argv=None):
         return 2
     if not args.dry_run:
         os.makedirs(args.out, exist_ok=True)
+    sizes = planned_sizes(args)
+    if sizes and sizes[-1] != parse_size(args.max_bytes):
+        # nccl-tests stop at the last -b * f^k that fits: say so rather than end short silently.
+        print("[sweep] note: -b %s -f %d never lands on -e %s; the largest size is %s "
+              "(pick -b so that -b * %d^k = -e to reach it)"
+              % (args.min_bytes, args.step_factor, args.max_bytes, human_bytes(sizes[-1]),
+                 args.step_factor), flush=True)
 
     entries = [run_one(args, prefix, algo) for algo in args.algos]
     if args.dry_run:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job: installs dependencies, builds, and sweeps all-reduce with the hierarchical
 # algorithm against the flat ring. With an NVIDIA GPU (and MPS) it runs 8 partitions of one GPU;
-# otherwise 64 host-backend ranks emulate an 8 x MI300X CPX/NPS4 node. Tables go to stdout;
-# JSON and the plot to build/sweep/.
+# otherwise 64 host-backend ranks emulate an 8 x MI300X CPX/NPS4 node. On stdout: one summary
+# line per algorithm; in build/sweep/: each algorithm's perf table (all_reduce_<algo>.log), its
+# JSON records, the combined JSON and the plot (all_reduce_sweep.png). Sizes run from -b by
+# factors of -f up to -e inclusive, so -b is chosen to land on -e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,12 +16,13 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
    ldd build/lib/libstarscream.so 2>/dev/null | grep -q cudart; then
   echo "main-job: GPU found: 8 partitions of GPU 0 under MPS"
   "$PY" perf/sweep.py -c all_reduce --np 8 --topo tools/topologies/h200-mps-8.json \
-    --algos ring,hierarchical,auto -b 8 -e 256M -f 4 --launch 'tools/emulate/partition-run.sh {np}' \
+    --algos ring,hierarchical,auto -b 4 -e 256M -f 4 --launch 'tools/emulate/partition-run.sh {np}' \
     --out "$out"
 else
   echo "main-job: no GPU: 64 host-backend ranks emulate 8 x MI300X CPX/NPS4 (numbers show the" \
        "algorithms working, not hardware speed)"
   "$PY" perf/sweep.py -c all_reduce --np 64 --topo tools/topologies/mi300x-8x-cpx-nps4.json \
-    --algos ring,hierarchical -b 8 -e 1M -f 8 --iters 5 --out "$out"
+    --algos flat_ring,hierarchical -b 4 -e 1M -f 8 --iters 5 --out "$out"
 fi
-echo "main-job: results in $out/ (JSON per algorithm, combined JSON and PNG plot)"
+echo "main-job: results in $out/: perf tables in all_reduce_<algo>.log, JSON per algorithm," \
+     "combined JSON all_reduce_sweep.json, plot all_reduce_sweep.png"

@@ -1,10 +1,12 @@
 #include "tuner/select.h"
 
+#include <iterator>
 #include <mutex>
 #include <sstream>
 
 #include "src/collectives/algorithms.h"
 #include "src/core/env.h"
+#include "src/core/errors.h"
 #include "src/core/log.h"
 
 namespace ssc {
@@ -39,32 +41,100 @@ bool parseAlgoName(const std::string& raw, Algo* out) {
   return true;
 }
 
-Algo forcedAlgo(CollKind coll) {
-  std::string spec = env::getString("STARSCREAM_ALGO");
-  if (spec.empty()) return Algo::kAuto;
-  Algo global = Algo::kAuto, mine = Algo::kAuto;
-  bool bad = false;
+namespace {
+
+constexpr CollKind kAllColls[] = {CollKind::kAllReduce, CollKind::kReduceScatter,
+                                  CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduce,
+                                  CollKind::kAllToAll,  CollKind::kSendRecv};
+
+// A parsed STARSCREAM_ALGO: the global choice and one per collective (kAuto: none).
+struct AlgoSpec {
+  Algo global = Algo::kAuto;
+  Algo per[std::size(kAllColls)] = {Algo::kAuto, Algo::kAuto, Algo::kAuto, Algo::kAuto,
+                                     Algo::kAuto, Algo::kAuto, Algo::kAuto};
+  std::string error;  // "" or what checkAlgoSpec reports
+};
+
+AlgoSpec parseSpec(const std::string& spec) {
+  AlgoSpec out;
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    auto eq = item.find('=');
+    const auto eq = item.find('=');
+    const std::string name = eq == std::string::npos ? item : item.substr(eq + 1);
     Algo a;
+    if (!parseAlgoName(name, &a) || (name.empty() && eq != std::string::npos)) {
+      if (out.error.empty())
+        out.error = fmt::format("'{}' is not an algorithm (accepted: {}; or per collective "
+                                "COLL=ALGO,... e.g. allreduce=hierarchical,allgather=ring)",
+                                name, kAlgoNameList);
+      continue;
+    }
     if (eq == std::string::npos) {
-      if (parseAlgoName(item, &a)) global = a; else bad = true;
-    } else if (!parseAlgoName(item.substr(eq + 1), &a)) {
-      bad = true;
-    } else if (lower(item.substr(0, eq)) == collName(coll)) {
-      mine = a;
+      out.global = a;
+      continue;
+    }
+    const std::string coll = lower(item.substr(0, eq));
+    bool found = false;
+    for (size_t k = 0; k < std::size(kAllColls); ++k)
+      if (coll == collName(kAllColls[k])) {
+        out.per[k] = a;
+        found = true;
+      }
+    if (!found && out.error.empty()) {
+      std::string names;
+      for (CollKind k : kAllColls) names += (names.empty() ? "" : ", ") + std::string(collName(k));
+      out.error = fmt::format("'{}' is not a collective (accepted: {})", coll, names);
     }
   }
-  if (bad) {
+  return out;
+}
+
+// STARSCREAM_ALGO is read on every call (programs and tests change it between calls); parsing
+// happens once per distinct value.
+AlgoSpec cachedSpec(const std::string& spec) {
+  static std::mutex mu;
+  static std::string lastText;
+  static AlgoSpec last;
+  std::lock_guard<std::mutex> g(mu);
+  if (spec != lastText) {
+    last = parseSpec(spec);
+    lastText = spec;
+  }
+  return last;
+}
+
+}  // namespace
+
+std::string checkAlgoSpec(const std::string& spec) {
+  if (spec.empty()) return "";
+  return parseSpec(spec).error;
+}
+
+sscResult_t validateAlgoEnv() {
+  const std::string spec = env::getString("STARSCREAM_ALGO");
+  const std::string why = checkAlgoSpec(spec);
+  if (!why.empty()) return fail(sscInvalidArgument, "STARSCREAM_ALGO='{}': {}", spec, why);
+  return sscSuccess;
+}
+
+Algo forcedAlgo(CollKind coll) {
+  std::string spec = env::getString("STARSCREAM_ALGO");
+  if (spec.empty()) return Algo::kAuto;
+  const AlgoSpec parsed = cachedSpec(spec);
+  if (!parsed.error.empty()) {
+    // Communicator init refuses a bad value; this catches one set after init. Printed whatever
+    // STARSCREAM_DEBUG says: an ignored setting must not pass unnoticed.
     static std::once_flag once;
     std::call_once(once, [&] {
-      SSC_LOG(kWarn, "STARSCREAM_ALGO='{}' has entries that are not algorithms (ring, bidir_ring, "
-                     "direct, hierarchical, symmetric, auto); ignoring them", spec);
+      logWrite(kWarn, fmt::format("STARSCREAM_ALGO='{}': {}; ignoring the bad entries", spec,
+                                  parsed.error));
     });
   }
-  return mine != Algo::kAuto ? mine : global;
+  Algo mine = Algo::kAuto;
+  for (size_t k = 0; k < std::size(kAllColls); ++k)
+    if (kAllColls[k] == coll) mine = parsed.per[k];
+  return mine != Algo::kAuto ? mine : parsed.global;
 }
 
 Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric) {

@@ -10,11 +10,24 @@
 
 namespace ssc {
 
-// Parses an algorithm name (ring, flat_ring, bidir_ring, direct, hierarchical, auto).
+// The algorithm names STARSCREAM_ALGO and the perf tools' -A accept, for messages and help.
+inline constexpr const char* kAlgoNameList =
+    "ring, flat_ring (= ring), bidir_ring, direct, hierarchical, symmetric, auto";
+
+// Parses an algorithm name (those of kAlgoNameList, any case; also the aliases flat, bidir,
+// hier and zero_copy).
 bool parseAlgoName(const std::string& name, Algo* out);
 
-// The algorithm STARSCREAM_ALGO forces for `coll` (kAuto when it forces none). Malformed
-// entries are reported once with a warning and ignored.
+// Checks a STARSCREAM_ALGO value ("ring", "allreduce=hierarchical,allgather=ring", ...): ""
+// when every entry names an algorithm (and, before '=', a collective), else why not.
+std::string checkAlgoSpec(const std::string& spec);
+// Communicator init: sscInvalidArgument, naming the variable and the accepted values, when
+// STARSCREAM_ALGO is set to something checkAlgoSpec refuses.
+sscResult_t validateAlgoEnv();
+
+// The algorithm STARSCREAM_ALGO forces for `coll` (kAuto when it forces none). The variable is
+// read on every call; malformed entries (possible only when it changed after init) are reported
+// once on stderr and ignored.
 Algo forcedAlgo(CollKind coll);
 
 // The most ranks the zero-copy (symmetric) algorithm serves: its kernels keep a pointer per peer.

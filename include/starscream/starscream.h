@@ -9,6 +9,8 @@
  * On the host backend (no GPU; used for tests and emulation) it is a handle from sscStreamCreate,
  * an ordered asynchronous queue served by a progress thread. Collectives only enqueue work:
  * results are ready after sscStreamSynchronize (or the runtime's own stream synchronize).
+ * A NULL stream is valid everywhere: the runtime's default stream on a GPU backend, the
+ * communicator's own queue on the host backend (sscStreamSynchronize(NULL) waits for it).
  */
 #ifndef STARSCREAM_STARSCREAM_H_
 #define STARSCREAM_STARSCREAM_H_

@@ -12,8 +12,10 @@
 namespace ssc::perf {
 namespace {
 
-constexpr std::array<std::string_view, 6> kAlgoNames = {"ring",   "bidir_ring",   "direct",
-                                                        "hierarchical", "flat_ring", "auto"};
+// STARSCREAM_ALGO's names (tuner/select.h kAlgoNameList); flat_ring is another name for ring,
+// symmetric is the zero-copy algorithm (with -R 1, or the plain-buffer path of docs/perf.md).
+constexpr std::array<std::string_view, 7> kAlgoNames = {
+    "ring", "flat_ring", "bidir_ring", "direct", "hierarchical", "symmetric", "auto"};
 
 // Short flags are nccl-tests' except -T (there: timeout) and -A; -J is nccl-tests' JSON output
 // too, though its records differ (see docs/perf.md). The leading '+' stops at the first
@@ -282,13 +284,17 @@ std::string usage(std::string_view program) {
       "[-G,--cudagraph <num graph launches>] (accepted, not supported: ignored)",
       "[-C,--report_cputime <0/1>] (default 0)",
       "[-R,--local_register <0/1> sscCommRegister the buffers] (default 0)",
-      "[-A,--algo <ring/bidir_ring/direct/hierarchical/flat_ring/auto, or coll=algo,...>] "
-      "sets STARSCREAM_ALGO",
+      "[-A,--algo <ring/flat_ring/bidir_ring/direct/hierarchical/symmetric/auto, or "
+      "coll=algo,...>] sets STARSCREAM_ALGO (flat_ring = ring)",
       "[-J,--json <file> write one JSON record per row (JSON Lines)]",
       "[-T,--topo <file> emulation topology, sets STARSCREAM_TOPO_FILE]",
       "[-h,--help]",
   };
   for (const char* line : lines) text += "\t" + std::string(line) + " \n";
+  text += "Example (8 host-backend ranks emulating 2 GPUs x 4 partitions, as root add "
+          "--allow-run-as-root):\n\tmpirun --oversubscribe -np 8 build/bin/" +
+          std::string(program) + " -b 8 -e 1M -f 4 -A hierarchical -T tools/topologies/2x4.json\n"
+          "docs/perf.md explains the columns; perf/sweep.py runs every algorithm and plots them.\n";
   return text;
 }
 

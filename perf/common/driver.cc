@@ -33,6 +33,12 @@ std::string envOr(const char* name, const std::string& fallback) {
 // every rank sets the same values, and before sscGetUniqueId/sscCommInitRank read them.
 // Returns "" or why the environment cannot be set up.
 std::string applyEnvironment(const Options& options) {
+  // A STARSCREAM_ALGO from the environment (no -A) is checked as -A would be: a typo must not run
+  // the library's own choice under the typo's name.
+  std::string why;
+  const std::string inherited = envOr("STARSCREAM_ALGO", "");
+  if (options.algo.empty() && !inherited.empty() && !validAlgoSpec(inherited, &why))
+    return "STARSCREAM_ALGO: " + why;
   if (options.algo == "auto") {
     unsetenv("STARSCREAM_ALGO");  // the library's own selection
   } else if (!options.algo.empty()) {

@@ -43,7 +43,21 @@ Session openSession(const World& world) {
   if (world.rank == 0) PERF_CHECK(sscGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   Session session;
-  PERF_CHECK(sscCommInitRank(&session.comm, world.nranks, id, world.rank));
+  // Every rank reads the same environment and topology file, so a bad one fails every rank the
+  // same way: the lowest failing rank says why, once, and all ranks leave without an MPI_Abort.
+  const sscResult_t init = sscCommInitRank(&session.comm, world.nranks, id, world.rank);
+  const std::string why = init == sscSuccess ? "" : sscGetLastError(nullptr);
+  int firstFailed = init == sscSuccess ? world.nranks : world.rank;
+  MPI_Allreduce(MPI_IN_PLACE, &firstFailed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (firstFailed < world.nranks) {
+    if (world.rank == firstFailed)
+      std::fprintf(stderr, "%s: rank %d: communicator init failed: %s: %s\n",
+                   world.hostname.c_str(), world.rank, sscGetErrorString(init),
+                   why.empty() ? "(no message)" : why.c_str());
+    if (session.comm != nullptr) (void)sscCommAbort(session.comm);
+    stopMpi();
+    std::exit(kExitFailure);
+  }
   gComm = session.comm;
   PERF_CHECK(sscCommDevice(session.comm, &session.device));
   PERF_CHECK(sscStreamCreate(&session.stream));

@@ -139,6 +139,10 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->rank = rank;
   comm->nranks = nranks;
   setLogRank(rank);
+  // A malformed STARSCREAM_* value refuses init (every rank alike, before any waiting) rather
+  // than being ignored; misspelt names get a warning on stderr.
+  SSC_CHECK(env::validate());
+  SSC_CHECK(validateAlgoEnv());
   SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag, &comm->bootstrap));
   // From here on a peer that dies or gives up is noticed at once, during the rest of init too.
   comm->bootstrap->startWatch([comm](const PeerEvent& e) { commOnPeerEvent(comm, e); },

@@ -2,14 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
+#include "src/core/errors.h"
 #include "src/core/log.h"
+
+extern char** environ;
 
 namespace ssc::env {
 namespace {
@@ -61,6 +68,32 @@ constexpr Variable kVariables[] = {
      "Polls of a flag before a host-backend wait blocks in the kernel (futex); clamped to "
      "0..1048576 (a spin checks neither aborts nor STARSCREAM_TIMEOUT)."},
 };
+
+// What a set value must look like, for the variables whose values have a shape (validate()).
+// Variables not listed take any text (paths, interface names); STARSCREAM_ALGO is checked by the
+// tuner, which owns the algorithm names (tuner/select.cc).
+enum class Shape { kInteger, kNumber, kChoice };
+struct Rule {
+  const char* name;
+  Shape shape;
+  const char* choices;  // kChoice: comma-separated
+  bool anyCase = false;  // kChoice: compared without case (as the variable's reader does)
+};
+constexpr Rule kRules[] = {
+    {"STARSCREAM_DEBUG", Shape::kChoice, "WARN,INFO,TRACE", true},
+    {"STARSCREAM_BACKEND", Shape::kChoice, "auto,gpu,host"},
+    {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
+    {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
+    {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},
+    {"STARSCREAM_DUMP_PLAN", Shape::kInteger, nullptr},
+    {"STARSCREAM_HOST_SLOTS", Shape::kInteger, nullptr},
+    {"STARSCREAM_HOST_SLOT_BYTES", Shape::kInteger, nullptr},
+    {"STARSCREAM_HOST_CHANNELS", Shape::kInteger, nullptr},
+    {"STARSCREAM_SPIN", Shape::kInteger, nullptr},
+};
+
+// STARSCREAM_* names the repository's scripts read (not the library): never reported as unknown.
+constexpr const char* kScriptNames[] = {"STARSCREAM_GPU", "STARSCREAM_REPO"};
 
 const Variable* find(const char* name) {
   for (const auto& v : kVariables)
@@ -117,9 +150,120 @@ std::string cell(std::string_view text) {
   return out;
 }
 
+bool sameIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// Levenshtein distance, for "did you mean" on misspelt names.
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "" or why `value` does not fit `rule`, naming what is accepted.
+std::string checkValue(const Rule& rule, const std::string& value) {
+  switch (rule.shape) {
+    case Shape::kInteger: {
+      int64_t ignored = 0;
+      if (parseInt(value, &ignored)) return "";
+      return "expected an integer, optionally with a K, M or G suffix (e.g. 64K)";
+    }
+    case Shape::kNumber: {
+      double ignored = 0;
+      if (parseDouble(value, &ignored)) return "";
+      return "expected a number (e.g. 300 or 2.5)";
+    }
+    case Shape::kChoice: {
+      std::string_view rest = rule.choices;
+      while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string_view choice = rest.substr(0, comma);
+        if (rule.anyCase ? sameIgnoringCase(trimmed(value), choice) : value == choice) return "";
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      }
+      std::string accepted = rule.choices;
+      for (auto& c : accepted)
+        if (c == ',') c = '|';
+      return "expected one of " + accepted;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::span<const Variable> registry() { return kVariables; }
+
+std::string checkSetValues() {
+  for (const Rule& rule : kRules) {
+    const char* value = std::getenv(rule.name);
+    if (value == nullptr || *value == '\0') continue;  // unset or empty: the default
+    const std::string why = checkValue(rule, value);
+    if (!why.empty()) return fmt::format("{}='{}': {}", rule.name, value, why);
+  }
+  return "";
+}
+
+std::vector<std::string> unknownNames() {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.rfind("STARSCREAM_", 0) != 0) continue;
+    const std::string name(text.substr(0, text.find('=')));
+    bool known = find(name.c_str()) != nullptr;
+    for (const char* script : kScriptNames) known |= name == script;
+    if (!known) out.push_back(name);
+  }
+  return out;
+}
+
+std::string closestName(const std::string& name) {
+  const Variable* best = nullptr;
+  size_t bestDistance = 4;  // further than 3 edits is no longer a typo
+  for (const auto& v : kVariables) {
+    const size_t d = editDistance(name, v.name);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = &v;
+    }
+  }
+  return best != nullptr ? best->name : "";
+}
+
+void warnUnknownNamesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const std::string& name : unknownNames()) {
+      const std::string near = closestName(name);
+      // Printed whatever STARSCREAM_DEBUG says: a misspelt variable silently does nothing.
+      logWrite(kWarn, fmt::format("{} is set but Starscream has no such variable{}; "
+                                  "`starscream-env` lists them (docs/environment.md)",
+                                  name, near.empty() ? "" : " (did you mean " + near + "?)"));
+    }
+  });
+}
+
+sscResult_t validate() {
+  warnUnknownNamesOnce();
+  const std::string why = checkSetValues();
+  if (!why.empty()) return fail(sscInvalidArgument, "{}", why);
+  return sscSuccess;
+}
 
 std::string getString(const char* name) {
   const Variable* var = find(name);

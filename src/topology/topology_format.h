@@ -10,11 +10,14 @@
 
 namespace ssc {
 
-// A summary line, the link tiers with their sources, then one line per GPU grouped by node:
-// model, partition modes, its ranks in partition (XCD ring) order and their memory domains.
-std::string formatTopologyText(const Topology& topo);
+// One screen: a summary line, the link tiers (bandwidth, latency, what they join, where the
+// figure comes from in a word), then one line per GPU grouped by node: model, partition modes,
+// its ranks in partition (XCD ring) order and their memory domains. `sources`: add each
+// figure's full provenance at the end.
+std::string formatTopologyText(const Topology& topo, bool sources = false);
 
-// An undirected Graphviz graph: a cluster per node and per GPU, a box per partition (rank);
+// An undirected Graphviz graph, legible at 64 ranks: a cluster per node and per GPU, a box per
+// partition (rank) in one row per GPU, a legend with each tier's bandwidth and latency;
 // USR edges between neighbouring partitions on the XCD ring (none for 1 partition, one for 2,
 // P for P >= 3), one XGMI edge per pair of GPUs on a node and one NET edge per pair of nodes
 // (both drawn between clusters). Each edge is labelled "<tier> <bandwidth> GB/s".

@@ -173,14 +173,15 @@ TEST(PerfArgs, Sizes) {
 
 TEST(PerfArgs, AlgoSpecs) {
   std::string why;
-  for (const char* ok : {"ring", "bidir_ring", "direct", "hierarchical", "flat_ring", "auto",
-                         "allreduce=hierarchical,allgather=ring"}) {
+  for (const char* ok : {"ring", "bidir_ring", "direct", "hierarchical", "flat_ring", "symmetric",
+                         "auto", "allreduce=hierarchical,allgather=ring"}) {
     EXPECT_TRUE(validAlgoSpec(ok, &why)) << ok << ": " << why;
   }
   EXPECT_FALSE(validAlgoSpec("", &why));
   EXPECT_FALSE(validAlgoSpec("=ring", &why));
   EXPECT_FALSE(validAlgoSpec("ring,tree", &why));
   EXPECT_NE(why.find("tree"), std::string::npos);
+  EXPECT_NE(why.find("symmetric"), std::string::npos) << why;  // the message lists every name
 }
 
 TEST(PerfArgs, UsageNamesEveryFlag) {
@@ -190,6 +191,8 @@ TEST(PerfArgs, UsageNamesEveryFlag) {
                            "-h,"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
+  EXPECT_NE(text.find("Example"), std::string::npos);
+  EXPECT_NE(text.find("symmetric"), std::string::npos);
 }
 
 }  // namespace

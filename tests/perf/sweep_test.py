@@ -106,6 +106,28 @@ class SweepTest(unittest.TestCase):
         with open(runs["direct"]["log"]) as f:
             self.assertIn("invalid argument", f.read())
 
+    def test_summary_names_columns_and_logs(self):
+        result = self._sweep("ring,auto")
+        header = [l for l in result.stdout.splitlines() if l.startswith("algorithm")]
+        self.assertEqual(len(header), 1, result.stdout)
+        # Whole column names (no clipped header), and where each table is.
+        for column in ("peak busbw", "time at 8", "busbw at 512", "table (log)"):
+            self.assertIn(column, header[0])
+        self.assertIn("all_reduce_ring.log", result.stdout)
+
+    def test_sizes_that_miss_the_maximum_are_reported(self):
+        sys.path.insert(0, os.path.dirname(SWEEP))
+        import sweep
+        args = sweep.parse_args(["-c", "all_reduce", "--np", "2", "-b", "8", "-e", "1M", "-f", "8"])
+        self.assertEqual(sweep.planned_sizes(args)[-1], 256 << 10)
+        args = sweep.parse_args(["-c", "all_reduce", "--np", "2", "-b", "4", "-e", "1M", "-f", "8"])
+        self.assertEqual(sweep.planned_sizes(args)[-1], 1 << 20)
+        cmd = [sys.executable, SWEEP, "--collective", "all_reduce", "--np", "4", "-b", "8",
+               "-e", "1M", "-f", "8", "--out", self.out, "--bin-dir", self.bin,
+               "--mpirun", self.mpirun, "--mpirun-args", "", "--algos", "ring"]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        self.assertIn("never lands on -e 1M; the largest size is 256K", result.stdout)
+
     def test_missing_program(self):
         os.remove(os.path.join(self.bin, "all_reduce_perf"))
         self.assertEqual(self._sweep("ring").returncode, 2)

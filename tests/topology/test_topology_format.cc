@@ -32,12 +32,15 @@ struct DotGraph {
   int nodeClusters = 0, gpuClusters = 0, partitionBoxes = 0;
   std::map<std::string, std::set<std::pair<int, int>>> edges;  // tier -> {ranks a < b}
   std::map<std::string, int> edgeCount;                        // tier -> edges, with repeats
+  std::vector<std::pair<int, int>> hubEdges;                   // {rank, node} joined to the hub
 };
 
 DotGraph parseDot(const std::string& dot) {
   DotGraph g;
   static const std::regex box(R"(^\s+r(\d+) \[label=)");
-  static const std::regex edge(R"(^\s+r(\d+) -- r(\d+) \[.*label="(USR|XGMI|NET) )");
+  static const std::regex edge(R"re(^\s+r(\d+) -- r(\d+) \[.*class="(USR|XGMI|NET)")re");
+  // A node's XGMI hub: one edge per GPU (r -- hub above it, hub -- r below it).
+  static const std::regex hub(R"re(^\s+(?:r(\d+) -- xgmi(\d+)|xgmi(\d+) -- r(\d+)) \[.*class="XGMI")re");
   std::istringstream in(dot);
   std::string line;
   std::smatch m;
@@ -49,6 +52,11 @@ DotGraph parseDot(const std::string& dot) {
       const int a = std::stoi(m[1]), b = std::stoi(m[2]);
       g.edges[m[3]].insert({std::min(a, b), std::max(a, b)});
       ++g.edgeCount[m[3]];
+    }
+    if (std::regex_search(line, m, hub)) {
+      const bool above = m[1].matched;
+      g.hubEdges.push_back({std::stoi(above ? m[1] : m[4]), std::stoi(above ? m[2] : m[3])});
+      ++g.edgeCount["XGMI"];
     }
   }
   return g;
@@ -96,7 +104,13 @@ TEST_P(TopoDot, DrawsClustersAndTierEdges) {
     EXPECT_EQ(topo.tierBetween(a, b), LinkTier::kInterGpu) << a << "--" << b;
     gpuPairs.insert({topo.ranks[a].gpu, topo.ranks[b].gpu});
   }
-  EXPECT_EQ(static_cast<int>(gpuPairs.size()), c.xgmi);
+  // Nodes of two or more GPUs draw their mesh as a hub: every GPU of the node joins it once.
+  std::set<int> hubGpus;
+  for (const auto& [r, node] : g.hubEdges) {
+    EXPECT_EQ(topo.ranks[r].node, node) << "rank " << r;
+    EXPECT_TRUE(hubGpus.insert(topo.ranks[r].gpu).second) << "GPU of rank " << r << " twice";
+  }
+  EXPECT_EQ(static_cast<int>(gpuPairs.size() + hubGpus.size()), c.xgmi);
   for (const auto& [a, b] : edgesOf("NET")) {
     EXPECT_EQ(topo.tierBetween(a, b), LinkTier::kNetwork) << a << "--" << b;
     nodePairs.insert({topo.ranks[a].node, topo.ranks[b].node});
@@ -104,17 +118,18 @@ TEST_P(TopoDot, DrawsClustersAndTierEdges) {
   EXPECT_EQ(static_cast<int>(nodePairs.size()), c.net);
 }
 
-// 8 GPUs on a node: 8*7/2 = 28 XGMI pairs. USR: P edges per GPU for P >= 3, one for P = 2.
+// XGMI: one edge per GPU to its node's hub (none for a node of one GPU).
+// USR: P edges per GPU for P >= 3, one for P = 2.
 INSTANTIATE_TEST_SUITE_P(
     Shipped, TopoDot,
-    ::testing::Values(DotCase{"mi300x-8x-cpx-nps4", 1, 8, 64, 64, 28, 0},
-                      DotCase{"mi300x-2node-8x-cpx-nps4", 2, 16, 128, 128, 56, 1},
-                      DotCase{"mi300x-8x-spx-nps1", 1, 8, 8, 0, 28, 0},
-                      DotCase{"mi355x-8x-dpx-nps2", 1, 8, 16, 8, 28, 0},
+    ::testing::Values(DotCase{"mi300x-8x-cpx-nps4", 1, 8, 64, 64, 8, 0},
+                      DotCase{"mi300x-2node-8x-cpx-nps4", 2, 16, 128, 128, 16, 1},
+                      DotCase{"mi300x-8x-spx-nps1", 1, 8, 8, 0, 8, 0},
+                      DotCase{"mi355x-8x-dpx-nps2", 1, 8, 16, 8, 8, 0},
                       DotCase{"h200-mps-8", 1, 1, 8, 8, 0, 0},
                       DotCase{"h200-mps-2", 1, 1, 2, 1, 0, 0}, DotCase{"1x4", 1, 1, 4, 4, 0, 0},
-                      DotCase{"2x2", 1, 2, 4, 2, 1, 0}, DotCase{"4x2", 1, 4, 8, 4, 6, 0},
-                      DotCase{"2x4", 1, 2, 8, 8, 1, 0}, DotCase{"uneven-3-2-1", 1, 3, 6, 4, 3, 0}),
+                      DotCase{"2x2", 1, 2, 4, 2, 2, 0}, DotCase{"4x2", 1, 4, 8, 4, 4, 0},
+                      DotCase{"2x4", 1, 2, 8, 8, 2, 0}, DotCase{"uneven-3-2-1", 1, 3, 6, 4, 3, 0}),
     [](const auto& info) {
       std::string name = info.param.file;
       for (char& ch : name)
@@ -122,10 +137,14 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-TEST(TopoDotSyntax, EdgeLabelsCarryBandwidth) {
+TEST(TopoDotSyntax, LegendCarriesBandwidths) {
   const std::string dot = formatTopologyDot(load("mi300x-8x-cpx-nps4"));
-  EXPECT_NE(dot.find("label=\"USR 450 GB/s\""), std::string::npos);
-  EXPECT_NE(dot.find("label=\"XGMI 48 GB/s\""), std::string::npos);
+  const size_t legend = dot.find("legend [");
+  ASSERT_NE(legend, std::string::npos);
+  EXPECT_NE(dot.find("<B>USR</B>", legend), std::string::npos);
+  EXPECT_NE(dot.find("450 GB/s per link", legend), std::string::npos);
+  EXPECT_NE(dot.find("<B>XGMI</B>", legend), std::string::npos);
+  EXPECT_NE(dot.find("48 GB/s per link", legend), std::string::npos);
   EXPECT_NE(dot.find("compound=true"), std::string::npos);
   EXPECT_EQ(dot.rfind("}\n"), dot.size() - 2);
 }
@@ -133,7 +152,8 @@ TEST(TopoDotSyntax, EdgeLabelsCarryBandwidth) {
 // Graphviz itself accepts every graph (where it is installed: it is optional).
 TEST(TopoDotSyntax, GraphvizParsesIt) {
   if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "graphviz not installed";
-  for (const char* file : {"mi300x-2node-8x-cpx-nps4", "uneven-3-2-1", "h200-mps-4"}) {
+  for (const char* file :
+       {"mi300x-2node-8x-cpx-nps4", "mi300x-8x-cpx-nps4", "uneven-3-2-1", "h200-mps-4", "2x2"}) {
     FILE* pipe = popen("dot -Tcanon >/dev/null", "w");
     ASSERT_NE(pipe, nullptr);
     const std::string dot = formatTopologyDot(load(file));

@@ -38,6 +38,25 @@ TEST_F(Select, GlobalAndPerCollectiveForcing) {
   EXPECT_EQ(forcedAlgo(CollKind::kBroadcast), Algo::kRing);
 }
 
+TEST_F(Select, CheckAlgoSpecNamesWhatIsWrong) {
+  for (const char* ok : {"ring", "flat_ring", "Symmetric", "auto", "allreduce=hierarchical,allgather=ring",
+                         "ring,broadcast=direct"})
+    EXPECT_EQ(checkAlgoSpec(ok), "") << ok;
+  std::string why = checkAlgoSpec("fastest");
+  EXPECT_NE(why.find("'fastest' is not an algorithm"), std::string::npos) << why;
+  EXPECT_NE(why.find("hierarchical"), std::string::npos) << why;
+  why = checkAlgoSpec("all_reduce=ring");  // the collective is spelt allreduce
+  EXPECT_NE(why.find("'all_reduce' is not a collective"), std::string::npos) << why;
+  EXPECT_NE(why.find("allreduce"), std::string::npos) << why;
+  EXPECT_NE(checkAlgoSpec("allreduce="), "");
+  setenv("STARSCREAM_ALGO", "fastest", 1);
+  EXPECT_EQ(validateAlgoEnv(), sscInvalidArgument);
+  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kAuto);  // after init: warned and ignored
+  setenv("STARSCREAM_ALGO", "hierarchical", 1);
+  EXPECT_EQ(validateAlgoEnv(), sscSuccess);
+  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kHierarchical);
+}
+
 TEST_F(Select, ForcedAlgorithmThatCannotRunFallsBack) {
   Topology uneven = makeFlatTopology(3);
   setenv("STARSCREAM_ALGO", "ring", 1);

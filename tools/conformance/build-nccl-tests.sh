@@ -15,6 +15,12 @@
 set -euo pipefail
 
 die() { echo "build-nccl-tests: $*" >&2; exit 2; }
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  echo "Example (SRC_DIR: your checkout of github.com/NVIDIA/nccl-tests at tag 2.19.6):"
+  echo "  tools/conformance/build-nccl-tests.sh ~/src/nccl-tests build/nccl-tests"
+  exit 0
+fi
 [[ $# -eq 2 ]] || die "usage: $0 SRC_DIR OUT_DIR"
 [[ -f $1/src/common.cu && -f $1/src/Makefile ]] || die "$1 is not an nccl-tests checkout (no src/common.cu)"
 SRC=$(cd "$1" && pwd)

@@ -61,6 +61,8 @@ usage: tools/conformance/run.sh [options]
   --dry-run          print the planned runs and their commands, run nothing
   --parse-only LOG [--rc N]   classify one log as if the run had exited with N (default 0)
   --table-only       rebuild and print the table from --out/results.tsv
+example (the defaults rows at every K, on one NVIDIA GPU, after build-nccl-tests.sh):
+  tools/conformance/run.sh --bin build/nccl-tests --quick --out conformance-out
 EOF
 }
 

@@ -10,8 +10,14 @@
 # MPS without a cap (a diagnostic: ranks then compete for every SM).
 set -euo pipefail
 
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  echo "Example: 8 partitions of GPU 0 running the all-reduce benchmark:"
+  echo "  tools/emulate/partition-run.sh 8 build/bin/all_reduce_perf -b 8 -e 256M -f 4"
+  exit 0
+fi
 if [[ $# -lt 2 ]]; then
-  echo "usage: $0 K program [args...]" >&2
+  echo "usage: $0 K program [args...]  (--help: more)" >&2
   exit 2
 fi
 K=$1
