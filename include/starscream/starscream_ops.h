@@ -110,9 +110,10 @@ sscResult_t sscKvCacheDestroy(sscKvCache_t cache);
  * Appends num_tokens new tokens: token i goes to the end of sequence seq_ids[i] (host memory,
  * ids in 0 .. max_seqs - 1; tokens of one sequence are appended in the order given). k and v
  * (device memory, the cache's dtype) are [num_tokens][num_kv_heads][head_dim], the same tokens
- * on every rank; each rank stores only the tokens whose page it owns, so appending moves no data
- * between ranks. Fails with sscInvalidUsage, changing nothing on any rank, when a rank's pool
- * would run out of pages (every rank reaches the same verdict from the replicated bookkeeping).
+ * on every rank (16-byte aligned on the GPU backends); each rank stores only the tokens whose
+ * page it owns, so appending moves no data between ranks. Fails with sscInvalidUsage,
+ * changing nothing on any rank, when a rank's pool would run out of pages (every rank reaches
+ * the same verdict from the replicated bookkeeping).
  */
 sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const int32_t* seq_ids,
                              const void* k, const void* v, sscStream_t stream);

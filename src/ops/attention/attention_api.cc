@@ -177,6 +177,10 @@ SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const i
     if (seq_ids == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
     if (k == nullptr || v == nullptr)
       return fail(sscInvalidArgument, "{}: {} is NULL", fn, k == nullptr ? "k" : "v");
+    // The GPU kernel moves 16-byte vectors (a row is 128 or 256 bytes). Checked before the
+    // page table changes, so a refused call changes nothing.
+    if (cache->onGpu && (reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) % 16 != 0)
+      return fail(sscInvalidArgument, "{}: k and v must be 16-byte aligned on the GPU backend", fn);
     SSC_CHECK(cache->table->append(fn, seq_ids, num_tokens, &cache->slots));
     return cache->onGpu ? gpuAppend(cache, num_tokens, k, v, stream)
                         : hostAppend(cache, num_tokens, k, v, stream);
