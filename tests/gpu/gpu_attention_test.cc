@@ -8,10 +8,12 @@
 // case with the largest error over all ranks; SKIPPED without a GPU.
 //
 //   mpirun -np 4 build/bin/gpu_attention_test        (or tools/emulate/partition-run.sh 4 ...)
+//   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
 #include <mpi.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -161,6 +163,75 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   CHECK_GPU(hipFree(dSinks));
 }
 
+// --bench: decode latency on one shape (8 KV heads, GQA 8, head dim 128, bf16, 16-token pages,
+// round-robin), every sequence `context` tokens long. Random data; no reference check. Prints
+// the mean time of one sscAttentionDecode (max over ranks) and the KV bytes each rank reads.
+void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters) {
+  const int kvHeads = 8, ratio = 8, H = kvHeads * ratio, D = 128, ps = 16;
+  sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
+  cfg.num_kv_heads = kvHeads;
+  cfg.head_dim = D;
+  cfg.page_size = ps;
+  const int pagesPerSeq = (context + ps - 1) / ps;
+  cfg.max_pages = batch * ((pagesPerSeq + g_nranks - 1) / g_nranks) + batch;
+  cfg.max_seqs = batch;
+  cfg.max_batch = batch;
+  cfg.max_q_heads = H;
+  sscKvCache_t cache = nullptr;
+  CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
+  const int chunk = 4096;
+  std::vector<uint16_t> kv(static_cast<size_t>(chunk) * kvHeads * D);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& x : kv) x = ref::toStorage(u(rng), sscBfloat16);
+  uint16_t* dKv = toDevice(kv);
+  std::vector<int32_t> seqs;
+  for (int s = 0; s < batch; ++s)
+    for (int t = 0; t < context; ++t) {
+      seqs.push_back(s);
+      if (static_cast<int>(seqs.size()) == chunk || (s == batch - 1 && t == context - 1)) {
+        CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(seqs.size()), seqs.data(), dKv, dKv, stream));
+        seqs.clear();
+      }
+    }
+  std::vector<uint16_t> q(static_cast<size_t>(batch) * H * D);
+  for (auto& x : q) x = ref::toStorage(u(rng), sscBfloat16);
+  uint16_t* dQ = toDevice(q);
+  void* dOut = nullptr;
+  CHECK_GPU(hipMalloc(&dOut, q.size() * 2));
+  std::vector<int32_t> ids(batch);
+  for (int s = 0; s < batch; ++s) ids[s] = s;
+  auto once = [&] {
+    CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, H, batch, ids.data(), 0.088f, nullptr, 0, 0, dOut,
+                                 nullptr, stream));
+  };
+  for (int i = 0; i < 5; ++i) once();
+  CHECK_GPU(hipStreamSynchronize(stream));
+  MPI_Barrier(MPI_COMM_WORLD);
+  hipEvent_t t0, t1;
+  CHECK_GPU(hipEventCreate(&t0));
+  CHECK_GPU(hipEventCreate(&t1));
+  CHECK_GPU(hipEventRecord(t0, stream));
+  for (int i = 0; i < iters; ++i) once();
+  CHECK_GPU(hipEventRecord(t1, stream));
+  CHECK_GPU(hipEventSynchronize(t1));
+  float ms = 0;
+  CHECK_GPU(hipEventElapsedTime(&ms, t0, t1));
+  double us = 1000.0 * ms / iters, worst = 0;
+  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const double kvBytes = 2.0 * batch * context * kvHeads * D * 2 / g_nranks;
+  if (g_rank == 0)
+    std::printf("BENCH K=%d batch=%d context=%d kv8 gqa8 d128 bf16 page16: %.1f us per decode, "
+                "%.1f MB of KV per rank, %.0f GB/s per rank\n",
+                g_nranks, batch, context, worst, kvBytes / 1e6, kvBytes / (worst * 1e3));
+  CHECK_GPU(hipEventDestroy(t0));
+  CHECK_GPU(hipEventDestroy(t1));
+  CHECK_SSC(sscKvCacheDestroy(cache));
+  CHECK_GPU(hipFree(dKv));
+  CHECK_GPU(hipFree(dQ));
+  CHECK_GPU(hipFree(dOut));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,6 +245,15 @@ int main(int argc, char** argv) {
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "--bench") {
+    bench(comm, stream, argc > 2 ? std::atoi(argv[2]) : 32, argc > 3 ? std::atoi(argv[3]) : 8192,
+          argc > 4 ? std::atoi(argv[4]) : 50);
+    CHECK_GPU(hipStreamDestroy(stream));
+    CHECK_SSC(sscCommFinalize(comm));
+    CHECK_SSC(sscCommDestroy(comm));
+    MPI_Finalize();
+    return 0;
+  }
 
   // Odd lengths, one token (seq 0: empty shards on all ranks but one), an empty sequence (2).
   const std::vector<int> lengths = {1, 37, 0, 64, 129, 16, 300};
