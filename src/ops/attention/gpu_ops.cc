@@ -136,16 +136,10 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   }
 
   // 2. This rank's spans of each sequence, then the partial kernel into this rank's block.
-  std::vector<int32_t> list(static_cast<size_t>(a.batch) + 1);
-  std::vector<PageSpan> spans;
-  for (int b = 0; b < a.batch; ++b) {
-    const int seq = a.seqIds[b];
-    spans.clear();
-    c->table->spans(seq, windowStart(c, seq, a.window), &spans);
-    list[b] = static_cast<int32_t>((list.size() - (a.batch + 1)) / 3);
-    for (const PageSpan& sp : spans) list.insert(list.end(), {sp.page, sp.rowBegin, sp.rowEnd});
-  }
-  list[a.batch] = static_cast<int32_t>((list.size() - (a.batch + 1)) / 3);
+  std::vector<int64_t> starts(a.batch);
+  for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
+  std::vector<int32_t> list;
+  flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
   if (list.size() > c->gpu->maxSpanInts)
     return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
                 list.size(), c->gpu->maxSpanInts);

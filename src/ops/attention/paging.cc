@@ -107,4 +107,17 @@ void PageTable::spans(int seq, int64_t begin, std::vector<PageSpan>* out) const 
   }
 }
 
+void flattenSpans(const PageTable& table, const int32_t* seqIds, const int64_t* starts, int batch,
+                  std::vector<int32_t>* out) {
+  out->assign(static_cast<size_t>(batch) + 1, 0);
+  std::vector<PageSpan> spans;
+  for (int b = 0; b < batch; ++b) {
+    (*out)[b] = static_cast<int32_t>((out->size() - (batch + 1)) / 3);
+    spans.clear();
+    table.spans(seqIds[b], starts[b], &spans);
+    for (const PageSpan& sp : spans) out->insert(out->end(), {sp.page, sp.rowBegin, sp.rowEnd});
+  }
+  (*out)[batch] = static_cast<int32_t>((out->size() - (batch + 1)) / 3);
+}
+
 }  // namespace ssc::attn

@@ -86,4 +86,10 @@ class PageTable {
   std::vector<int32_t> free_;                // this rank's free pool pages (a stack)
 };
 
+// The page lists a decode kernel walks, flattened for one upload: out[0 .. batch] are span
+// offsets (sequence b's spans are [out[b], out[b + 1])), followed by 3 ints per span: pool page,
+// first row, end row. starts[b] is the first position sequence seqIds[b] attends to.
+void flattenSpans(const PageTable& table, const int32_t* seqIds, const int64_t* starts, int batch,
+                  std::vector<int32_t>* out);
+
 }  // namespace ssc::attn

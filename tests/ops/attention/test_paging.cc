@@ -178,3 +178,40 @@ TEST(AttnPageTable, OverflowIsRefusedOnEveryRankAlikeAndChangesNothing) {
   EXPECT_EQ(t1.append("t", one.data(), 1, &slots), sscSuccess);
   EXPECT_EQ(slots[0].row, 0);
 }
+
+// The flattened page lists the GPU kernel walks (gpu_ops.cc uploads them as they are): offsets
+// then (page, first row, end row) triples, the same spans as PageTable::spans, and never more
+// ints than the cache reserves (batch + 1 + 3 x pool pages).
+TEST(AttnPageTable, FlattenedSpansMatchAndFitTheReservation) {
+  for (Interleave mode : kModes)
+    for (int n : {1, 3}) {
+      const Placement p = makePlacement(mode, n, 4, 2);
+      for (int r = 0; r < n; ++r) {
+        const int maxPages = 40;
+        PageTable t(p, r, 6, maxPages);
+        std::vector<int32_t> seqs;
+        const int lengths[] = {1, 0, 33, 8, 50, 3};
+        for (int s = 0; s < 6; ++s)
+          for (int i = 0; i < lengths[s]; ++i) seqs.push_back(s);
+        std::vector<TokenSlot> slots;
+        ASSERT_EQ(t.append("t", seqs.data(), static_cast<int>(seqs.size()), &slots), sscSuccess);
+        const int32_t batch[] = {4, 1, 0, 2, 5, 3};
+        const int64_t starts[] = {45, 0, 0, 10, 0, 8};  // windows, and one past the end
+        std::vector<int32_t> flat;
+        flattenSpans(t, batch, starts, 6, &flat);
+        EXPECT_LE(flat.size(), static_cast<size_t>(6 + 1 + 3 * maxPages));
+        for (int b = 0; b < 6; ++b) {
+          std::vector<PageSpan> want;
+          t.spans(batch[b], starts[b], &want);
+          ASSERT_EQ(flat[b + 1] - flat[b], static_cast<int32_t>(want.size())) << "b " << b;
+          for (size_t i = 0; i < want.size(); ++i) {
+            const int32_t* f = &flat[7 + 3 * (flat[b] + i)];
+            EXPECT_EQ(f[0], want[i].page);
+            EXPECT_EQ(f[1], want[i].rowBegin);
+            EXPECT_EQ(f[2], want[i].rowEnd);
+          }
+        }
+        EXPECT_EQ(flat.size(), static_cast<size_t>(7 + 3 * flat[6]));
+      }
+    }
+}
