@@ -5,7 +5,8 @@
 // 64/128, bf16 and fp16 storage, fp32 and bf16 queries/outputs, odd lengths, an empty sequence,
 // one token (empty shards), sinks, a sliding window, full and sharded heads; then one larger
 // case (8 KV heads, 64 query heads, thousands of tokens). Rank 0 prints one PASS/FAIL line per
-// case with the largest error over all ranks; SKIPPED without a GPU.
+// case with the largest error over all ranks; SKIPPED without a GPU. Most cases split each
+// rank's pages over several blocks (split-K); the many-sequence case does not.
 //
 //   mpirun -np 4 build/bin/gpu_attention_test        (or tools/emulate/partition-run.sh 4 ...)
 //   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
@@ -278,6 +279,14 @@ int main(int argc, char** argv) {
             runCase(comm, stream, c, seed++);
           }
         }
+  // Many sequences: enough (sequence, KV head) blocks that the partial kernel runs without
+  // split-K (the cases above mostly split each rank's pages over several blocks).
+  Case many{SSC_KV_CONTIGUOUS, 8, 1, 64, 4, sscFloat16, sscFloat32, {}, {}, 0, true, 0};
+  for (int s = 0; s < 48; ++s) {
+    many.lengths.push_back((s * 37) % 61);
+    many.batch.push_back(47 - s);
+  }
+  runCase(comm, stream, many, seed++);
   // A larger case: 8 KV heads x GQA 8, head dim 128, 16-token pages, thousands of tokens.
   Case big{SSC_KV_PAGE_ROUND_ROBIN, 8, 8, 128, 16, sscBfloat16, sscBfloat16,
            {4097, 1, 2500, 333, 8000, 17, 1024, 5}, {0, 1, 2, 3, 4, 5, 6, 7}, 0, true, 0};

@@ -98,8 +98,10 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
 
   const int b = blockIdx.x, kvHead = blockIdx.y;
   const int ratio = p.numQHeads / p.numKvHeads;
-  const int head0 = kvHead * ratio + blockIdx.z * kH;
-  const int G = min(kH, ratio - static_cast<int>(blockIdx.z) * kH);
+  const int chunks = (ratio + kH - 1) / kH;
+  const int chunk = static_cast<int>(blockIdx.z) % chunks, split = static_cast<int>(blockIdx.z) / chunks;
+  const int head0 = kvHead * ratio + chunk * kH;
+  const int G = min(kH, ratio - chunk * kH);
   const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
 
   for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
 
   const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
   const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
-  for (int s = p.spanStart[b]; s < p.spanStart[b + 1]; ++s) {
+  for (int s = p.spanStart[b] + split; s < p.spanStart[b + 1]; s += p.splits) {
     const int page = p.spans[3 * s], rowEnd = p.spans[3 * s + 2];
     const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
     for (int row = p.spans[3 * s + 1] + group; row < rowEnd; row += kGroups) {
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
     const int g = i / kD, e = i % kD;
     float mMax = negInf();
     for (int w = 0; w < kGroups; ++w) mMax = fmaxf(mMax, ms[w][g]);
-    float* out = p.partials + (static_cast<size_t>(b) * p.numQHeads + head0 + g) * (kD + 1);
+    float* out = p.partials + split * p.splitStride + (static_cast<size_t>(b) * p.numQHeads + head0 + g) * (kD + 1);
     if (mMax == negInf()) {  // this rank holds no token of the sequence: an empty partial
       out[e] = 0.0f;
       if (e == 0) out[kD] = negInf();
@@ -186,17 +188,21 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
   }
 }
 
-// Block (b, output head), one thread per element: the merge of mergePartials (merge.cc).
+// Block (b, output head), one thread per element: the merge of mergePartials (merge.cc), over
+// the ranks' partials or (packed) over one rank's split-K partials.
 __global__ void attnMergeKernel(const AttnMergeParams p) {
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j;
   const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
   const bool sink = p.sinks != nullptr;
   float mMax = sink ? p.sinks[h] : negInf();
   for (int r = 0; r < p.nranks; ++r) mMax = fmaxf(mMax, p.partials[r * p.rankStride + at + p.headDim]);
-  const size_t o = (static_cast<size_t>(b) * p.outHeads + j) * p.headDim;
+  const size_t row = static_cast<size_t>(b) * p.outHeads + j;
+  const size_t o = row * (p.packed ? p.headDim + 1 : p.headDim);
+  float* lse = p.packed ? static_cast<float*>(p.out) + o + p.headDim
+                        : (p.lse != nullptr ? p.lse + row : nullptr);
   if (mMax == negInf()) {
     for (int e = threadIdx.x; e < p.headDim; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, 0.0f);
-    if (threadIdx.x == 0 && p.lse != nullptr) p.lse[static_cast<size_t>(b) * p.outHeads + j] = negInf();
+    if (threadIdx.x == 0 && lse != nullptr) *lse = negInf();
     return;
   }
   float total = sink ? expf(p.sinks[h] - mMax) : 0.0f;
@@ -212,8 +218,7 @@ __global__ void attnMergeKernel(const AttnMergeParams p) {
     }
     storeIo(p.out, o + e, p.outDtype, acc / total);
   }
-  if (threadIdx.x == 0 && p.lse != nullptr)
-    p.lse[static_cast<size_t>(b) * p.outHeads + j] = mMax + logf(total);
+  if (threadIdx.x == 0 && lse != nullptr) *lse = mMax + logf(total);
 }
 
 }  // namespace
@@ -226,7 +231,8 @@ int launchKvAppend(const KvAppendParams& p, void* stream) {
 
 int launchAttnPartial(const AttnPartialParams& p, void* stream) {
   const int ratio = p.numQHeads / p.numKvHeads;
-  const dim3 grid(p.batch, p.numKvHeads, (ratio + kAttnMaxHeadsPerBlock - 1) / kAttnMaxHeadsPerBlock);
+  const int chunks = (ratio + kAttnMaxHeadsPerBlock - 1) / kAttnMaxHeadsPerBlock;
+  const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
   auto s = static_cast<hipStream_t>(stream);
   const bool half = p.kvDtype == sscFloat16;
   if (p.headDim == 64) {

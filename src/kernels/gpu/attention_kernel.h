@@ -39,7 +39,11 @@ struct AttnPartialParams {
   int headDim;              // 64 or 128
   int pageSize;
   float scale;
-  float* partials;          // [batch][numQHeads][head_dim + 1]: output then LSE (-inf: empty)
+  // Split-K within the rank (flash-decoding): split z of `splits` takes every splits-th span of
+  // each sequence, so few sequences still fill the GPU; each split writes its own partial block.
+  int splits;
+  size_t splitStride;       // floats between two splits' blocks
+  float* partials;          // [split][batch][numQHeads][head_dim + 1]: output then LSE (-inf: empty)
 };
 
 struct AttnMergeParams {
@@ -55,6 +59,9 @@ struct AttnMergeParams {
   void* out;               // [batch][outHeads][head_dim] of outDtype
   int outDtype;            // sscFloat32, sscFloat16 or sscBfloat16
   float* lse;              // [batch][outHeads] or null
+  // Packed: out is fp32 in the partials' own layout, [batch][outHeads][head_dim + 1] with the
+  // LSE last (lse unused): how a rank's split-K partials become its one partial.
+  bool packed;
 };
 
 // Each returns 0 or the runtime's launch error.

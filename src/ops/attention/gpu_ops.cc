@@ -54,6 +54,10 @@ struct Upload {
 
 // Tokens per append kernel (bounds the slot upload).
 constexpr int kAppendChunk = 4096;
+// Split-K: at most this many splits of a rank's pages per sequence, and this much scratch for
+// their partials (a call that would need more uses fewer splits).
+constexpr int kMaxSplits = 16;
+constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
 
 }  // namespace
 
@@ -62,6 +66,9 @@ class GpuCacheState {
   Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
   Upload spans;  // int32 [max_batch + 1] span starts, then [spans][3]
   size_t maxSpanInts = 0;
+  int multiprocessors = 1;
+  float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
+  size_t splitFloats = 0;
 };
 
 sscResult_t gpuCreate(sscKvCache* c) {
@@ -73,6 +80,16 @@ sscResult_t gpuCreate(sscKvCache* c) {
   // and their pages disjoint) plus, per sequence, the starts.
   c->gpu->maxSpanInts = static_cast<size_t>(c->config.max_batch) + 1 + 3 * static_cast<size_t>(c->config.max_pages);
   SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
+  int sms = 0;
+  SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
+                     "hipDeviceGetAttribute(multiprocessors)"));
+  c->gpu->multiprocessors = std::max(sms, 1);
+  c->gpu->splitFloats = std::min(kMaxSplitScratchFloats,
+                                 static_cast<size_t>(kMaxSplits) * c->config.max_batch *
+                                     c->config.max_q_heads * (c->config.head_dim + 1));
+  void* split = nullptr;
+  SSC_CHECK(gpuCheck(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)), "hipMalloc"));
+  c->gpu->splitPartials = static_cast<float*>(split);
   // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
   return gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord");
@@ -83,6 +100,7 @@ void gpuDestroy(sscKvCache* c) {
   if (c->gpu != nullptr) {
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
+    if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
     delete c->gpu;
     c->gpu = nullptr;
   }
@@ -163,8 +181,34 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   pp.headDim = D;
   pp.pageSize = cfg.page_size;
   pp.scale = a.scale;
-  pp.partials = mine;
+  // Split-K when the (sequence, KV head, head chunk) blocks alone would leave SMs idle: about
+  // two blocks per SM, no more splits than the longest page list has spans.
+  const int chunks = (H / cfg.num_kv_heads + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
+  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * chunks;
+  int32_t longest = 0;
+  for (int b = 0; b < a.batch; ++b) longest = std::max(longest, list[b + 1] - list[b]);
+  int64_t splits = (2 * c->gpu->multiprocessors + blocks - 1) / blocks;
+  splits = std::min<int64_t>({splits, longest, kMaxSplits,
+                              static_cast<int64_t>(c->gpu->splitFloats / count)});
+  pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
+  pp.splitStride = count;
+  pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
   SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)), "the partial attention kernel launch"));
+  if (pp.splits > 1) {  // the splits' partials into this rank's one, exactly as ranks merge
+    gpu::AttnMergeParams lp{};
+    lp.partials = c->gpu->splitPartials;
+    lp.rankStride = count;
+    lp.nranks = pp.splits;
+    lp.batch = a.batch;
+    lp.numQHeads = H;
+    lp.headDim = D;
+    lp.firstHead = 0;
+    lp.outHeads = H;
+    lp.out = mine;
+    lp.outDtype = sscFloat32;
+    lp.packed = true;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(lp, s)), "the split merge kernel launch"));
+  }
 
   // 3. Every rank's partials (in place), then the merge of the heads this rank returns.
   if (nranks > 1) SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
