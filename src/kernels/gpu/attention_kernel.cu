@@ -1,0 +1,253 @@
+// Sequence-sharded paged attention on the GPU: K/V append, this rank's partial attention over
+// its pages (online softmax in fp32), and the merge of all ranks' partials (the same arithmetic
+// as the host's src/ops/attention/merge.cc).
+#include "src/kernels/gpu/attention_kernel.h"
+
+#include <cstdint>
+
+#include "src/device/gpu/gpu_runtime.h"
+#include "src/kernels/gpu/elementwise.h"
+#include "starscream/starscream.h"
+
+namespace ssc::gpu {
+namespace {
+
+// A "lane group" is 32 threads whatever the hardware's warp (AMD wavefronts are 64 wide: two
+// groups per wavefront); the shuffles below stay within one group.
+constexpr int kGroup = 32;
+constexpr int kPartialThreads = 128;
+constexpr int kGroups = kPartialThreads / kGroup;
+
+__device__ __forceinline__ float groupSum(float x) {
+#pragma unroll
+  for (int o = kGroup / 2; o > 0; o /= 2) {
+#if defined(SSC_GPU_IS_CUDA)
+    x += __shfl_xor_sync(0xffffffffu, x, o, kGroup);
+#else
+    x += __shfl_xor(x, o, kGroup);
+#endif
+  }
+  return x;
+}
+
+__device__ __forceinline__ float negInf() { return -__int_as_float(0x7f800000); }
+
+template <class Traits>
+__device__ __forceinline__ float loadNarrow(const void* base, size_t i) {
+  return Traits::load(static_cast<const uint16_t*>(base)[i]);
+}
+
+__device__ __forceinline__ float loadIo(const void* base, size_t i, int dtype) {
+  if (dtype == sscFloat32) return static_cast<const float*>(base)[i];
+  if (dtype == sscFloat16) return loadNarrow<HalfTraits>(base, i);
+  return loadNarrow<Bf16Traits>(base, i);
+}
+
+__device__ __forceinline__ void storeIo(void* base, size_t i, int dtype, float x) {
+  if (dtype == sscFloat32) static_cast<float*>(base)[i] = x;
+  else if (dtype == sscFloat16) static_cast<uint16_t*>(base)[i] = HalfTraits::store(x);
+  else static_cast<uint16_t*>(base)[i] = Bf16Traits::store(x);
+}
+
+// Loads kE consecutive 2-byte elements (kE = 2 or 4: one 4- or 8-byte load) as floats.
+template <int kE, class Traits>
+__device__ __forceinline__ void loadRow(const uint16_t* p, float* x) {
+  if constexpr (kE == 4) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    x[0] = Traits::load(static_cast<uint16_t>(u.x & 0xffffu));
+    x[1] = Traits::load(static_cast<uint16_t>(u.x >> 16));
+    x[2] = Traits::load(static_cast<uint16_t>(u.y & 0xffffu));
+    x[3] = Traits::load(static_cast<uint16_t>(u.y >> 16));
+  } else {
+    const uint32_t u = *reinterpret_cast<const uint32_t*>(p);
+    x[0] = Traits::load(static_cast<uint16_t>(u & 0xffffu));
+    x[1] = Traits::load(static_cast<uint16_t>(u >> 16));
+  }
+}
+
+// One token row per 32-lane group per row of 16-byte vectors: dstRow[t] < 0 means another rank
+// owns the token.
+__global__ void kvAppendKernel(const KvAppendParams p) {
+  const int t = blockIdx.x, h = blockIdx.y;
+  const int64_t base = p.dstRow[t];
+  if (base < 0) return;
+  const int vecs = p.headDim * 2 / 16;  // 8 or 16 uint4 per row
+  const size_t src = (static_cast<size_t>(t) * p.numKvHeads + h) * p.headDim;
+  const size_t dst = static_cast<size_t>(base) + static_cast<size_t>(h) * p.pageSize * p.headDim;
+  for (int i = threadIdx.x; i < 2 * vecs; i += blockDim.x) {
+    const bool isV = i >= vecs;
+    const int j = isV ? i - vecs : i;
+    const uint4* s = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(isV ? p.v : p.k) + src);
+    uint4* d = reinterpret_cast<uint4*>(static_cast<uint16_t*>(isV ? p.vPool : p.kPool) + dst);
+    d[j] = s[j];
+  }
+}
+
+// Block (b, kv head, head chunk): query heads kvHead * ratio + chunk * 16 + [0, G). Each 32-lane
+// group takes every kGroups-th row of each of this rank's spans and keeps, per query head, an
+// online softmax (max m, sum l, unnormalised output acc; lane i holds elements
+// [i * kE, (i + 1) * kE)); the groups' states are merged in shared memory at the end.
+template <int kD, class KvTraits>
+__global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnPartialParams p) {
+  constexpr int kE = kD / kGroup;
+  constexpr int kH = kAttnMaxHeadsPerBlock;
+  __shared__ float qs[kH][kD];
+  __shared__ float ms[kGroups][kH];
+  __shared__ float ls[kGroups][kH];
+  __shared__ float accs[kGroups][kH][kD];
+
+  const int b = blockIdx.x, kvHead = blockIdx.y;
+  const int ratio = p.numQHeads / p.numKvHeads;
+  const int chunks = (ratio + kH - 1) / kH;
+  const int chunk = static_cast<int>(blockIdx.z) % chunks, split = static_cast<int>(blockIdx.z) / chunks;
+  const int head0 = kvHead * ratio + chunk * kH;
+  const int G = min(kH, ratio - chunk * kH);
+  const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
+
+  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
+    const int g = i / kD, e = i % kD, h = head0 + g;
+    const size_t qi = ((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
+                       h % p.qHeadsPerRank) * kD + e;
+    qs[g][e] = loadIo(p.q, qi, p.qDtype);
+  }
+  __syncthreads();
+
+  float m[kH], l[kH], acc[kH][kE];
+#pragma unroll
+  for (int g = 0; g < kH; ++g) {
+    m[g] = negInf();
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kE; ++e) acc[g][e] = 0.0f;
+  }
+
+  const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
+  const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
+  for (int s = p.spanStart[b] + split; s < p.spanStart[b + 1]; s += p.splits) {
+    const int page = p.spans[3 * s], rowEnd = p.spans[3 * s + 2];
+    const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
+    for (int row = p.spans[3 * s + 1] + group; row < rowEnd; row += kGroups) {
+      const size_t off = (pageBase + row) * kD + lane * kE;
+      float k[kE], v[kE];
+      loadRow<kE, KvTraits>(kPool + off, k);
+      loadRow<kE, KvTraits>(vPool + off, v);
+#pragma unroll
+      for (int g = 0; g < kH; ++g) {
+        if (g >= G) continue;  // not break: the loop must unroll to keep acc in registers
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kE; ++e) dot += qs[g][lane * kE + e] * k[e];
+        const float score = groupSum(dot) * p.scale;
+        if (score > m[g]) {
+          const float c = expf(m[g] - score);  // 0 on the first row (m = -inf)
+          l[g] = l[g] * c + 1.0f;
+#pragma unroll
+          for (int e = 0; e < kE; ++e) acc[g][e] = acc[g][e] * c + v[e];
+          m[g] = score;
+        } else {
+          const float w = expf(score - m[g]);
+          l[g] += w;
+#pragma unroll
+          for (int e = 0; e < kE; ++e) acc[g][e] += w * v[e];
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int g = 0; g < kH; ++g) {
+    if (g >= G) continue;
+    if (lane == 0) {
+      ms[group][g] = m[g];
+      ls[group][g] = l[g];
+    }
+#pragma unroll
+    for (int e = 0; e < kE; ++e) accs[group][g][lane * kE + e] = acc[g][e];
+  }
+  __syncthreads();
+
+  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
+    const int g = i / kD, e = i % kD;
+    float mMax = negInf();
+    for (int w = 0; w < kGroups; ++w) mMax = fmaxf(mMax, ms[w][g]);
+    float* out = p.partials + split * p.splitStride + (static_cast<size_t>(b) * p.numQHeads + head0 + g) * (kD + 1);
+    if (mMax == negInf()) {  // this rank holds no token of the sequence: an empty partial
+      out[e] = 0.0f;
+      if (e == 0) out[kD] = negInf();
+      continue;
+    }
+    float sum = 0.0f, o = 0.0f;
+    for (int w = 0; w < kGroups; ++w) {
+      if (ms[w][g] == negInf()) continue;
+      const float c = expf(ms[w][g] - mMax);
+      sum += ls[w][g] * c;
+      o += accs[w][g][e] * c;
+    }
+    out[e] = o / sum;
+    if (e == 0) out[kD] = mMax + logf(sum);
+  }
+}
+
+// Block (b, output head), one thread per element: the merge of mergePartials (merge.cc), over
+// the ranks' partials or (packed) over one rank's split-K partials.
+__global__ void attnMergeKernel(const AttnMergeParams p) {
+  const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j;
+  const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
+  const bool sink = p.sinks != nullptr;
+  float mMax = sink ? p.sinks[h] : negInf();
+  for (int r = 0; r < p.nranks; ++r) mMax = fmaxf(mMax, p.partials[r * p.rankStride + at + p.headDim]);
+  const size_t row = static_cast<size_t>(b) * p.outHeads + j;
+  const size_t o = row * (p.packed ? p.headDim + 1 : p.headDim);
+  float* lse = p.packed ? static_cast<float*>(p.out) + o + p.headDim
+                        : (p.lse != nullptr ? p.lse + row : nullptr);
+  if (mMax == negInf()) {
+    for (int e = threadIdx.x; e < p.headDim; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, 0.0f);
+    if (threadIdx.x == 0 && lse != nullptr) *lse = negInf();
+    return;
+  }
+  float total = sink ? expf(p.sinks[h] - mMax) : 0.0f;
+  for (int r = 0; r < p.nranks; ++r) {
+    const float l = p.partials[r * p.rankStride + at + p.headDim];
+    if (l != negInf()) total += expf(l - mMax);
+  }
+  for (int e = threadIdx.x; e < p.headDim; e += blockDim.x) {
+    float acc = 0.0f;
+    for (int r = 0; r < p.nranks; ++r) {
+      const float l = p.partials[r * p.rankStride + at + p.headDim];
+      if (l != negInf()) acc += expf(l - mMax) * p.partials[r * p.rankStride + at + e];
+    }
+    storeIo(p.out, o + e, p.outDtype, acc / total);
+  }
+  if (threadIdx.x == 0 && lse != nullptr) *lse = mMax + logf(total);
+}
+
+}  // namespace
+
+int launchKvAppend(const KvAppendParams& p, void* stream) {
+  if (p.numTokens == 0) return 0;
+  kvAppendKernel<<<dim3(p.numTokens, p.numKvHeads), dim3(kGroup), 0, static_cast<hipStream_t>(stream)>>>(p);
+  return static_cast<int>(hipGetLastError());
+}
+
+int launchAttnPartial(const AttnPartialParams& p, void* stream) {
+  const int ratio = p.numQHeads / p.numKvHeads;
+  const int chunks = (ratio + kAttnMaxHeadsPerBlock - 1) / kAttnMaxHeadsPerBlock;
+  const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
+  auto s = static_cast<hipStream_t>(stream);
+  const bool half = p.kvDtype == sscFloat16;
+  if (p.headDim == 64) {
+    if (half) attnPartialKernel<64, HalfTraits><<<grid, kPartialThreads, 0, s>>>(p);
+    else attnPartialKernel<64, Bf16Traits><<<grid, kPartialThreads, 0, s>>>(p);
+  } else {
+    if (half) attnPartialKernel<128, HalfTraits><<<grid, kPartialThreads, 0, s>>>(p);
+    else attnPartialKernel<128, Bf16Traits><<<grid, kPartialThreads, 0, s>>>(p);
+  }
+  return static_cast<int>(hipGetLastError());
+}
+
+int launchAttnMerge(const AttnMergeParams& p, void* stream) {
+  attnMergeKernel<<<dim3(p.batch, p.outHeads), dim3(p.headDim), 0, static_cast<hipStream_t>(stream)>>>(p);
+  return static_cast<int>(hipGetLastError());
+}
+
+}  // namespace ssc::gpu

@@ -1,0 +1,72 @@
+// Kernels of sequence-sharded paged attention (src/ops/attention/gpu_ops.cc drives them): store
+// appended K/V rows into this rank's pool pages, compute this rank's partial attention over its
+// pages, merge every rank's partials. Plain declarations: g++ includes this header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ssc::gpu {
+
+// The largest group of query heads one block of the partial kernel handles; bigger GQA groups
+// are split over blockIdx.z.
+constexpr int kAttnMaxHeadsPerBlock = 16;
+
+struct KvAppendParams {
+  void* kPool;             // [page][kv head][row][head_dim], 2-byte elements
+  void* vPool;
+  const void* k;           // [token][kv head][head_dim]
+  const void* v;
+  const int64_t* dstRow;   // [token]: element offset of the token's kv head 0 row, or -1
+  int numTokens;
+  int numKvHeads;
+  int headDim;
+  int pageSize;
+};
+
+struct AttnPartialParams {
+  const void* kPool;        // as KvAppendParams
+  const void* vPool;
+  int kvDtype;              // sscFloat16 or sscBfloat16
+  const void* q;            // [qRank][batch][qHeadsPerRank][head_dim]; one qRank when not sharded
+  int qDtype;               // sscFloat32, sscFloat16 or sscBfloat16
+  int qHeadsPerRank;
+  const int32_t* spanStart; // [batch + 1]: sequence b's spans are [spanStart[b], spanStart[b+1])
+  const int32_t* spans;     // [span][3]: pool page, first row, end row (this rank's tokens)
+  int batch;
+  int numQHeads;
+  int numKvHeads;
+  int headDim;              // 64 or 128
+  int pageSize;
+  float scale;
+  // Split-K within the rank (flash-decoding): split z of `splits` takes every splits-th span of
+  // each sequence, so few sequences still fill the GPU; each split writes its own partial block.
+  int splits;
+  size_t splitStride;       // floats between two splits' blocks
+  float* partials;          // [split][batch][numQHeads][head_dim + 1]: output then LSE (-inf: empty)
+};
+
+struct AttnMergeParams {
+  const float* partials;   // nranks blocks of [batch][numQHeads][head_dim + 1]
+  size_t rankStride;       // floats between two ranks' blocks
+  int nranks;
+  int batch;
+  int numQHeads;
+  int headDim;
+  int firstHead;           // merge heads [firstHead, firstHead + outHeads)
+  int outHeads;
+  const float* sinks;      // [numQHeads] or null: one extra logit per head, no value
+  void* out;               // [batch][outHeads][head_dim] of outDtype
+  int outDtype;            // sscFloat32, sscFloat16 or sscBfloat16
+  float* lse;              // [batch][outHeads] or null
+  // Packed: out is fp32 in the partials' own layout, [batch][outHeads][head_dim + 1] with the
+  // LSE last (lse unused): how a rank's split-K partials become its one partial.
+  bool packed;
+};
+
+// Each returns 0 or the runtime's launch error.
+int launchKvAppend(const KvAppendParams& p, void* stream);
+int launchAttnPartial(const AttnPartialParams& p, void* stream);
+int launchAttnMerge(const AttnMergeParams& p, void* stream);
+
+}  // namespace ssc::gpu

@@ -1,0 +1,283 @@
+// C entry points of the sharded KV cache and attention (starscream_ops.h): validate every
+// argument (the same on every rank, so every rank reaches the same verdict before any
+// collective starts), then hand over to the backend's half (host_ops.cc or gpu_ops.cc).
+#include <mutex>
+#include <set>
+#include <unordered_set>
+
+#include "src/api/api.h"
+#include "src/ops/attention/kv_cache.h"
+
+using namespace ssc;
+using namespace ssc::attn;
+
+namespace {
+
+// Caches created and not yet destroyed, so a stale handle is an error, not a crash.
+std::mutex g_cachesMu;
+std::set<sscKvCache*> g_caches;
+
+sscResult_t checkCache(const char* fn, sscKvCache* c) {
+  if (c == nullptr) return fail(sscInvalidArgument, "{}: cache is NULL", fn);
+  std::lock_guard<std::mutex> g(g_cachesMu);
+  if (g_caches.count(c) == 0)
+    return fail(sscInvalidUsage, "{}: cache {} is not a live KV cache (destroyed or never "
+                "created)", fn, static_cast<void*>(c));
+  return sscSuccess;
+}
+
+sscResult_t checkSeq(const char* fn, const sscKvCache* c, int seq, const char* what) {
+  if (seq < 0 || seq >= c->config.max_seqs)
+    return fail(sscInvalidArgument, "{}: {} = {} is not a sequence id (0 .. {})", fn, what, seq,
+                c->config.max_seqs - 1);
+  return sscSuccess;
+}
+
+sscResult_t checkConfig(const char* fn, const sscKvCacheConfig_t* cfg) {
+  if (cfg == nullptr) return fail(sscInvalidArgument, "{}: config is NULL", fn);
+  if (cfg->size != sizeof(sscKvCacheConfig_t) || cfg->magic != SSC_KV_CACHE_CONFIG_MAGIC)
+    return fail(sscInvalidArgument, "{}: config was not initialised with "
+                "SSC_KV_CACHE_CONFIG_INITIALIZER (size {}, magic {:#x})", fn, cfg->size,
+                cfg->magic);
+  auto positive = [&](int v, const char* name) -> sscResult_t {
+    if (v < 1) return fail(sscInvalidArgument, "{}: config.{} = {} must be >= 1", fn, name, v);
+    return sscSuccess;
+  };
+  SSC_CHECK(positive(cfg->num_kv_heads, "num_kv_heads"));
+  if (cfg->head_dim != 64 && cfg->head_dim != 128)
+    return fail(sscInvalidArgument, "{}: config.head_dim = {} (supported: 64, 128)", fn,
+                cfg->head_dim);
+  SSC_CHECK(positive(cfg->page_size, "page_size"));
+  SSC_CHECK(positive(cfg->max_pages, "max_pages"));
+  SSC_CHECK(positive(cfg->max_seqs, "max_seqs"));
+  SSC_CHECK(positive(cfg->max_batch, "max_batch"));
+  SSC_CHECK(positive(cfg->max_q_heads, "max_q_heads"));
+  if (cfg->max_q_heads % cfg->num_kv_heads != 0)
+    return fail(sscInvalidArgument, "{}: config.max_q_heads = {} is not a multiple of "
+                "num_kv_heads = {}", fn, cfg->max_q_heads, cfg->num_kv_heads);
+  if (cfg->dtype != sscBfloat16 && cfg->dtype != sscFloat16)
+    return fail(sscInvalidArgument, "{}: config.dtype = {} (supported: sscBfloat16, "
+                "sscFloat16)", fn, static_cast<int>(cfg->dtype));
+  if (cfg->interleave < SSC_KV_PAGE_ROUND_ROBIN || cfg->interleave > SSC_KV_SEQUENCE_OWNER)
+    return fail(sscInvalidArgument, "{}: config.interleave = {} is not an sscKvInterleave_t",
+                fn, cfg->interleave);
+  if (cfg->interleave == SSC_KV_CONTIGUOUS) SSC_CHECK(positive(cfg->block_pages, "block_pages"));
+  // Pool rows are indexed with 64-bit arithmetic, but the page table stores int32 pages.
+  const uint64_t poolElems = static_cast<uint64_t>(cfg->max_pages) * cfg->num_kv_heads *
+                             cfg->page_size * cfg->head_dim;
+  if (poolElems > (1ull << 62) / 2)
+    return fail(sscInvalidArgument, "{}: a pool of {} pages x {} heads x {} tokens x {} is too "
+                "large", fn, cfg->max_pages, cfg->num_kv_heads, cfg->page_size, cfg->head_dim);
+  return sscSuccess;
+}
+
+void freeCache(sscKvCache* c) {
+  if (c->onGpu) gpuDestroy(c);  // frees the buffers too, on the cache's device
+  else freeBuffers(c);
+  c->magic = 0;
+  delete c;
+}
+
+sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t* cfg,
+                        sscKvCache_t* out) {
+  if (out == nullptr) return fail(sscInvalidArgument, "{}: cache is NULL", fn);
+  *out = nullptr;
+  SSC_CHECK(checkConfig(fn, cfg));
+  auto* c = new sscKvCache;
+  c->comm = comm;
+  c->backend = comm->backend;
+  c->device = comm->device;
+  c->config = *cfg;
+  c->onGpu = comm->backend->deviceIndex() >= 0;
+  Placement pl;
+  pl.nranks = comm->nranks;
+  pl.pageSize = cfg->page_size;
+  pl.mode = static_cast<Interleave>(cfg->interleave);
+  pl.blockPages = cfg->interleave == SSC_KV_CONTIGUOUS ? cfg->block_pages : 1;
+  c->table = std::make_unique<PageTable>(pl, comm->rank, cfg->max_seqs, cfg->max_pages);
+  sscResult_t r = c->onGpu ? gpuCreate(c) : allocBuffers(c);
+  if (r != sscSuccess) {
+    freeCache(c);
+    return r;
+  }
+  {
+    std::lock_guard<std::mutex> g(g_cachesMu);
+    g_caches.insert(c);
+  }
+  *out = c;
+  return sscSuccess;
+}
+
+sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  const int nranks = c->comm->nranks;
+  if (a.ioType != sscFloat32 && a.ioType != sscFloat16 && a.ioType != sscBfloat16)
+    return fail(sscInvalidArgument, "{}: io_dtype = {} (supported: sscFloat32, sscFloat16, "
+                "sscBfloat16)", fn, static_cast<int>(a.ioType));
+  if (a.numQHeads < 1 || a.numQHeads > cfg.max_q_heads || a.numQHeads % cfg.num_kv_heads != 0)
+    return fail(sscInvalidArgument, "{}: num_q_heads = {} must be a multiple of num_kv_heads = "
+                "{} and at most max_q_heads = {}", fn, a.numQHeads, cfg.num_kv_heads,
+                cfg.max_q_heads);
+  if ((a.qSharded || a.outSharded) && a.numQHeads % nranks != 0)
+    return fail(sscInvalidArgument, "{}: sharded heads need num_q_heads ({}) to be a multiple "
+                "of the rank count ({})", fn, a.numQHeads, nranks);
+  if (a.batch < 0 || a.batch > cfg.max_batch)
+    return fail(sscInvalidArgument, "{}: batch = {} (0 .. max_batch = {})", fn, a.batch,
+                cfg.max_batch);
+  if (a.window < 0) return fail(sscInvalidArgument, "{}: window = {} is negative", fn, a.window);
+  if (a.batch == 0) return sscSuccess;
+  if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
+  if (a.q == nullptr) return fail(sscInvalidArgument, "{}: q is NULL", fn);
+  if (a.out == nullptr) return fail(sscInvalidArgument, "{}: out is NULL", fn);
+  std::unordered_set<int> seen;
+  for (int b = 0; b < a.batch; ++b) {
+    SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seq_ids entry"));
+    if (!seen.insert(a.seqIds[b]).second)
+      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seq_ids", fn,
+                  a.seqIds[b]);
+  }
+  return c->onGpu ? gpuDecode(c, a, stream) : hostDecode(c, a, stream);
+}
+
+}  // namespace
+
+SSC_API sscResult_t sscKvCacheCreate(sscComm_t comm, const sscKvCacheConfig_t* config,
+                                     sscKvCache_t* cache) {
+  return guarded("sscKvCacheCreate", [&] {
+    CommUse use(comm);
+    SSC_CHECK(checkComm("sscKvCacheCreate", comm));
+    return createCache("sscKvCacheCreate", comm, config, cache);
+  });
+}
+
+SSC_API sscResult_t sscKvCacheDestroy(sscKvCache_t cache) {
+  return guarded("sscKvCacheDestroy", [&] {
+    if (cache == nullptr) return sscSuccess;
+    {
+      std::lock_guard<std::mutex> g(g_cachesMu);
+      if (g_caches.erase(cache) == 0)
+        return fail(sscInvalidUsage, "sscKvCacheDestroy: cache {} is not a live KV cache "
+                    "(destroyed twice?)", static_cast<void*>(cache));
+    }
+    freeCache(cache);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const int32_t* seq_ids,
+                                     const void* k, const void* v, sscStream_t stream) {
+  const char* fn = "sscKvCacheAppend";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    CommUse use(cache->comm);
+    SSC_CHECK(checkComm(fn, cache->comm));
+    if (num_tokens < 0) return fail(sscInvalidArgument, "{}: num_tokens = {} is negative", fn,
+                                    num_tokens);
+    if (num_tokens == 0) return sscSuccess;
+    if (seq_ids == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
+    if (k == nullptr || v == nullptr)
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn, k == nullptr ? "k" : "v");
+    // The GPU kernel moves 16-byte vectors (a row is 128 or 256 bytes). Checked before the
+    // page table changes, so a refused call changes nothing.
+    if (cache->onGpu && (reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) % 16 != 0)
+      return fail(sscInvalidArgument, "{}: k and v must be 16-byte aligned on the GPU backend", fn);
+    SSC_CHECK(cache->table->append(fn, seq_ids, num_tokens, &cache->slots));
+    return cache->onGpu ? gpuAppend(cache, num_tokens, k, v, stream)
+                        : hostAppend(cache, num_tokens, k, v, stream);
+  });
+}
+
+SSC_API sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id) {
+  const char* fn = "sscKvCacheReleaseSequence";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
+    cache->table->release(seq_id);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seq_id, int* length) {
+  const char* fn = "sscKvCacheSequenceLength";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
+    if (length == nullptr) return fail(sscInvalidArgument, "{}: length is NULL", fn);
+    *length = static_cast<int>(cache->table->length(seq_id));
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position,
+                                         int* rank) {
+  const char* fn = "sscKvCacheTokenOwner";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
+    if (position < 0)
+      return fail(sscInvalidArgument, "{}: position = {} is negative", fn, position);
+    if (rank == nullptr) return fail(sscInvalidArgument, "{}: rank is NULL", fn);
+    *rank = cache->table->placement().tokenOwner(seq_id, position);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
+                                       int num_q_heads, int batch, const int32_t* seq_ids,
+                                       float scale, const float* sinks, int window, int flags,
+                                       void* out, float* lse, sscStream_t stream) {
+  const char* fn = "sscAttentionDecode";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    CommUse use(cache->comm);
+    SSC_CHECK(checkComm(fn, cache->comm));
+    if ((flags & ~(SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS)) != 0)
+      return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
+    DecodeArgs a{q, io_dtype, num_q_heads, batch, seq_ids, scale, sinks, window,
+                 (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
+                 out, lse};
+    return decode(fn, cache, a, stream);
+  });
+}
+
+namespace ssc::attn {
+
+sscResult_t allocBuffers(sscKvCache* c) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  const size_t poolBytes = static_cast<size_t>(cfg.max_pages) * cfg.num_kv_heads *
+                           cfg.page_size * cfg.head_dim * c->kvElemBytes;
+  const size_t rows = static_cast<size_t>(c->comm->nranks) * cfg.max_batch * cfg.max_q_heads;
+  Backend* b = c->backend;
+  SSC_CHECK(b->memAlloc(&c->kPool, poolBytes));
+  SSC_CHECK(b->memAlloc(&c->vPool, poolBytes));
+  SSC_CHECK(b->memAlloc(&c->qGather, rows * cfg.head_dim * 4));  // up to fp32 queries
+  void* partials = nullptr;
+  SSC_CHECK(b->memAlloc(&partials, rows * (cfg.head_dim + 1) * sizeof(float)));
+  c->partials = static_cast<float*>(partials);
+  return sscSuccess;
+}
+
+void freeBuffers(sscKvCache* c) {
+  for (void* p : {c->kPool, c->vPool, c->qGather, static_cast<void*>(c->partials)})
+    if (p != nullptr) (void)c->backend->memFree(p);
+  c->kPool = c->vPool = c->qGather = nullptr;
+  c->partials = nullptr;
+}
+
+}  // namespace ssc::attn
+
+#if !defined(STARSCREAM_HAVE_GPU)
+// Host-only builds: a communicator is never on a GPU backend, so these are never reached.
+namespace ssc::attn {
+sscResult_t gpuCreate(sscKvCache*) {
+  return fail(sscInternalError, "KV cache: GPU backend not built");
+}
+void gpuDestroy(sscKvCache*) {}
+sscResult_t gpuAppend(sscKvCache*, int, const void*, const void*, sscStream_t) {
+  return fail(sscInternalError, "KV cache: GPU backend not built");
+}
+sscResult_t gpuDecode(sscKvCache*, const DecodeArgs&, sscStream_t) {
+  return fail(sscInternalError, "KV cache: GPU backend not built");
+}
+}  // namespace ssc::attn
+#endif

@@ -1,0 +1,231 @@
+// The GPU backend's half of the KV cache: pools and scratch in device memory, the page lists a
+// call needs uploaded through pinned staging, kernels (src/kernels/gpu/attention_kernel.cu) and
+// the exchanges (the core's sscAllGather) queued on the caller's stream. Nothing here waits for
+// the device except the reuse of a staging buffer (an event of the previous upload).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "src/api/api.h"
+#include "src/device/gpu/gpu_launch_order.h"
+#include "src/device/gpu/gpu_runtime.h"
+#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/kv_cache.h"
+
+namespace ssc::attn {
+
+namespace {
+
+sscResult_t gpuCheck(hipError_t e, const char* what) {
+  if (e == hipSuccess) return sscSuccess;
+  return fail(sscUnhandledDeviceError, "KV cache: {} failed: {}", what, hipGetErrorString(e));
+}
+
+// A host-to-device upload area of fixed size: pinned staging plus a device buffer, and the
+// event of the last copy out of the staging (the next upload waits for it before refilling).
+// Sizes are fixed at create: growing would mean hipFree, which waits for the whole device,
+// where another communicator's kernel may be waiting for a peer.
+struct Upload {
+  void* host = nullptr;
+  void* device = nullptr;
+  size_t bytes = 0;
+  hipEvent_t done = nullptr;
+
+  sscResult_t create(size_t n) {
+    bytes = n;
+    SSC_CHECK(gpuCheck(hipHostMalloc(&host, n, 0), "hipHostMalloc"));
+    SSC_CHECK(gpuCheck(hipMalloc(&device, n), "hipMalloc"));
+    return gpuCheck(hipEventCreateWithFlags(&done, hipEventDisableTiming), "hipEventCreate");
+  }
+  void destroy() {
+    if (done != nullptr) (void)hipEventDestroy(done);
+    if (device != nullptr) (void)hipFree(device);
+    if (host != nullptr) (void)hipHostFree(host);
+  }
+  // Copies n <= bytes bytes from src to `device`, in stream order.
+  sscResult_t put(const void* src, size_t n, hipStream_t stream) {
+    SSC_CHECK(gpuCheck(hipEventSynchronize(done), "hipEventSynchronize"));
+    std::memcpy(host, src, n);
+    SSC_CHECK(gpuCheck(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream),
+                       "hipMemcpyAsync"));
+    return gpuCheck(hipEventRecord(done, stream), "hipEventRecord");
+  }
+};
+
+// Tokens per append kernel (bounds the slot upload).
+constexpr int kAppendChunk = 4096;
+// Split-K: at most this many splits of a rank's pages per sequence, and this much scratch for
+// their partials (a call that would need more uses fewer splits).
+constexpr int kMaxSplits = 16;
+constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
+
+}  // namespace
+
+class GpuCacheState {
+ public:
+  Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
+  Upload spans;  // int32 [max_batch + 1] span starts, then [spans][3]
+  size_t maxSpanInts = 0;
+  int multiprocessors = 1;
+  float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
+  size_t splitFloats = 0;
+};
+
+sscResult_t gpuCreate(sscKvCache* c) {
+  gpu::DeviceGuard onDevice(c->device);
+  SSC_CHECK(allocBuffers(c));
+  c->gpu = new GpuCacheState;
+  SSC_CHECK(c->gpu->slots.create(kAppendChunk * sizeof(int64_t)));
+  // A call's spans: at most one per pool page of this rank (the batch's sequences are distinct
+  // and their pages disjoint) plus, per sequence, the starts.
+  c->gpu->maxSpanInts = static_cast<size_t>(c->config.max_batch) + 1 + 3 * static_cast<size_t>(c->config.max_pages);
+  SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
+  int sms = 0;
+  SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
+                     "hipDeviceGetAttribute(multiprocessors)"));
+  c->gpu->multiprocessors = std::max(sms, 1);
+  c->gpu->splitFloats = std::min(kMaxSplitScratchFloats,
+                                 static_cast<size_t>(kMaxSplits) * c->config.max_batch *
+                                     c->config.max_q_heads * (c->config.head_dim + 1));
+  void* split = nullptr;
+  SSC_CHECK(gpuCheck(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)), "hipMalloc"));
+  c->gpu->splitPartials = static_cast<float*>(split);
+  // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
+  SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
+  return gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord");
+}
+
+void gpuDestroy(sscKvCache* c) {
+  gpu::DeviceGuard onDevice(c->device);
+  if (c->gpu != nullptr) {
+    c->gpu->slots.destroy();
+    c->gpu->spans.destroy();
+    if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
+    delete c->gpu;
+    c->gpu = nullptr;
+  }
+  freeBuffers(c);
+}
+
+sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
+                      sscStream_t stream) {
+  gpu::DeviceGuard onDevice(c->device);
+  const sscKvCacheConfig_t& cfg = c->config;
+  auto s = static_cast<hipStream_t>(stream);
+  const size_t rowElems = static_cast<size_t>(cfg.num_kv_heads) * cfg.head_dim;
+  std::vector<int64_t> dst;
+  for (int first = 0; first < numTokens; first += kAppendChunk) {
+    const int n = std::min(kAppendChunk, numTokens - first);
+    dst.assign(n, -1);
+    for (int i = 0; i < n; ++i) {
+      const TokenSlot t = c->slots[first + i];
+      if (t.page >= 0)
+        dst[i] = (static_cast<int64_t>(t.page) * cfg.num_kv_heads * cfg.page_size + t.row) * cfg.head_dim;
+    }
+    SSC_CHECK(c->gpu->slots.put(dst.data(), n * sizeof(int64_t), s));
+    gpu::KvAppendParams p{};
+    p.kPool = c->kPool;
+    p.vPool = c->vPool;
+    p.k = static_cast<const uint16_t*>(k) + first * rowElems;
+    p.v = static_cast<const uint16_t*>(v) + first * rowElems;
+    p.dstRow = static_cast<const int64_t*>(c->gpu->slots.device);
+    p.numTokens = n;
+    p.numKvHeads = cfg.num_kv_heads;
+    p.headDim = cfg.head_dim;
+    p.pageSize = cfg.page_size;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchKvAppend(p, s)), "the KV append kernel launch"));
+  }
+  return sscSuccess;
+}
+
+sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  sscComm* comm = c->comm;
+  const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int qHeads = a.qSharded ? H / nranks : H;
+  auto s = static_cast<hipStream_t>(stream);
+
+  // 1. Query slices all-gathered into [rank][batch][qHeads][D].
+  const void* q = a.q;
+  if (a.qSharded && nranks > 1) {
+    SSC_CHECK(sscAllGather(a.q, c->qGather, static_cast<size_t>(a.batch) * qHeads * D, a.ioType,
+                           comm, stream));
+    q = c->qGather;
+  }
+
+  // 2. This rank's spans of each sequence, then the partial kernel into this rank's block.
+  std::vector<int64_t> starts(a.batch);
+  for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
+  std::vector<int32_t> list;
+  flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
+  if (list.size() > c->gpu->maxSpanInts)
+    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
+                list.size(), c->gpu->maxSpanInts);
+  gpu::DeviceGuard onDevice(c->device);
+  SSC_CHECK(c->gpu->spans.put(list.data(), list.size() * sizeof(int32_t), s));
+  const size_t count = partialCount(c, a.batch, H);
+  float* mine = c->partials + rank * count;
+  const auto* dev = static_cast<const int32_t*>(c->gpu->spans.device);
+  gpu::AttnPartialParams pp{};
+  pp.kPool = c->kPool;
+  pp.vPool = c->vPool;
+  pp.kvDtype = cfg.dtype;
+  pp.q = q;
+  pp.qDtype = a.ioType;
+  pp.qHeadsPerRank = a.qSharded && nranks > 1 ? qHeads : H;
+  pp.spanStart = dev;
+  pp.spans = dev + a.batch + 1;
+  pp.batch = a.batch;
+  pp.numQHeads = H;
+  pp.numKvHeads = cfg.num_kv_heads;
+  pp.headDim = D;
+  pp.pageSize = cfg.page_size;
+  pp.scale = a.scale;
+  // Split-K when the (sequence, KV head, head chunk) blocks alone would leave SMs idle: about
+  // two blocks per SM, no more splits than the longest page list has spans.
+  const int chunks = (H / cfg.num_kv_heads + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
+  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * chunks;
+  int32_t longest = 0;
+  for (int b = 0; b < a.batch; ++b) longest = std::max(longest, list[b + 1] - list[b]);
+  int64_t splits = (2 * c->gpu->multiprocessors + blocks - 1) / blocks;
+  splits = std::min<int64_t>({splits, longest, kMaxSplits,
+                              static_cast<int64_t>(c->gpu->splitFloats / count)});
+  pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
+  pp.splitStride = count;
+  pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
+  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)), "the partial attention kernel launch"));
+  if (pp.splits > 1) {  // the splits' partials into this rank's one, exactly as ranks merge
+    gpu::AttnMergeParams lp{};
+    lp.partials = c->gpu->splitPartials;
+    lp.rankStride = count;
+    lp.nranks = pp.splits;
+    lp.batch = a.batch;
+    lp.numQHeads = H;
+    lp.headDim = D;
+    lp.firstHead = 0;
+    lp.outHeads = H;
+    lp.out = mine;
+    lp.outDtype = sscFloat32;
+    lp.packed = true;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(lp, s)), "the split merge kernel launch"));
+  }
+
+  // 3. Every rank's partials (in place), then the merge of the heads this rank returns.
+  if (nranks > 1) SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
+  gpu::AttnMergeParams mp{};
+  mp.partials = c->partials;
+  mp.rankStride = count;
+  mp.nranks = nranks;
+  mp.batch = a.batch;
+  mp.numQHeads = H;
+  mp.headDim = D;
+  mp.outHeads = a.outSharded ? H / nranks : H;
+  mp.firstHead = a.outSharded ? rank * mp.outHeads : 0;
+  mp.sinks = a.sinks;
+  mp.out = a.out;
+  mp.outDtype = a.ioType;
+  mp.lse = a.lse;
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
+}
+
+}  // namespace ssc::attn

@@ -1,0 +1,143 @@
+// The host backend's half of the KV cache: pools in host memory, partial attention in fp32 on
+// the calling thread, the exchanges through the core's sscAllGather on the same communicator.
+//
+// The host backend runs a collective on the stream's progress thread; the CPU work here needs
+// its inputs ready, so each step waits for the stream first. The calls are therefore
+// synchronous on this backend (the header says so); the GPU backend queues everything.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "src/api/api.h"
+#include "src/ops/attention/kv_cache.h"
+#include "src/ops/attention/merge.h"
+
+namespace ssc::attn {
+
+namespace {
+
+float loadElem(const void* base, size_t i, sscDataType_t type) {
+  switch (type) {
+    case sscFloat32: return static_cast<const float*>(base)[i];
+    case sscFloat16: return halfToFloat(static_cast<const uint16_t*>(base)[i]);
+    default: return bf16ToFloat(static_cast<const uint16_t*>(base)[i]);
+  }
+}
+
+void storeElem(void* base, size_t i, sscDataType_t type, float x) {
+  switch (type) {
+    case sscFloat32: static_cast<float*>(base)[i] = x; break;
+    case sscFloat16: static_cast<uint16_t*>(base)[i] = floatToHalf(x); break;
+    default: static_cast<uint16_t*>(base)[i] = floatToBf16(x); break;
+  }
+}
+
+// Element offset of row `row` of KV head `head` in pool page `page`.
+size_t poolOffset(const sscKvCacheConfig_t& cfg, int32_t page, int head, int32_t row) {
+  return ((static_cast<size_t>(page) * cfg.num_kv_heads + head) * cfg.page_size + row) *
+         cfg.head_dim;
+}
+
+}  // namespace
+
+sscResult_t hostAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
+                       sscStream_t stream) {
+  SSC_CHECK(c->backend->streamSynchronize(stream));  // k and v may come from queued work
+  const sscKvCacheConfig_t& cfg = c->config;
+  const size_t rowBytes = static_cast<size_t>(cfg.head_dim) * c->kvElemBytes;
+  for (int i = 0; i < numTokens; ++i) {
+    const TokenSlot s = c->slots[i];
+    if (s.page < 0) continue;  // another rank's token
+    for (int h = 0; h < cfg.num_kv_heads; ++h) {
+      const size_t src = (static_cast<size_t>(i) * cfg.num_kv_heads + h) * rowBytes;
+      const size_t dst = poolOffset(cfg, s.page, h, s.row) * c->kvElemBytes;
+      std::memcpy(static_cast<char*>(c->kPool) + dst, static_cast<const char*>(k) + src, rowBytes);
+      std::memcpy(static_cast<char*>(c->vPool) + dst, static_cast<const char*>(v) + src, rowBytes);
+    }
+  }
+  return sscSuccess;
+}
+
+sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  sscComm* comm = c->comm;
+  const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int group = H / cfg.num_kv_heads;
+  const int qHeads = a.qSharded ? H / nranks : H;  // heads per rank in q
+  SSC_CHECK(c->backend->streamSynchronize(stream));
+
+  // 1. The full query in fp32, [batch][H][D]; sharded slices are all-gathered first, landing
+  //    as [rank][batch][qHeads][D].
+  const void* qAll = a.q;
+  if (a.qSharded) {
+    const size_t count = static_cast<size_t>(a.batch) * qHeads * D;
+    SSC_CHECK(sscAllGather(a.q, c->qGather, count, a.ioType, comm, stream));
+    SSC_CHECK(c->backend->streamSynchronize(stream));
+    qAll = c->qGather;
+  }
+  std::vector<float> q(static_cast<size_t>(a.batch) * H * D);
+  for (int b = 0; b < a.batch; ++b)
+    for (int h = 0; h < H; ++h) {
+      const size_t src = ((static_cast<size_t>(h / qHeads) * a.batch + b) * qHeads + h % qHeads) * D;
+      for (int i = 0; i < D; ++i) q[(static_cast<size_t>(b) * H + h) * D + i] = loadElem(qAll, src + i, a.ioType);
+    }
+
+  // 2. This rank's partials over its tokens: [batch][H][D + 1] (output, then LSE), written in
+  //    place in its block of the gather buffer.
+  const size_t count = partialCount(c, a.batch, H);
+  float* mine = c->partials + rank * count;
+  std::vector<PageSpan> spans;
+  std::vector<float> kRow(D), vRow(D);
+  std::vector<PartialAccumulator> acc;
+  for (int b = 0; b < a.batch; ++b) {
+    const int seq = a.seqIds[b];
+    spans.clear();
+    c->table->spans(seq, windowStart(c, seq, a.window), &spans);
+    for (int kvh = 0; kvh < cfg.num_kv_heads; ++kvh) {
+      acc.assign(group, PartialAccumulator(D));
+      for (const PageSpan& s : spans)
+        for (int32_t row = s.rowBegin; row < s.rowEnd; ++row) {
+          const size_t off = poolOffset(cfg, s.page, kvh, row);
+          for (int i = 0; i < D; ++i) {
+            kRow[i] = loadElem(c->kPool, off + i, cfg.dtype);
+            vRow[i] = loadElem(c->vPool, off + i, cfg.dtype);
+          }
+          for (int g = 0; g < group; ++g) {
+            const float* qh = &q[(static_cast<size_t>(b) * H + kvh * group + g) * D];
+            float dot = 0.0f;
+            for (int i = 0; i < D; ++i) dot += qh[i] * kRow[i];
+            acc[g].add(a.scale * dot, vRow.data());
+          }
+        }
+      for (int g = 0; g < group; ++g) {
+        float* p = mine + (static_cast<size_t>(b) * H + kvh * group + g) * (D + 1);
+        p[D] = acc[g].finish(p);
+      }
+    }
+  }
+
+  // 3. Every rank's partials everywhere (in place), then the merge of the heads this rank
+  //    returns, the sink folded in once.
+  if (nranks > 1) {
+    SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
+    SSC_CHECK(c->backend->streamSynchronize(stream));
+  }
+  const int outHeads = a.outSharded ? H / nranks : H;
+  const int firstHead = a.outSharded ? rank * outHeads : 0;
+  std::vector<float> lses(nranks), merged(D);
+  for (int b = 0; b < a.batch; ++b)
+    for (int j = 0; j < outHeads; ++j) {
+      const int h = firstHead + j;
+      const float* first = c->partials + (static_cast<size_t>(b) * H + h) * (D + 1);
+      for (int r = 0; r < nranks; ++r) lses[r] = first[r * count + D];
+      const float* sink = a.sinks != nullptr ? &a.sinks[h] : nullptr;
+      const float lse = mergePartials(first, static_cast<int64_t>(count), lses.data(), nranks, D,
+                                      sink, merged.data());
+      const size_t o = (static_cast<size_t>(b) * outHeads + j) * D;
+      for (int i = 0; i < D; ++i) storeElem(a.out, o + i, a.ioType, merged[i]);
+      if (a.lse != nullptr) a.lse[static_cast<size_t>(b) * outHeads + j] = lse;
+    }
+  return sscSuccess;
+}
+
+}  // namespace ssc::attn

@@ -1,0 +1,94 @@
+// The sharded KV cache object behind sscKvCache_t, and the backend-specific halves of its
+// operations: the host backend's (host_ops.cc, CPU in fp32) and the GPU backend's (gpu_ops.cc,
+// kernels in src/kernels/gpu/attention_kernel.cu).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "src/ops/attention/paging.h"
+#include "starscream/starscream_ops.h"
+
+struct sscComm;
+
+namespace ssc {
+class Backend;
+}
+
+namespace ssc::attn {
+
+class GpuCacheState;  // gpu_ops.cc: upload buffers, events
+
+// A decode call's arguments, validated (attention_api.cc).
+struct DecodeArgs {
+  const void* q;
+  sscDataType_t ioType;
+  int numQHeads;
+  int batch;
+  const int32_t* seqIds;
+  float scale;
+  const float* sinks;
+  int window;
+  bool qSharded;
+  bool outSharded;
+  void* out;
+  float* lse;
+};
+
+}  // namespace ssc::attn
+
+struct sscKvCache {
+  static constexpr uint64_t kMagic = 0x5353434b56434348ull;
+  uint64_t magic = kMagic;
+  sscComm* comm = nullptr;
+  // Kept apart from comm so destroy frees with the right backend and device even if the
+  // communicator went first.
+  ssc::Backend* backend = nullptr;
+  int device = -1;
+  sscKvCacheConfig_t config{};
+  bool onGpu = false;  // the communicator's backend is a GPU backend
+  std::unique_ptr<ssc::attn::PageTable> table;
+  size_t kvElemBytes = 2;
+  // Pools, [page][kv head][row][head_dim] of config.dtype, from the backend's memAlloc.
+  void* kPool = nullptr;
+  void* vPool = nullptr;
+  // Exchange scratch (backend memory): the gathered query slices, [nranks][max_batch *
+  // max_q_heads * head_dim] elements of up to 4 bytes, and the partials, [nranks][max_batch]
+  // [max_q_heads][head_dim + 1] floats (a call uses the leading batch * heads of each block).
+  void* qGather = nullptr;
+  float* partials = nullptr;
+  ssc::attn::GpuCacheState* gpu = nullptr;
+  std::vector<ssc::attn::TokenSlot> slots;  // reused by appends
+};
+
+namespace ssc::attn {
+
+// Floats in one rank's block of partials for this call: batch x heads x (head_dim + 1).
+inline size_t partialCount(const sscKvCache* c, int batch, int heads) {
+  return static_cast<size_t>(batch) * heads * (c->config.head_dim + 1);
+}
+// First position sequence `seq` attends to under `window` (0: all).
+inline int64_t windowStart(const sscKvCache* c, int seq, int window) {
+  const int64_t length = c->table->length(seq);
+  return window > 0 && length > window ? length - window : 0;
+}
+
+// Allocates / frees the pools and the exchange scratch with the cache's backend (the GPU half
+// calls them with the cache's device current).
+sscResult_t allocBuffers(sscKvCache* c);
+void freeBuffers(sscKvCache* c);
+
+// Host backend: stores this rank's tokens (c->slots filled by the page table) / runs a decode.
+sscResult_t hostAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
+                       sscStream_t stream);
+sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+
+// GPU backend (built only with one: the API reports sscInternalError otherwise).
+sscResult_t gpuCreate(sscKvCache* c);
+void gpuDestroy(sscKvCache* c);
+sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
+                      sscStream_t stream);
+sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+
+}  // namespace ssc::attn

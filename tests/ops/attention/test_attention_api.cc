@@ -1,0 +1,121 @@
+// The KV cache and attention entry points refuse bad arguments with an error code and a message
+// naming the problem, never a crash; a one-rank communicator is enough for that.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "starscream/starscream_ops.h"
+
+namespace {
+
+class AttnApi : public testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("STARSCREAM_TIMEOUT", "20", 1);
+    ASSERT_EQ(sscCommInitAll(&comm_, 1, nullptr), sscSuccess) << sscGetLastError(nullptr);
+    cfg_.num_kv_heads = 2;
+    cfg_.head_dim = 64;
+    cfg_.page_size = 4;
+    cfg_.max_pages = 4;
+    cfg_.max_seqs = 3;
+    cfg_.max_batch = 2;
+    cfg_.max_q_heads = 4;
+  }
+  void TearDown() override {
+    if (comm_) sscCommDestroy(comm_);
+  }
+  static void expectError(sscResult_t r, sscResult_t want, const char* needle) {
+    EXPECT_EQ(r, want) << sscGetErrorString(r);
+    std::string msg = sscGetLastError(nullptr);
+    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg;
+  }
+  sscComm_t comm_ = nullptr;
+  sscKvCacheConfig_t cfg_ = SSC_KV_CACHE_CONFIG_INITIALIZER;
+};
+
+TEST_F(AttnApi, BadConfigurationsNameTheField) {
+  sscKvCache_t c = nullptr;
+  expectError(sscKvCacheCreate(comm_, nullptr, &c), sscInvalidArgument, "config is NULL");
+  expectError(sscKvCacheCreate(comm_, &cfg_, nullptr), sscInvalidArgument, "cache is NULL");
+  expectError(sscKvCacheCreate(nullptr, &cfg_, &c), sscInvalidArgument, "comm is NULL");
+  sscKvCacheConfig_t raw{};
+  expectError(sscKvCacheCreate(comm_, &raw, &c), sscInvalidArgument, "SSC_KV_CACHE_CONFIG_INITIALIZER");
+  auto bad = [&](auto mutate, const char* needle) {
+    sscKvCacheConfig_t x = cfg_;
+    mutate(x);
+    sscKvCache_t cache = nullptr;
+    expectError(sscKvCacheCreate(comm_, &x, &cache), sscInvalidArgument, needle);
+    EXPECT_EQ(cache, nullptr);
+  };
+  bad([](auto& x) { x.head_dim = 96; }, "head_dim");
+  bad([](auto& x) { x.num_kv_heads = 0; }, "num_kv_heads");
+  bad([](auto& x) { x.page_size = 0; }, "page_size");
+  bad([](auto& x) { x.max_pages = -1; }, "max_pages");
+  bad([](auto& x) { x.max_q_heads = 3; }, "max_q_heads");
+  bad([](auto& x) { x.dtype = sscFloat32; }, "dtype");
+  bad([](auto& x) { x.interleave = 7; }, "interleave");
+  bad([](auto& x) { x.interleave = SSC_KV_CONTIGUOUS; x.block_pages = 0; }, "block_pages");
+}
+
+TEST_F(AttnApi, BadCallsAndStaleHandles) {
+  sscKvCache_t c = nullptr;
+  ASSERT_EQ(sscKvCacheCreate(comm_, &cfg_, &c), sscSuccess) << sscGetLastError(nullptr);
+  std::vector<uint16_t> kv(2 * 64 * 20, 0x3f80);
+  const int32_t seqs[] = {0, 3};
+  expectError(sscKvCacheAppend(c, 1, &seqs[1], kv.data(), kv.data(), nullptr), sscInvalidArgument, "seq_ids[0] = 3");
+  expectError(sscKvCacheAppend(c, 1, seqs, nullptr, kv.data(), nullptr), sscInvalidArgument, "k is NULL");
+  expectError(sscKvCacheAppend(c, -1, seqs, kv.data(), kv.data(), nullptr), sscInvalidArgument, "negative");
+  // 4 pages of 4 tokens: the 17th token of one sequence does not fit, and nothing changes.
+  std::vector<int32_t> seventeen(17, 1);
+  expectError(sscKvCacheAppend(c, 17, seventeen.data(), kv.data(), kv.data(), nullptr), sscInvalidUsage, "max_pages");
+  int len = -1;
+  ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
+  EXPECT_EQ(len, 0);
+  ASSERT_EQ(sscKvCacheAppend(c, 16, seventeen.data(), kv.data(), kv.data(), nullptr), sscSuccess);
+  int owner = -1;
+  ASSERT_EQ(sscKvCacheTokenOwner(c, 1, 1000, &owner), sscSuccess);
+  EXPECT_EQ(owner, 0);
+
+  std::vector<float> q(2 * 4 * 64, 0.5f), out(2 * 4 * 64), lse(8);
+  const int32_t two[] = {1, 1};
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, two, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "twice");
+  const int32_t pair[] = {1, 0};
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 3, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "num_q_heads");
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 8, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "max_q_heads");
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 3, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "max_batch");
+  expectError(sscAttentionDecode(c, q.data(), sscInt32, 4, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "io_dtype");
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, -1, 0, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "window");
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0x10, out.data(), lse.data(), nullptr),
+              sscInvalidArgument, "flags");
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0, nullptr, lse.data(), nullptr),
+              sscInvalidArgument, "out is NULL");
+  // A good call: all keys and values are 1.0 (bf16 0x3f80), so every output is 1 and the LSE of
+  // 16 equal scores s is s + log 16; sequence 0 is empty (zeros, -inf).
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 0.125f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+            sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_NEAR(lse[0], 0.125f * 0.5f * 64 + std::log(16.0f), 1e-5);
+  EXPECT_EQ(out[4 * 64], 0.0f);
+  EXPECT_EQ(lse[4], -INFINITY);
+  // A released sequence is empty again.
+  ASSERT_EQ(sscKvCacheReleaseSequence(c, 1), sscSuccess);
+  ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
+  EXPECT_EQ(len, 0);
+  expectError(sscKvCacheReleaseSequence(c, 9), sscInvalidArgument, "seq_id");
+
+  ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
+  expectError(sscKvCacheDestroy(c), sscInvalidUsage, "not a live KV cache");
+  expectError(sscKvCacheAppend(c, 1, seqs, kv.data(), kv.data(), nullptr), sscInvalidUsage, "not a live KV cache");
+  EXPECT_EQ(sscKvCacheDestroy(nullptr), sscSuccess);
+}
+
+}  // namespace
