@@ -139,10 +139,6 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->rank = rank;
   comm->nranks = nranks;
   setLogRank(rank);
-  // A malformed STARSCREAM_* value refuses init (every rank alike, before any waiting) rather
-  // than being ignored; misspelt names get a warning on stderr.
-  SSC_CHECK(env::validate());
-  SSC_CHECK(validateAlgoEnv());
   SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag, &comm->bootstrap));
   // From here on a peer that dies or gives up is noticed at once, during the rest of init too.
   comm->bootstrap->startWatch([comm](const PeerEvent& e) { commOnPeerEvent(comm, e); },
@@ -153,6 +149,12 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
                                            ? PeerEventKind::kLeft
                                            : PeerEventKind::kAborted;
                               });
+  // A malformed STARSCREAM_* value refuses init rather than being ignored; misspelt names get a
+  // warning on stderr. Checked once this rank is in the ring, so that when only this rank's
+  // environment is wrong its peers hear of the failed init at once (the peer watch: "aborted")
+  // instead of waiting for it at the bootstrap root until STARSCREAM_TIMEOUT.
+  SSC_CHECK(env::validate());
+  SSC_CHECK(validateAlgoEnv());
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
   SSC_CHECK(commSetUpStaging(comm));

@@ -139,6 +139,21 @@ TEST_F(PeerFaults, KilledDuringInitBeforeEveryRankJoined) {
   expectSurvivorsNamed(reports, 1, killedAt, "died");
 }
 
+TEST_F(PeerFaults, AMalformedVariableOnOneRankFailsEveryRankAtOnce) {
+  // Only rank 1's environment is wrong: it refuses init naming the variable, and the others learn
+  // of its failed init from the peer watch instead of waiting for it until STARSCREAM_TIMEOUT.
+  FaultJob job(3, [](const RankContext& ctx) {
+    if (ctx.rank() == 1) ::setenv("STARSCREAM_HOST_SLOTS", "banana", 1);
+    sscComm_t comm = nullptr;
+    ctx.report(sscCommInitRank(&comm, ctx.nranks(), ctx.id(), ctx.rank()), nullptr);
+  });
+  std::vector<RankReport> reports = job.finish(60);
+  ASSERT_TRUE(reports[1].reported);
+  EXPECT_EQ(reports[1].result, sscInvalidArgument);
+  EXPECT_NE(reports[1].message.find("STARSCREAM_HOST_SLOTS"), std::string::npos) << reports[1].message;
+  expectSurvivorsNamed(reports, 1, reports[1].seconds, "aborted");
+}
+
 TEST_F(PeerFaults, KilledWhileTheOthersSplit) {
   FaultJob job(3, [](const RankContext& ctx) {
     sscComm_t comm = initOrReport(ctx);
