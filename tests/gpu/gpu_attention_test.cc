@@ -53,6 +53,11 @@ T* toDevice(const std::vector<T>& h) {
   T* d = nullptr;
   CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)));
   if (!h.empty()) CHECK_GPU(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice));
+  // From pageable memory hipMemcpy returns once the data is staged, before the DMA to the device
+  // has landed, and the test's stream is non-blocking (not ordered after the null stream): without
+  // this the append and decode kernels could read K, V, Q or sinks still being written (seen on
+  // the H200: 1-3 runs in 10 failed with wrong outputs or LSEs).
+  CHECK_GPU(hipDeviceSynchronize());
   return d;
 }
 
