@@ -50,9 +50,12 @@ sscResult_t loadTopology(sscComm* comm) {
 }
 
 // Runs on the peer watch's thread. A peer that died fails the communicator (sscCommGetAsyncError
-// reports it). One that aborted or left only makes the communicator unusable for new calls;
-// either way every wait on a peer ends, so work that needed it fails within milliseconds, while
-// work it had already done its part of completes.
+// reports it) and one that aborted ends every wait on a peer, so work that needed it fails within
+// milliseconds. Both, and a peer that left (destroyed its communicator, or exited), make the
+// communicator unusable for new calls; an idle one stays out of error (frameworks tear down by
+// aborting rank after rank). A departure does not end waits: what the peer sent before it left may
+// still be on its way (the network proxies deliver after the sender's kernel finished), so work in
+// flight is left to complete.
 void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   std::string what;
   switch (e.kind) {
@@ -73,13 +76,14 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
     std::lock_guard<std::mutex> g(comm->mu);
     if (comm->peerGone.empty()) comm->peerGone = what;
     for (sscComm* child : comm->initChildren) {
+      if (e.kind == PeerEventKind::kLeft) break;
       std::lock_guard<std::mutex> c(child->mu);
       if (child->peerGone.empty()) child->peerGone = what;
       child->abortFlag.store(true);
     }
   }
   if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
-  comm->abortFlag.store(true);
+  if (e.kind != PeerEventKind::kLeft) comm->abortFlag.store(true);
   // A departure is how every orderly teardown looks from the other ranks: not worth a warning.
   if (e.kind == PeerEventKind::kLeft) SSC_LOG(kInfo, "rank {}: {}", comm->rank, what);
   else SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
