@@ -1,11 +1,9 @@
 #include "tuner/select.h"
 
 #include <iterator>
-#include <mutex>
 #include <sstream>
 
 #include "src/collectives/algorithms.h"
-#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 
@@ -90,20 +88,6 @@ AlgoSpec parseSpec(const std::string& spec) {
   return out;
 }
 
-// STARSCREAM_ALGO is read on every call (programs and tests change it between calls); parsing
-// happens once per distinct value.
-AlgoSpec cachedSpec(const std::string& spec) {
-  static std::mutex mu;
-  static std::string lastText;
-  static AlgoSpec last;
-  std::lock_guard<std::mutex> g(mu);
-  if (spec != lastText) {
-    last = parseSpec(spec);
-    lastText = spec;
-  }
-  return last;
-}
-
 }  // namespace
 
 std::string checkAlgoSpec(const std::string& spec) {
@@ -111,34 +95,17 @@ std::string checkAlgoSpec(const std::string& spec) {
   return parseSpec(spec).error;
 }
 
-sscResult_t validateAlgoEnv() {
-  const std::string spec = env::getString("STARSCREAM_ALGO");
-  const std::string why = checkAlgoSpec(spec);
-  if (!why.empty()) return fail(sscInvalidArgument, "STARSCREAM_ALGO='{}': {}", spec, why);
+sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out) {
+  *out = noForcedAlgos();
+  if (spec.empty()) return sscSuccess;
+  const AlgoSpec parsed = parseSpec(spec);
+  if (!parsed.error.empty()) return fail(sscInvalidArgument, "STARSCREAM_ALGO='{}': {}", spec, parsed.error);
+  for (size_t k = 0; k < std::size(kAllColls); ++k)
+    (*out)[static_cast<size_t>(kAllColls[k])] = parsed.per[k] != Algo::kAuto ? parsed.per[k] : parsed.global;
   return sscSuccess;
 }
 
-Algo forcedAlgo(CollKind coll) {
-  std::string spec = env::getString("STARSCREAM_ALGO");
-  if (spec.empty()) return Algo::kAuto;
-  const AlgoSpec parsed = cachedSpec(spec);
-  if (!parsed.error.empty()) {
-    // Communicator init refuses a bad value; this catches one set after init. Printed whatever
-    // STARSCREAM_DEBUG says: an ignored setting must not pass unnoticed.
-    static std::once_flag once;
-    std::call_once(once, [&] {
-      logWrite(kWarn, fmt::format("STARSCREAM_ALGO='{}': {}; ignoring the bad entries", spec,
-                                  parsed.error));
-    });
-  }
-  Algo mine = Algo::kAuto;
-  for (size_t k = 0; k < std::size(kAllColls); ++k)
-    if (kAllColls[k] == coll) mine = parsed.per[k];
-  return mine != Algo::kAuto ? mine : parsed.global;
-}
-
-Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric) {
-  Algo forced = forcedAlgo(coll);
+Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {
   if (forced != Algo::kAuto) {
     if (algoSupports(topo, coll, forced) && (forced != Algo::kSymmetric || symmetric)) return forced;
     SSC_LOG(kInfo, "STARSCREAM_ALGO: {} cannot run {} here; choosing automatically",

@@ -1,11 +1,12 @@
-// Algorithm selection for one call: STARSCREAM_ALGO when it forces one, else a rule table with
-// named thresholds. The cost-model tuner will replace the rule table behind this same function.
+// Algorithm selection for one call: the communicator's STARSCREAM_ALGO choice when it forces one,
+// else a rule table with named thresholds. The cost-model tuner will replace the rule table behind this same function.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "src/collectives/plan.h"
+#include "src/device/comm_config.h"
 #include "src/topology/topology.h"
 
 namespace ssc {
@@ -21,21 +22,19 @@ bool parseAlgoName(const std::string& name, Algo* out);
 // Checks a STARSCREAM_ALGO value ("ring", "allreduce=hierarchical,allgather=ring", ...): ""
 // when every entry names an algorithm (and, before '=', a collective), else why not.
 std::string checkAlgoSpec(const std::string& spec);
-// Communicator init: sscInvalidArgument, naming the variable and the accepted values, when
-// STARSCREAM_ALGO is set to something checkAlgoSpec refuses.
-sscResult_t validateAlgoEnv();
-
-// The algorithm STARSCREAM_ALGO forces for `coll` (kAuto when it forces none). The variable is
-// read on every call; malformed entries (possible only when it changed after init) are reported
-// once on stderr and ignored.
-Algo forcedAlgo(CollKind coll);
+// Parses a STARSCREAM_ALGO value into the per-collective choices a communicator keeps (its
+// CommConfig, read once at init): sscInvalidArgument naming the variable and the accepted values
+// when checkAlgoSpec refuses it.
+sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out);
 
 // The most ranks the zero-copy (symmetric) algorithm serves: its kernels keep a pointer per peer.
 inline constexpr int kSymmetricMaxRanks = 64;
 
 // Picks the algorithm for a call moving `bytes` (the per-rank buffer size of the call);
 // `symmetric`: both buffers are symmetric registrations, so the zero-copy algorithm can run.
-// Forced algorithms that cannot serve the call fall back to the rule table, with an INFO log.
-Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric);
+// `forced`: the communicator's STARSCREAM_ALGO choice for `coll` (kAuto: none). Forced algorithms
+// that cannot serve the call fall back to the rule table, with an INFO log.
+Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric,
+                Algo forced = Algo::kAuto);
 
 }  // namespace ssc

@@ -6,7 +6,7 @@
 #include <utility>
 
 #if defined(STARSCREAM_HAVE_GPU)
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #endif
 
 namespace ssc::perf {

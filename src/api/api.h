@@ -5,7 +5,7 @@
 #include <exception>
 #include <new>
 
-#include "src/core/comm.h"
+#include "src/comm/comm.h"
 #include "src/core/errors.h"
 #include "src/kernels/host/reduce.h"
 
@@ -20,9 +20,9 @@ sscResult_t guarded(const char* fn, F&& body) noexcept {
   } catch (const std::bad_alloc&) {
     return fail(sscSystemError, "{}: out of host memory", fn);
   } catch (const std::exception& e) {
-    return fail(sscInternalError, "{}: unexpected exception: {}", fn, e.what());
+    return SSC_INTERNAL("{}: unexpected exception: {}", fn, e.what());
   } catch (...) {
-    return fail(sscInternalError, "{}: unexpected exception", fn);
+    return SSC_INTERNAL("{}: unexpected exception", fn);
   }
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/api/api.h"
-#include "src/api/call_check.h"
+#include "src/comm/call_check.h"
 #include "src/collectives/algorithms.h"
 
 namespace ssc {

@@ -46,10 +46,10 @@ bool qualifies(const PendingCall& c) {
   if (k != CollKind::kAllReduce && k != CollKind::kReduceScatter && k != CollKind::kAllGather)
     return false;
   const size_t bytes = callBytes(c);
-  if (bytes < comm->zeroCopyMinBytes) return false;
+  if (bytes < comm->config.zeroCopyMinBytes) return false;
   if (commPacketCall(comm, c.args, c.elemBytes)) return false;
   // A forced algorithm (STARSCREAM_ALGO) other than symmetric keeps its path.
-  return selectAlgo(comm->topo, k, bytes, true) == Algo::kSymmetric;
+  return selectAlgo(comm->topo, k, bytes, true, comm->config.forcedAlgos[static_cast<size_t>(k)]) == Algo::kSymmetric;
 }
 
 PeerMemoryCache::Request requestOf(const PendingCall& c) {

@@ -4,7 +4,6 @@
 
 #include "src/collectives/algorithms_internal.h"
 #include "src/core/errors.h"
-#include "src/kernels/host/reduce.h"
 
 namespace ssc {
 
@@ -41,8 +40,8 @@ uint64_t collOutputElems(const CollArgs& a, int nranks) {
 sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, Algo algo,
                           const PlanParams& params, RankPlan* out) {
   const int nranks = topo.nranks();
-  if (rank < 0 || rank >= nranks) return fail(sscInternalError, "plan for rank {} of {}", rank, nranks);
-  if (params.chunkElems == 0) return fail(sscInternalError, "plan chunk of 0 elements");
+  if (rank < 0 || rank >= nranks) return SSC_INTERNAL("plan for rank {} of {}", rank, nranks);
+  if (params.chunkElems == 0) return SSC_INTERNAL("plan chunk of 0 elements");
   if (algo == Algo::kSymmetric && !args.symmetric)
     return fail(sscInvalidUsage, "algorithm symmetric needs buffers registered with "
                 "sscCommRegister on every rank");
@@ -62,7 +61,7 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
     case Algo::kDirect: buildDirect(shape, params.elemBytes, out); break;
     case Algo::kHierarchical: buildHierarchical(shape, out); break;
     case Algo::kSymmetric: buildSymmetric(shape, params, out); break;
-    default: return fail(sscInternalError, "no generator for algorithm {}", algoName(algo));
+    default: return SSC_INTERNAL("no generator for algorithm {}", algoName(algo));
   }
   out->bufElems.push_back(out->scratchElems);
   out->inPlace = args.inPlace;

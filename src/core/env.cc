@@ -37,7 +37,7 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_ALGO", "",
      "Force an algorithm: ring, bidir_ring, direct, hierarchical, symmetric (zero-copy; needs "
      "registered buffers); or per collective, e.g. "
-     "allreduce=hierarchical,allgather=ring."},
+     "allreduce=hierarchical,allgather=ring. Read when a communicator is created."},
     {"STARSCREAM_NET_PLUGIN", "libstarscream-net-mpi.so",
      "Network plugin for communicators that span nodes: a path, or a name looked up by the "
      "dynamic loader and next to libstarscream.so."},

@@ -5,6 +5,7 @@
 namespace ssc {
 namespace {
 thread_local std::string t_lastError;
+thread_local std::string t_trace;
 }
 
 sscResult_t setError(sscResult_t code, std::string message) {
@@ -12,11 +13,26 @@ sscResult_t setError(sscResult_t code, std::string message) {
     SSC_LOG(kWarn, "{}: {}", resultName(code), message);
   }
   t_lastError = std::move(message);
+  t_trace.clear();
   return code;
 }
 
 const std::string& lastError() { return t_lastError; }
-void clearLastError() { t_lastError.clear(); }
+void clearLastError() {
+  t_lastError.clear();
+  t_trace.clear();
+}
+
+const std::string& errorTrace() { return t_trace; }
+
+void traceFailure(const char* file, int line, sscResult_t code) {
+  // Bounded: a failure retried in a loop must not grow the string without end.
+  if (t_trace.size() < 1024) {
+    if (!t_trace.empty()) t_trace += " <- ";
+    t_trace += fmt::format("{}:{}", baseName(file), line);
+  }
+  SSC_LOG(kTrace, "{}:{} -> {} ({})", baseName(file), line, static_cast<int>(code), resultName(code));
+}
 
 const char* resultName(sscResult_t code) {
   switch (code) {

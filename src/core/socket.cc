@@ -271,7 +271,7 @@ int Socket::release() {
 }
 
 sscResult_t Socket::listen(const SocketAddress& addr, Socket* out, SocketAddress* bound) {
-  if (!addr.valid()) return fail(sscInternalError, "listen on an invalid address");
+  if (!addr.valid()) return SSC_INTERNAL("listen on an invalid address");
   Socket s;
   SSC_CHECK(newSocket(addr.family(), &s));
   int one = 1;
@@ -295,7 +295,7 @@ sscResult_t Socket::listen(const SocketAddress& addr, Socket* out, SocketAddress
 sscResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline,
                             const std::atomic<bool>* abortFlag, std::string_view peer,
                             Socket* out) {
-  if (!addr.valid()) return fail(sscInternalError, "connect to an invalid address");
+  if (!addr.valid()) return SSC_INTERNAL("connect to an invalid address");
   const std::string who = fmt::format("{} at {}", peer, addr.toString());
   int backoffMs = 1;
   for (int attempt = 1;; ++attempt) {

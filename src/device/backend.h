@@ -3,14 +3,16 @@
 // The layers above see only this interface.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "src/device/comm_config.h"
 #include "src/device/work.h"
 #include "src/topology/discovery.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
+#include "transports/peer_view.h"
 
 namespace ssc {
 
@@ -23,6 +25,31 @@ class CommResources {
   // The largest step a plan may use on this communicator, in bytes (half a connection FIFO).
   virtual size_t chunkBytes() const = 0;
   virtual int channels() const = 0;
+};
+
+// What a backend sees of a communicator: the transports' view (rank, topology, bootstrap, abort
+// flag) plus the device it lives on, the resources the backend made for it at connect, its error
+// state and the accounting of queued work that destroy waits on. sscComm (src/comm/comm.h) is
+// one; backends never include it.
+class CommView : public PeerView {
+ public:
+  // The device the communicator was created on (the caller's current one, or sscCommInitAll's
+  // devlist entry); the GPU backend makes it current around every runtime call, as NCCL does.
+  int device = -1;
+  CommConfig config;  // fixed at init (commInit); tests may change it between calls
+  std::unique_ptr<CommResources> resources;
+  std::atomic<int> asyncError{sscSuccess};  // sscInProgress while non-blocking init runs
+
+  // The message of the failure recorded by setAsyncError ("" when none).
+  virtual std::string asyncErrorText() = 0;
+  // `local` (a failure seen by this rank, such as "aborted while waiting for rank 3"), prefixed
+  // with the reason the communicator was aborted when a peer's death or departure caused it, so
+  // that every error names the rank that went away.
+  virtual std::string failureText(const std::string& local) = 0;
+  // Work accounting: every enqueued Work is queued once and done once; destroy waits for idle.
+  virtual void workQueued() = 0;
+  virtual void workDone() = 0;
+  virtual void waitIdle() = 0;
 };
 
 class Backend {
@@ -43,20 +70,20 @@ class Backend {
 
   // Sets up comm's connections to its peers (collective over the communicator: uses its
   // bootstrap). Called once at init after the topology is known.
-  virtual sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) = 0;
+  virtual sscResult_t connect(CommView* comm, std::unique_ptr<CommResources>* out) = 0;
   // Symmetric registration (collective over comm, same order on every rank): maps every rank's
   // [buff, buff + bytes) into this process. On success peerBases[q] is rank q's buff as seen
   // here; it stays empty when this backend or this buffer cannot be shared (not from
   // sscMemAlloc, say): the registration then only records the buffer, and zero-copy algorithms
   // are not used with it. Every rank reaches the same outcome.
-  virtual sscResult_t registerBuffer(sscComm* comm, void* buff, size_t bytes,
+  virtual sscResult_t registerBuffer(CommView* comm, void* buff, size_t bytes,
                                      std::vector<void*>* peerBases) {
     (void)comm, (void)buff, (void)bytes;
     peerBases->clear();
     return sscSuccess;
   }
   // Unmaps what registerBuffer mapped (local).
-  virtual sscResult_t deregisterBuffer(sscComm* comm, void* buff,
+  virtual sscResult_t deregisterBuffer(CommView* comm, void* buff,
                                        const std::vector<void*>& peerBases) {
     (void)comm, (void)buff, (void)peerBases;
     return sscSuccess;
@@ -64,7 +91,7 @@ class Backend {
 
   // How calls on plain (unregistered) buffers map their peers' buffers themselves
   // (transports/usr/peer_cache.h); null when this backend cannot (staging or FIFOs then).
-  virtual PeerMemoryRuntime* peerMemory(sscComm* comm) { (void)comm; return nullptr; }
+  virtual PeerMemoryRuntime* peerMemory(CommView* comm) { (void)comm; return nullptr; }
 
   // Bytes of each staging buffer when STARSCREAM_STAGING_BYTES is empty (0: no staging).
   virtual size_t defaultStagingBytes() const { return 0; }
@@ -81,27 +108,30 @@ class Backend {
     const void* stageOut;
     size_t outBytes;
   };
-  virtual sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work,
+  virtual sscResult_t enqueueStaged(CommView* comm, std::shared_ptr<Work> work,
                                     const StagedCopies& copies, sscStream_t stream) = 0;
 
   // Queues a copy of `bytes` from src to dst (device memory, not overlapping) in the
   // communicator's order, as enqueue() would a plan: a one-rank communicator's collectives.
-  virtual sscResult_t enqueueCopy(sscComm* comm, void* dst, const void* src, size_t bytes,
+  virtual sscResult_t enqueueCopy(CommView* comm, void* dst, const void* src, size_t bytes,
                                   sscStream_t stream) = 0;
 
   // The largest all-reduce (bytes) this backend runs as a one-shot of packets through its own
   // connections (GPU: the LL path), reading only local memory: such calls may take the
   // symmetric algorithm without registered buffers, and in place. 0: none.
-  virtual uint64_t packetAllReduceMaxBytes() const { return 0; }
+  virtual uint64_t packetAllReduceMaxBytes(const CommView* comm) const {
+    (void)comm;
+    return 0;
+  }
 
   // Queues `work` on `stream`. Operations of one communicator execute in the order they were
   // enqueued, whatever their streams (as in NCCL): they share its connections and buffers.
-  virtual sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
+  virtual sscResult_t enqueue(CommView* comm, std::shared_ptr<Work> work, sscStream_t stream) = 0;
 
   // Blocks until every operation of comm queued so far has finished (this communicator's only:
   // never a device-wide wait). Finalize and destroy call it before the peers' barrier and the
   // frees.
-  virtual sscResult_t drain(sscComm* comm) { (void)comm; return sscSuccess; }
+  virtual sscResult_t drain(CommView* comm) { (void)comm; return sscSuccess; }
 
   // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).
   virtual bool streamCapturing(sscStream_t stream) { (void)stream; return false; }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/collectives/plan.h"
-#include "src/kernels/host/reduce.h"
+#include "src/core/dtype.h"
 
 namespace ssc {
 

@@ -199,9 +199,9 @@ sscResult_t discoverLocal(const GpuRuntimeInfo* gpu, const DiscoveryOptions& opt
     *out = info;
     return sscSuccess;
   } catch (const std::exception& e) {
-    return fail(sscInternalError, "topology discovery failed: {}", e.what());
+    return SSC_INTERNAL("topology discovery failed: {}", e.what());
   } catch (...) {
-    return fail(sscInternalError, "topology discovery failed");
+    return SSC_INTERNAL("topology discovery failed");
   }
 }
 
@@ -294,9 +294,9 @@ sscResult_t buildTopology(const std::vector<LocalRankInfo>& all, Topology* out) 
     *out = std::move(topo);
     return sscSuccess;
   } catch (const std::exception& e) {
-    return fail(sscInternalError, "buildTopology failed: {}", e.what());
+    return SSC_INTERNAL("buildTopology failed: {}", e.what());
   } catch (...) {
-    return fail(sscInternalError, "buildTopology failed");
+    return SSC_INTERNAL("buildTopology failed");
   }
 }
 

@@ -485,10 +485,10 @@ sscResult_t parseTopology(const std::string& text, const std::string& origin, in
     SSC_CHECK(parseJson(text, origin, &doc));
     return parseDocument(doc, origin, nranks, out);
   } catch (const std::exception& e) {
-    return fail(sscInternalError, "topology file {}: unexpected error while reading: {}", origin,
+    return SSC_INTERNAL("topology file {}: unexpected error while reading: {}", origin,
                 e.what());
   } catch (...) {
-    return fail(sscInternalError, "topology file {}: unexpected error while reading", origin);
+    return SSC_INTERNAL("topology file {}: unexpected error while reading", origin);
   }
 }
 

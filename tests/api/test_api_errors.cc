@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/comm/comm.h"
 #include "starscream/starscream.h"
 
 namespace {
@@ -162,7 +163,7 @@ TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
   void* handles[2];
   for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), 2 * count * sizeof(float)), sscSuccess);
   onBothRanks([&](int r) { ASSERT_EQ(sscCommRegister(comms_[r], bufs[r], 2 * count * sizeof(float), &handles[r]), sscSuccess); });
-  setenv("STARSCREAM_ALGO", "symmetric", 1);
+  for (sscComm_t c : comms_) ASSERT_EQ(ssc::commForceAlgo(c, "symmetric"), sscSuccess);
   for (size_t n : {size_t{1}, size_t{7}, count}) {
     for (int r = 0; r < 2; ++r)
       for (size_t i = 0; i < n; ++i) bufs[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 100);
@@ -188,7 +189,6 @@ TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
     res[r] = sscCommFinalize(comms_[r]);
   });
   EXPECT_TRUE(res[0] == sscInvalidUsage || res[1] == sscInvalidUsage) << res[0] << " " << res[1];
-  unsetenv("STARSCREAM_ALGO");
   for (int r = 0; r < 2; ++r) {
     sscCommAbort(comms_[r]);
     comms_[r] = nullptr;
@@ -246,7 +246,7 @@ TEST_F(ApiErrors, TwoCommunicatorsInOneProcess) {
 }
 
 TEST_F(ApiErrors, MismatchedCountsBetweenRanksFailInsteadOfCorrupting) {
-  setenv("STARSCREAM_ALGO", "ring", 1);
+  for (sscComm_t c : comms_) ASSERT_EQ(ssc::commForceAlgo(c, "ring"), sscSuccess);
   sscStream_t s0, s1;
   ASSERT_EQ(sscStreamCreate(&s0), sscSuccess);
   ASSERT_EQ(sscStreamCreate(&s1), sscSuccess);
@@ -266,7 +266,6 @@ TEST_F(ApiErrors, MismatchedCountsBetweenRanksFailInsteadOfCorrupting) {
   EXPECT_NE(sscAllReduce(a_, b_, 1, sscFloat32, sscSum, comms_[0], s0), sscSuccess);
   sscStreamDestroy(s0);
   sscStreamDestroy(s1);
-  unsetenv("STARSCREAM_ALGO");
 }
 
 TEST_F(ApiErrors, AbortFromAnotherThreadUnblocksAWaiter) {

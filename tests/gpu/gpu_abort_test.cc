@@ -29,8 +29,8 @@
 #include <string>
 #include <thread>
 
-#include "src/core/comm.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/comm/comm.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "starscream/starscream.h"
 #include "tests/gpu/gpu_test_setup.h"

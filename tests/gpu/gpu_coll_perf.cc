@@ -24,7 +24,8 @@
 #include <vector>
 
 #include "tests/gpu/gpu_test_setup.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
+#include "src/comm/comm.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "src/kernels/gpu/copy_kernel.h"
 #include "src/kernels/gpu/plan_kernel.h"
@@ -151,9 +152,11 @@ int main(int argc, char** argv) {
                              "direct", "hierarchical"}) {
       if (!selected(algoFilter, algo) || !selected(collFilter, coll)) continue;
       const bool bulk = std::strcmp(algo, "symmetric_bulk") == 0, ll = std::strcmp(algo, "symmetric_ll") == 0;
-      if (std::strcmp(algo, "default") == 0) unsetenv("STARSCREAM_ALGO");
-      else setenv("STARSCREAM_ALGO", bulk || ll ? "symmetric" : algo, 1);
-      ssc::gpu::setLLMaxBytes(bulk ? 0 : ll ? ssc::gpu::kLLMaxBytes : ~0ull);
+      // The communicator's own settings (read at init), switched per row.
+      CHECK_SSC(ssc::commForceAlgo(comm, std::strcmp(algo, "default") == 0 ? ""
+                                         : bulk || ll                     ? "symmetric"
+                                                                          : algo));
+      comm->config.packetMaxBytes = bulk ? 0 : UINT64_MAX;
       for (size_t requested : sizes) {
         if ((bulk || ll) && (std::strcmp(coll, "allreduce") != 0 || requested > (64u << 10))) continue;
         size_t elems = requested / 4;  // float

@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "tests/gpu/gpu_test_setup.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
+#include "src/comm/comm.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
@@ -223,7 +224,6 @@ int main(int argc, char** argv) {
     const bool sym = algo.rfind("symmetric", 0) == 0;
     const bool expectSym = sym || algo == "default";
     setenv("STARSCREAM_ALGO", sym ? "symmetric" : algo == "default" ? "" : algo.c_str(), 1);
-    gpu::setLLMaxBytes(algo == "symmetric_bulk" ? 0 : gpu::kLLMaxBytes);
     sscUniqueId id;
     if (g_rank == 0) sscGetUniqueId(&id);
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -233,6 +233,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rank %d: comm init (%s) failed: %s\n", g_rank, algo.c_str(), sscGetLastError(nullptr));
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    comm->config.packetMaxBytes = algo == "symmetric_bulk" ? 0 : UINT64_MAX;  // bulk: no LL
     void *hIn = nullptr, *hOut = nullptr;
     if (sym) {
       callOk(sscCommRegister(comm, b.in, maxBytes, &hIn), "register", algo, comm);

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "starscream/starscream.h"
 #include "tests/gpu/gpu_test_setup.h"

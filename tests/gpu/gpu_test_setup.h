@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
 
 // Selects this rank's device (rank r uses device r % ndev: all on device 0 under MPS) and, when

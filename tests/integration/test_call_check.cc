@@ -1,4 +1,4 @@
-// Checked mode (STARSCREAM_CHECK=1, src/api/call_check.h) under mpirun on the host backend.
+// Checked mode (STARSCREAM_CHECK=1, src/comm/call_check.h) under mpirun on the host backend.
 // Without it, ranks that pass the same collective with a different datatype of the same size, a
 // different op, count or root get wrong data, a hang, or an error one call late. With it every
 // rank must fail that very call with sscInvalidUsage, naming the field, and the communicator must
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "src/api/call_check.h"
-#include "src/core/comm.h"
+#include "src/comm/call_check.h"
+#include "src/comm/comm.h"
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
 #include "tests/support/mpi_gtest.h"

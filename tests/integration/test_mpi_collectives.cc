@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/comm.h"
+#include "src/comm/comm.h"
 #include "src/kernels/host/reduce.h"
 #include "transports/usr/peer_cache.h"
 #include "starscream/starscream.h"
@@ -154,7 +154,8 @@ void expectCase(const Case& c, const char* algo) {
   EXPECT_EQ(wrong, 0) << c.describe(algo) << ": " << why;
 }
 
-void forceAlgo(const char* algo) { setenv("STARSCREAM_ALGO", algo, 1); }
+// The communicator reads STARSCREAM_ALGO once, at init: switch its choice in place.
+void forceAlgo(const char* algo) { ASSERT_EQ(ssc::commForceAlgo(g_comm, algo), sscSuccess) << algo; }
 
 TEST(MpiCollectives, SmallCountsEveryTypeOpAndAlgorithm) {
   for (const char* algo : kAlgos) {
@@ -175,14 +176,14 @@ TEST(MpiCollectives, SmallCountsEveryTypeOpAndAlgorithm) {
       }
     }
   }
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
 }
 
 TEST(MpiCollectives, UnregisteredBuffersOnTheDefaultAlgorithm) {
   // The tuner's own choice on plain buffers: with staging buffers (STARSCREAM_STAGING_BYTES)
   // all-reduce, reduce-scatter and all-gather that fit them run zero-copy through them, larger
   // ones and pre-multiplied sums fall back to the FIFO algorithms; both must be exact.
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
   const char* staging = std::getenv("STARSCREAM_STAGING_BYTES");
   if (staging != nullptr && std::atoi(staging) > 0) {
     ASSERT_NE(g_comm->staging.bytes, 0u) << "STARSCREAM_STAGING_BYTES=" << staging << " set up no staging";
@@ -209,7 +210,7 @@ TEST(MpiCollectives, PlainBuffersRunZeroCopyFromTheirSecondUse) {
   // its peers' allocations on first use (transports/usr/peer_cache.h) and the calls after that run
   // the symmetric algorithm on them. Then the buffers are freed and new ones allocated (often at
   // the same address): the results must stay right, through fresh exports.
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
   if (g_n < 2) GTEST_SKIP() << "one rank: collectives are copies";
   if (g_comm->topo.nnodes != 1) GTEST_SKIP() << "emulated nodes: peers' memory is not mappable";
   ASSERT_NE(g_comm->peerCache, nullptr) << "one rank per process on one node: the cache must exist";
@@ -273,7 +274,7 @@ TEST(MpiCollectives, ZeroCopyOnRegisteredBuffersEveryTypeAndOp) {
             if (::testing::Test::HasFailure()) return;
           }
       }
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
 }
 
 TEST(MpiCollectives, LargeCountEveryTypeAndOp) {
@@ -295,7 +296,7 @@ TEST(MpiCollectives, LargeCountEveryTypeAndOp) {
       }
     }
   }
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
 }
 
 TEST(MpiCollectives, HierarchicalEqualsFlatRingBitForBit) {
@@ -322,7 +323,7 @@ TEST(MpiCollectives, HierarchicalEqualsFlatRingBitForBit) {
         EXPECT_EQ(allSum(results[0] != results[1]), 0) << dtypeName(static_cast<sscDataType_t>(t)) << " " << opName(op);
       }
     }
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
 }
 
 TEST(MpiCollectives, SendRecvRingWithSelfAndLargeMessages) {
@@ -377,7 +378,7 @@ TEST(MpiCollectives, SplitByParityAndNoColor) {
       if (!(r == g_n - 1 && g_n > 2)) expect += r;
     EXPECT_EQ(sum, expect) << algo;
   }
-  unsetenv("STARSCREAM_ALGO");
+  forceAlgo("");
   EXPECT_EQ(sscCommDestroy(sub), sscSuccess);
 }
 

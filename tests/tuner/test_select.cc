@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "src/core/errors.h"
 #include "tuner/select.h"
 
 namespace ssc {
@@ -28,14 +29,21 @@ TEST_F(Select, ParsesNamesAndAliases) {
   EXPECT_FALSE(parseAlgoName("fastest", &a));
 }
 
+Algo forcedFor(const ForcedAlgos& f, CollKind k) { return f[static_cast<size_t>(k)]; }
+
 TEST_F(Select, GlobalAndPerCollectiveForcing) {
-  setenv("STARSCREAM_ALGO", "ring,allgather=direct,reducescatter=hierarchical", 1);
-  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kRing);
-  EXPECT_EQ(forcedAlgo(CollKind::kAllGather), Algo::kDirect);
-  EXPECT_EQ(forcedAlgo(CollKind::kReduceScatter), Algo::kHierarchical);
-  setenv("STARSCREAM_ALGO", "allreduce=bogus,broadcast=ring", 1);
-  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kAuto);  // bad entries are ignored
-  EXPECT_EQ(forcedAlgo(CollKind::kBroadcast), Algo::kRing);
+  ForcedAlgos f;
+  ASSERT_EQ(parseForcedAlgos("ring,allgather=direct,reducescatter=hierarchical", &f), sscSuccess);
+  EXPECT_EQ(forcedFor(f, CollKind::kAllReduce), Algo::kRing);
+  EXPECT_EQ(forcedFor(f, CollKind::kAllGather), Algo::kDirect);
+  EXPECT_EQ(forcedFor(f, CollKind::kReduceScatter), Algo::kHierarchical);
+  EXPECT_EQ(forcedFor(f, CollKind::kBroadcast), Algo::kRing);
+  ASSERT_EQ(parseForcedAlgos("", &f), sscSuccess);
+  for (Algo a : f) EXPECT_EQ(a, Algo::kAuto);
+  // A bad entry refuses the whole value (at communicator init) and leaves nothing forced.
+  EXPECT_EQ(parseForcedAlgos("allreduce=bogus,broadcast=ring", &f), sscInvalidArgument);
+  EXPECT_NE(lastError().find("STARSCREAM_ALGO"), std::string::npos) << lastError();
+  EXPECT_EQ(forcedFor(f, CollKind::kBroadcast), Algo::kAuto);
 }
 
 TEST_F(Select, CheckAlgoSpecNamesWhatIsWrong) {
@@ -49,20 +57,19 @@ TEST_F(Select, CheckAlgoSpecNamesWhatIsWrong) {
   EXPECT_NE(why.find("'all_reduce' is not a collective"), std::string::npos) << why;
   EXPECT_NE(why.find("allreduce"), std::string::npos) << why;
   EXPECT_NE(checkAlgoSpec("allreduce="), "");
-  setenv("STARSCREAM_ALGO", "fastest", 1);
-  EXPECT_EQ(validateAlgoEnv(), sscInvalidArgument);
-  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kAuto);  // after init: warned and ignored
-  setenv("STARSCREAM_ALGO", "hierarchical", 1);
-  EXPECT_EQ(validateAlgoEnv(), sscSuccess);
-  EXPECT_EQ(forcedAlgo(CollKind::kAllReduce), Algo::kHierarchical);
+  ForcedAlgos f;
+  EXPECT_EQ(parseForcedAlgos("fastest", &f), sscInvalidArgument);
+  EXPECT_EQ(parseForcedAlgos("hierarchical", &f), sscSuccess);
+  EXPECT_EQ(forcedFor(f, CollKind::kAllReduce), Algo::kHierarchical);
 }
 
 TEST_F(Select, ForcedAlgorithmThatCannotRunFallsBack) {
   Topology uneven = makeFlatTopology(3);
+  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllToAll, 1 << 20, false, Algo::kRing), Algo::kDirect);
+  EXPECT_NE(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, false, Algo::kSymmetric), Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true, Algo::kSymmetric), Algo::kSymmetric);
+  // The environment is not read per call: only the communicator's choice counts.
   setenv("STARSCREAM_ALGO", "ring", 1);
-  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllToAll, 1 << 20, false), Algo::kDirect);
-  setenv("STARSCREAM_ALGO", "symmetric", 1);
-  EXPECT_NE(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, false), Algo::kSymmetric);
   EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true), Algo::kSymmetric);
 }
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "src/core/comm.h"
+#include "transports/peer_view.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 #include "src/core/shared_file.h"
@@ -82,7 +82,7 @@ sscResult_t shmFree(void* p) {
   return sscSuccess;
 }
 
-sscResult_t shmRegister(sscComm* comm, void* buff, size_t bytes, std::vector<void*>* peerBases) {
+sscResult_t shmRegister(PeerView* comm, void* buff, size_t bytes, std::vector<void*>* peerBases) {
   peerBases->clear();
   const int n = comm->nranks, me = comm->rank;
   std::vector<Offer> offers(n);
@@ -136,7 +136,7 @@ sscResult_t shmRegister(sscComm* comm, void* buff, size_t bytes, std::vector<voi
   return sscSuccess;
 }
 
-sscResult_t shmDeregister(sscComm* comm, void* buff, const std::vector<void*>& peerBases) {
+sscResult_t shmDeregister(PeerView* comm, void* buff, const std::vector<void*>& peerBases) {
   (void)buff;
   std::lock_guard<std::mutex> g(g_mu);
   for (int q = 0; q < static_cast<int>(peerBases.size()); ++q) {

@@ -7,10 +7,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "transports/peer_view.h"
 #include "starscream/starscream.h"
 #include "transports/usr/peer_memory.h"
-
-struct sscComm;
 
 namespace ssc {
 
@@ -21,9 +20,9 @@ sscResult_t shmFree(void* p);
 
 // Collective: maps every rank's [buff, buff + bytes) here. peerBases stays empty (on every rank)
 // when any rank's buffer is not from shmAlloc or cannot be mapped.
-sscResult_t shmRegister(sscComm* comm, void* buff, size_t bytes, std::vector<void*>* peerBases);
+sscResult_t shmRegister(PeerView* comm, void* buff, size_t bytes, std::vector<void*>* peerBases);
 // Unmaps the peers' mappings made by shmRegister.
-sscResult_t shmDeregister(sscComm* comm, void* buff, const std::vector<void*>& peerBases);
+sscResult_t shmDeregister(PeerView* comm, void* buff, const std::vector<void*>& peerBases);
 
 // Plain (unregistered) sscMemAlloc buffers mapped by peers per call (transports/usr/peer_cache.h):
 // the host backend's PeerMemoryRuntime, so CI runs the same cache the GPU uses.

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "src/core/comm.h"
+#include "transports/peer_view.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -44,24 +44,6 @@ HostId localHostId() {
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
-
-void shmSleep(std::atomic<uint32_t>* word, uint32_t seen, int timeoutMs) {
-  timespec ts{timeoutMs / 1000, (timeoutMs % 1000) * 1000000L};
-  // Shared (not FUTEX_PRIVATE) futex: the word lives in memory mapped by several processes.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, &ts, nullptr, 0);
-}
-
-void shmNotify(std::atomic<uint32_t>* word) {
-  word->fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-// At most kShmMaxSpins: the spin checks neither the abort flag nor STARSCREAM_TIMEOUT, so a huge
-// value (or one past INT_MAX, which a plain cast wraps) would stall every wait on a dead peer.
-int shmSpinCount() {
-  return static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_SPIN"), 0, kShmMaxSpins));
-}
-double shmTimeoutSeconds() { return env::getDouble("STARSCREAM_TIMEOUT"); }
 
 size_t ShmTransport::fifoIndex(int sender, int channel) const {
   return static_cast<size_t>(channel) * nranks_ + sender;
@@ -94,7 +76,7 @@ ShmTransport::~ShmTransport() {
     if (m != nullptr && m != MAP_FAILED) munmap(m, segmentBytes_);
 }
 
-sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* out) {
+sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* out) {
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   t->rank_ = comm->rank;
   t->nranks_ = comm->nranks;
@@ -179,7 +161,7 @@ sscResult_t ShmTransport::create(sscComm* comm, std::unique_ptr<ShmTransport>* o
   return sscSuccess;
 }
 
-sscResult_t ShmTransport::connectNetwork(sscComm* comm, const std::vector<int>& netPeers) {
+sscResult_t ShmTransport::connectNetwork(PeerView* comm, const std::vector<int>& netPeers) {
   SSC_CHECK(NetComm::create(comm, &net_));
   const size_t nfifo = static_cast<size_t>(channels_) * nranks_;
   const size_t fifoBytes = static_cast<size_t>(slots_) * slotBytes_;
@@ -217,7 +199,7 @@ sscResult_t ShmTransport::connectNetwork(sscComm* comm, const std::vector<int>& 
   proxy_ = std::make_unique<NetProxy>(*net_, std::move(out), std::move(in),
                                       [comm](const std::string& message) {
     // The communicator cannot recover from a broken network: record why, and wake every wait.
-    commSetAsyncError(comm, sscSystemError, "net transport: " + message);
+    comm->setAsyncError(sscSystemError, "net transport: " + message);
     comm->abortFlag.store(true);
   });
   return sscSuccess;

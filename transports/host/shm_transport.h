@@ -18,10 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "src/device/backend.h"
+#include "src/core/futex_wait.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
+#include "transports/peer_view.h"
 
 namespace ssc {
 
@@ -55,7 +54,7 @@ class ShmTransport {
  public:
   // Collective over comm (uses its bootstrap). Ranks the topology puts on this rank's node must
   // share this host; ranks on other nodes are reached over the network plugin.
-  static sscResult_t create(sscComm* comm, std::unique_ptr<ShmTransport>* out);
+  static sscResult_t create(PeerView* comm, std::unique_ptr<ShmTransport>* out);
   ~ShmTransport();
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
@@ -81,7 +80,7 @@ class ShmTransport {
   ShmTransport() = default;
   size_t fifoIndex(int sender, int channel) const;
   char* segmentBase(int rank) const { return static_cast<char*>(maps_[rank]); }
-  sscResult_t connectNetwork(sscComm* comm, const std::vector<int>& netPeers);
+  sscResult_t connectNetwork(PeerView* comm, const std::vector<int>& netPeers);
 
   int rank_ = 0;
   int nranks_ = 0;
@@ -101,23 +100,4 @@ class ShmTransport {
   std::unique_ptr<NetProxy> proxy_;
 };
 
-// Blocks until pred() is true: polls STARSCREAM_SPIN times, then sleeps on `word` (a futex in
-// shared memory that the other side bumps after changing the state pred reads). Fails with
-// sscRemoteError when *abort becomes true, sscTimeout after STARSCREAM_TIMEOUT seconds (never
-// when that is <= 0).
-template <typename Pred>
-sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bool>* abort,
-                    const char* what, int peer);
-
-// Bumps `word` and wakes every waiter on it.
-void shmNotify(std::atomic<uint32_t>* word);
-
-// Implementation detail of shmWait: one bounded futex sleep while *word == seen.
-void shmSleep(std::atomic<uint32_t>* word, uint32_t seen, int timeoutMs);
-constexpr int64_t kShmMaxSpins = 1 << 20;  // STARSCREAM_SPIN is clamped to [0, this]
-int shmSpinCount();
-double shmTimeoutSeconds();
-
 }  // namespace ssc
-
-#include "transports/host/shm_wait_inl.h"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "src/core/comm.h"
+#include "transports/peer_view.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -70,7 +70,7 @@ const Loaded& plugin() {
 
 // Every rank learns whether every rank succeeded; one failure fails all (no rank waits for a
 // peer that gave up).
-sscResult_t agreeAll(sscComm* comm, sscResult_t mine, const char* what) {
+sscResult_t agreeAll(PeerView* comm, sscResult_t mine, const char* what) {
   std::vector<int32_t> codes(comm->nranks, 0);
   codes[comm->rank] = static_cast<int32_t>(mine);
   SSC_CHECK(comm->bootstrap->allGather(codes.data(), sizeof(int32_t)));
@@ -83,7 +83,7 @@ sscResult_t agreeAll(sscComm* comm, sscResult_t mine, const char* what) {
 
 }  // namespace
 
-std::vector<int> netPeersOf(const sscComm* comm) {
+std::vector<int> netPeersOf(const PeerView* comm) {
   std::vector<int> peers;
   for (int r = 0; r < comm->nranks; ++r)
     if (comm->topo.ranks[r].node != comm->topo.ranks[comm->rank].node) peers.push_back(r);
@@ -104,7 +104,7 @@ NetComm::~NetComm() {
   if (ops_->commDestroy(handle_, &err) != 0) SSC_LOG(kWarn, "net transport: {}", err.text);
 }
 
-sscResult_t NetComm::create(sscComm* comm, std::unique_ptr<NetComm>* out) {
+sscResult_t NetComm::create(PeerView* comm, std::unique_ptr<NetComm>* out) {
   std::unique_ptr<NetComm> c(new NetComm());
   // 1. The plugin, and this process's identity in the job.
   struct Identity {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "src/core/futex_wait.h"
 #include "src/core/log.h"
-#include "transports/host/shm_transport.h"
 
 namespace ssc {
 

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <string>
 
-#include "src/core/comm.h"
+#include "transports/peer_view.h"
 #include "src/core/errors.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "transports/xgmi/peer_link.h"
 
 namespace ssc::gpu {
@@ -23,7 +23,7 @@ struct PeerInfo {
 };
 
 // Every rank learns whether every rank succeeded so far; one failure fails all.
-sscResult_t agreeAll(sscComm* comm, bool mineOk, const char* what) {
+sscResult_t agreeAll(PeerView* comm, bool mineOk, const char* what) {
   std::vector<int32_t> ok(comm->nranks, 0);
   ok[comm->rank] = mineOk ? 1 : 0;
   SSC_CHECK(comm->bootstrap->allGather(ok.data(), sizeof(int32_t)));
@@ -44,7 +44,7 @@ IpcSegment::~IpcSegment() {
   }
 }
 
-sscResult_t IpcSegment::create(sscComm* comm, size_t bytes, const std::vector<bool>& mapPeer,
+sscResult_t IpcSegment::create(PeerView* comm, size_t bytes, const std::vector<bool>& mapPeer,
                                std::unique_ptr<IpcSegment>* out) {
   std::unique_ptr<IpcSegment> seg(new IpcSegment());
   seg->rank_ = comm->rank;

@@ -9,9 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include "transports/peer_view.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
 
 namespace ssc::gpu {
 
@@ -21,7 +20,7 @@ class IpcSegment {
   // maps the segment of every peer r with mapPeer[r] (ranks of this node; all ranks pass the
   // same size). Fails on every rank when any rank fails, so no rank is left waiting for a peer
   // that gave up.
-  static sscResult_t create(sscComm* comm, size_t bytes, const std::vector<bool>& mapPeer,
+  static sscResult_t create(PeerView* comm, size_t bytes, const std::vector<bool>& mapPeer,
                             std::unique_ptr<IpcSegment>* out);
   ~IpcSegment();
   IpcSegment(const IpcSegment&) = delete;

@@ -51,7 +51,7 @@ class PeerMemoryCache {
   PeerMemoryCache(const PeerMemoryCache&) = delete;
   PeerMemoryCache& operator=(const PeerMemoryCache&) = delete;
 
-  // Bytes of opaque data a record carries for checked mode (STARSCREAM_CHECK, src/api/call_check.h).
+  // Bytes of opaque data a record carries for checked mode (STARSCREAM_CHECK, src/comm/call_check.h).
   static constexpr size_t kCheckBytes = 48;
 
   // One call: its two buffers (kBufIn = 0, kBufOut = 1; null = peers do not touch it) and what

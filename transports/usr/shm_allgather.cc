@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/comm.h"
+#include "transports/peer_view.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -78,7 +78,7 @@ sscResult_t ShmAllGather::waitFor(const char* what, uint64_t ticket,
 
 sscResult_t ShmAllGather::post(const void* record, size_t bytes, uint64_t* ticket) {
   if (bytes > kMaxBytes)
-    return fail(sscInternalError, "shared all-gather record of {} bytes (at most {})", bytes, kMaxBytes);
+    return SSC_INTERNAL("shared all-gather record of {} bytes (at most {})", bytes, kMaxBytes);
   const uint64_t t = nextTicket_;
   if (t > kDepth)
     SSC_CHECK(waitFor("posting a call's buffers", t - kDepth, [](const ShmAllGather* s, int q, uint64_t need) {
@@ -119,7 +119,7 @@ struct Where {
 
 }  // namespace
 
-sscResult_t ShmAllGather::createShared(sscComm* comm, std::unique_ptr<ShmAllGather>* out) {
+sscResult_t ShmAllGather::createShared(PeerView* comm, std::unique_ptr<ShmAllGather>* out) {
   out->reset();
   const int n = comm->nranks, me = comm->rank;
   const size_t bytes = segmentBytes(n);

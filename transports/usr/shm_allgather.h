@@ -19,9 +19,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "transports/peer_view.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
 
 namespace ssc {
 
@@ -47,7 +46,7 @@ class ShmAllGather {
   // map it through /proc/<pid>/fd. Every rank reaches the same outcome: *out stays null on all
   // when any rank could not map it (the caller then does without). Errors are returned only for
   // failures of the bootstrap itself.
-  static sscResult_t createShared(sscComm* comm, std::unique_ptr<ShmAllGather>* out);
+  static sscResult_t createShared(PeerView* comm, std::unique_ptr<ShmAllGather>* out);
 
   // Publishes this rank's record for the next ticket (bytes <= kMaxBytes, the same on every
   // rank for one ticket). Waits only for ring space.

@@ -1,7 +1,7 @@
 #include "transports/xgmi/peer_link.h"
 
 #include "src/core/errors.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 

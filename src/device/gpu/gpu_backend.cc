@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "src/core/comm.h"
+#include "src/device/backend.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -21,7 +21,8 @@
 #include "src/device/gpu/gpu_peer_memory.h"
 #include "src/device/gpu/gpu_plan_cache.h"
 #include "src/device/gpu/gpu_registry.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
 #include "src/kernels/gpu/copy_kernel.h"
 #include "transports/net/net_comm.h"
@@ -90,8 +91,8 @@ class GpuResources : public CommResources {
       const int prior = comm->asyncError.load();
       if (prior == sscSuccess || prior == sscInProgress) {
         // A peer's death or departure (peer watch) is why an abort reached the kernels: say so.
-        if (code == gpu::kKernelAborted) msg = commFailureText(comm, msg);
-        commSetAsyncError(comm, r, msg);
+        if (code == gpu::kKernelAborted) msg = comm->failureText(msg);
+        comm->setAsyncError(r, msg);
       }
       SSC_LOG(kWarn, "{}", msg);
     }
@@ -133,15 +134,12 @@ class GpuResources : public CommResources {
     scratch_ = nullptr;
     scratchBytes_ = 0;
     const size_t want = std::max<size_t>(bytes, 1 << 20);
-    hipError_t e = hipMalloc(&scratch_, want);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "allocating {} bytes of GPU scratch failed: {}", want,
-                  hipGetErrorString(e));
+    SSC_GPU_CHECK(hipMalloc(&scratch_, want), "allocating {} bytes of GPU scratch", want);
     scratchBytes_ = want;
     return sscSuccess;
   }
 
-  sscComm* comm = nullptr;
+  CommView* comm = nullptr;
   std::unique_ptr<GpuConnections> conns;
   std::unique_ptr<gpu::SymmetricExecutor> sym;
   std::unique_ptr<gpu::PlanCache> plans;
@@ -185,47 +183,37 @@ class GpuBackend : public Backend {
   }
 
   sscResult_t memAlloc(void** ptr, size_t bytes) override {
-    hipError_t e = hipMalloc(ptr, bytes);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "hipMalloc of {} bytes failed: {}", bytes, hipGetErrorString(e));
+    SSC_GPU_CHECK(hipMalloc(ptr, bytes), "allocating {} bytes", bytes);
     gpu::AllocationTable::process().add(*ptr, bytes);  // registerBuffer exports whole allocations
     return sscSuccess;
   }
 
   sscResult_t memFree(void* ptr) override {
     gpu::AllocationTable::process().remove(ptr);
-    hipError_t e = hipFree(ptr);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "hipFree({}) failed: {}", ptr, hipGetErrorString(e));
+    SSC_GPU_CHECK(hipFree(ptr), "freeing {}", ptr);
     return sscSuccess;
   }
 
   sscResult_t streamCreate(sscStream_t* stream) override {
     hipStream_t s = nullptr;
-    hipError_t e = hipStreamCreateWithFlags(&s, hipStreamNonBlocking);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "creating a stream failed: {}", hipGetErrorString(e));
+    SSC_GPU_CHECK(hipStreamCreateWithFlags(&s, hipStreamNonBlocking), "creating a stream");
     *stream = static_cast<sscStream_t>(s);
     return sscSuccess;
   }
 
   sscResult_t streamSynchronize(sscStream_t stream) override {
-    hipError_t e = hipStreamSynchronize(static_cast<hipStream_t>(stream));
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "stream synchronize failed: {}", hipGetErrorString(e));
+    SSC_GPU_CHECK(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "synchronizing a stream");
     std::lock_guard<std::mutex> g(g_liveMu);
     for (GpuResources* r : g_live) SSC_CHECK(r->reportKernelError());
     return sscSuccess;
   }
 
   sscResult_t streamDestroy(sscStream_t stream) override {
-    hipError_t e = hipStreamDestroy(static_cast<hipStream_t>(stream));
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "destroying a stream failed: {}", hipGetErrorString(e));
+    SSC_GPU_CHECK(hipStreamDestroy(static_cast<hipStream_t>(stream)), "destroying a stream");
     return sscSuccess;
   }
 
-  sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) override {
+  sscResult_t connect(CommView* comm, std::unique_ptr<CommResources>* out) override {
     auto res = std::make_unique<GpuResources>();
     res->comm = comm;
     res->device = comm->device;
@@ -254,7 +242,8 @@ class GpuBackend : public Backend {
     if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
       res->timeoutTicks = static_cast<uint64_t>(ticks);
     res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
-                                                         comm->nranks, res->timeoutTicks);
+                                                         comm->nranks, res->timeoutTicks,
+                                                         &comm->config);
     res->startWatcher();
     {
       std::lock_guard<std::mutex> g(g_liveMu);
@@ -266,7 +255,7 @@ class GpuBackend : public Backend {
     return sscSuccess;
   }
 
-  sscResult_t registerBuffer(sscComm* comm, void* buff, size_t bytes,
+  sscResult_t registerBuffer(CommView* comm, void* buff, size_t bytes,
                              std::vector<void*>* peerBases) override {
     peerBases->clear();
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
@@ -275,7 +264,7 @@ class GpuBackend : public Backend {
     return handle->res->sym->registrations().add(comm, buff, bytes, peerBases);
   }
 
-  sscResult_t deregisterBuffer(sscComm* comm, void* buff, const std::vector<void*>& peerBases) override {
+  sscResult_t deregisterBuffer(CommView* comm, void* buff, const std::vector<void*>& peerBases) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr || peerBases.empty()) return sscSuccess;
     GpuResources* res = handle->res.get();
@@ -289,36 +278,38 @@ class GpuBackend : public Backend {
     return sscSuccess;
   }
 
-  PeerMemoryRuntime* peerMemory(sscComm* comm) override {
+  PeerMemoryRuntime* peerMemory(CommView* comm) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     return handle == nullptr ? nullptr : handle->res->peerMemory.get();
   }
 
   // The LL one-shot pushes the inputs as packets into peers' inboxes in the connection segment.
-  uint64_t packetAllReduceMaxBytes() const override { return gpu::llMaxBytes(); }
+  uint64_t packetAllReduceMaxBytes(const CommView* comm) const override {
+    return std::min(comm->config.packetMaxBytes, gpu::kLLDefaultMaxBytes);
+  }
 
   // 32 MiB each: unregistered calls up to that size run zero-copy at K partitions for 2 x 32 MiB
   // of HBM per rank.
   size_t defaultStagingBytes() const override { return 32u << 20; }
 
-  sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& c,
+  sscResult_t enqueueStaged(CommView* comm, std::shared_ptr<Work> work, const StagedCopies& c,
                             sscStream_t stream) override {
     return submit(comm, std::move(work), &c, stream);
   }
 
-  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+  sscResult_t enqueue(CommView* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
     return submit(comm, std::move(work), nullptr, stream);
   }
 
   // A copy-engine transfer: on one rank the real NCCL's collectives are such a copy too.
-  sscResult_t enqueueCopy(sscComm* comm, void* dst, const void* src, size_t bytes,
+  sscResult_t enqueueCopy(CommView* comm, void* dst, const void* src, size_t bytes,
                           sscStream_t stream) override {
     const StagedCopies copy{dst, src, bytes, nullptr, nullptr, 0};
     return submit(comm, nullptr, &copy, stream);
   }
 
   // Waits for every launch of comm queued so far (finalize and destroy).
-  sscResult_t drain(sscComm* comm) override {
+  sscResult_t drain(CommView* comm) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr) return sscSuccess;
     GpuResources* res = handle->res.get();
@@ -339,7 +330,7 @@ class GpuBackend : public Backend {
   // One operation of the communicator: a plan, and for a staged call the copies into and out of
   // the (shared) staging buffers around it; a plain copy is a staged call without plan or copy
   // out. The launch order covers all of it.
-  sscResult_t submit(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
+  sscResult_t submit(CommView* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
                      sscStream_t streamHandle) {
     auto* res = static_cast<LiveHandle*>(comm->resources.get())->res.get();
     std::lock_guard<std::mutex> g(res->mu);
@@ -371,9 +362,7 @@ class GpuBackend : public Backend {
                     hipGetErrorString(static_cast<hipError_t>(e)));
       return sscSuccess;
     }
-    const hipError_t e = hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, stream);
-    if (e != hipSuccess)
-      return fail(sscUnhandledDeviceError, "a copy of {} bytes failed: {}", bytes, hipGetErrorString(e));
+    SSC_GPU_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, stream), "a copy of {} bytes", bytes);
     return sscSuccess;
   }
 
@@ -383,7 +372,7 @@ class GpuBackend : public Backend {
     const RankPlan& plan = *work->plan;
     if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream);
     if (plan.channels.size() > static_cast<size_t>(res->channels()))
-      return fail(sscInternalError, "plan uses {} channels, the GPU transport has {}",
+      return SSC_INTERNAL("plan uses {} channels, the GPU transport has {}",
                   plan.channels.size(), res->channels());
     if (work->buffers.size() > static_cast<size_t>(gpu::kMaxBuffers))
       return fail(sscInvalidUsage, "{} buffers in one fused call; the GPU executor takes at most {} "

@@ -6,10 +6,11 @@
 #include <unistd.h>
 #include <vector>
 
-#include "src/core/comm.h"
+#include "src/device/backend.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "src/kernels/gpu/sym_kernel.h"
 
@@ -35,7 +36,7 @@ int largestPow2AtMost(int v) {
 
 }  // namespace
 
-sscResult_t agreeLaunchLimits(sscComm* comm, int channels, LaunchLimits* out) {
+sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
   std::vector<Mine> all(comm->nranks);
   Mine& me = all[comm->rank];
   std::memset(&me, 0, sizeof(me));
@@ -44,7 +45,7 @@ sscResult_t agreeLaunchLimits(sscComm* comm, int channels, LaunchLimits* out) {
   if (e == hipSuccess) e = hipDeviceGetPCIBusId(me.busId, sizeof(me.busId), device);
   if (e == hipSuccess) e = hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device);
   if (e != hipSuccess)
-    return fail(sscUnhandledDeviceError, "querying the GPU failed: {}", hipGetErrorString(e));
+    return SSC_GPU_FAIL(e, "querying the GPU");
   me.sms = sms;
   if (gethostname(me.host, sizeof(me.host) - 1) != 0) std::strcpy(me.host, "?");
   if (!sscDeviceUuid(device, me.uuid))

@@ -13,9 +13,8 @@
 // take the minimum.
 #pragma once
 
+#include "src/device/backend.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
 
 namespace ssc::gpu {
 
@@ -27,6 +26,6 @@ struct LaunchLimits {
 };
 
 // Collective over comm (one bootstrap all-gather). `channels`: the FIFO transport's channels.
-sscResult_t agreeLaunchLimits(sscComm* comm, int channels, LaunchLimits* out);
+sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out);
 
 }  // namespace ssc::gpu

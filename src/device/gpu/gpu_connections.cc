@@ -3,9 +3,10 @@
 #include <atomic>
 #include <vector>
 
-#include "src/core/comm.h"
+#include "src/device/backend.h"
 #include "src/core/errors.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
+#include "src/platform/gpu_runtime.h"
 #include "transports/net/net_comm.h"
 
 namespace ssc::gpu {
@@ -38,10 +39,10 @@ GpuConnections::~GpuConnections() {
   if (errorHost_ != nullptr) (void)hipHostFree(const_cast<uint32_t*>(errorHost_));
 }
 
-sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
+sscResult_t GpuConnections::create(CommView* comm, const FifoShape& shape,
                                    std::unique_ptr<GpuConnections>* out) {
   if (shape.slots > kMaxSlots || shape.channels > kMaxChannels || shape.slotBytes % (16 * shape.blocksPerChannel) != 0)
-    return fail(sscInternalError, "bad GPU FIFO shape: {} slots, {} channels, {} bytes per slot",
+    return SSC_INTERNAL("bad GPU FIFO shape: {} slots, {} channels, {} bytes per slot",
                 shape.slots, shape.channels, shape.slotBytes);
   std::unique_ptr<GpuConnections> c(new GpuConnections());
   c->shape_ = shape;
@@ -92,7 +93,7 @@ sscResult_t GpuConnections::create(sscComm* comm, const FifoShape& shape,
     e = hipHostGetDevicePointer(reinterpret_cast<void**>(&c->errorHostDevice_), host, 0);
   }
   if (e != hipSuccess)
-    return fail(sscUnhandledDeviceError, "setting up GPU connections failed: {}", hipGetErrorString(e));
+    return SSC_GPU_FAIL(e, "setting up GPU connections");
   *out = std::move(c);
   return sscSuccess;
 }

@@ -10,13 +10,12 @@
 #include <cstdint>
 #include <memory>
 
+#include "src/device/backend.h"
 #include "src/device/gpu/gpu_net.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "src/kernels/gpu/sym_kernel.h"
 #include "starscream/starscream.h"
 #include "transports/usr/ipc_segment.h"
-
-struct sscComm;
 
 namespace ssc::gpu {
 
@@ -34,7 +33,7 @@ struct FifoShape {
 class GpuConnections {
  public:
   // Collective over comm (bootstrap + IPC exchange). Uses the current device.
-  static sscResult_t create(sscComm* comm, const FifoShape& shape, std::unique_ptr<GpuConnections>* out);
+  static sscResult_t create(CommView* comm, const FifoShape& shape, std::unique_ptr<GpuConnections>* out);
   ~GpuConnections();
 
   const FifoShape& shape() const { return shape_; }

@@ -1,6 +1,7 @@
 #include "src/device/gpu/gpu_launch_order.h"
 
 #include "src/core/errors.h"
+#include "src/platform/gpu_check.h"
 
 namespace ssc::gpu {
 
@@ -35,21 +36,16 @@ LaunchOrder::~LaunchOrder() {
 
 sscResult_t LaunchOrder::before(hipStream_t stream, bool capturing) {
   if (!any_ || stream == lastStream_ || capturing) return sscSuccess;
-  const hipError_t e = hipStreamWaitEvent(stream, last_, 0);
-  if (e != hipSuccess)
-    return fail(sscUnhandledDeviceError, "ordering a launch after the communicator's previous one "
-                "(on another stream) failed: {}", hipGetErrorString(e));
+  SSC_GPU_CHECK(hipStreamWaitEvent(stream, last_, 0),
+                "ordering a launch after the communicator's previous one (on another stream)");
   return sscSuccess;
 }
 
 sscResult_t LaunchOrder::after(hipStream_t stream, bool capturing) {
   if (capturing) return sscSuccess;
-  hipError_t e = hipSuccess;
-  if (last_ == nullptr) e = hipEventCreateWithFlags(&last_, hipEventDisableTiming);
-  if (e == hipSuccess) e = hipEventRecord(last_, stream);
-  if (e != hipSuccess)
-    return fail(sscUnhandledDeviceError, "recording the communicator's last launch failed: {}",
-                hipGetErrorString(e));
+  if (last_ == nullptr)
+    SSC_GPU_CHECK(hipEventCreateWithFlags(&last_, hipEventDisableTiming), "creating the launch-order event");
+  SSC_GPU_CHECK(hipEventRecord(last_, stream), "recording the communicator's last launch");
   lastStream_ = stream;
   any_ = true;
   return sscSuccess;
@@ -57,10 +53,7 @@ sscResult_t LaunchOrder::after(hipStream_t stream, bool capturing) {
 
 sscResult_t LaunchOrder::drain() {
   if (!any_) return sscSuccess;
-  const hipError_t e = hipEventSynchronize(last_);
-  if (e != hipSuccess)
-    return fail(sscUnhandledDeviceError, "waiting for the communicator's work failed: {}",
-                hipGetErrorString(e));
+  SSC_GPU_CHECK(hipEventSynchronize(last_), "waiting for the communicator's work");
   return sscSuccess;
 }
 

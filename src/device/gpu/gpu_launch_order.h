@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {

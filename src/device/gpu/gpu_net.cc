@@ -2,10 +2,11 @@
 
 #include <cstring>
 
-#include "src/core/comm.h"
+#include "src/device/backend.h"
 #include "src/core/errors.h"
 #include "src/device/gpu/gpu_connections.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
+#include "src/platform/gpu_runtime.h"
 #include "transports/net/net_comm.h"
 #include "transports/net/net_proxy.h"
 
@@ -47,7 +48,7 @@ char* GpuNetStaging::regionHost(int channel, int peer) const {
   return host_ + (static_cast<uint64_t>(channel) * npeers_ + slotOf_[peer]) * regionBytes_;
 }
 
-sscResult_t GpuNetStaging::create(sscComm* comm, const FifoShape& shape,
+sscResult_t GpuNetStaging::create(CommView* comm, const FifoShape& shape,
                                   const std::vector<int>& netPeers,
                                   std::unique_ptr<GpuNetStaging>* out) {
   std::unique_ptr<GpuNetStaging> s(new GpuNetStaging());
@@ -70,8 +71,8 @@ sscResult_t GpuNetStaging::create(sscComm* comm, const FifoShape& shape,
     e = hipHostGetDevicePointer(reinterpret_cast<void**>(&s->device_), host, 0);
   }
   if (e != hipSuccess)
-    return fail(sscUnhandledDeviceError, "allocating {} MiB of pinned staging for {} remote peer(s) "
-                "failed: {}", bytes >> 20, s->npeers_, hipGetErrorString(e));
+    return SSC_GPU_FAIL(e, "allocating {} MiB of pinned staging for {} remote peer(s)", bytes >> 20,
+                        s->npeers_);
 
   // Every block of a channel owns one piece of each slot and has its own counters, so each
   // (channel, peer, block) is a FIFO of its own on the network too; its tag says which.
@@ -106,7 +107,7 @@ sscResult_t GpuNetStaging::create(sscComm* comm, const FifoShape& shape,
                                          [comm](const std::string& message) {
     // A broken network cannot be recovered from: record why and abort, which also ends the
     // kernels waiting on the staging FIFOs.
-    commSetAsyncError(comm, sscSystemError, "net transport: " + message);
+    comm->setAsyncError(sscSystemError, "net transport: " + message);
     comm->abortFlag.store(true);
   });
   *out = std::move(s);

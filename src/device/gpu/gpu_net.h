@@ -10,10 +10,9 @@
 #include <memory>
 #include <vector>
 
+#include "src/device/backend.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
 
 namespace ssc {
 class NetComm;
@@ -28,7 +27,7 @@ class GpuNetStaging {
  public:
   // Collective over comm: creates the network communicator and the staging FIFOs for every
   // (channel, peer in netPeers), and starts the proxy.
-  static sscResult_t create(sscComm* comm, const FifoShape& shape, const std::vector<int>& netPeers,
+  static sscResult_t create(CommView* comm, const FifoShape& shape, const std::vector<int>& netPeers,
                             std::unique_ptr<GpuNetStaging>* out);
   // Stops the proxy, then frees the staging memory (no kernel may still use it).
   ~GpuNetStaging();

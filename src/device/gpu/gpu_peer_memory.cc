@@ -5,7 +5,7 @@
 #include "src/core/errors.h"
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/device/gpu/gpu_registry.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 

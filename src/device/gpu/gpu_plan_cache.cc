@@ -12,7 +12,8 @@
 
 #include "src/core/errors.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 
@@ -119,8 +120,7 @@ sscResult_t PlanCache::upload(const std::vector<DevStep>& steps, DevStep** out) 
   if (r == hipSuccess) r = hipStreamSynchronize(uploadStream_);
   if (r != hipSuccess) {
     if (dev != nullptr) (void)hipFree(dev);
-    return fail(sscUnhandledDeviceError, "uploading a plan of {} steps failed: {}", steps.size(),
-                hipGetErrorString(r));
+    return SSC_GPU_FAIL(r, "uploading a plan of {} steps", steps.size());
   }
   *out = dev;
   return sscSuccess;
@@ -136,7 +136,7 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
     return sscSuccess;
   }
   if (plan->channels.size() > static_cast<size_t>(kMaxChannels))
-    return fail(sscInternalError, "plan uses {} channels; the GPU executor runs at most {}",
+    return SSC_INTERNAL("plan uses {} channels; the GPU executor runs at most {}",
                 plan->channels.size(), kMaxChannels);
   Entry e;
   e.plan = plan;

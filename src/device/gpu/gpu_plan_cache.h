@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "src/collectives/plan.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "starscream/starscream.h"
 

@@ -2,10 +2,10 @@
 
 #include <cstring>
 
-#include "src/core/comm.h"
+#include "src/device/backend.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 
@@ -101,7 +101,7 @@ Registrations::~Registrations() {
   opened_.clear();
 }
 
-sscResult_t Registrations::add(sscComm* comm, void* buff, size_t bytes, std::vector<void*>* peerBases) {
+sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes, std::vector<void*>* peerBases) {
   peerBases->clear();
   const int n = comm->nranks, me = comm->rank;
   std::vector<Offer> offers(n);

@@ -15,9 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "src/device/backend.h"
 #include "starscream/starscream.h"
-
-struct sscComm;
 
 namespace ssc::gpu {
 
@@ -62,7 +61,7 @@ class Registrations {
   // mapped here (peerBases[rank] = buff), or is empty on every rank when any rank cannot share
   // its buffer (not from memAlloc, export or open failed): registration then only records it.
   // Errors are returned only for failures of the bootstrap itself.
-  sscResult_t add(sscComm* comm, void* buff, size_t bytes, std::vector<void*>* peerBases);
+  sscResult_t add(CommView* comm, void* buff, size_t bytes, std::vector<void*>* peerBases);
   // Local: unmaps what add() mapped for buff (nothing when it mapped nothing).
   void remove(void* buff);
 

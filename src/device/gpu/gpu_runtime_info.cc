@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc {
 

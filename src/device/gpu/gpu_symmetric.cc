@@ -8,14 +8,14 @@
 #include "src/core/errors.h"
 #include "src/device/gpu/gpu_connections.h"
 #include "src/device/gpu/gpu_plan_cache.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/sym_kernel.h"
 
 namespace ssc::gpu {
 
 namespace {
 
-std::atomic<uint64_t> g_llMaxBytes{kLLDefaultMaxBytes};
 std::atomic<uint64_t> g_launches{0};
 std::atomic<uint64_t> g_firstRound{1};
 
@@ -61,11 +61,6 @@ bool isSymmetricPlan(const RankPlan& plan) {
   return false;
 }
 
-uint64_t llMaxBytes() { return g_llMaxBytes.load(); }
-
-void setLLMaxBytes(uint64_t bytes) {
-  g_llMaxBytes = std::min<uint64_t>(bytes == ~0ull ? kLLDefaultMaxBytes : bytes, kLLMaxBytes);
-}
 uint64_t symmetricLaunches() { return g_launches.load(); }
 
 void setFirstLLRound(uint64_t round) { g_firstRound = round; }
@@ -89,10 +84,10 @@ uint64_t nextLLRound(uint64_t round) {
 sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   const RankPlan& plan = *work.plan;
   if (plan.channels.size() != 1)
-    return fail(sscInternalError, "a symmetric plan has {} channels; the GPU runs one", plan.channels.size());
+    return SSC_INTERNAL("a symmetric plan has {} channels; the GPU runs one", plan.channels.size());
   const std::vector<Step>& steps = plan.channels[0].steps;
   if (steps.size() > static_cast<size_t>(kMaxSymSteps))
-    return fail(sscInternalError, "a symmetric plan of {} steps; the GPU runs at most {}", steps.size(),
+    return SSC_INTERNAL("a symmetric plan of {} steps; the GPU runs at most {}", steps.size(),
                 kMaxSymSteps);
   if (nranks_ > kMaxSymPeers)
     return fail(sscInvalidUsage, "the symmetric algorithm runs on at most {} ranks on the GPU ({} here)",
@@ -106,7 +101,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     } else if (isPeerOp(steps[i].op)) {
       peers = true;
     } else {
-      return fail(sscInternalError, "a plan mixes FIFO step {} with peer steps; the GPU cannot run it",
+      return SSC_INTERNAL("a plan mixes FIFO step {} with peer steps; the GPU cannot run it",
                   stepOpName(steps[i].op));
     }
   }
@@ -133,9 +128,9 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   // LL reads only local memory, so in-place one-shots always take it (the generator keeps
   // one-shot within kLLMaxBytes).
   const bool inPlace = a.local[kBufIn] == a.local[kBufOut];
-  const uint64_t llMax = inPlace ? kLLMaxBytes : g_llMaxBytes.load();
+  const uint64_t llMax = inPlace ? kLLMaxBytes : std::min(config_->packetMaxBytes, kLLDefaultMaxBytes);
   if (oneShot && inPlace && steps[1].count * esize > kLLMaxBytes)
-    return fail(sscInternalError, "an in-place one-shot all-reduce of {} bytes is above the LL limit "
+    return SSC_INTERNAL("an in-place one-shot all-reduce of {} bytes is above the LL limit "
                 "({} bytes): the symmetric generator must use two-shot there", steps[1].count * esize,
                 kLLMaxBytes);
   if (oneShot && esize <= 8 && steps[1].count * esize <= llMax) {
@@ -152,11 +147,8 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     if (llClearsAfter(nextRound_)) {
       const int parity = static_cast<int>(nextRound_ & 1);
       char* inbox = a.ctrl[rank_] + SymCtrlLayout::inbox(parity, 0, nranks_);
-      const hipError_t m = hipMemsetAsync(inbox, 0, static_cast<size_t>(nranks_) * kLLPeerStride,
-                                          static_cast<hipStream_t>(stream));
-      if (m != hipSuccess)
-        return fail(sscUnhandledDeviceError, "clearing the LL inbox at the flag wrap failed: {}",
-                    hipGetErrorString(m));
+      SSC_GPU_CHECK(hipMemsetAsync(inbox, 0, static_cast<size_t>(nranks_) * kLLPeerStride,
+                                          static_cast<hipStream_t>(stream)), "clearing the LL inbox at the flag wrap");
     }
     nextRound_ = nextLLRound(nextRound_);
     ++g_launches;

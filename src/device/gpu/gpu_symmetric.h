@@ -9,6 +9,7 @@
 
 #include "src/device/gpu/gpu_census.h"
 #include "src/device/gpu/gpu_registry.h"
+#include "src/device/comm_config.h"
 #include "src/device/work.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "src/kernels/gpu/sym_kernel.h"
@@ -23,12 +24,6 @@ DevReduce devReduceOf(const ReduceSpec& rs);
 // True when the plan uses peer steps (and must run here rather than in the FIFO kernel).
 bool isSymmetricPlan(const RankPlan& plan);
 
-// Test/benchmark hook: the largest one-shot all-reduce (bytes) that takes the LL path, at most
-// kLLMaxBytes (the inbox size); 0 turns LL off (the bulk kernel then runs the plan as written),
-// ~0 restores the default kLLDefaultMaxBytes. Process-wide. In-place one-shots always take LL.
-void setLLMaxBytes(uint64_t bytes);
-// The current LL limit (what setLLMaxBytes left).
-uint64_t llMaxBytes();
 // Test hook: symmetric-plan launches (LL or bulk) in this process so far.
 uint64_t symmetricLaunches();
 // Test hook: the LL round the next communicator created in this process starts at (default 1),
@@ -46,10 +41,11 @@ bool llClearsAfter(uint64_t round);
 
 class SymmetricExecutor {
  public:
+  // `config`: the communicator's (outlives the executor); its packetMaxBytes caps the LL path.
   SymmetricExecutor(const GpuConnections* conns, const LaunchLimits& limits, int rank, int nranks,
-                    uint64_t timeoutTicks)
+                    uint64_t timeoutTicks, const CommConfig* config)
       : conns_(conns), limits_(limits), rank_(rank), nranks_(nranks), timeoutTicks_(timeoutTicks),
-        nextRound_(firstLLRound()) {}
+        config_(config), nextRound_(firstLLRound()) {}
 
   // Launches `work` on `stream`. The caller serialises calls on one communicator.
   sscResult_t enqueue(const Work& work, void* stream);
@@ -60,6 +56,7 @@ class SymmetricExecutor {
   LaunchLimits limits_;
   int rank_, nranks_;
   uint64_t timeoutTicks_;
+  const CommConfig* config_;
   uint64_t nextEpoch_ = 1;   // barrier numbers; slots start at 0
   uint64_t nextRound_;       // LL rounds (64-bit); inbox flags start at 0
   static uint64_t firstLLRound();

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "src/core/comm.h"
 #include "src/core/errors.h"
 #include "src/device/backend.h"
 #include "src/device/host/host_executor.h"
@@ -48,23 +47,23 @@ class HostBackend : public Backend {
   sscResult_t memAlloc(void** ptr, size_t bytes) override { return shmAlloc(bytes, ptr); }
   sscResult_t memFree(void* ptr) override { return shmFree(ptr); }
 
-  sscResult_t registerBuffer(sscComm* comm, void* buff, size_t bytes,
+  sscResult_t registerBuffer(CommView* comm, void* buff, size_t bytes,
                              std::vector<void*>* peerBases) override {
     return shmRegister(comm, buff, bytes, peerBases);
   }
-  sscResult_t deregisterBuffer(sscComm* comm, void* buff,
+  sscResult_t deregisterBuffer(CommView* comm, void* buff,
                                const std::vector<void*>& peerBases) override {
     return shmDeregister(comm, buff, peerBases);
   }
 
-  PeerMemoryRuntime* peerMemory(sscComm* comm) override {
+  PeerMemoryRuntime* peerMemory(CommView* comm) override {
     (void)comm;
     return shmPeerMemory();
   }
 
   // Host streams are threads: the communicator's work is done when none of it is pending.
-  sscResult_t drain(sscComm* comm) override {
-    commWaitIdle(comm);
+  sscResult_t drain(CommView* comm) override {
+    comm->waitIdle();
     return sscSuccess;
   }
 
@@ -89,31 +88,31 @@ class HostBackend : public Backend {
     return sscSuccess;
   }
 
-  sscResult_t connect(sscComm* comm, std::unique_ptr<CommResources>* out) override {
+  sscResult_t connect(CommView* comm, std::unique_ptr<CommResources>* out) override {
     auto res = std::make_unique<HostResources>();
     SSC_CHECK(ShmTransport::create(comm, &res->shm));
     *out = std::move(res);
     return sscSuccess;
   }
 
-  sscResult_t enqueue(sscComm* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
+  sscResult_t enqueue(CommView* comm, std::shared_ptr<Work> work, sscStream_t stream) override {
     return submit(comm, std::move(work), nullptr, stream);
   }
 
-  sscResult_t enqueueCopy(sscComm* comm, void* dst, const void* src, size_t bytes,
+  sscResult_t enqueueCopy(CommView* comm, void* dst, const void* src, size_t bytes,
                           sscStream_t stream) override {
     const StagedCopies copy{dst, src, bytes, nullptr, nullptr, 0};
     return submit(comm, nullptr, &copy, stream);
   }
 
   // The copies run in the same task as the plan, so they stay in stream order with it.
-  sscResult_t enqueueStaged(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies& copies,
+  sscResult_t enqueueStaged(CommView* comm, std::shared_ptr<Work> work, const StagedCopies& copies,
                             sscStream_t stream) override {
     return submit(comm, std::move(work), &copies, stream);
   }
 
  private:
-  sscResult_t submit(sscComm* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
+  sscResult_t submit(CommView* comm, std::shared_ptr<Work> work, const StagedCopies* staged,
                      sscStream_t stream) {
     auto* res = static_cast<HostResources*>(comm->resources.get());
     HostStream* s = stream == nullptr ? res->defaultStream.get() : HostStream::fromHandle(stream);
@@ -121,7 +120,7 @@ class HostBackend : public Backend {
       return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
     const bool isStaged = staged != nullptr;
     const StagedCopies copies = isStaged ? *staged : StagedCopies{};
-    commWorkQueued(comm);
+    comm->workQueued();
     std::lock_guard<std::mutex> submitting(g_submitMu);
     const uint64_t ticket = res->nextTicket++;
     s->enqueue([comm, res, work, isStaged, copies, ticket]() -> sscResult_t {
@@ -136,17 +135,13 @@ class HostBackend : public Backend {
         if (work != nullptr) r = runPlanOnHost(*res->shm, *work, &comm->abortFlag);
         if (r != sscSuccess) {
           // Names the peer that went away when that is why a wait ended.
-          const std::string why = commFailureText(comm, lastError());
-          commSetAsyncError(comm, r, why);
+          const std::string why = comm->failureText(lastError());
+          comm->setAsyncError(r, why);
           setError(r, why);
         }
         else if (isStaged && copies.outBytes != 0) std::memmove(copies.out, copies.stageOut, copies.outBytes);
       } else {
-        std::string why;
-        {
-          std::lock_guard<std::mutex> g(comm->mu);
-          why = comm->asyncMessage;
-        }
+        const std::string why = comm->asyncErrorText();
         setError(r, fmt::format("operation skipped: the communicator failed earlier: {}", why));
       }
       {
@@ -156,7 +151,7 @@ class HostBackend : public Backend {
         ++res->doneTicket;
         res->orderCv.notify_all();
       }
-      commWorkDone(comm);
+      comm->workDone();
       return r;
     });
     return sscSuccess;

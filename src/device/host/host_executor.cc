@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/core/errors.h"
+#include "src/kernels/host/reduce.h"
 
 namespace ssc {
 
@@ -207,7 +208,7 @@ class ChannelRunner {
           sendDone(sf, bytes);
           break;
         default:
-          return fail(sscInternalError, "host executor: step {} in the wrong place", stepOpName(s.op));
+          return SSC_INTERNAL("host executor: step {} in the wrong place", stepOpName(s.op));
       }
     }
     return sscSuccess;
@@ -230,7 +231,7 @@ sscResult_t runPlanOnHost(ShmTransport& transport, const Work& work,
                           const std::atomic<bool>* abort) {
   const RankPlan& plan = *work.plan;
   if (plan.channels.size() > static_cast<size_t>(transport.channels()))
-    return fail(sscInternalError, "plan uses {} channels, transport has {}", plan.channels.size(),
+    return SSC_INTERNAL("plan uses {} channels, transport has {}", plan.channels.size(),
                 transport.channels());
   std::vector<char> scratch(plan.scratchElems * work.elemBytes);
   // Channels are independent rings/groups, so running them one after the other cannot deadlock:

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "starscream/starscream.h"
 

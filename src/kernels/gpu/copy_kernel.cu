@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 namespace {

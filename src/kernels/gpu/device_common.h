@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/plan_kernel.h"
 
 namespace ssc::gpu {

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/plan_kernel.h"

@@ -242,42 +242,6 @@ float doubleToFloatRoundOdd(double v) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- dtype facts
-
-size_t dtypeSize(sscDataType_t type) {
-  size_t size = 0;
-  visitType(type, [&](auto tr) { size = sizeof(typename decltype(tr)::Storage); });
-  return size;
-}
-
-bool dtypeValid(sscDataType_t type) { return dtypeSize(type) != 0; }
-
-bool dtypeIsFloat(sscDataType_t type) {
-  bool isFloat = false;
-  visitType(type, [&](auto tr) {
-    isFloat = std::is_floating_point_v<typename decltype(tr)::Compute>;
-  });
-  return isFloat;
-}
-
-const char* dtypeName(sscDataType_t type) {
-  switch (type) {
-    case sscInt8: return "int8";
-    case sscUint8: return "uint8";
-    case sscInt32: return "int32";
-    case sscUint32: return "uint32";
-    case sscInt64: return "int64";
-    case sscUint64: return "uint64";
-    case sscFloat16: return "half";
-    case sscFloat32: return "float";
-    case sscFloat64: return "double";
-    case sscBfloat16: return "bfloat16";
-    case sscFloat8e4m3: return "f8e4m3";
-    case sscFloat8e5m2: return "f8e5m2";
-    default: return "unknown";  // never NULL: callers format it into messages
-  }
-}
-
 // ---------------------------------------------------------------- arithmetic
 
 void hostReduce(sscDataType_t type, ReduceKind kind, const void* a, const void* b, void* dst,

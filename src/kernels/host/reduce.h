@@ -7,30 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "src/core/dtype.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
 
-// The four elementwise combiners. Avg and PreMulSum are Sum with a pre- or post-step
-// (see ScalarOp below), exactly as NCCL defines them.
-enum class ReduceKind : uint8_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };
-
-// Size in bytes of one element; 0 for an unknown type.
-size_t dtypeSize(sscDataType_t type);
-bool dtypeValid(sscDataType_t type);
-bool dtypeIsFloat(sscDataType_t type);  // fp16, bf16, fp32, fp64, fp8 types
-const char* dtypeName(sscDataType_t type);  // "float", "half", "bfloat16", "int8", ... (nccl-tests names)
-
 // dst[i] = a[i] (op) b[i] for i < count. dst may alias a or b.
 void hostReduce(sscDataType_t type, ReduceKind kind, const void* a, const void* b, void* dst,
                 size_t count);
-
-// A scalar in the element type's own domain: integers keep an int64/uint64, floats a double.
-struct Scalar {
-  bool isInteger = false;
-  int64_t i = 0;   // for signed and unsigned integer types (uint64 values stored bitwise)
-  double f = 0.0;  // for floating-point types
-};
 
 // Reads one element of `type` at p into a Scalar (used for sscRedOpCreatePreMulSum scalars).
 Scalar scalarFromElement(sscDataType_t type, const void* p);

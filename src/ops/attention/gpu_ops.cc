@@ -8,7 +8,7 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/device/gpu/gpu_runtime.h"
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_kernel.h"
 #include "src/ops/attention/kv_cache.h"
 

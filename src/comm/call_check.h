@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "src/collectives/plan.h"
-#include "src/core/comm.h"
+#include "src/comm/comm.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
@@ -41,8 +41,6 @@ static_assert(sizeof(CallFingerprint) == 40, "posted as raw bytes on every rank"
 
 // The public entry point of a collective ("sscAllReduce").
 const char* collEntryName(CollKind kind);
-// "float32", "int32", ... (the names of the sscDataType_t constants).
-const char* checkDtypeName(int dtype);
 // "sum", "max", ..., "premulsum", "none".
 const char* checkOpName(int op);
 

@@ -24,7 +24,7 @@ struct PeerCacheDeleter {
   void operator()(PeerMemoryCache* cache) const;
 };
 
-class CallChecker;  // src/api/call_check.h (STARSCREAM_CHECK)
+class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
 struct CallCheckerDeleter {
   void operator()(CallChecker* checker) const;
 };
@@ -63,27 +63,17 @@ struct StagingBuffers {
 
 }  // namespace ssc
 
-struct sscComm {
+// The communicator. Transports see it as a PeerView and backends as a CommView (the fields and
+// hooks they may use: rank, nranks, bootstrap, topo, abortFlag, device, resources, asyncError);
+// everything below is the communicator's own.
+struct sscComm final : ssc::CommView {
   static constexpr uint64_t kMagic = 0x5353434f4d4d3031ull;  // "SSCOMM01"
   uint64_t magic = kMagic;
-  int rank = 0;
-  int nranks = 0;
   ssc::Backend* backend = nullptr;
-  // The device the communicator was created on (the caller's current one, or sscCommInitAll's
-  // devlist entry); the GPU backend makes it current around every runtime call, as NCCL does.
-  int device = -1;
   // No two ranks of the communicator live in one process: finalize may then meet its peers at a
   // barrier (a process with several ranks finalizes them one after the other, NCCL's pattern).
   bool onePerProcess = false;
-  std::unique_ptr<ssc::Bootstrap> bootstrap;
-  ssc::Topology topo;
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
-  std::unique_ptr<ssc::CommResources> resources;
-
-  // Raised by sscCommAbort, and by the peer watch when a peer died, aborted or left: every wait
-  // on a peer (bootstrap, host transports, GPU kernels through the backend's watcher) ends.
-  std::atomic<bool> abortFlag{false};
-  std::atomic<int> asyncError{sscSuccess};  // sscInProgress while non-blocking init runs
   std::string asyncMessage;                 // guarded by mu
   // Set by the peer watch when a peer aborted or left (a peer that died also sets asyncError):
   // calls that would need it fail with this text, but an idle communicator is not in error
@@ -118,12 +108,19 @@ struct sscComm {
   // null when the communicator cannot (several nodes, no shareable memory, several ranks in one
   // process: their calls could not wait for each other outside a group).
   std::unique_ptr<ssc::PeerMemoryCache, ssc::PeerCacheDeleter> peerCache;
-  uint64_t zeroCopyMinBytes = 0;  // STARSCREAM_ZERO_COPY_MIN_BYTES, read once with peerCache
   int nextRegistration = 0;
   int nextOpId = sscNumOps;
   // STARSCREAM_CHECK=1 (read once at init): every collective's fingerprint is compared across
-  // the ranks before its data moves (src/api/call_check.h). Null when off.
+  // the ranks before its data moves (src/comm/call_check.h). Null when off.
   std::unique_ptr<ssc::CallChecker, ssc::CallCheckerDeleter> callCheck;
+
+  // The views' hooks (CommView, PeerView), implemented by the functions of the same job below.
+  void setAsyncError(sscResult_t code, const std::string& message) override;
+  std::string asyncErrorText() override;
+  std::string failureText(const std::string& local) override;
+  void workQueued() override;
+  void workDone() override;
+  void waitIdle() override;
 };
 
 namespace ssc {
@@ -199,6 +196,9 @@ bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes)
 // The plan for a call on comm (cached).
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                         std::shared_ptr<const RankPlan>* out);
+// Test and benchmark hook: replaces the communicator's STARSCREAM_ALGO choice (read at init)
+// with `spec` (same syntax; "" = the tuner's own choice). Between calls only.
+sscResult_t commForceAlgo(sscComm* comm, const std::string& spec);
 // The fused plan of a group's sends and receives on comm (cached by the ops).
 sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
                            std::shared_ptr<const RankPlan>* out);

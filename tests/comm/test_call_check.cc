@@ -1,4 +1,4 @@
-// Checked mode (STARSCREAM_CHECK, src/api/call_check.h) in one process: the comparison and its
+// Checked mode (STARSCREAM_CHECK, src/comm/call_check.h) in one process: the comparison and its
 // messages, the setting's validation at init, and two ranks of one process (sscCommInitAll, the
 // checker's own shared table) driven from one thread through a group.
 #include <gtest/gtest.h>
@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "src/api/call_check.h"
+#include "src/comm/call_check.h"
+#include "src/core/dtype.h"
 #include "starscream/starscream.h"
 #include "transports/usr/shm_allgather.h"
 
@@ -79,9 +80,9 @@ TEST(ApiCallCheck, ARankThatRefusedItsArgumentsIsNamed) {
 }
 
 TEST(ApiCallCheck, NamesOfEveryDatatypeAndOp) {
-  for (int t = 0; t < sscNumTypes; ++t) EXPECT_EQ(std::string(checkDtypeName(t)).find("invalid"), std::string::npos);
-  EXPECT_STREQ(checkDtypeName(sscFloat32), "float32");
-  EXPECT_STREQ(checkDtypeName(sscInt32), "int32");
+  for (int t = 0; t < sscNumTypes; ++t) EXPECT_EQ(std::string(dtypeApiName(t)).find("invalid"), std::string::npos);
+  EXPECT_STREQ(dtypeApiName(sscFloat32), "float32");
+  EXPECT_STREQ(dtypeApiName(sscInt32), "int32");
   EXPECT_STREQ(checkOpName(sscNumOps), "premulsum");
   EXPECT_STREQ(checkOpName(-1), "none");
 }

@@ -1,4 +1,4 @@
-#include "src/api/call_check.h"
+#include "src/comm/call_check.h"
 
 #include <unistd.h>
 
@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "src/core/dtype.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -25,24 +26,6 @@ const char* collEntryName(CollKind kind) {
     case CollKind::kSendRecv: return "sscSend/sscRecv";
   }
   return "a collective";
-}
-
-const char* checkDtypeName(int dtype) {
-  switch (dtype) {
-    case sscInt8: return "int8";
-    case sscUint8: return "uint8";
-    case sscInt32: return "int32";
-    case sscUint32: return "uint32";
-    case sscInt64: return "int64";
-    case sscUint64: return "uint64";
-    case sscFloat16: return "float16";
-    case sscFloat32: return "float32";
-    case sscFloat64: return "float64";
-    case sscBfloat16: return "bfloat16";
-    case sscFloat8e4m3: return "float8e4m3";
-    case sscFloat8e5m2: return "float8e5m2";
-    default: return "an invalid datatype";
-  }
 }
 
 const char* checkOpName(int op) {
@@ -76,7 +59,7 @@ const Field kFields[] = {
     {"call number", [](const CallFingerprint& f) { return std::to_string(f.seq); }},
     {"collective", [](const CallFingerprint& f) { return kindName(f.kind); }},
     {"count", [](const CallFingerprint& f) { return std::to_string(f.count); }},
-    {"datatype", [](const CallFingerprint& f) { return std::string(checkDtypeName(f.dtype)); }},
+    {"datatype", [](const CallFingerprint& f) { return std::string(dtypeApiName(f.dtype)); }},
     {"op", [](const CallFingerprint& f) { return std::string(checkOpName(f.op)); }},
     {"root", [](const CallFingerprint& f) {
        return f.root < 0 ? std::string("none") : std::to_string(f.root);
@@ -139,7 +122,7 @@ sscResult_t CallChecker::collect(uint64_t ticket, std::vector<CallFingerprint>* 
   all->assign(static_cast<size_t>(comm_->nranks), CallFingerprint{});
   if (table != nullptr) return table->collect(ticket, all->data(), sizeof(CallFingerprint));
   auto it = posted_.find(ticket);
-  if (it == posted_.end()) return fail(sscInternalError, "checked mode: call {} was never posted", ticket);
+  if (it == posted_.end()) return SSC_INTERNAL("checked mode: call {} was never posted", ticket);
   (*all)[comm_->rank] = it->second;
   posted_.erase(it);
   return comm_->bootstrap->allGather(all->data(), sizeof(CallFingerprint));

@@ -1,11 +1,33 @@
-// Inline body of ssc::shmWait (a template: the predicate is inlined into the hot loop).
+// Waiting on a word in memory shared between processes: spin briefly, then sleep on it as a
+// futex. The host transport's FIFOs and barriers (host executor) and the network proxy wait
+// this way, so it sits in the base layer rather than in one transport.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 
 #include "src/core/errors.h"
+#include "starscream/starscream.h"
 
 namespace ssc {
+
+// Blocks until pred() is true: polls STARSCREAM_SPIN times, then sleeps on `word` (a futex in
+// shared memory that the other side bumps after changing the state pred reads). Fails with
+// sscRemoteError when *abort becomes true, sscTimeout after STARSCREAM_TIMEOUT seconds (never
+// when that is <= 0).
+template <typename Pred>
+sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bool>* abort,
+                    const char* what, int peer);
+
+// Bumps `word` and wakes every waiter on it.
+void shmNotify(std::atomic<uint32_t>* word);
+
+// Implementation detail of shmWait: one bounded futex sleep while *word == seen.
+void shmSleep(std::atomic<uint32_t>* word, uint32_t seen, int timeoutMs);
+constexpr int64_t kShmMaxSpins = 1 << 20;  // STARSCREAM_SPIN is clamped to [0, this]
+int shmSpinCount();
+double shmTimeoutSeconds();
 
 template <typename Pred>
 sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bool>* abort,

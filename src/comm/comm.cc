@@ -1,4 +1,4 @@
-#include "src/core/comm.h"
+#include "src/comm/comm.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "src/api/call_check.h"
+#include "src/comm/call_check.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -158,7 +158,9 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   // environment is wrong its peers hear of the failed init at once (the peer watch: "aborted")
   // instead of waiting for it at the bootstrap root until STARSCREAM_TIMEOUT.
   SSC_CHECK(env::validate());
-  SSC_CHECK(validateAlgoEnv());
+  // The communicator's settings, read once (CommConfig): no call re-reads the environment.
+  SSC_CHECK(parseForcedAlgos(env::getString("STARSCREAM_ALGO"), &comm->config.forcedAlgos));
+  comm->config.dumpPlans = env::getInt("STARSCREAM_DUMP_PLAN") != 0;
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
   SSC_CHECK(commSetUpStaging(comm));
@@ -230,7 +232,7 @@ void commWaitUnused(sscComm* comm) {
 bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes) {
   const uint64_t bytes = args.count * elemBytes;
   return args.coll == CollKind::kAllReduce && bytes > 0 && !args.rankScaled && !args.captured &&
-         bytes <= comm->backend->packetAllReduceMaxBytes() && comm->topo.nnodes == 1;
+         bytes <= comm->backend->packetAllReduceMaxBytes(comm) && comm->topo.nnodes == 1;
 }
 
 sscResult_t commSetUpStaging(sscComm* comm) {
@@ -288,7 +290,7 @@ sscResult_t commSetUpPeerCache(sscComm* comm) {
   if (runtime == nullptr || comm->nranks < 2 || comm->topo.nnodes != 1 ||
       comm->nranks > kSymmetricMaxRanks || !comm->onePerProcess || minBytes < 0)
     return sscSuccess;
-  comm->zeroCopyMinBytes = static_cast<uint64_t>(minBytes);
+  comm->config.zeroCopyMinBytes = static_cast<uint64_t>(minBytes);
   std::unique_ptr<ShmAllGather> table;
   SSC_CHECK(ShmAllGather::createShared(comm, &table));
   if (table == nullptr) return sscSuccess;
@@ -309,7 +311,8 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   const uint64_t bytes = std::max(collInputElems(args, comm->nranks),
                                   collOutputElems(args, comm->nranks)) * elemBytes;
   const bool packets = commPacketCall(comm, args, elemBytes);
-  Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric || packets);
+  Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric || packets,
+                         comm->config.forcedAlgos[static_cast<size_t>(args.coll)]);
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
                              args.root, elemBytes, args.inPlace, packets);
   std::lock_guard<std::mutex> g(comm->mu);
@@ -327,7 +330,7 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   CollArgs planArgs = args;
   planArgs.symmetric = algo == Algo::kSymmetric;
   SSC_CHECK(buildCollPlan(comm->topo, comm->rank, planArgs, algo, params, plan.get()));
-  if (env::getInt("STARSCREAM_DUMP_PLAN") != 0) logWrite(kInfo, formatPlan(*plan));
+  if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
   if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
   comm->plans.emplace(key, plan);
   *out = plan;
@@ -359,4 +362,25 @@ sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
   return sscSuccess;
 }
 
+sscResult_t commForceAlgo(sscComm* comm, const std::string& spec) {
+  ForcedAlgos forced;
+  SSC_CHECK(parseForcedAlgos(spec, &forced));
+  std::lock_guard<std::mutex> g(comm->mu);
+  comm->config.forcedAlgos = forced;
+  return sscSuccess;
+}
+
 }  // namespace ssc
+
+// The views' hooks: the backends and transports reach the communicator only through these.
+void sscComm::setAsyncError(sscResult_t code, const std::string& message) {
+  ssc::commSetAsyncError(this, code, message);
+}
+std::string sscComm::asyncErrorText() {
+  std::lock_guard<std::mutex> g(mu);
+  return asyncMessage;
+}
+std::string sscComm::failureText(const std::string& local) { return ssc::commFailureText(this, local); }
+void sscComm::workQueued() { ssc::commWorkQueued(this); }
+void sscComm::workDone() { ssc::commWorkDone(this); }
+void sscComm::waitIdle() { ssc::commWaitIdle(this); }

@@ -1,4 +1,4 @@
-// The host transport's wait: STARSCREAM_TIMEOUT has the bootstrap's and the GPU's meaning here
+// The shared-memory wait (host transport, network proxy): STARSCREAM_TIMEOUT has the bootstrap's and the GPU's meaning here
 // too, so 0 (or less) is "no limit", never "give up at once".
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "src/core/errors.h"
+#include "src/core/futex_wait.h"
 #include "src/core/socket.h"
-#include "transports/host/shm_transport.h"
 
 namespace ssc {
 namespace {

@@ -1,0 +1,237 @@
+// The bulk protocol: peer loads (or stores) of 16-byte vectors straight from/to the peers' mapped
+// buffers between barriers (kPeerReduce, kPeerReduceBcast, kPeerPush).
+// Device code of the symmetric executor, included only by sym_kernel.cu (hence the unnamed
+// namespace: one copy of each function per launch file).
+#pragma once
+
+#include <cstdint>
+
+#include "src/platform/gpu_runtime.h"
+#include "src/kernels/gpu/device_common.h"
+#include "src/kernels/gpu/sym_kernel.h"
+#include "src/kernels/gpu/sym_barrier.cuh"
+#include "src/kernels/gpu/sym_ops.cuh"
+
+namespace ssc::gpu {
+namespace {
+
+// kPeers: 0 for the instantiation that serves any number of ranks; 4 or 2 for the ones that
+// serve at most that many (launchSymKernel picks), whose vector loops keep more loads in flight
+// per peer (see reduceFew()).
+template <class Tr, int kKind, int kPeers>
+struct SymRunner {
+  using Ops = SymOps<Tr, kKind>;
+  using S = typename Ops::S;
+  using C = typename Ops::C;
+  using Vec = typename Ops::Vec;
+  static constexpr int kPerVec = Ops::kPerVec;
+
+  const SymArgs& a;
+  Ops ops;
+  uint64_t gtid, gthreads;
+
+  __device__ SymRunner(const SymArgs& args)
+      : a(args), ops(args.reduce),
+        gtid(static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x),
+        gthreads(static_cast<uint64_t>(gridDim.x) * blockDim.x) {}
+
+  __device__ __forceinline__ S* peerPtr(uint16_t buf, int q, uint64_t off) const {
+    return static_cast<S*>(a.peer[buf][q]) + off;
+  }
+  __device__ __forceinline__ S* localPtr(uint16_t buf, uint64_t off) const {
+    return static_cast<S*>(a.local[buf]) + off;
+  }
+  static __device__ __forceinline__ uint32_t mis(const void* p) {
+    return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u);
+  }
+  // Elements before the first 16-byte boundary when every pointer shares one misalignment
+  // (buffers at the same offset in 16-byte-aligned allocations always do); ~0 when they differ.
+  __device__ uint64_t headOf(uint32_t m, bool same, uint64_t count) const {
+    if (!same || m % sizeof(S) != 0) return ~0ull;
+    const uint64_t h = ((16u - m) & 15u) / sizeof(S);
+    return h < count ? h : count;
+  }
+
+  // kPeerReduce (bcast = false) and kPeerReduceBcast (bcast = true).
+  __device__ void reduce(const DevStep& s, bool bcast) const {
+    const int n = a.nranks;
+    const uint64_t count = s.count;
+    if (count == 0) return;
+    const bool pre = (s.flags & kPreOpFlag) && ops.scale;
+    const bool doPost = (s.flags & kPostOpFlag) && ops.post.divisor != 0;
+    const int ndst = bcast ? n : 1;
+    const auto dst = [&](int k) {
+      return bcast ? peerPtr(s.dstBuf, k, s.dstOff) : localPtr(s.dstBuf, s.dstOff);
+    };
+    const uint32_t m = mis(dst(0));
+    bool same = true;
+    for (int q = 0; q < n; ++q) same &= mis(peerPtr(s.srcBuf, q, s.srcOff)) == m;
+    for (int k = 1; k < ndst; ++k) same &= mis(dst(k)) == m;
+    uint64_t head = headOf(m, same, count);
+
+    const auto scalar = [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
+        C acc{};
+        for (int q = 0; q < n; ++q) {
+          const S v = *reinterpret_cast<const volatile S*>(peerPtr(s.srcBuf, q, s.srcOff) + i);
+          acc = ops.combine(acc, ops.in(v, pre), q == 0);
+        }
+        const S r = ops.out(acc, doPost);
+        for (int k = 0; k < ndst; ++k) dst(k)[i] = r;
+      }
+    };
+    if (head == ~0ull) {
+      scalar(0, count);
+      return;
+    }
+    scalar(0, head);
+    const uint64_t nvec = (count - head) / kPerVec;
+    // Several 16-byte loads in flight per thread before any is used: 8 peers at once (n > 8 in
+    // groups of 8, carrying the accumulator), or 2 peers x 2 vectors. Both fit the 128 registers
+    // of a 512-thread block without spilling (ptxas -v); a 2 x 4 shape for n <= 2 spilled 1 KiB
+    // in this (all-sizes) kernel.
+    if constexpr (kPeers != 0) {
+      reduceFew(s, head, nvec, pre, doPost, dst, ndst);
+      scalar(head + nvec * kPerVec, count);
+      return;
+    }
+    if constexpr (sizeof(S) >= 4) {
+      if (n <= 2) {
+        reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst);
+        scalar(head + nvec * kPerVec, count);
+        return;
+      }
+    }
+    reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst);
+    scalar(head + nvec * kPerVec, count);
+  }
+
+  // At most kPeers ranks: 8 loads in flight where registers allow, as 8 peers x 1 vector gives
+  // at 8 ranks. With 4 loads (4 peers x 1, or 2 x 2) the H200 ran all-reduce at 55-59 % of the
+  // copy roofline at K = 2 and 4 and reduce-scatter at 40-55 %, against 87-93 % at K = 8. Shapes
+  // keep loads (kG x kU x 4 registers) plus accumulators (kU x kPerVec registers, 2 per 8-byte
+  // value) at <= 48, what 8 x 1 takes for 1-byte types; one shape per kernel, as two in one
+  // spilled (ptxas -v).
+  template <class Dst>
+  __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
+                                            bool doPost, const Dst& dst, int ndst) const {
+    constexpr int kAccRegs = kPerVec * static_cast<int>((sizeof(C) + 3) / 4);  // per vector
+    if constexpr (kPeers == 2 && 2 * 4 * 4 + 4 * kAccRegs <= 48)
+      reduceVec<2, 4>(s, head, nvec, pre, doPost, dst, ndst);
+    else if constexpr (4 * 2 * 4 + 2 * kAccRegs <= 48)
+      reduceVec<4, 2>(s, head, nvec, pre, doPost, dst, ndst);
+    else
+      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst);
+  }
+
+  template <int kG, int kU, class Dst>
+  __device__ __forceinline__ void reduceVec(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
+                                            bool doPost, const Dst& dst, int ndst) const {
+    const int n = a.nranks;
+    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kU) {
+      C acc[kU][kPerVec] = {};
+      for (int g = 0; g < n; g += kG) {
+        Vec x[kG][kU];
+#pragma unroll
+        for (int j = 0; j < kG; ++j) {
+          if (g + j < n) {
+            const uint4* p = reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, g + j, s.srcOff + head));
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+              const uint64_t i = v0 + u * gthreads;
+              if (i < nvec) x[j][u].u = sscLoadCg(p + i);
+            }
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kG; ++j) {
+          if (g + j < n) {
+#pragma unroll
+            for (int u = 0; u < kU; ++u)
+#pragma unroll
+              for (int e = 0; e < kPerVec; ++e)
+                acc[u][e] = ops.combine(acc[u][e], ops.in(x[j][u].e[e], pre), g + j == 0);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint64_t i = v0 + u * gthreads;
+        if (i >= nvec) break;
+        Vec r;
+#pragma unroll
+        for (int e = 0; e < kPerVec; ++e) r.e[e] = ops.out(acc[u][e], doPost);
+        for (int k = 0; k < ndst; ++k) reinterpret_cast<uint4*>(dst(k) + head)[i] = r.u;
+      }
+    }
+  }
+
+  // kPeerPush: this rank's src into every rank's dst.
+  __device__ void push(const DevStep& s) const {
+    const int n = a.nranks;
+    const uint64_t count = s.count;
+    if (count == 0) return;
+    const S* src = localPtr(s.srcBuf, s.srcOff);
+    const uint32_t m = mis(src);
+    bool same = true;
+    for (int q = 0; q < n; ++q) same &= mis(peerPtr(s.dstBuf, q, s.dstOff)) == m;
+    const uint64_t head = headOf(m, same, count);
+    const auto scalar = [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
+        const S v = *reinterpret_cast<const volatile S*>(src + i);
+        for (int q = 0; q < n; ++q) peerPtr(s.dstBuf, q, s.dstOff)[i] = v;
+      }
+    };
+    if (head == ~0ull) {
+      scalar(0, count);
+      return;
+    }
+    scalar(0, head);
+    const uint64_t nvec = (count - head) / kPerVec;
+    const uint4* vsrc = reinterpret_cast<const uint4*>(src + head);
+    // 4 vectors in flight per thread. 8 for at most 4 ranks was tried: all-gather at K = 4 went
+    // from 76-79 % of the copy roofline to 72-73 % (H200, nccl-tests, 256 MiB - 1 GiB).
+    constexpr int kPushUnroll = 4;
+    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kPushUnroll) {
+      uint4 x[kPushUnroll];
+#pragma unroll
+      for (int u = 0; u < kPushUnroll; ++u) {
+        const uint64_t i = v0 + u * gthreads;
+        if (i < nvec) x[u] = sscLoadCg(vsrc + i);
+      }
+      for (int q = 0; q < n; ++q) {
+        uint4* d = reinterpret_cast<uint4*>(peerPtr(s.dstBuf, q, s.dstOff + head));
+#pragma unroll
+        for (int u = 0; u < kPushUnroll; ++u) {
+          const uint64_t i = v0 + u * gthreads;
+          if (i < nvec) d[i] = x[u];
+        }
+      }
+    }
+    scalar(head + nvec * kPerVec, count);
+  }
+};
+
+template <class Tr, int kKind, int kPeers>
+__global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT SymArgs a) {
+  const SymRunner<Tr, kKind, kPeers> r(a);
+  uint64_t barriers = 0, gridSyncs = 0;
+  for (int i = 0; i < a.nsteps; ++i) {
+    const DevStep& s = a.steps[i];
+    switch (s.op) {
+      case kOpBarrier:
+        if (i > 0 && i + 1 < a.nsteps &&
+            !gridSync(a, a.gridSyncBase + (++gridSyncs) * gridDim.x))
+          return;
+        if (!peerBarrier(a, a.epochBase + barriers++)) return;
+        break;
+      case kOpPeerReduce: r.reduce(s, false); break;
+      case kOpPeerReduceBcast: r.reduce(s, true); break;
+      case kOpPeerPush: r.push(s); break;
+      default: break;  // the host accepts only these ops
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ssc::gpu
