@@ -17,9 +17,10 @@ inline sscResult_t gpuFail(const char* file, int line, const char* call, hipErro
   std::string name = call;
   name = name.substr(0, name.find('('));  // "hipMalloc(&p, n)" -> "hipMalloc"
   if (!name.empty()) name += " ";
-  traceFailure(file, line, sscUnhandledDeviceError);
-  return fail(sscUnhandledDeviceError, "{} failed: {} ({}at {}:{})", what, hipGetErrorString(e),
-              name, baseName(file), line);
+  const sscResult_t r = fail(sscUnhandledDeviceError, "{} failed: {} ({}at {}:{})", what,
+                             hipGetErrorString(e), name, baseName(file), line);
+  traceFailure(file, line, r);  // after fail(): recording a new error starts a new trace
+  return r;
 }
 
 }  // namespace ssc
