@@ -54,9 +54,18 @@ struct Upload {
 
 // Tokens per append kernel (bounds the slot upload).
 constexpr int kAppendChunk = 4096;
-// Split-K: at most this many splits of a rank's pages per sequence, and this much scratch for
-// their partials (a call that would need more uses fewer splits).
-constexpr int kMaxSplits = 16;
+// Split-K (flash-decoding): a rank's pages of a sequence are split over several blocks whose
+// partials are merged like ranks' partials. Enough splits that the blocks fill the GPU kWaves
+// times over (kBlocksPerSm resident per SM: 168 registers x 128 threads gives 3), so the last,
+// partial wave costs little, and that no block walks more than kMaxSpansPerSplit spans; but no
+// split under kMinSpansPerSplit spans (two per warp), where the partials' write-back and merge
+// would cost more than the parallelism gains. Measured on the H200 (perf/RESULTS.md, session 4):
+// 3 blocks per SM and one wave left the whole GPU at 61 % of the copy roofline (1.1 waves).
+constexpr int kMaxSplits = 256;
+constexpr int kMinSpansPerSplit = 8;
+constexpr int kMaxSpansPerSplit = 32;
+constexpr int kBlocksPerSm = 3;
+constexpr int kWaves = 8;
 constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
 
 }  // namespace
@@ -69,6 +78,14 @@ class GpuCacheState {
   int multiprocessors = 1;
   float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
   size_t splitFloats = 0;
+  // The page lists of the last decode, still in spans.device: reused while the page table's
+  // version, the sequences and their window starts are unchanged (repeated decodes over the
+  // same cache, e.g. one per layer sharing it, skip the host walk and the upload).
+  bool listValid = false;
+  uint64_t listVersion = 0;
+  std::vector<int32_t> listSeqs;
+  std::vector<int64_t> listStarts;
+  int32_t listLongest = 0;
 };
 
 sscResult_t gpuCreate(sscKvCache* c) {
@@ -153,19 +170,31 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
     q = c->qGather;
   }
 
-  // 2. This rank's spans of each sequence, then the partial kernel into this rank's block.
+  // 2. This rank's spans of each sequence (uploaded unless the last upload still holds them),
+  // then the partial kernel into this rank's block.
   std::vector<int64_t> starts(a.batch);
   for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
-  std::vector<int32_t> list;
-  flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
-  if (list.size() > c->gpu->maxSpanInts)
-    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
-                list.size(), c->gpu->maxSpanInts);
+  GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
-  SSC_CHECK(c->gpu->spans.put(list.data(), list.size() * sizeof(int32_t), s));
+  if (!g.listValid || g.listVersion != c->table->version() || starts != g.listStarts ||
+      !std::equal(a.seqIds, a.seqIds + a.batch, g.listSeqs.begin(), g.listSeqs.end())) {
+    std::vector<int32_t> list;
+    flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
+    if (list.size() > g.maxSpanInts)
+      return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
+                  list.size(), g.maxSpanInts);
+    g.listValid = false;
+    SSC_CHECK(g.spans.put(list.data(), list.size() * sizeof(int32_t), s));
+    g.listLongest = 0;
+    for (int b = 0; b < a.batch; ++b) g.listLongest = std::max(g.listLongest, list[b + 1] - list[b]);
+    g.listVersion = c->table->version();
+    g.listSeqs.assign(a.seqIds, a.seqIds + a.batch);
+    g.listStarts = starts;
+    g.listValid = true;
+  }
   const size_t count = partialCount(c, a.batch, H);
   float* mine = c->partials + rank * count;
-  const auto* dev = static_cast<const int32_t*>(c->gpu->spans.device);
+  const auto* dev = static_cast<const int32_t*>(g.spans.device);
   gpu::AttnPartialParams pp{};
   pp.kPool = c->kPool;
   pp.vPool = c->vPool;
@@ -181,15 +210,14 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   pp.headDim = D;
   pp.pageSize = cfg.page_size;
   pp.scale = a.scale;
-  // Split-K when the (sequence, KV head, head chunk) blocks alone would leave SMs idle: about
-  // two blocks per SM, no more splits than the longest page list has spans.
   const int chunks = (H / cfg.num_kv_heads + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
   const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * chunks;
-  int32_t longest = 0;
-  for (int b = 0; b < a.batch; ++b) longest = std::max(longest, list[b + 1] - list[b]);
-  int64_t splits = (2 * c->gpu->multiprocessors + blocks - 1) / blocks;
-  splits = std::min<int64_t>({splits, longest, kMaxSplits,
-                              static_cast<int64_t>(c->gpu->splitFloats / count)});
+  const int64_t longest = g.listLongest;
+  const int64_t fill = std::min<int64_t>((int64_t{kWaves} * kBlocksPerSm * g.multiprocessors + blocks - 1) / blocks,
+                                         std::max<int64_t>(longest / kMinSpansPerSplit, 1));
+  const int64_t work = (longest + kMaxSpansPerSplit - 1) / kMaxSpansPerSplit;
+  const int64_t splits = std::min<int64_t>({std::max(fill, work), kMaxSplits,
+                                            static_cast<int64_t>(g.splitFloats / count)});
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
   pp.splitStride = count;
   pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
