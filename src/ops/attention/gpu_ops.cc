@@ -3,6 +3,7 @@
 // the exchanges (the core's sscAllGather) queued on the caller's stream. Nothing here waits for
 // the device except the reuse of a staging buffer (an event of the previous upload).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -55,17 +56,35 @@ struct Upload {
 // Tokens per append kernel (bounds the slot upload).
 constexpr int kAppendChunk = 4096;
 // Split-K (flash-decoding): a rank's pages of a sequence are split over several blocks whose
-// partials are merged like ranks' partials. Enough splits that the blocks fill the GPU kWaves
-// times over (kBlocksPerSm resident per SM: 168 registers x 128 threads gives 3), so the last,
-// partial wave costs little, and that no block walks more than kMaxSpansPerSplit spans; but no
-// split under kMinSpansPerSplit spans (two per warp), where the partials' write-back and merge
-// would cost more than the parallelism gains. Measured on the H200 (perf/RESULTS.md, session 4):
-// 3 blocks per SM and one wave left the whole GPU at 61 % of the copy roofline (1.1 waves).
+// partials are merged like ranks' partials. The partial kernel keeps kBlocksPerSm blocks resident
+// per SM (168 registers x 128 threads), and blocks of one call are about equal, so what matters
+// is the last wave: `blocks x splits / slots` waves run in ceil(that) wave times. splitCount
+// takes the fewest splits (the biggest blocks: each block pays a prologue, an epilogue and a
+// partial to merge) whose waves are at least kWaveEfficiency full, never under
+// kMinSpansPerSplit spans a split. Measured on the H200 (perf/RESULTS.md, session 4): 1.13
+// waves left the whole GPU at 61 % of the copy roofline; 8+ waves of 10-span blocks were slower
+// still (the per-block overheads).
 constexpr int kMaxSplits = 256;
-constexpr int kMinSpansPerSplit = 8;
-constexpr int kMaxSpansPerSplit = 32;
+constexpr int kMinSpansPerSplit = 16;
 constexpr int kBlocksPerSm = 3;
-constexpr int kWaves = 8;
+constexpr double kWaveEfficiency = 0.9;
+
+int64_t splitCount(int64_t blocks, int64_t longest, int multiprocessors, int64_t cap) {
+  const double slots = static_cast<double>(kBlocksPerSm) * multiprocessors;
+  cap = std::max<int64_t>(1, std::min({cap, longest / kMinSpansPerSplit, int64_t{kMaxSplits}}));
+  int64_t best = 1;
+  double bestEfficiency = 0;
+  for (int64_t s = 1; s <= cap; ++s) {
+    const double waves = static_cast<double>(blocks * s) / slots;
+    const double efficiency = waves / std::ceil(waves);
+    if (efficiency >= kWaveEfficiency) return s;
+    if (efficiency > bestEfficiency + 1e-9) {
+      best = s;
+      bestEfficiency = efficiency;
+    }
+  }
+  return best;
+}
 constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
 
 }  // namespace
@@ -212,12 +231,8 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   pp.scale = a.scale;
   const int chunks = (H / cfg.num_kv_heads + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
   const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * chunks;
-  const int64_t longest = g.listLongest;
-  const int64_t fill = std::min<int64_t>((int64_t{kWaves} * kBlocksPerSm * g.multiprocessors + blocks - 1) / blocks,
-                                         std::max<int64_t>(longest / kMinSpansPerSplit, 1));
-  const int64_t work = (longest + kMaxSpansPerSplit - 1) / kMaxSpansPerSplit;
-  const int64_t splits = std::min<int64_t>({std::max(fill, work), kMaxSplits,
-                                            static_cast<int64_t>(g.splitFloats / count)});
+  const int64_t splits = splitCount(blocks, g.listLongest, g.multiprocessors,
+                                    static_cast<int64_t>(g.splitFloats / count));
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
   pp.splitStride = count;
   pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
