@@ -52,7 +52,7 @@ host=("$repo"/src/device/gpu/*.cc "$repo"/transports/usr/*.cc "$repo"/transports
 mpi=()
 if command -v mpicxx >/dev/null 2>&1; then
   read -r -a mpi <<<"$(mpicxx --showme:compile 2>/dev/null || true)"
-  host+=("$repo"/tests/gpu/*.cc)
+  host+=("$repo"/tests/gpu/*.cc "$repo"/perf/attention_perf.cc)
 fi
 # ROCm's own include directory (/opt/rocm/include); Debian's headers are in /usr/include already,
 # and naming that with -isystem would break the C++ headers' #include_next.

@@ -14,6 +14,8 @@ namespace {
 
 // A "lane group" is 32 threads whatever the hardware's warp (AMD wavefronts are 64 wide: two
 // groups per wavefront); the shuffles below stay within one group.
+// The portable fp32 partial kernel's helpers (HIP only: CUDA runs attention_partial_mma.cuh).
+#if !defined(SSC_GPU_IS_CUDA)
 constexpr int kGroup = 32;
 constexpr int kPartialThreads = 128;
 constexpr int kGroups = kPartialThreads / kGroup;
@@ -21,14 +23,12 @@ constexpr int kGroups = kPartialThreads / kGroup;
 __device__ __forceinline__ float groupSum(float x) {
 #pragma unroll
   for (int o = kGroup / 2; o > 0; o /= 2) {
-#if defined(SSC_GPU_IS_CUDA)
-    x += __shfl_xor_sync(0xffffffffu, x, o, kGroup);
-#else
     x += __shfl_xor(x, o, kGroup);
-#endif
   }
   return x;
 }
+
+#endif
 
 __device__ __forceinline__ float negInf() { return -__int_as_float(0x7f800000); }
 
@@ -83,6 +83,7 @@ __global__ void kvAppendKernel(const KvAppendParams p) {
   }
 }
 
+#if !defined(SSC_GPU_IS_CUDA)
 // Block (b, kv head, head chunk): query heads kvHead * ratio + chunk * 16 + [0, G). Each 32-lane
 // group takes every kGroups-th row of each of this rank's spans and keeps, per query head, an
 // online softmax (max m, sum l, unnormalised output acc; lane i holds elements
@@ -188,14 +189,36 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
   }
 }
 
-// Block (b, output head), one thread per element: the merge of mergePartials (merge.cc), over
-// the ranks' partials or (packed) over one rank's split-K partials.
+#endif
+
+// Block (b, output head), one thread per element (blockDim = head_dim, a power of two): the
+// merge of mergePartials (merge.cc), over the ranks' partials or (packed) over one rank's
+// split-K partials. The threads share out the partials for the max and the weights (kept in
+// shared memory), so the element loop has no dependent loads: a split-K merge over hundreds of
+// partials stays short.
+__device__ __forceinline__ float blockReduce(float x, float* red, bool isMax) {
+  red[threadIdx.x] = x;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (static_cast<int>(threadIdx.x) < s)
+      red[threadIdx.x] = isMax ? fmaxf(red[threadIdx.x], red[threadIdx.x + s]) : red[threadIdx.x] + red[threadIdx.x + s];
+    __syncthreads();
+  }
+  const float r = red[0];
+  __syncthreads();
+  return r;
+}
+
 __global__ void attnMergeKernel(const AttnMergeParams p) {
+  extern __shared__ float weight[];  // [nranks]
+  __shared__ float red[128];
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j;
   const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
   const bool sink = p.sinks != nullptr;
   float mMax = sink ? p.sinks[h] : negInf();
-  for (int r = 0; r < p.nranks; ++r) mMax = fmaxf(mMax, p.partials[r * p.rankStride + at + p.headDim]);
+  for (int r = threadIdx.x; r < p.nranks; r += blockDim.x)
+    mMax = fmaxf(mMax, p.partials[r * p.rankStride + at + p.headDim]);
+  mMax = blockReduce(mMax, red, true);
   const size_t row = static_cast<size_t>(b) * p.outHeads + j;
   const size_t o = row * (p.packed ? p.headDim + 1 : p.headDim);
   float* lse = p.packed ? static_cast<float*>(p.out) + o + p.headDim
@@ -205,27 +228,32 @@ __global__ void attnMergeKernel(const AttnMergeParams p) {
     if (threadIdx.x == 0 && lse != nullptr) *lse = negInf();
     return;
   }
-  float total = sink ? expf(p.sinks[h] - mMax) : 0.0f;
-  for (int r = 0; r < p.nranks; ++r) {
+  float part = 0.0f;
+  for (int r = threadIdx.x; r < p.nranks; r += blockDim.x) {
     const float l = p.partials[r * p.rankStride + at + p.headDim];
-    if (l != negInf()) total += expf(l - mMax);
+    weight[r] = l != negInf() ? expf(l - mMax) : 0.0f;  // an empty partial weighs nothing
+    part += weight[r];
   }
+  const float total = blockReduce(part, red, false) + (sink ? expf(p.sinks[h] - mMax) : 0.0f);
   for (int e = threadIdx.x; e < p.headDim; e += blockDim.x) {
     float acc = 0.0f;
-    for (int r = 0; r < p.nranks; ++r) {
-      const float l = p.partials[r * p.rankStride + at + p.headDim];
-      if (l != negInf()) acc += expf(l - mMax) * p.partials[r * p.rankStride + at + e];
-    }
+    for (int r = 0; r < p.nranks; ++r) acc += weight[r] * p.partials[r * p.rankStride + at + e];
     storeIo(p.out, o + e, p.outDtype, acc / total);
   }
   if (threadIdx.x == 0 && lse != nullptr) *lse = mMax + logf(total);
 }
 
 }  // namespace
+}  // namespace ssc::gpu
+
+// The tensor-core partial kernel (CUDA only; uses loadIo, negInf above).
+#include "src/kernels/gpu/attention_partial_mma.cuh"
+
+namespace ssc::gpu {
 
 int launchKvAppend(const KvAppendParams& p, void* stream) {
   if (p.numTokens == 0) return 0;
-  kvAppendKernel<<<dim3(p.numTokens, p.numKvHeads), dim3(kGroup), 0, static_cast<hipStream_t>(stream)>>>(p);
+  kvAppendKernel<<<dim3(p.numTokens, p.numKvHeads), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(p);
   return static_cast<int>(hipGetLastError());
 }
 
@@ -235,6 +263,19 @@ int launchAttnPartial(const AttnPartialParams& p, void* stream) {
   const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
   auto s = static_cast<hipStream_t>(stream);
   const bool half = p.kvDtype == sscFloat16;
+#if defined(SSC_GPU_IS_CUDA)
+  // fp32 queries need the split (hi + lo) products to stay within fp32 accuracy.
+  const bool split = p.qDtype == sscFloat32;
+#define SSC_ATTN_MMA(D, H, S) attnPartialMmaKernel<D, H, S><<<grid, kMmaThreads, 0, s>>>(p)
+  if (p.headDim == 64) {
+    if (half) split ? SSC_ATTN_MMA(64, true, true) : SSC_ATTN_MMA(64, true, false);
+    else split ? SSC_ATTN_MMA(64, false, true) : SSC_ATTN_MMA(64, false, false);
+  } else {
+    if (half) split ? SSC_ATTN_MMA(128, true, true) : SSC_ATTN_MMA(128, true, false);
+    else split ? SSC_ATTN_MMA(128, false, true) : SSC_ATTN_MMA(128, false, false);
+  }
+#undef SSC_ATTN_MMA
+#else
   if (p.headDim == 64) {
     if (half) attnPartialKernel<64, HalfTraits><<<grid, kPartialThreads, 0, s>>>(p);
     else attnPartialKernel<64, Bf16Traits><<<grid, kPartialThreads, 0, s>>>(p);
@@ -242,11 +283,13 @@ int launchAttnPartial(const AttnPartialParams& p, void* stream) {
     if (half) attnPartialKernel<128, HalfTraits><<<grid, kPartialThreads, 0, s>>>(p);
     else attnPartialKernel<128, Bf16Traits><<<grid, kPartialThreads, 0, s>>>(p);
   }
+#endif
   return static_cast<int>(hipGetLastError());
 }
 
 int launchAttnMerge(const AttnMergeParams& p, void* stream) {
-  attnMergeKernel<<<dim3(p.batch, p.outHeads), dim3(p.headDim), 0, static_cast<hipStream_t>(stream)>>>(p);
+  attnMergeKernel<<<dim3(p.batch, p.outHeads), dim3(p.headDim), p.nranks * sizeof(float),
+                    static_cast<hipStream_t>(stream)>>>(p);
   return static_cast<int>(hipGetLastError());
 }
 

@@ -3,6 +3,7 @@
 // the exchanges (the core's sscAllGather) queued on the caller's stream. Nothing here waits for
 // the device except the reuse of a staging buffer (an event of the previous upload).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -54,9 +55,36 @@ struct Upload {
 
 // Tokens per append kernel (bounds the slot upload).
 constexpr int kAppendChunk = 4096;
-// Split-K: at most this many splits of a rank's pages per sequence, and this much scratch for
-// their partials (a call that would need more uses fewer splits).
-constexpr int kMaxSplits = 16;
+// Split-K (flash-decoding): a rank's pages of a sequence are split over several blocks whose
+// partials are merged like ranks' partials. The partial kernel keeps kBlocksPerSm blocks resident
+// per SM (168 registers x 128 threads), and blocks of one call are about equal, so what matters
+// is the last wave: `blocks x splits / slots` waves run in ceil(that) wave times. splitCount
+// takes the fewest splits (the biggest blocks: each block pays a prologue, an epilogue and a
+// partial to merge) whose waves are at least kWaveEfficiency full, never under
+// kMinSpansPerSplit spans a split. Measured on the H200 (perf/RESULTS.md, session 4): 1.13
+// waves left the whole GPU at 61 % of the copy roofline; 8+ waves of 10-span blocks were slower
+// still (the per-block overheads).
+constexpr int kMaxSplits = 256;
+constexpr int kMinSpansPerSplit = 16;
+constexpr int kBlocksPerSm = 3;
+constexpr double kWaveEfficiency = 0.9;
+
+int64_t splitCount(int64_t blocks, int64_t longest, int multiprocessors, int64_t cap) {
+  const double slots = static_cast<double>(kBlocksPerSm) * multiprocessors;
+  cap = std::max<int64_t>(1, std::min({cap, longest / kMinSpansPerSplit, int64_t{kMaxSplits}}));
+  int64_t best = 1;
+  double bestEfficiency = 0;
+  for (int64_t s = 1; s <= cap; ++s) {
+    const double waves = static_cast<double>(blocks * s) / slots;
+    const double efficiency = waves / std::ceil(waves);
+    if (efficiency >= kWaveEfficiency) return s;
+    if (efficiency > bestEfficiency + 1e-9) {
+      best = s;
+      bestEfficiency = efficiency;
+    }
+  }
+  return best;
+}
 constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
 
 }  // namespace
@@ -69,6 +97,14 @@ class GpuCacheState {
   int multiprocessors = 1;
   float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
   size_t splitFloats = 0;
+  // The page lists of the last decode, still in spans.device: reused while the page table's
+  // version, the sequences and their window starts are unchanged (repeated decodes over the
+  // same cache, e.g. one per layer sharing it, skip the host walk and the upload).
+  bool listValid = false;
+  uint64_t listVersion = 0;
+  std::vector<int32_t> listSeqs;
+  std::vector<int64_t> listStarts;
+  int32_t listLongest = 0;
 };
 
 sscResult_t gpuCreate(sscKvCache* c) {
@@ -153,19 +189,31 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
     q = c->qGather;
   }
 
-  // 2. This rank's spans of each sequence, then the partial kernel into this rank's block.
+  // 2. This rank's spans of each sequence (uploaded unless the last upload still holds them),
+  // then the partial kernel into this rank's block.
   std::vector<int64_t> starts(a.batch);
   for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
-  std::vector<int32_t> list;
-  flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
-  if (list.size() > c->gpu->maxSpanInts)
-    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
-                list.size(), c->gpu->maxSpanInts);
+  GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
-  SSC_CHECK(c->gpu->spans.put(list.data(), list.size() * sizeof(int32_t), s));
+  if (!g.listValid || g.listVersion != c->table->version() || starts != g.listStarts ||
+      !std::equal(a.seqIds, a.seqIds + a.batch, g.listSeqs.begin(), g.listSeqs.end())) {
+    std::vector<int32_t> list;
+    flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
+    if (list.size() > g.maxSpanInts)
+      return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
+                  list.size(), g.maxSpanInts);
+    g.listValid = false;
+    SSC_CHECK(g.spans.put(list.data(), list.size() * sizeof(int32_t), s));
+    g.listLongest = 0;
+    for (int b = 0; b < a.batch; ++b) g.listLongest = std::max(g.listLongest, list[b + 1] - list[b]);
+    g.listVersion = c->table->version();
+    g.listSeqs.assign(a.seqIds, a.seqIds + a.batch);
+    g.listStarts = starts;
+    g.listValid = true;
+  }
   const size_t count = partialCount(c, a.batch, H);
   float* mine = c->partials + rank * count;
-  const auto* dev = static_cast<const int32_t*>(c->gpu->spans.device);
+  const auto* dev = static_cast<const int32_t*>(g.spans.device);
   gpu::AttnPartialParams pp{};
   pp.kPool = c->kPool;
   pp.vPool = c->vPool;
@@ -181,15 +229,10 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   pp.headDim = D;
   pp.pageSize = cfg.page_size;
   pp.scale = a.scale;
-  // Split-K when the (sequence, KV head, head chunk) blocks alone would leave SMs idle: about
-  // two blocks per SM, no more splits than the longest page list has spans.
   const int chunks = (H / cfg.num_kv_heads + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
   const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * chunks;
-  int32_t longest = 0;
-  for (int b = 0; b < a.batch; ++b) longest = std::max(longest, list[b + 1] - list[b]);
-  int64_t splits = (2 * c->gpu->multiprocessors + blocks - 1) / blocks;
-  splits = std::min<int64_t>({splits, longest, kMaxSplits,
-                              static_cast<int64_t>(c->gpu->splitFloats / count)});
+  const int64_t splits = splitCount(blocks, g.listLongest, g.multiprocessors,
+                                    static_cast<int64_t>(g.splitFloats / count));
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
   pp.splitStride = count;
   pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;

@@ -68,6 +68,7 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
                   "free; release sequences or create the cache with more max_pages", fn, r,
                   need[r], maxPages_ - used_[r], maxPages_);
   for (int r = 0; r < placement_.nranks; ++r) used_[r] += need[r];
+  if (n > 0) ++version_;
 
   slots->assign(n, TokenSlot{});
   for (int i = 0; i < n; ++i) {
@@ -88,6 +89,7 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
 }
 
 void PageTable::release(int seq) {
+  ++version_;
   for (int r = 0; r < placement_.nranks; ++r)
     used_[r] -= placement_.pagesOwned(seq, lengths_[seq], r);
   for (auto it = pages_[seq].rbegin(); it != pages_[seq].rend(); ++it) free_.push_back(*it);

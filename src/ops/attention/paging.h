@@ -69,6 +69,9 @@ class PageTable {
   void release(int seq);
 
   int64_t length(int seq) const { return lengths_[seq]; }
+  // Changes whenever an append or a release changed anything, so a decode can reuse the page
+  // lists it uploaded last time while the version (and its arguments) are the same.
+  uint64_t version() const { return version_; }
   int64_t pagesUsed(int rank) const { return used_[rank]; }
   int64_t freePages() const { return static_cast<int64_t>(free_.size()); }
   // This rank's pool pages of seq, by local slot.
@@ -80,6 +83,7 @@ class PageTable {
   Placement placement_;
   int rank_;
   int maxPages_;
+  uint64_t version_ = 0;
   std::vector<int64_t> lengths_;             // [seq]
   std::vector<int64_t> used_;                // [rank] pool pages in use
   std::vector<std::vector<int32_t>> pages_;  // [seq][local slot] this rank's pool page

@@ -179,6 +179,29 @@ TEST(AttnPageTable, OverflowIsRefusedOnEveryRankAlikeAndChangesNothing) {
   EXPECT_EQ(slots[0].row, 0);
 }
 
+// The GPU backend reuses its last page-list upload while version() is unchanged: every append
+// of tokens and every release must change it, a refused or empty append must not.
+TEST(AttnPageTable, VersionChangesWithEveryChange) {
+  const Placement p = makePlacement(Interleave::kRoundRobin, 2, 4, 1);
+  PageTable t(p, 0, 4, 8);
+  std::vector<TokenSlot> slots;
+  const int32_t seq[] = {1, 1, 2};
+  uint64_t v = t.version();
+  ASSERT_EQ(t.append("t", seq, 3, &slots), sscSuccess);
+  EXPECT_NE(t.version(), v);
+  v = t.version();
+  ASSERT_EQ(t.append("t", seq, 0, &slots), sscSuccess);
+  EXPECT_EQ(t.version(), v);
+  const int32_t bad = 9;
+  EXPECT_EQ(t.append("t", &bad, 1, &slots), sscInvalidArgument);
+  EXPECT_EQ(t.version(), v);
+  ASSERT_EQ(t.append("t", seq + 2, 1, &slots), sscSuccess);  // rank 1's page: still a change
+  EXPECT_NE(t.version(), v);
+  v = t.version();
+  t.release(2);
+  EXPECT_NE(t.version(), v);
+}
+
 // The flattened page lists the GPU kernel walks (gpu_ops.cc uploads them as they are): offsets
 // then (page, first row, end row) triples, the same spans as PageTable::spans, and never more
 // ints than the cache reserves (batch + 1 + 3 x pool pages).

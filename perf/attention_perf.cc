@@ -1,0 +1,323 @@
+// attention_perf: decode time of the sequence-sharded paged attention (sscAttentionDecode) on
+// one GPU's partitions, against the naive alternative and the whole GPU, per model and shape.
+//
+//   tools/emulate/partition-run.sh 8 build/bin/attention_perf [flags]    (K = 8 partitions)
+//   mpirun -np 1 build/bin/attention_perf [flags]                        (the whole GPU)
+//
+// Models, as one GPU's share at TP 8 (one KV head group, bf16 KV, 16-token pages):
+//   70b   Llama-3-70B     8 q heads / 1 KV head, head dim 128
+//   405b  Llama-3.1-405B 16 q heads / 1 KV head, head dim 128
+//   oss   GPT-OSS-120B    8 q heads / 1 KV head, head dim 64, sinks; its sliding-window layers
+//         (window 128, alternate layers) are the row "oss-swa": sequence-owner placement, not
+//         sharded, each sequence whole on one partition.
+// Modes, each timed in the same run:
+//   sharded  the op over the K ranks: Q heads all-gathered, KV pages round-robin, partials
+//            all-gathered and merged, each rank returns its q heads (K = 1: "whole", the op
+//            over the whole GPU in one process);
+//   naive    K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
+//            its own) and computes its share of the q heads; "OOM" where the K copies do not fit.
+// Columns: time per decode step (max over ranks, stream events), KV bytes the step reads (all
+// ranks), GB/s of that, % of the copy roofline (device-to-device copies by all ranks at once,
+// read + write bytes per second, measured at start), KV bytes per rank, and for sharded the
+// exchange share: the same two all-gathers (Q, partials) timed alone, over the decode time.
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/platform/gpu_runtime.h"
+#include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_test_setup.h"
+
+namespace {
+
+int g_rank = 0, g_nranks = 1;
+
+struct Model {
+  std::string name;
+  int qHeads, headDim;
+  bool sinks;
+  int window;  // 0: full attention
+};
+
+struct Options {
+  std::vector<std::string> models = {"70b", "405b", "oss", "oss-swa"};
+  std::vector<int> contexts = {16384, 32768, 131072};
+  std::vector<int> batches = {1, 8, 16, 64};
+  std::vector<std::string> modes = {"sharded", "naive"};
+  int iters = 20;
+  std::string json;
+};
+
+std::vector<std::string> splitList(const char* s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Model modelOf(const std::string& n) {
+  if (n == "70b") return {n, 8, 128, false, 0};
+  if (n == "405b") return {n, 16, 128, false, 0};
+  if (n == "oss") return {n, 8, 64, true, 0};
+  if (n == "oss-swa") return {n, 8, 64, true, 128};
+  if (g_rank == 0) std::fprintf(stderr, "attention_perf: unknown model '%s' (70b, 405b, oss, oss-swa)\n", n.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  return {};
+}
+
+double maxOverRanks(double x) {
+  double m = 0;
+  MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+bool anyRank(bool x) {
+  int v = x ? 1 : 0, any = 0;
+  MPI_Allreduce(&v, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
+}
+
+// Mean microseconds of fn() queued `iters` times on stream (after 3 warm-ups), max over ranks.
+template <class F>
+double timeUs(hipStream_t stream, int iters, F fn) {
+  for (int i = 0; i < 3; ++i) fn();
+  CHECK_GPU(hipStreamSynchronize(stream));
+  MPI_Barrier(MPI_COMM_WORLD);
+  hipEvent_t t0, t1;
+  CHECK_GPU(hipEventCreate(&t0));
+  CHECK_GPU(hipEventCreate(&t1));
+  CHECK_GPU(hipEventRecord(t0, stream));
+  for (int i = 0; i < iters; ++i) fn();
+  CHECK_GPU(hipEventRecord(t1, stream));
+  CHECK_GPU(hipEventSynchronize(t1));
+  float ms = 0;
+  CHECK_GPU(hipEventElapsedTime(&ms, t0, t1));
+  CHECK_GPU(hipEventDestroy(t0));
+  CHECK_GPU(hipEventDestroy(t1));
+  return maxOverRanks(1000.0 * ms / iters);
+}
+
+// Copy roofline: every rank copies bytes/K device-to-device at the same time; read + write
+// bytes of all ranks per second.
+double copyRoofline(hipStream_t stream) {
+  const size_t bytes = (size_t{2} << 30) / g_nranks;
+  void *a = nullptr, *b = nullptr;
+  CHECK_GPU(hipMalloc(&a, bytes));
+  CHECK_GPU(hipMalloc(&b, bytes));
+  CHECK_GPU(hipMemset(a, 1, bytes));
+  const double us = timeUs(stream, 10, [&] { CHECK_GPU(hipMemcpyAsync(b, a, bytes, hipMemcpyDeviceToDevice, stream)); });
+  CHECK_GPU(hipFree(a));
+  CHECK_GPU(hipFree(b));
+  return 2.0 * bytes * g_nranks / (us * 1e3);
+}
+
+uint16_t bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+struct Row {
+  std::string model, mode;
+  int context, batch;
+  double us = 0, exchangeUs = 0, kvBytes = 0, kvPerRank = 0;
+  bool oom = false;
+  std::string note;
+};
+
+// One mode of one shape: builds the cache on `comm` (every rank of it holding its shard, or
+// a whole copy on a communicator of one), fills it, times decode steps. qHeads: the heads this
+// process decodes (all of the model's for sharded, its share for naive).
+Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
+             int commRanks, hipStream_t stream, int iters) {
+  Row row{m.name, mode == "sharded" && g_nranks == 1 ? "whole" : mode, context, batch};
+  const int D = m.headDim, ps = 16, kvHeads = 1;
+  const int qHeads = mode == "naive" ? m.qHeads / g_nranks : m.qHeads;
+  // A sliding-window layer reads only its window: fill just enough tokens for it.
+  const int filled = m.window > 0 ? std::min(context, 8 * m.window) : context;
+  const int read = m.window > 0 ? std::min(filled, m.window) : filled;
+  const double rowBytes = 2.0 * kvHeads * D * 2;  // K and V
+  row.kvBytes = rowBytes * batch * read * (mode == "naive" ? g_nranks : 1);
+  const int pagesPerSeq = (filled + ps - 1) / ps;
+  sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
+  cfg.num_kv_heads = kvHeads;
+  cfg.head_dim = D;
+  cfg.page_size = ps;
+  cfg.interleave = m.window > 0 ? SSC_KV_SEQUENCE_OWNER : SSC_KV_PAGE_ROUND_ROBIN;
+  const int64_t perRank = m.window > 0 ? static_cast<int64_t>((batch + commRanks - 1) / commRanks) * pagesPerSeq
+                                       : static_cast<int64_t>(batch) * ((pagesPerSeq + commRanks - 1) / commRanks);
+  cfg.max_pages = static_cast<int>(perRank + batch);
+  cfg.max_seqs = batch;
+  cfg.max_batch = batch;
+  cfg.max_q_heads = qHeads;
+  row.kvPerRank = rowBytes * ps * static_cast<double>(perRank);
+  sscKvCache_t cache = nullptr;
+  const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);
+  if (anyRank(made != sscSuccess)) {
+    row.oom = true;
+    row.note = made != sscSuccess ? sscGetLastError(nullptr) : "another rank's create failed";
+    if (cache != nullptr) CHECK_SSC(sscKvCacheDestroy(cache));
+    (void)hipGetLastError();
+    return row;
+  }
+  // Fill: every rank passes the same tokens, chunk by chunk (random bf16 K/V, one buffer).
+  const int chunk = 8192;
+  std::vector<uint16_t> kv(static_cast<size_t>(chunk) * kvHeads * D);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& x : kv) x = bf16(u(rng));
+  uint16_t* dKv = nullptr;
+  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dKv), kv.size() * 2));
+  CHECK_GPU(hipMemcpy(dKv, kv.data(), kv.size() * 2, hipMemcpyHostToDevice));
+  CHECK_GPU(hipDeviceSynchronize());
+  std::vector<int32_t> seqs;
+  seqs.reserve(chunk);
+  for (int s = 0; s < batch; ++s)
+    for (int t = 0; t < filled; ++t) {
+      seqs.push_back(s);
+      if (static_cast<int>(seqs.size()) == chunk || (s == batch - 1 && t == filled - 1)) {
+        CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(seqs.size()), seqs.data(), dKv, dKv, stream));
+        seqs.clear();
+      }
+    }
+  // Queries: this rank's slice of the heads when sharded over K > 1 (all-gathered by the op).
+  const bool shardHeads = mode == "sharded" && commRanks > 1 && m.qHeads % commRanks == 0;
+  const int flags = shardHeads ? SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS : 0;
+  const int myHeads = shardHeads ? qHeads / commRanks : qHeads;
+  std::vector<uint16_t> q(static_cast<size_t>(batch) * myHeads * D);
+  for (auto& x : q) x = bf16(u(rng));
+  std::vector<float> sinks(qHeads, 0.5f);
+  void *dQ = nullptr, *dOut = nullptr;
+  float* dSinks = nullptr;
+  CHECK_GPU(hipMalloc(&dQ, q.size() * 2));
+  CHECK_GPU(hipMalloc(&dOut, q.size() * 2));
+  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dSinks), sinks.size() * 4));
+  CHECK_GPU(hipMemcpy(dQ, q.data(), q.size() * 2, hipMemcpyHostToDevice));
+  CHECK_GPU(hipMemcpy(dSinks, sinks.data(), sinks.size() * 4, hipMemcpyHostToDevice));
+  CHECK_GPU(hipDeviceSynchronize());
+  std::vector<int32_t> ids(batch);
+  for (int s = 0; s < batch; ++s) ids[s] = s;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  row.us = timeUs(stream, iters, [&] {
+    CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, qHeads, batch, ids.data(), scale,
+                                 m.sinks ? dSinks : nullptr, m.window, flags, dOut, nullptr, stream));
+  });
+  if (mode == "sharded" && commRanks > 1) {  // the op's two exchanges, alone
+    const size_t qCount = static_cast<size_t>(batch) * myHeads * D;
+    const size_t pCount = static_cast<size_t>(batch) * qHeads * (D + 1);
+    void *qAll = nullptr, *pAll = nullptr;
+    CHECK_GPU(hipMalloc(&qAll, qCount * 2 * commRanks));
+    CHECK_GPU(hipMalloc(&pAll, pCount * 4 * commRanks));
+    row.exchangeUs = timeUs(stream, iters, [&] {
+      if (shardHeads) CHECK_SSC(sscAllGather(dQ, qAll, qCount, sscBfloat16, comm, stream));
+      CHECK_SSC(sscAllGather(static_cast<char*>(pAll) + g_rank * pCount * 4, pAll, pCount, sscFloat32, comm, stream));
+    });
+    CHECK_GPU(hipFree(qAll));
+    CHECK_GPU(hipFree(pAll));
+  }
+  CHECK_GPU(hipStreamSynchronize(stream));
+  CHECK_SSC(sscKvCacheDestroy(cache));
+  CHECK_GPU(hipFree(dKv));
+  CHECK_GPU(hipFree(dQ));
+  CHECK_GPU(hipFree(dOut));
+  CHECK_GPU(hipFree(dSinks));
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto ints = [](const char* s) {
+      std::vector<int> out;
+      for (const auto& x : splitList(s)) out.push_back(std::atoi(x.c_str()));
+      return out;
+    };
+    if (v != nullptr && a == "--models") o.models = splitList(v);
+    else if (v != nullptr && a == "--contexts") o.contexts = ints(v);
+    else if (v != nullptr && a == "--batches") o.batches = ints(v);
+    else if (v != nullptr && a == "--modes") o.modes = splitList(v);
+    else if (v != nullptr && a == "--iters") o.iters = std::atoi(v);
+    else if (v != nullptr && a == "--json") o.json = v;
+    else {
+      if (g_rank == 0)
+        std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
+                             "[--batches 1,8,...] [--modes sharded,naive] [--iters N] [--json FILE]\n");
+      MPI_Finalize();
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+    ++i;
+  }
+  if (setUpGpuRank("attention_perf", g_rank, g_nranks) < 0) {
+    MPI_Finalize();
+    return 0;
+  }
+  sscComm_t world = newMpiComm(g_rank, g_nranks);
+  sscComm_t self = nullptr;  // naive: every rank alone with a whole copy
+  CHECK_SSC(sscCommSplit(world, g_rank, 0, &self, nullptr));
+  hipStream_t stream = nullptr;
+  CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  const double roof = copyRoofline(stream);
+  int sms = 0;
+  CHECK_GPU(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0));
+  if (g_rank == 0) {
+    std::printf("# attention_perf K=%d, %d SMs per rank as reported, copy roofline %.0f GB/s "
+                "(read + write, all ranks at once); bf16 KV, 16-token pages, one KV head group\n",
+                g_nranks, sms, roof);
+    std::printf("# %-8s %-8s %7s %5s %10s %10s %8s %6s %10s %8s\n", "model", "mode", "context", "batch",
+                "time_us", "KV_MB", "GB/s", "%roof", "MB/rank", "exch_%");
+  }
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& name : o.models) {
+    const Model m = modelOf(name);
+    for (int context : o.contexts)
+      for (int batch : o.batches)
+        for (const auto& mode : o.modes) {
+          if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
+          if (mode != "naive" && mode != "sharded") continue;
+          const Row r = runShape(m, mode, context, batch, mode == "naive" ? self : world,
+                                 mode == "naive" ? 1 : g_nranks, stream, o.iters);
+          const double gbs = r.oom ? 0 : r.kvBytes / (r.us * 1e3);
+          if (g_rank == 0) {
+            if (r.oom)
+              std::printf("  %-8s %-8s %7d %5d %10s %10.1f %8s %6s %10.1f %8s  (%s)\n", r.model.c_str(),
+                          r.mode.c_str(), context, batch, "OOM", r.kvBytes / 1e6, "-", "-", r.kvPerRank / 1e6,
+                          "-", r.note.substr(0, 80).c_str());
+            else
+              std::printf("  %-8s %-8s %7d %5d %10.1f %10.1f %8.0f %6.1f %10.1f %8.1f\n", r.model.c_str(),
+                          r.mode.c_str(), context, batch, r.us, r.kvBytes / 1e6, gbs, 100.0 * gbs / roof,
+                          r.kvPerRank / 1e6, r.exchangeUs > 0 ? 100.0 * r.exchangeUs / r.us : 0.0);
+            std::fflush(stdout);
+          }
+          records.push_back({{"model", r.model}, {"mode", r.mode}, {"K", g_nranks}, {"context", context},
+                             {"batch", batch}, {"oom", r.oom}, {"time_us", r.us}, {"kv_bytes", r.kvBytes},
+                             {"kv_bytes_per_rank", r.kvPerRank}, {"gbps", gbs}, {"roofline_gbps", roof},
+                             {"roofline_pct", r.oom ? 0 : 100.0 * gbs / roof}, {"exchange_us", r.exchangeUs},
+                             {"sms_reported", sms}});
+        }
+  }
+  if (g_rank == 0 && !o.json.empty()) std::ofstream(o.json) << records.dump(1) << "\n";
+  CHECK_GPU(hipStreamDestroy(stream));
+  CHECK_SSC(sscCommFinalize(self));
+  CHECK_SSC(sscCommDestroy(self));
+  CHECK_SSC(sscCommFinalize(world));
+  CHECK_SSC(sscCommDestroy(world));
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,291 @@
+// The partial-attention kernel on NVIDIA tensor cores (sm_80+, mma.sync m16n8k16 with fp32
+// accumulation), included by attention_kernel.cu on the CUDA build only; HIP builds keep the
+// portable fp32 kernel there. Why tensor cores: at GQA 8 a KV element feeds 8 multiply-adds for
+// QK and 8 for PV, which at HBM speed is more than half of the fp32 units' issue rate once the
+// per-token reductions are counted (measured: the fp32 kernel reached 0.4 TB/s of the H200's
+// ~4.3). Here a warp takes 16 tokens at a time: S = Q K^T is two mma per 16 dims (the 16 mma
+// rows are the block's query heads, padded), the online softmax runs on the accumulator
+// fragments, and P V is one mma per 8 output dims, so each KV byte is loaded once, by 16-byte
+// loads, straight into the registers the mma reads.
+//
+// Both operands can be permuted along the reduction dimension as long as both use the same
+// permutation, and the output dims can be permuted if the write-back undoes it: that lets every
+// lane load whole 16-byte pieces of K and V rows (no shared-memory staging, no transposes but a
+// byte permute for V).
+//
+// Precision: K and V are exact in bf16/fp16. Q and P are rounded to the KV type; when the
+// caller's queries are fp32 (kSplit) both are split into a high and a low part and each product
+// is two mma, which keeps the result within fp32 accumulation error (the test's 1e-4).
+#pragma once
+
+#if defined(SSC_GPU_IS_CUDA)
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace ssc::gpu {
+namespace {
+
+constexpr int kMmaThreads = 128;
+constexpr int kMmaWarps = kMmaThreads / 32;
+constexpr int kMmaTokens = 16;  // tokens per warp step (the mma's k for P V)
+
+template <bool kHalf>
+__device__ __forceinline__ uint32_t packPair(float lo, float hi) {
+  uint32_t r;
+  if constexpr (kHalf) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    memcpy(&r, &v, 4);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    memcpy(&r, &v, 4);
+  }
+  return r;
+}
+
+template <bool kHalf>
+__device__ __forceinline__ float2 unpackPair(uint32_t u) {
+  if constexpr (kHalf) {
+    __half2 v;
+    memcpy(&v, &u, 4);
+    return __half22float2(v);
+  } else {
+    __nv_bfloat162 v;
+    memcpy(&v, &u, 4);
+    return __bfloat1622float2(v);
+  }
+}
+
+// hi = (a, b) rounded; lo = what the rounding lost, rounded (zero unless kSplit).
+template <bool kHalf, bool kSplit>
+__device__ __forceinline__ void splitPair(float a, float b, uint32_t& hi, uint32_t& lo) {
+  hi = packPair<kHalf>(a, b);
+  if constexpr (kSplit) {
+    const float2 h = unpackPair<kHalf>(hi);
+    lo = packPair<kHalf>(a - h.x, b - h.y);
+  } else {
+    lo = 0;
+  }
+}
+
+// c += a * b for one m16n8k16 tile (row-major A, column-major B, fp32 C).
+template <bool kHalf>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (kHalf) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& u, int i) {
+  return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+}
+
+__device__ __forceinline__ uint4 loadOrZero(const uint16_t* p, bool ok) {
+  return ok ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
+}
+
+// Block (b, kv head, head chunk x split) as the fp32 kernel; the block's spans are dealt to its
+// warps (span j to warp j % 4), and a warp walks each span 16 rows at a time. Lane (g, t) =
+// (lane / 4, lane % 4), the mma's groupID and thread-in-group. In a 16-token step:
+//  - QK: the lane loads K rows g and g + 8 at dims [32c + 8t, +8) for every 32-dim chunk c;
+//    mma step 2c + hf reads words 2hf, 2hf + 1 of chunk c (logical k 2t.. <-> those dims), and
+//    the Q fragments were built with the same map. Scores: s[i][e] = head g + 8 (e / 2), token
+//    8i + 2t + (e % 2).
+//  - PV: the lane loads V rows 2t, 2t + 1, 2t + 8, 2t + 9 at dims [64h + 8g, +8); output tile
+//    (h, j) takes element j of each, so its column n is dim 64h + 8n + j.
+template <int kD, bool kHalf, bool kSplit>
+__global__ void __launch_bounds__(kMmaThreads) attnPartialMmaKernel(const AttnPartialParams p) {
+  constexpr int kSteps = kD / 16, kChunks = kD / 32, kHalves = kD / 64, kTiles = kD / 8;
+  constexpr int kH = kAttnMaxHeadsPerBlock;
+  static_assert(kH == 16, "the mma's 16 rows are the block's query heads");
+  __shared__ float ms[kMmaWarps][kH];
+  __shared__ float ls[kMmaWarps][kH];
+  __shared__ float accs[kMmaWarps][kH][kD];
+
+  const int b = blockIdx.x, kvHead = blockIdx.y;
+  const int ratio = p.numQHeads / p.numKvHeads;
+  const int chunks = (ratio + kH - 1) / kH;
+  const int chunk = static_cast<int>(blockIdx.z) % chunks, split = static_cast<int>(blockIdx.z) / chunks;
+  const int head0 = kvHead * ratio + chunk * kH;
+  const int G = min(kH, ratio - chunk * kH);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+  // Q fragments of heads g and g + 8 (zero past G), scaled later on the scores.
+  uint32_t qa[kSteps][4], ql[kSteps][4];
+  auto qAt = [&](int gi, int e) -> float {
+    if (gi >= G) return 0.0f;
+    const int h = head0 + gi;
+    const size_t qi = ((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
+                       h % p.qHeadsPerRank) * kD + e;
+    return loadIo(p.q, qi, p.qDtype);
+  };
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    float x0[8], x1[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      x0[e] = qAt(g, 32 * c + 8 * t + e);
+      x1[e] = qAt(g + 8, 32 * c + 8 * t + e);
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int s = 2 * c + hf, o = 4 * hf;
+      splitPair<kHalf, kSplit>(x0[o], x0[o + 1], qa[s][0], ql[s][0]);
+      splitPair<kHalf, kSplit>(x1[o], x1[o + 1], qa[s][1], ql[s][1]);
+      splitPair<kHalf, kSplit>(x0[o + 2], x0[o + 3], qa[s][2], ql[s][2]);
+      splitPair<kHalf, kSplit>(x1[o + 2], x1[o + 3], qa[s][3], ql[s][3]);
+    }
+  }
+
+  float acc[kTiles][4];
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  float m[2] = {negInf(), negInf()}, l[2] = {0.0f, 0.0f};  // m in log2 units
+  const float scale2 = p.scale * 1.4426950408889634f;
+
+  const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
+  const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
+  const int end = p.spanStart[b + 1];
+  for (int s = p.spanStart[b] + split + warp * p.splits; s < end; s += kMmaWarps * p.splits) {
+    const int page = p.spans[3 * s], rowEnd = p.spans[3 * s + 2];
+    const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
+    for (int r0 = p.spans[3 * s + 1]; r0 < rowEnd; r0 += kMmaTokens) {
+      const int n = min(kMmaTokens, rowEnd - r0);
+      const uint16_t* kb = kPool + (pageBase + r0) * kD;
+      const uint16_t* vb = vPool + (pageBase + r0) * kD;
+      // Every load of the step first (16 x 16 bytes per lane in flight), rows past n never read.
+      uint4 kr[2][kChunks], vr[4][kHalves];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c)
+          kr[i][c] = loadOrZero(kb + (g + 8 * i) * kD + 32 * c + 8 * t, g + 8 * i < n);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = 2 * t + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
+      }
+
+      float sc[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
+#pragma unroll
+        for (int st = 0; st < kSteps; ++st) {
+          const uint32_t b0 = word(kr[i][st / 2], 2 * (st % 2)), b1 = word(kr[i][st / 2], 2 * (st % 2) + 1);
+          mma16816<kHalf>(sc[i], qa[st], b0, b1);
+          if constexpr (kSplit) mma16816<kHalf>(sc[i], ql[st], b0, b1);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sc[i][e] = 8 * i + 2 * t + (e & 1) < n ? sc[i][e] * scale2 : negInf();
+      }
+
+      // Online softmax per head row (r = 0: head g, 1: head g + 8); the row's 16 scores are
+      // spread over the 4 lanes of the group.
+      float corr[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]), fmaxf(sc[1][2 * r], sc[1][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mNew = fmaxf(m[r], mx);  // finite: every step has a valid token
+        corr[r] = exp2f(m[r] - mNew);        // 0 on the first step (m = -inf)
+        m[r] = mNew;
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            sc[i][2 * r + e] = exp2f(sc[i][2 * r + e] - mNew);
+            sum += sc[i][2 * r + e];
+          }
+        l[r] = l[r] * corr[r] + sum;  // this lane's share; the group's lanes are summed at the end
+      }
+#pragma unroll
+      for (int nt = 0; nt < kTiles; ++nt) {
+        acc[nt][0] *= corr[0];
+        acc[nt][1] *= corr[0];
+        acc[nt][2] *= corr[1];
+        acc[nt][3] *= corr[1];
+      }
+
+      uint32_t pa[4], pl[4];
+      splitPair<kHalf, kSplit>(sc[0][0], sc[0][1], pa[0], pl[0]);
+      splitPair<kHalf, kSplit>(sc[0][2], sc[0][3], pa[1], pl[1]);
+      splitPair<kHalf, kSplit>(sc[1][0], sc[1][1], pa[2], pl[2]);
+      splitPair<kHalf, kSplit>(sc[1][2], sc[1][3], pa[3], pl[3]);
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int w = j / 2;
+          const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
+          const uint32_t b0 = __byte_perm(word(vr[0][h], w), word(vr[1][h], w), sel);
+          const uint32_t b1 = __byte_perm(word(vr[2][h], w), word(vr[3][h], w), sel);
+          mma16816<kHalf>(acc[8 * h + j], pa, b0, b1);
+          if constexpr (kSplit) mma16816<kHalf>(acc[8 * h + j], pl, b0, b1);
+        }
+    }
+  }
+
+  // The warps' states into shared memory (undoing the output-dim permutation), then merged.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  if (t == 0) {
+    ms[warp][g] = m[0];
+    ms[warp][g + 8] = m[1];
+    ls[warp][g] = l[0];
+    ls[warp][g + 8] = l[1];
+  }
+#pragma unroll
+  for (int h = 0; h < kHalves; ++h)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int d = 64 * h + 16 * t + j;
+      accs[warp][g][d] = acc[8 * h + j][0];
+      accs[warp][g][d + 8] = acc[8 * h + j][1];
+      accs[warp][g + 8][d] = acc[8 * h + j][2];
+      accs[warp][g + 8][d + 8] = acc[8 * h + j][3];
+    }
+  __syncthreads();
+
+  constexpr float kLn2 = 0.6931471805599453f;
+  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
+    const int gi = i / kD, e = i % kD;
+    float mMax = negInf();
+    for (int w = 0; w < kMmaWarps; ++w) mMax = fmaxf(mMax, ms[w][gi]);
+    float* out = p.partials + split * p.splitStride +
+                 (static_cast<size_t>(b) * p.numQHeads + head0 + gi) * (kD + 1);
+    if (mMax == negInf()) {  // no token of the sequence in this block: an empty partial
+      out[e] = 0.0f;
+      if (e == 0) out[kD] = negInf();
+      continue;
+    }
+    float sum = 0.0f, o = 0.0f;
+    for (int w = 0; w < kMmaWarps; ++w) {
+      if (ms[w][gi] == negInf()) continue;
+      const float c = exp2f(ms[w][gi] - mMax);
+      sum += ls[w][gi] * c;
+      o += accs[w][gi][e] * c;
+    }
+    out[e] = o / sum;
+    if (e == 0) out[kD] = mMax * kLn2 + logf(sum);
+  }
+}
+
+}  // namespace
+}  // namespace ssc::gpu
+
+#endif  // SSC_GPU_IS_CUDA
