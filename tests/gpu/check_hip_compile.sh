@@ -24,7 +24,7 @@ ver=$("$hipcc" --version 2>/dev/null | awk '/HIP version/ {print $3; exit}') || 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 archs=(--offload-arch=gfx90a --offload-arch=gfx940)
-common=(-std=c++20 -I"$repo" -I"$repo/include" -DSTARSCREAM_GPU_HIP=1 -DSTARSCREAM_HAVE_GPU=1
+common=(-std=c++20 -I"$repo" -I"$repo/include" -DSTARSCREAM_GPU_HIP=1 -DSTARSCREAM_HAVE_GPU=1 -DSSC_SYM_DTYPE=10
         -Wno-unused-command-line-argument)
 # hipcc runs rocm_agent_enumerator when it is not told a target; with --offload-arch it is not
 # needed, but silence its traceback on machines without /sys/class/kfd anyway.

@@ -1,6 +1,7 @@
 // The symmetric executor's launches. One device header per protocol: sym_barrier.cuh (barriers),
 // sym_bulk.cuh (bulk peer loads/stores), ll_kernel.cuh + ll_packet.h (LL packets), sym_ops.cuh
-// (the arithmetic both share); data layouts in sym_kernel.h. Peer steps:
+// (the arithmetic both share); data layouts in sym_kernel.h; the per-type kernels are compiled in
+// sym_kernel_dtype.cu. Peer steps:
 //   kPeerReduce       dst[i]   = post(op over q = 0..n-1 of pre(src@q[i]))
 //   kPeerReduceBcast  dst@q[i] = the same, for every q (this rank computes its slice once)
 //   kPeerPush         dst@q[i] = src[i], for every q
@@ -18,69 +19,35 @@
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/elementwise.h"
-#include "src/kernels/gpu/ll_kernel.cuh"
 #include "src/kernels/gpu/sym_bulk.cuh"
 #include "src/kernels/gpu/sym_kernel.h"
+#include "src/kernels/gpu/sym_launch.cuh"
 
 namespace ssc::gpu {
-namespace {
-template <template <class, int> class K, int kThreads, class Tr>
-int launchFor(const SymArgs& args, int blocks, hipStream_t stream) {
-  const dim3 grid(blocks), block(kThreads);
-  switch (args.reduce.kind) {
-    case 0: K<Tr, 0>::launch(grid, block, stream, args); break;
-    case 1: K<Tr, 1>::launch(grid, block, stream, args); break;
-    case 2: K<Tr, 2>::launch(grid, block, stream, args); break;
-    default: K<Tr, 3>::launch(grid, block, stream, args); break;
-  }
-  return static_cast<int>(hipGetLastError());
-}
 
-template <class Tr, int kKind>
-struct BulkLauncher {
-  static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
-    // Separate instantiations for few ranks, so their wider loops do not raise the register
-    // pressure (and spill) of the one that serves more.
-    if (a.nranks <= 2) symKernel<Tr, kKind, 2><<<g, b, 0, st>>>(a);
-    else if (a.nranks <= 4) symKernel<Tr, kKind, 4><<<g, b, 0, st>>>(a);
-    else symKernel<Tr, kKind, 0><<<g, b, 0, st>>>(a);
-  }
-};
-template <class Tr, int kKind>
-struct LLLauncher {
-  static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
-    llAllReduceKernel<Tr, kKind><<<g, b, 0, st>>>(a);
-  }
-};
-
-template <template <class, int> class K, int kThreads>
-int dispatch(const SymArgs& args, int blocks, void* streamPtr) {
-  hipStream_t stream = static_cast<hipStream_t>(streamPtr);
+// One translation unit per data type holds that type's kernels (sym_kernel_dtype.cu, compiled
+// once per type by CMake), so that a parallel build compiles the 192 instantiations on as many
+// cores instead of one nvcc spending minutes on them.
+int launchSymKernel(const SymArgs& args, int blocks, void* stream) {
   switch (args.reduce.dtype) {  // sscDataType_t values
-    case 0: return launchFor<K, kThreads, NativeTraits<int8_t>>(args, blocks, stream);
-    case 1: return launchFor<K, kThreads, NativeTraits<uint8_t>>(args, blocks, stream);
-    case 2: return launchFor<K, kThreads, NativeTraits<int32_t>>(args, blocks, stream);
-    case 3: return launchFor<K, kThreads, NativeTraits<uint32_t>>(args, blocks, stream);
-    case 4: return launchFor<K, kThreads, NativeTraits<int64_t>>(args, blocks, stream);
-    case 5: return launchFor<K, kThreads, NativeTraits<uint64_t>>(args, blocks, stream);
-    case 6: return launchFor<K, kThreads, HalfTraits>(args, blocks, stream);
-    case 7: return launchFor<K, kThreads, NativeTraits<float>>(args, blocks, stream);
-    case 8: return launchFor<K, kThreads, NativeTraits<double>>(args, blocks, stream);
-    case 9: return launchFor<K, kThreads, Bf16Traits>(args, blocks, stream);
-    case 10: return launchFor<K, kThreads, Fp8Traits<conv::Fp8E4M3>>(args, blocks, stream);
-    case 11: return launchFor<K, kThreads, Fp8Traits<conv::Fp8E5M2>>(args, blocks, stream);
+#define SSC_SYM_CASE(d) \
+    case d: return symLaunchForDtype<d>(args, blocks, stream, false);
+    SSC_SYM_CASE(0) SSC_SYM_CASE(1) SSC_SYM_CASE(2) SSC_SYM_CASE(3) SSC_SYM_CASE(4) SSC_SYM_CASE(5)
+    SSC_SYM_CASE(6) SSC_SYM_CASE(7) SSC_SYM_CASE(8) SSC_SYM_CASE(9) SSC_SYM_CASE(10) SSC_SYM_CASE(11)
     default: return -1;
   }
 }
 
-}  // namespace
-
-int launchSymKernel(const SymArgs& args, int blocks, void* stream) {
-  return dispatch<BulkLauncher, kSymThreads>(args, blocks, stream);
-}
-
 int launchLLAllReduce(const SymArgs& args, int blocks, void* stream) {
-  return dispatch<LLLauncher, kLLThreads>(args, blocks, stream);
+  switch (args.reduce.dtype) {
+#undef SSC_SYM_CASE
+#define SSC_SYM_CASE(d) \
+    case d: return symLaunchForDtype<d>(args, blocks, stream, true);
+    SSC_SYM_CASE(0) SSC_SYM_CASE(1) SSC_SYM_CASE(2) SSC_SYM_CASE(3) SSC_SYM_CASE(4) SSC_SYM_CASE(5)
+    SSC_SYM_CASE(6) SSC_SYM_CASE(7) SSC_SYM_CASE(8) SSC_SYM_CASE(9) SSC_SYM_CASE(10) SSC_SYM_CASE(11)
+#undef SSC_SYM_CASE
+    default: return -1;
+  }
 }
 
 int symKernelBlocksPerSM() {
