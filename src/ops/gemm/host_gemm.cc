@@ -1,0 +1,75 @@
+// The host backend's half of the fused GEMM-collectives: each chunk's GEMMs on the calling
+// thread (hostGemm, fp32 accumulation), then the core's collective on the same communicator and
+// stream. Nothing overlaps here: the host backend is how CI runs the plans (chunking, row
+// ranges, the pad buffer of ranks that own fewer rows) end to end against a reference.
+#include <cstring>
+
+#include "src/api/api.h"
+#include "src/device/backend.h"
+#include "src/ops/gemm/gemm_context.h"
+
+namespace ssc::gemm {
+
+namespace {
+
+size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
+
+const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
+char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
+
+void runPieces(const Call& c, int j, const void* a, void* d) {
+  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+  const int64_t n = c.p.n, k = c.p.k;
+  for (const GemmPiece& g : chunkPieces(c.p, c.plan, j))
+    for (int b = 0; b < g.batch; ++b)
+      hostGemm(cbyte(a, (g.aRow + b * g.aStride) * k * ib), c.w,
+               byte(d, (g.dRow + b * g.dStride) * n * ob), g.rows, n, k, c.inType, c.outType,
+               c.weightKN, n);
+}
+
+}  // namespace
+
+sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
+  Backend* be = g->backend;
+  SSC_CHECK(be->streamSynchronize(stream));  // x and w may come from queued work
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+  const RowRange own = rowShard(p.m, p.nranks, c.rank);
+  if (p.m == 0 || p.n == 0) return sscSuccess;
+  if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
+    const int64_t rows = p.op == Op::kReduceScatter ? own.count : p.m;
+    if (rows > 0) std::memset(c.y, 0, rows * p.n * ob);
+    return sscSuccess;
+  }
+  if (pl.direct) {
+    hostGemm(c.x, c.w, c.y, p.m, p.n, p.k, c.inType, c.outType, c.weightKN, p.n);
+    return sscSuccess;
+  }
+  sscComm* comm = g->comm;
+  char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
+  for (int j = 0; j < pl.chunks; ++j) {
+    const ChunkRows cr = chunkRows(pl, j);
+    void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
+    const int64_t mine = ownChunkRows(p, pl, j, c.rank);
+    if (p.op == Op::kReduceScatter) {
+      runPieces(c, j, c.x, slot);
+      void* dst = mine == cr.rows ? byte(c.y, cr.begin * p.n * ob) : pad;
+      SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
+      SSC_CHECK(be->streamSynchronize(stream));
+      if (dst == pad && mine > 0) std::memcpy(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob);
+    } else {
+      const void* src = c.x == nullptr ? pad : cbyte(c.x, cr.begin * p.k * ib);
+      if (mine < cr.rows) {  // the rows this rank owns of the chunk, the rest left as it is
+        if (mine > 0) std::memcpy(pad, src, mine * p.k * ib);
+        src = pad;
+      }
+      SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
+      SSC_CHECK(be->streamSynchronize(stream));
+      runPieces(c, j, slot, c.y);
+    }
+  }
+  return sscSuccess;
+}
+
+}  // namespace ssc::gemm
