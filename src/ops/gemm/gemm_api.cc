@@ -44,7 +44,9 @@ sscResult_t checkMatrix(const char* fn, const char* what, int64_t rows, int64_t 
 }
 
 // Validates args for op on g and builds the call (plan included).
-sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c) {
+// checkPointers: false for sscGemmQueryPlan, which asks about a shape only.
+sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c,
+                    bool checkPointers = true) {
   if (a == nullptr) return fail(sscInvalidArgument, "{}: args is NULL", fn);
   if (a->size != sizeof(sscGemmArgs_t) || a->magic != SSC_GEMM_ARGS_MAGIC)
     return fail(sscInvalidArgument, "{}: args were not initialised with SSC_GEMM_ARGS_INITIALIZER "
@@ -83,6 +85,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why))
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
+  if (!checkPointers) return sscSuccess;
   const int64_t own = rowShard(a->m, comm->nranks, comm->rank).count;
   const bool work = a->m > 0 && a->n > 0;
   const int64_t xRows = op == Op::kReduceScatter ? a->m : own;
@@ -190,7 +193,7 @@ SSC_API sscResult_t sscGemmQueryPlan(sscGemm_t gemm, int op, const sscGemmArgs_t
     if (variant == nullptr || chunks == nullptr)
       return fail(sscInvalidArgument, "{}: {} is NULL", fn, variant == nullptr ? "variant" : "chunks");
     Call c;
-    SSC_CHECK(prepare(fn, gemm, op == 0 ? Op::kReduceScatter : Op::kAllGather, args, &c));
+    SSC_CHECK(prepare(fn, gemm, op == 0 ? Op::kReduceScatter : Op::kAllGather, args, &c, false));
     *variant = c.plan.variant;
     *chunks = c.plan.chunks;
     return sscSuccess;

@@ -158,8 +158,9 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = 37, a.n = 29, a.k = 19;
   EXPECT_EQ(sscGemmQueryPlan(tiny, 0, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
-  EXPECT_EQ(variant, g_n == 1 ? SSC_GEMM_UNFUSED : SSC_GEMM_UNFUSED);
-  EXPECT_GE(chunks, 1);
+  // Small: the rule runs it unfused; the tiny workspace still cuts it into chunks.
+  EXPECT_EQ(variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(chunks, g_n == 1 ? 1 : 2) << "37 rows, 58-byte rows, 1800-byte workspace";
   EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
 }
@@ -178,7 +179,7 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   EXPECT_NE(std::string(sscGetLastError(nullptr)).find("dtype"), std::string::npos);
   bad = a;
   bad.variant = SSC_GEMM_FUSED;
-  EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), g_n == 1 ? sscInvalidUsage : sscInvalidUsage);
+  EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidUsage);
   bad = a;
   bad.k = -1;
   EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidArgument);
@@ -205,16 +206,30 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   EXPECT_EQ(sscGemmDestroy(g), sscInvalidUsage);
 }
 
+// Only rank 0 keeps GoogleTest's printer: print the other ranks' failures here, or a wrong
+// answer on rank 2 shows up only as a non-zero exit.
+class RankFailures : public testing::EmptyTestEventListener {
+  void OnTestPartResult(const testing::TestPartResult& r) override {
+    if (r.failed() && g_rank != 0)
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", g_rank, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.message());
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ssc::test::mpiGtestInit(&argc, &argv, &g_rank, &g_n);
+  testing::UnitTest::GetInstance()->listeners().Append(new RankFailures);
   if (sscCommInitMpi(MPI_COMM_WORLD, &g_comm) != sscSuccess || sscStreamCreate(&g_stream) != sscSuccess) {
     std::fprintf(stderr, "rank %d: init failed: %s\n", g_rank, sscGetLastError(nullptr));
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int rc = RUN_ALL_TESTS();
   sscStreamDestroy(g_stream);
+  // Collective finalize first: calls with k = 0 or m = 0 do not communicate, so a fast rank
+  // could otherwise leave while a peer still makes calls on the communicator (which then fail).
+  sscCommFinalize(g_comm);
   sscCommDestroy(g_comm);
   return ssc::test::mpiGtestFinish(rc);
 }
