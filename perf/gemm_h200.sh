@@ -30,12 +30,12 @@ run() {  # K, log name, program and arguments
   echo "rc=$? $log"
 }
 if [[ $mode == check ]]; then
-  for k in 1 2 4 8; do
+  for k in ${KS:-1 2 4 8}; do
     run "$k" "gpu_gemm_test.k$k.log" "$BUILD/bin/gpu_gemm_test"
     grep -E "^(FAIL|ALL PASS|FAILED)" "$OUT/gpu_gemm_test.k$k.log" | head -8
     grep -c "^PASS" "$OUT/gpu_gemm_test.k$k.log"
   done
-  if (( $(date +%s) - t0 < 200 )); then
+  if (( $(date +%s) - t0 < ${BENCH_BEFORE_S:-200} )); then
     run 8 bench-subset.k8.log "$BUILD/bin/gemm_coll_perf" -m 256,4096 -s llama70b -J "$OUT/subset.k8.json"
     tail -12 "$OUT/bench-subset.k8.log"
   fi
