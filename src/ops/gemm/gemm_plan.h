@@ -108,3 +108,29 @@ double estimateCollUs(const Machine& mc, int partitions, double bytes);
 bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::string* why);
 
 }  // namespace ssc::gemm
+
+namespace ssc::gemm {
+
+// The order of a call's work on the caller's stream (main) and the side stream, as the GPU half
+// issues it (the host half runs the same list in order, ignoring streams). Chunk j's slot is
+// j % plan.slots. Events: kEvStart, then per slot s kEvGemmDone + s and kEvCollDone + s.
+enum class StepKind {
+  kGemm,     // chunk's GEMM pieces (RS: x -> slot; AG: slot -> y)
+  kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
+  kPadIn,    // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
+  kPadOut,   // RS: pad -> this rank's rows of y
+  kRecord,   // record `event` on `stream`
+  kWait      // `stream` waits for the last record of `event`
+};
+constexpr int kEvStart = 0, kEvGemmDone = 1, kEvCollDone = 3, kNumEvents = 5;
+struct Step {
+  StepKind kind;
+  int stream;  // 0: the caller's, 1: the side stream
+  int chunk;   // -1 for the start/end steps
+  int event;   // kRecord / kWait only
+};
+// The chunked variant with more than one chunk overlaps (GEMMs on the side stream, ordered by
+// events); everything else runs on the caller's stream. Direct (one-rank) plans have no steps.
+std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank);
+
+}  // namespace ssc::gemm

@@ -7,7 +7,8 @@
 //   all-gather:     AG j (stream) -> event -> GEMM j (side), while AG j+1 runs on the stream.
 //
 // Two workspace slots alternate; a slot is refilled only after the event of the work that read
-// it two chunks ago. Nothing here waits for the device on the host.
+// it two chunks ago (the order and the events: schedule() in gemm_plan.cc). Nothing here waits
+// for the device on the host.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -228,51 +229,55 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     return gs->matmul(c, c.x, c.y, all, s);
   }
   sscComm* comm = g->comm;
-  const bool overlap = pl.variant == SSC_GEMM_CHUNKED && pl.chunks > 1;
-  const hipStream_t gemmStream = overlap ? gs->side : s;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
-  if (overlap) {
-    SSC_CHECK(gpuCheck(hipEventRecord(gs->start, s), "hipEventRecord"));
-    SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->start, 0), "hipStreamWaitEvent"));
-  }
+  hipEvent_t events[kNumEvents] = {gs->start, gs->gemmDone[0], gs->gemmDone[1], gs->collDone[0], gs->collDone[1]};
   const bool rs = p.op == Op::kReduceScatter;
-  for (int j = 0; j < pl.chunks; ++j) {
+  // The order and the events come from schedule() (gemm_plan.cc), whose happens-before
+  // guarantees tests/ops/gemm checks: a chunk's collective after its GEMM (or the reverse), a
+  // slot refilled only after the work that read it, the caller's stream last.
+  for (const Step& st : schedule(p, pl, c.rank)) {
+    const hipStream_t on = st.stream == 0 ? s : gs->side;
+    if (st.kind == StepKind::kRecord) {
+      SSC_CHECK(gpuCheck(hipEventRecord(events[st.event], on), "hipEventRecord"));
+      continue;
+    }
+    if (st.kind == StepKind::kWait) {
+      SSC_CHECK(gpuCheck(hipStreamWaitEvent(on, events[st.event], 0), "hipStreamWaitEvent"));
+      continue;
+    }
+    const int j = st.chunk;
     const ChunkRows cr = chunkRows(pl, j);
-    const int slotIndex = j % pl.slots;
-    void* slot = static_cast<char*>(g->workspace) + slotIndex * pl.slotBytes;
+    void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
     const int64_t mine = ownChunkRows(p, pl, j, c.rank);
-    if (rs) {
-      if (overlap && j >= 2)  // slot's previous reduce-scatter must have read it
-        SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->collDone[slotIndex], 0), "hipStreamWaitEvent"));
-      for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, slot, piece, gemmStream));
-      if (overlap) {
-        SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[slotIndex], gs->side), "hipEventRecord"));
-        SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[slotIndex], 0), "hipStreamWaitEvent"));
-      }
-      void* dst = mine == cr.rows ? byte(c.y, cr.begin * p.n * ob) : pad;
-      SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
-      if (dst == pad && mine > 0)
-        SSC_CHECK(gpuCheck(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
-                                          hipMemcpyDeviceToDevice, s), "hipMemcpyAsync"));
-      if (overlap) SSC_CHECK(gpuCheck(hipEventRecord(gs->collDone[slotIndex], s), "hipEventRecord"));
-    } else {
-      if (overlap && j >= 2)  // slot's previous GEMM must have read it
-        SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[slotIndex], 0), "hipStreamWaitEvent"));
-      const void* src = mine == cr.rows ? cbyte(c.x, cr.begin * p.k * ib) : pad;
-      if (mine < cr.rows && mine > 0)
-        SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
-                                          hipMemcpyDeviceToDevice, s), "hipMemcpyAsync"));
-      SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
-      if (overlap) {
-        SSC_CHECK(gpuCheck(hipEventRecord(gs->collDone[slotIndex], s), "hipEventRecord"));
-        SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->collDone[slotIndex], 0), "hipStreamWaitEvent"));
-      }
-      for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, slot, c.y, piece, gemmStream));
-      if (overlap) SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[slotIndex], gs->side), "hipEventRecord"));
+    const bool padded = mine < cr.rows;
+    switch (st.kind) {
+      case StepKind::kGemm:
+        for (const GemmPiece& piece : chunkPieces(p, pl, j))
+          SSC_CHECK(rs ? gs->matmul(c, c.x, slot, piece, on) : gs->matmul(c, slot, c.y, piece, on));
+        break;
+      case StepKind::kColl:  // always on the caller's stream, where the communicator orders it
+        if (rs) {
+          void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
+          SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
+        } else {
+          const void* src = padded ? pad : cbyte(c.x, cr.begin * p.k * ib);
+          SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
+        }
+        break;
+      case StepKind::kPadIn:
+        if (mine > 0)
+          SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
+                                            hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
+        break;
+      case StepKind::kPadOut:
+        if (mine > 0)
+          SSC_CHECK(gpuCheck(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
+                                            hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
+        break;
+      default:
+        break;
     }
   }
-  if (overlap && !rs)  // the caller's stream ends after the last GEMM (the side runs them in order)
-    SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[(pl.chunks - 1) % pl.slots], 0), "hipStreamWaitEvent"));
   return sscSuccess;
 #endif
 }

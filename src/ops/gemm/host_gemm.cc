@@ -48,25 +48,39 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   }
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
-  for (int j = 0; j < pl.chunks; ++j) {
+  // The GPU half's schedule, run in its list order (a valid serial order); streams and events
+  // mean nothing here.
+  for (const Step& st : schedule(p, pl, c.rank)) {
+    if (st.kind == StepKind::kRecord || st.kind == StepKind::kWait) continue;
+    const int j = st.chunk;
     const ChunkRows cr = chunkRows(pl, j);
     void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
     const int64_t mine = ownChunkRows(p, pl, j, c.rank);
-    if (p.op == Op::kReduceScatter) {
-      runPieces(c, j, c.x, slot);
-      void* dst = mine == cr.rows ? byte(c.y, cr.begin * p.n * ob) : pad;
-      SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
-      SSC_CHECK(be->streamSynchronize(stream));
-      if (dst == pad && mine > 0) std::memcpy(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob);
-    } else {
-      const void* src = c.x == nullptr ? pad : cbyte(c.x, cr.begin * p.k * ib);
-      if (mine < cr.rows) {  // the rows this rank owns of the chunk, the rest left as it is
-        if (mine > 0) std::memcpy(pad, src, mine * p.k * ib);
-        src = pad;
-      }
-      SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
-      SSC_CHECK(be->streamSynchronize(stream));
-      runPieces(c, j, slot, c.y);
+    const bool padded = mine < cr.rows;
+    const bool rs = p.op == Op::kReduceScatter;
+    switch (st.kind) {
+      case StepKind::kGemm:
+        if (rs) runPieces(c, j, c.x, slot);
+        else runPieces(c, j, slot, c.y);
+        break;
+      case StepKind::kColl:
+        if (rs) {
+          void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
+          SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
+        } else {
+          const void* src = padded ? pad : cbyte(c.x, cr.begin * p.k * ib);
+          SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
+        }
+        SSC_CHECK(be->streamSynchronize(stream));
+        break;
+      case StepKind::kPadIn:  // the rows this rank owns of the chunk; the rest stays as it is
+        if (mine > 0) std::memcpy(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib);
+        break;
+      case StepKind::kPadOut:
+        if (mine > 0) std::memcpy(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob);
+        break;
+      default:
+        break;
     }
   }
   return sscSuccess;
