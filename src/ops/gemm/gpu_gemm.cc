@@ -180,8 +180,9 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   return fail(sscInvalidUsage, "sscGemmCreate: this build of Starscream has no vendor BLAS "
               "(hipBLASLt was not found when it was configured), which the GEMM ops need on the GPU");
 #else
+  // Left uninitialised: rows past m in a slot or the pad only ever feed rows nobody keeps, and a
+  // hipMemset on the null stream could wait behind another communicator's kernel.
   SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes));
-  SSC_CHECK(gpuCheck(hipMemset(g->workspace, 0, g->workspaceBytes), "hipMemset"));
   auto* s = new GpuGemmState;
   g->gpu = s;
   SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
