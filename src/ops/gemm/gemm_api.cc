@@ -28,7 +28,7 @@ sscResult_t checkContext(const char* fn, sscGemmContext* g) {
 }
 
 void freeContext(sscGemmContext* g) {
-  if (g->onGpu) gpuDestroy(g);
+  if (g->onGpu) gpuDestroy(g);  // frees the workspace too, on the context's device
   if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);
   g->magic = 0;
   delete g;

@@ -196,6 +196,8 @@ sscResult_t gpuCreate(sscGemmContext* g) {
 
 void gpuDestroy(sscGemmContext* g) {
   gpu::DeviceGuard onDevice(g->device);
+  if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);  // on the context's device
+  g->workspace = nullptr;
   GpuGemmState* s = g->gpu;
   if (s == nullptr) return;
   for (hipEvent_t e : {s->start, s->gemmDone[0], s->gemmDone[1], s->collDone[0], s->collDone[1]})
