@@ -42,7 +42,7 @@ if [[ $mode == check ]]; then
 else
   run 8 bench.k8.log "$BUILD/bin/gemm_coll_perf" -J "$OUT/k8.json"
   run 1 bench.k1.log "$BUILD/bin/gemm_coll_perf" -J "$OUT/k1.json"
-  python3 "$repo/perf/gemm_table.py" "$OUT/k1.json" "$OUT/k8.json" >"$OUT/table.md" 2>&1
+  python3 "$repo/perf/gemm_table.py" "$OUT/k1.json" "$OUT/k8.json" --plot "$OUT/gemm_speedup.png" >"$OUT/table.md" 2>&1
   tail -30 "$OUT/table.md"
 fi
 echo "total $(( $(date +%s) - t0 )) s"

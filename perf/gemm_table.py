@@ -1,16 +1,16 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Joins gemm_coll_perf records (JSON Lines) of a K = 1 run (the whole-GPU GEMM) and a K > 1 run
 into the markdown table of perf/RESULTS.md and the issue's target figures.
 
-    perf/gemm_table.py k1.json k8.json
+    perf/gemm_table.py k1.json k8.json [--plot speedup.png]
 
 Per layer and M: the whole-GPU GEMM; for rs (split K, GEMM + reduce-scatter) and ag (split N,
 all-gather + GEMM) the GEMM alone, unfused and auto (the library's rule); which op the 2D helper
 picks; the pick against naive 1D (the layer's 1D op, unfused) and against the whole GPU.
 """
+import argparse
 import json
 import math
-import sys
 from collections import defaultdict
 
 
@@ -24,11 +24,50 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def plot(cells, meta, path):
+    """Speedup vs M per layer: the helper's pick (auto) and the 1D op chunked, over naive 1D."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("- no plot: matplotlib is not installed for this python3")
+        return
+    layers = sorted({k[0] for k in cells})
+    cols = 4
+    rows = (len(layers) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, layer in zip(axes.flat, layers):
+        ms = sorted(k[1] for k in cells if k[0] == layer)
+        one_d = "ag" if meta[(layer, ms[0])]["inter"] == "column" else "rs"
+        naive = [cells[(layer, m)][one_d + ".unfused"]["us"] for m in ms]
+        pick = [cells[(layer, m)][meta[(layer, m)]["helper_op"] + ".auto"]["us"] for m in ms]
+        chunked = [cells[(layer, m)][one_d + ".chunked"]["us"] for m in ms]
+        ax.plot(ms, [a / b for a, b in zip(naive, pick)], "o-", label="helper pick (auto)")
+        ax.plot(ms, [a / b for a, b in zip(naive, chunked)], "s--", label="1D chunked")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(layer, fontsize=9)
+        ax.set_xlabel("M")
+        ax.set_ylabel("speedup vs naive 1D")
+    for ax in list(axes.flat)[len(layers):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("- plot: %s" % path)
+
+
 def main():
-    whole = {(r["layer"], r["M"]): r["us"] for r in load(sys.argv[1]) if r["config"] == "whole"}
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("whole", help="records of the K = 1 run")
+    ap.add_argument("parts", help="records of the K > 1 run")
+    ap.add_argument("--plot", help="write the speedup-vs-M plot here (PNG)")
+    args = ap.parse_args()
+    whole = {(r["layer"], r["M"]): r["us"] for r in load(args.whole) if r["config"] == "whole"}
     cells = defaultdict(dict)
     meta = {}
-    for r in load(sys.argv[2]):
+    for r in load(args.parts):
         key = (r["layer"], r["M"])
         cells[key][r["config"]] = r
         meta[key] = r
@@ -79,6 +118,8 @@ def main():
           % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))
     if vs_whole:
         print("- whole GPU / helper pick: geomean %.2fx (min %.2f, max %.2f)" % (geomean(vs_whole), min(vs_whole), max(vs_whole)))
+    if args.plot:
+        plot(cells, meta, args.plot)
 
 
 if __name__ == "__main__":
