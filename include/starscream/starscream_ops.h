@@ -242,7 +242,9 @@ typedef struct sscGemmArgs_v1 {
   void* y;
   int flags;              /* SSC_GEMM_WEIGHT_KN or 0 */
   int variant;            /* an sscGemmVariant_t (default SSC_GEMM_AUTO) */
-  int chunks;             /* 0: chosen by the rule; >= 1: at least this many (chunked and unfused) */
+  int chunks;             /* 0: chosen by the rule; >= 1: this many (capped at one row of a
+                             rank's block per chunk, raised where the workspace needs it); with
+                             SSC_GEMM_AUTO, 2 or more selects the chunked variant */
 } sscGemmArgs_t;
 #define SSC_GEMM_ARGS_MAGIC 0x53534741u
 #define SSC_GEMM_ARGS_INITIALIZER                                                         \
