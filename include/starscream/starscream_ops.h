@@ -245,11 +245,15 @@ typedef struct sscGemmArgs_v1 {
   int chunks;             /* 0: chosen by the rule; >= 1: this many (capped at one row of a
                              rank's block per chunk, raised where the workspace needs it); with
                              SSC_GEMM_AUTO, 2 or more selects the chunked variant */
+  void* x_gathered;       /* sscAllGatherGemm only: NULL, or [m][k] (the input type) that
+                             receives the gathered X as well (sequence-parallel backward needs
+                             it); x may point at this rank's rows inside it (in place). Costs
+                             one device copy of X per call. */
 } sscGemmArgs_t;
 #define SSC_GEMM_ARGS_MAGIC 0x53534741u
 #define SSC_GEMM_ARGS_INITIALIZER                                                         \
   { sizeof(sscGemmArgs_t), SSC_GEMM_ARGS_MAGIC, SSC_VERSION_CODE, 0, 0, 0, sscBfloat16,  \
-    SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, SSC_GEMM_AUTO, 0 }
+    SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, SSC_GEMM_AUTO, 0, 0 }
 
 typedef struct sscGemmContext* sscGemm_t;
 

@@ -53,6 +53,7 @@ struct Case {
   int variant, chunks;
   size_t workspace;  // 0: default
   int sampleRows;    // 0: check every row, else this many sampled rows (plus the first and last)
+  int gathered = 0;  // all-gather: 1 x_gathered separate, 2 in place (x at its rows inside it)
 };
 
 void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
@@ -84,6 +85,19 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   a.dtype = c.dtype;
   a.out_dtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
   a.x = x, a.w = w, a.y = y;
+  void* gathered = nullptr;
+  if (c.gathered != 0) {
+    CHECK_GPU(hipMalloc(&gathered, std::max<size_t>(c.m * c.k * 2, 16)));
+    CHECK_GPU(hipMemset(gathered, 0, std::max<size_t>(c.m * c.k * 2, 16)));
+    a.x_gathered = gathered;
+    if (c.gathered == 2) {  // this rank's rows already in place
+      if (rows > 0)
+        CHECK_GPU(hipMemcpy(static_cast<char*>(gathered) + first * c.k * 2, xMine.data() + first * c.k,
+                            rows * c.k * 2, hipMemcpyHostToDevice));
+      CHECK_GPU(hipDeviceSynchronize());
+      a.x = static_cast<char*>(gathered) + first * c.k * 2;
+    }
+  }
   a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
   a.variant = c.variant;
   a.chunks = c.chunks;
@@ -129,15 +143,22 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
       const double e = std::fabs(v - val) / tol;
       worst = std::isfinite(e) ? std::max(worst, e) : 1e30;
     }
+  if (gathered != nullptr) {  // the gathered X, bit for bit
+    std::vector<uint16_t> gx(c.m * c.k);
+    if (!gx.empty()) CHECK_GPU(hipMemcpy(gx.data(), gathered, gx.size() * 2, hipMemcpyDeviceToHost));
+    if (!std::equal(gx.begin(), gx.end(), xMine.begin())) worst = 1e30;
+    CHECK_GPU(hipFree(gathered));
+  }
   double all = 0;
   MPI_Allreduce(&worst, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   const bool ok = all <= 1.0;
   if (!ok) ++g_failures;
   if (g_rank == 0)
-    std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
+    std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
                 ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
                 (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
-                c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "", c.variant,
+                c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
+                c.gathered == 1 ? " x_gathered" : c.gathered == 2 ? " in-place" : "", c.variant,
                 variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", chunks, c.workspace, all);
   CHECK_SSC(sscGemmDestroy(gemm));
   CHECK_GPU(hipFree(x));
@@ -175,6 +196,11 @@ int main(int argc, char** argv) {
         runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 0,
                                (2 * g_nranks + 1) * row * 5, 0});
       }
+  // The gathered X returned as well, separately and in place.
+  for (int gathered : {1, 2}) {
+    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 3, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, SSC_GEMM_AUTO, 0, 0, 0, gathered});
+  }
   // Shapes where the rule picks chunks by itself (>= 2 x 16 MiB moved), rows sampled.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});

@@ -81,6 +81,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->x = a->x;
   c->w = a->w;
   c->y = a->y;
+  c->xGathered = a->x_gathered;
   std::string why;
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why))
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
@@ -93,6 +94,18 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   if (work && a->k > 0 && xRows > 0 && a->x == nullptr) return fail(sscInvalidArgument, "{}: x is NULL", fn);
   if (work && a->k > 0 && a->w == nullptr) return fail(sscInvalidArgument, "{}: w is NULL", fn);
   if (work && yRows > 0 && a->y == nullptr) return fail(sscInvalidArgument, "{}: y is NULL", fn);
+  if (a->x_gathered != nullptr) {
+    if (op != Op::kAllGather)
+      return fail(sscInvalidArgument, "{}: x_gathered is for sscAllGatherGemm only", fn);
+    // x may sit at exactly its own rows of x_gathered (in place), nowhere else inside it.
+    const auto* g0 = static_cast<const char*>(a->x_gathered);
+    const auto* xp = static_cast<const char*>(a->x);
+    const size_t bytes = static_cast<size_t>(a->m) * a->k * 2;
+    const RowRange mine = rowShard(a->m, comm->nranks, comm->rank);
+    if (xp != nullptr && xp >= g0 && xp < g0 + bytes && xp != g0 + mine.first * a->k * 2)
+      return fail(sscInvalidArgument, "{}: x lies inside x_gathered but not at this rank's rows "
+                  "(row {}): in place means x = x_gathered + {} * k elements", fn, mine.first, mine.first);
+  }
   return sscSuccess;
 }
 

@@ -30,6 +30,7 @@ struct Call {
   const void* x = nullptr;
   const void* w = nullptr;
   void* y = nullptr;
+  void* xGathered = nullptr;  // all-gather: also receives the gathered X (or NULL)
 };
 
 }  // namespace ssc::gemm

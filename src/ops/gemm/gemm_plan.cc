@@ -251,7 +251,7 @@ bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::st
 
 namespace ssc::gemm {
 
-std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank) {
+std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut) {
   std::vector<Step> out;
   if (plan.direct || plan.chunks == 0) return out;
   const bool overlap = plan.variant == SSC_GEMM_CHUNKED && plan.chunks > 1;
@@ -279,6 +279,7 @@ std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank) {
       if (overlap && j >= plan.slots) add(StepKind::kWait, 0, j, kEvGemmDone + slot);  // slot read
       if (padded) add(StepKind::kPadIn, 0, j);
       add(StepKind::kColl, 0, j);
+      if (gatherOut) add(StepKind::kGatherOut, 0, j);  // on the caller's stream, before the slot's next fill
       if (overlap) {
         add(StepKind::kRecord, 0, j, kEvCollDone + slot);
         add(StepKind::kWait, 1, j, kEvCollDone + slot);

@@ -119,6 +119,7 @@ enum class StepKind {
   kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
   kPadIn,    // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
   kPadOut,   // RS: pad -> this rank's rows of y
+  kGatherOut,  // AG with x_gathered: the chunk's gathered rows, slot -> x_gathered
   kRecord,   // record `event` on `stream`
   kWait      // `stream` waits for the last record of `event`
 };
@@ -131,6 +132,7 @@ struct Step {
 };
 // The chunked variant with more than one chunk overlaps (GEMMs on the side stream, ordered by
 // events); everything else runs on the caller's stream. Direct (one-rank) plans have no steps.
-std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank);
+// gatherOut: the all-gather's rows are also copied out (sscGemmArgs_t.x_gathered).
+std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut = false);
 
 }  // namespace ssc::gemm

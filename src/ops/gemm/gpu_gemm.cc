@@ -229,6 +229,9 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   if (pl.direct) {
     GemmPiece all;
     all.rows = p.m;
+    if (c.xGathered != nullptr && c.xGathered != c.x)
+      SSC_CHECK(gpuCheck(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
+                         "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
   sscComm* comm = g->comm;
@@ -238,7 +241,7 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   // The order and the events come from schedule() (gemm_plan.cc), whose happens-before
   // guarantees tests/ops/gemm checks: a chunk's collective after its GEMM (or the reverse), a
   // slot refilled only after the work that read it, the caller's stream last.
-  for (const Step& st : schedule(p, pl, c.rank)) {
+  for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
     const hipStream_t on = st.stream == 0 ? s : gs->side;
     if (st.kind == StepKind::kRecord) {
       SSC_CHECK(gpuCheck(hipEventRecord(events[st.event], on), "hipEventRecord"));
@@ -271,6 +274,17 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
         if (mine > 0)
           SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
                                             hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
+        break;
+      case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
+        for (const GemmPiece& g : chunkPieces(p, pl, j)) {
+          const size_t rowBytes = p.k * ib;
+          SSC_CHECK(gpuCheck(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
+                                              std::max<size_t>(g.dStride, g.rows) * rowBytes,
+                                              cbyte(slot, g.aRow * rowBytes),
+                                              std::max<size_t>(g.aStride, g.rows) * rowBytes,
+                                              g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, on),
+                             "hipMemcpy2DAsync"));
+        }
         break;
       case StepKind::kPadOut:
         if (mine > 0)

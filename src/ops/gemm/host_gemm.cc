@@ -44,13 +44,14 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   }
   if (pl.direct) {
     hostGemm(c.x, c.w, c.y, p.m, p.n, p.k, c.inType, c.outType, c.weightKN, p.n);
+    if (c.xGathered != nullptr && c.xGathered != c.x) std::memcpy(c.xGathered, c.x, p.m * p.k * ib);
     return sscSuccess;
   }
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   // The GPU half's schedule, run in its list order (a valid serial order); streams and events
   // mean nothing here.
-  for (const Step& st : schedule(p, pl, c.rank)) {
+  for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
     if (st.kind == StepKind::kRecord || st.kind == StepKind::kWait) continue;
     const int j = st.chunk;
     const ChunkRows cr = chunkRows(pl, j);
@@ -75,6 +76,12 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
         break;
       case StepKind::kPadIn:  // the rows this rank owns of the chunk; the rest stays as it is
         if (mine > 0) std::memcpy(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib);
+        break;
+      case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X
+        for (const GemmPiece& g : chunkPieces(p, pl, j))
+          for (int b = 0; b < g.batch; ++b)
+            std::memcpy(byte(c.xGathered, (g.dRow + b * g.dStride) * p.k * ib),
+                        cbyte(slot, (g.aRow + b * g.aStride) * p.k * ib), g.rows * p.k * ib);
         break;
       case StepKind::kPadOut:
         if (mine > 0) std::memcpy(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
@@ -53,11 +54,13 @@ struct Case {
   bool kn;
   int variant, chunks;
   bool tinyWorkspace;
+  int gathered = 0;  // all-gather: 0 no x_gathered, 1 a separate one, 2 in place (x inside it)
   std::string name() const {
-    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}", rs ? "gemm_rs" : "ag_gemm",
+    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}", rs ? "gemm_rs" : "ag_gemm",
                        m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
                        out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", variant, chunks,
-                       tinyWorkspace ? " tiny-workspace" : "");
+                       tinyWorkspace ? " tiny-workspace" : "",
+                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "");
   }
 };
 
@@ -83,6 +86,15 @@ void runCase(const Case& c, sscGemm_t gemm) {
   a.dtype = c.dtype;
   a.out_dtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
   a.x = xArg.empty() ? nullptr : xArg.data();
+  std::vector<uint16_t> gathered;
+  if (c.gathered != 0) {
+    gathered.assign(static_cast<size_t>(c.m * c.k) + 1, 0x7777);  // +1: a guard element
+    a.x_gathered = gathered.data();
+    if (c.gathered == 2) {  // this rank's rows already in place
+      std::copy(xArg.begin(), xArg.end(), gathered.begin() + first * c.k);
+      a.x = rows * c.k == 0 ? nullptr : gathered.data() + first * c.k;
+    }
+  }
   a.w = wMine.data();
   a.y = yRows * c.n == 0 ? nullptr : y.data();
   a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
@@ -100,6 +112,10 @@ void runCase(const Case& c, sscGemm_t gemm) {
   ASSERT_EQ(r, sscSuccess) << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(nullptr);
   EXPECT_EQ(y.back(), 0xAB) << "wrote past y";
+  if (c.gathered != 0 && c.k > 0 && c.n > 0) {
+    EXPECT_TRUE(std::equal(xMine.begin(), xMine.end(), gathered.begin())) << "x_gathered is not X";
+    EXPECT_EQ(gathered.back(), 0x7777) << "wrote past x_gathered";
+  }
 
   // The reference: partials rounded to the output type before the sum on the reduce-scatter
   // path, so the bound grows with the rank count; fp32 output only sees fp32 rounding.
@@ -152,6 +168,14 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
         runCase(c, tiny);
         c.variant = SSC_GEMM_CHUNKED;
         runCase(c, tiny);
+        if (!rs) {  // the gathered X returned too, separately and in place
+          c.gathered = 1;
+          runCase(c, tiny);
+          c.gathered = 2;
+          c.variant = SSC_GEMM_AUTO;
+          c.tinyWorkspace = false;
+          runCase(c, big);
+        }
         if (HasFailure()) break;
       }
   int variant = -1, chunks = -1;
@@ -189,6 +213,18 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   bad = a;
   bad.size = 8;
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  bad = a;
+  bad.x_gathered = buf.data();  // reduce-scatter has no gathered X
+  EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  {  // x inside x_gathered, one row off its place (every rank's verdict is the same)
+    bad = a;
+    bad.x_gathered = buf.data();
+    int64_t first = 0, rows = 0;
+    ASSERT_EQ(sscGemmRowShard(a.m, g_n, g_rank, &first, &rows), sscSuccess);
+    bad.x = buf.data() + (first + 1) * a.k;
+    EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidArgument);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("in place"), std::string::npos);
+  }
   bad = a;
   bad.flags = 0x10;
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);

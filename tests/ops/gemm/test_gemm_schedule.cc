@@ -59,7 +59,7 @@ std::vector<size_t> find(const Graph& g, StepKind k, int chunk) {
   return out;
 }
 
-void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks) {
+void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool gatherOut = false) {
   Problem p;
   p.op = op;
   p.m = m;
@@ -69,7 +69,7 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks) {
   Plan pl;
   std::string why;
   ASSERT_TRUE(makePlan(p, variant, chunks, size_t{1} << 20, &pl, &why)) << why;
-  const Graph g = build(schedule(p, pl, rank));
+  const Graph g = build(schedule(p, pl, rank, gatherOut));
   const size_t begin = 0, end = g.steps.size() - 1;
   for (size_t i = 1; i < end; ++i) {
     EXPECT_TRUE(g.reach[begin][i]) << "step " << i << " may run before the caller's earlier work";
@@ -85,6 +85,15 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks) {
     const auto padIn = find(g, StepKind::kPadIn, j), padOut = find(g, StepKind::kPadOut, j);
     EXPECT_EQ(padIn.size(), !rs && padded ? 1u : 0u);
     EXPECT_EQ(padOut.size(), rs && padded ? 1u : 0u);
+    // x_gathered: copied out of the slot after the all-gather filled it, before its next fill.
+    const auto out = find(g, StepKind::kGatherOut, j);
+    EXPECT_EQ(out.size(), gatherOut ? 1u : 0u);
+    if (!out.empty()) {
+      EXPECT_TRUE(g.reach[coll[0]][out[0]]);
+      if (j + pl.slots < pl.chunks) {
+        EXPECT_TRUE(g.reach[out[0]][find(g, StepKind::kColl, j + pl.slots)[0]]);
+      }
+    }
     if (!padIn.empty()) {
       EXPECT_TRUE(g.reach[padIn[0]][coll[0]]);
     }
@@ -116,6 +125,7 @@ TEST(GemmSchedule, HappensBeforeOverShapes) {
                                             << " ranks " << n << " rank " << rank << " chunks " << chunks);
             check(op, m, n, rank, SSC_GEMM_CHUNKED, chunks);
             check(op, m, n, rank, SSC_GEMM_UNFUSED, chunks);
+            if (op == Op::kAllGather) check(op, m, n, rank, SSC_GEMM_CHUNKED, chunks, true);
             if (HasFailure()) return;
           }
 }
