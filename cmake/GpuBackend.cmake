@@ -88,6 +88,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_runtime_info.cc
   src/device/gpu/gpu_symmetric.cc
   src/ops/attention/gpu_ops.cc
+  src/ops/gemm/gpu_gemm.cc
   transports/usr/ipc_segment.cc
   transports/xgmi/peer_link.cc)
 
@@ -127,6 +128,21 @@ function(_ssc_gpu_attach)
   target_sources(starscream_objs PRIVATE ${_host})
   target_compile_definitions(starscream_objs PRIVATE STARSCREAM_HAVE_GPU=1 ${SSC_GPU_DEFINE})
   target_link_libraries(starscream_objs PUBLIC ${SSC_GPU_RUNTIME})
+  # The vendor BLAS of the GEMM ops (src/ops/gemm): cuBLASLt ships with every CUDA toolkit;
+  # hipBLASLt is a separate ROCm package, and a HIP build without it still builds, its GEMM ops
+  # refusing at run time (sscGemmCreate: sscInvalidUsage, docs/gemm.md).
+  if(STARSCREAM_GPU_BACKEND STREQUAL "cuda")
+    target_link_libraries(starscream_objs PUBLIC CUDA::cublasLt)
+    target_compile_definitions(starscream_objs PRIVATE STARSCREAM_HAVE_BLASLT=1)
+  else()
+    find_package(hipblaslt CONFIG QUIET)
+    if(TARGET roc::hipblaslt)
+      target_link_libraries(starscream_objs PUBLIC roc::hipblaslt)
+      target_compile_definitions(starscream_objs PRIVATE STARSCREAM_HAVE_BLASLT=1)
+    else()
+      message(STATUS "Starscream: hipBLASLt not found; the GEMM ops will refuse at run time")
+    endif()
+  endif()
   # The device objects join both libraries next to starscream_objs' own.
   target_sources(starscream PRIVATE $<TARGET_OBJECTS:ssc_gpu>)
   target_sources(starscream_static PRIVATE $<TARGET_OBJECTS:ssc_gpu>)

@@ -1,5 +1,6 @@
 /*
- * Starscream operators over a communicator: sequence-sharded paged attention (issue #17).
+ * Starscream operators over a communicator: sequence-sharded paged attention (issue #17) and
+ * GEMMs fused with collectives, with the 2D-sharding helper (issue #18; second half of the file).
  *
  * A KV cache whose pages are spread by sequence position over the ranks of a communicator (the
  * paper's "sequence-length sharding", section IV-C: each KV entry is read once, by the partition
@@ -163,6 +164,177 @@ sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t 
                                int num_q_heads, int batch, const int32_t* seq_ids, float scale,
                                const float* sinks, int window, int flags, void* out, float* lse,
                                sscStream_t stream);
+
+/* ---------------------------------------------------------------- GEMM + collectives (issue #18) */
+/*
+ * Linear layers whose matrix product and the collective after (or before) it run as one call on
+ * a communicator and a stream: GEMM + reduce-scatter (a row-parallel layer: each rank holds a
+ * K-slice of the inputs and of the weight, the partial products are summed and each rank keeps
+ * its rows of the sum) and all-gather + GEMM (each rank holds some rows of X, every rank needs
+ * all of them times its own weight). Pass the communicator of the partitions of one GPU to run
+ * the intra-GPU level of a 2D sharding (sscGemmShard2d says which op and which dimension).
+ *
+ * Math: Y = X W^T with W stored [N][K] as nn.Linear stores its weight (Y = x @ weight.T), or
+ * Y = X W with W stored [K][N] (flag SSC_GEMM_WEIGHT_KN). Inputs bf16 or fp16, products
+ * accumulated in fp32, Y written as the input type or as fp32 (out_dtype). Every matrix is
+ * dense row-major ([rows][cols], element (i, j) at i * cols + j). Any M, N, K >= 0.
+ *
+ * Rows of an M-row matrix over nranks ranks (sscGemmRowShard): PyTorch's torch.chunk /
+ * DTensor Shard(0) rule. With c = ceil(M / nranks), rank r owns rows
+ * [min(M, r * c), min(M, (r + 1) * c)): every rank but the last ones holds c rows, a rank may
+ * hold fewer or none when M is not a multiple of nranks (M = 10 over 4 ranks: 3, 3, 3, 1).
+ *
+ * Reduce-scatter precision: each rank's partial product is rounded to out_dtype before the
+ * reduction (as a bf16 reduce-scatter in PyTorch does after the GEMM); the reduction itself
+ * accumulates in fp32. With out_dtype = sscFloat32 nothing is rounded before the end.
+ *
+ * Both ops are collective over the context's communicator: every rank calls with the same m, n,
+ * k, types, flags, variant and chunks, and its own pointers (device memory on the GPU backends).
+ * Calls on one context must be issued on one stream (or synchronized in between): the context
+ * owns the scratch they use. The GPU backend queues everything on `stream` (the GEMMs of the
+ * chunked variant on a side stream ordered by events) and never waits for the device; the host
+ * backend finishes before returning.
+ */
+
+/** Rows [*first_row, *first_row + *num_rows) of an m-row matrix owned by rank of nranks (the
+    rule above). */
+sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
+                            int64_t* num_rows);
+
+/** How a call runs. */
+typedef enum {
+  SSC_GEMM_AUTO = 0,     /* the rule in docs/gemm.md: chunked where it pays, else unfused */
+  SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
+  SSC_GEMM_CHUNKED = 2,  /* row chunks: the GEMM of one chunk on a side stream overlaps the
+                            collective of another */
+  SSC_GEMM_FUSED = 3     /* reserved: the GEMM epilogue writing tiles to their owner; not built
+                            yet (refused with sscInvalidUsage) */
+} sscGemmVariant_t;
+
+/** sscGemmArgs_t.flags */
+#define SSC_GEMM_WEIGHT_KN 0x1 /* w is stored [K][N] (Y = X W) instead of [N][K] (Y = X W^T) */
+
+/** out_dtype value: Y has the input type. */
+#define SSC_GEMM_OUT_AS_INPUT ((sscDataType_t)-1)
+
+/** Context configuration: SSC_GEMM_CONFIG_INITIALIZER, then change what you need. */
+typedef struct sscGemmConfig_v1 {
+  size_t size;            /* sizeof(sscGemmConfig_t), set by the initializer */
+  unsigned int magic;     /* SSC_GEMM_CONFIG_MAGIC */
+  unsigned int version;   /* SSC_VERSION_CODE */
+  size_t workspace_bytes; /* per-rank scratch for the chunks (two slots of one chunk each plus
+                             one rank's chunk); 0 = 256 MiB. A call whose whole collective does
+                             not fit a slot runs in more chunks. */
+} sscGemmConfig_t;
+#define SSC_GEMM_CONFIG_MAGIC 0x5353474du
+#define SSC_GEMM_CONFIG_INITIALIZER { sizeof(sscGemmConfig_t), SSC_GEMM_CONFIG_MAGIC, SSC_VERSION_CODE, 0 }
+
+/** One call's arguments: SSC_GEMM_ARGS_INITIALIZER, then set m, n, k, x, w, y (and dtype). */
+typedef struct sscGemmArgs_v1 {
+  size_t size;            /* sizeof(sscGemmArgs_t), set by the initializer */
+  unsigned int magic;     /* SSC_GEMM_ARGS_MAGIC */
+  unsigned int version;   /* SSC_VERSION_CODE */
+  int64_t m, n, k;        /* the global M; N and K as this rank's x and w have them (below) */
+  sscDataType_t dtype;    /* x and w: sscBfloat16 (default) or sscFloat16 */
+  sscDataType_t out_dtype; /* y: SSC_GEMM_OUT_AS_INPUT (default) or sscFloat32 */
+  const void* x;
+  const void* w;
+  void* y;
+  int flags;              /* SSC_GEMM_WEIGHT_KN or 0 */
+  int variant;            /* an sscGemmVariant_t (default SSC_GEMM_AUTO) */
+  int chunks;             /* 0: chosen by the rule; >= 1: this many (capped at one row of a
+                             rank's block per chunk, raised where the workspace needs it); with
+                             SSC_GEMM_AUTO, 2 or more selects the chunked variant */
+  void* x_gathered;       /* sscAllGatherGemm only: NULL, or [m][k] (the input type) that
+                             receives the gathered X as well (sequence-parallel backward needs
+                             it); x may point at this rank's rows inside it (in place). Costs
+                             one device copy of X per call. */
+} sscGemmArgs_t;
+#define SSC_GEMM_ARGS_MAGIC 0x53534741u
+#define SSC_GEMM_ARGS_INITIALIZER                                                         \
+  { sizeof(sscGemmArgs_t), SSC_GEMM_ARGS_MAGIC, SSC_VERSION_CODE, 0, 0, 0, sscBfloat16,  \
+    SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, SSC_GEMM_AUTO, 0, 0 }
+
+typedef struct sscGemmContext* sscGemm_t;
+
+/** Creates a context on comm (local: no communication): scratch, and on the GPU backends the
+    BLAS handle (cuBLASLt / hipBLASLt), a side stream and events. comm must outlive it. */
+sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config, sscGemm_t* gemm);
+/** Frees it; work queued with it must have finished. NULL is a no-op. */
+sscResult_t sscGemmDestroy(sscGemm_t gemm);
+
+/**
+ * GEMM + reduce-scatter. x: [m][k] (this rank's K-slice of the inputs), w: [n][k] ([k][n] with
+ * SSC_GEMM_WEIGHT_KN), y: [rows][n], this rank's rows (sscGemmRowShard(m, nranks, rank)) of
+ * sum over ranks of x w^T. A rank that owns no rows may pass y = NULL.
+ */
+sscResult_t sscGemmReduceScatter(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream);
+
+/**
+ * All-gather + GEMM. x: [rows][k], this rank's rows (sscGemmRowShard(m, nranks, rank)) of the
+ * full X [m][k] (NULL allowed when it owns none); w: [n][k] ([k][n] with SSC_GEMM_WEIGHT_KN);
+ * y: [m][n] = X w^T with X gathered from every rank.
+ */
+sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream);
+
+/** Which variant and how many chunks a call with these arguments would run (and runs: the
+    ops call this). op: 0 = sscGemmReduceScatter, 1 = sscAllGatherGemm. */
+sscResult_t sscGemmQueryPlan(sscGemm_t gemm, int op, const sscGemmArgs_t* args, int* variant,
+                             int* chunks);
+
+/* ---------------------------------------------------------------- the 2D-sharding helper */
+
+/** The inter-GPU sharding of a linear layer (Megatron's names). */
+typedef enum {
+  SSC_LINEAR_COLUMN_PARALLEL = 0, /* W split by output features N over the GPUs */
+  SSC_LINEAR_ROW_PARALLEL = 1     /* W split by input features K over the GPUs */
+} sscLinearParallel_t;
+
+/** Which op a partition calls on its GPU's communicator. */
+typedef enum {
+  SSC_GEMM_OP_REDUCE_SCATTER = 0, /* sscGemmReduceScatter: K split over the partitions */
+  SSC_GEMM_OP_ALL_GATHER = 1      /* sscAllGatherGemm: N split over the partitions */
+} sscGemmOp_t;
+
+/** The question: SSC_GEMM_SHARD2D_QUERY_INITIALIZER, then set inter, m, n, k, partitions. */
+typedef struct sscGemmShard2dQuery_v1 {
+  size_t size;
+  unsigned int magic;      /* SSC_GEMM_SHARD2D_MAGIC */
+  unsigned int version;
+  int inter;               /* an sscLinearParallel_t */
+  int64_t m, n, k;         /* the per-GPU problem after the inter-GPU sharding: Y[m][n] = X[m][k] W^T */
+  int partitions;          /* partitions of one GPU (ranks of the intra-GPU communicator), >= 1 */
+  int elem_bytes;          /* bytes per element of X, W, Y (default 2) */
+  /* The cost rule's machine (0: the H200 defaults in docs/gemm.md): whole-GPU dense peak, HBM
+     bandwidth, the intra-GPU collective's bus bandwidth and fixed cost per call. */
+  double peak_tflops, hbm_gbps, coll_gbps, coll_latency_us;
+} sscGemmShard2dQuery_t;
+#define SSC_GEMM_SHARD2D_MAGIC 0x53533244u
+#define SSC_GEMM_SHARD2D_QUERY_INITIALIZER                                                  \
+  { sizeof(sscGemmShard2dQuery_t), SSC_GEMM_SHARD2D_MAGIC, SSC_VERSION_CODE, 0, 0, 0, 0, 1, 2, \
+    0.0, 0.0, 0.0, 0.0 }
+
+/** The answer (set size = sizeof(sscGemmShard2dPlan_t) before the call). */
+typedef struct sscGemmShard2dPlan_v1 {
+  size_t size;
+  int two_d;          /* 1: the dimension orthogonal to the inter-GPU one is split (2D); 0: the
+                         inter-GPU dimension is split further (1D) */
+  int op;             /* an sscGemmOp_t */
+  int64_t m, n, k;    /* the op's m, n, k on partition 0 (the split one from sscGemmRowShard:
+                         partition p gets sscGemmRowShard(dim, partitions, p) of it) */
+  double est_us;      /* the rule's estimate for the choice (GEMM + unfused collective) */
+  double other_est_us; /* and for the other option */
+} sscGemmShard2dPlan_t;
+
+/**
+ * The intra-GPU sharding of a linear layer (pure arithmetic, no communicator). The two options
+ * compute the same FLOPs: split K and call sscGemmReduceScatter (partials [m][n] reduced), or
+ * split N and call sscAllGatherGemm (X [m][k] gathered). For a column-parallel layer the first
+ * is the 2D one (K is orthogonal to its inter-GPU N split), for a row-parallel layer the second.
+ * The rule (docs/gemm.md) estimates each as roofline GEMM time with a short-K penalty plus the
+ * collective's bytes over coll_gbps, and picks the cheaper.
+ */
+sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmShard2dPlan_t* plan);
 
 #ifdef __cplusplus
 }  /* extern "C" */

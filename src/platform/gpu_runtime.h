@@ -54,6 +54,7 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipMemsetAsync cudaMemsetAsync
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpy2DAsync cudaMemcpy2DAsync
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
@@ -89,6 +90,62 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
 #define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
 #endif
+
+// The vendor BLAS (src/ops/gemm): hipBLASLt on AMD, cuBLASLt on NVIDIA, used through the
+// hipBLASLt names. Only where the build found the library (cmake/GpuBackend.cmake defines
+// STARSCREAM_HAVE_BLASLT and links CUDA::cublasLt or roc::hipblaslt); without it the GEMM ops
+// refuse at run time. HIP: ROCm >= 6 names (hipDataType, hipblasComputeType_t).
+#if defined(STARSCREAM_HAVE_BLASLT)
+#if defined(SSC_GPU_IS_HIP)
+#include <hipblaslt/hipblaslt.h>
+inline const char* sscBlasStatusString(hipblasStatus_t s) {
+  switch (s) {
+    case HIPBLAS_STATUS_SUCCESS: return "success";
+    case HIPBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+    case HIPBLAS_STATUS_INVALID_VALUE: return "invalid value";
+    case HIPBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
+    default: return "hipBLASLt error";
+  }
+}
+#else
+#include <cublasLt.h>
+using hipblasStatus_t = cublasStatus_t;
+using hipblasLtHandle_t = cublasLtHandle_t;
+using hipblasLtMatmulDesc_t = cublasLtMatmulDesc_t;
+using hipblasLtMatrixLayout_t = cublasLtMatrixLayout_t;
+using hipblasLtMatmulPreference_t = cublasLtMatmulPreference_t;
+using hipblasLtMatmulHeuristicResult_t = cublasLtMatmulHeuristicResult_t;
+using hipblasLtMatmulAlgo_t = cublasLtMatmulAlgo_t;
+using hipblasOperation_t = cublasOperation_t;
+using hipDataType = cudaDataType_t;
+#define HIPBLAS_STATUS_SUCCESS CUBLAS_STATUS_SUCCESS
+#define HIPBLAS_OP_N CUBLAS_OP_N
+#define HIPBLAS_OP_T CUBLAS_OP_T
+#define HIPBLAS_COMPUTE_32F CUBLAS_COMPUTE_32F
+#define HIP_R_16F CUDA_R_16F
+#define HIP_R_16BF CUDA_R_16BF
+#define HIP_R_32F CUDA_R_32F
+#define HIPBLASLT_MATMUL_DESC_TRANSA CUBLASLT_MATMUL_DESC_TRANSA
+#define HIPBLASLT_MATMUL_DESC_TRANSB CUBLASLT_MATMUL_DESC_TRANSB
+#define HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT
+#define HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
+#define HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+#define hipblasLtCreate cublasLtCreate
+#define hipblasLtDestroy cublasLtDestroy
+#define hipblasLtMatmulDescCreate cublasLtMatmulDescCreate
+#define hipblasLtMatmulDescDestroy cublasLtMatmulDescDestroy
+#define hipblasLtMatmulDescSetAttribute cublasLtMatmulDescSetAttribute
+#define hipblasLtMatrixLayoutCreate cublasLtMatrixLayoutCreate
+#define hipblasLtMatrixLayoutDestroy cublasLtMatrixLayoutDestroy
+#define hipblasLtMatrixLayoutSetAttribute cublasLtMatrixLayoutSetAttribute
+#define hipblasLtMatmulPreferenceCreate cublasLtMatmulPreferenceCreate
+#define hipblasLtMatmulPreferenceDestroy cublasLtMatmulPreferenceDestroy
+#define hipblasLtMatmulPreferenceSetAttribute cublasLtMatmulPreferenceSetAttribute
+#define hipblasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
+#define hipblasLtMatmul cublasLtMatmul
+inline const char* sscBlasStatusString(cublasStatus_t s) { return cublasLtGetStatusString(s); }
+#endif
+#endif  // STARSCREAM_HAVE_BLASLT
 
 // The device's 16 UUID bytes (every MPS client of one GPU sees the same). ROCm 5.2's
 // hipDeviceProp_t has no uuid field; hipDeviceGetUuid is in ROCm 5.2 and 6.

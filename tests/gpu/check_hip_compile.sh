@@ -48,7 +48,8 @@ for src in "$repo"/src/kernels/gpu/*.cu; do
     "$hipcc" "${common[@]}" "${archs[@]}" -x hip -c "$src" -o "$out/$(basename "$src").o"
 done
 host=("$repo"/src/device/gpu/*.cc "$repo"/transports/usr/*.cc "$repo"/transports/xgmi/*.cc
-      "$repo"/perf/common/device_buffer.cc "$repo"/src/ops/attention/gpu_ops.cc)
+      "$repo"/perf/common/device_buffer.cc "$repo"/src/ops/attention/gpu_ops.cc
+      "$repo"/src/ops/gemm/gpu_gemm.cc)
 mpi=()
 if command -v mpicxx >/dev/null 2>&1; then
   read -r -a mpi <<<"$(mpicxx --showme:compile 2>/dev/null || true)"

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Joins gemm_coll_perf records (JSON Lines) of a K = 1 run (the whole-GPU GEMM) and a K > 1 run
+into the markdown table of perf/RESULTS.md and the issue's target figures.
+
+    perf/gemm_table.py k1.json k8.json [--plot speedup.png]
+
+Per layer and M: the whole-GPU GEMM; for rs (split K, GEMM + reduce-scatter) and ag (split N,
+all-gather + GEMM) the GEMM alone, unfused and auto (the library's rule); which op the 2D helper
+picks; the pick against naive 1D (the layer's 1D op, unfused) and against the whole GPU.
+"""
+import argparse
+import json
+import math
+from collections import defaultdict
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def plot(cells, meta, path):
+    """Speedup vs M per layer: the helper's pick (auto) and the 1D op chunked, over naive 1D."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("- no plot: matplotlib is not installed for this python3")
+        return
+    layers = sorted({k[0] for k in cells})
+    cols = 4
+    rows = (len(layers) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, layer in zip(axes.flat, layers):
+        ms = sorted(k[1] for k in cells if k[0] == layer)
+        one_d = "ag" if meta[(layer, ms[0])]["inter"] == "column" else "rs"
+        naive = [cells[(layer, m)][one_d + ".unfused"]["us"] for m in ms]
+        pick = [cells[(layer, m)][meta[(layer, m)]["helper_op"] + ".auto"]["us"] for m in ms]
+        chunked = [cells[(layer, m)][one_d + ".chunked"]["us"] for m in ms]
+        ax.plot(ms, [a / b for a, b in zip(naive, pick)], "o-", label="helper pick (auto)")
+        ax.plot(ms, [a / b for a, b in zip(naive, chunked)], "s--", label="1D chunked")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(layer, fontsize=9)
+        ax.set_xlabel("M")
+        ax.set_ylabel("speedup vs naive 1D")
+    for ax in list(axes.flat)[len(layers):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("- plot: %s" % path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("whole", help="records of the K = 1 run")
+    ap.add_argument("parts", help="records of the K > 1 run")
+    ap.add_argument("--plot", help="write the speedup-vs-M plot here (PNG)")
+    args = ap.parse_args()
+    whole = {(r["layer"], r["M"]): r["us"] for r in load(args.whole) if r["config"] == "whole"}
+    cells = defaultdict(dict)
+    meta = {}
+    for r in load(args.parts):
+        key = (r["layer"], r["M"])
+        cells[key][r["config"]] = r
+        meta[key] = r
+    print("| layer (TP8 per GPU, K x N) | M | whole GPU | rs: GEMM alone / unfused / auto | "
+          "ag: GEMM alone / unfused / auto | helper pick | pick vs naive 1D | whole / pick |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    hidden, hidden_small, fused, slower, helper, helper_bad, vs_whole = [], [], [], [], [], [], []
+    for key in sorted(cells, key=lambda k: (k[0], k[1])):
+        c, m = cells[key], meta[key]
+        one_d = "ag" if m["inter"] == "column" else "rs"
+        pick = m["helper_op"]
+
+        def t(cfg):
+            return c[cfg]["us"]
+
+        def auto(op):
+            r = c[op + ".auto"]
+            return "%.0f%s" % (r["us"], " (x%d)" % r["chunks"] if r["variant"] == "chunked" else "")
+
+        naive = t(one_d + ".unfused")
+        chosen = t(pick + ".auto")
+        w = whole.get(key)
+        print("| %s %s (%dx%d) | %d | %s | %.0f / %.0f / %s | %.0f / %.0f / %s | %s (%s) | %.2fx | %s |" % (
+            key[0], m["inter"], m["K"], m["N"], key[1], "%.0f" % w if w else "-",
+            t("rs.gemm"), t("rs.unfused"), auto("rs"), t("ag.gemm"), t("ag.unfused"), auto("ag"),
+            pick, "2D" if m["helper_2d"] else "1D", naive / chosen, "%.2fx" % (w / chosen) if w else "-"))
+        for op in ("rs", "ag"):
+            ratio = t(op + ".chunked") / t(op + ".gemm")
+            (hidden if key[1] >= 256 else hidden_small).append(ratio)
+            share = (t(op + ".unfused") - t(op + ".gemm")) / t(op + ".unfused")
+            if share >= 0.2:
+                fused.append(t(op + ".unfused") / t(op + ".chunked"))
+            if t(op + ".auto") > 1.03 * t(op + ".unfused"):
+                slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
+        helper.append(naive / chosen)
+        best_1d = min(t(one_d + ".unfused"), t(one_d + ".auto"))
+        if chosen > 1.03 * best_1d:
+            helper_bad.append("%s M=%d pick %.0f vs 1D %.0f" % (key[0], key[1], chosen, best_1d))
+        if w:
+            vs_whole.append(w / chosen)
+    print()
+    print("- chunked / GEMM alone (communication hidden; target <= 1.15), geomean M >= 256: %.2f; M < 256: %.2f"
+          % (geomean(hidden), geomean(hidden_small)))
+    print("- chunked vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells"
+          % (geomean(fused), len(fused)))
+    print("- auto > 3 %% slower than unfused: %d cell(s)%s" % (len(slower), ": " + "; ".join(slower) if slower else ""))
+    print("- helper pick vs naive 1D (target >= 1.1x): geomean %.2fx; > 3 %% slower than the best 1D: %d%s"
+          % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))
+    if vs_whole:
+        print("- whole GPU / helper pick: geomean %.2fx (min %.2f, max %.2f)" % (geomean(vs_whole), min(vs_whole), max(vs_whole)))
+    if args.plot:
+        plot(cells, meta, args.plot)
+
+
+if __name__ == "__main__":
+    main()

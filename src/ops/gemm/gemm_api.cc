@@ -1,0 +1,242 @@
+// C entry points of the fused GEMM-collectives and the 2D-sharding helper (starscream_ops.h):
+// validate every argument (the host arguments are the same on every rank, so every rank reaches
+// the same verdict before any collective starts), choose the plan, hand over to the backend's
+// half (host_gemm.cc or gpu_gemm.cc).
+#include <mutex>
+#include <set>
+
+#include "src/api/api.h"
+#include "src/core/log.h"
+#include "src/device/backend.h"
+#include "src/ops/gemm/gemm_context.h"
+
+using namespace ssc;
+using namespace ssc::gemm;
+
+namespace {
+
+std::mutex g_ctxMu;
+std::set<sscGemmContext*> g_contexts;
+
+sscResult_t checkContext(const char* fn, sscGemmContext* g) {
+  if (g == nullptr) return fail(sscInvalidArgument, "{}: gemm is NULL", fn);
+  std::lock_guard<std::mutex> lock(g_ctxMu);
+  if (g_contexts.count(g) == 0)
+    return fail(sscInvalidUsage, "{}: gemm {} is not a live context (destroyed or never created)",
+                fn, static_cast<void*>(g));
+  return sscSuccess;
+}
+
+void freeContext(sscGemmContext* g) {
+  if (g->onGpu) gpuDestroy(g);  // frees the workspace too, on the context's device
+  if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);
+  g->magic = 0;
+  delete g;
+}
+
+// Elements of a rows x cols matrix stay far from overflowing size_t and int64 byte offsets.
+constexpr int64_t kMaxElems = int64_t{1} << 56;
+
+sscResult_t checkMatrix(const char* fn, const char* what, int64_t rows, int64_t cols) {
+  if (rows > 0 && cols > kMaxElems / rows)
+    return fail(sscInvalidArgument, "{}: {} of {} x {} elements is too large", fn, what, rows, cols);
+  return sscSuccess;
+}
+
+// Validates args for op on g and builds the call (plan included).
+// checkPointers: false for sscGemmQueryPlan, which asks about a shape only.
+sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c,
+                    bool checkPointers = true) {
+  if (a == nullptr) return fail(sscInvalidArgument, "{}: args is NULL", fn);
+  if (a->size != sizeof(sscGemmArgs_t) || a->magic != SSC_GEMM_ARGS_MAGIC)
+    return fail(sscInvalidArgument, "{}: args were not initialised with SSC_GEMM_ARGS_INITIALIZER "
+                "(size {}, magic {:#x})", fn, a->size, a->magic);
+  if (a->dtype != sscBfloat16 && a->dtype != sscFloat16)
+    return fail(sscInvalidArgument, "{}: args.dtype = {} (supported: sscBfloat16, sscFloat16)", fn,
+                static_cast<int>(a->dtype));
+  const sscDataType_t out = a->out_dtype == SSC_GEMM_OUT_AS_INPUT ? a->dtype : a->out_dtype;
+  if (out != a->dtype && out != sscFloat32)
+    return fail(sscInvalidArgument, "{}: args.out_dtype = {} (supported: SSC_GEMM_OUT_AS_INPUT, "
+                "the input type, or sscFloat32)", fn, static_cast<int>(a->out_dtype));
+  if (a->m < 0 || a->n < 0 || a->k < 0)
+    return fail(sscInvalidArgument, "{}: args m = {}, n = {}, k = {}: each must be >= 0", fn, a->m,
+                a->n, a->k);
+  if ((a->flags & ~SSC_GEMM_WEIGHT_KN) != 0)
+    return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, a->flags);
+  SSC_CHECK(checkMatrix(fn, "x", a->m, a->k));
+  SSC_CHECK(checkMatrix(fn, "w", a->n, a->k));
+  SSC_CHECK(checkMatrix(fn, "y", a->m, a->n));
+  sscComm* comm = g->comm;
+  c->rank = comm->rank;
+  c->p.op = op;
+  c->p.m = a->m;
+  c->p.n = a->n;
+  c->p.k = a->k;
+  c->p.nranks = comm->nranks;
+  c->p.inBytes = 2;
+  c->p.outBytes = out == sscFloat32 ? 4 : 2;
+  c->inType = a->dtype;
+  c->outType = out;
+  c->weightKN = (a->flags & SSC_GEMM_WEIGHT_KN) != 0;
+  c->x = a->x;
+  c->w = a->w;
+  c->y = a->y;
+  c->xGathered = a->x_gathered;
+  std::string why;
+  if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why))
+    return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
+  // Pointers, after the shape: what must be there depends on the rows this rank owns.
+  if (!checkPointers) return sscSuccess;
+  const int64_t own = rowShard(a->m, comm->nranks, comm->rank).count;
+  const bool work = a->m > 0 && a->n > 0;
+  const int64_t xRows = op == Op::kReduceScatter ? a->m : own;
+  const int64_t yRows = op == Op::kReduceScatter ? own : a->m;
+  if (work && a->k > 0 && xRows > 0 && a->x == nullptr) return fail(sscInvalidArgument, "{}: x is NULL", fn);
+  if (work && a->k > 0 && a->w == nullptr) return fail(sscInvalidArgument, "{}: w is NULL", fn);
+  if (work && yRows > 0 && a->y == nullptr) return fail(sscInvalidArgument, "{}: y is NULL", fn);
+  if (a->x_gathered != nullptr) {
+    if (op != Op::kAllGather)
+      return fail(sscInvalidArgument, "{}: x_gathered is for sscAllGatherGemm only", fn);
+    // x may sit at exactly its own rows of x_gathered (in place), nowhere else inside it.
+    const auto* g0 = static_cast<const char*>(a->x_gathered);
+    const auto* xp = static_cast<const char*>(a->x);
+    const size_t bytes = static_cast<size_t>(a->m) * a->k * 2;
+    const RowRange mine = rowShard(a->m, comm->nranks, comm->rank);
+    if (xp != nullptr && xp >= g0 && xp < g0 + bytes && xp != g0 + mine.first * a->k * 2)
+      return fail(sscInvalidArgument, "{}: x lies inside x_gathered but not at this rank's rows "
+                  "(row {}): in place means x = x_gathered + {} * k elements", fn, mine.first, mine.first);
+  }
+  return sscSuccess;
+}
+
+sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* args,
+                sscStream_t stream) {
+  SSC_CHECK(checkContext(fn, g));
+  CommUse use(g->comm);
+  SSC_CHECK(checkComm(fn, g->comm));
+  Call c;
+  SSC_CHECK(prepare(fn, g, op, args, &c));
+  SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {} ({})", fn, c.p.m, c.p.n, c.p.k,
+          c.plan.variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", c.plan.chunks, c.plan.reason);
+  return g->onGpu ? gpuRun(g, c, stream) : hostRun(g, c, stream);
+}
+
+}  // namespace
+
+SSC_API sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
+                                    int64_t* num_rows) {
+  const char* fn = "sscGemmRowShard";
+  return guarded(fn, [&] {
+    if (m < 0) return fail(sscInvalidArgument, "{}: m = {} is negative", fn, m);
+    if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks = {} must be >= 1", fn, nranks);
+    SSC_CHECK(checkRank(fn, "rank", rank, nranks));
+    if (first_row == nullptr || num_rows == nullptr)
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn, first_row == nullptr ? "first_row" : "num_rows");
+    const RowRange r = rowShard(m, nranks, rank);
+    *first_row = r.first;
+    *num_rows = r.count;
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config, sscGemm_t* gemm) {
+  const char* fn = "sscGemmCreate";
+  return guarded(fn, [&] {
+    CommUse use(comm);
+    SSC_CHECK(checkComm(fn, comm));
+    if (gemm == nullptr) return fail(sscInvalidArgument, "{}: gemm is NULL", fn);
+    *gemm = nullptr;
+    sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
+    if (config != nullptr) {
+      if (config->size != sizeof(sscGemmConfig_t) || config->magic != SSC_GEMM_CONFIG_MAGIC)
+        return fail(sscInvalidArgument, "{}: config was not initialised with "
+                    "SSC_GEMM_CONFIG_INITIALIZER (size {}, magic {:#x})", fn, config->size, config->magic);
+      cfg = *config;
+    }
+    auto* g = new sscGemmContext;
+    g->comm = comm;
+    g->backend = comm->backend;
+    g->device = comm->device;
+    g->onGpu = comm->backend->deviceIndex() >= 0;
+    g->workspaceBytes = cfg.workspace_bytes != 0 ? cfg.workspace_bytes : kDefaultWorkspaceBytes;
+    sscResult_t r = g->onGpu ? gpuCreate(g) : g->backend->memAlloc(&g->workspace, g->workspaceBytes);
+    if (r != sscSuccess) {
+      freeContext(g);
+      return r;
+    }
+    std::lock_guard<std::mutex> lock(g_ctxMu);
+    g_contexts.insert(g);
+    *gemm = g;
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscGemmDestroy(sscGemm_t gemm) {
+  return guarded("sscGemmDestroy", [&] {
+    if (gemm == nullptr) return sscSuccess;
+    {
+      std::lock_guard<std::mutex> lock(g_ctxMu);
+      if (g_contexts.erase(gemm) == 0)
+        return fail(sscInvalidUsage, "sscGemmDestroy: gemm {} is not a live context (destroyed "
+                    "twice?)", static_cast<void*>(gemm));
+    }
+    freeContext(gemm);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscGemmReduceScatter(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream) {
+  const char* fn = "sscGemmReduceScatter";
+  return guarded(fn, [&] { return run(fn, gemm, Op::kReduceScatter, args, stream); });
+}
+
+SSC_API sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream) {
+  const char* fn = "sscAllGatherGemm";
+  return guarded(fn, [&] { return run(fn, gemm, Op::kAllGather, args, stream); });
+}
+
+SSC_API sscResult_t sscGemmQueryPlan(sscGemm_t gemm, int op, const sscGemmArgs_t* args,
+                                     int* variant, int* chunks) {
+  const char* fn = "sscGemmQueryPlan";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkContext(fn, gemm));
+    CommUse use(gemm->comm);
+    SSC_CHECK(checkComm(fn, gemm->comm));
+    if (op != 0 && op != 1) return fail(sscInvalidArgument, "{}: op = {} (0: reduce-scatter, 1: all-gather)", fn, op);
+    if (variant == nullptr || chunks == nullptr)
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn, variant == nullptr ? "variant" : "chunks");
+    Call c;
+    SSC_CHECK(prepare(fn, gemm, op == 0 ? Op::kReduceScatter : Op::kAllGather, args, &c, false));
+    *variant = c.plan.variant;
+    *chunks = c.plan.chunks;
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmShard2dPlan_t* plan) {
+  const char* fn = "sscGemmShard2d";
+  return guarded(fn, [&] {
+    if (query == nullptr || plan == nullptr)
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn, query == nullptr ? "query" : "plan");
+    if (query->size != sizeof(sscGemmShard2dQuery_t) || query->magic != SSC_GEMM_SHARD2D_MAGIC)
+      return fail(sscInvalidArgument, "{}: query was not initialised with "
+                  "SSC_GEMM_SHARD2D_QUERY_INITIALIZER (size {}, magic {:#x})", fn, query->size, query->magic);
+    if (plan->size != sizeof(sscGemmShard2dPlan_t))
+      return fail(sscInvalidArgument, "{}: plan->size = {}: set it to sizeof(sscGemmShard2dPlan_t) = {}",
+                  fn, plan->size, sizeof(sscGemmShard2dPlan_t));
+    std::string why;
+    if (!shard2d(*query, plan, &why)) return fail(sscInvalidArgument, "{}: {}", fn, why);
+    return sscSuccess;
+  });
+}
+
+#if !defined(STARSCREAM_HAVE_GPU)
+// Host-only builds: a communicator is never on a GPU backend, so these are never reached.
+namespace ssc::gemm {
+sscResult_t gpuCreate(sscGemmContext*) { return fail(sscInternalError, "gemm: GPU backend not built"); }
+void gpuDestroy(sscGemmContext*) {}
+sscResult_t gpuRun(sscGemmContext*, const Call&, sscStream_t) {
+  return fail(sscInternalError, "gemm: GPU backend not built");
+}
+}  // namespace ssc::gemm
+#endif

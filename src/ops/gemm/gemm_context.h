@@ -1,0 +1,60 @@
+// The context behind sscGemm_t and the backend-specific halves of the fused GEMM-collectives:
+// the host backend's (host_gemm.cc: the reference GEMM on the CPU, then the core's collectives)
+// and the GPU backend's (gpu_gemm.cc: cuBLASLt / hipBLASLt, chunks overlapped on a side stream).
+// Both execute the same Plan (gemm_plan.h).
+#pragma once
+
+#include <cstdint>
+
+#include "src/ops/gemm/gemm_plan.h"
+#include "starscream/starscream_ops.h"
+
+struct sscComm;
+
+namespace ssc {
+class Backend;
+}
+
+namespace ssc::gemm {
+
+class GpuGemmState;  // gpu_gemm.cc: BLAS handle, side stream, events, cached algorithms
+
+// A validated call.
+struct Call {
+  Problem p;
+  Plan plan;
+  int rank = 0;
+  sscDataType_t inType = sscBfloat16;
+  sscDataType_t outType = sscBfloat16;
+  bool weightKN = false;
+  const void* x = nullptr;
+  const void* w = nullptr;
+  void* y = nullptr;
+  void* xGathered = nullptr;  // all-gather: also receives the gathered X (or NULL)
+};
+
+}  // namespace ssc::gemm
+
+struct sscGemmContext {
+  static constexpr uint64_t kMagic = 0x53534347454d4d31ull;
+  uint64_t magic = kMagic;
+  sscComm* comm = nullptr;
+  // Kept apart from comm so destroy frees with the right backend and device.
+  ssc::Backend* backend = nullptr;
+  int device = -1;
+  bool onGpu = false;
+  size_t workspaceBytes = 0;
+  void* workspace = nullptr;  // backend memory: [slot 0][slot 1][pad]
+  ssc::gemm::GpuGemmState* gpu = nullptr;
+};
+
+namespace ssc::gemm {
+
+sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream);
+
+// GPU backend (built only with one; the API reports sscInternalError otherwise).
+sscResult_t gpuCreate(sscGemmContext* g);
+void gpuDestroy(sscGemmContext* g);
+sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream);
+
+}  // namespace ssc::gemm

@@ -1,0 +1,296 @@
+#include "src/ops/gemm/gemm_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/kernels/host/reduce.h"
+
+namespace ssc::gemm {
+
+int64_t blockRows(int64_t m, int nranks) {
+  return nranks < 1 || m <= 0 ? 0 : (m + nranks - 1) / nranks;
+}
+
+RowRange rowShard(int64_t m, int nranks, int rank) {
+  const int64_t c = blockRows(m, nranks);
+  RowRange r;
+  r.first = std::min(m, c * rank);
+  r.count = std::min(m, c * (rank + 1)) - r.first;
+  return r;
+}
+
+namespace {
+
+double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+}  // namespace
+
+bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
+              Plan* plan, std::string* why) {
+  Plan pl;
+  pl.block = blockRows(p.m, p.nranks);
+  if (requestVariant == SSC_GEMM_FUSED) {
+    *why = "variant SSC_GEMM_FUSED (the GEMM epilogue writing each tile to its owner) is not "
+           "built yet; use SSC_GEMM_AUTO, SSC_GEMM_CHUNKED or SSC_GEMM_UNFUSED";
+    return false;
+  }
+  if (requestVariant < SSC_GEMM_AUTO || requestVariant > SSC_GEMM_FUSED) {
+    *why = fmt::format("variant = {} is not an sscGemmVariant_t", requestVariant);
+    return false;
+  }
+  if (requestChunks < 0) {
+    *why = fmt::format("chunks = {} is negative", requestChunks);
+    return false;
+  }
+  if (p.nranks == 1 || pl.block == 0) {
+    pl.direct = p.nranks == 1;
+    pl.chunkRows = pl.block;
+    pl.chunks = pl.block == 0 ? 0 : 1;
+    pl.reason = p.nranks == 1 ? "one rank: the GEMM alone, no collective" : "m = 0: nothing to do";
+    *plan = pl;
+    return true;
+  }
+  const size_t rowBytes = static_cast<size_t>(p.width()) * p.collBytes();  // one row of one rank
+  const size_t total = rowBytes * pl.block * p.nranks;
+  const int64_t byRule = std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
+  int64_t chunks = 1;
+  if (requestVariant == SSC_GEMM_AUTO) {
+    chunks = requestChunks > 0 ? requestChunks : byRule;
+    pl.variant = chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED;
+    pl.reason = requestChunks > 0
+                    ? fmt::format("{} chunks asked for", requestChunks)
+                    : chunks >= 2 ? fmt::format("the collective moves {:.1f} MiB: {} chunks of >= {} MiB",
+                                                mib(total), chunks, mib(kMinChunkBytes))
+                                  : fmt::format("the collective moves {:.1f} MiB < 2 x {} MiB: "
+                                                "chunking would not pay, unfused", mib(total),
+                                                mib(kMinChunkBytes));
+  } else if (requestVariant == SSC_GEMM_CHUNKED) {
+    chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(2, byRule);
+    pl.variant = SSC_GEMM_CHUNKED;
+    pl.reason = "chunked variant asked for";
+  } else {
+    chunks = std::max(1, requestChunks);
+    pl.variant = SSC_GEMM_UNFUSED;
+    pl.reason = "unfused variant asked for";
+  }
+  chunks = std::clamp<int64_t>(chunks, 1, pl.block);
+  pl.slots = pl.variant == SSC_GEMM_CHUNKED ? 2 : 1;
+  int64_t cr = (pl.block + chunks - 1) / chunks;
+  if (rowBytes > 0) {
+    const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes;
+    const int64_t fit = static_cast<int64_t>(workspaceBytes / perRow);
+    if (fit < 1) {
+      *why = fmt::format("workspace_bytes = {} cannot hold one row per rank of the collective "
+                         "({} slot(s) x {} ranks + 1 pad row, {} bytes each = {} bytes); "
+                         "create the context with a larger workspace_bytes",
+                         workspaceBytes, pl.slots, p.nranks, rowBytes, perRow);
+      return false;
+    }
+    if (cr > fit) {
+      cr = fit;
+      pl.reason += fmt::format("; the workspace holds {} rows per rank per chunk", fit);
+    }
+  }
+  pl.chunkRows = cr;
+  pl.chunks = static_cast<int>((pl.block + cr - 1) / cr);
+  pl.slotBytes = static_cast<size_t>(p.nranks) * cr * rowBytes;
+  pl.padBytes = cr * rowBytes;
+  *plan = pl;
+  return true;
+}
+
+ChunkRows chunkRows(const Plan& plan, int j) {
+  ChunkRows c;
+  c.begin = std::min(plan.block, j * plan.chunkRows);
+  c.rows = std::min(plan.block, (j + 1) * plan.chunkRows) - c.begin;
+  return c;
+}
+
+std::vector<GemmPiece> chunkPieces(const Problem& p, const Plan& plan, int j) {
+  std::vector<GemmPiece> out;
+  const ChunkRows cr = chunkRows(plan, j);
+  const int64_t c = plan.block, b0 = cr.begin, h = cr.rows;
+  if (h <= 0) return out;
+  // Ranks 0 .. full-1 have all h rows of this chunk below m (monotone in the rank).
+  const int64_t full = p.m - b0 - h >= 0 ? std::min<int64_t>(p.nranks, (p.m - b0 - h) / c + 1) : 0;
+  const bool rs = p.op == Op::kReduceScatter;
+  if (full > 0) {
+    GemmPiece g;
+    g.rows = h;
+    g.batch = static_cast<int>(full);
+    g.aRow = rs ? b0 : 0;
+    g.aStride = rs ? c : h;
+    g.dRow = rs ? 0 : b0;
+    g.dStride = rs ? h : c;
+    if (g.batch == 1 || (g.aStride == h && g.dStride == h)) {  // contiguous: one plain GEMM
+      g.rows = h * g.batch;
+      g.batch = 1;
+      g.aStride = g.dStride = 0;
+    }
+    out.push_back(g);
+  }
+  if (full < p.nranks) {
+    const int64_t v = std::clamp<int64_t>(p.m - (full * c + b0), 0, h);
+    if (v > 0) {
+      GemmPiece g;
+      g.rows = v;
+      g.aRow = rs ? full * c + b0 : full * h;
+      g.dRow = rs ? full * h : full * c + b0;
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+int64_t ownChunkRows(const Problem& p, const Plan& plan, int j, int rank) {
+  const ChunkRows cr = chunkRows(plan, j);
+  const int64_t own = rowShard(p.m, p.nranks, rank).count;
+  return std::clamp<int64_t>(own - cr.begin, 0, cr.rows);
+}
+
+namespace {
+
+float load(const void* base, size_t i, sscDataType_t t) {
+  if (t == sscFloat32) return static_cast<const float*>(base)[i];
+  const uint16_t v = static_cast<const uint16_t*>(base)[i];
+  return t == sscFloat16 ? halfToFloat(v) : bf16ToFloat(v);
+}
+
+void store(void* base, size_t i, sscDataType_t t, float x) {
+  if (t == sscFloat32) static_cast<float*>(base)[i] = x;
+  else static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
+}
+
+}  // namespace
+
+void hostGemm(const void* x, const void* w, void* y, int64_t rows, int64_t n, int64_t k,
+              sscDataType_t inType, sscDataType_t outType, bool weightKN, int64_t ldy) {
+  // W converted once to fp32 as [n][k], so the inner loop is a dot product of two rows.
+  std::vector<float> wf(static_cast<size_t>(n) * k), xf(static_cast<size_t>(k));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < k; ++i)
+      wf[j * k + i] = load(w, weightKN ? i * n + j : j * k + i, inType);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < k; ++i) xf[i] = load(x, r * k + i, inType);
+    for (int64_t j = 0; j < n; ++j) {
+      const float* wr = &wf[j * k];
+      float acc = 0.0f;
+      for (int64_t i = 0; i < k; ++i) acc += xf[i] * wr[i];
+      store(y, r * ldy + j, outType, acc);
+    }
+  }
+}
+
+double estimateGemmUs(const Machine& mc, int partitions, double m, double n, double k, double elem) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  const double flops = 2.0 * m * n * k;
+  const double bytes = (m * k + n * k + m * n) * elem;
+  // Each partition gets 1/P of the GPU's compute and, running with the others, of its HBM.
+  const double compute = flops / (mc.peakTflops * 1e12 / partitions);
+  const double memory = bytes / (mc.hbmGbps * 1e9 / partitions);
+  return std::max(compute, memory) * (1.0 + kShortKPenalty / k) * 1e6;
+}
+
+double estimateCollUs(const Machine& mc, int partitions, double bytes) {
+  if (partitions <= 1 || bytes <= 0) return 0.0;
+  return mc.collLatencyUs + bytes * (partitions - 1) / partitions / (mc.collGbps * 1e9) * 1e6;
+}
+
+bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::string* why) {
+  if (q.inter != SSC_LINEAR_COLUMN_PARALLEL && q.inter != SSC_LINEAR_ROW_PARALLEL) {
+    *why = fmt::format("query.inter = {} is not an sscLinearParallel_t", q.inter);
+    return false;
+  }
+  if (q.m < 0 || q.n < 0 || q.k < 0) {
+    *why = fmt::format("query m, n, k = {}, {}, {} must be >= 0", q.m, q.n, q.k);
+    return false;
+  }
+  if (q.partitions < 1) {
+    *why = fmt::format("query.partitions = {} must be >= 1", q.partitions);
+    return false;
+  }
+  if (q.elem_bytes < 1 || q.elem_bytes > 8) {
+    *why = fmt::format("query.elem_bytes = {} (1 .. 8)", q.elem_bytes);
+    return false;
+  }
+  if (q.peak_tflops < 0 || q.hbm_gbps < 0 || q.coll_gbps < 0 || q.coll_latency_us < 0) {
+    *why = "query machine figures must be >= 0 (0: the defaults)";
+    return false;
+  }
+  Machine mc;
+  if (q.peak_tflops > 0) mc.peakTflops = q.peak_tflops;
+  if (q.hbm_gbps > 0) mc.hbmGbps = q.hbm_gbps;
+  if (q.coll_gbps > 0) mc.collGbps = q.coll_gbps;
+  if (q.coll_latency_us > 0) mc.collLatencyUs = q.coll_latency_us;
+  const int P = q.partitions;
+  const double m = static_cast<double>(q.m), n = static_cast<double>(q.n), k = static_cast<double>(q.k);
+  const double e = q.elem_bytes;
+  const int64_t kp = blockRows(q.k, P), np = blockRows(q.n, P);
+  // Split K: partial [m][n] products, reduce-scattered. Split N: X [m][k] all-gathered.
+  const double rsUs = estimateGemmUs(mc, P, m, n, static_cast<double>(kp), e) + estimateCollUs(mc, P, m * n * e);
+  const double agUs = estimateGemmUs(mc, P, m, static_cast<double>(np), k, e) + estimateCollUs(mc, P, m * k * e);
+  // The 1D option splits the dimension the GPUs already split; it wins ties (no change).
+  const bool column = q.inter == SSC_LINEAR_COLUMN_PARALLEL;
+  const bool oneDIsRs = !column;  // row-parallel: K split further; column-parallel: N split further
+  const double oneD = oneDIsRs ? rsUs : agUs, twoD = oneDIsRs ? agUs : rsUs;
+  const bool pickTwoD = twoD < oneD;
+  const bool rs = pickTwoD ? !oneDIsRs : oneDIsRs;
+  plan->two_d = pickTwoD ? 1 : 0;
+  plan->op = rs ? SSC_GEMM_OP_REDUCE_SCATTER : SSC_GEMM_OP_ALL_GATHER;
+  plan->m = q.m;
+  plan->n = rs ? q.n : np;
+  plan->k = rs ? kp : q.k;
+  plan->est_us = pickTwoD ? twoD : oneD;
+  plan->other_est_us = pickTwoD ? oneD : twoD;
+  return true;
+}
+
+}  // namespace ssc::gemm
+
+namespace ssc::gemm {
+
+std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut) {
+  std::vector<Step> out;
+  if (plan.direct || plan.chunks == 0) return out;
+  const bool overlap = plan.variant == SSC_GEMM_CHUNKED && plan.chunks > 1;
+  const int gs = overlap ? 1 : 0;  // where the GEMMs run
+  auto add = [&](StepKind k, int stream, int chunk, int event = -1) { out.push_back({k, stream, chunk, event}); };
+  if (overlap) {  // the side stream starts after the work queued before the call
+    add(StepKind::kRecord, 0, -1, kEvStart);
+    add(StepKind::kWait, 1, -1, kEvStart);
+  }
+  const bool rs = p.op == Op::kReduceScatter;
+  for (int j = 0; j < plan.chunks; ++j) {
+    const int slot = j % plan.slots;
+    const bool padded = ownChunkRows(p, plan, j, rank) < chunkRows(plan, j).rows;
+    if (rs) {
+      if (overlap && j >= plan.slots) add(StepKind::kWait, 1, j, kEvCollDone + slot);  // slot read
+      add(StepKind::kGemm, gs, j);
+      if (overlap) {
+        add(StepKind::kRecord, 1, j, kEvGemmDone + slot);
+        add(StepKind::kWait, 0, j, kEvGemmDone + slot);
+      }
+      add(StepKind::kColl, 0, j);
+      if (padded) add(StepKind::kPadOut, 0, j);
+      if (overlap) add(StepKind::kRecord, 0, j, kEvCollDone + slot);
+    } else {
+      if (overlap && j >= plan.slots) add(StepKind::kWait, 0, j, kEvGemmDone + slot);  // slot read
+      if (padded) add(StepKind::kPadIn, 0, j);
+      add(StepKind::kColl, 0, j);
+      if (gatherOut) add(StepKind::kGatherOut, 0, j);  // on the caller's stream, before the slot's next fill
+      if (overlap) {
+        add(StepKind::kRecord, 0, j, kEvCollDone + slot);
+        add(StepKind::kWait, 1, j, kEvCollDone + slot);
+      }
+      add(StepKind::kGemm, gs, j);
+      if (overlap) add(StepKind::kRecord, 1, j, kEvGemmDone + slot);
+    }
+  }
+  if (overlap && !rs)  // the caller's stream ends after the last GEMM (the side runs them in order)
+    add(StepKind::kWait, 0, -1, kEvGemmDone + (plan.chunks - 1) % plan.slots);
+  return out;
+}
+
+}  // namespace ssc::gemm

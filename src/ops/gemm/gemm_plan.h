@@ -1,0 +1,138 @@
+// The pure shape logic of the fused GEMM-collectives (starscream_ops.h, issue #18): which rows
+// each rank owns, how a call is cut into chunks, which GEMMs a chunk runs and where they read
+// and write, the rule that picks the variant, and the 2D-sharding helper's cost rule. No
+// memory, no communicator, no device: the host backend and the GPU backend execute the same
+// plan, and tests/ops/gemm checks it alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "starscream/starscream_ops.h"
+
+namespace ssc::gemm {
+
+enum class Op { kReduceScatter = 0, kAllGather = 1 };
+
+// The torch.chunk / DTensor Shard(0) rule: c = ceil(m / nranks), rank r owns
+// [min(m, r c), min(m, (r + 1) c)).
+struct RowRange {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+int64_t blockRows(int64_t m, int nranks);
+RowRange rowShard(int64_t m, int nranks, int rank);
+
+// The rule's thresholds (docs/gemm.md). A chunk's collective below kMinChunkBytes spends too
+// much of its time in the collective's fixed cost (about 20 us per call at 8 partitions of an
+// H200, perf/RESULTS.md) for the overlap to pay it back.
+constexpr size_t kMinChunkBytes = size_t{16} << 20;
+constexpr int kMaxChunks = 8;
+constexpr size_t kDefaultWorkspaceBytes = size_t{256} << 20;
+
+struct Problem {
+  Op op = Op::kReduceScatter;
+  int64_t m = 0, n = 0, k = 0;
+  int nranks = 1;
+  size_t inBytes = 2;   // element size of x and w
+  size_t outBytes = 2;  // element size of y
+  // Elements of one row of the collective's buffer: n (reduce-scatter of Y) or k (all-gather of X).
+  int64_t width() const { return op == Op::kReduceScatter ? n : k; }
+  // Element size of the collective's buffer.
+  size_t collBytes() const { return op == Op::kReduceScatter ? outBytes : inBytes; }
+};
+
+// How a call runs. Chunk j covers rows [j * chunkRows, min(block, (j + 1) * chunkRows)) of
+// every rank's block of `block` rows; its collective moves nranks * rows * width elements laid
+// out [rank][rows][width] in a slot of the workspace.
+struct Plan {
+  sscGemmVariant_t variant = SSC_GEMM_UNFUSED;
+  int chunks = 1;
+  int64_t block = 0;      // c = ceil(m / nranks)
+  int64_t chunkRows = 0;  // rows of each block per chunk (the last chunk may have fewer)
+  int slots = 1;          // workspace slots in flight: 2 for the chunked variant
+  size_t slotBytes = 0;   // nranks * chunkRows * width * collBytes
+  size_t padBytes = 0;    // one rank's chunk: chunkRows * width * collBytes
+  bool direct = false;    // one rank: the GEMM writes y, no collective, no workspace
+  std::string reason;     // why this variant and chunk count (logged at INFO)
+};
+
+// Chooses the plan for `requestVariant` (an sscGemmVariant_t) and `requestChunks` (0 or a
+// minimum) within workspaceBytes. Returns false with *why set when the call cannot run (the
+// workspace cannot hold one row per rank, or the fused variant is asked for).
+bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
+              Plan* plan, std::string* why);
+
+struct ChunkRows {
+  int64_t begin = 0;  // first row within each block
+  int64_t rows = 0;
+};
+ChunkRows chunkRows(const Plan& plan, int j);
+
+// One GEMM (or a strided batch of equal ones) of a chunk: `rows` rows of A starting at row aRow
+// times W into `rows` rows of D starting at dRow, repeated `batch` times with A and D advanced by
+// aStride and dStride rows. Reduce-scatter: A = x, D = the chunk's slot. All-gather: A = the
+// chunk's slot, D = y.
+struct GemmPiece {
+  int64_t aRow = 0, dRow = 0, rows = 0;
+  int batch = 1;
+  int64_t aStride = 0, dStride = 0;
+};
+// The pieces of chunk j: the ranks whose chunk rows all lie below m as one piece (one GEMM when
+// their rows are contiguous), then the one rank whose chunk is cut by m, if any. Ranks past m
+// contribute nothing (their slot rows are never read into anything a rank keeps).
+std::vector<GemmPiece> chunkPieces(const Problem& p, const Plan& plan, int j);
+
+// This rank's rows of chunk j that it keeps (reduce-scatter output) or sends (all-gather input):
+// min(rows, max(0, own - begin)). Fewer than the chunk's rows means the pad buffer is used.
+int64_t ownChunkRows(const Problem& p, const Plan& plan, int j, int rank);
+
+// Reference GEMM on the host: y[rows][n] = x[rows][k] w^T (w [n][k], or [k][n] when weightKN),
+// fp32 accumulation, inputs bf16/fp16 (inType), y stored as outType (bf16, fp16 or fp32).
+// ldy: elements between rows of y.
+void hostGemm(const void* x, const void* w, void* y, int64_t rows, int64_t n, int64_t k,
+              sscDataType_t inType, sscDataType_t outType, bool weightKN, int64_t ldy);
+
+// The 2D-sharding helper's rule (sscGemmShard2d). Estimates in microseconds.
+struct Machine {
+  double peakTflops = 989.0;  // H200 dense bf16
+  double hbmGbps = 4800.0;
+  double collGbps = 380.0;    // reduce-scatter busbw at 8 partitions, 256 MiB (perf/RESULTS.md)
+  double collLatencyUs = 20.0;
+};
+constexpr double kShortKPenalty = 512.0;  // a GEMM with depth k costs (1 + 512 / k) x its roofline
+double estimateGemmUs(const Machine& mc, int partitions, double m, double n, double k, double elem);
+double estimateCollUs(const Machine& mc, int partitions, double bytes);
+bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::string* why);
+
+}  // namespace ssc::gemm
+
+namespace ssc::gemm {
+
+// The order of a call's work on the caller's stream (main) and the side stream, as the GPU half
+// issues it (the host half runs the same list in order, ignoring streams). Chunk j's slot is
+// j % plan.slots. Events: kEvStart, then per slot s kEvGemmDone + s and kEvCollDone + s.
+enum class StepKind {
+  kGemm,     // chunk's GEMM pieces (RS: x -> slot; AG: slot -> y)
+  kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
+  kPadIn,    // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
+  kPadOut,   // RS: pad -> this rank's rows of y
+  kGatherOut,  // AG with x_gathered: the chunk's gathered rows, slot -> x_gathered
+  kRecord,   // record `event` on `stream`
+  kWait      // `stream` waits for the last record of `event`
+};
+constexpr int kEvStart = 0, kEvGemmDone = 1, kEvCollDone = 3, kNumEvents = 5;
+struct Step {
+  StepKind kind;
+  int stream;  // 0: the caller's, 1: the side stream
+  int chunk;   // -1 for the start/end steps
+  int event;   // kRecord / kWait only
+};
+// The chunked variant with more than one chunk overlaps (GEMMs on the side stream, ordered by
+// events); everything else runs on the caller's stream. Direct (one-rank) plans have no steps.
+// gatherOut: the all-gather's rows are also copied out (sscGemmArgs_t.x_gathered).
+std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut = false);
+
+}  // namespace ssc::gemm

@@ -1,0 +1,302 @@
+// The GPU backend's half of the fused GEMM-collectives: the chunks' GEMMs on the vendor BLAS
+// (cuBLASLt / hipBLASLt through src/platform/gpu_runtime.h), the collectives through the
+// core's sscReduceScatter / sscAllGather on the caller's stream (zero-copy on registered and
+// plain buffers where the core can), and for the chunked variant the GEMMs on a side stream:
+//
+//   reduce-scatter: GEMM j (side) -> event -> RS j (stream), while GEMM j+1 runs on the side;
+//   all-gather:     AG j (stream) -> event -> GEMM j (side), while AG j+1 runs on the stream.
+//
+// Two workspace slots alternate; a slot is refilled only after the event of the work that read
+// it two chunks ago (the order and the events: schedule() in gemm_plan.cc). Nothing here waits
+// for the device on the host.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "src/api/api.h"
+#include "src/device/backend.h"
+#include "src/device/gpu/gpu_launch_order.h"
+#include "src/platform/gpu_runtime.h"
+#include "src/ops/gemm/gemm_context.h"
+
+namespace ssc::gemm {
+
+namespace {
+
+sscResult_t gpuCheck(hipError_t e, const char* what) {
+  if (e == hipSuccess) return sscSuccess;
+  return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
+}
+
+size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
+const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
+char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
+
+#if defined(STARSCREAM_HAVE_BLASLT)
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
+
+sscResult_t blasCheck(hipblasStatus_t s, const char* what) {
+  if (s == HIPBLAS_STATUS_SUCCESS) return sscSuccess;
+  return fail(sscUnhandledDeviceError, "gemm: {} failed: {} ({})", what, sscBlasStatusString(s),
+              static_cast<int>(s));
+}
+
+hipDataType blasType(sscDataType_t t) {
+  return t == sscFloat32 ? HIP_R_32F : t == sscFloat16 ? HIP_R_16F : HIP_R_16BF;
+}
+
+// The largest power of two (<= 256) dividing every address a batch touches.
+uint32_t alignmentOf(const void* p, size_t strideBytes) {
+  const uint64_t bits = reinterpret_cast<uintptr_t>(p) | strideBytes | 256;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+// One GEMM shape as the BLAS sees it, with its descriptors and the algorithm the heuristic chose.
+using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int, int64_t, int64_t, bool, int, int,
+                            uint32_t, uint32_t, uint32_t>;
+struct Shape {
+  hipblasLtMatmulDesc_t desc = nullptr;
+  hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  hipblasLtMatmulAlgo_t algo{};
+  bool found = false;
+};
+#endif
+
+}  // namespace
+
+class GpuGemmState {
+ public:
+  hipStream_t side = nullptr;
+  hipEvent_t start = nullptr;
+  hipEvent_t gemmDone[2] = {nullptr, nullptr};
+  hipEvent_t collDone[2] = {nullptr, nullptr};
+#if defined(STARSCREAM_HAVE_BLASLT)
+  hipblasLtHandle_t lt = nullptr;
+  void* blasWorkspace = nullptr;
+  std::map<ShapeKey, Shape> shapes;
+
+  ~GpuGemmState() {
+    for (auto& [key, s] : shapes) {
+      if (s.desc != nullptr) (void)hipblasLtMatmulDescDestroy(s.desc);
+      for (auto* l : {s.a, s.b, s.d})
+        if (l != nullptr) (void)hipblasLtMatrixLayoutDestroy(l);
+    }
+    if (lt != nullptr) (void)hipblasLtDestroy(lt);
+  }
+
+  // D[rows][n] (row-major, ld n) = A[rows][k] W^T, batched. Row-major D is the column-major
+  // D^T = W X^T: the BLAS's "A" is W (k x n column-major, transposed; or n x k with
+  // SSC_GEMM_WEIGHT_KN), its "B" is X (k x rows), its D is n x rows.
+  sscResult_t matmul(const Call& c, const void* a, void* d, const GemmPiece& g, hipStream_t stream) {
+    const int64_t n = c.p.n, k = c.p.k;
+    const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+    const void* bPtr = cbyte(a, g.aRow * k * ib);
+    void* dPtr = byte(d, g.dRow * n * ob);
+    const size_t bStride = g.aStride * k * ib, dStride = g.dStride * n * ob;
+    const ShapeKey key{n, g.rows, k, g.batch, g.aStride, g.dStride, c.weightKN, c.inType,
+                       c.outType, alignmentOf(c.w, 0), alignmentOf(bPtr, bStride),
+                       alignmentOf(dPtr, dStride)};
+    auto it = shapes.find(key);
+    if (it == shapes.end()) {
+      Shape s;
+      SSC_CHECK(describe(c, g, key, &s));
+      it = shapes.emplace(key, s).first;
+    }
+    const Shape& s = it->second;
+    if (!s.found) {
+      if (g.batch > 1) {  // no batched algorithm for this shape: one GEMM per rank
+        for (int i = 0; i < g.batch; ++i) {
+          GemmPiece one = g;
+          one.batch = 1;
+          one.aRow = g.aRow + i * g.aStride;
+          one.dRow = g.dRow + i * g.dStride;
+          one.aStride = one.dStride = 0;
+          SSC_CHECK(matmul(c, a, d, one, stream));
+        }
+        return sscSuccess;
+      }
+      return fail(sscUnhandledDeviceError, "gemm: the BLAS has no algorithm for {} x {} x {} "
+                  "(rows x n x k)", g.rows, n, k);
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, c.w, s.a, bPtr, s.b, &beta, dPtr, s.d,
+                                     dPtr, s.d, &s.algo, blasWorkspace, kBlasWorkspaceBytes, stream),
+                     "hipblasLtMatmul");
+  }
+
+ private:
+  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, Shape* s) {
+    const int64_t n = c.p.n, k = c.p.k;
+    const hipblasOperation_t opA = c.weightKN ? HIPBLAS_OP_N : HIPBLAS_OP_T, opB = HIPBLAS_OP_N;
+    SSC_CHECK(blasCheck(hipblasLtMatmulDescCreate(&s->desc, HIPBLAS_COMPUTE_32F, HIP_R_32F), "hipblasLtMatmulDescCreate"));
+    SSC_CHECK(blasCheck(hipblasLtMatmulDescSetAttribute(s->desc, HIPBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)), "set TRANSA"));
+    SSC_CHECK(blasCheck(hipblasLtMatmulDescSetAttribute(s->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)), "set TRANSB"));
+    const hipDataType in = blasType(c.inType), out = blasType(c.outType);
+    SSC_CHECK(blasCheck(c.weightKN ? hipblasLtMatrixLayoutCreate(&s->a, in, n, k, n)
+                                   : hipblasLtMatrixLayoutCreate(&s->a, in, k, n, k), "layout A"));
+    SSC_CHECK(blasCheck(hipblasLtMatrixLayoutCreate(&s->b, in, k, g.rows, k), "layout B"));
+    SSC_CHECK(blasCheck(hipblasLtMatrixLayoutCreate(&s->d, out, n, g.rows, n), "layout D"));
+    if (g.batch > 1) {
+      const int32_t batch = g.batch;
+      const int64_t strides[3] = {0, g.aStride * k, g.dStride * n};  // W is shared by the batch
+      hipblasLtMatrixLayout_t layouts[3] = {s->a, s->b, s->d};
+      for (int i = 0; i < 3; ++i) {
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(layouts[i], HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)), "set batch"));
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(layouts[i], HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof(strides[i])), "set batch stride"));
+      }
+    }
+    hipblasLtMatmulPreference_t pref = nullptr;
+    SSC_CHECK(blasCheck(hipblasLtMatmulPreferenceCreate(&pref), "hipblasLtMatmulPreferenceCreate"));
+    uint64_t wsBytes = kBlasWorkspaceBytes;
+    hipblasStatus_t st = hipblasLtMatmulPreferenceSetAttribute(pref, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes));
+#if defined(SSC_GPU_IS_CUDA)
+    // Odd K or N put rows at 2-byte boundaries: tell the heuristic, or it picks a kernel that
+    // assumes 16-byte rows and fails at launch.
+    const uint32_t al[3] = {std::get<9>(key), std::get<10>(key), std::get<11>(key)};
+    const cublasLtMatmulPreferenceAttributes_t which[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const uint32_t values[4] = {al[0], al[1], al[2], al[2]};
+    for (int i = 0; i < 4 && st == HIPBLAS_STATUS_SUCCESS; ++i)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, which[i], &values[i], sizeof(values[i]));
+#else
+    (void)key;
+#endif
+    hipblasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    if (st == HIPBLAS_STATUS_SUCCESS)
+      st = hipblasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->d, s->d, pref, 1, &result, &found);
+    (void)hipblasLtMatmulPreferenceDestroy(pref);
+    s->found = st == HIPBLAS_STATUS_SUCCESS && found > 0;
+    if (s->found) s->algo = result.algo;
+    return sscSuccess;
+  }
+#endif
+};
+
+sscResult_t gpuCreate(sscGemmContext* g) {
+  gpu::DeviceGuard onDevice(g->device);
+#if !defined(STARSCREAM_HAVE_BLASLT)
+  return fail(sscInvalidUsage, "sscGemmCreate: this build of Starscream has no vendor BLAS "
+              "(hipBLASLt was not found when it was configured), which the GEMM ops need on the GPU");
+#else
+  // Left uninitialised: rows past m in a slot or the pad only ever feed rows nobody keeps, and a
+  // hipMemset on the null stream could wait behind another communicator's kernel.
+  SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes));
+  auto* s = new GpuGemmState;
+  g->gpu = s;
+  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+  for (hipEvent_t* e : {&s->start, &s->gemmDone[0], &s->gemmDone[1], &s->collDone[0], &s->collDone[1]})
+    SSC_CHECK(gpuCheck(hipEventCreateWithFlags(e, hipEventDisableTiming), "hipEventCreateWithFlags"));
+  SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
+  SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
+  return sscSuccess;
+#endif
+}
+
+void gpuDestroy(sscGemmContext* g) {
+  gpu::DeviceGuard onDevice(g->device);
+  if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);  // on the context's device
+  g->workspace = nullptr;
+  GpuGemmState* s = g->gpu;
+  if (s == nullptr) return;
+  for (hipEvent_t e : {s->start, s->gemmDone[0], s->gemmDone[1], s->collDone[0], s->collDone[1]})
+    if (e != nullptr) (void)hipEventDestroy(e);
+  if (s->side != nullptr) (void)hipStreamDestroy(s->side);
+#if defined(STARSCREAM_HAVE_BLASLT)
+  if (s->blasWorkspace != nullptr) (void)hipFree(s->blasWorkspace);
+#endif
+  delete s;
+  g->gpu = nullptr;
+}
+
+sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
+#if !defined(STARSCREAM_HAVE_BLASLT)
+  (void)g, (void)c, (void)stream;
+  return fail(sscInvalidUsage, "gemm: built without a vendor BLAS");
+#else
+  gpu::DeviceGuard onDevice(g->device);
+  GpuGemmState* gs = g->gpu;
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const auto s = static_cast<hipStream_t>(stream);
+  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+  if (p.m == 0 || p.n == 0) return sscSuccess;
+  if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
+    const int64_t rows = p.op == Op::kReduceScatter ? rowShard(p.m, p.nranks, c.rank).count : p.m;
+    return rows == 0 ? sscSuccess : gpuCheck(hipMemsetAsync(c.y, 0, rows * p.n * ob, s), "hipMemsetAsync");
+  }
+  if (pl.direct) {
+    GemmPiece all;
+    all.rows = p.m;
+    if (c.xGathered != nullptr && c.xGathered != c.x)
+      SSC_CHECK(gpuCheck(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
+                         "hipMemcpyAsync"));
+    return gs->matmul(c, c.x, c.y, all, s);
+  }
+  sscComm* comm = g->comm;
+  char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
+  hipEvent_t events[kNumEvents] = {gs->start, gs->gemmDone[0], gs->gemmDone[1], gs->collDone[0], gs->collDone[1]};
+  const bool rs = p.op == Op::kReduceScatter;
+  // The order and the events come from schedule() (gemm_plan.cc), whose happens-before
+  // guarantees tests/ops/gemm checks: a chunk's collective after its GEMM (or the reverse), a
+  // slot refilled only after the work that read it, the caller's stream last.
+  for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
+    const hipStream_t on = st.stream == 0 ? s : gs->side;
+    if (st.kind == StepKind::kRecord) {
+      SSC_CHECK(gpuCheck(hipEventRecord(events[st.event], on), "hipEventRecord"));
+      continue;
+    }
+    if (st.kind == StepKind::kWait) {
+      SSC_CHECK(gpuCheck(hipStreamWaitEvent(on, events[st.event], 0), "hipStreamWaitEvent"));
+      continue;
+    }
+    const int j = st.chunk;
+    const ChunkRows cr = chunkRows(pl, j);
+    void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
+    const int64_t mine = ownChunkRows(p, pl, j, c.rank);
+    const bool padded = mine < cr.rows;
+    switch (st.kind) {
+      case StepKind::kGemm:
+        for (const GemmPiece& piece : chunkPieces(p, pl, j))
+          SSC_CHECK(rs ? gs->matmul(c, c.x, slot, piece, on) : gs->matmul(c, slot, c.y, piece, on));
+        break;
+      case StepKind::kColl:  // always on the caller's stream, where the communicator orders it
+        if (rs) {
+          void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
+          SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
+        } else {
+          const void* src = padded ? pad : cbyte(c.x, cr.begin * p.k * ib);
+          SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
+        }
+        break;
+      case StepKind::kPadIn:
+        if (mine > 0)
+          SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
+                                            hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
+        break;
+      case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
+        for (const GemmPiece& g : chunkPieces(p, pl, j)) {
+          const size_t rowBytes = p.k * ib;
+          SSC_CHECK(gpuCheck(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
+                                              std::max<size_t>(g.dStride, g.rows) * rowBytes,
+                                              cbyte(slot, g.aRow * rowBytes),
+                                              std::max<size_t>(g.aStride, g.rows) * rowBytes,
+                                              g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, on),
+                             "hipMemcpy2DAsync"));
+        }
+        break;
+      case StepKind::kPadOut:
+        if (mine > 0)
+          SSC_CHECK(gpuCheck(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
+                                            hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
+        break;
+      default:
+        break;
+    }
+  }
+  return sscSuccess;
+#endif
+}
+
+}  // namespace ssc::gemm

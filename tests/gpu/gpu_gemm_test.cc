@@ -1,0 +1,216 @@
+// The fused GEMM-collectives on the GPU backend (starscream_ops.h): K ranks (mpirun, one per GPU
+// or K MPS partitions of one GPU) run GEMM + reduce-scatter and all-gather + GEMM on cuBLASLt /
+// hipBLASLt and compare every rank's output with an fp32 host reference of the same rounded
+// inputs. Odd M/N/K (M not a multiple of K ranks, ranks owning one row or none), bf16 and fp16,
+// y in the input type or fp32, W stored [N][K] or [K][N], the unfused and chunked variants (the
+// chunked one with forced chunk counts and a workspace small enough for many chunks), and
+// larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
+// PASS/FAIL line per case with the worst error over all ranks; SKIPPED without a GPU.
+//
+//   mpirun -np 4 build/bin/gpu_gemm_test        (or tools/emulate/partition-run.sh 4 ...)
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/kernels/host/reduce.h"
+#include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_test_setup.h"
+
+namespace {
+
+int g_rank = 0, g_nranks = 1;
+int g_failures = 0;
+
+float fromStorage(uint16_t v, sscDataType_t t) { return t == sscFloat16 ? ssc::halfToFloat(v) : ssc::bf16ToFloat(v); }
+uint16_t toStorage(float x, sscDataType_t t) { return t == sscFloat16 ? ssc::floatToHalf(x) : ssc::floatToBf16(x); }
+
+std::vector<uint16_t> matrix(uint32_t seed, int64_t elems, sscDataType_t t) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<uint16_t> v(static_cast<size_t>(elems));
+  for (auto& e : v) e = toStorage(u(rng), t);
+  return v;
+}
+
+void* toDevice(const void* h, size_t bytes) {
+  void* d = nullptr;
+  CHECK_GPU(hipMalloc(&d, std::max<size_t>(bytes, 16)));
+  if (bytes > 0) CHECK_GPU(hipMemcpy(d, h, bytes, hipMemcpyHostToDevice));
+  CHECK_GPU(hipDeviceSynchronize());  // pageable copies may land after hipMemcpy returns
+  return d;
+}
+
+struct Case {
+  bool rs;
+  int64_t m, n, k;
+  sscDataType_t dtype, out;
+  bool kn;
+  int variant, chunks;
+  size_t workspace;  // 0: default
+  int sampleRows;    // 0: check every row, else this many sampled rows (plus the first and last)
+  int gathered = 0;  // all-gather: 1 x_gathered separate, 2 in place (x at its rows inside it)
+};
+
+void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
+  int64_t first = 0, rows = 0;
+  CHECK_SSC(sscGemmRowShard(c.m, g_nranks, g_rank, &first, &rows));
+  const uint32_t base = static_cast<uint32_t>(c.m * 1000003 + c.n * 1009 + c.k * 13 + c.kn);
+  auto xOf = [&](int r) { return matrix(base + (c.rs ? 7 * r : 0), c.m * c.k, c.dtype); };
+  auto wOf = [&](int r) { return matrix(base + 1000 + 7 * r, c.n * c.k, c.dtype); };
+  const std::vector<uint16_t> xMine = xOf(g_rank), wMine = wOf(g_rank);
+  std::vector<uint16_t> wArg = wMine;
+  if (c.kn)
+    for (int64_t j = 0; j < c.n; ++j)
+      for (int64_t i = 0; i < c.k; ++i) wArg[i * c.n + j] = wMine[j * c.k + i];
+  const int64_t xRows = c.rs ? c.m : rows, xFirst = c.rs ? 0 : first;
+  void* x = toDevice(xMine.data() + xFirst * c.k, xRows * c.k * 2);
+  void* w = toDevice(wArg.data(), wArg.size() * 2);
+  const int64_t yRows = c.rs ? rows : c.m;
+  const size_t ob = c.out == sscFloat32 ? 4 : 2;
+  void* y = nullptr;
+  CHECK_GPU(hipMalloc(&y, std::max<size_t>(yRows * c.n * ob, 16)));
+  CHECK_GPU(hipMemset(y, 0xFF, std::max<size_t>(yRows * c.n * ob, 16)));  // NaNs where nothing lands
+
+  sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
+  cfg.workspace_bytes = c.workspace;
+  sscGemm_t gemm = nullptr;
+  CHECK_SSC(sscGemmCreate(comm, &cfg, &gemm));
+  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+  a.m = c.m, a.n = c.n, a.k = c.k;
+  a.dtype = c.dtype;
+  a.out_dtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
+  a.x = x, a.w = w, a.y = y;
+  void* gathered = nullptr;
+  if (c.gathered != 0) {
+    CHECK_GPU(hipMalloc(&gathered, std::max<size_t>(c.m * c.k * 2, 16)));
+    CHECK_GPU(hipMemset(gathered, 0, std::max<size_t>(c.m * c.k * 2, 16)));
+    a.x_gathered = gathered;
+    if (c.gathered == 2) {  // this rank's rows already in place
+      if (rows > 0)
+        CHECK_GPU(hipMemcpy(static_cast<char*>(gathered) + first * c.k * 2, xMine.data() + first * c.k,
+                            rows * c.k * 2, hipMemcpyHostToDevice));
+      CHECK_GPU(hipDeviceSynchronize());
+      a.x = static_cast<char*>(gathered) + first * c.k * 2;
+    }
+  }
+  a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
+  a.variant = c.variant;
+  a.chunks = c.chunks;
+  int variant = -1, chunks = -1;
+  CHECK_SSC(sscGemmQueryPlan(gemm, c.rs ? 0 : 1, &a, &variant, &chunks));
+  // Twice: the second call reuses the workspace slots and events of the first.
+  for (int rep = 0; rep < 2; ++rep)
+    CHECK_SSC(c.rs ? sscGemmReduceScatter(gemm, &a, stream) : sscAllGatherGemm(gemm, &a, stream));
+  CHECK_GPU(hipStreamSynchronize(stream));
+  std::vector<unsigned char> got(yRows * c.n * ob);
+  if (!got.empty()) CHECK_GPU(hipMemcpy(got.data(), y, got.size(), hipMemcpyDeviceToHost));
+
+  const double eps = c.out == sscFloat32 ? 1e-6 : c.out == sscFloat16 ? 1.0 / 2048 : 1.0 / 256;
+  const int terms = c.rs ? g_nranks : 1;
+  std::vector<std::vector<uint16_t>> xs, ws;
+  for (int q = 0; q < terms; ++q) {
+    xs.push_back(c.rs ? xOf(q) : xMine);
+    ws.push_back(c.rs ? wOf(q) : wMine);
+  }
+  std::vector<int64_t> check;
+  if (c.sampleRows == 0 || yRows <= c.sampleRows + 2) {
+    for (int64_t i = 0; i < yRows; ++i) check.push_back(i);
+  } else {
+    std::mt19937 rng(99 + g_rank);
+    check = {0, yRows - 1};
+    for (int s = 0; s < c.sampleRows; ++s) check.push_back(std::uniform_int_distribution<int64_t>(0, yRows - 1)(rng));
+  }
+  double worst = 0;  // error / tolerance
+  for (int64_t i : check)
+    for (int64_t j = 0; j < c.n; ++j) {
+      const int64_t row = c.rs ? first + i : i;
+      double val = 0, mag = 0;
+      for (int q = 0; q < terms; ++q)
+        for (int64_t t = 0; t < c.k; ++t) {
+          const double term = double(fromStorage(xs[q][row * c.k + t], c.dtype)) * fromStorage(ws[q][j * c.k + t], c.dtype);
+          val += term;
+          mag += std::fabs(term);
+        }
+      const size_t idx = static_cast<size_t>(i * c.n + j);
+      const double v = ob == 4 ? reinterpret_cast<const float*>(got.data())[idx]
+                               : fromStorage(reinterpret_cast<const uint16_t*>(got.data())[idx], c.out);
+      const double tol = mag * eps * (terms + 2) + 1e-5;
+      const double e = std::fabs(v - val) / tol;
+      worst = std::isfinite(e) ? std::max(worst, e) : 1e30;
+    }
+  if (gathered != nullptr) {  // the gathered X, bit for bit
+    std::vector<uint16_t> gx(c.m * c.k);
+    if (!gx.empty()) CHECK_GPU(hipMemcpy(gx.data(), gathered, gx.size() * 2, hipMemcpyDeviceToHost));
+    if (!std::equal(gx.begin(), gx.end(), xMine.begin())) worst = 1e30;
+    CHECK_GPU(hipFree(gathered));
+  }
+  double all = 0;
+  MPI_Allreduce(&worst, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const bool ok = all <= 1.0;
+  if (!ok) ++g_failures;
+  if (g_rank == 0)
+    std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
+                ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
+                (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
+                c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
+                c.gathered == 1 ? " x_gathered" : c.gathered == 2 ? " in-place" : "", c.variant,
+                variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", chunks, c.workspace, all);
+  CHECK_SSC(sscGemmDestroy(gemm));
+  CHECK_GPU(hipFree(x));
+  CHECK_GPU(hipFree(w));
+  CHECK_GPU(hipFree(y));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+  if (setUpGpuRank("gpu_gemm_test", g_rank, g_nranks) < 0) {
+    MPI_Finalize();
+    return 0;
+  }
+  sscComm_t comm = newMpiComm(g_rank, g_nranks);
+  hipStream_t stream = nullptr;
+  CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape odd[] = {{1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {301, 257, 129}, {1000, 96, 200}};
+  int i = 0;
+  for (bool rs : {true, false})
+    for (const Shape& s : odd)
+      for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
+        const int mode = i++ % 4;
+        const sscDataType_t out = mode == 1 ? sscFloat32 : t;
+        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_AUTO, 0, 0, 0});
+        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 3, 0, 0});
+        // A workspace of a few rows per rank: many chunks, two slots alternating.
+        const size_t row = static_cast<size_t>(rs ? s.n * (out == sscFloat32 ? 4 : 2) : s.k * 2);
+        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 0,
+                               (2 * g_nranks + 1) * row * 5, 0});
+      }
+  // The gathered X returned as well, separately and in place.
+  for (int gathered : {1, 2}) {
+    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 3, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, SSC_GEMM_AUTO, 0, 0, 0, gathered});
+  }
+  // Shapes where the rule picks chunks by itself (>= 2 x 16 MiB moved), rows sampled.
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
+  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_AUTO, 0, 0, 24});
+  CHECK_GPU(hipStreamDestroy(stream));
+  CHECK_SSC(sscCommFinalize(comm));
+  CHECK_SSC(sscCommDestroy(comm));
+  int failures = 0;
+  MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("%s: %d case(s) failed\n", failures == 0 ? "ALL PASS" : "FAILED", failures);
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,271 @@
+// The fused GEMM-collectives end to end on the host backend under mpirun (1-4 ranks): both ops,
+// odd M/N/K (M not a multiple of the rank count, ranks that own one row or none), bf16 and
+// fp16, y in the input type or fp32, W stored [N][K] or [K][N], the unfused and chunked
+// variants, and a workspace so small that a call runs in many chunks, against an fp32 reference
+// of the same rounded inputs. Also the argument checks every rank must agree on.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "src/kernels/host/reduce.h"
+#include "starscream/starscream_mpi.h"
+#include "starscream/starscream_ops.h"
+#include "tests/support/mpi_gtest.h"
+
+namespace {
+
+int g_rank = 0, g_n = 1;
+sscComm_t g_comm = nullptr;
+sscStream_t g_stream = nullptr;
+
+float fromStorage(uint16_t v, sscDataType_t t) { return t == sscFloat16 ? ssc::halfToFloat(v) : ssc::bf16ToFloat(v); }
+uint16_t toStorage(float x, sscDataType_t t) { return t == sscFloat16 ? ssc::floatToHalf(x) : ssc::floatToBf16(x); }
+
+// A seeded matrix, rounded to t: the same on every rank for the same seed.
+std::vector<uint16_t> matrix(uint32_t seed, int64_t elems, sscDataType_t t) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<uint16_t> v(static_cast<size_t>(elems));
+  for (auto& e : v) e = toStorage(u(rng), t);
+  return v;
+}
+
+// Element (row, col) of X W^T for one rank's stored inputs, in double, and the sum of |terms|.
+void dot(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w, int64_t row, int64_t col,
+         int64_t n, int64_t k, bool kn, sscDataType_t t, double* val, double* mag) {
+  for (int64_t i = 0; i < k; ++i) {
+    const double term = double(fromStorage(x[row * k + i], t)) *
+                        fromStorage(w[kn ? i * n + col : col * k + i], t);
+    *val += term;
+    *mag += std::fabs(term);
+  }
+}
+
+struct Case {
+  bool rs;
+  int64_t m, n, k;
+  sscDataType_t dtype, out;
+  bool kn;
+  int variant, chunks;
+  bool tinyWorkspace;
+  int gathered = 0;  // all-gather: 0 no x_gathered, 1 a separate one, 2 in place (x inside it)
+  std::string name() const {
+    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}", rs ? "gemm_rs" : "ag_gemm",
+                       m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
+                       out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", variant, chunks,
+                       tinyWorkspace ? " tiny-workspace" : "",
+                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "");
+  }
+};
+
+void runCase(const Case& c, sscGemm_t gemm) {
+  SCOPED_TRACE(c.name() + fmt::format(" rank {} of {}", g_rank, g_n));
+  int64_t first = 0, rows = 0;
+  ASSERT_EQ(sscGemmRowShard(c.m, g_n, g_rank, &first, &rows), sscSuccess);
+  const uint32_t base = static_cast<uint32_t>(c.m * 1000003 + c.n * 1009 + c.k * 13 + c.kn);
+  // Reduce-scatter: every rank its own x [m][k] and w; all-gather: one X, every rank its own w.
+  auto xOf = [&](int r) { return matrix(base + (c.rs ? 7 * r : 0), c.m * c.k, c.dtype); };
+  auto wOf = [&](int r) { return matrix(base + 1000 + 7 * r, c.n * c.k, c.dtype); };
+  const std::vector<uint16_t> xMine = xOf(g_rank), wMine = wOf(g_rank);
+  std::vector<uint16_t> xArg = c.rs ? xMine
+                                    : std::vector<uint16_t>(xMine.begin() + first * c.k,
+                                                            xMine.begin() + (first + rows) * c.k);
+  const int64_t yRows = c.rs ? rows : c.m;
+  const size_t ob = c.out == sscFloat32 ? 4 : 2;
+  std::vector<unsigned char> y(static_cast<size_t>(yRows * c.n) * ob + 1, 0xAB);  // +1: a guard byte
+  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+  a.m = c.m;
+  a.n = c.n;
+  a.k = c.k;
+  a.dtype = c.dtype;
+  a.out_dtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
+  a.x = xArg.empty() ? nullptr : xArg.data();
+  std::vector<uint16_t> gathered;
+  if (c.gathered != 0) {
+    gathered.assign(static_cast<size_t>(c.m * c.k) + 1, 0x7777);  // +1: a guard element
+    a.x_gathered = gathered.data();
+    if (c.gathered == 2) {  // this rank's rows already in place
+      std::copy(xArg.begin(), xArg.end(), gathered.begin() + first * c.k);
+      a.x = rows * c.k == 0 ? nullptr : gathered.data() + first * c.k;
+    }
+  }
+  a.w = wMine.data();
+  a.y = yRows * c.n == 0 ? nullptr : y.data();
+  a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
+  a.variant = c.variant;
+  a.chunks = c.chunks;
+  // W as [K][N] when asked: the same matrix transposed, so the reference is unchanged.
+  std::vector<uint16_t> wkn;
+  if (c.kn) {
+    wkn.resize(wMine.size());
+    for (int64_t j = 0; j < c.n; ++j)
+      for (int64_t i = 0; i < c.k; ++i) wkn[i * c.n + j] = wMine[j * c.k + i];
+    a.w = wkn.data();
+  }
+  const sscResult_t r = c.rs ? sscGemmReduceScatter(gemm, &a, g_stream) : sscAllGatherGemm(gemm, &a, g_stream);
+  ASSERT_EQ(r, sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_EQ(y.back(), 0xAB) << "wrote past y";
+  if (c.gathered != 0 && c.k > 0 && c.n > 0) {
+    EXPECT_TRUE(std::equal(xMine.begin(), xMine.end(), gathered.begin())) << "x_gathered is not X";
+    EXPECT_EQ(gathered.back(), 0x7777) << "wrote past x_gathered";
+  }
+
+  // The reference: partials rounded to the output type before the sum on the reduce-scatter
+  // path, so the bound grows with the rank count; fp32 output only sees fp32 rounding.
+  const double eps = c.out == sscFloat32 ? 1e-6 : c.out == sscFloat16 ? 1.0 / 2048 : 1.0 / 256;
+  std::vector<std::vector<uint16_t>> xs, ws;
+  for (int q = 0; q < (c.rs ? g_n : 1); ++q) xs.push_back(c.rs ? xOf(q) : xMine);
+  for (int q = 0; q < (c.rs ? g_n : 1); ++q) ws.push_back(c.rs ? wOf(q) : wMine);
+  int bad = 0;
+  for (int64_t i = 0; i < yRows && bad < 5; ++i)
+    for (int64_t j = 0; j < c.n && bad < 5; ++j) {
+      const int64_t row = c.rs ? first + i : i;
+      double val = 0, mag = 0;
+      for (size_t q = 0; q < xs.size(); ++q) dot(xs[q], ws[q], row, j, c.n, c.k, false, c.dtype, &val, &mag);
+      const size_t idx = static_cast<size_t>(i * c.n + j);
+      const double got = ob == 4 ? reinterpret_cast<const float*>(y.data())[idx]
+                                 : fromStorage(reinterpret_cast<const uint16_t*>(y.data())[idx], c.out);
+      const double tol = (mag + 1e-30) * eps * (xs.size() + 2) + 1e-6;
+      if (!(std::fabs(got - val) <= tol)) {
+        ADD_FAILURE() << fmt::format("y[{}][{}] = {}, want {} (tolerance {})", i, j, got, val, tol);
+        ++bad;
+      }
+    }
+}
+
+class GemmMpi : public testing::Test {};
+
+TEST_F(GemmMpi, OddShapesAllVariants) {
+  sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
+  cfg.workspace_bytes = 1 << 20;
+  sscGemm_t big = nullptr, tiny = nullptr;
+  ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
+  cfg.workspace_bytes = 1800;  // >= (2 slots x 4 ranks + 1) x 33 x 4 bytes: a row or two a chunk
+  ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {64, 33, 17}, {3, 8, 5}, {5, 8, 0}, {0, 3, 3}};
+  int index = 0;
+  for (bool rs : {true, false})
+    for (const auto& s : shapes)
+      for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
+        const int mode = index++ % 4;
+        Case c{rs, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2,
+               SSC_GEMM_AUTO, 0, false};
+        runCase(c, big);
+        c.variant = SSC_GEMM_CHUNKED;
+        c.chunks = 3;
+        runCase(c, big);
+        c.variant = SSC_GEMM_UNFUSED;
+        c.chunks = 0;
+        c.tinyWorkspace = true;
+        runCase(c, tiny);
+        c.variant = SSC_GEMM_CHUNKED;
+        runCase(c, tiny);
+        if (!rs) {  // the gathered X returned too, separately and in place
+          c.gathered = 1;
+          runCase(c, tiny);
+          c.gathered = 2;
+          c.variant = SSC_GEMM_AUTO;
+          c.tinyWorkspace = false;
+          runCase(c, big);
+        }
+        if (HasFailure()) break;
+      }
+  int variant = -1, chunks = -1;
+  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+  a.m = 37, a.n = 29, a.k = 19;
+  EXPECT_EQ(sscGemmQueryPlan(tiny, 0, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+  // Small: the rule runs it unfused; the tiny workspace still cuts it into chunks.
+  EXPECT_EQ(variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(chunks, g_n == 1 ? 1 : 2) << "37 rows, 58-byte rows, 1800-byte workspace";
+  EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
+  EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
+}
+
+TEST_F(GemmMpi, RefusesBadArguments) {
+  sscGemm_t g = nullptr;
+  ASSERT_EQ(sscGemmCreate(g_comm, nullptr, &g), sscSuccess) << sscGetLastError(nullptr);
+  std::vector<uint16_t> buf(64 * 64);
+  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+  a.m = 8, a.n = 4, a.k = 4;
+  a.x = a.w = buf.data();
+  a.y = buf.data();
+  sscGemmArgs_t bad = a;
+  bad.dtype = sscFloat32;
+  EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("dtype"), std::string::npos);
+  bad = a;
+  bad.variant = SSC_GEMM_FUSED;
+  EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidUsage);
+  bad = a;
+  bad.k = -1;
+  EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidArgument);
+  bad = a;
+  bad.w = nullptr;
+  EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  bad = a;
+  bad.size = 8;
+  EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  bad = a;
+  bad.x_gathered = buf.data();  // reduce-scatter has no gathered X
+  EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  {  // x inside x_gathered, one row off its place (every rank's verdict is the same)
+    bad = a;
+    bad.x_gathered = buf.data();
+    int64_t first = 0, rows = 0;
+    ASSERT_EQ(sscGemmRowShard(a.m, g_n, g_rank, &first, &rows), sscSuccess);
+    bad.x = buf.data() + (first + 1) * a.k;
+    EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidArgument);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("in place"), std::string::npos);
+  }
+  bad = a;
+  bad.flags = 0x10;
+  EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  EXPECT_EQ(sscGemmReduceScatter(nullptr, &a, g_stream), sscInvalidArgument);
+  sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
+  cfg.workspace_bytes = 16;  // cannot hold one row per rank
+  sscGemm_t small = nullptr;
+  ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &small), sscSuccess);
+  if (g_n > 1) {
+    EXPECT_EQ(sscGemmReduceScatter(small, &a, g_stream), sscInvalidArgument);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("workspace_bytes"), std::string::npos);
+  }
+  EXPECT_EQ(sscGemmDestroy(small), sscSuccess);
+  EXPECT_EQ(sscGemmDestroy(g), sscSuccess);
+  EXPECT_EQ(sscGemmDestroy(g), sscInvalidUsage);
+}
+
+// Only rank 0 keeps GoogleTest's printer: print the other ranks' failures here, or a wrong
+// answer on rank 2 shows up only as a non-zero exit.
+class RankFailures : public testing::EmptyTestEventListener {
+  void OnTestPartResult(const testing::TestPartResult& r) override {
+    if (r.failed() && g_rank != 0)
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", g_rank, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.message());
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ssc::test::mpiGtestInit(&argc, &argv, &g_rank, &g_n);
+  testing::UnitTest::GetInstance()->listeners().Append(new RankFailures);
+  if (sscCommInitMpi(MPI_COMM_WORLD, &g_comm) != sscSuccess || sscStreamCreate(&g_stream) != sscSuccess) {
+    std::fprintf(stderr, "rank %d: init failed: %s\n", g_rank, sscGetLastError(nullptr));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const int rc = RUN_ALL_TESTS();
+  sscStreamDestroy(g_stream);
+  // Collective finalize first: calls with k = 0 or m = 0 do not communicate, so a fast rank
+  // could otherwise leave while a peer still makes calls on the communicator (which then fail).
+  sscCommFinalize(g_comm);
+  sscCommDestroy(g_comm);
+  return ssc::test::mpiGtestFinish(rc);
+}

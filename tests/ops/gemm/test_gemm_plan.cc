@@ -1,0 +1,229 @@
+// The pure shape logic of the fused GEMM-collectives (src/ops/gemm/gemm_plan.h): row ranges,
+// the variant rule, the workspace limit, and a simulation of every chunk's GEMM pieces over many
+// shapes (each output row produced exactly once, from the right input row); the reference host
+// GEMM; the 2D-sharding helper's rule on the issue's shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "src/kernels/host/reduce.h"
+#include "src/ops/gemm/gemm_plan.h"
+
+namespace ssc::gemm {
+namespace {
+
+TEST(GemmRows, TorchChunkRule) {
+  const std::vector<int64_t> want10 = {3, 3, 3, 1};
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(rowShard(10, 4, r).count, want10[r]) << r;
+  EXPECT_EQ(rowShard(5, 4, 3).count, 0);  // c = 2: 2, 2, 1, 0
+  EXPECT_EQ(rowShard(5, 4, 3).first, 5);
+  EXPECT_EQ(rowShard(0, 3, 1).count, 0);
+  for (int64_t m = 0; m < 40; ++m)
+    for (int n = 1; n <= 9; ++n) {
+      int64_t next = 0;
+      for (int r = 0; r < n; ++r) {
+        const RowRange rr = rowShard(m, n, r);
+        EXPECT_EQ(rr.first, next) << m << " " << n << " " << r;
+        EXPECT_GE(rr.count, 0);
+        EXPECT_LE(rr.count, blockRows(m, n));
+        next += rr.count;
+      }
+      EXPECT_EQ(next, m);
+    }
+}
+
+Problem problem(Op op, int64_t m, int64_t n, int64_t k, int nranks) {
+  Problem p;
+  p.op = op;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.nranks = nranks;
+  return p;
+}
+
+TEST(GemmPlanRule, SmallCallsRunUnfused) {
+  Plan pl;
+  std::string why;
+  // 70B O projection at M = 16 over 8 partitions: 16 x 8192 x 2 bytes, far below 2 x 16 MiB.
+  ASSERT_TRUE(makePlan(problem(Op::kReduceScatter, 16, 8192, 128, 8), SSC_GEMM_AUTO, 0,
+                       kDefaultWorkspaceBytes, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(pl.chunks, 1);
+  EXPECT_EQ(pl.chunkRows, 2);
+}
+
+TEST(GemmPlanRule, LargeCallsChunkInPiecesOfAtLeastTheMinimum) {
+  Plan pl;
+  std::string why;
+  // 16384 x 8192 bf16 = 256 MiB reduce-scattered: at most kMaxChunks chunks.
+  const Problem p = problem(Op::kReduceScatter, 16384, 8192, 128, 8);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  EXPECT_EQ(pl.chunks, kMaxChunks);
+  EXPECT_GE(pl.slotBytes, kMinChunkBytes);
+  // 4096 x 8192 bf16 = 64 MiB: 4 chunks of 16 MiB.
+  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), SSC_GEMM_AUTO, 0,
+                       size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  EXPECT_EQ(pl.chunks, 4);
+  EXPECT_EQ(pl.slots, 2);
+}
+
+TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
+  Plan pl;
+  std::string why;
+  const Problem p = problem(Op::kReduceScatter, 100, 10, 3, 4);  // rows of 20 bytes, c = 25
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_UNFUSED, 0, (4 + 1) * 20 * 7, &pl, &why));
+  EXPECT_EQ(pl.chunkRows, 7);
+  EXPECT_EQ(pl.chunks, 4);
+  EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes, size_t{(4 + 1) * 20 * 7});
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_UNFUSED, 0, 99, &pl, &why));
+  EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
+}
+
+TEST(GemmPlanRule, RefusesFusedAndBadRequests) {
+  Plan pl;
+  std::string why;
+  const Problem p = problem(Op::kAllGather, 10, 10, 10, 2);
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why));
+  EXPECT_NE(why.find("FUSED"), std::string::npos);
+  EXPECT_FALSE(makePlan(p, 7, 0, 1 << 20, &pl, &why));
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_AUTO, -1, 1 << 20, &pl, &why));
+  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 10, 10, 10, 1), SSC_GEMM_AUTO, 0, 1, &pl, &why));
+  EXPECT_TRUE(pl.direct);
+}
+
+// Simulates every chunk's pieces: each (rank, local row) of the result is produced exactly
+// once, from the right input row, and nothing outside the slot or y is touched.
+void simulate(Op op, int64_t m, int nranks, int variant, int chunks, size_t ws) {
+  Problem p = problem(op, m, 5, 3, nranks);
+  Plan pl;
+  std::string why;
+  ASSERT_TRUE(makePlan(p, variant, chunks, ws, &pl, &why)) << why;
+  const int64_t c = pl.block;
+  std::vector<int> produced(static_cast<size_t>(m), 0);
+  for (int j = 0; j < pl.chunks; ++j) {
+    const ChunkRows cr = chunkRows(pl, j);
+    ASSERT_GT(cr.rows, 0);
+    for (const GemmPiece& g : chunkPieces(p, pl, j))
+      for (int b = 0; b < g.batch; ++b)
+        for (int64_t i = 0; i < g.rows; ++i) {
+          const int64_t a = g.aRow + b * g.aStride + i, d = g.dRow + b * g.dStride + i;
+          // The slot row, whichever side of the GEMM it is on: [rank][cr.rows].
+          const int64_t slotRow = op == Op::kReduceScatter ? d : a;
+          const int64_t global = op == Op::kReduceScatter ? a : d;
+          ASSERT_LT(slotRow, nranks * cr.rows);
+          const int64_t rank = slotRow / cr.rows, inBlock = cr.begin + slotRow % cr.rows;
+          ASSERT_EQ(global, rank * c + inBlock) << "chunk " << j;
+          ASSERT_LT(inBlock, rowShard(m, nranks, static_cast<int>(rank)).count);
+          ++produced[global];
+        }
+  }
+  for (int64_t r = 0; r < m; ++r) EXPECT_EQ(produced[r], 1) << "row " << r;
+  for (int r = 0; r < nranks; ++r) {
+    int64_t sum = 0;
+    for (int j = 0; j < pl.chunks; ++j) sum += ownChunkRows(p, pl, j, r);
+    EXPECT_EQ(sum, rowShard(m, nranks, r).count);
+  }
+}
+
+TEST(GemmPlanPieces, EveryRowOnceOverShapes) {
+  for (Op op : {Op::kReduceScatter, Op::kAllGather})
+    for (int n : {2, 3, 4, 8})
+      for (int64_t m : {1, 2, 5, 7, 10, 17, 31, 64, 65})
+        for (int chunks : {0, 1, 2, 3, 5}) {
+          SCOPED_TRACE(testing::Message() << "m " << m << " ranks " << n << " chunks " << chunks);
+          simulate(op, m, n, chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED, chunks, 1 << 20);
+          simulate(op, m, n, SSC_GEMM_UNFUSED, 0, (n + 1) * 10 * 4);  // 2 rows a chunk
+        }
+}
+
+TEST(GemmPlanPieces, OneChunkIsOneGemm) {
+  const Problem p = problem(Op::kReduceScatter, 10, 4, 4, 4);  // blocks 3, 3, 3, 1
+  Plan pl;
+  std::string why;
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_UNFUSED, 0, 1 << 20, &pl, &why));
+  const auto pieces = chunkPieces(p, pl, 0);
+  ASSERT_EQ(pieces.size(), 2u);  // ranks 0-2 as one GEMM of 9 rows, then rank 3's one row
+  EXPECT_EQ(pieces[0].rows, 9);
+  EXPECT_EQ(pieces[0].batch, 1);
+  EXPECT_EQ(pieces[1].rows, 1);
+  EXPECT_EQ(pieces[1].aRow, 9);
+}
+
+TEST(GemmHost, MatchesDoubleReferenceBothLayouts) {
+  const int64_t rows = 5, n = 7, k = 9;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<uint16_t> x(rows * k), w(n * k), wt(k * n);
+  for (auto& v : x) v = floatToBf16(u(rng));
+  for (auto& v : w) v = floatToBf16(u(rng));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < k; ++i) wt[i * n + j] = w[j * k + i];
+  std::vector<float> y(rows * n), yt(rows * n);
+  hostGemm(x.data(), w.data(), y.data(), rows, n, k, sscBfloat16, sscFloat32, false, n);
+  hostGemm(x.data(), wt.data(), yt.data(), rows, n, k, sscBfloat16, sscFloat32, true, n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (int64_t i = 0; i < k; ++i) ref += double(bf16ToFloat(x[r * k + i])) * bf16ToFloat(w[j * k + i]);
+      EXPECT_NEAR(y[r * n + j], ref, 1e-5);
+      EXPECT_EQ(y[r * n + j], yt[r * n + j]);
+    }
+}
+
+sscGemmShard2dPlan_t ask(int inter, int64_t m, int64_t n, int64_t k, int partitions) {
+  sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
+  q.inter = inter;
+  q.m = m;
+  q.n = n;
+  q.k = k;
+  q.partitions = partitions;
+  sscGemmShard2dPlan_t plan{};
+  plan.size = sizeof(plan);
+  std::string why;
+  EXPECT_TRUE(shard2d(q, &plan, &why)) << why;
+  return plan;
+}
+
+TEST(GemmShard2d, IssueShapes) {
+  // 70B O projection (row-parallel, K 1024 x N 8192 per GPU): 1D would leave K = 128 per
+  // partition and reduce-scatter 8x the bytes; 2D splits N and all-gathers X.
+  sscGemmShard2dPlan_t o = ask(SSC_LINEAR_ROW_PARALLEL, 4096, 8192, 1024, 8);
+  EXPECT_EQ(o.two_d, 1);
+  EXPECT_EQ(o.op, SSC_GEMM_OP_ALL_GATHER);
+  EXPECT_EQ(o.n, 1024);
+  EXPECT_EQ(o.k, 1024);
+  EXPECT_LT(o.est_us, o.other_est_us);
+  // 70B QKV (column-parallel, K 8192 x N 1280): all-gathering X [M][8192] costs more than
+  // reduce-scattering the [M][1280] partials: 2D, split K.
+  sscGemmShard2dPlan_t qkv = ask(SSC_LINEAR_COLUMN_PARALLEL, 4096, 1280, 8192, 8);
+  EXPECT_EQ(qkv.two_d, 1);
+  EXPECT_EQ(qkv.op, SSC_GEMM_OP_REDUCE_SCATTER);
+  EXPECT_EQ(qkv.k, 1024);
+  // One partition: nothing to split, the 1D answer (no change) wins the tie.
+  sscGemmShard2dPlan_t one = ask(SSC_LINEAR_ROW_PARALLEL, 64, 100, 100, 1);
+  EXPECT_EQ(one.two_d, 0);
+  EXPECT_EQ(one.op, SSC_GEMM_OP_REDUCE_SCATTER);
+}
+
+TEST(GemmShard2d, RefusesBadQueries) {
+  sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
+  sscGemmShard2dPlan_t plan{};
+  std::string why;
+  q.inter = 5;
+  EXPECT_FALSE(shard2d(q, &plan, &why));
+  q.inter = SSC_LINEAR_ROW_PARALLEL;
+  q.partitions = 0;
+  EXPECT_FALSE(shard2d(q, &plan, &why));
+  EXPECT_NE(why.find("partitions"), std::string::npos);
+  q.partitions = 2;
+  q.m = -1;
+  EXPECT_FALSE(shard2d(q, &plan, &why));
+}
+
+}  // namespace
+}  // namespace ssc::gemm

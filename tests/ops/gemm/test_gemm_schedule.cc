@@ -1,0 +1,154 @@
+// The stream/event schedule the GPU half issues (schedule(), gemm_plan.h), checked as a
+// happens-before graph over many shapes, rank counts, ranks and chunk counts: program order on
+// each stream, plus an edge from each event's latest record to every wait issued after it.
+// Guarantees: a chunk's collective after its GEMM (reduce-scatter) or its GEMM after its
+// collective (all-gather); the pad filled before the all-gather reads it and read after the
+// reduce-scatter fills it; a workspace slot rewritten only after every step that read it; all
+// side-stream work after what the caller queued before the call, and before the caller's
+// stream's last step. The host backend runs the same list (tests/ops/gemm/test_gemm_mpi.cc).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "src/ops/gemm/gemm_plan.h"
+
+namespace ssc::gemm {
+namespace {
+
+// Steps plus a virtual first and last step on the caller's stream; reach[a][b]: a happens before b.
+struct Graph {
+  std::vector<Step> steps;
+  std::vector<std::vector<bool>> reach;
+};
+
+Graph build(const std::vector<Step>& list) {
+  Graph g;
+  g.steps.push_back({StepKind::kRecord, 0, -2, -1});  // begin: what the caller queued before
+  for (const Step& s : list) g.steps.push_back(s);
+  g.steps.push_back({StepKind::kRecord, 0, -3, -1});  // end: what the caller queues after
+  const size_t n = g.steps.size();
+  std::vector<std::vector<size_t>> next(n);
+  int lastOn[2] = {-1, -1};
+  int lastRecord[kNumEvents];
+  std::fill(std::begin(lastRecord), std::end(lastRecord), -1);
+  for (size_t i = 0; i < n; ++i) {
+    const Step& s = g.steps[i];
+    if (lastOn[s.stream] >= 0) next[lastOn[s.stream]].push_back(i);
+    lastOn[s.stream] = static_cast<int>(i);
+    if (s.kind == StepKind::kWait) {
+      EXPECT_GE(lastRecord[s.event], 0) << "wait on event " << s.event << " never recorded";
+      if (lastRecord[s.event] >= 0) next[lastRecord[s.event]].push_back(i);
+    }
+    if (s.kind == StepKind::kRecord && s.event >= 0) lastRecord[s.event] = static_cast<int>(i);
+  }
+  g.reach.assign(n, std::vector<bool>(n, false));
+  for (size_t a = n; a-- > 0;) {  // edges go forward in the list: fill from the back
+    for (size_t b : next[a]) {
+      g.reach[a][b] = true;
+      for (size_t c = 0; c < n; ++c)
+        if (g.reach[b][c]) g.reach[a][c] = true;
+    }
+  }
+  return g;
+}
+
+std::vector<size_t> find(const Graph& g, StepKind k, int chunk) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < g.steps.size(); ++i)
+    if (g.steps[i].kind == k && g.steps[i].chunk == chunk) out.push_back(i);
+  return out;
+}
+
+void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool gatherOut = false) {
+  Problem p;
+  p.op = op;
+  p.m = m;
+  p.n = 6;
+  p.k = 5;
+  p.nranks = nranks;
+  Plan pl;
+  std::string why;
+  ASSERT_TRUE(makePlan(p, variant, chunks, size_t{1} << 20, &pl, &why)) << why;
+  const Graph g = build(schedule(p, pl, rank, gatherOut));
+  const size_t begin = 0, end = g.steps.size() - 1;
+  for (size_t i = 1; i < end; ++i) {
+    EXPECT_TRUE(g.reach[begin][i]) << "step " << i << " may run before the caller's earlier work";
+    EXPECT_TRUE(g.reach[i][end]) << "step " << i << " may run after the call's end";
+  }
+  const bool rs = op == Op::kReduceScatter;
+  for (int j = 0; j < pl.chunks; ++j) {
+    const auto gemm = find(g, StepKind::kGemm, j), coll = find(g, StepKind::kColl, j);
+    ASSERT_EQ(gemm.size(), 1u);
+    ASSERT_EQ(coll.size(), 1u);
+    EXPECT_TRUE(rs ? g.reach[gemm[0]][coll[0]] : g.reach[coll[0]][gemm[0]]) << "chunk " << j;
+    const bool padded = ownChunkRows(p, pl, j, rank) < chunkRows(pl, j).rows;
+    const auto padIn = find(g, StepKind::kPadIn, j), padOut = find(g, StepKind::kPadOut, j);
+    EXPECT_EQ(padIn.size(), !rs && padded ? 1u : 0u);
+    EXPECT_EQ(padOut.size(), rs && padded ? 1u : 0u);
+    // x_gathered: copied out of the slot after the all-gather filled it, before its next fill.
+    const auto out = find(g, StepKind::kGatherOut, j);
+    EXPECT_EQ(out.size(), gatherOut ? 1u : 0u);
+    if (!out.empty()) {
+      EXPECT_TRUE(g.reach[coll[0]][out[0]]);
+      if (j + pl.slots < pl.chunks) {
+        EXPECT_TRUE(g.reach[out[0]][find(g, StepKind::kColl, j + pl.slots)[0]]);
+      }
+    }
+    if (!padIn.empty()) {
+      EXPECT_TRUE(g.reach[padIn[0]][coll[0]]);
+    }
+    if (!padOut.empty()) {
+      EXPECT_TRUE(g.reach[coll[0]][padOut[0]]);
+    }
+    // Every later chunk on the same slot writes it only after this chunk's reader, and every
+    // later use of the pad comes after this chunk's.
+    for (int later = j + 1; later < pl.chunks; ++later) {
+      const size_t writer = rs ? find(g, StepKind::kGemm, later)[0] : find(g, StepKind::kColl, later)[0];
+      const size_t reader = rs ? coll[0] : gemm[0];
+      if (later % pl.slots == j % pl.slots) {
+        EXPECT_TRUE(g.reach[reader][writer]) << "slot of chunk " << j << " rewritten by chunk " << later;
+      }
+      for (size_t a : padIn.empty() ? padOut : padIn)
+        for (StepKind k : {StepKind::kPadIn, StepKind::kPadOut})
+          for (size_t b : find(g, k, later)) EXPECT_TRUE(g.reach[a][b]);
+    }
+  }
+}
+
+TEST(GemmSchedule, HappensBeforeOverShapes) {
+  for (Op op : {Op::kReduceScatter, Op::kAllGather})
+    for (int n : {2, 3, 4, 8})
+      for (int64_t m : {1, 5, 7, 17, 64, 65})
+        for (int rank = 0; rank < n; ++rank)
+          for (int chunks : {1, 2, 3, 5}) {
+            SCOPED_TRACE(testing::Message() << (op == Op::kReduceScatter ? "rs" : "ag") << " m " << m
+                                            << " ranks " << n << " rank " << rank << " chunks " << chunks);
+            check(op, m, n, rank, SSC_GEMM_CHUNKED, chunks);
+            check(op, m, n, rank, SSC_GEMM_UNFUSED, chunks);
+            if (op == Op::kAllGather) check(op, m, n, rank, SSC_GEMM_CHUNKED, chunks, true);
+            if (HasFailure()) return;
+          }
+}
+
+TEST(GemmSchedule, ChunkedOverlapsUnfusedDoesNot) {
+  Problem p;
+  p.op = Op::kReduceScatter;
+  p.m = 64;
+  p.n = 6;
+  p.k = 5;
+  p.nranks = 4;
+  Plan pl;
+  std::string why;
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_CHUNKED, 4, 1 << 20, &pl, &why));
+  const Graph g = build(schedule(p, pl, 0));
+  // GEMM 1 need not wait for the reduce-scatter of chunk 0: they may overlap.
+  EXPECT_FALSE(g.reach[find(g, StepKind::kColl, 0)[0]][find(g, StepKind::kGemm, 1)[0]]);
+  int side = 0;
+  for (const Step& s : schedule(p, pl, 0)) side += s.kind == StepKind::kGemm && s.stream == 1;
+  EXPECT_EQ(side, 4);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_UNFUSED, 4, 1 << 20, &pl, &why));
+  for (const Step& s : schedule(p, pl, 0)) EXPECT_EQ(s.stream, 0);
+}
+
+}  // namespace
+}  // namespace ssc::gemm
