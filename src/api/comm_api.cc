@@ -246,10 +246,11 @@ SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
     // A peer that already left (destroyed) or aborted will not come to the barrier; whatever it
     // did is finished, which is all the barrier is for.
     if (comm->onePerProcess && comm->asyncError.load() == sscSuccess && !comm->finalized &&
-        commPeerGone(comm).empty()) {
+        commPeerGone(comm).empty() && commPeerLeft(comm).empty()) {
       if (sscResult_t r = comm->bootstrap->barrier(); r != sscSuccess) {
         const std::string why = commRingFailureText(comm, r, lastError());
-        if (commPeerGone(comm).empty() || comm->asyncError.load() != sscSuccess)
+        if ((commPeerGone(comm).empty() && commPeerLeft(comm).empty()) ||
+            comm->asyncError.load() != sscSuccess)
           return setError(r, fmt::format("sscCommFinalize: {}", why));
       }
     }

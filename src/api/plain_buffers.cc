@@ -165,7 +165,10 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
           r = sscSuccess;  // agreed by every rank: not a failure of the exchange
         }
       }
-      if (r != sscSuccess && first == sscSuccess) first = r;
+      if (r != sscSuccess && first == sscSuccess) {
+        first = r;
+        setError(r, commFailureText(comm, lastError()));  // names a peer that went away
+      }
     }
     SSC_CHECK(first);
   }

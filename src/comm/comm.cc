@@ -51,11 +51,12 @@ sscResult_t loadTopology(sscComm* comm) {
 
 // Runs on the peer watch's thread. A peer that died fails the communicator (sscCommGetAsyncError
 // reports it) and one that aborted ends every wait on a peer, so work that needed it fails within
-// milliseconds. Both, and a peer that left (destroyed its communicator, or exited), make the
-// communicator unusable for new calls; an idle one stays out of error (frameworks tear down by
-// aborting rank after rank). A departure does not end waits: what the peer sent before it left may
-// still be on its way (the network proxies deliver after the sender's kernel finished), so work in
-// flight is left to complete.
+// milliseconds. Both make the communicator unusable for new calls; an idle one stays out of error
+// (frameworks tear down by aborting rank after rank). A peer that left (destroyed its
+// communicator, or exited) fails nothing: it left after finishing its own calls, and what it sent
+// may still be needed and on its way (its data sits in the receivers' FIFOs, or in a network
+// proxy), so later calls that no longer need it must run, and ones that do need it still do. A
+// wait that then runs out of time names the departure (commFailureText).
 void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   std::string what;
   switch (e.kind) {
@@ -74,7 +75,8 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   }
   {
     std::lock_guard<std::mutex> g(comm->mu);
-    if (comm->peerGone.empty()) comm->peerGone = what;
+    std::string& slot = e.kind == PeerEventKind::kLeft ? comm->peerLeft : comm->peerGone;
+    if (slot.empty()) slot = what;
     for (sscComm* child : comm->initChildren) {
       if (e.kind == PeerEventKind::kLeft) break;
       std::lock_guard<std::mutex> c(child->mu);
@@ -95,9 +97,19 @@ std::string commPeerGone(sscComm* comm) {
   return comm->peerGone;
 }
 
-std::string commFailureText(sscComm* comm, const std::string& local) {
-  if (!comm->abortFlag.load()) return local;
+std::string commPeerLeft(sscComm* comm) {
   std::lock_guard<std::mutex> g(comm->mu);
+  return comm->peerLeft;
+}
+
+std::string commFailureText(sscComm* comm, const std::string& local) {
+  std::lock_guard<std::mutex> g(comm->mu);
+  if (!comm->abortFlag.load()) {
+    // Not aborted: a wait ran out of time or failed by itself. When a peer has left, the wait most
+    // likely needed it, so say so.
+    if (comm->peerLeft.empty() || local.find(comm->peerLeft) != std::string::npos) return local;
+    return fmt::format("{} (note: {})", local, comm->peerLeft);
+  }
   const std::string& why = comm->peerGone.empty() ? comm->asyncMessage : comm->peerGone;
   if (why.empty() || local.find(why) != std::string::npos) return local;
   return local.empty() ? why : fmt::format("{} ({})", why, local);

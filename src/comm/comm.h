@@ -79,6 +79,9 @@ struct sscComm final : ssc::CommView {
   // calls that would need it fail with this text, but an idle communicator is not in error
   // (peers of a job that tears down by aborting must not see failures). Guarded by mu.
   std::string peerGone;
+  // Set by the peer watch when a peer left (destroyed its communicator or exited). Fails nothing
+  // by itself (see commOnPeerEvent); named in the text of a wait that fails. Guarded by mu.
+  std::string peerLeft;
   // Children of a blocking sscCommSplit still in their init: a peer that goes away aborts them
   // too (their own watch starts only once their ring exists). Guarded by mu.
   std::vector<sscComm*> initChildren;
@@ -137,8 +140,11 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
 // Records an asynchronous failure on comm (first one wins) so sscCommGetAsyncError reports it.
 void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& message);
 
-// Why comm cannot go on when a peer died, aborted or left (peer watch); empty otherwise.
+// Why comm cannot go on when a peer died or aborted (peer watch); empty otherwise.
 std::string commPeerGone(sscComm* comm);
+// The first peer departure the peer watch reported ("rank 2 destroyed its communicator ..."), or
+// empty.
+std::string commPeerLeft(sscComm* comm);
 // `local` (a failure seen by this rank, such as "aborted while waiting for rank 3"), prefixed
 // with the reason the communicator was aborted when a peer's death or departure caused it, so
 // that every error names the rank that went away.
