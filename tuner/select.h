@@ -1,5 +1,5 @@
-// Algorithm selection for one call: STARSCREAM_ALGO when it forces one, else a rule table with
-// named thresholds. The cost-model tuner will replace the rule table behind this same function.
+// Algorithm selection for one call: STARSCREAM_ALGO when it forces one, else the cost model of the
+// communicator's Tuner (tuner/model.h): the algorithm with the least predicted time.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +33,14 @@ Algo forcedAlgo(CollKind coll);
 // The most ranks the zero-copy (symmetric) algorithm serves: its kernels keep a pointer per peer.
 inline constexpr int kSymmetricMaxRanks = 64;
 
+class Tuner;
+
 // Picks the algorithm for a call moving `bytes` (the per-rank buffer size of the call);
 // `symmetric`: both buffers are symmetric registrations, so the zero-copy algorithm can run.
-// Forced algorithms that cannot serve the call fall back to the rule table, with an INFO log.
+// Forced algorithms that cannot serve the call fall back to the model's choice, with an INFO log.
+Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric);
+// The same with a throw-away Tuner of the topology's default profile (tests, tools without a
+// communicator); it builds plans on every call, so the call path uses the overload above.
 Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric);
 
 }  // namespace ssc

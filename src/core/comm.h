@@ -18,6 +18,10 @@
 #include "starscream/starscream.h"
 
 namespace ssc {
+class Tuner;
+}  // namespace ssc
+
+namespace ssc {
 
 class PeerMemoryCache;  // transports/usr/peer_cache.h
 struct PeerCacheDeleter {
@@ -79,6 +83,8 @@ struct sscComm {
   ssc::Topology topo;
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
   std::unique_ptr<ssc::CommResources> resources;
+  // The cost model that picks each call's algorithm (tuner/model.h), built once at init.
+  std::shared_ptr<const ssc::Tuner> tuner;
 
   // Raised by sscCommAbort, and by the peer watch when a peer died, aborted or left: every wait
   // on a peer (bootstrap, host transports, GPU kernels through the backend's watcher) ends.
