@@ -173,8 +173,12 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   pp.maxChannels = limits_.channels;
   pp.packetOneShot = ll;
   std::lock_guard<std::mutex> g(mu_);
-  const std::array<double, kNumTiers> share = sharing(coll, algo);
-  const int widest = tierIndex(widestTier(topo_));
+  // One memory (the host backend): the tiers are labels on the same RAM, not links; every step
+  // is costed at the USR figures and no link is shared.
+  const bool one = limits_.oneMemory;
+  const std::array<double, kNumTiers> share =
+      one ? std::array<double, kNumTiers>{1, 1, 1} : sharing(coll, algo);
+  const int widest = one ? 0 : tierIndex(widestTier(topo_));
   const uint64_t pipe = limits_.pipelineBytes > 0 ? limits_.pipelineBytes
                                                  : std::max<uint64_t>(1, limits_.chunkBytes / 4);
   std::vector<RankPlan> plans(static_cast<size_t>(n));
@@ -214,7 +218,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   for (bool progress = true; progress && remaining > 0;) {
     progress = false;
     for (int r = 0; r < n; ++r) {
-      const double myParts = static_cast<double>(topo_.gpus[topo_.ranks[r].gpu].ranks.size());
+      const double myParts =
+          one ? n : static_cast<double>(topo_.gpus[topo_.ranks[r].gpu].ranks.size());
       for (size_t c = 0; c < plans[r].channels.size(); ++c) {
         Cursor& k = cur[r][c];
         const auto& steps = plans[r].channels[c].steps;
@@ -266,7 +271,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
               f.latency[widest][proto] += 1;
               f.copyBytes += b;
               f.bytes[0][proto] += b * mult * (myParts - 1);
-              if (topo_.gpus.size() > 1) f.bytes[widest][proto] += b * mult * myParts * otherParts;
+              if (!one && topo_.gpus.size() > 1) f.bytes[widest][proto] += b * mult * myParts * otherParts;
               break;
             }
             default: {
@@ -274,7 +279,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
                 f.copyBytes += b;  // a receive: the data is here, the step copies it out
                 break;
               }
-              const int t = tierIndex(topo_.tierBetween(r, s.sendPeer));
+              const int t = one ? 0 : tierIndex(topo_.tierBetween(r, s.sendPeer));
               f.latency[t][proto] += 1;
               f.bytes[t][proto] += b * share[t];
             }

@@ -31,7 +31,10 @@ struct ModelLimits {
   size_t elemBytes = 4;
   // A FIFO slot, the pipelining grain: receivers start once one is in. 0: chunkBytes / 4 (a
   // chunk is half a FIFO of 8 slots on both backends).
-  uint64_t pipelineBytes = 0;  // float32, what the benchmarks and most training traffic move
+  uint64_t pipelineBytes = 0;
+  // Every rank's buffers live in one physical memory (the host backend): the topology's tiers are
+  // labels there, so all steps are costed at the USR figures and no link is shared.
+  bool oneMemory = false;  // float32, what the benchmarks and most training traffic move
 };
 
 // A prediction is linear in the profile's parameters: launch + sum latency[t][p] * alpha[t][p] +

@@ -201,6 +201,26 @@ TunerProfile defaultProfile(const Topology& topo) {
   return p;
 }
 
+TunerProfile hostProfile() {
+  // Estimates, not measurements: a FIFO step hands a slot from one thread or process to another
+  // (flag, wake-up); a zero-copy barrier is one shared counter.
+  constexpr double kHandoffUs = 5, kBarrierUs = 1, kCopyGBps = 10;
+  TunerProfile p;
+  p.name = "host";
+  p.origin = "built-in";
+  p.source = "estimate: one RAM; FIFO steps copy twice (half the copy rate), zero-copy once";
+  ProfileVariant v;
+  v.launchUs = 2;
+  v.copyGBps = kCopyGBps;
+  for (auto& tier : v.tiers) {
+    tier[static_cast<int>(Protocol::kFifo)] = {kHandoffUs, kCopyGBps / 2};
+    tier[static_cast<int>(Protocol::kLL)] = {kHandoffUs, kCopyGBps / 4};
+    tier[static_cast<int>(Protocol::kZeroCopy)] = {kBarrierUs, kCopyGBps};
+  }
+  p.variants.push_back(v);
+  return p;
+}
+
 sscResult_t parseProfile(const std::string& text, const std::string& origin, TunerProfile* out) {
   if (out == nullptr) return fail(sscInvalidArgument, "parseProfile: out is null");
   const Ctx c{origin, text};

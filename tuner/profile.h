@@ -56,6 +56,11 @@ struct TunerProfile {
 // are flags and the receiver polls them), launch 5 us.
 TunerProfile defaultProfile(const Topology& topo);
 
+// The host backend's profile: every rank's buffers are in one RAM, so the tiers are labels. A FIFO
+// step copies each byte twice (into the FIFO, out of it) where a zero-copy step copies it once;
+// the latency (a handoff between threads/processes) and the copy rate are estimates.
+TunerProfile hostProfile();
+
 // Reads a profile (format "starscream-tuner-profile/1", docs/tuner.md). Errors are
 // sscInvalidArgument naming the origin, the field and, for JSON syntax errors, the line.
 sscResult_t parseProfile(const std::string& text, const std::string& origin, TunerProfile* out);

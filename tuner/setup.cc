@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 
@@ -11,8 +12,13 @@ sscResult_t createTuner(const Topology& topo, const ModelLimits& limits, int ran
                         const std::function<sscResult_t(void*, size_t)>& allGather,
                         std::shared_ptr<const Tuner>* out) {
   TunerProfile profile;
-  const sscResult_t r = resolveProfile(topo, &profile);
-  if (r != sscSuccess) return fail(r, "STARSCREAM_TUNER_PROFILE: {}", lastError());
+  // The host backend runs on no GPU: a GPU's profile would describe a machine that is not there.
+  if (limits.oneMemory && env::getString("STARSCREAM_TUNER_PROFILE").empty()) {
+    profile = hostProfile();
+  } else {
+    const sscResult_t r = resolveProfile(topo, &profile);
+    if (r != sscSuccess) return fail(r, "STARSCREAM_TUNER_PROFILE: {}", lastError());
+  }
   auto tuner = std::make_shared<const Tuner>(topo, std::move(profile), limits);
   std::vector<uint64_t> prints(static_cast<size_t>(nranks), 0);
   prints[static_cast<size_t>(rank)] = tuner->fingerprint();

@@ -162,10 +162,10 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   SSC_CHECK(validateAlgoEnv());
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
-  SSC_CHECK(createTuner(comm->topo,
-                        {comm->resources->chunkBytes(), comm->resources->channels(),
-                         comm->backend->packetAllReduceMaxBytes(), 4},
-                        rank, nranks,
+  ModelLimits limits{comm->resources->chunkBytes(), comm->resources->channels(),
+                     comm->backend->packetAllReduceMaxBytes(), 4};
+  limits.oneMemory = std::string(comm->backend->name()) == "host";
+  SSC_CHECK(createTuner(comm->topo, limits, rank, nranks,
                         [comm](void* d, size_t n) { return comm->bootstrap->allGather(d, n); },
                         &comm->tuner));
   SSC_CHECK(commSetUpStaging(comm));

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   std::string topoPath, profilePath, collText = "all_reduce", minText = "8", maxText = "1G";
   int factor = 2;
   bool plain = false, json = false;
+  ssc::ModelLimits limits;
   app.add_option("--topo", topoPath, "Topology file (tools/topologies/*.json)")->required();
   app.add_option("--collective", collText, "all_reduce, reduce_scatter, all_gather, broadcast, reduce");
   app.add_option("-b,--minbytes", minText, "Smallest size (per-rank buffer, nccl-tests' meaning)");
@@ -75,6 +76,10 @@ int main(int argc, char** argv) {
                  "model, else the topology's links)");
   app.add_flag("--plain", plain, "Unregistered buffers (no zero-copy symmetric algorithm)");
   app.add_flag("--json", json, "Print JSON (tools/model/plot.py reads it)");
+  app.add_option("--chunk-bytes", limits.chunkBytes, "FIFO chunk (GPU backend: 2 MiB)");
+  app.add_option("--channels", limits.channels, "Channels (GPU backend: 2)");
+  app.add_option("--ll-max-bytes", limits.llMaxBytes, "LL packet limit (GPU: 64 KiB; 0: none)");
+  app.add_flag("--one-memory", limits.oneMemory, "All ranks in one memory (the host backend)");
   CLI11_PARSE(app, argc, argv);
 
   CollKind coll;
@@ -102,7 +107,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "starscream-model: {}\n", ssc::lastError());
     return 1;
   }
-  const ssc::Tuner tuner(topo, profile);
+  const ssc::Tuner tuner(topo, profile, limits);
   const int n = topo.nranks();
   const Algo algos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical,
                         Algo::kSymmetric};
