@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "starscream-model: {}\n", ssc::lastError());
       return 1;
     }
+  } else if (limits.oneMemory) {
+    profile = ssc::hostProfile();  // as the library does for the host backend
   } else if (ssc::resolveProfile(topo, &profile) != sscSuccess) {
     fmt::print(stderr, "starscream-model: {}\n", ssc::lastError());
     return 1;

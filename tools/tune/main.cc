@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   std::vector<int> ks;
   uint64_t chunk = 2ull << 20, llMax = 64 << 10;
   int channels = 2;
-  std::string pointsPath;
+  std::string pointsPath, checkPath;
   app.add_option("--topo", topoPattern, "Topology file; {K} is replaced by the partition count")
       ->required();
   app.add_option("--out", outPath, "Profile to write")->required();
@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--ll-max-bytes", llMax, "LL packet limit of the backend measured (GPU: 64 KiB)");
   app.add_option("--points", pointsPath, "Also write every point (K coll algo bytes model_us "
                  "measured_us error) to this file");
+  app.add_option("--check", checkPath, "Only report this profile's error on the --from data "
+                 "(no fit; --out is then not written)");
   CLI11_PARSE(app, argc, argv);
   std::ofstream points;
   if (!pointsPath.empty()) points.open(pointsPath);
@@ -92,6 +94,18 @@ int main(int argc, char** argv) {
     if (profile.gpuModel.empty())
       profile.gpuModel = !model.empty() ? model : topo.gpus.empty() ? "" : topo.gpus[0].model;
     ssc::ProfileVariant v;
+    if (!checkPath.empty()) {
+      ssc::TunerProfile given;
+      if (ssc::loadProfileFile(checkPath, &given) != sscSuccess) {
+        fmt::print(stderr, "starscream-tune: {}\n", ssc::lastError());
+        return 1;
+      }
+      const ssc::ErrorStats err = ssc::modelError(ssc::Tuner(topo, given, limits), data);
+      fmt::print("{:>3} {:>7} {:>8.1f}% {:>8.1f}%  {}\n", k, err.points, 100 * err.median,
+                 100 * err.worst, err.worstWhat);
+      for (const std::string& row : err.rows) points << k << ' ' << row << '\n';
+      continue;
+    }
     // gpu_coll_perf's copy figure is all K ranks copying at once: one rank's share is 1/K.
     const double perRankCopy = k > 0 ? copy / k : copy;
     if (ssc::fitVariant(topo, limits, ssc::defaultProfile(topo), data, perRankCopy, &v) !=
@@ -107,6 +121,7 @@ int main(int argc, char** argv) {
     for (const std::string& row : err.rows) points << k << ' ' << row << '\n';
     profile.variants.push_back(v);
   }
+  if (!checkPath.empty()) return 0;
   std::ofstream out(outPath);
   out << ssc::profileToJson(profile);
   if (!out) {
