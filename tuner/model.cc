@@ -340,7 +340,13 @@ Algo Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric) const {
   const uint64_t rep = cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
   Algo best = Algo::kAuto;
   double bestUs = 0;
-  for (const Estimate& e : estimateAll(coll, rep, symmetric))
+  // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
+  // overturn what was measured on the GPU (symmetric fastest at every size, perf/RESULTS.md):
+  // zero-copy whenever it can serve the call, the model among the FIFO algorithms otherwise.
+  if (limits_.oneMemory && symmetric && estimate(coll, rep, Algo::kSymmetric, true).valid)
+    best = Algo::kSymmetric;
+  for (const Estimate& e : best != Algo::kAuto ? std::vector<Estimate>{}
+                                               : estimateAll(coll, rep, symmetric))
     if (e.valid && (best == Algo::kAuto || e.timeUs < bestUs)) {
       best = e.algo;
       bestUs = e.timeUs;
