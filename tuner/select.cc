@@ -6,19 +6,11 @@
 #include "src/collectives/algorithms.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
+#include "tuner/model.h"
 
 namespace ssc {
 
 namespace {
-
-// Rule table. Thresholds are per-rank bytes of the call.
-// Below kSmallMessageBytes latency dominates: direct algorithms finish in one or two hops while
-// a ring needs 2(n-1) of them.
-constexpr uint64_t kSmallMessageBytes = 64 * 1024;
-// Partitioned GPUs (more than one rank per GPU) use the two-tier algorithms from this size up:
-// below it the extra phase boundaries cost more than the inter-GPU bytes they save.
-constexpr uint64_t kHierarchicalMinBytes = 64 * 1024;
-// The GPU's zero-copy kernels keep one pointer per peer in kernel arguments (64 at most).
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(tolower(c));
@@ -105,23 +97,21 @@ sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out) {
   return sscSuccess;
 }
 
-Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {
+Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {
+  const Topology& topo = tuner.topology();
   if (forced != Algo::kAuto) {
     if (algoSupports(topo, coll, forced) && (forced != Algo::kSymmetric || symmetric)) return forced;
     SSC_LOG(kInfo, "STARSCREAM_ALGO: {} cannot run {} here; choosing automatically",
             algoName(forced), collName(coll));
   }
+  // Point-to-point and all-to-all have one algorithm: every rank talks to each peer directly.
   if (coll == CollKind::kAllToAll || coll == CollKind::kSendRecv) return Algo::kDirect;
-  // Registered buffers on one node: every rank reads its peers' memory directly, each byte
-  // crosses the fabric once and no FIFO copy is made. Across nodes peers are not mappable.
-  if (symmetric && topo.nnodes == 1 && topo.nranks() <= kSymmetricMaxRanks &&
-      algoSupports(topo, coll, Algo::kSymmetric))
-    return Algo::kSymmetric;
-  const bool partitioned = topo.maxPartitions() > 1 && topo.uniformPartitions();
-  if (bytes < kSmallMessageBytes && coll != CollKind::kBroadcast && coll != CollKind::kReduce)
-    return Algo::kDirect;
-  if (partitioned && bytes >= kHierarchicalMinBytes) return Algo::kHierarchical;
-  return Algo::kBidirRing;
+  return tuner.choose(coll, bytes, symmetric);
+}
+
+Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {
+  const Tuner tuner(topo, defaultProfile(topo));
+  return selectAlgo(tuner, coll, bytes, symmetric, forced);
 }
 
 }  // namespace ssc

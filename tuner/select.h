@@ -1,5 +1,5 @@
 // Algorithm selection for one call: the communicator's STARSCREAM_ALGO choice when it forces one,
-// else a rule table with named thresholds. The cost-model tuner will replace the rule table behind this same function.
+// else the cost model of the communicator's Tuner (tuner/model.h): the least predicted time.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +30,16 @@ sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out);
 // The most ranks the zero-copy (symmetric) algorithm serves: its kernels keep a pointer per peer.
 inline constexpr int kSymmetricMaxRanks = 64;
 
+class Tuner;
+
 // Picks the algorithm for a call moving `bytes` (the per-rank buffer size of the call);
 // `symmetric`: both buffers are symmetric registrations, so the zero-copy algorithm can run.
-// `forced`: the communicator's STARSCREAM_ALGO choice for `coll` (kAuto: none). Forced algorithms
-// that cannot serve the call fall back to the rule table, with an INFO log.
+// `forced`: the communicator's STARSCREAM_ALGO choice for `coll` (its CommConfig; kAuto: none).
+// Forced algorithms that cannot serve the call fall back to the model's choice, with an INFO log.
+Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric,
+                Algo forced = Algo::kAuto);
+// The same with a throw-away Tuner of the topology's default profile (tests, tools without a
+// communicator); it builds plans on every call, so the call path uses the overload above.
 Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric,
                 Algo forced = Algo::kAuto);
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "transports/usr/peer_cache.h"
+#include "tuner/model.h"
 #include "tuner/select.h"
 
 namespace ssc {
@@ -49,7 +50,8 @@ bool qualifies(const PendingCall& c) {
   if (bytes < comm->config.zeroCopyMinBytes) return false;
   if (commPacketCall(comm, c.args, c.elemBytes)) return false;
   // A forced algorithm (STARSCREAM_ALGO) other than symmetric keeps its path.
-  return selectAlgo(comm->topo, k, bytes, true, comm->config.forcedAlgos[static_cast<size_t>(k)]) == Algo::kSymmetric;
+  return selectAlgo(*comm->tuner, k, bytes, true, comm->config.forcedAlgos[static_cast<size_t>(k)]) ==
+         Algo::kSymmetric;
 }
 
 PeerMemoryCache::Request requestOf(const PendingCall& c) {

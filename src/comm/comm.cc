@@ -14,6 +14,7 @@
 #include "src/topology/discovery.h"
 #include "transports/usr/peer_cache.h"
 #include "tuner/select.h"
+#include "tuner/setup.h"
 
 namespace ssc {
 
@@ -175,6 +176,12 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->config.dumpPlans = env::getInt("STARSCREAM_DUMP_PLAN") != 0;
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
+  ModelLimits limits{comm->resources->chunkBytes(), comm->resources->channels(),
+                     comm->backend->packetAllReduceMaxBytes(comm), 4};
+  limits.oneMemory = std::string(comm->backend->name()) == "host";
+  SSC_CHECK(createTuner(comm->topo, limits, rank, nranks,
+                        [comm](void* d, size_t n) { return comm->bootstrap->allGather(d, n); },
+                        &comm->tuner));
   SSC_CHECK(commSetUpStaging(comm));
   struct Where { char host[64]; int64_t pid; };
   std::vector<Where> where(nranks);
@@ -323,7 +330,7 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   const uint64_t bytes = std::max(collInputElems(args, comm->nranks),
                                   collOutputElems(args, comm->nranks)) * elemBytes;
   const bool packets = commPacketCall(comm, args, elemBytes);
-  Algo algo = selectAlgo(comm->topo, args.coll, bytes, args.symmetric || packets,
+  Algo algo = selectAlgo(*comm->tuner, args.coll, bytes, args.symmetric || packets,
                          comm->config.forcedAlgos[static_cast<size_t>(args.coll)]);
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
                              args.root, elemBytes, args.inPlace, packets);

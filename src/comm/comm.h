@@ -18,6 +18,10 @@
 #include "starscream/starscream.h"
 
 namespace ssc {
+class Tuner;
+}  // namespace ssc
+
+namespace ssc {
 
 class PeerMemoryCache;  // transports/usr/peer_cache.h
 struct PeerCacheDeleter {
@@ -74,6 +78,8 @@ struct sscComm final : ssc::CommView {
   // barrier (a process with several ranks finalizes them one after the other, NCCL's pattern).
   bool onePerProcess = false;
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
+  // The cost model that picks each call's algorithm (tuner/model.h), built once at init.
+  std::shared_ptr<const ssc::Tuner> tuner;
   std::string asyncMessage;                 // guarded by mu
   // Set by the peer watch when a peer aborted or left (a peer that died also sets asyncError):
   // calls that would need it fail with this text, but an idle communicator is not in error

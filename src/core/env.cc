@@ -38,6 +38,9 @@ constexpr Variable kVariables[] = {
      "Force an algorithm: ring, bidir_ring, direct, hierarchical, symmetric (zero-copy; needs "
      "registered buffers); or per collective, e.g. "
      "allreduce=hierarchical,allgather=ring. Read when a communicator is created."},
+    {"STARSCREAM_TUNER_PROFILE", "",
+     "Tuner profile (JSON, docs/tuner.md) with the cost model's per-tier figures; empty: the "
+     "shipped profile for the GPU model (tuner/profiles/), else the topology's link figures."},
     {"STARSCREAM_NET_PLUGIN", "libstarscream-net-mpi.so",
      "Network plugin for communicators that span nodes: a path, or a name looked up by the "
      "dynamic loader and next to libstarscream.so."},

@@ -1,9 +1,10 @@
-// Algorithm selection: STARSCREAM_ALGO parsing (global and per collective) and the rule table.
+// Algorithm selection: STARSCREAM_ALGO parsing (global and per collective) and the model's seam.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "src/core/errors.h"
+#include "tuner/model.h"
 #include "tuner/select.h"
 
 namespace ssc {
@@ -73,19 +74,30 @@ TEST_F(Select, ForcedAlgorithmThatCannotRunFallsBack) {
   EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true), Algo::kSymmetric);
 }
 
-TEST_F(Select, RuleTable) {
+// The rule table is gone: without a forced algorithm the communicator's cost model chooses
+// (tests/tuner/test_model.cc checks its choices); here, what selectAlgo adds around it.
+TEST_F(Select, ModelChoosesWhatNothingForces) {
   Topology cpx = makeUniformTopology(1, 8, 8);  // 8 GPUs x 8 partitions
-  Topology flat = makeFlatTopology(8);
-  // Small messages: direct. Large on partitioned GPUs: hierarchical; flat: bidirectional ring.
-  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllReduce, 1024, false), Algo::kDirect);
-  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllReduce, 64 << 20, false), Algo::kHierarchical);
-  EXPECT_EQ(selectAlgo(flat, CollKind::kAllReduce, 64 << 20, false), Algo::kBidirRing);
-  // Registered buffers on one node: zero-copy for the three it serves.
-  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllReduce, 64 << 20, true), Algo::kSymmetric);
-  EXPECT_EQ(selectAlgo(cpx, CollKind::kBroadcast, 64 << 20, true), Algo::kHierarchical);
-  EXPECT_EQ(selectAlgo(cpx, CollKind::kAllToAll, 64 << 20, true), Algo::kDirect);
+  const Tuner tuner(cpx, defaultProfile(cpx));
+  for (uint64_t bytes : {1024ull, 64ull << 20})
+    for (bool sym : {false, true})
+      EXPECT_EQ(selectAlgo(tuner, CollKind::kAllReduce, bytes, sym),
+                tuner.choose(CollKind::kAllReduce, bytes, sym));
+  // All-to-all and point-to-point have one algorithm.
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 64 << 20, true), Algo::kDirect);
+  // Zero-copy serves all-reduce, reduce-scatter and all-gather only, on one node only.
+  EXPECT_NE(selectAlgo(tuner, CollKind::kBroadcast, 64 << 20, true), Algo::kSymmetric);
   Topology twoNodes = makeUniformTopology(2, 2, 2);
   EXPECT_NE(selectAlgo(twoNodes, CollKind::kAllReduce, 64 << 20, true), Algo::kSymmetric);
+  // A forced algorithm (the communicator's parsed STARSCREAM_ALGO) wins over the model wherever
+  // it can run; collectives it does not name stay with the model.
+  ForcedAlgos forced;
+  ASSERT_EQ(parseForcedAlgos("allreduce=ring", &forced), sscSuccess);
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllReduce, 64 << 20, true,
+                       forced[static_cast<size_t>(CollKind::kAllReduce)]), Algo::kRing);
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllGather, 64 << 20, true,
+                       forced[static_cast<size_t>(CollKind::kAllGather)]),
+            tuner.choose(CollKind::kAllGather, 64 << 20, true));
 }
 
 }  // namespace

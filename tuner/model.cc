@@ -1,0 +1,367 @@
+#include "tuner/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "src/collectives/algorithms.h"
+#include "tuner/select.h"
+
+namespace ssc {
+namespace {
+
+constexpr Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical,
+                           Algo::kSymmetric};
+
+int tierIndex(LinkTier t) { return static_cast<int>(t); }
+
+// *to += d, with d's bytes scaled by frac (a step's first slot: its latency, part of its bytes).
+void add(Features* to, const Features& d, double frac) {
+  to->copyBytes += d.copyBytes * frac;
+  for (int t = 0; t < kNumTiers; ++t)
+    for (int p = 0; p < kNumProtocols; ++p) {
+      to->latency[t][p] += d.latency[t][p];
+      to->bytes[t][p] += d.bytes[t][p] * frac;
+    }
+}
+
+// The slowest tier any two ranks of the topology talk over: barriers wait on it.
+LinkTier widestTier(const Topology& topo) {
+  if (topo.nnodes > 1) return LinkTier::kNetwork;
+  return topo.gpus.size() > 1 ? LinkTier::kInterGpu : LinkTier::kIntraGpu;
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+uint64_t countForBytes(CollKind coll, uint64_t bytes, int nranks, size_t elemBytes) {
+  uint64_t elems = bytes / std::max<size_t>(elemBytes, 1);
+  if (coll == CollKind::kReduceScatter || coll == CollKind::kAllGather ||
+      coll == CollKind::kAllToAll)
+    elems /= static_cast<uint64_t>(std::max(nranks, 1));
+  return std::max<uint64_t>(elems, 1);
+}
+
+double busBandwidthGBps(CollKind coll, uint64_t bytes, int nranks, double us) {
+  if (us <= 0) return 0;
+  const double n = nranks, algbw = static_cast<double>(bytes) / us * 1e-3;
+  switch (coll) {
+    case CollKind::kAllReduce: return algbw * 2 * (n - 1) / n;
+    case CollKind::kReduceScatter:
+    case CollKind::kAllGather:
+    case CollKind::kAllToAll: return algbw * (n - 1) / n;
+    default: return algbw;
+  }
+}
+
+Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
+    : topo_(std::move(topo)), profile_(std::move(profile)), limits_(limits) {
+  if (profile_.variants.empty()) profile_ = defaultProfile(topo_);
+  variant_ = &profile_.variantFor(topo_.maxPartitions());
+  // What the profile leaves out comes from the topology's links (see defaultProfile).
+  const TunerProfile fallback = defaultProfile(topo_);
+  for (int t = 0; t < kNumTiers; ++t)
+    for (int p = 0; p < kNumProtocols; ++p) {
+      AlphaBeta ab = variant_->tiers[t][p];
+      if (ab.bandwidthGBps <= 0) ab = fallback.variants[0].tiers[t][p];
+      if (ab.bandwidthGBps <= 0) ab.bandwidthGBps = 1;  // a link without a figure: never chosen
+      params_[t][p] = ab;
+    }
+  copyGBps_ = variant_->copyGBps > 0 ? variant_->copyGBps
+                                     : std::max(1.0, topo_.intraGpu.bandwidthGBps);
+  limits_.elemBytes = std::max<size_t>(limits_.elemBytes, 1);
+  limits_.channels = std::max(limits_.channels, 1);
+}
+
+double Tuner::timeOf(const Features& f) const {
+  double us = variant_->launchUs + f.copyBytes / copyGBps_ * 1e-3;
+  for (int t = 0; t < kNumTiers; ++t)
+    for (int p = 0; p < kNumProtocols; ++p)
+      us += f.latency[t][p] * params_[t][p].latencyUs +
+            f.bytes[t][p] / params_[t][p].bandwidthGBps * 1e-3;
+  return us;
+}
+
+// How many FIFO connections of one call share the busiest physical link of each tier: all
+// partitions of a GPU reach another GPU over the same XGMI/NVLink link, and all GPUs of a node
+// share... one NIC each. Taken from every rank's plan of a small call (the connection pattern
+// does not depend on the size), so it holds for any algorithm.
+std::array<double, kNumTiers> Tuner::sharing(CollKind coll, Algo algo) const {
+  const auto key = std::make_pair(static_cast<int>(coll), static_cast<int>(algo));
+  if (auto it = sharing_.find(key); it != sharing_.end()) return it->second;
+  std::array<double, kNumTiers> out{1, 1, 1};
+  const int n = topo_.nranks();
+  CollArgs args;
+  args.coll = coll;
+  args.count = static_cast<uint64_t>(n) * 4;
+  PlanParams pp;
+  pp.chunkElems = 1 << 20;
+  pp.maxChannels = limits_.channels;
+  pp.elemBytes = limits_.elemBytes;
+  std::set<std::tuple<int, int, size_t>> conns;
+  for (int r = 0; r < n; ++r) {
+    RankPlan plan;
+    if (buildCollPlan(topo_, r, args, algo, pp, &plan) != sscSuccess) break;
+    for (size_t c = 0; c < plan.channels.size(); ++c)
+      for (const Step& s : plan.channels[c].steps)
+        if (s.sendPeer >= 0 && s.sendPeer != r) conns.insert({r, s.sendPeer, c});
+  }
+  // A rank's channel talks to its peers of one tier one after the other: each of its k peers
+  // on a tier has the link a k-th of the time (a ring: the whole time; direct: 1/(n-1)).
+  std::map<std::tuple<int, size_t, int>, int> peersOf;  // (rank, channel, tier) -> peers
+  for (const auto& [a, b, c] : conns) ++peersOf[{a, c, tierIndex(topo_.tierBetween(a, b))}];
+  std::map<std::tuple<int, int, int>, double> perLink;  // (tier, from, to) -> connections
+  for (const auto& [a, b, c] : conns) {
+    const LinkTier t = topo_.tierBetween(a, b);
+    const double w = 1.0 / peersOf[{a, c, tierIndex(t)}];
+    if (t == LinkTier::kInterGpu) perLink[{1, topo_.ranks[a].gpu, topo_.ranks[b].gpu}] += w;
+    if (t == LinkTier::kNetwork) perLink[{2, topo_.ranks[a].node, topo_.ranks[b].node}] += w;
+  }
+  const double gpusPerNode =
+      std::max<double>(1, static_cast<double>(topo_.gpus.size()) / std::max(topo_.nnodes, 1));
+  for (const auto& [k, count] : perLink) {
+    const int t = std::get<0>(k);
+    const double share = t == 2 ? std::max(1.0, count / gpusPerNode) : count;
+    out[t] = std::max(out[t], std::max(1.0, share));
+  }
+  sharing_.emplace(key, out);
+  return out;
+}
+
+Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetric,
+                         const Protocol* as) const {
+  Estimate e;
+  e.algo = algo;
+  const int n = topo_.nranks();
+  if (algo == Algo::kAuto) {
+    e.why = "auto is not an algorithm";
+    return e;
+  }
+  if (!algoSupports(topo_, coll, algo)) {
+    e.why = fmt::format("{} cannot run {} on this topology", algoName(algo), collName(coll));
+    return e;
+  }
+  if (algo == Algo::kSymmetric) {
+    if (!symmetric) {
+      e.why = "needs registered (symmetric) buffers";
+      return e;
+    }
+    if (topo_.nnodes != 1 || n > kSymmetricMaxRanks) {
+      e.why = "peers are not mappable (several nodes, or more ranks than the kernels serve)";
+      return e;
+    }
+  }
+  const bool ll = algo == Algo::kSymmetric && coll == CollKind::kAllReduce &&
+                  limits_.llMaxBytes > 0 && bytes <= limits_.llMaxBytes;
+  e.protocol = algo != Algo::kSymmetric ? Protocol::kFifo : ll ? Protocol::kLL : Protocol::kZeroCopy;
+  if (as != nullptr) e.protocol = *as;
+  const int proto = static_cast<int>(e.protocol);
+  CollArgs args;
+  args.coll = coll;
+  args.count = countForBytes(coll, bytes, n, limits_.elemBytes);
+  args.symmetric = algo == Algo::kSymmetric;
+  PlanParams pp;
+  pp.elemBytes = limits_.elemBytes;
+  pp.chunkElems = std::max<uint64_t>(1, limits_.chunkBytes / limits_.elemBytes);
+  pp.maxChannels = limits_.channels;
+  pp.packetOneShot = ll;
+  std::lock_guard<std::mutex> g(mu_);
+  // One memory (the host backend): the tiers are labels on the same RAM, not links; every step
+  // is costed at the USR figures and no link is shared.
+  const bool one = limits_.oneMemory;
+  const std::array<double, kNumTiers> share =
+      one ? std::array<double, kNumTiers>{1, 1, 1} : sharing(coll, algo);
+  const int widest = one ? 0 : tierIndex(widestTier(topo_));
+  const uint64_t pipe = limits_.pipelineBytes > 0 ? limits_.pipelineBytes
+                                                 : std::max<uint64_t>(1, limits_.chunkBytes / 4);
+  std::vector<RankPlan> plans(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    if (buildCollPlan(topo_, r, args, algo, pp, &plans[r]) != sscSuccess) {
+      e.why = fmt::format("{} cannot build a plan for this call", algoName(algo));
+      return e;
+    }
+  double otherParts = 0;  // the most partitions of a GPU (zero-copy link load between GPUs)
+  for (const GpuInfo& gpu : topo_.gpus) otherParts = std::max<double>(otherParts, gpu.ranks.size());
+  // Each step costs its latency plus its bytes over its tier; it starts when the previous step
+  // of its channel has ended and, for a receive, when the matching send has delivered. Walking
+  // every rank's plan this way gives the critical path: pipelined loops for large calls (each
+  // rank's own steps), the hop chain across ranks for small ones (2(n-1) hops of a ring).
+  struct Point {
+    Features f;
+  };
+  auto later = [&](const Point& a, const Point& b) { return timeOf(a.f) >= timeOf(b.f) ? a : b; };
+  struct Sent {
+    Point first, end;  // the first slot delivered; the whole step delivered
+  };
+  std::map<std::tuple<int, int, size_t>, std::vector<Sent>> delivered;  // (from, to, channel)
+  std::map<std::tuple<int, int, size_t>, size_t> taken;
+  std::vector<std::vector<Point>> barrierArrivals;  // [barrier k] one point per rank arrived
+  struct Cursor {
+    size_t next = 0;
+    int barriers = 0;
+    bool waiting = false;  // arrived at a barrier, waiting for the other ranks
+    Point at;
+  };
+  std::vector<std::vector<Cursor>> cur(static_cast<size_t>(n));
+  size_t remaining = 0;
+  for (int r = 0; r < n; ++r) {
+    cur[r].resize(plans[r].channels.size());
+    for (const auto& ch : plans[r].channels) remaining += ch.steps.size();
+  }
+  for (bool progress = true; progress && remaining > 0;) {
+    progress = false;
+    for (int r = 0; r < n; ++r) {
+      const double myParts =
+          one ? n : static_cast<double>(topo_.gpus[topo_.ranks[r].gpu].ranks.size());
+      for (size_t c = 0; c < plans[r].channels.size(); ++c) {
+        Cursor& k = cur[r][c];
+        const auto& steps = plans[r].channels[c].steps;
+        while (k.next < steps.size()) {
+          const Step& s = steps[k.next];
+          Point start = k.at;
+          const Sent* from = nullptr;
+          if (s.recvPeer >= 0 && s.recvPeer != r) {
+            const auto key = std::make_tuple(s.recvPeer, r, c);
+            auto& q = delivered[key];
+            size_t& t = taken[key];
+            if (t >= q.size()) break;  // not sent yet
+            from = &q[t++];
+            start = later(start, from->first);
+          }
+          if (s.op == StepOp::kBarrier) {
+            const size_t b = static_cast<size_t>(k.barriers);
+            if (barrierArrivals.size() <= b) barrierArrivals.resize(b + 1);
+            auto& arr = barrierArrivals[b];
+            if (!k.waiting) {
+              arr.push_back(start);
+              k.waiting = true;
+            }
+            if (arr.size() < static_cast<size_t>(n)) break;  // a barrier spans every rank
+            Point all = arr[0];
+            for (const Point& p : arr) all = later(all, p);
+            // LL packets carry their own flags: no barrier round trips.
+            if (!ll) all.f.latency[widest][proto] += 1;
+            k.at = all;
+            ++k.barriers;
+            k.waiting = false;
+            ++k.next;
+            --remaining;
+            progress = true;
+            continue;
+          }
+          Features f;  // this step's own cost
+          const double b = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
+          switch (s.op) {
+            case StepOp::kCopy:
+            case StepOp::kReduce: f.copyBytes += b; break;
+            case StepOp::kPeerReduce:
+            case StepOp::kPeerReduceBcast:
+            case StepOp::kPeerPush: {
+              // Every rank loads from (or stores to) every peer at once: USR carries this rank's
+              // own traffic with its P-1 neighbours, an inter-GPU link the traffic of all
+              // partition pairs of the two GPUs.
+              const double mult = s.op == StepOp::kPeerReduceBcast ? 2 : 1;
+              f.latency[widest][proto] += 1;
+              f.copyBytes += b;
+              f.bytes[0][proto] += b * mult * (myParts - 1);
+              if (!one && topo_.gpus.size() > 1) f.bytes[widest][proto] += b * mult * myParts * otherParts;
+              break;
+            }
+            default: {
+              if (s.sendPeer < 0 || s.sendPeer == r) {
+                f.copyBytes += b;  // a receive: the data is here, the step copies it out
+                break;
+              }
+              const int t = one ? 0 : tierIndex(topo_.tierBetween(r, s.sendPeer));
+              f.latency[t][proto] += 1;
+              f.bytes[t][proto] += b * share[t];
+            }
+          }
+          // FIFO steps pipeline by slot: the receiver starts once the first slot is in and
+          // ends no earlier than one slot after the sender ended.
+          const double b0 = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
+          const double frac =
+              b0 > 0 ? std::min(1.0, static_cast<double>(pipe) / b0) : 1;
+          Point done = start;
+          add(&done.f, f, 1);
+          if (from != nullptr) {
+            Point tail = from->end;
+            add(&tail.f, f, frac);
+            done = later(done, tail);
+          }
+          if (s.sendPeer >= 0 && s.sendPeer != r) {
+            Point first = start;
+            add(&first.f, f, frac);
+            delivered[{r, s.sendPeer, c}].push_back({first, done});
+          }
+          k.at = done;
+          ++k.next;
+          --remaining;
+          progress = true;
+        }
+      }
+    }
+  }
+  if (remaining > 0) {
+    e.why = fmt::format("{}: the plan's sends and receives do not pair up", algoName(algo));
+    return e;
+  }
+  Point last;
+  for (const auto& rank : cur)
+    for (const Cursor& k : rank) last = later(last, k.at);
+  e.features = last.f;
+  e.timeUs = timeOf(last.f);
+  e.valid = true;
+  return e;
+}
+
+std::vector<Estimate> Tuner::estimateAll(CollKind coll, uint64_t bytes, bool symmetric) const {
+  std::vector<Estimate> out;
+  for (Algo a : kAlgos) out.push_back(estimate(coll, bytes, a, symmetric));
+  return out;
+}
+
+Algo Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric) const {
+  // Size classes of a quarter octave, represented by their upper end: a size never exceeds its
+  // class's, so protocol limits at powers of two (LL up to 64 KiB) fall on the right side.
+  const int cls = bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(double(bytes))));
+  const auto key = std::make_tuple(static_cast<int>(coll), symmetric, cls);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+  }
+  const uint64_t rep = cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
+  Algo best = Algo::kAuto;
+  double bestUs = 0;
+  // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
+  // overturn what was measured on the GPU (symmetric fastest at every size, perf/RESULTS.md):
+  // zero-copy whenever it can serve the call, the model among the FIFO algorithms otherwise.
+  if (limits_.oneMemory && symmetric && estimate(coll, rep, Algo::kSymmetric, true).valid)
+    best = Algo::kSymmetric;
+  for (const Estimate& e : best != Algo::kAuto ? std::vector<Estimate>{}
+                                               : estimateAll(coll, rep, symmetric))
+    if (e.valid && (best == Algo::kAuto || e.timeUs < bestUs)) {
+      best = e.algo;
+      bestUs = e.timeUs;
+    }
+  if (best == Algo::kAuto) best = Algo::kRing;  // nothing valid: the builder reports why
+  std::lock_guard<std::mutex> g(mu_);
+  if (choices_.size() > 4096) choices_.clear();
+  choices_.emplace(key, best);
+  return best;
+}
+
+uint64_t Tuner::fingerprint() const {
+  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
+                           topo_.nranks(), limits_.chunkBytes, limits_.channels,
+                           limits_.llMaxBytes, limits_.elemBytes));
+}
+
+}  // namespace ssc

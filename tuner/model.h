@@ -1,0 +1,102 @@
+// The cost model: the predicted time of a call is the launch overhead plus, along the busiest
+// channel of the slowest rank, the sum over the plan's steps of (latency + bytes / bandwidth) of
+// the tier and protocol each step uses. Step counts and bytes come from the plan the algorithm
+// builds (buildCollPlan), so a new algorithm is modelled without a line here. One Tuner belongs to
+// one communicator: built once at init from its topology and profile, queried per call.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "src/collectives/plan.h"
+#include "src/topology/topology.h"
+#include "tuner/profile.h"
+
+namespace ssc {
+
+// What the executor does with a plan, which the model must know: the FIFO chunk (steps are at
+// most this large), the channels, and up to which size a symmetric all-reduce runs as LL packets.
+// Defaults are the GPU backend's (8 slots of 512 KiB, 2 channels, LL up to 64 KiB).
+// Positional order is kept by callers that brace-initialise the first four fields.
+struct ModelLimits {
+  uint64_t chunkBytes = 2ull << 20;
+  int channels = 2;
+  uint64_t llMaxBytes = 64 << 10;
+  size_t elemBytes = 4;
+  // A FIFO slot, the pipelining grain: receivers start once one is in. 0: chunkBytes / 4 (a
+  // chunk is half a FIFO of 8 slots on both backends).
+  uint64_t pipelineBytes = 0;
+  // Every rank's buffers live in one physical memory (the host backend): the topology's tiers are
+  // labels there, so all steps are costed at the USR figures and no link is shared.
+  bool oneMemory = false;  // float32, what the benchmarks and most training traffic move
+};
+
+// A prediction is linear in the profile's parameters: launch + sum latency[t][p] * alpha[t][p] +
+// sum bytes[t][p] / beta[t][p] + copyBytes / copy. starscream-tune fits the parameters on them.
+struct Features {
+  double latency[kNumTiers][kNumProtocols] = {};  // steps paying the (tier, protocol) latency
+  double bytes[kNumTiers][kNumProtocols] = {};    // bytes at the (tier, protocol) bandwidth
+  double copyBytes = 0;                           // local copies and reductions
+};
+
+struct Estimate {
+  Algo algo = Algo::kAuto;
+  Protocol protocol = Protocol::kFifo;
+  bool valid = false;
+  std::string why;  // when not valid: why the algorithm cannot serve the call
+  double timeUs = 0;
+  Features features;  // of the critical channel of the slowest rank
+};
+
+class Tuner {
+ public:
+  Tuner(Topology topo, TunerProfile profile, ModelLimits limits = {});
+
+  const Topology& topology() const { return topo_; }
+  const TunerProfile& profile() const { return profile_; }
+  const ProfileVariant& variant() const { return *variant_; }
+  const ModelLimits& limits() const { return limits_; }
+
+  // `bytes` as selectAlgo counts them: the larger of the call's per-rank input and output.
+  // `symmetric`: registered (or zero-copy-able) buffers, so the symmetric algorithm may run.
+  // `as`: cost the steps with this protocol's figures instead of the executor's (the NCCL tuner
+  // plugin asks what NCCL's ring would take with LL packets).
+  Estimate estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetric,
+                    const Protocol* as = nullptr) const;
+  // Every algorithm (kRing .. kSymmetric), valid or not, in enum order.
+  std::vector<Estimate> estimateAll(CollKind coll, uint64_t bytes, bool symmetric) const;
+  // The fastest valid algorithm; ties go to the earlier one in enum order. Cached per size class
+  // (a quarter octave), so a call costs a map lookup once its class has been seen.
+  Algo choose(CollKind coll, uint64_t bytes, bool symmetric) const;
+
+  double timeOf(const Features& f) const;
+  // Hash of what the choices depend on: ranks of one communicator must agree on it.
+  uint64_t fingerprint() const;
+
+ private:
+  Topology topo_;
+  TunerProfile profile_;
+  const ProfileVariant* variant_;
+  ModelLimits limits_;
+  std::array<std::array<AlphaBeta, kNumProtocols>, kNumTiers> params_{};  // resolved, all > 0
+  double copyGBps_ = 0;
+  mutable std::mutex mu_;
+  mutable std::map<std::tuple<int, bool, int>, Algo> choices_;
+  // Connections sharing one physical link, per (coll, algo) and tier: see sharing().
+  mutable std::map<std::pair<int, int>, std::array<double, kNumTiers>> sharing_;
+
+  std::array<double, kNumTiers> sharing(CollKind coll, Algo algo) const;
+};
+
+// The per-call count an algorithm sees for `bytes` (see CollArgs::count), at least 1.
+uint64_t countForBytes(CollKind coll, uint64_t bytes, int nranks, size_t elemBytes);
+// busbw as nccl-tests defines it, GB/s, for a call of `bytes` taking `us`.
+double busBandwidthGBps(CollKind coll, uint64_t bytes, int nranks, double us);
+
+}  // namespace ssc
