@@ -18,11 +18,8 @@
 #include "starscream/starscream.h"
 
 namespace ssc {
-class Tuner;
-}  // namespace ssc
 
-namespace ssc {
-
+class Tuner;            // tuner/model.h
 class PeerMemoryCache;  // transports/usr/peer_cache.h
 struct PeerCacheDeleter {
   void operator()(PeerMemoryCache* cache) const;
@@ -81,9 +78,9 @@ struct sscComm final : ssc::CommView {
   // The cost model that picks each call's algorithm (tuner/model.h), built once at init.
   std::shared_ptr<const ssc::Tuner> tuner;
   std::string asyncMessage;                 // guarded by mu
-  // Set by the peer watch when a peer aborted or left (a peer that died also sets asyncError):
-  // calls that would need it fail with this text, but an idle communicator is not in error
-  // (peers of a job that tears down by aborting must not see failures). Guarded by mu.
+  // Set by the peer watch when a peer aborted or died (a death also sets asyncError): new calls
+  // fail with this text, but an idle communicator is not in error (peers of a job that tears
+  // down by aborting must not see failures). Guarded by mu.
   std::string peerGone;
   // Set by the peer watch when a peer left (destroyed its communicator or exited). Fails nothing
   // by itself (see commOnPeerEvent); named in the text of a wait that fails. Guarded by mu.
