@@ -5,11 +5,13 @@
 
 #include <cstdint>
 
+// The portability header first: under HIP it defines what the device headers use
+// (__forceinline__ and the runtime types).
+#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/ll_kernel.cuh"
 #include "src/kernels/gpu/sym_bulk.cuh"
 #include "src/kernels/gpu/sym_kernel.h"
-#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 
