@@ -20,22 +20,15 @@
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream_ops.h"
 #include "tests/gpu/gpu_test_setup.h"
+#include "tests/support/half_storage.h"
 
 namespace {
 
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
 
-float fromStorage(uint16_t v, sscDataType_t t) { return t == sscFloat16 ? ssc::halfToFloat(v) : ssc::bf16ToFloat(v); }
-uint16_t toStorage(float x, sscDataType_t t) { return t == sscFloat16 ? ssc::floatToHalf(x) : ssc::floatToBf16(x); }
-
-std::vector<uint16_t> matrix(uint32_t seed, int64_t elems, sscDataType_t t) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<uint16_t> v(static_cast<size_t>(elems));
-  for (auto& e : v) e = toStorage(u(rng), t);
-  return v;
-}
+using ssc::test::fromStorage;
+using ssc::test::seededMatrix;
 
 void* toDevice(const void* h, size_t bytes) {
   void* d = nullptr;
@@ -60,8 +53,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   int64_t first = 0, rows = 0;
   CHECK_SSC(sscGemmRowShard(c.m, g_nranks, g_rank, &first, &rows));
   const uint32_t base = static_cast<uint32_t>(c.m * 1000003 + c.n * 1009 + c.k * 13 + c.kn);
-  auto xOf = [&](int r) { return matrix(base + (c.rs ? 7 * r : 0), c.m * c.k, c.dtype); };
-  auto wOf = [&](int r) { return matrix(base + 1000 + 7 * r, c.n * c.k, c.dtype); };
+  auto xOf = [&](int r) { return seededMatrix(base + (c.rs ? 7 * r : 0), c.m * c.k, c.dtype); };
+  auto wOf = [&](int r) { return seededMatrix(base + 1000 + 7 * r, c.n * c.k, c.dtype); };
   const std::vector<uint16_t> xMine = xOf(g_rank), wMine = wOf(g_rank);
   std::vector<uint16_t> wArg = wMine;
   if (c.kn)

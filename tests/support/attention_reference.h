@@ -13,15 +13,12 @@
 
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
+#include "tests/support/half_storage.h"
 
 namespace ssc::test::attn {
 
-inline uint16_t toStorage(float x, sscDataType_t t) {
-  return t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
-}
-inline float fromStorage(uint16_t b, sscDataType_t t) {
-  return t == sscFloat16 ? halfToFloat(b) : bf16ToFloat(b);
-}
+using ssc::test::fromStorage;
+using ssc::test::toStorage;
 // Rounds x through type t (fp32 stays as it is).
 inline float roundTo(float x, sscDataType_t t) {
   return t == sscFloat32 ? x : fromStorage(toStorage(x, t), t);

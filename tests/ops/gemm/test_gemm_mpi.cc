@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream_mpi.h"
 #include "starscream/starscream_ops.h"
+#include "tests/support/half_storage.h"
 #include "tests/support/mpi_gtest.h"
 
 namespace {
@@ -24,17 +24,8 @@ int g_rank = 0, g_n = 1;
 sscComm_t g_comm = nullptr;
 sscStream_t g_stream = nullptr;
 
-float fromStorage(uint16_t v, sscDataType_t t) { return t == sscFloat16 ? ssc::halfToFloat(v) : ssc::bf16ToFloat(v); }
-uint16_t toStorage(float x, sscDataType_t t) { return t == sscFloat16 ? ssc::floatToHalf(x) : ssc::floatToBf16(x); }
-
-// A seeded matrix, rounded to t: the same on every rank for the same seed.
-std::vector<uint16_t> matrix(uint32_t seed, int64_t elems, sscDataType_t t) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<uint16_t> v(static_cast<size_t>(elems));
-  for (auto& e : v) e = toStorage(u(rng), t);
-  return v;
-}
+using ssc::test::fromStorage;
+using ssc::test::seededMatrix;
 
 // Element (row, col) of X W^T for one rank's stored inputs, in double, and the sum of |terms|.
 void dot(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w, int64_t row, int64_t col,
@@ -70,8 +61,8 @@ void runCase(const Case& c, sscGemm_t gemm) {
   ASSERT_EQ(sscGemmRowShard(c.m, g_n, g_rank, &first, &rows), sscSuccess);
   const uint32_t base = static_cast<uint32_t>(c.m * 1000003 + c.n * 1009 + c.k * 13 + c.kn);
   // Reduce-scatter: every rank its own x [m][k] and w; all-gather: one X, every rank its own w.
-  auto xOf = [&](int r) { return matrix(base + (c.rs ? 7 * r : 0), c.m * c.k, c.dtype); };
-  auto wOf = [&](int r) { return matrix(base + 1000 + 7 * r, c.n * c.k, c.dtype); };
+  auto xOf = [&](int r) { return seededMatrix(base + (c.rs ? 7 * r : 0), c.m * c.k, c.dtype); };
+  auto wOf = [&](int r) { return seededMatrix(base + 1000 + 7 * r, c.n * c.k, c.dtype); };
   const std::vector<uint16_t> xMine = xOf(g_rank), wMine = wOf(g_rank);
   std::vector<uint16_t> xArg = c.rs ? xMine
                                     : std::vector<uint16_t>(xMine.begin() + first * c.k,
