@@ -227,7 +227,10 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
           const Step& s = steps[k.next];
           Point start = k.at;
           const Sent* from = nullptr;
-          if (s.recvPeer >= 0 && s.recvPeer != r) {
+          // Peer steps name ranks whose memory they touch, not FIFO connections.
+          const bool peerStep = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast ||
+                                s.op == StepOp::kPeerPush || s.op == StepOp::kPeerGather;
+          if (!peerStep && s.recvPeer >= 0 && s.recvPeer != r) {
             const auto key = std::make_tuple(s.recvPeer, r, c);
             auto& q = delivered[key];
             size_t& t = taken[key];
@@ -263,13 +266,22 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             case StepOp::kReduce: f.copyBytes += b; break;
             case StepOp::kPeerReduce:
             case StepOp::kPeerReduceBcast:
-            case StepOp::kPeerPush: {
+            case StepOp::kPeerPush:
+            case StepOp::kPeerGather: {
               // Every rank loads from (or stores to) every peer at once: USR carries this rank's
               // own traffic with its P-1 neighbours, an inter-GPU link the traffic of all
-              // partition pairs of the two GPUs.
-              const double mult = s.op == StepOp::kPeerReduceBcast ? 2 : 1;
+              // partition pairs of the two GPUs. `mult`: peer transfers of the step's size per
+              // peer, 1 for a load from all (or a store to all), 2 for both; a single source
+              // (broadcast) or destination (reduce) moves 1/(n-1) of that.
+              const double share = 1.0 / std::max(n - 1, 1);  // one peer's part
+              const bool reduces = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
+              const double loads = s.op == StepOp::kPeerPush ? 0 : reduces && s.recvPeer >= 0 ? share : 1;
+              const double stores = s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush ? 1
+                                    : s.op == StepOp::kPeerReduce && s.sendPeer >= 0     ? share
+                                                                                         : 0;
+              const double mult = loads + stores;
               f.latency[widest][proto] += 1;
-              f.copyBytes += b;
+              f.copyBytes += s.op == StepOp::kPeerGather ? b * n : b;
               f.bytes[0][proto] += b * mult * (myParts - 1);
               if (!one && topo_.gpus.size() > 1) f.bytes[widest][proto] += b * mult * myParts * otherParts;
               break;
@@ -296,7 +308,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             add(&tail.f, f, frac);
             done = later(done, tail);
           }
-          if (s.sendPeer >= 0 && s.sendPeer != r) {
+          if (!peerStep && s.sendPeer >= 0 && s.sendPeer != r) {
             Point first = start;
             add(&first.f, f, frac);
             delivered[{r, s.sendPeer, c}].push_back({first, done});

@@ -44,8 +44,7 @@ bool qualifies(const PendingCall& c) {
   if (c.isP2p || c.checkOnly || comm->peerCache == nullptr || !comm->peerCache->enabled() || !c.zeroCopyOk ||
       !c.peerBuffers.empty())
     return false;
-  if (k != CollKind::kAllReduce && k != CollKind::kReduceScatter && k != CollKind::kAllGather)
-    return false;
+  if (k == CollKind::kSendRecv) return false;
   const size_t bytes = callBytes(c);
   if (bytes < comm->config.zeroCopyMinBytes) return false;
   if (commPacketCall(comm, c.args, c.elemBytes)) return false;
@@ -59,17 +58,26 @@ PeerMemoryCache::Request requestOf(const PendingCall& c) {
   r.fingerprint = fingerprint(c);
   r.inPlace = c.args.inPlace;
   const CollKind k = c.args.coll;
-  // All-reduce reads peers' inputs and writes their outputs; reduce-scatter only reads inputs,
-  // all-gather only writes outputs.
-  if (k != CollKind::kAllGather) {
-    r.ptr[kBufIn] = c.sendbuff;
-    r.bytes[kBufIn] = collInputElems(c.args, c.comm->nranks) * c.elemBytes;
-  }
-  if (k != CollKind::kReduceScatter) {
-    r.ptr[kBufOut] = c.recvbuff;
-    r.bytes[kBufOut] = collOutputElems(c.args, c.comm->nranks) * c.elemBytes;
-  }
+  const bool root = c.comm->rank == c.args.root;
+  // Which of this rank's buffers peers touch (symmetric.cc): all-reduce reads peers' inputs and
+  // writes their outputs; reduce-scatter and all-to-all only read inputs, all-gather only writes
+  // outputs; broadcast reads the root's input and writes every output, reduce reads every input
+  // and writes the root's output (the other ranks' sendbuff / recvbuff may be anything there).
+  // The sizes are set on every rank: they bound what peers post.
+  const bool readsIn = k != CollKind::kAllGather && (k != CollKind::kBroadcast || root);
+  const bool writesOut = k != CollKind::kReduceScatter && k != CollKind::kAllToAll &&
+                         (k != CollKind::kReduce || root);
+  r.bytes[kBufIn] = collInputElems(c.args, c.comm->nranks) * c.elemBytes;
+  r.bytes[kBufOut] = collOutputElems(c.args, c.comm->nranks) * c.elemBytes;
+  if (readsIn) r.ptr[kBufIn] = c.sendbuff;
+  if (writesOut) r.ptr[kBufOut] = c.recvbuff;
   return r;
+}
+
+// Whether the agreed call can run zero-copy: an all-to-all cannot in place (symmetric.cc), and
+// whether any rank called in place is known only once every record is in (the same on all).
+bool runsZeroCopy(const PendingCall& c, const PeerMemoryCache::Result& res) {
+  return res.zeroCopy && !(c.args.coll == CollKind::kAllToAll && res.anyInPlace);
 }
 
 void apply(PendingCall* c, const PeerMemoryCache::Request& req, const PeerMemoryCache::Result& res) {
@@ -152,7 +160,7 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
             std::memcpy(&prints[q], res.checks.data() + q * PeerMemoryCache::kCheckBytes,
                         sizeof(CallFingerprint));
         }
-        if (r == sscSuccess && res.zeroCopy && p.zeroCopy) apply(p.call, p.req, res);
+        if (r == sscSuccess && p.zeroCopy && runsZeroCopy(*p.call, res)) apply(p.call, p.req, res);
       } else {
         CallChecker::Collect& got = collects[next++];
         r = got.result;

@@ -20,8 +20,7 @@ bool algoSupports(const Topology& topo, CollKind coll, Algo algo) {
     case Algo::kSymmetric:
       // Also needs registered buffers: the caller checks (CollArgs::symmetric). Peers' memory
       // is mapped within a node only.
-      return topo.nnodes == 1 && (coll == CollKind::kAllReduce || coll == CollKind::kReduceScatter ||
-                                  coll == CollKind::kAllGather);
+      return topo.nnodes == 1 && coll != CollKind::kSendRecv;
     default:
       return false;
   }
@@ -48,6 +47,9 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
   if (!algoSupports(topo, args.coll, algo))
     return fail(sscInvalidUsage, "algorithm {} cannot run {} on topology '{}'", algoName(algo),
                 collName(args.coll), topo.name);
+  if (algo == Algo::kSymmetric && args.coll == CollKind::kAllToAll && args.inPlace && nranks > 1)
+    return fail(sscInvalidUsage, "algorithm symmetric cannot run an all-to-all in place (a peer "
+                "would read blocks this rank has already overwritten)");
   *out = RankPlan{};
   out->coll = args.coll;
   out->algo = algo;

@@ -46,6 +46,7 @@ const char* stepOpName(StepOp op) {
     case StepOp::kPeerReduce: return "peerReduce";
     case StepOp::kPeerReduceBcast: return "peerReduceBcast";
     case StepOp::kPeerPush: return "peerPush";
+    case StepOp::kPeerGather: return "peerGather";
   }
   return "?";
 }
@@ -59,7 +60,7 @@ bool writesDst(StepOp op) {
   return op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kRecv ||
          op == StepOp::kRecvReduceCopy || op == StepOp::kRecvReduceCopySend ||
          op == StepOp::kRecvCopySend || op == StepOp::kPeerReduce ||
-         op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush;
+         op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush || op == StepOp::kPeerGather;
 }
 bool sends(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend ||
@@ -89,8 +90,9 @@ std::string formatPlan(const RankPlan& plan) {
     size_t i = 0;
     for (const Step& s : plan.channels[c].steps) {
       out += fmt::format("    {:4} {:<18}", i++, stepOpName(s.op));
-      if (receives(s.op)) out += fmt::format(" from {}", s.recvPeer);
-      if (sends(s.op)) out += fmt::format(" to {}", s.sendPeer);
+      const bool peerOp = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
+      if (receives(s.op) || (peerOp && s.recvPeer >= 0)) out += fmt::format(" from {}", s.recvPeer);
+      if (sends(s.op) || (peerOp && s.sendPeer >= 0)) out += fmt::format(" to {}", s.sendPeer);
       if (readsSrc(s.op)) out += fmt::format(" src {}[{}]", bufName(s.srcBuf), s.srcOff);
       if (writesDst(s.op)) out += fmt::format(" dst {}[{}]", bufName(s.dstBuf), s.dstOff);
       out += fmt::format(" n {}", s.count);
@@ -110,15 +112,25 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
     const RankPlan& p = plans[r];
     for (size_t c = 0; c < p.channels.size(); ++c) {
       for (const Step& s : p.channels[c].steps) {
-        auto inBounds = [&](uint16_t buf, uint64_t off) {
-          return buf < p.bufElems.size() && off + s.count <= p.bufElems[buf];
+        auto inBounds = [&](uint16_t buf, uint64_t off, uint64_t count) {
+          return buf < p.bufElems.size() && off + count <= p.bufElems[buf];
         };
-        if (readsSrc(s.op) && !inBounds(s.srcBuf, s.srcOff))
+        // A gather writes one block of `count` per rank.
+        const uint64_t written = s.op == StepOp::kPeerGather ? s.count * static_cast<uint64_t>(n) : s.count;
+        if (readsSrc(s.op) && !inBounds(s.srcBuf, s.srcOff, s.count))
           return fmt::format("rank {} ch {}: {} reads {}[{}..+{}) past its end", r, c,
                              stepOpName(s.op), bufName(s.srcBuf), s.srcOff, s.count);
-        if (writesDst(s.op) && !inBounds(s.dstBuf, s.dstOff))
+        if (writesDst(s.op) && !inBounds(s.dstBuf, s.dstOff, written))
           return fmt::format("rank {} ch {}: {} writes {}[{}..+{}) past its end", r, c,
-                             stepOpName(s.op), bufName(s.dstBuf), s.dstOff, s.count);
+                             stepOpName(s.op), bufName(s.dstBuf), s.dstOff, written);
+        // Peer steps name a single source or destination rank, or -1 for all / this rank.
+        if (s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast) {
+          if (s.recvPeer < -1 || s.recvPeer >= n || s.sendPeer < -1 || s.sendPeer >= n ||
+              (s.op == StepOp::kPeerReduceBcast && s.sendPeer != -1))
+            return fmt::format("rank {} ch {}: {} with source {} and destination {}", r, c,
+                               stepOpName(s.op), s.recvPeer, s.sendPeer);
+          continue;
+        }
         if (sends(s.op)) {
           if (s.sendPeer < 0 || s.sendPeer >= n || s.sendPeer == r)
             return fmt::format("rank {} ch {}: bad send peer {}", r, c, s.sendPeer);

@@ -48,10 +48,16 @@ enum class StepOp : uint8_t {
   kRecvCopySend,       // conn(recvPeer) -> dst and conn(sendPeer)
   // Zero-copy steps over symmetric (registered) buffers: "src@q" is buffer srcBuf of rank q at
   // the same offset, mapped into this rank. They need Work::peerBuffers.
+  // kPeerReduce and kPeerReduceBcast read every rank's src (recvPeer < 0) or only recvPeer's
+  // (recvPeer = q: a copy of src@q, with the op's pre/post steps where the flags say); kPeerReduce
+  // stores to this rank's dst (sendPeer < 0) or to dst@sendPeer. Single sources serve broadcast
+  // (every rank copies its slice of the root's input into every output), single destinations
+  // reduce (every rank reduces its slice into the root's output), so all ranks share the work.
   kBarrier,            // every rank has reached this point (inputs ready, outputs free)
-  kPeerReduce,         // dst = (+) over q = 0..n-1 of src@q, in rank order
+  kPeerReduce,         // dst (or dst@sendPeer) = (+) over q = 0..n-1 of src@q (or src@recvPeer)
   kPeerReduceBcast,    // as kPeerReduce, and the result is stored to dst@q for every q
   kPeerPush,           // dst@q = src for every q
+  kPeerGather,         // dst[q * count ..] = src@q[..], for every q (all-to-all: one block per rank)
 };
 const char* stepOpName(StepOp op);
 

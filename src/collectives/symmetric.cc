@@ -5,7 +5,12 @@
 //   all-reduce, small: one-shot (every rank reduces the whole vector from all inputs);
 //   all-reduce, large: two-shot (rank r reduces slice r and stores it into every output);
 //   reduce-scatter: rank r reduces block r from all inputs; all-gather: every rank pushes its
-//   block into every output.
+//   block into every output;
+//   broadcast: rank r copies slice r of the root's input into every output; reduce: rank r
+//   reduces slice r of all inputs into the root's output (so every rank's SMs share the work,
+//   not only the root's);
+//   all-to-all: rank r gathers block r of every rank's input into its output (out of place
+//   only: in place, a peer would read a block this rank has already overwritten).
 #include "src/collectives/algorithms_internal.h"
 
 namespace ssc {
@@ -41,6 +46,24 @@ void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan
       break;
     case CollKind::kAllGather:
       steps.push_back(step(StepOp::kPeerPush, kFlagNone, kBufIn, 0, kBufOut, r * count, count));
+      break;
+    case CollKind::kBroadcast:
+    case CollKind::kReduce: {
+      const uint64_t off = splitOffset(count, n, r), cnt = splitCount(count, n, r);
+      if (cnt == 0) break;
+      if (c.args.coll == CollKind::kBroadcast) {
+        Step s = step(StepOp::kPeerReduceBcast, kFlagNone, kBufIn, off, kBufOut, off, cnt);
+        s.recvPeer = c.args.root;
+        steps.push_back(s);
+      } else {
+        Step s = step(StepOp::kPeerReduce, reduceFlags, kBufIn, off, kBufOut, off, cnt);
+        s.sendPeer = c.args.root;
+        steps.push_back(s);
+      }
+      break;
+    }
+    case CollKind::kAllToAll:
+      steps.push_back(step(StepOp::kPeerGather, kFlagNone, kBufIn, r * count, kBufOut, 0, count));
       break;
     default:
       break;

@@ -20,7 +20,8 @@ struct RankState {
 };
 
 bool isPeerOp(StepOp op) {
-  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush;
+  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
+         op == StepOp::kPeerGather;
 }
 
 bool isRecv(StepOp op) {
@@ -90,6 +91,86 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
   };
   for (int r = 0; r < n; ++r) normalize(r);
 
+  // Race detection for peer steps: per barrier interval, per memory cell, the thread that wrote
+  // it and the threads that read it. A thread is (rank, step, element, source block).
+  using Thread = std::tuple<int, size_t, uint64_t, int>;
+  struct Access {
+    bool written = false, read = false, manyReaders = false;
+    Thread writer{}, reader{};
+  };
+  std::map<int, std::map<const SymElem*, Access>> intervals;
+  auto touch = [&](int r, const SymElem& c, const Thread& t, bool write) -> std::string {
+    Access& a = intervals[st[r].barriers][&c];
+    const auto who = [](const Thread& x) {
+      return fmt::format("rank {} step {} element {}", std::get<0>(x), std::get<1>(x), std::get<2>(x));
+    };
+    if (a.written && a.writer != t)
+      return fmt::format("race: {} {} an element {} wrote between the same barriers", who(t),
+                         write ? "writes" : "reads", who(a.writer));
+    if (write && a.read && (a.manyReaders || a.reader != t))
+      return fmt::format("race: {} writes an element {} read between the same barriers", who(t),
+                         who(a.manyReaders ? (a.reader == t ? Thread{} : a.reader) : a.reader));
+    if (write) {
+      a.written = true;
+      a.writer = t;
+    } else if (!a.read) {
+      a.read = true;
+      a.reader = t;
+    } else if (a.reader != t) {
+      a.manyReaders = true;
+    }
+    return "";
+  };
+  auto runPeerStep = [&](int r, const Step& s, size_t stepIdx) -> std::string {
+    // Sources and destinations as plan.h defines them for each op.
+    std::vector<int> srcRanks, dstRanks;
+    const bool single = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
+    for (int q = 0; q < n; ++q) {
+      if (!single || s.recvPeer < 0 || s.recvPeer == q) srcRanks.push_back(q);
+      const bool toAll = s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush;
+      if (toAll || (s.op == StepOp::kPeerReduce && q == (s.sendPeer < 0 ? r : s.sendPeer)))
+        dstRanks.push_back(q);
+    }
+    for (uint64_t k = 0; k < s.count; ++k) {
+      if (s.op == StepOp::kPeerGather) {
+        for (int q = 0; q < n; ++q) {
+          const Thread t{r, stepIdx, k, q};
+          SymElem& from = cell(q, s.srcBuf, s.srcOff + k);
+          if (std::string e = touch(r, from, t, false); !e.empty()) return e;
+          const SymElem v = from;
+          SymElem& to = cell(r, s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count + k);
+          if (std::string e = touch(r, to, t, true); !e.empty()) return e;
+          to = v;
+        }
+        continue;
+      }
+      const Thread t{r, stepIdx, k, 0};
+      SymElem v;
+      if (s.op == StepOp::kPeerPush) {
+        SymElem& from = cell(r, s.srcBuf, s.srcOff + k);
+        if (std::string e = touch(r, from, t, false); !e.empty()) return e;
+        v = from;
+      } else {
+        bool first = true;
+        for (int q : srcRanks) {
+          SymElem& from = cell(q, s.srcBuf, s.srcOff + k);
+          if (std::string e = touch(r, from, t, false); !e.empty()) return e;
+          SymElem c = from;
+          if (s.flags & kFlagPreOp) c.pre |= c.ranks;
+          if (first) { v = c; first = false; continue; }
+          if (std::string e = combine(v, c, &v); !e.empty()) return e;
+        }
+        if (s.flags & kFlagPostOp) ++v.post;
+      }
+      for (int q : dstRanks) {
+        SymElem& to = cell(q, s.dstBuf, s.dstOff + k);
+        if (std::string e = touch(r, to, t, true); !e.empty()) return e;
+        to = v;
+      }
+    }
+    return "";
+  };
+
   for (;;) {
     bool progress = false, allDone = true;
     for (int r = 0; r < n; ++r) {
@@ -115,26 +196,13 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
       }
       if (isPeerOp(s.op)) {
         // Zero-copy steps touch peers' buffers directly; the barriers around them order them.
-        for (uint64_t k = 0; k < s.count; ++k) {
-          SymElem v;
-          if (s.op == StepOp::kPeerPush) {
-            v = cell(r, s.srcBuf, s.srcOff + k);
-            for (int q = 0; q < n; ++q) cell(q, s.dstBuf, s.dstOff + k) = v;
-            continue;
-          }
-          for (int q = 0; q < n; ++q) {
-            SymElem c = cell(q, s.srcBuf, s.srcOff + k);
-            if (s.flags & kFlagPreOp) c.pre |= c.ranks;
-            if (q == 0) { v = c; continue; }
-            std::string err = combine(v, c, &v);
-            if (!err.empty()) {
-              res.error = fmt::format("rank {} {}: {}", r, stepOpName(s.op), err);
-              return res;
-            }
-          }
-          if (s.flags & kFlagPostOp) ++v.post;
-          if (s.op == StepOp::kPeerReduce) cell(r, s.dstBuf, s.dstOff + k) = v;
-          else for (int q = 0; q < n; ++q) cell(q, s.dstBuf, s.dstOff + k) = v;
+        // Within one barrier interval the GPU runs every rank's peer steps at once, element by
+        // element on different threads, so the simulator checks that no memory cell is written
+        // by one thread and read or written by another there (race), in place included.
+        const std::string err = runPeerStep(r, s, st[r].step);
+        if (!err.empty()) {
+          res.error = fmt::format("rank {} {}: {}", r, stepOpName(s.op), err);
+          return res;
         }
         ++st[r].step;
         normalize(r);

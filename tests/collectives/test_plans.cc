@@ -160,6 +160,15 @@ TEST(Plans, EveryAlgorithmCollectiveAndShape) {
             if (root != 0 && coll != CollKind::kBroadcast && coll != CollKind::kReduce) continue;
             for (size_t elemBytes : {size_t{1}, size_t{8}, size_t{1} << 17})  // the last forces two-shot paths
               for (bool inPlace : {false, true}) {  // in place: input and output aliased
+                if (algo == Algo::kSymmetric && coll == CollKind::kAllToAll && inPlace && n > 1) {
+                  // Refused (peers would read blocks already overwritten): callers fall back.
+                  RankPlan p;
+                  CollArgs a{coll, count, root};
+                  a.symmetric = a.inPlace = true;
+                  EXPECT_EQ(buildCollPlan(topo, 0, a, algo, PlanParams{kChunk, 2, elemBytes}, &p),
+                            sscInvalidUsage) << shape.name;
+                  continue;
+                }
                 std::string err = runCase(topo, coll, algo, count, root, elemBytes, inPlace);
                 ++cases;
                 EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)
@@ -264,6 +273,29 @@ TEST(Plans, SimulatorCatchesInPlaceOverwriteBeforeSend) {
   EXPECT_NE(err.find("rank 0 out[8]"), std::string::npos) << err;
 }
 
+// Zero-copy steps of all ranks run at once between two barriers; the simulator must see a race
+// between them even though it runs them one rank at a time: the symmetric all-to-all, run in
+// place (which buildCollPlan refuses), has rank q read block r of rank r's buffer while rank r
+// overwrites it with what it gathers.
+TEST(Plans, SimulatorCatchesRacesBetweenPeerSteps) {
+  Topology topo = makeTopo({4});
+  std::vector<RankPlan> plans;
+  ASSERT_EQ(buildPlans(topo, CollKind::kAllToAll, Algo::kSymmetric, 5, 0, 4, false, &plans), "");
+  EXPECT_EQ(simulateAndCheck(plans, CollKind::kAllToAll, 5, 0), "");
+  for (RankPlan& p : plans) p.inPlace = true;  // sendbuff == recvbuff
+  const std::string err = simulateAndCheck(plans, CollKind::kAllToAll, 5, 0);
+  EXPECT_NE(err.find("race"), std::string::npos) << err;
+  // A broadcast whose ranks all copy the whole input (not their slice) into every output writes
+  // each element from several threads at once: a race too, though every value is right.
+  ASSERT_EQ(buildPlans(topo, CollKind::kBroadcast, Algo::kSymmetric, 8, 1, 4, false, &plans), "");
+  EXPECT_EQ(simulateAndCheck(plans, CollKind::kBroadcast, 8, 1), "");
+  for (RankPlan& p : plans)
+    for (Step& s : p.channels[0].steps)
+      if (s.op == StepOp::kPeerReduceBcast) s.srcOff = s.dstOff = 0, s.count = 8;
+  const std::string err2 = simulateAndCheck(plans, CollKind::kBroadcast, 8, 1);
+  EXPECT_NE(err2.find("race"), std::string::npos) << err2;
+}
+
 TEST(Plans, SupportMatrix) {
   Topology uneven = makeTopo({3, 2, 1});
   EXPECT_FALSE(algoSupports(uneven, CollKind::kAllReduce, Algo::kHierarchical));
@@ -272,6 +304,10 @@ TEST(Plans, SupportMatrix) {
   EXPECT_TRUE(algoSupports(even, CollKind::kAllReduce, Algo::kHierarchical));
   EXPECT_FALSE(algoSupports(even, CollKind::kAllToAll, Algo::kRing));
   EXPECT_TRUE(algoSupports(even, CollKind::kAllToAll, Algo::kDirect));
+  // Zero-copy: every collective within one node; point-to-point has its own path.
+  for (CollKind k : kColls) EXPECT_TRUE(algoSupports(even, k, Algo::kSymmetric)) << collName(k);
+  EXPECT_FALSE(algoSupports(even, CollKind::kSendRecv, Algo::kSymmetric));
+  EXPECT_FALSE(algoSupports(makeTopo({2, 2, 2}), CollKind::kBroadcast, Algo::kSymmetric));
   RankPlan plan;
   EXPECT_EQ(buildCollPlan(uneven, 0, CollArgs{CollKind::kAllReduce, 10, 0}, Algo::kHierarchical,
                           PlanParams{kChunk, 2, 4}, &plan), sscInvalidUsage);

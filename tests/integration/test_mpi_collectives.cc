@@ -260,21 +260,82 @@ TEST(MpiCollectives, PlainBuffersRunZeroCopyFromTheirSecondUse) {
 
 TEST(MpiCollectives, ZeroCopyOnRegisteredBuffersEveryTypeAndOp) {
   // The symmetric algorithm needs buffers registered on every rank; the pool is. Counts cover
-  // one-shot (small) and two-shot (large) all-reduce, in place and not.
+  // one-shot (small) and two-shot (large) all-reduce, in place and not; broadcast and reduce
+  // from every root. (Broadcast, reduce and all-to-all agree on their buffers through the peer
+  // cache, as plain buffers do; an in-place all-to-all takes the FIFOs.)
   forceAlgo("symmetric");
-  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather})
+  for (int ci = 0; ci < 6; ++ci) {
+    const Coll coll = static_cast<Coll>(ci);
+    const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
     for (int t = 0; t < sscNumTypes; ++t)
       for (sscRedOp_t op : kOps) {
         if (!reduces(coll) && op != sscSum) continue;
         for (uint64_t count : {0, 1, 7, 1000, 100003})
-          for (bool inPlace : {false, true}) {
-            Case c{coll, static_cast<sscDataType_t>(t), op, count, inPlace, 0};
-            c.registered = true;
-            expectCase(c, "symmetric");
-            if (::testing::Test::HasFailure()) return;
-          }
+          for (bool inPlace : {false, true})
+            for (int root = 0; root < (rooted ? g_n : 1); ++root) {
+              // Every root for one type per collective; root 0 and the last for the others.
+              if (rooted && t != 0 && root != 0 && root != g_n - 1) continue;
+              Case c{coll, static_cast<sscDataType_t>(t), op, count, inPlace, root};
+              c.registered = true;
+              expectCase(c, "symmetric");
+              if (::testing::Test::HasFailure()) return;
+            }
       }
+  }
   forceAlgo("");
+}
+
+TEST(MpiCollectives, PlainBufferBroadcastReduceAndAllToAllRunZeroCopy) {
+  // As NCCL programs call them: plain allocations, and no buffer at all where the API ignores it
+  // (a broadcast's sendbuff off the root, a reduce's recvbuff off the root). From the second use
+  // of an allocation every call but the in-place all-to-all runs zero-copy, from every root.
+  forceAlgo("");
+  if (g_n < 2) GTEST_SKIP() << "one rank: collectives are copies";
+  if (g_comm->topo.nnodes != 1) GTEST_SKIP() << "emulated nodes: peers' memory is not mappable";
+  ASSERT_NE(g_comm->peerCache, nullptr);
+  const uint64_t count = 30011;  // odd; above STARSCREAM_ZERO_COPY_MIN_BYTES in int32
+  std::vector<int32_t*> bufs(2, nullptr);
+  for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), count * g_n * 4), sscSuccess);
+  int32_t* in = bufs[0];
+  int32_t* out = bufs[1];
+  long long wrong = 0;
+  uint64_t zeroCopy = 0;
+  for (int rep = 0; rep < 2; ++rep)
+    for (int root = 0; root < g_n; ++root)
+      for (Coll coll : {Coll::kBroadcast, Coll::kReduce, Coll::kAllToAll})
+        for (bool inPlace : {false, true}) {
+          const uint64_t inElems = coll == Coll::kAllToAll ? count * g_n : count;
+          for (uint64_t k = 0; k < inElems; ++k) in[k] = static_cast<int32_t>(g_rank * 1000003 + k);
+          int32_t* src = in;
+          int32_t* dst = inPlace ? in : out;
+          const bool isRoot = g_rank == root;
+          const uint64_t before = g_comm->peerCache->stats().zeroCopyCalls;
+          sscResult_t r = sscSuccess;
+          if (coll == Coll::kBroadcast)
+            r = sscBroadcast(isRoot || inPlace ? src : nullptr, dst, count, sscInt32, root, g_comm, g_stream);
+          if (coll == Coll::kReduce)
+            r = sscReduce(src, isRoot || inPlace ? dst : nullptr, count, sscInt32, sscSum, root, g_comm, g_stream);
+          if (coll == Coll::kAllToAll) r = sscAllToAll(src, dst, count, sscInt32, g_comm, g_stream);
+          ASSERT_EQ(r, sscSuccess) << sscGetLastError(g_comm);
+          ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
+          if (rep == 1 && !(coll == Coll::kAllToAll && inPlace))
+            zeroCopy += g_comm->peerCache->stats().zeroCopyCalls - before;
+          for (uint64_t i = 0; i < count * (coll == Coll::kAllToAll ? g_n : 1); ++i) {
+            int64_t want = 0;
+            if (coll == Coll::kBroadcast) want = root * 1000003 + static_cast<int64_t>(i);
+            if (coll == Coll::kReduce) {
+              if (!isRoot) break;
+              want = static_cast<int64_t>(g_n) * (g_n - 1) / 2 * 1000003 + g_n * static_cast<int64_t>(i);
+            }
+            if (coll == Coll::kAllToAll)
+              want = static_cast<int64_t>(i / count) * 1000003 + g_rank * count + i % count;
+            wrong += dst[i] != static_cast<int32_t>(want);
+          }
+        }
+  EXPECT_EQ(allSum(wrong), 0);
+  // Second round: 5 zero-copy calls per root (the in-place all-to-all is the one that is not).
+  EXPECT_EQ(zeroCopy, 5u * g_n);
+  for (auto* b : bufs) ASSERT_EQ(sscMemFree(b), sscSuccess);
 }
 
 TEST(MpiCollectives, LargeCountEveryTypeAndOp) {

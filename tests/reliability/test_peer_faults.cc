@@ -219,7 +219,10 @@ TEST_F(PeerFaults, ExitWithoutDestroyIsADepartureNotACrash) {
     sscResult_t r = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (r == sscSuccess) r = sscStreamSynchronize(nullptr);
     ctx.report(r, comm);
-    std::this_thread::sleep_for(300ms);  // stay until the other survivor has checked too
+    // Stay until the other survivor has timed out too, so its error names rank 0's departure
+    // and not this one's: their waits start together but may end a scheduling delay apart
+    // (300 ms was too little on a loaded 2-core machine).
+    std::this_thread::sleep_for(2500ms);
   });
   ASSERT_TRUE(job.waitReady(3, 60));
   std::vector<RankReport> reports = job.finish(30);

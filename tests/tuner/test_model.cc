@@ -80,7 +80,8 @@ TEST(TunerModel, ValidityFollowsTheAlgorithms) {
   EXPECT_FALSE(twoNodes.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true).valid);
   const Tuner one(makeFlatTopology(4), uniformProfile(1, 10));
   EXPECT_FALSE(one.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, false).valid);
-  EXPECT_FALSE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kSymmetric, true).valid);
+  EXPECT_TRUE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kSymmetric, true).valid);
+  EXPECT_FALSE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kSymmetric, false).valid);
   EXPECT_TRUE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kRing, true).valid);
   EXPECT_EQ(one.estimate(CollKind::kAllReduce, 1024, Algo::kSymmetric, true).protocol, Protocol::kLL);
   EXPECT_EQ(one.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true).protocol,

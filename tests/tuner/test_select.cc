@@ -83,12 +83,15 @@ TEST_F(Select, ModelChoosesWhatNothingForces) {
     for (bool sym : {false, true})
       EXPECT_EQ(selectAlgo(tuner, CollKind::kAllReduce, bytes, sym),
                 tuner.choose(CollKind::kAllReduce, bytes, sym));
-  // All-to-all and point-to-point have one algorithm.
-  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 64 << 20, true), Algo::kDirect);
-  // Zero-copy serves all-reduce, reduce-scatter and all-gather only, on one node only.
-  EXPECT_NE(selectAlgo(tuner, CollKind::kBroadcast, 64 << 20, true), Algo::kSymmetric);
+  // All-to-all: zero-copy wherever the buffers are shared, else the direct FIFOs.
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 64 << 20, true), Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 8, true), Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 64 << 20, false), Algo::kDirect);
+  // Zero-copy serves every collective on one node only; point-to-point never.
   Topology twoNodes = makeUniformTopology(2, 2, 2);
   EXPECT_NE(selectAlgo(twoNodes, CollKind::kAllReduce, 64 << 20, true), Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(twoNodes, CollKind::kAllToAll, 64 << 20, true), Algo::kDirect);
+  EXPECT_EQ(selectAlgo(tuner, CollKind::kSendRecv, 64 << 20, true), Algo::kDirect);
   // A forced algorithm (the communicator's parsed STARSCREAM_ALGO) wins over the model wherever
   // it can run; collectives it does not name stay with the model.
   ForcedAlgos forced;

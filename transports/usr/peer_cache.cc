@@ -233,11 +233,16 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
     return fail(sscInvalidUsage, "rank {} issued a different call than rank {} at the same point "
                 "(collective, count, type, op or root differ)", mismatch, rank_);
 
-  if (!usable || (req.ptr[0] == nullptr && req.ptr[1] == nullptr)) return sscSuccess;
+  // A buffer may be posted by some ranks only (a broadcast's input: the root's; a reduce's
+  // output: the root's); the others' entries stay null.
+  uint32_t posted = 0;
+  for (const Record& r : all) posted |= r.needed;
+  if (!usable || posted == 0) return sscSuccess;
   for (int b = 0; b < 2; ++b) {
-    if (req.ptr[b] == nullptr) continue;
+    if ((posted & (1u << b)) == 0) continue;
     out->peers[b].assign(static_cast<size_t>(nranks_), nullptr);
     for (int q = 0; q < nranks_; ++q) {
+      if ((all[q].needed & (1u << b)) == 0) continue;
       const PostedBuffer& pb = all[q].buf[b];
       out->peers[b][q] = q == rank_ ? const_cast<void*>(req.ptr[b])
                                     : static_cast<char*>(table_[q].at(pb.exportId).mapped) + pb.offset;

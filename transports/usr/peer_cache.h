@@ -54,9 +54,11 @@ class PeerMemoryCache {
   // Bytes of opaque data a record carries for checked mode (STARSCREAM_CHECK, src/comm/call_check.h).
   static constexpr size_t kCheckBytes = 48;
 
-  // One call: its two buffers (kBufIn = 0, kBufOut = 1; null = peers do not touch it) and what
-  // must be equal on every rank (collective, count, type, op, root). A request with neither
-  // buffer only carries `check` (checked mode posts one for every collective call).
+  // One call: its two buffers (kBufIn = 0, kBufOut = 1; null = peers do not touch this rank's)
+  // and what must be equal on every rank (collective, count, type, op, root). bytes[b] is the
+  // size of buffer b on every rank that posts it (set also where this rank posts none: a peer's
+  // posted range is checked against it). A request with neither buffer only carries `check`
+  // (checked mode posts one for every collective call).
   struct Request {
     uint64_t fingerprint = 0;
     const void* ptr[2] = {nullptr, nullptr};
@@ -67,7 +69,9 @@ class PeerMemoryCache {
   struct Result {
     bool zeroCopy = false;   // every rank's buffers are mapped everywhere
     bool anyInPlace = false; // some rank called in place (all must then run the in-place plan)
-    std::vector<void*> peers[2];  // [buffer][rank] as addressed here, when zeroCopy
+    // [buffer][rank] as addressed here, when zeroCopy; empty when no rank posted the buffer,
+    // null for a rank that did not.
+    std::vector<void*> peers[2];
     // Every rank's check bytes (rank q's at q * kCheckBytes) once the records were collected,
     // also when finish() then fails; empty when they were not.
     std::vector<uint8_t> checks;

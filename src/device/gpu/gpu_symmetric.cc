@@ -36,7 +36,8 @@ int64_t integerMultiplier(const Scalar& s) {
 }
 
 bool isPeerOp(StepOp op) {
-  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush;
+  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
+         op == StepOp::kPeerGather;
 }
 
 }  // namespace

@@ -113,20 +113,24 @@ class ChannelRunner {
     return sscSuccess;
   }
 
-  // dst = (+) over ranks in order of pre(src@q); the result is stored to `targets`.
+  // dst = (+) over ranks in order of pre(src@q) (or pre(src@recvPeer) alone); the result is
+  // stored to this rank's dst, to dst@sendPeer, or (toAll) to every rank's dst.
   sscResult_t peerReduce(const Step& s, bool toAll) {
     const int n = t_.nranks();
+    const int first = s.recvPeer >= 0 ? s.recvPeer : 0, last = s.recvPeer >= 0 ? s.recvPeer : n - 1;
     std::vector<char> acc(t_.slotBytes());
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
       const size_t m = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
-      for (int q = 0; q < n; ++q) {
+      for (int q = first; q <= last; ++q) {
         const char* v = pre(s, peerPtr(q, s.srcBuf, s.srcOff + done), m);
-        if (q == 0) std::memcpy(acc.data(), v, m * esize_);
+        if (q == first) std::memcpy(acc.data(), v, m * esize_);
         else combine(acc.data(), v, acc.data(), m);
       }
       post(s, acc.data(), m);
       if (!toAll) {
-        std::memcpy(bufPtr(s.dstBuf, s.dstOff + done), acc.data(), m * esize_);
+        char* dst = s.sendPeer >= 0 ? peerPtr(s.sendPeer, s.dstBuf, s.dstOff + done)
+                                    : bufPtr(s.dstBuf, s.dstOff + done);
+        std::memcpy(dst, acc.data(), m * esize_);
       } else {
         for (int q = 0; q < n; ++q)
           std::memcpy(peerPtr(q, s.dstBuf, s.dstOff + done), acc.data(), m * esize_);
@@ -143,6 +147,11 @@ class ChannelRunner {
       case StepOp::kPeerPush:
         for (int q = 0; q < t_.nranks(); ++q)
           std::memmove(peerPtr(q, s.dstBuf, s.dstOff), bufPtr(s.srcBuf, s.srcOff), s.count * esize_);
+        return sscSuccess;
+      case StepOp::kPeerGather:
+        for (int q = 0; q < t_.nranks(); ++q)
+          std::memmove(bufPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count),
+                       peerPtr(q, s.srcBuf, s.srcOff), s.count * esize_);
         return sscSuccess;
       default:
         break;

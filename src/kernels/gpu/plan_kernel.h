@@ -70,7 +70,7 @@ struct Conn {
 enum DevOp : uint8_t {
   kOpCopy, kOpReduce, kOpSend, kOpRecv, kOpRecvReduceSend, kOpRecvReduceCopy,
   kOpRecvReduceCopySend, kOpRecvCopySend,
-  kOpBarrier, kOpPeerReduce, kOpPeerReduceBcast, kOpPeerPush
+  kOpBarrier, kOpPeerReduce, kOpPeerReduceBcast, kOpPeerPush, kOpPeerGather
 };
 enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
 

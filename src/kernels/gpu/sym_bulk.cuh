@@ -1,5 +1,5 @@
 // The bulk protocol: peer loads (or stores) of 16-byte vectors straight from/to the peers' mapped
-// buffers between barriers (kPeerReduce, kPeerReduceBcast, kPeerPush).
+// buffers between barriers (kPeerReduce, kPeerReduceBcast, kPeerPush, kPeerGather).
 // Device code of the symmetric executor, included only by sym_kernel.cu (hence the unnamed
 // namespace: one copy of each function per launch file).
 #pragma once
@@ -52,7 +52,8 @@ struct SymRunner {
     return h < count ? h : count;
   }
 
-  // kPeerReduce (bcast = false) and kPeerReduceBcast (bcast = true).
+  // kPeerReduce (bcast = false) and kPeerReduceBcast (bcast = true). Sources: every rank, or
+  // recvPeer alone; destination: this rank's dst, dst@sendPeer, or (bcast) every rank's dst.
   __device__ void reduce(const DevStep& s, bool bcast) const {
     const int n = a.nranks;
     const uint64_t count = s.count;
@@ -61,20 +62,28 @@ struct SymRunner {
     const bool doPost = (s.flags & kPostOpFlag) && ops.post.divisor != 0;
     const int ndst = bcast ? n : 1;
     const auto dst = [&](int k) {
-      return bcast ? peerPtr(s.dstBuf, k, s.dstOff) : localPtr(s.dstBuf, s.dstOff);
+      return bcast ? peerPtr(s.dstBuf, k, s.dstOff)
+                   : s.sendPeer >= 0 ? peerPtr(s.dstBuf, s.sendPeer, s.dstOff) : localPtr(s.dstBuf, s.dstOff);
     };
+    // One source with nothing to compute (broadcast): a plain copy, more loads in flight.
+    if (s.recvPeer >= 0 && !pre && !doPost) {
+      copyRange(peerPtr(s.srcBuf, s.recvPeer, s.srcOff), dst, ndst, count);
+      return;
+    }
+    const int src0 = s.recvPeer >= 0 ? s.recvPeer : 0;
+    const int nsrc = s.recvPeer >= 0 ? 1 : n;
     const uint32_t m = mis(dst(0));
     bool same = true;
-    for (int q = 0; q < n; ++q) same &= mis(peerPtr(s.srcBuf, q, s.srcOff)) == m;
+    for (int q = src0; q < src0 + nsrc; ++q) same &= mis(peerPtr(s.srcBuf, q, s.srcOff)) == m;
     for (int k = 1; k < ndst; ++k) same &= mis(dst(k)) == m;
     uint64_t head = headOf(m, same, count);
 
     const auto scalar = [&](uint64_t lo, uint64_t hi) {
       for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
         C acc{};
-        for (int q = 0; q < n; ++q) {
+        for (int q = src0; q < src0 + nsrc; ++q) {
           const S v = *reinterpret_cast<const volatile S*>(peerPtr(s.srcBuf, q, s.srcOff) + i);
-          acc = ops.combine(acc, ops.in(v, pre), q == 0);
+          acc = ops.combine(acc, ops.in(v, pre), q == src0);
         }
         const S r = ops.out(acc, doPost);
         for (int k = 0; k < ndst; ++k) dst(k)[i] = r;
@@ -91,18 +100,18 @@ struct SymRunner {
     // of a 512-thread block without spilling (ptxas -v); a 2 x 4 shape for n <= 2 spilled 1 KiB
     // in this (all-sizes) kernel.
     if constexpr (kPeers != 0) {
-      reduceFew(s, head, nvec, pre, doPost, dst, ndst);
+      reduceFew(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
       scalar(head + nvec * kPerVec, count);
       return;
     }
     if constexpr (sizeof(S) >= 4) {
-      if (n <= 2) {
-        reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst);
+      if (nsrc <= 2) {
+        reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
         scalar(head + nvec * kPerVec, count);
         return;
       }
     }
-    reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst);
+    reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
     scalar(head + nvec * kPerVec, count);
   }
 
@@ -114,20 +123,22 @@ struct SymRunner {
   // spilled (ptxas -v).
   template <class Dst>
   __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
-                                            bool doPost, const Dst& dst, int ndst) const {
+                                            bool doPost, const Dst& dst, int ndst, int src0,
+                                            int nsrc) const {
     constexpr int kAccRegs = kPerVec * static_cast<int>((sizeof(C) + 3) / 4);  // per vector
     if constexpr (kPeers == 2 && 2 * 4 * 4 + 4 * kAccRegs <= 48)
-      reduceVec<2, 4>(s, head, nvec, pre, doPost, dst, ndst);
+      reduceVec<2, 4>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
     else if constexpr (4 * 2 * 4 + 2 * kAccRegs <= 48)
-      reduceVec<4, 2>(s, head, nvec, pre, doPost, dst, ndst);
+      reduceVec<4, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
     else
-      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst);
+      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
   }
 
+  // Sources are ranks src0 .. src0 + n - 1.
   template <int kG, int kU, class Dst>
   __device__ __forceinline__ void reduceVec(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
-                                            bool doPost, const Dst& dst, int ndst) const {
-    const int n = a.nranks;
+                                            bool doPost, const Dst& dst, int ndst, int src0,
+                                            int n) const {
     for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kU) {
       C acc[kU][kPerVec] = {};
       for (int g = 0; g < n; g += kG) {
@@ -135,7 +146,7 @@ struct SymRunner {
 #pragma unroll
         for (int j = 0; j < kG; ++j) {
           if (g + j < n) {
-            const uint4* p = reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, g + j, s.srcOff + head));
+            const uint4* p = reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, src0 + g + j, s.srcOff + head));
 #pragma unroll
             for (int u = 0; u < kU; ++u) {
               const uint64_t i = v0 + u * gthreads;
@@ -166,20 +177,19 @@ struct SymRunner {
     }
   }
 
-  // kPeerPush: this rank's src into every rank's dst.
-  __device__ void push(const DevStep& s) const {
-    const int n = a.nranks;
-    const uint64_t count = s.count;
+  // dstAt(k)[i] = src[i] for k < ndst: 16-byte vectors, kCopyUnroll loads in flight per thread
+  // before any store.
+  template <class DstAt>
+  __device__ void copyRange(const S* src, const DstAt& dstAt, int ndst, uint64_t count) const {
     if (count == 0) return;
-    const S* src = localPtr(s.srcBuf, s.srcOff);
     const uint32_t m = mis(src);
     bool same = true;
-    for (int q = 0; q < n; ++q) same &= mis(peerPtr(s.dstBuf, q, s.dstOff)) == m;
+    for (int k = 0; k < ndst; ++k) same &= mis(dstAt(k)) == m;
     const uint64_t head = headOf(m, same, count);
     const auto scalar = [&](uint64_t lo, uint64_t hi) {
       for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
         const S v = *reinterpret_cast<const volatile S*>(src + i);
-        for (int q = 0; q < n; ++q) peerPtr(s.dstBuf, q, s.dstOff)[i] = v;
+        for (int k = 0; k < ndst; ++k) dstAt(k)[i] = v;
       }
     };
     if (head == ~0ull) {
@@ -191,24 +201,41 @@ struct SymRunner {
     const uint4* vsrc = reinterpret_cast<const uint4*>(src + head);
     // 4 vectors in flight per thread. 8 for at most 4 ranks was tried: all-gather at K = 4 went
     // from 76-79 % of the copy roofline to 72-73 % (H200, nccl-tests, 256 MiB - 1 GiB).
-    constexpr int kPushUnroll = 4;
-    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kPushUnroll) {
-      uint4 x[kPushUnroll];
+    constexpr int kCopyUnroll = 4;
+    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kCopyUnroll) {
+      uint4 x[kCopyUnroll];
 #pragma unroll
-      for (int u = 0; u < kPushUnroll; ++u) {
+      for (int u = 0; u < kCopyUnroll; ++u) {
         const uint64_t i = v0 + u * gthreads;
         if (i < nvec) x[u] = sscLoadCg(vsrc + i);
       }
-      for (int q = 0; q < n; ++q) {
-        uint4* d = reinterpret_cast<uint4*>(peerPtr(s.dstBuf, q, s.dstOff + head));
+      for (int k = 0; k < ndst; ++k) {
+        uint4* d = reinterpret_cast<uint4*>(dstAt(k) + head);
 #pragma unroll
-        for (int u = 0; u < kPushUnroll; ++u) {
+        for (int u = 0; u < kCopyUnroll; ++u) {
           const uint64_t i = v0 + u * gthreads;
           if (i < nvec) d[i] = x[u];
         }
       }
     }
     scalar(head + nvec * kPerVec, count);
+  }
+
+  // kPeerPush: this rank's src into every rank's dst.
+  __device__ void push(const DevStep& s) const {
+    copyRange(localPtr(s.srcBuf, s.srcOff), [&](int k) { return peerPtr(s.dstBuf, k, s.dstOff); },
+              a.nranks, s.count);
+  }
+
+  // kPeerGather: block q of this rank's dst from src@q. Each rank starts at its own neighbour,
+  // so the ranks do not all read one peer's memory at the same time.
+  __device__ void gather(const DevStep& s) const {
+    const int n = a.nranks;
+    for (int j = 0; j < n; ++j) {
+      const int q = (a.rank + j) % n;
+      S* d = localPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count);
+      copyRange(peerPtr(s.srcBuf, q, s.srcOff), [d](int) { return d; }, 1, s.count);
+    }
   }
 };
 
@@ -228,6 +255,7 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
       case kOpPeerReduce: r.reduce(s, false); break;
       case kOpPeerReduceBcast: r.reduce(s, true); break;
       case kOpPeerPush: r.push(s); break;
+      case kOpPeerGather: r.gather(s); break;
       default: break;  // the host accepts only these ops
     }
   }

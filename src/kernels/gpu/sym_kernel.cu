@@ -5,6 +5,9 @@
 //   kPeerReduce       dst[i]   = post(op over q = 0..n-1 of pre(src@q[i]))
 //   kPeerReduceBcast  dst@q[i] = the same, for every q (this rank computes its slice once)
 //   kPeerPush         dst@q[i] = src[i], for every q
+//   kPeerGather       dst[q * count + i] = src@q[i], for every q
+// (kPeerReduce/kPeerReduceBcast with recvPeer read only that rank's src; kPeerReduce with
+// sendPeer stores to dst@sendPeer; see src/collectives/plan.h.)
 // Reductions run in rank order, so every rank (and the host backend) gets the same bits, and
 // fp16/bf16/fp8 accumulate in float: each value is widened exactly, pre-scaled in float,
 // combined in float, and rounded once at the end (one rounding instead of n - 1). Integers wrap,
