@@ -74,4 +74,8 @@ for K in $CAL_KS; do
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('K', d['K'], len(d['results']), 'rows')" \
     "$OUT/h200-k$K.json" 2>&1 | tail -1
 done
+# The device tool returns only a few files of $OUT (session 5 lost the choice JSONs and the
+# plot that way): everything also goes back as one archive.
+tar czf /tmp/calibrate.tgz -C "$OUT" . && mkdir -p "$OUT/keep" && mv /tmp/calibrate.tgz "$OUT/keep/" &&
+  find "$OUT" -mindepth 1 -maxdepth 1 ! -name keep ! -name summary.txt -exec rm -rf {} +
 log done
