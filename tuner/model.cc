@@ -33,12 +33,6 @@ LinkTier widestTier(const Topology& topo) {
   return topo.gpus.size() > 1 ? LinkTier::kInterGpu : LinkTier::kIntraGpu;
 }
 
-// A send or receive of no elements: the GPU executor's slot loop runs zero times, so the step
-// neither waits nor signals (a ring all-reduce of fewer elements than ranks has such steps).
-bool isEmptyTransfer(const Step& s) {
-  return s.count == 0 && s.op < StepOp::kBarrier;  // local and FIFO steps, not zero-copy ones
-}
-
 // A local copy or reduction of `bytes`. In a FIFO plan the plan kernel's blocks of the channel
 // do it (the last receive of a ring copies out of the FIFO, a reduce-scatter's own chunk...), at
 // the rate they stream anything: the (USR, FIFO) figure. Fitted that way the H200 sweeps' worst
@@ -262,12 +256,6 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
         const auto& steps = plans[r].channels[c].steps;
         while (k.next < steps.size()) {
           const Step& s = steps[k.next];
-          if (isEmptyTransfer(s)) {  // the GPU kernel loops over no slot: no wait, no signal
-            ++k.next;
-            --remaining;
-            progress = true;
-            continue;
-          }
           Point start = k.at;
           const Sent* from = nullptr;
           if (s.recvPeer >= 0 && s.recvPeer != r) {
