@@ -14,7 +14,9 @@
 namespace ssc {
 namespace {
 
-constexpr int kIterations = 4;
+constexpr int kIterations = 12;
+constexpr double kTolerance = 0.3;     // relative error a point may keep without more weight
+constexpr double kMaxEmphasis = 30;
 constexpr double kMaxFitBandwidthGBps = 1e5;  // a bandwidth the data cannot see: effectively free
 
 // Solves min ||A x - y|| with x >= 0 by fixing negative coefficients at 0 and solving again
@@ -124,7 +126,12 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
   }
   constexpr int kPairs = kNumTiers * kNumProtocols;
   bool everUsed[kPairs] = {};
+  // Least squares alone settles the many points well and leaves a few far off; the target is
+  // also a worst case. Points that stay beyond kTolerance weigh more in each next round
+  // (Lawson's reweighting toward the minimax fit).
+  std::vector<double> emphasis(data.size(), 1.0);
   for (int it = 0; it < kIterations; ++it) {
+    std::vector<size_t> index;  // rows[k] is data[index[k]]
     profile.variants = {v};
     const Tuner tuner(topo, profile, limits);
     std::vector<std::vector<double>> rows;
@@ -144,13 +151,20 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
           if (row[1 + j] > 0 || row[1 + kPairs + j] > 0) used[j] = true;
         }
       // Relative error: every point weighs the same whether it takes 5 us or 5 ms.
-      const double w = 1 / m.timeUs;
+      const double w = emphasis[static_cast<size_t>(&m - data.data())] / m.timeUs;
       for (double& x : row) x *= w;
+      index.push_back(static_cast<size_t>(&m - data.data()));
       rows.push_back(row);
       ys.push_back((m.timeUs - e.features.copyBytes / copy * 1e-3) * w);
     }
     if (rows.empty()) return fail(sscInvalidArgument, "fit: no measurement the model can serve");
     const std::vector<double> x = nnls(rows, ys);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      double r = -ys[k];
+      for (size_t c = 0; c < x.size(); ++c) r += rows[k][c] * x[c];
+      const double rel = std::fabs(r) / emphasis[index[k]];  // rows carry the emphasis
+      emphasis[index[k]] = std::min(kMaxEmphasis, emphasis[index[k]] * std::max(1.0, rel / kTolerance));
+    }
     v.launchUs = x[0];
     for (int t = 0; t < kNumTiers; ++t)
       for (int p = 0; p < kNumProtocols; ++p) {

@@ -33,6 +33,32 @@ LinkTier widestTier(const Topology& topo) {
   return topo.gpus.size() > 1 ? LinkTier::kInterGpu : LinkTier::kIntraGpu;
 }
 
+// A local copy or reduction of `bytes`. In a FIFO plan the plan kernel's blocks of the channel
+// do it (the last receive of a ring copies out of the FIFO, a reduce-scatter's own chunk...), at
+// the rate they stream anything: the (USR, FIFO) figure. Fitted that way the H200 sweeps' worst
+// error drops from 58 to 41 % at K = 2 (perf/RESULTS.md, session 5). Other protocols' local work
+// runs at the copy rate.
+void addLocal(Features* f, double bytes, int protocol) {
+  if (protocol == static_cast<int>(Protocol::kFifo))
+    f->bytes[0][protocol] += bytes;
+  else
+    f->copyBytes += bytes;
+}
+
+// One rank: every collective is one copy of the call's buffer (the API short-cuts it, as the
+// real NCCL does; measured on the H200 at K = 1: every algorithm 129-132 us for 256 MiB, the
+// copy roofline, perf/results/2026-12-01-s5-h200-mps-k1.json). A copy whose input and output
+// fit in the cache costs its launch only: the same sweep took 5.2-5.9 us at 8 MiB (16 MB, in
+// the 50 MB L2), launch alone 4.8 us, and 19 us at 32 MiB (64 MB: the HBM rate).
+Estimate oneRankCopy(Estimate e, uint64_t bytes, double cacheMB) {
+  e.protocol = Protocol::kFifo;
+  e.features = Features{};
+  if (2.0 * static_cast<double>(bytes) > cacheMB * 1e6)
+    e.features.copyBytes = static_cast<double>(bytes);
+  e.valid = true;
+  return e;
+}
+
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -158,6 +184,11 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
       return e;
     }
   }
+  if (n == 1) {
+    e = oneRankCopy(e, bytes, variant_->cacheMB);
+    e.timeUs = timeOf(e.features);
+    return e;
+  }
   const bool ll = algo == Algo::kSymmetric && coll == CollKind::kAllReduce &&
                   limits_.llMaxBytes > 0 && bytes <= limits_.llMaxBytes;
   e.protocol = algo != Algo::kSymmetric ? Protocol::kFifo : ll ? Protocol::kLL : Protocol::kZeroCopy;
@@ -263,7 +294,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
           const double b = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
           switch (s.op) {
             case StepOp::kCopy:
-            case StepOp::kReduce: f.copyBytes += b; break;
+            case StepOp::kReduce: addLocal(&f, b, proto); break;
             case StepOp::kPeerReduce:
             case StepOp::kPeerReduceBcast:
             case StepOp::kPeerPush:
@@ -288,7 +319,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             }
             default: {
               if (s.sendPeer < 0 || s.sendPeer == r) {
-                f.copyBytes += b;  // a receive: the data is here, the step copies it out
+                addLocal(&f, b, proto);  // a receive: the data is here, the step copies it out
                 break;
               }
               const int t = one ? 0 : tierIndex(topo_.tierBetween(r, s.sendPeer));

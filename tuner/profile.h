@@ -36,6 +36,9 @@ struct ProfileVariant {
   int partitionsPerGpu = 0;  // 0: any
   double launchUs = 5.0;     // per call: kernel launch and completion
   double copyGBps = 0;       // local copy/reduce steps and staging copies; 0: from the USR tier
+  // The GPU's last-level cache: a one-rank call (one copy) whose input and output fit in it
+  // costs its launch only (the data stays in the cache across back-to-back calls). 0: none.
+  double cacheMB = 0;
   std::array<std::array<AlphaBeta, kNumProtocols>, kNumTiers> tiers{};  // [tier][protocol]
   bool operator==(const ProfileVariant&) const = default;
 };

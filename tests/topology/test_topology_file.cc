@@ -47,6 +47,7 @@ const std::vector<Shape>& shippedShapes() {
       {"mi300x-8x-spx-nps1", 1, repeat(8, 1), "MI300X", "SPX", "NPS1", 1},
       {"mi355x-8x-dpx-nps2", 1, repeat(8, 2), "MI355X", "DPX", "NPS2", 2},
       {"mi300x-2node-8x-cpx-nps4", 2, repeat(16, 8), "MI300X", "CPX", "NPS4", 4},
+      {"h200-mps-1", 1, repeat(1, 1), "H200", "MPS", "", 0},
       {"h200-mps-2", 1, repeat(1, 2), "H200", "MPS", "", 0},
       {"h200-mps-4", 1, repeat(1, 4), "H200", "MPS", "", 0},
       {"h200-mps-8", 1, repeat(1, 8), "H200", "MPS", "", 0},

@@ -19,7 +19,7 @@ const char* kGood = R"({
   "gpu_model": "MI300X",
   "source": "unit test",
   "variants": [
-    {"partitions_per_gpu": 8, "launch_us": 4, "copy_gbps": 500,
+    {"partitions_per_gpu": 8, "launch_us": 4, "copy_gbps": 500, "cache_mb": 50,
      "tiers": {"usr": {"fifo": {"latency_us": 1.5, "bandwidth_gbps": 300}},
                "xgmi": {"ll": {"latency_us": 0.5, "bandwidth_gbps": 20}, "note": "why"}}},
     {"partitions_per_gpu": 0, "launch_us": 9, "tiers": {}}
@@ -92,6 +92,7 @@ TEST(TunerProfile, HostileFilesFailNamingFieldAndLine) {
       {replaced(kGood, "starscream-tuner-profile/1", "starscream-tuner-profile/9"), "'format'"},
       {replaced(kGood, "\"name\": \"test\"", "\"name\": 7"), "'name': must be a string"},
       {replaced(kGood, "\"name\": \"test\",", "\"nmae\": \"test\","), "'nmae': unknown field"},
+      {replaced(kGood, "\"cache_mb\": 50", "\"cache_mb\": -1"), "'variants[0].cache_mb': -1 is outside"},
       {replaced(kGood, "\"bandwidth_gbps\": 300", "\"bandwidth_gbps\": -3"),
        "'variants[0].tiers.usr.fifo.bandwidth_gbps': -3 is outside"},
       {replaced(kGood, "\"bandwidth_gbps\": 300", "\"bandwidth_gbps\": 0"), "bandwidth_gbps"},

@@ -1,8 +1,9 @@
 // starscream-model: what the tuner's cost model predicts for a machine that may not be here.
 //   starscream-model --topo tools/topologies/mi300x-8x-cpx-nps4.json --collective all_reduce \
-//       -b 8 -e 1G [-f 2] [--profile F] [--plain] [--json]
+//       -b 8 -e 1G [-f 2] [--profile F] [--plain] [--json] [--png chart.png]
 // For every size: the predicted time and busbw of every algorithm, the model's choice, and its
-// speedup over the flat ring. tools/model/plot.py draws the JSON.
+// speedup over the flat ring. --png draws the chart through Graphviz (tools/topo/render_png.h);
+// tools/model/plot.py draws the JSON with matplotlib where that is installed.
 #include <cstdio>
 #include <string>
 
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "src/core/errors.h"
+#include "tools/model/chart_dot.h"
+#include "tools/topo/render_png.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
 #include "tuner/shipped_profiles.h"
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
   std::string topoPath, profilePath, collText = "all_reduce", minText = "8", maxText = "1G";
   int factor = 2;
   bool plain = false, json = false;
+  std::string pngPath;
   ssc::ModelLimits limits;
   app.add_option("--topo", topoPath, "Topology file (tools/topologies/*.json)")->required();
   app.add_option("--collective", collText, "all_reduce, reduce_scatter, all_gather, broadcast, reduce");
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
                  "model, else the topology's links)");
   app.add_flag("--plain", plain, "Unregistered buffers (no zero-copy symmetric algorithm)");
   app.add_flag("--json", json, "Print JSON (tools/model/plot.py reads it)");
+  app.add_option("--png", pngPath, "Also draw the busbw chart into this PNG (Graphviz 'dot')");
   app.add_option("--chunk-bytes", limits.chunkBytes, "FIFO chunk (GPU backend: 2 MiB)");
   app.add_option("--channels", limits.channels, "Channels (GPU backend: 2)");
   app.add_option("--ll-max-bytes", limits.llMaxBytes, "LL packet limit (GPU: 64 KiB; 0: none)");
@@ -156,12 +161,18 @@ int main(int argc, char** argv) {
     rows.push_back(row);
     if (b > hi / static_cast<uint64_t>(factor)) break;
   }
-  if (json) {
-    nlohmann::json out = {{"topology", topo.name},        {"nranks", n},
-                          {"collective", ssc::collName(coll)}, {"buffers", plain ? "plain" : "registered"},
-                          {"profile", tuner.profile().name}, {"profile_origin", tuner.profile().origin},
-                          {"rows", rows}};
-    fmt::print("{}\n", out.dump(1));
+  const nlohmann::json out = {{"topology", topo.name},        {"nranks", n},
+                              {"collective", ssc::collName(coll)}, {"buffers", plain ? "plain" : "registered"},
+                              {"profile", tuner.profile().name}, {"profile_origin", tuner.profile().origin},
+                              {"rows", rows}};
+  if (json) fmt::print("{}\n", out.dump(1));
+  if (!pngPath.empty()) {
+    const std::string err = ssc::topo::renderPng(ssc::model::chartDot(out), pngPath);
+    if (!err.empty()) {
+      fmt::print(stderr, "starscream-model: --png: {}\n", err);
+      return 1;
+    }
+    fmt::print(stderr, "starscream-model: wrote {}\n", pngPath);
   }
   return 0;
 }

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   std::vector<int> ks;
   uint64_t chunk = 2ull << 20, llMax = 64 << 10;
   int channels = 2;
+  double cacheMB = 0;
   std::string pointsPath, checkPath;
   app.add_option("--topo", topoPattern, "Topology file; {K} is replaced by the partition count")
       ->required();
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--chunk-bytes", chunk, "FIFO chunk of the backend measured (GPU: 2 MiB)");
   app.add_option("--channels", channels, "Channels of the backend measured (GPU: 2)");
   app.add_option("--ll-max-bytes", llMax, "LL packet limit of the backend measured (GPU: 64 KiB)");
+  app.add_option("--cache-mb", cacheMB, "The GPU's last-level cache, MB (H200: 50 L2), kept "
+                 "in every variant: one-rank calls that fit in it cost their launch only");
   app.add_option("--points", pointsPath, "Also write every point (K coll algo bytes model_us "
                  "measured_us error) to this file");
   app.add_option("--check", checkPath, "Only report this profile's error on the --from data "
@@ -108,8 +111,9 @@ int main(int argc, char** argv) {
     }
     // gpu_coll_perf's copy figure is all K ranks copying at once: one rank's share is 1/K.
     const double perRankCopy = k > 0 ? copy / k : copy;
-    if (ssc::fitVariant(topo, limits, ssc::defaultProfile(topo), data, perRankCopy, &v) !=
-        sscSuccess) {
+    ssc::TunerProfile start = ssc::defaultProfile(topo);
+    start.variants[0].cacheMB = cacheMB;
+    if (ssc::fitVariant(topo, limits, start, data, perRankCopy, &v) != sscSuccess) {
       fmt::print(stderr, "starscream-tune: {}: {}\n", path, ssc::lastError());
       return 1;
     }

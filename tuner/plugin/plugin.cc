@@ -6,11 +6,15 @@
 // rank count must match), else nNodes x (nRanks / nNodes) GPUs; the profile is resolved as the
 // library does (STARSCREAM_TUNER_PROFILE, shipped per GPU model, links).
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "src/core/env.h"
 #include "src/core/errors.h"
@@ -24,7 +28,34 @@ using namespace sscnccl;
 struct Context {
   std::unique_ptr<ssc::Tuner> tuner;
   Logger log = nullptr;
+  // What getCollInfo did, so a log shows the plugin was asked (NCCL skips it at one rank, and
+  // for the functions and cells it costs itself): calls, cells written, and the (function, size
+  // class) pairs already logged, one INFO line each.
+  std::atomic<uint64_t> calls{0}, cellsSet{0};
+  std::mutex mu;
+  std::set<std::pair<int, int>> logged;
 };
+
+// Size classes of an octave: a log line per class, not per call.
+int sizeClass(size_t bytes) {
+  int c = 0;
+  while (bytes > 1) {
+    bytes >>= 1;
+    ++c;
+  }
+  return c;
+}
+
+const char* funcName(Func f) {
+  switch (f) {
+    case kBroadcast: return "Broadcast";
+    case kReduce: return "Reduce";
+    case kAllGather: return "AllGather";
+    case kReduceScatter: return "ReduceScatter";
+    case kAllReduce: return "AllReduce";
+    default: return "other";
+  }
+}
 
 #define SSC_PLUGIN_LOG(ctxLog, level, ...)                                   \
   do {                                                                       \
@@ -103,22 +134,48 @@ Result pluginGetCollInfo(void* context, Func collType, size_t nBytes, int /*numP
   if (!collOf(collType, &coll) || numAlgo <= kAlgoRing || numProto <= kProtoSimple)
     return kSuccess;
   float* table = reinterpret_cast<float*>(collCostTable);  // float[numAlgo][numProto]
+  ctx->calls.fetch_add(1, std::memory_order_relaxed);
+  float was[2] = {0, 0}, set[2] = {kIgnore, kIgnore};  // Simple, LL: before and after
   try {
     const ssc::Protocol fifo = ssc::Protocol::kFifo, ll = ssc::Protocol::kLL;
+    int i = 0;
     for (auto [proto, as] : {std::pair{kProtoSimple, &fifo}, std::pair{kProtoLL, &ll}}) {
       float& cell = table[kAlgoRing * numProto + proto];
-      if (cell == kIgnore) continue;
-      const ssc::Estimate e = ctx->tuner->estimate(coll, nBytes, ssc::Algo::kRing, false, as);
-      if (e.valid && e.timeUs > 0) cell = static_cast<float>(e.timeUs);
+      was[i] = set[i] = cell;
+      if (cell != kIgnore) {
+        const ssc::Estimate e = ctx->tuner->estimate(coll, nBytes, ssc::Algo::kRing, false, as);
+        if (e.valid && e.timeUs > 0) {
+          cell = set[i] = static_cast<float>(e.timeUs);
+          ctx->cellsSet.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      ++i;
     }
   } catch (...) {
     return kInternalError;  // NCCL then falls back to its own tuning for this call
   }
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> g(ctx->mu);
+    first = ctx->logged.size() < 4096 && ctx->logged.insert({collType, sizeClass(nBytes)}).second;
+  }
+  if (first)
+    SSC_PLUGIN_LOG(ctx->log, kLogInfo,
+                   "Starscream tuner: getCollInfo %s %zu B: ring Simple %.1f -> %.1f us, "
+                   "ring LL %.1f -> %.1f us (NCCL's -> the model's; -1: ignored)",
+                   funcName(collType), nBytes, was[0], set[0], was[1], set[1]);
   return kSuccess;
 }
 
 Result pluginFinalize(void* context) {
-  delete static_cast<Context*>(context);
+  auto* ctx = static_cast<Context*>(context);
+  if (ctx != nullptr)
+    SSC_PLUGIN_LOG(ctx->log, kLogInfo,
+                   "Starscream tuner: finalize: getCollInfo called %llu times, %llu ring cells "
+                   "set from the model",
+                   static_cast<unsigned long long>(ctx->calls.load()),
+                   static_cast<unsigned long long>(ctx->cellsSet.load()));
+  delete ctx;
   return kSuccess;
 }
 
