@@ -10,13 +10,16 @@
 // it two chunks ago (the order and the events: schedule() in gemm_plan.cc). Nothing here waits
 // for the device on the host.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
 #include "src/api/api.h"
 #include "src/device/backend.h"
-#include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_runtime.h"
+#include "src/core/futex_wait.h"
+#include "src/device/gpu/gpu_launch_order.h"
+#include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
 
 namespace ssc::gemm {
@@ -70,6 +73,11 @@ class GpuGemmState {
   hipEvent_t start = nullptr;
   hipEvent_t gemmDone[2] = {nullptr, nullptr};
   hipEvent_t collDone[2] = {nullptr, nullptr};
+  // The fused variant's wait timeouts: pinned host words {code, peer}, as the kernels see them.
+  volatile uint32_t* errHost = nullptr;
+  uint32_t* errDevice = nullptr;
+  uint64_t timeoutTicks = 0;
+  int sms = 1;
 #if defined(STARSCREAM_HAVE_BLASLT)
   hipblasLtHandle_t lt = nullptr;
   void* blasWorkspace = nullptr;
@@ -182,10 +190,25 @@ sscResult_t gpuCreate(sscGemmContext* g) {
 #else
   // Left uninitialised: rows past m in a slot or the pad only ever feed rows nobody keeps, and a
   // hipMemset on the null stream could wait behind another communicator's kernel.
-  SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes));
+  SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes + kFusedFlagBytes));
   auto* s = new GpuGemmState;
   g->gpu = s;
   SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+  // The fused variant's flags start at zero (no chunk published, none read) before any peer can
+  // map them (the first fused call), on the side stream: the null stream could wait behind
+  // another communicator's kernel.
+  SSC_CHECK(gpuCheck(hipMemsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
+                                    kFusedFlagBytes, s->side), "hipMemsetAsync"));
+  SSC_CHECK(gpuCheck(hipStreamSynchronize(s->side), "hipStreamSynchronize"));
+  void* err = nullptr;
+  SSC_CHECK(gpuCheck(hipHostMalloc(&err, 64, hipHostMallocMapped), "hipHostMalloc"));
+  s->errHost = static_cast<volatile uint32_t*>(err);
+  for (int i = 0; i < 16; ++i) s->errHost[i] = 0;
+  SSC_CHECK(gpuCheck(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
+                     "hipHostGetDevicePointer"));
+  const double seconds = shmTimeoutSeconds(), ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
+  if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18) s->timeoutTicks = static_cast<uint64_t>(ticks);
+  if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) != hipSuccess) s->sms = 1;
   for (hipEvent_t* e : {&s->start, &s->gemmDone[0], &s->gemmDone[1], &s->collDone[0], &s->collDone[1]})
     SSC_CHECK(gpuCheck(hipEventCreateWithFlags(e, hipEventDisableTiming), "hipEventCreateWithFlags"));
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
@@ -203,12 +226,76 @@ void gpuDestroy(sscGemmContext* g) {
   for (hipEvent_t e : {s->start, s->gemmDone[0], s->gemmDone[1], s->collDone[0], s->collDone[1]})
     if (e != nullptr) (void)hipEventDestroy(e);
   if (s->side != nullptr) (void)hipStreamDestroy(s->side);
+  if (s->errHost != nullptr) (void)hipHostFree(const_cast<uint32_t*>(s->errHost));
 #if defined(STARSCREAM_HAVE_BLASLT)
   if (s->blasWorkspace != nullptr) (void)hipFree(s->blasWorkspace);
 #endif
   delete s;
   g->gpu = nullptr;
 }
+
+#if defined(STARSCREAM_HAVE_BLASLT)
+namespace {
+
+sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
+
+// The fused GEMM + reduce-scatter (gemm_plan.h). Per chunk, on the side stream: wait until every
+// owner has read this slot's previous contents (done flags), the GEMM pieces into the local
+// slot, publish (ready flag). On the caller's stream: wait for every rank's ready flag, sum this
+// rank's rows out of the K slots in place (peer mappings) into y, tell each producer (done flag
+// in its workspace). The waits are one-warp kernels, so they never hold the SMs a GEMM needs.
+sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
+  GpuGemmState* gs = g->gpu;
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ob = typeBytes(c.outType);
+  const int me = c.rank, K = p.nranks;
+  if (gs->errHost[0] != 0)
+    return fail(sscTimeout, "gemm: an earlier fused call's wait for rank {} passed STARSCREAM_TIMEOUT; "
+                "the context's results since then are not valid (destroy it)", gs->errHost[1]);
+  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks};
+  SSC_CHECK(gpuCheck(hipEventRecord(gs->start, s), "hipEventRecord"));
+  SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->start, 0), "hipStreamWaitEvent"));
+  const uint32_t* doneMine[gpu::kFusedMaxRanks];
+  const uint32_t* readyAll[gpu::kFusedMaxRanks];
+  uint32_t* doneAt[gpu::kFusedMaxRanks];
+  const void* srcs[gpu::kFusedMaxRanks];
+  for (int j = 0; j < pl.chunks; ++j) {
+    const uint32_t use = ++g->fusedUses;
+    const int slot = static_cast<int>(use % pl.slots);
+    const ChunkRows cr = chunkRows(pl, j);
+    void* mySlot = static_cast<char*>(g->workspace) + slot * pl.slotBytes;
+    for (int q = 0; q < K; ++q) {
+      doneMine[q] = fusedDone(g, me, slot, q);
+      readyAll[q] = fusedReady(g, q, slot);
+      doneAt[q] = fusedDone(g, q, slot, me);
+      srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
+    }
+    uint32_t* myReady = fusedReady(g, me, slot);
+    SSC_CHECK(launched(gpu::launchFusedWait(doneMine, K, use - pl.slots, sink, gs->side), "fused wait"));
+    for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, mySlot, piece, gs->side));
+    SSC_CHECK(launched(gpu::launchFusedSignal(&myReady, 1, use, gs->side), "fused signal"));
+    SSC_CHECK(launched(gpu::launchFusedWait(readyAll, K, use, sink, s), "fused wait"));
+    const int64_t mine = ownChunkRows(p, pl, j, me);
+    if (mine > 0)
+      SSC_CHECK(launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
+                                                static_cast<size_t>(mine * p.n), static_cast<int>(ob),
+                                                c.outType == sscBfloat16, 4 * gs->sms, s), "fused reduce"));
+    SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
+  }
+  // The call ends when every owner has read this rank's slots (so the context may be destroyed
+  // once the stream is done) and after the side stream's last work (it reads x and w).
+  for (int i = 0; i < std::min(pl.chunks, pl.slots); ++i) {
+    const uint32_t use = g->fusedUses - i;
+    for (int q = 0; q < K; ++q) doneMine[q] = fusedDone(g, me, static_cast<int>(use % pl.slots), q);
+    SSC_CHECK(launched(gpu::launchFusedWait(doneMine, K, use, sink, s), "fused wait"));
+  }
+  SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[0], gs->side), "hipEventRecord"));
+  return gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[0], 0), "hipStreamWaitEvent");
+}
+
+}  // namespace
+#endif
 
 sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
 #if !defined(STARSCREAM_HAVE_BLASLT)
@@ -234,6 +321,7 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
                          "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
+  if (pl.variant == SSC_GEMM_FUSED) return runFused(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   hipEvent_t events[kNumEvents] = {gs->start, gs->gemmDone[0], gs->gemmDone[1], gs->collDone[0], gs->collDone[1]};

@@ -84,7 +84,28 @@ TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
 }
 
-TEST(GemmPlanRule, RefusesFusedAndBadRequests) {
+TEST(GemmPlanRule, FusedReduceScatterOnly) {
+  Plan pl;
+  std::string why;
+  const Problem rs = problem(Op::kReduceScatter, 10, 10, 10, 2);
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, SSC_GEMM_FUSED);
+  EXPECT_EQ(pl.chunks, 1);  // small: one chunk, no collective call either way
+  EXPECT_EQ(pl.slots, 2);
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunks, 3);
+  // Refused where it is not built, with the reason.
+  EXPECT_FALSE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(why.find("mapped"), std::string::npos) << why;
+  EXPECT_FALSE(makePlan(problem(Op::kReduceScatter, 10, 10, 10, kFusedMaxRanks + 1), SSC_GEMM_FUSED, 0,
+                        1 << 20, &pl, &why));
+  EXPECT_NE(why.find("at most"), std::string::npos) << why;
+  // AUTO never picks it where it cannot run.
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_AUTO, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(pl.variant, SSC_GEMM_FUSED);
+}
+
+TEST(GemmPlanRule, RefusesFusedAllGatherAndBadRequests) {
   Plan pl;
   std::string why;
   const Problem p = problem(Op::kAllGather, 10, 10, 10, 2);
