@@ -65,14 +65,26 @@ def main():
     ap.add_argument("whole", help="records of the K = 1 run")
     ap.add_argument("parts", help="records of the K > 1 run")
     ap.add_argument("--plot", help="write the speedup-vs-M plot here (PNG)")
+    ap.add_argument("--auto-as", metavar="CONFIG",
+                    help="take each op's 'auto' time from this config instead (e.g. unfused: the "
+                         "figures a later rule gives on the same measurements)")
     args = ap.parse_args()
     whole = {(r["layer"], r["M"]): r["us"] for r in load(args.whole) if r["config"] == "whole"}
     cells = defaultdict(dict)
     meta = {}
+    hangs = []
     for r in load(args.parts):
         key = (r["layer"], r["M"])
+        if r["us"] >= 1e6:  # a call that ran into STARSCREAM_TIMEOUT: a hang, not a time
+            hangs.append("%s M=%d %s" % (r["layer"], r["M"], r["config"]))
+            continue
         cells[key][r["config"]] = r
         meta[key] = r
+    if args.auto_as:
+        for c in cells.values():
+            for op in ("rs", "ag"):
+                if op + "." + args.auto_as in c:
+                    c[op + ".auto"] = c[op + "." + args.auto_as]
     print("| layer (TP8 per GPU, K x N) | M | whole GPU | rs: GEMM alone / unfused / auto / chunked / fused | "
           "ag: GEMM alone / unfused / auto / chunked | helper pick | pick vs naive 1D | whole / pick |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -109,10 +121,10 @@ def main():
             if t(op + ".gemm") is None:
                 continue
             share = (t(op + ".unfused") - t(op + ".gemm")) / t(op + ".unfused")
-            ratio = t(op + ".chunked") / t(op + ".gemm")
-            (hidden if key[1] >= 256 else hidden_small).append(ratio)
-            if share >= 0.2:
-                fused.append(t(op + ".unfused") / t(op + ".chunked"))
+            if t(op + ".chunked") is not None:
+                (hidden if key[1] >= 256 else hidden_small).append(t(op + ".chunked") / t(op + ".gemm"))
+                if share >= 0.2:
+                    fused.append(t(op + ".unfused") / t(op + ".chunked"))
             if t(op + ".auto") > 1.03 * t(op + ".unfused"):
                 slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
             if t(op + ".fused") is not None:
@@ -142,6 +154,8 @@ def main():
     print("- auto > 3 %% slower than unfused: %d cell(s)%s" % (len(slower), ": " + "; ".join(slower) if slower else ""))
     print("- helper pick vs naive 1D (target >= 1.1x): geomean %.2fx; > 3 %% slower than the best 1D: %d%s"
           % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))
+    if hangs:
+        print("- left out, hit STARSCREAM_TIMEOUT (a hang): " + "; ".join(hangs))
     if vs_whole:
         print("- whole GPU / helper pick: geomean %.2fx (min %.2f, max %.2f)" % (geomean(vs_whole), min(vs_whole), max(vs_whole)))
     if args.plot:

@@ -7,7 +7,8 @@ namespace ssc::gpu {
 namespace {
 
 struct FlagList {
-  const uint32_t* p[kFusedMaxRanks];
+  const uint32_t* p[kFusedMaxWaits];
+  uint32_t target[kFusedMaxWaits];
 };
 struct OutFlagList {
   uint32_t* p[kFusedMaxRanks];
@@ -22,9 +23,16 @@ __device__ __forceinline__ uint32_t loadVolatile(const uint32_t* p) {
 
 // One warp: lane i polls flag i. Peers write the flags from other processes (through their
 // mappings of this memory), so each poll must reach memory: volatile loads.
-__global__ void fusedWaitKernel(FlagList flags, int count, uint32_t target, FusedErrorSink sink) {
+__global__ void fusedWaitKernel(FlagList flags, int count, uint32_t* signal, uint32_t signalValue,
+                                FusedErrorSink sink) {
   const int i = threadIdx.x;
+  if (signal != nullptr && i == 0) {
+    __threadfence_system();  // the stream's earlier kernels' writes before the flag
+    *reinterpret_cast<volatile uint32_t*>(signal) = signalValue;
+    __threadfence_system();
+  }
   if (i < count) {
+    const uint32_t target = flags.target[i];
     uint64_t start = 0;
     for (uint32_t iter = 1;; ++iter) {
       if (static_cast<int32_t>(loadVolatile(flags.p[i]) - target) >= 0) break;
@@ -124,11 +132,15 @@ int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlo
 
 }  // namespace
 
-int launchFusedWait(const uint32_t* const* flags, int count, uint32_t target, FusedErrorSink sink,
-                    void* stream) {
+int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
+                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream) {
   FlagList l{};
-  for (int i = 0; i < count && i < kFusedMaxRanks; ++i) l.p[i] = flags[i];
-  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, target, sink);
+  if (count > kFusedMaxWaits) count = kFusedMaxWaits;
+  for (int i = 0; i < count; ++i) {
+    l.p[i] = flags[i];
+    l.target[i] = targets[i];
+  }
+  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, signal, signalValue, sink);
   return static_cast<int>(hipGetLastError());
 }
 

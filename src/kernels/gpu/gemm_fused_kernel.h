@@ -19,10 +19,14 @@ struct FusedErrorSink {
   uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: wait forever
 };
 
-// One block waits until every flags[i] (i < count) has reached `target` (wrap-aware: the
-// difference read as int32 is >= 0). flags may live in peers' memory.
-int launchFusedWait(const uint32_t* const* flags, int count, uint32_t target, FusedErrorSink sink,
-                    void* stream);
+constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
+
+// One warp waits until every flags[i] (i < count <= kFusedMaxWaits) has reached targets[i]
+// (wrap-aware: the difference read as int32 is >= 0). flags may live in peers' memory. With
+// `signal` non-null, lane 0 first stores signalValue there (after a fence that orders the
+// stream's earlier writes before it): publish and wait in one launch.
+int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
+                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream);
 
 // One thread stores `value` into every flags[i] (i < count), after a fence that orders the
 // stream's earlier writes (the GEMM's tile, the reduction's reads) before it.

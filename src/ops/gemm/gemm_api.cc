@@ -2,11 +2,16 @@
 // validate every argument (the host arguments are the same on every rank, so every rank reaches
 // the same verdict before any collective starts), choose the plan, hand over to the backend's
 // half (host_gemm.cc or gpu_gemm.cc).
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "src/api/api.h"
+#include "src/core/futex_wait.h"
 #include "src/core/log.h"
 #include "src/device/backend.h"
 #include "src/ops/gemm/gemm_context.h"
@@ -28,9 +33,45 @@ sscResult_t checkContext(const char* fn, sscGemmContext* g) {
   return sscSuccess;
 }
 
+// A fused call returns before every owner has read this rank's slots (the next call's first
+// wait covers that), so before the workspace goes, wait here until they have: the done flags of
+// the last use of each slot, from every rank. Bounded by STARSCREAM_TIMEOUT (then freed anyway,
+// with a warning: a peer that never reads is gone or hung).
+void waitFusedReaders(sscGemmContext* g) {
+  const int K = g->comm->nranks;
+  const auto start = std::chrono::steady_clock::now();
+  const double limit = shmTimeoutSeconds();
+  std::vector<uint32_t> flags((kFusedDoneOff + 2 * kFusedMaxRanks * 4) / 4);
+  for (;;) {
+    bool all = true;
+    if (g->onGpu) {
+      if (!gpuFusedFlags(g, flags.data(), flags.size() * 4)) return;
+    } else {
+      for (size_t i = 0; i < flags.size(); ++i)
+        flags[i] = std::atomic_ref<uint32_t>(static_cast<uint32_t*>(static_cast<void*>(
+                       static_cast<char*>(g->workspace) + g->workspaceBytes))[i]).load(std::memory_order_acquire);
+    }
+    for (uint32_t back = 0; back < 2 && back < g->fusedUses; ++back) {
+      const uint32_t use = g->fusedUses - back;
+      for (int q = 0; q < K; ++q)
+        all = all && static_cast<int32_t>(flags[kFusedDoneOff / 4 + (use % 2) * kFusedMaxRanks + q] - use) >= 0;
+    }
+    if (all) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (limit > 0 && waited > limit) {
+      SSC_LOG(kWarn, "sscGemmDestroy: peers did not finish reading this rank's fused GEMM slots "
+              "within STARSCREAM_TIMEOUT; freeing the workspace anyway");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void freeContext(sscGemmContext* g) {
-  if (!g->fusedPeers.empty())  // unmaps the peers' workspaces (local)
-    (void)g->backend->deregisterBuffer(g->comm, g->workspace, g->fusedPeers);
+  if (!g->fusedPeers.empty()) {
+    if (g->fusedUses > 0) waitFusedReaders(g);
+    (void)g->backend->deregisterBuffer(g->comm, g->workspace, g->fusedPeers);  // local unmaps
+  }
   if (g->onGpu) gpuDestroy(g);  // frees the workspace too, on the context's device
   if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);
   g->magic = 0;
@@ -293,5 +334,6 @@ void gpuDestroy(sscGemmContext*) {}
 sscResult_t gpuRun(sscGemmContext*, const Call&, sscStream_t) {
   return fail(sscInternalError, "gemm: GPU backend not built");
 }
+bool gpuFusedFlags(sscGemmContext*, uint32_t*, size_t) { return false; }
 }  // namespace ssc::gemm
 #endif

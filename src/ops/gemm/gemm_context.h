@@ -70,5 +70,7 @@ uint32_t* fusedBell(sscGemmContext* g, int q);
 sscResult_t gpuCreate(sscGemmContext* g);
 void gpuDestroy(sscGemmContext* g);
 sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream);
+// Copies the first `bytes` of this rank's fused flags to host memory (false on failure).
+bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes);
 
 }  // namespace ssc::gemm

@@ -74,15 +74,15 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   const int64_t byRule = std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
   int64_t chunks = 1;
   if (requestVariant == SSC_GEMM_AUTO) {
-    chunks = requestChunks > 0 ? requestChunks : byRule;
+    // Measured on the H200 at K = 8 (perf/RESULTS.md, session 5): the chunked variant was slower
+    // than unfused in every cell of the TP8 table (its per-chunk collectives and the strided
+    // GEMMs share the partition's SMs with each other), so the rule runs unfused unless the
+    // caller asks for chunks; the fused variant only where autoPicksFused says it measured faster.
+    chunks = requestChunks > 0 ? requestChunks : 1;
     pl.variant = chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED;
-    pl.reason = requestChunks > 0
-                    ? fmt::format("{} chunks asked for", requestChunks)
-                    : chunks >= 2 ? fmt::format("the collective moves {:.1f} MiB: {} chunks of >= {} MiB",
-                                                mib(total), chunks, mib(kMinChunkBytes))
-                                  : fmt::format("the collective moves {:.1f} MiB < 2 x {} MiB: "
-                                                "chunking would not pay, unfused", mib(total),
-                                                mib(kMinChunkBytes));
+    pl.reason = requestChunks > 0 ? fmt::format("{} chunks asked for", requestChunks)
+                                  : fmt::format("the collective moves {:.1f} MiB: unfused (the measured "
+                                                "rule: chunking did not pay on the H200)", mib(total));
   } else if (requestVariant == SSC_GEMM_FUSED) {
     chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(1, byRule);
     pl.variant = SSC_GEMM_FUSED;

@@ -217,6 +217,16 @@ sscResult_t gpuCreate(sscGemmContext* g) {
 #endif
 }
 
+bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes) {
+  gpu::DeviceGuard onDevice(g->device);
+  GpuGemmState* s = g->gpu;
+  // On the side stream: the null stream could wait behind another communicator's kernel.
+  return s != nullptr &&
+         hipMemcpyAsync(out, static_cast<char*>(g->workspace) + g->workspaceBytes, bytes,
+                        hipMemcpyDeviceToHost, s->side) == hipSuccess &&
+         hipStreamSynchronize(s->side) == hipSuccess;
+}
+
 void gpuDestroy(sscGemmContext* g) {
   gpu::DeviceGuard onDevice(g->device);
   if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);  // on the context's device
@@ -239,11 +249,15 @@ namespace {
 
 sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
 
-// The fused GEMM + reduce-scatter (gemm_plan.h). Per chunk, on the side stream: wait until every
-// owner has read this slot's previous contents (done flags), the GEMM pieces into the local
-// slot, publish (ready flag). On the caller's stream: wait for every rank's ready flag, sum this
-// rank's rows out of the K slots in place (peer mappings) into y, tell each producer (done flag
-// in its workspace). The waits are one-warp kernels, so they never hold the SMs a GEMM needs.
+// The fused GEMM + reduce-scatter (gemm_plan.h). Per chunk: wait until every owner has read
+// what this rank's slot held before (done flags), the chunk's GEMM pieces into the local slot,
+// publish it (ready flag); wait for every rank's ready flag, sum this rank's rows out of the K
+// slots in place (peer mappings) into y, tell each producer (done flag in its workspace). One
+// chunk runs all of it on the caller's stream (publishing and waiting in one launch: at small M
+// every kernel boundary shows); more chunks run the GEMMs on the side stream, so GEMM j + 1
+// overlaps the sum of chunk j. The waits are one-warp kernels, so they never hold the SMs a
+// GEMM needs. Nothing waits at the end for the owners to finish reading: the next call's first
+// wait covers both slots (its plan may lay the slots out differently), and destroy waits too.
 sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
   GpuGemmState* gs = g->gpu;
   const Problem& p = c.p;
@@ -251,13 +265,18 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
   const size_t ob = typeBytes(c.outType);
   const int me = c.rank, K = p.nranks;
   if (gs->errHost[0] != 0)
-    return fail(sscTimeout, "gemm: an earlier fused call's wait for rank {} passed STARSCREAM_TIMEOUT; "
-                "the context's results since then are not valid (destroy it)", gs->errHost[1]);
+    return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
+                "peer is missing or hung; the context's results since then are not valid (destroy it)",
+                gs->errHost[1]);
   const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks};
-  SSC_CHECK(gpuCheck(hipEventRecord(gs->start, s), "hipEventRecord"));
-  SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->start, 0), "hipStreamWaitEvent"));
-  const uint32_t* doneMine[gpu::kFusedMaxRanks];
-  const uint32_t* readyAll[gpu::kFusedMaxRanks];
+  const bool overlap = pl.chunks > 1;
+  const hipStream_t gemmStream = overlap ? gs->side : s;
+  if (overlap) {
+    SSC_CHECK(gpuCheck(hipEventRecord(gs->start, s), "hipEventRecord"));
+    SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->start, 0), "hipStreamWaitEvent"));
+  }
+  const uint32_t* flags[gpu::kFusedMaxWaits];
+  uint32_t targets[gpu::kFusedMaxWaits];
   uint32_t* doneAt[gpu::kFusedMaxRanks];
   const void* srcs[gpu::kFusedMaxRanks];
   for (int j = 0; j < pl.chunks; ++j) {
@@ -265,17 +284,28 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
     const int slot = static_cast<int>(use % pl.slots);
     const ChunkRows cr = chunkRows(pl, j);
     void* mySlot = static_cast<char*>(g->workspace) + slot * pl.slotBytes;
+    // Before the GEMM: every owner read this slot's previous use; on the first chunk also the
+    // other slot's (the last call's plan may have laid its slots over this one).
+    int n = 0;
+    for (int back = 0; back < (j == 0 ? pl.slots : 1); ++back) {
+      const uint32_t prev = use - pl.slots + back;  // the earlier use of slot (use + back) % slots
+      for (int q = 0; q < K; ++q, ++n) {
+        flags[n] = fusedDone(g, me, static_cast<int>(prev % pl.slots), q);
+        targets[n] = prev;
+      }
+    }
+    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sink, gemmStream), "fused wait"));
+    for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, mySlot, piece, gemmStream));
+    uint32_t* myReady = fusedReady(g, me, slot);
     for (int q = 0; q < K; ++q) {
-      doneMine[q] = fusedDone(g, me, slot, q);
-      readyAll[q] = fusedReady(g, q, slot);
+      flags[q] = fusedReady(g, q, slot);
+      targets[q] = use;
       doneAt[q] = fusedDone(g, q, slot, me);
       srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
     }
-    uint32_t* myReady = fusedReady(g, me, slot);
-    SSC_CHECK(launched(gpu::launchFusedWait(doneMine, K, use - pl.slots, sink, gs->side), "fused wait"));
-    for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, mySlot, piece, gs->side));
-    SSC_CHECK(launched(gpu::launchFusedSignal(&myReady, 1, use, gs->side), "fused signal"));
-    SSC_CHECK(launched(gpu::launchFusedWait(readyAll, K, use, sink, s), "fused wait"));
+    if (overlap) SSC_CHECK(launched(gpu::launchFusedSignal(&myReady, 1, use, gs->side), "fused signal"));
+    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, K, overlap ? nullptr : myReady, use, sink, s),
+                       "fused wait"));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     if (mine > 0)
       SSC_CHECK(launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
@@ -283,13 +313,8 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
                                                 c.outType == sscBfloat16, 4 * gs->sms, s), "fused reduce"));
     SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
   }
-  // The call ends when every owner has read this rank's slots (so the context may be destroyed
-  // once the stream is done) and after the side stream's last work (it reads x and w).
-  for (int i = 0; i < std::min(pl.chunks, pl.slots); ++i) {
-    const uint32_t use = g->fusedUses - i;
-    for (int q = 0; q < K; ++q) doneMine[q] = fusedDone(g, me, static_cast<int>(use % pl.slots), q);
-    SSC_CHECK(launched(gpu::launchFusedWait(doneMine, K, use, sink, s), "fused wait"));
-  }
+  if (!overlap) return sscSuccess;
+  // The caller's stream ends after the side stream's last work (it reads x and w).
   SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[0], gs->side), "hipEventRecord"));
   return gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[0], 0), "hipStreamWaitEvent");
 }

@@ -48,7 +48,9 @@ bool reached(uint32_t v, uint32_t target) { return static_cast<int32_t>(v - targ
 
 // The fused variant on the host backend: the same flags and slots as the GPU half (gpu_gemm.cc),
 // in one serial order per rank. Each rank publishes chunk j before it waits for anyone's chunk
-// j, and waits for a slot's readers only two chunks later, so no rank waits in a cycle.
+// j, and waits for a slot's readers only two chunks later, so no rank waits in a cycle. The
+// call returns without waiting for its slots' readers: the next call's first chunk, or destroy,
+// waits for them.
 sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
   const Problem& p = c.p;
   const Plan& pl = c.plan;
@@ -61,9 +63,15 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
     const int slot = static_cast<int>(use % pl.slots);
     const ChunkRows cr = chunkRows(pl, j);
     char* mySlot = static_cast<char*>(g->workspace) + slot * pl.slotBytes;
-    for (int q = 0; q < K; ++q)  // every owner has read what this slot held two uses ago
-      SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, slot, q)).load(std::memory_order_acquire),
-                                                       use - pl.slots); }, abort, "reuse a GEMM slot read by", q));
+    // Every owner has read this slot's previous use; on the first chunk also the other slot's
+    // (the last call's plan may have laid its slots over this one), as on the GPU.
+    for (int back = 0; back < (j == 0 ? pl.slots : 1); ++back) {
+      const uint32_t prev = use - pl.slots + back;
+      for (int q = 0; q < K; ++q)
+        SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>(prev % pl.slots), q))
+                                                             .load(std::memory_order_acquire), prev); },
+                          abort, "reuse a GEMM slot read by", q));
+    }
     runPieces(c, j, c.x, mySlot);
     word(fusedReady(g, me, slot)).store(use, std::memory_order_release);
     shmNotify(bell(me));
@@ -83,14 +91,6 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
       word(fusedDone(g, q, slot, me)).store(use, std::memory_order_release);
       shmNotify(bell(q));
     }
-  }
-  // As on the GPU: the call ends when every owner has read this rank's slots.
-  for (int i = 0; i < std::min(pl.chunks, pl.slots); ++i) {
-    const uint32_t use = g->fusedUses - i;
-    for (int q = 0; q < K; ++q)
-      SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>(use % pl.slots), q))
-                                                           .load(std::memory_order_acquire), use); },
-                        abort, "wait for the GEMM slot to be read by", q));
   }
   return sscSuccess;
 }

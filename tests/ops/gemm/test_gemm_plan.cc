@@ -55,21 +55,29 @@ TEST(GemmPlanRule, SmallCallsRunUnfused) {
   EXPECT_EQ(pl.chunkRows, 2);
 }
 
-TEST(GemmPlanRule, LargeCallsChunkInPiecesOfAtLeastTheMinimum) {
+TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   Plan pl;
   std::string why;
-  // 16384 x 8192 bf16 = 256 MiB reduce-scattered: at most kMaxChunks chunks.
+  // 16384 x 8192 bf16 = 256 MiB reduce-scattered. AUTO: unfused (chunking measured slower on
+  // the H200); forced chunked: at most kMaxChunks chunks of at least kMinChunkBytes.
   const Problem p = problem(Op::kReduceScatter, 16384, 8192, 128, 8);
   ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(pl.chunks, 1);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_CHUNKED, 0, size_t{1} << 30, &pl, &why));
   EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
   EXPECT_EQ(pl.chunks, kMaxChunks);
   EXPECT_GE(pl.slotBytes, kMinChunkBytes);
   // 4096 x 8192 bf16 = 64 MiB: 4 chunks of 16 MiB.
-  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), SSC_GEMM_AUTO, 0,
+  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), SSC_GEMM_CHUNKED, 0,
                        size_t{1} << 30, &pl, &why));
   EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
   EXPECT_EQ(pl.chunks, 4);
   EXPECT_EQ(pl.slots, 2);
+  // AUTO with chunks asked for runs them.
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 3, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  EXPECT_EQ(pl.chunks, 3);
 }
 
 TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
