@@ -3,7 +3,7 @@
 reduce-scatter, called from PyTorch tensors, checked against torch.matmul + a reduce-scatter
 done by torch.distributed, and timed. Launched by mpirun (one process per partition):
 
-    tools/emulate/partition-run.sh 8 env STARSCREAM_LIB=$PWD/build/lib/libstarscream.so \\
+    tools/emulate/partition-run.sh 8 env SSC_LIB=$PWD/build/lib/libstarscream.so \\
         python3 examples/pytorch/gemm_rs.py --m 4096 --n 8192 --k 3584
 
 Each rank holds a K-slice x_r [M][K/P] of the activations and w_r [N][K/P] of the weight (as

@@ -11,7 +11,7 @@ queued on torch's current CUDA stream.
 x and w are contiguous CUDA tensors of one dtype (bfloat16 or float16); w is stored [N][K] as
 nn.Linear stores its weight (weight_kn=True for [K][N]). Rows are split over ranks as
 torch.chunk / DTensor Shard(0) split them (row_shard). The library is found through
-$STARSCREAM_LIB, else build/lib/libstarscream.so of this checkout.
+$SSC_LIB, else build/lib/libstarscream.so of this checkout.
 """
 import ctypes
 import os
@@ -25,7 +25,7 @@ _OUT_AS_INPUT = -1
 
 
 def _library():
-    path = os.environ.get("STARSCREAM_LIB") or os.path.join(
+    path = os.environ.get("SSC_LIB") or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "lib", "libstarscream.so")
     lib = ctypes.CDLL(path)
     lib.sscGetLastError.restype = ctypes.c_char_p
@@ -76,7 +76,8 @@ def unique_id():
     """The bytes rank 0 creates and every rank passes to Comm.from_unique_id."""
     uid = UniqueId()
     _check(lib().sscGetUniqueId(ctypes.byref(uid)), "sscGetUniqueId")
-    return bytes(uid.internal)
+    # All 128 bytes: reading the char-array field would stop at its first NUL byte.
+    return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
 
 
 def row_shard(m, nranks, rank):
@@ -92,8 +93,10 @@ class Comm:
 
     @classmethod
     def from_unique_id(cls, rank, world, uid):
+        if len(uid) != ctypes.sizeof(UniqueId):
+            raise ValueError("a unique id has %d bytes, not %d" % (ctypes.sizeof(UniqueId), len(uid)))
         u = UniqueId()
-        ctypes.memmove(ctypes.byref(u), uid, 128)
+        ctypes.memmove(ctypes.byref(u), uid, len(uid))
         h = ctypes.c_void_p()
         _check(lib().sscCommInitRank(ctypes.byref(h), world, u, rank), "sscCommInitRank")
         return cls(h)
