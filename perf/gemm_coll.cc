@@ -7,7 +7,7 @@
 //   ag: split N, sscAllGatherGemm     (X [M][K] all-gathered);
 //
 // each as the GEMM alone (the same shape on a one-rank communicator, all ranks at once), unfused,
-// auto (the rule: chunked where it pays) and forced chunked. Which of rs/ag is "1D" (the
+// auto (the rule), forced chunked and (rs only) forced fused. Which of rs/ag is "1D" (the
 // dimension the GPUs already split) depends on the layer: column-parallel layers (qkv, gate_up)
 // split N across GPUs, so ag is their 1D and rs their 2D; row-parallel layers (o, down) the
 // reverse. With -np 1 the program times the whole per-GPU GEMM (the unpartitioned baseline).
@@ -17,7 +17,9 @@
 //   tools/emulate/partition-run.sh 1 build/bin/gemm_coll_perf -J k1.json
 //
 // Flags: -m M list (default 16,64,256,1024,4096,16384), -s shape-name filter (substring),
-// -n timed iterations (5), -w warm-up iterations (2), -d bf16|fp16, -J JSON Lines file (rank 0).
+// -n timed iterations (5), -w warm-up iterations (2), -d bf16|fp16, -J JSON Lines file (rank 0),
+// -o rs|ag|rs,ag (which splits to time; default both), -F 0|1 (rs also times the fused variant,
+// forced; default 1).
 // Time per call: the slowest rank's mean over the timed iterations (events on its stream).
 #include <mpi.h>
 
@@ -65,6 +67,8 @@ const Layer kLayers[] = {
 struct Options {
   std::vector<int64_t> ms = {16, 64, 256, 1024, 4096, 16384};
   std::string filter;
+  std::string ops = "rs,ag";  // -o: which of the two splits to time
+  bool fused = true;          // -F 0: leave out the forced fused variant
   int iters = 5, warmup = 2;
   sscDataType_t dtype = sscBfloat16;
   std::string json;
@@ -85,6 +89,8 @@ bool parse(int argc, char** argv, Options* o) {
         pos = comma + 1;
       }
     } else if (f == "-s") o->filter = v;
+    else if (f == "-o") o->ops = v;
+    else if (f == "-F") o->fused = std::atoi(v.c_str()) != 0;
     else if (f == "-n") o->iters = std::max(1, std::atoi(v.c_str()));
     else if (f == "-w") o->warmup = std::max(0, std::atoi(v.c_str()));
     else if (f == "-d") o->dtype = v == "fp16" ? sscFloat16 : sscBfloat16;
@@ -146,7 +152,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   Options o;
   if (!parse(argc, argv, &o)) {
-    if (g_rank == 0) std::fprintf(stderr, "usage: gemm_coll_perf [-m M,...] [-s filter] [-n iters] [-w warmup] [-d bf16|fp16] [-J file]\n");
+    if (g_rank == 0) std::fprintf(stderr, "usage: gemm_coll_perf [-m M,...] [-s filter] [-o rs,ag] [-F 0|1] [-n iters] [-w warmup] [-d bf16|fp16] [-J file]\n");
     MPI_Finalize();
     return 2;
   }
@@ -176,15 +182,10 @@ int main(int argc, char** argv) {
   CHECK_GPU(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
   FILE* json = g_rank == 0 && !o.json.empty() ? std::fopen(o.json.c_str(), "w") : nullptr;
   const int P = g_n;
-  if (g_rank == 0) {
+  if (g_rank == 0)
     std::printf("# gemm_coll_perf: K = %d partitions, %s, us per call (slowest rank), chunks in ()\n", P,
                 o.dtype == sscFloat16 ? "fp16" : "bf16");
-    if (P == 1) std::printf("# %-18s %6s %10s\n", "layer", "M", "whole");
-    else
-      std::printf("# %-18s %6s | %9s %9s %12s %12s | %9s %9s %12s %12s | %s\n", "layer", "M", "rs.gemm",
-                  "rs.unfus", "rs.auto", "rs.chunked", "ag.gemm", "ag.unfus", "ag.auto", "ag.chunked",
-                  "helper");
-  }
+  const bool doRs = o.ops.find("rs") != std::string::npos, doAg = o.ops.find("ag") != std::string::npos;
   for (const Layer& L : kLayers) {
     if (!o.filter.empty() && std::string(L.name).find(o.filter) == std::string::npos) continue;
     for (int64_t M : o.ms) {
@@ -211,14 +212,14 @@ int main(int argc, char** argv) {
         record("whole", gemm, true, args(M, L.n, L.k, b, SSC_GEMM_AUTO));
       } else {
         const int64_t kp = (L.k + P - 1) / P, np = (L.n + P - 1) / P;
-        {  // rs: split K
+        if (doRs) {  // rs: split K
           Buffers b(M * kp * 2, L.n * kp * 2, M * L.n * 2);
           record("rs.gemm", alone, true, args(M, L.n, kp, b, SSC_GEMM_AUTO));
           for (auto [name, v] : {std::pair{"rs.unfused", SSC_GEMM_UNFUSED}, {"rs.auto", SSC_GEMM_AUTO},
-                                 {"rs.chunked", SSC_GEMM_CHUNKED}})
-            record(name, gemm, true, args(M, L.n, kp, b, v));
+                                 {"rs.chunked", SSC_GEMM_CHUNKED}, {"rs.fused", SSC_GEMM_FUSED}})
+            if (v != SSC_GEMM_FUSED || o.fused) record(name, gemm, true, args(M, L.n, kp, b, v));
         }
-        {  // ag: split N
+        if (doAg) {  // ag: split N
           Buffers b(std::max(c, M) * L.k * 2, np * L.k * 2, M * np * 2);
           // The GEMM alone multiplies the gathered X: M rows on one rank.
           record("ag.gemm", alone, false, args(M, np, L.k, b, SSC_GEMM_AUTO));
@@ -235,17 +236,12 @@ int main(int argc, char** argv) {
       h.size = sizeof(h);
       CHECK_SSC(sscGemmShard2d(&q, &h));
       if (g_rank != 0) continue;
-      if (P == 1) std::printf("  %-18s %6lld %10.1f\n", L.name, (long long)M, rows[0].us);
-      else {
-        std::printf("  %-18s %6lld |", L.name, (long long)M);
-        for (size_t i = 0; i < rows.size(); ++i) {
-          if (i % 4 == 0) std::printf(i == 0 ? "" : " |");
-          if (i % 4 == 0) std::printf(" %9.1f", rows[i].us);
-          else if (i % 4 == 1) std::printf(" %9.1f", rows[i].us);
-          else std::printf(" %8.1f(%d)", rows[i].us, rows[i].variant == SSC_GEMM_CHUNKED ? rows[i].chunks : 1);
-        }
-        std::printf(" | %s %s\n", h.op == SSC_GEMM_OP_REDUCE_SCATTER ? "rs" : "ag", h.two_d ? "2D" : "1D");
+      std::printf("  %-18s %6lld", L.name, (long long)M);
+      for (const Row& r : rows) {
+        std::printf(" %s %.1f", r.config.c_str(), r.us);
+        if (r.variant != SSC_GEMM_UNFUSED) std::printf("(%c%d)", r.variant == SSC_GEMM_FUSED ? 'f' : 'c', r.chunks);
       }
+      std::printf(" | helper %s %s\n", h.op == SSC_GEMM_OP_REDUCE_SCATTER ? "rs" : "ag", h.two_d ? "2D" : "1D");
       std::fflush(stdout);
       for (const Row& r : rows)
         if (json)
@@ -254,8 +250,9 @@ int main(int argc, char** argv) {
                        "\"helper_2d\":%d,\"helper_est_us\":%.1f,\"helper_other_us\":%.1f}\n",
                        L.name, L.inter == SSC_LINEAR_COLUMN_PARALLEL ? "column" : "row", (long long)L.k,
                        (long long)L.n, (long long)M, P, r.config.c_str(), r.us,
-                       r.variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", r.chunks,
+                       r.variant == SSC_GEMM_FUSED ? "fused" : r.variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", r.chunks,
                        h.op == SSC_GEMM_OP_REDUCE_SCATTER ? "rs" : "ag", h.two_d, h.est_us, h.other_est_us);
+      if (json) std::fflush(json);  // a run cut off by a time limit keeps every finished cell
     }
   }
   if (json) std::fclose(json);

@@ -40,11 +40,13 @@ def plot(cells, meta, path):
     for ax, layer in zip(axes.flat, layers):
         ms = sorted(k[1] for k in cells if k[0] == layer)
         one_d = "ag" if meta[(layer, ms[0])]["inter"] == "column" else "rs"
-        naive = [cells[(layer, m)][one_d + ".unfused"]["us"] for m in ms]
-        pick = [cells[(layer, m)][meta[(layer, m)]["helper_op"] + ".auto"]["us"] for m in ms]
-        chunked = [cells[(layer, m)][one_d + ".chunked"]["us"] for m in ms]
-        ax.plot(ms, [a / b for a, b in zip(naive, pick)], "o-", label="helper pick (auto)")
-        ax.plot(ms, [a / b for a, b in zip(naive, chunked)], "s--", label="1D chunked")
+        def series(cfg_of):
+            pts = [(m, cells[(layer, m)].get(one_d + ".unfused"), cells[(layer, m)].get(cfg_of(m))) for m in ms]
+            pts = [(m, a["us"] / b["us"]) for m, a, b in pts if a and b]
+            return [p[0] for p in pts], [p[1] for p in pts]
+        ax.plot(*series(lambda m: meta[(layer, m)]["helper_op"] + ".auto"), "o-", label="helper pick (auto)")
+        ax.plot(*series(lambda m: one_d + ".chunked"), "s--", label="1D chunked")
+        ax.plot(*series(lambda m: "rs.fused" if one_d == "rs" else "none"), "^:", label="1D fused (rs)")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_title(layer, fontsize=9)
@@ -63,59 +65,97 @@ def main():
     ap.add_argument("whole", help="records of the K = 1 run")
     ap.add_argument("parts", help="records of the K > 1 run")
     ap.add_argument("--plot", help="write the speedup-vs-M plot here (PNG)")
+    ap.add_argument("--auto-as", metavar="CONFIG",
+                    help="take each op's 'auto' time from this config instead (e.g. unfused: the "
+                         "figures a later rule gives on the same measurements)")
     args = ap.parse_args()
     whole = {(r["layer"], r["M"]): r["us"] for r in load(args.whole) if r["config"] == "whole"}
     cells = defaultdict(dict)
     meta = {}
+    hangs = []
     for r in load(args.parts):
         key = (r["layer"], r["M"])
+        if r["us"] >= 1e6:  # a call that ran into STARSCREAM_TIMEOUT: a hang, not a time
+            hangs.append("%s M=%d %s" % (r["layer"], r["M"], r["config"]))
+            continue
         cells[key][r["config"]] = r
         meta[key] = r
-    print("| layer (TP8 per GPU, K x N) | M | whole GPU | rs: GEMM alone / unfused / auto | "
-          "ag: GEMM alone / unfused / auto | helper pick | pick vs naive 1D | whole / pick |")
+    if args.auto_as:
+        for c in cells.values():
+            for op in ("rs", "ag"):
+                if op + "." + args.auto_as in c:
+                    c[op + ".auto"] = c[op + "." + args.auto_as]
+    print("| layer (TP8 per GPU, K x N) | M | whole GPU | rs: GEMM alone / unfused / auto / chunked / fused | "
+          "ag: GEMM alone / unfused / auto / chunked | helper pick | pick vs naive 1D | whole / pick |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     hidden, hidden_small, fused, slower, helper, helper_bad, vs_whole = [], [], [], [], [], [], []
+    fhidden, fhidden_small, ffused, fslower = [], [], [], []
     for key in sorted(cells, key=lambda k: (k[0], k[1])):
         c, m = cells[key], meta[key]
         one_d = "ag" if m["inter"] == "column" else "rs"
         pick = m["helper_op"]
 
         def t(cfg):
-            return c[cfg]["us"]
+            return c[cfg]["us"] if cfg in c else None
 
-        def auto(op):
-            r = c[op + ".auto"]
-            return "%.0f%s" % (r["us"], " (x%d)" % r["chunks"] if r["variant"] == "chunked" else "")
+        def cell(cfg):
+            r = c.get(cfg)
+            if r is None:
+                return "-"
+            tag = {"chunked": " (c%d)", "fused": " (f%d)"}.get(r["variant"], "")
+            return "%.0f%s" % (r["us"], tag % r["chunks"] if tag else "")
+
+        def group(op, cfgs):
+            return " / ".join(cell(op + "." + x) for x in cfgs)
 
         naive = t(one_d + ".unfused")
         chosen = t(pick + ".auto")
         w = whole.get(key)
-        print("| %s %s (%dx%d) | %d | %s | %.0f / %.0f / %s | %.0f / %.0f / %s | %s (%s) | %.2fx | %s |" % (
+        ratio = "%.2fx" % (naive / chosen) if naive and chosen else "-"
+        print("| %s %s (%dx%d) | %d | %s | %s | %s | %s (%s) | %s | %s |" % (
             key[0], m["inter"], m["K"], m["N"], key[1], "%.0f" % w if w else "-",
-            t("rs.gemm"), t("rs.unfused"), auto("rs"), t("ag.gemm"), t("ag.unfused"), auto("ag"),
-            pick, "2D" if m["helper_2d"] else "1D", naive / chosen, "%.2fx" % (w / chosen) if w else "-"))
+            group("rs", ("gemm", "unfused", "auto", "chunked", "fused")),
+            group("ag", ("gemm", "unfused", "auto", "chunked")),
+            pick, "2D" if m["helper_2d"] else "1D", ratio, "%.2fx" % (w / chosen) if w and chosen else "-"))
         for op in ("rs", "ag"):
-            ratio = t(op + ".chunked") / t(op + ".gemm")
-            (hidden if key[1] >= 256 else hidden_small).append(ratio)
+            if t(op + ".gemm") is None:
+                continue
             share = (t(op + ".unfused") - t(op + ".gemm")) / t(op + ".unfused")
-            if share >= 0.2:
-                fused.append(t(op + ".unfused") / t(op + ".chunked"))
+            if t(op + ".chunked") is not None:
+                (hidden if key[1] >= 256 else hidden_small).append(t(op + ".chunked") / t(op + ".gemm"))
+                if share >= 0.2:
+                    fused.append(t(op + ".unfused") / t(op + ".chunked"))
             if t(op + ".auto") > 1.03 * t(op + ".unfused"):
                 slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
-        helper.append(naive / chosen)
-        best_1d = min(t(one_d + ".unfused"), t(one_d + ".auto"))
-        if chosen > 1.03 * best_1d:
-            helper_bad.append("%s M=%d pick %.0f vs 1D %.0f" % (key[0], key[1], chosen, best_1d))
-        if w:
-            vs_whole.append(w / chosen)
+            if t(op + ".fused") is not None:
+                (fhidden if key[1] >= 256 else fhidden_small).append(t(op + ".fused") / t(op + ".gemm"))
+                if share >= 0.2:
+                    ffused.append(t(op + ".unfused") / t(op + ".fused"))
+                if t(op + ".fused") > 1.03 * t(op + ".unfused"):
+                    fslower.append("%s M=%d" % (key[0], key[1]))
+        if naive and chosen:
+            helper.append(naive / chosen)
+            best_1d = min(t(one_d + ".unfused"), t(one_d + ".auto"))
+            if chosen > 1.03 * best_1d:
+                helper_bad.append("%s M=%d pick %.0f vs 1D %.0f" % (key[0], key[1], chosen, best_1d))
+            if w:
+                vs_whole.append(w / chosen)
     print()
     print("- chunked / GEMM alone (communication hidden; target <= 1.15), geomean M >= 256: %.2f; M < 256: %.2f"
           % (geomean(hidden), geomean(hidden_small)))
     print("- chunked vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells"
           % (geomean(fused), len(fused)))
+    if fhidden or fhidden_small:
+        print("- rs fused / GEMM alone (target <= 1.15), geomean M >= 256: %.2f; M < 256: %.2f"
+              % (geomean(fhidden), geomean(fhidden_small)))
+        print("- rs fused vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells; "
+              "fused > 3 %% slower than unfused in %d cell(s)%s" % (geomean(ffused), len(ffused), len(fslower),
+                                                                 ": " + ", ".join(fslower) if fslower else ""))
     print("- auto > 3 %% slower than unfused: %d cell(s)%s" % (len(slower), ": " + "; ".join(slower) if slower else ""))
     print("- helper pick vs naive 1D (target >= 1.1x): geomean %.2fx; > 3 %% slower than the best 1D: %d%s"
           % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))
+    if hangs:
+        print("- left out, hit STARSCREAM_TIMEOUT (a hang): " + "; ".join(hangs))
     if vs_whole:
         print("- whole GPU / helper pick: geomean %.2fx (min %.2f, max %.2f)" % (geomean(vs_whole), min(vs_whole), max(vs_whole)))
     if args.plot:

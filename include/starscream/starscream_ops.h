@@ -203,12 +203,16 @@ sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
 
 /** How a call runs. */
 typedef enum {
-  SSC_GEMM_AUTO = 0,     /* the rule in docs/gemm.md: chunked where it pays, else unfused */
+  SSC_GEMM_AUTO = 0,     /* the measured rule in docs/gemm.md (on the H200: unfused; chunks
+                            when args.chunks >= 2 asks for them) */
   SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
   SSC_GEMM_CHUNKED = 2,  /* row chunks: the GEMM of one chunk on a side stream overlaps the
                             collective of another */
-  SSC_GEMM_FUSED = 3     /* reserved: the GEMM epilogue writing tiles to their owner; not built
-                            yet (refused with sscInvalidUsage) */
+  SSC_GEMM_FUSED = 3     /* sscGemmReduceScatter only, up to 16 ranks: no collective call; each
+                            rank's GEMM writes a chunk into its workspace, mapped into the peers,
+                            and each owner sums its rows out of every rank's slot behind
+                            per-chunk flags. Refused with sscInvalidUsage elsewhere (all-gather,
+                            more ranks, a backend that cannot map the workspace) */
 } sscGemmVariant_t;
 
 /** sscGemmArgs_t.flags */
@@ -224,7 +228,8 @@ typedef struct sscGemmConfig_v1 {
   unsigned int version;   /* SSC_VERSION_CODE */
   size_t workspace_bytes; /* per-rank scratch for the chunks (two slots of one chunk each plus
                              one rank's chunk); 0 = 256 MiB. A call whose whole collective does
-                             not fit a slot runs in more chunks. */
+                             not fit a slot runs in more chunks. The same on every rank (the
+                             fused variant reads the peers' slots at its own offsets). */
 } sscGemmConfig_t;
 #define SSC_GEMM_CONFIG_MAGIC 0x5353474du
 #define SSC_GEMM_CONFIG_INITIALIZER { sizeof(sscGemmConfig_t), SSC_GEMM_CONFIG_MAGIC, SSC_VERSION_CODE, 0 }

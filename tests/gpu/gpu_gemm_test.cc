@@ -2,8 +2,8 @@
 // or K MPS partitions of one GPU) run GEMM + reduce-scatter and all-gather + GEMM on cuBLASLt /
 // hipBLASLt and compare every rank's output with an fp32 host reference of the same rounded
 // inputs. Odd M/N/K (M not a multiple of K ranks, ranks owning one row or none), bf16 and fp16,
-// y in the input type or fp32, W stored [N][K] or [K][N], the unfused and chunked variants (the
-// chunked one with forced chunk counts and a workspace small enough for many chunks), and
+// y in the input type or fp32, W stored [N][K] or [K][N], the unfused, chunked and (reduce-scatter)
+// fused variants (with forced chunk counts and a workspace small enough for many chunks), and
 // larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
 // PASS/FAIL line per case with the worst error over all ranks; SKIPPED without a GPU.
 //
@@ -152,7 +152,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
                 (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
                 c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
                 c.gathered == 1 ? " x_gathered" : c.gathered == 2 ? " in-place" : "", c.variant,
-                variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", chunks, c.workspace, all);
+                variant == SSC_GEMM_FUSED ? "fused" : variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused",
+                chunks, c.workspace, all);
   CHECK_SSC(sscGemmDestroy(gemm));
   CHECK_GPU(hipFree(x));
   CHECK_GPU(hipFree(w));
@@ -188,6 +189,12 @@ int main(int argc, char** argv) {
         const size_t row = static_cast<size_t>(rs ? s.n * (out == sscFloat32 ? 4 : 2) : s.k * 2);
         runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 0,
                                (2 * g_nranks + 1) * row * 5, 0});
+        if (rs) {  // the fused variant: one chunk, three, and many through two reused slots
+          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0});
+          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 3, 0, 0});
+          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0,
+                                 (2 * g_nranks + 1) * row * 5, 0});
+        }
       }
   // The gathered X returned as well, separately and in place.
   for (int gathered : {1, 2}) {
@@ -196,6 +203,8 @@ int main(int argc, char** argv) {
   }
   // Shapes where the rule picks chunks by itself (>= 2 x 16 MiB moved), rows sampled.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
+  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_AUTO, 0, 0, 24});
   CHECK_GPU(hipStreamDestroy(stream));

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """perf/gemm_table.py on synthetic gemm_coll_perf records: the table has a row per (layer, M),
 the target lines are computed (a chunked op faster than unfused shows up as a speedup, an auto
-choice slower than unfused is named), and --plot writes a PNG (or says matplotlib is missing)."""
+choice slower than unfused is named, fused records get their own lines, a timed-out call is left
+out and named, --auto-as recomputes the auto figures), and --plot writes a PNG (or says
+matplotlib is missing)."""
 import json
 import os
 import subprocess
@@ -27,13 +29,21 @@ with open(k1, "w") as f1, open(k8, "w") as f8:
                     if cfg == "chunked" or (cfg == "auto" and m == 4096):
                         rec.update(variant="chunked", chunks=4)
                     f8.write(json.dumps(rec) + "\n")
+            f8.write(json.dumps(dict(base, P=8, config="rs.fused", us=75.0 if m == 4096 else 11.0,
+                                     variant="fused", chunks=2)) + "\n")
+    f8.write(json.dumps(dict(base, P=8, config="ag.chunked", M=256, us=3.0e7)) + "\n")  # a hang
 png = os.environ.get("GEMM_TABLE_PLOT", os.path.join(tmp, "plot.png"))
 out = subprocess.run([sys.executable, script, k1, k8, "--plot", png], capture_output=True, text=True)
 print(out.stdout, out.stderr)
 assert out.returncode == 0, out.returncode
 rows = [l for l in out.stdout.splitlines() if l.startswith("| l.")]
 assert len(rows) == 4, rows
-assert "(x4)" in out.stdout, "chunk counts of auto cells"
+assert "120 (c4)" in out.stdout, "chunk counts of auto cells"
+assert "75 (f2)" in out.stdout, "fused cells"
+assert "rs fused vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 2.00x over 2 cells" in out.stdout
+assert "hit STARSCREAM_TIMEOUT (a hang): l.o M=256 ag.chunked" in out.stdout
+again = subprocess.run([sys.executable, script, k1, k8, "--auto-as", "unfused"], capture_output=True, text=True)
+assert "auto > 3 % slower than unfused: 0 cell(s)" in again.stdout, again.stdout
 assert "1.25x over 4 cells" in out.stdout, "chunked vs unfused speedup where the collective is >= 20 %"
 assert "auto > 3 % slower than unfused: 4 cell(s)" in out.stdout
 assert os.path.exists(png) or "matplotlib is not installed" in out.stdout

@@ -2,10 +2,16 @@
 // validate every argument (the host arguments are the same on every rank, so every rank reaches
 // the same verdict before any collective starts), choose the plan, hand over to the backend's
 // half (host_gemm.cc or gpu_gemm.cc).
+#include <atomic>
+#include <chrono>
+#include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "src/api/api.h"
+#include "src/core/futex_wait.h"
 #include "src/core/log.h"
 #include "src/device/backend.h"
 #include "src/ops/gemm/gemm_context.h"
@@ -27,7 +33,45 @@ sscResult_t checkContext(const char* fn, sscGemmContext* g) {
   return sscSuccess;
 }
 
+// A fused call returns before every owner has read this rank's slots (the next call's first
+// wait covers that), so before the workspace goes, wait here until they have: the done flags of
+// the last use of each slot, from every rank. Bounded by STARSCREAM_TIMEOUT (then freed anyway,
+// with a warning: a peer that never reads is gone or hung).
+void waitFusedReaders(sscGemmContext* g) {
+  const int K = g->comm->nranks;
+  const auto start = std::chrono::steady_clock::now();
+  const double limit = shmTimeoutSeconds();
+  std::vector<uint32_t> flags((kFusedDoneOff + 2 * kFusedMaxRanks * 4) / 4);
+  for (;;) {
+    bool all = true;
+    if (g->onGpu) {
+      if (!gpuFusedFlags(g, flags.data(), flags.size() * 4)) return;
+    } else {
+      for (size_t i = 0; i < flags.size(); ++i)
+        flags[i] = std::atomic_ref<uint32_t>(static_cast<uint32_t*>(static_cast<void*>(
+                       static_cast<char*>(g->workspace) + g->workspaceBytes))[i]).load(std::memory_order_acquire);
+    }
+    for (uint32_t back = 0; back < 2 && back < g->fusedUses; ++back) {
+      const uint32_t use = g->fusedUses - back;
+      for (int q = 0; q < K; ++q)
+        all = all && static_cast<int32_t>(flags[kFusedDoneOff / 4 + (use % 2) * kFusedMaxRanks + q] - use) >= 0;
+    }
+    if (all) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (limit > 0 && waited > limit) {
+      SSC_LOG(kWarn, "sscGemmDestroy: peers did not finish reading this rank's fused GEMM slots "
+              "within STARSCREAM_TIMEOUT; freeing the workspace anyway");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void freeContext(sscGemmContext* g) {
+  if (!g->fusedPeers.empty()) {
+    if (g->fusedUses > 0) waitFusedReaders(g);
+    (void)g->backend->deregisterBuffer(g->comm, g->workspace, g->fusedPeers);  // local unmaps
+  }
   if (g->onGpu) gpuDestroy(g);  // frees the workspace too, on the context's device
   if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);
   g->magic = 0;
@@ -83,7 +127,8 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->y = a->y;
   c->xGathered = a->x_gathered;
   std::string why;
-  if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why))
+  const bool fusedAvailable = !g->fusedTried || !g->fusedPeers.empty();
+  if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable))
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
   if (!checkPointers) return sscSuccess;
@@ -109,6 +154,26 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   return sscSuccess;
 }
 
+const char* variantName(int v) {
+  return v == SSC_GEMM_FUSED ? "fused" : v == SSC_GEMM_CHUNKED ? "chunked" : "unfused";
+}
+
+// The first fused call maps the context's workspace into every peer: collective, and reached on
+// every rank at the same call (the plan depends only on the arguments and on this state). An
+// empty fusedPeers afterwards (the backend cannot share it) rules the fused variant out.
+sscResult_t mapWorkspace(const char* fn, sscGemmContext* g) {
+  g->fusedTried = true;
+  SSC_CHECK(g->backend->registerBuffer(g->comm, g->workspace, g->workspaceBytes + kFusedFlagBytes,
+                                       &g->fusedPeers));
+  if (!g->fusedPeers.empty() && static_cast<int>(g->fusedPeers.size()) != g->comm->nranks) {
+    (void)g->backend->deregisterBuffer(g->comm, g->workspace, g->fusedPeers);
+    g->fusedPeers.clear();
+  }
+  if (g->fusedPeers.empty())
+    SSC_LOG(kInfo, "{}: the workspace cannot be mapped into the peers: no fused variant", fn);
+  return sscSuccess;
+}
+
 sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* args,
                 sscStream_t stream) {
   SSC_CHECK(checkContext(fn, g));
@@ -116,12 +181,34 @@ sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a
   SSC_CHECK(checkComm(fn, g->comm));
   Call c;
   SSC_CHECK(prepare(fn, g, op, args, &c));
+  if (c.plan.variant == SSC_GEMM_FUSED && !g->fusedTried) {
+    SSC_CHECK(mapWorkspace(fn, g));
+    if (g->fusedPeers.empty()) SSC_CHECK(prepare(fn, g, op, args, &c));  // refused, or AUTO re-plans
+  }
   SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {} ({})", fn, c.p.m, c.p.n, c.p.k,
-          c.plan.variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", c.plan.chunks, c.plan.reason);
+          variantName(c.plan.variant), c.plan.chunks, c.plan.reason);
   return g->onGpu ? gpuRun(g, c, stream) : hostRun(g, c, stream);
 }
 
 }  // namespace
+
+namespace ssc::gemm {
+
+namespace {
+char* flagsOf(sscGemmContext* g, int q) { return static_cast<char*>(g->fusedPeers[q]) + g->workspaceBytes; }
+}  // namespace
+
+uint32_t* fusedReady(sscGemmContext* g, int q, int slot) {
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedReadyOff) + slot;
+}
+uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner) {
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedDoneOff) + slot * kFusedMaxRanks + owner;
+}
+uint32_t* fusedBell(sscGemmContext* g, int q) {
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedBellOff);
+}
+
+}  // namespace ssc::gemm
 
 SSC_API sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
                                     int64_t* num_rows) {
@@ -159,7 +246,16 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->device = comm->device;
     g->onGpu = comm->backend->deviceIndex() >= 0;
     g->workspaceBytes = cfg.workspace_bytes != 0 ? cfg.workspace_bytes : kDefaultWorkspaceBytes;
-    sscResult_t r = g->onGpu ? gpuCreate(g) : g->backend->memAlloc(&g->workspace, g->workspaceBytes);
+    // Rounded so the flags after it sit 16-byte aligned; every rank rounds alike.
+    g->workspaceBytes = (g->workspaceBytes + 15) / 16 * 16;
+    sscResult_t r = sscSuccess;
+    if (g->onGpu) {
+      r = gpuCreate(g);
+    } else {
+      r = g->backend->memAlloc(&g->workspace, g->workspaceBytes + kFusedFlagBytes);
+      if (r == sscSuccess)
+        std::memset(static_cast<char*>(g->workspace) + g->workspaceBytes, 0, kFusedFlagBytes);
+    }
     if (r != sscSuccess) {
       freeContext(g);
       return r;
@@ -238,5 +334,6 @@ void gpuDestroy(sscGemmContext*) {}
 sscResult_t gpuRun(sscGemmContext*, const Call&, sscStream_t) {
   return fail(sscInternalError, "gemm: GPU backend not built");
 }
+bool gpuFusedFlags(sscGemmContext*, uint32_t*, size_t) { return false; }
 }  // namespace ssc::gemm
 #endif

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "src/ops/gemm/gemm_plan.h"
 #include "starscream/starscream_ops.h"
@@ -44,17 +45,32 @@ struct sscGemmContext {
   int device = -1;
   bool onGpu = false;
   size_t workspaceBytes = 0;
-  void* workspace = nullptr;  // backend memory: [slot 0][slot 1][pad]
+  // backend memory: [slot 0][slot 1][pad] in workspaceBytes, then kFusedFlagBytes of flags
+  // (zeroed at creation) for the fused variant
+  void* workspace = nullptr;
   ssc::gemm::GpuGemmState* gpu = nullptr;
+  // The fused variant: the workspace mapped into every peer (registered on the first fused call,
+  // collectively; fusedPeers[q] is rank q's workspace as mapped here) and the number of chunks
+  // run fused so far (the flags' values; the same on every rank, as calls are collective).
+  bool fusedTried = false;
+  std::vector<void*> fusedPeers;
+  uint32_t fusedUses = 0;
 };
 
 namespace ssc::gemm {
 
 sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream);
 
+// The fused variant's flags in rank q's workspace (fusedPeers[q]; q = own rank: local).
+uint32_t* fusedReady(sscGemmContext* g, int q, int slot);
+uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner);
+uint32_t* fusedBell(sscGemmContext* g, int q);
+
 // GPU backend (built only with one; the API reports sscInternalError otherwise).
 sscResult_t gpuCreate(sscGemmContext* g);
 void gpuDestroy(sscGemmContext* g);
 sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream);
+// Copies the first `bytes` of this rank's fused flags to host memory (false on failure).
+bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes);
 
 }  // namespace ssc::gemm

@@ -27,14 +27,31 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 }  // namespace
 
+bool autoPicksFused(const Problem& p, const Plan& otherwise) {
+  (void)p, (void)otherwise;
+  return false;
+}
+
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
-              Plan* plan, std::string* why) {
+              Plan* plan, std::string* why, bool fusedAvailable) {
   Plan pl;
   pl.block = blockRows(p.m, p.nranks);
   if (requestVariant == SSC_GEMM_FUSED) {
-    *why = "variant SSC_GEMM_FUSED (the GEMM epilogue writing each tile to its owner) is not "
-           "built yet; use SSC_GEMM_AUTO, SSC_GEMM_CHUNKED or SSC_GEMM_UNFUSED";
-    return false;
+    if (p.op != Op::kReduceScatter) {
+      *why = "variant SSC_GEMM_FUSED is built for sscGemmReduceScatter only; all-gather + GEMM "
+             "runs SSC_GEMM_AUTO, SSC_GEMM_CHUNKED or SSC_GEMM_UNFUSED";
+      return false;
+    }
+    if (p.nranks > kFusedMaxRanks) {
+      *why = fmt::format("variant SSC_GEMM_FUSED runs on at most {} ranks (the communicator has {})",
+                         kFusedMaxRanks, p.nranks);
+      return false;
+    }
+    if (!fusedAvailable) {
+      *why = "variant SSC_GEMM_FUSED needs the context's workspace mapped into every peer, which "
+             "this backend or communicator cannot do; use SSC_GEMM_AUTO or SSC_GEMM_CHUNKED";
+      return false;
+    }
   }
   if (requestVariant < SSC_GEMM_AUTO || requestVariant > SSC_GEMM_FUSED) {
     *why = fmt::format("variant = {} is not an sscGemmVariant_t", requestVariant);
@@ -57,15 +74,19 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   const int64_t byRule = std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
   int64_t chunks = 1;
   if (requestVariant == SSC_GEMM_AUTO) {
-    chunks = requestChunks > 0 ? requestChunks : byRule;
+    // Measured on the H200 at K = 8 (perf/RESULTS.md, session 5): the chunked variant was slower
+    // than unfused in every cell of the TP8 table (its per-chunk collectives and the strided
+    // GEMMs share the partition's SMs with each other), so the rule runs unfused unless the
+    // caller asks for chunks; the fused variant only where autoPicksFused says it measured faster.
+    chunks = requestChunks > 0 ? requestChunks : 1;
     pl.variant = chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED;
-    pl.reason = requestChunks > 0
-                    ? fmt::format("{} chunks asked for", requestChunks)
-                    : chunks >= 2 ? fmt::format("the collective moves {:.1f} MiB: {} chunks of >= {} MiB",
-                                                mib(total), chunks, mib(kMinChunkBytes))
-                                  : fmt::format("the collective moves {:.1f} MiB < 2 x {} MiB: "
-                                                "chunking would not pay, unfused", mib(total),
-                                                mib(kMinChunkBytes));
+    pl.reason = requestChunks > 0 ? fmt::format("{} chunks asked for", requestChunks)
+                                  : fmt::format("the collective moves {:.1f} MiB: unfused (the measured "
+                                                "rule: chunking did not pay on the H200)", mib(total));
+  } else if (requestVariant == SSC_GEMM_FUSED) {
+    chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(1, byRule);
+    pl.variant = SSC_GEMM_FUSED;
+    pl.reason = "fused variant asked for";
   } else if (requestVariant == SSC_GEMM_CHUNKED) {
     chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(2, byRule);
     pl.variant = SSC_GEMM_CHUNKED;
@@ -76,7 +97,7 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
     pl.reason = "unfused variant asked for";
   }
   chunks = std::clamp<int64_t>(chunks, 1, pl.block);
-  pl.slots = pl.variant == SSC_GEMM_CHUNKED ? 2 : 1;
+  pl.slots = pl.variant == SSC_GEMM_UNFUSED ? 1 : 2;
   int64_t cr = (pl.block + chunks - 1) / chunks;
   if (rowBytes > 0) {
     const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes;
@@ -97,6 +118,15 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.chunks = static_cast<int>((pl.block + cr - 1) / cr);
   pl.slotBytes = static_cast<size_t>(p.nranks) * cr * rowBytes;
   pl.padBytes = cr * rowBytes;
+  if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable &&
+      p.op == Op::kReduceScatter && p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl)) {
+    Plan fused;
+    std::string ignored;
+    if (makePlan(p, SSC_GEMM_FUSED, 0, workspaceBytes, &fused, &ignored, true)) {
+      fused.reason = "the measured rule picks the fused variant (" + pl.reason + ")";
+      pl = fused;
+    }
+  }
   *plan = pl;
   return true;
 }

@@ -52,18 +52,37 @@ struct Plan {
   int chunks = 1;
   int64_t block = 0;      // c = ceil(m / nranks)
   int64_t chunkRows = 0;  // rows of each block per chunk (the last chunk may have fewer)
-  int slots = 1;          // workspace slots in flight: 2 for the chunked variant
+  int slots = 1;          // workspace slots in flight: 2 for the chunked and fused variants
   size_t slotBytes = 0;   // nranks * chunkRows * width * collBytes
   size_t padBytes = 0;    // one rank's chunk: chunkRows * width * collBytes
   bool direct = false;    // one rank: the GEMM writes y, no collective, no workspace
   std::string reason;     // why this variant and chunk count (logged at INFO)
 };
 
+// The fused variant (reduce-scatter only): each rank's GEMM writes a chunk's partial rows into a
+// slot of its registered workspace, sets the chunk's ready flag there; each owner waits for every
+// rank's flag, sums its rows straight out of the K slots (peer mappings, no collective call) and
+// sets a done flag in each producer's workspace, which the producer waits for before refilling
+// that slot. Flags live in a fixed tail after the workspace (same offsets on every rank).
+constexpr int kFusedMaxRanks = 16;
+constexpr size_t kFusedFlagBytes = 4096;
+constexpr size_t kFusedReadyOff = 0;    // uint32 ready[slot]: the producer's chunk use number
+constexpr size_t kFusedBellOff = 64;    // uint32: the host backend's futex word for this rank
+constexpr size_t kFusedDoneOff = 128;   // uint32 done[slot][owner]: owner finished reading
+constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed out (host backend: unused)
+
+// Whether SSC_GEMM_AUTO runs a reduce-scatter fused, given the plan the rule chose otherwise
+// (the measured rule, docs/gemm.md and perf/RESULTS.md session 5).
+bool autoPicksFused(const Problem& p, const Plan& otherwise);
+
 // Chooses the plan for `requestVariant` (an sscGemmVariant_t) and `requestChunks` (0 or a
 // minimum) within workspaceBytes. Returns false with *why set when the call cannot run (the
-// workspace cannot hold one row per rank, or the fused variant is asked for).
+// workspace cannot hold one row per rank, or the fused variant is asked for where it is not
+// built: all-gather, more than kFusedMaxRanks ranks, or fusedAvailable false: the workspace
+// could not be mapped into the peers). SSC_GEMM_AUTO considers the fused variant only when
+// fusedAvailable.
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
-              Plan* plan, std::string* why);
+              Plan* plan, std::string* why, bool fusedAvailable = true);
 
 struct ChunkRows {
   int64_t begin = 0;  // first row within each block

@@ -10,13 +10,16 @@
 // it two chunks ago (the order and the events: schedule() in gemm_plan.cc). Nothing here waits
 // for the device on the host.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
 #include "src/api/api.h"
 #include "src/device/backend.h"
-#include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_runtime.h"
+#include "src/core/futex_wait.h"
+#include "src/device/gpu/gpu_launch_order.h"
+#include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
 
 namespace ssc::gemm {
@@ -70,6 +73,11 @@ class GpuGemmState {
   hipEvent_t start = nullptr;
   hipEvent_t gemmDone[2] = {nullptr, nullptr};
   hipEvent_t collDone[2] = {nullptr, nullptr};
+  // The fused variant's wait timeouts: pinned host words {code, peer}, as the kernels see them.
+  volatile uint32_t* errHost = nullptr;
+  uint32_t* errDevice = nullptr;
+  uint64_t timeoutTicks = 0;
+  int sms = 1;
 #if defined(STARSCREAM_HAVE_BLASLT)
   hipblasLtHandle_t lt = nullptr;
   void* blasWorkspace = nullptr;
@@ -182,16 +190,41 @@ sscResult_t gpuCreate(sscGemmContext* g) {
 #else
   // Left uninitialised: rows past m in a slot or the pad only ever feed rows nobody keeps, and a
   // hipMemset on the null stream could wait behind another communicator's kernel.
-  SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes));
+  SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes + kFusedFlagBytes));
   auto* s = new GpuGemmState;
   g->gpu = s;
   SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+  // The fused variant's flags start at zero (no chunk published, none read) before any peer can
+  // map them (the first fused call), on the side stream: the null stream could wait behind
+  // another communicator's kernel.
+  SSC_CHECK(gpuCheck(hipMemsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
+                                    kFusedFlagBytes, s->side), "hipMemsetAsync"));
+  SSC_CHECK(gpuCheck(hipStreamSynchronize(s->side), "hipStreamSynchronize"));
+  void* err = nullptr;
+  SSC_CHECK(gpuCheck(hipHostMalloc(&err, 64, hipHostMallocMapped), "hipHostMalloc"));
+  s->errHost = static_cast<volatile uint32_t*>(err);
+  for (int i = 0; i < 16; ++i) s->errHost[i] = 0;
+  SSC_CHECK(gpuCheck(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
+                     "hipHostGetDevicePointer"));
+  const double seconds = shmTimeoutSeconds(), ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
+  if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18) s->timeoutTicks = static_cast<uint64_t>(ticks);
+  if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) != hipSuccess) s->sms = 1;
   for (hipEvent_t* e : {&s->start, &s->gemmDone[0], &s->gemmDone[1], &s->collDone[0], &s->collDone[1]})
     SSC_CHECK(gpuCheck(hipEventCreateWithFlags(e, hipEventDisableTiming), "hipEventCreateWithFlags"));
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
   SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
   return sscSuccess;
 #endif
+}
+
+bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes) {
+  gpu::DeviceGuard onDevice(g->device);
+  GpuGemmState* s = g->gpu;
+  // On the side stream: the null stream could wait behind another communicator's kernel.
+  return s != nullptr &&
+         hipMemcpyAsync(out, static_cast<char*>(g->workspace) + g->workspaceBytes, bytes,
+                        hipMemcpyDeviceToHost, s->side) == hipSuccess &&
+         hipStreamSynchronize(s->side) == hipSuccess;
 }
 
 void gpuDestroy(sscGemmContext* g) {
@@ -203,12 +236,91 @@ void gpuDestroy(sscGemmContext* g) {
   for (hipEvent_t e : {s->start, s->gemmDone[0], s->gemmDone[1], s->collDone[0], s->collDone[1]})
     if (e != nullptr) (void)hipEventDestroy(e);
   if (s->side != nullptr) (void)hipStreamDestroy(s->side);
+  if (s->errHost != nullptr) (void)hipHostFree(const_cast<uint32_t*>(s->errHost));
 #if defined(STARSCREAM_HAVE_BLASLT)
   if (s->blasWorkspace != nullptr) (void)hipFree(s->blasWorkspace);
 #endif
   delete s;
   g->gpu = nullptr;
 }
+
+#if defined(STARSCREAM_HAVE_BLASLT)
+namespace {
+
+sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
+
+// The fused GEMM + reduce-scatter (gemm_plan.h). Per chunk: wait until every owner has read
+// what this rank's slot held before (done flags), the chunk's GEMM pieces into the local slot,
+// publish it (ready flag); wait for every rank's ready flag, sum this rank's rows out of the K
+// slots in place (peer mappings) into y, tell each producer (done flag in its workspace). One
+// chunk runs all of it on the caller's stream (publishing and waiting in one launch: at small M
+// every kernel boundary shows); more chunks run the GEMMs on the side stream, so GEMM j + 1
+// overlaps the sum of chunk j. The waits are one-warp kernels, so they never hold the SMs a
+// GEMM needs. Nothing waits at the end for the owners to finish reading: the next call's first
+// wait covers both slots (its plan may lay the slots out differently), and destroy waits too.
+sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
+  GpuGemmState* gs = g->gpu;
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ob = typeBytes(c.outType);
+  const int me = c.rank, K = p.nranks;
+  if (gs->errHost[0] != 0)
+    return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
+                "peer is missing or hung; the context's results since then are not valid (destroy it)",
+                gs->errHost[1]);
+  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks};
+  const bool overlap = pl.chunks > 1;
+  const hipStream_t gemmStream = overlap ? gs->side : s;
+  if (overlap) {
+    SSC_CHECK(gpuCheck(hipEventRecord(gs->start, s), "hipEventRecord"));
+    SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->start, 0), "hipStreamWaitEvent"));
+  }
+  const uint32_t* flags[gpu::kFusedMaxWaits];
+  uint32_t targets[gpu::kFusedMaxWaits];
+  uint32_t* doneAt[gpu::kFusedMaxRanks];
+  const void* srcs[gpu::kFusedMaxRanks];
+  for (int j = 0; j < pl.chunks; ++j) {
+    const uint32_t use = ++g->fusedUses;
+    const int slot = static_cast<int>(use % pl.slots);
+    const ChunkRows cr = chunkRows(pl, j);
+    void* mySlot = static_cast<char*>(g->workspace) + slot * pl.slotBytes;
+    // Before the GEMM: every owner read this slot's previous use; on the first chunk also the
+    // other slot's (the last call's plan may have laid its slots over this one).
+    int n = 0;
+    for (int back = 0; back < (j == 0 ? pl.slots : 1); ++back) {
+      const uint32_t prev = use - pl.slots + back;  // the earlier use of slot (use + back) % slots
+      for (int q = 0; q < K; ++q, ++n) {
+        flags[n] = fusedDone(g, me, static_cast<int>(prev % pl.slots), q);
+        targets[n] = prev;
+      }
+    }
+    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sink, gemmStream), "fused wait"));
+    for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, mySlot, piece, gemmStream));
+    uint32_t* myReady = fusedReady(g, me, slot);
+    for (int q = 0; q < K; ++q) {
+      flags[q] = fusedReady(g, q, slot);
+      targets[q] = use;
+      doneAt[q] = fusedDone(g, q, slot, me);
+      srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
+    }
+    if (overlap) SSC_CHECK(launched(gpu::launchFusedSignal(&myReady, 1, use, gs->side), "fused signal"));
+    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, K, overlap ? nullptr : myReady, use, sink, s),
+                       "fused wait"));
+    const int64_t mine = ownChunkRows(p, pl, j, me);
+    if (mine > 0)
+      SSC_CHECK(launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
+                                                static_cast<size_t>(mine * p.n), static_cast<int>(ob),
+                                                c.outType == sscBfloat16, 4 * gs->sms, s), "fused reduce"));
+    SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
+  }
+  if (!overlap) return sscSuccess;
+  // The caller's stream ends after the side stream's last work (it reads x and w).
+  SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[0], gs->side), "hipEventRecord"));
+  return gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[0], 0), "hipStreamWaitEvent");
+}
+
+}  // namespace
+#endif
 
 sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
 #if !defined(STARSCREAM_HAVE_BLASLT)
@@ -234,6 +346,7 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
                          "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
+  if (pl.variant == SSC_GEMM_FUSED) return runFused(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   hipEvent_t events[kNumEvents] = {gs->start, gs->gemmDone[0], gs->gemmDone[1], gs->collDone[0], gs->collDone[1]};

@@ -2,9 +2,14 @@
 // thread (hostGemm, fp32 accumulation), then the core's collective on the same communicator and
 // stream. Nothing overlaps here: the host backend is how CI runs the plans (chunking, row
 // ranges, the pad buffer of ranks that own fewer rows) end to end against a reference.
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "src/api/api.h"
+#include "src/comm/comm.h"
+#include "src/core/futex_wait.h"
+#include "src/kernels/host/reduce.h"
 #include "src/device/backend.h"
 #include "src/ops/gemm/gemm_context.h"
 
@@ -27,6 +32,69 @@ void runPieces(const Call& c, int j, const void* a, void* d) {
                c.weightKN, n);
 }
 
+float loadAs(const void* base, size_t i, sscDataType_t t) {
+  if (t == sscFloat32) return static_cast<const float*>(base)[i];
+  const uint16_t v = static_cast<const uint16_t*>(base)[i];
+  return t == sscFloat16 ? halfToFloat(v) : bf16ToFloat(v);
+}
+
+void storeAs(void* base, size_t i, sscDataType_t t, float x) {
+  if (t == sscFloat32) static_cast<float*>(base)[i] = x;
+  else static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
+}
+
+std::atomic_ref<uint32_t> word(uint32_t* p) { return std::atomic_ref<uint32_t>(*p); }
+bool reached(uint32_t v, uint32_t target) { return static_cast<int32_t>(v - target) >= 0; }
+
+// The fused variant on the host backend: the same flags and slots as the GPU half (gpu_gemm.cc),
+// in one serial order per rank. Each rank publishes chunk j before it waits for anyone's chunk
+// j, and waits for a slot's readers only two chunks later, so no rank waits in a cycle. The
+// call returns without waiting for its slots' readers: the next call's first chunk, or destroy,
+// waits for them.
+sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ob = typeBytes(c.outType);
+  const int me = c.rank, K = p.nranks;
+  const std::atomic<bool>* abort = &g->comm->abortFlag;
+  auto bell = [&](int q) { return reinterpret_cast<std::atomic<uint32_t>*>(fusedBell(g, q)); };
+  for (int j = 0; j < pl.chunks; ++j) {
+    const uint32_t use = ++g->fusedUses;
+    const int slot = static_cast<int>(use % pl.slots);
+    const ChunkRows cr = chunkRows(pl, j);
+    char* mySlot = static_cast<char*>(g->workspace) + slot * pl.slotBytes;
+    // Every owner has read this slot's previous use; on the first chunk also the other slot's
+    // (the last call's plan may have laid its slots over this one), as on the GPU.
+    for (int back = 0; back < (j == 0 ? pl.slots : 1); ++back) {
+      const uint32_t prev = use - pl.slots + back;
+      for (int q = 0; q < K; ++q)
+        SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>(prev % pl.slots), q))
+                                                             .load(std::memory_order_acquire), prev); },
+                          abort, "reuse a GEMM slot read by", q));
+    }
+    runPieces(c, j, c.x, mySlot);
+    word(fusedReady(g, me, slot)).store(use, std::memory_order_release);
+    shmNotify(bell(me));
+    for (int q = 0; q < K; ++q)
+      SSC_CHECK(shmWait(bell(q), [&] { return reached(word(fusedReady(g, q, slot)).load(std::memory_order_acquire), use); },
+                        abort, "wait for the GEMM chunk of", q));
+    const int64_t mine = ownChunkRows(p, pl, j, me);
+    const size_t elems = static_cast<size_t>(mine * p.n);
+    char* dst = byte(c.y, cr.begin * p.n * ob);
+    for (size_t i = 0; i < elems; ++i) {
+      float acc = 0.0f;
+      for (int q = 0; q < K; ++q)
+        acc += loadAs(cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob), i, c.outType);
+      storeAs(dst, i, c.outType, acc);
+    }
+    for (int q = 0; q < K; ++q) {
+      word(fusedDone(g, q, slot, me)).store(use, std::memory_order_release);
+      shmNotify(bell(q));
+    }
+  }
+  return sscSuccess;
+}
+
 }  // namespace
 
 sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
@@ -47,6 +115,7 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     if (c.xGathered != nullptr && c.xGathered != c.x) std::memcpy(c.xGathered, c.x, p.m * p.k * ib);
     return sscSuccess;
   }
+  if (pl.variant == SSC_GEMM_FUSED) return hostRunFused(g, c);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   // The GPU half's schedule, run in its list order (a valid serial order); streams and events

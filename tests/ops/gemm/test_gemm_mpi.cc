@@ -1,8 +1,8 @@
 // The fused GEMM-collectives end to end on the host backend under mpirun (1-4 ranks): both ops,
 // odd M/N/K (M not a multiple of the rank count, ranks that own one row or none), bf16 and
 // fp16, y in the input type or fp32, W stored [N][K] or [K][N], the unfused and chunked
-// variants, and a workspace so small that a call runs in many chunks, against an fp32 reference
-// of the same rounded inputs. Also the argument checks every rank must agree on.
+// variants (and the fused one for the reduce-scatter), and a workspace so small that a call runs
+// in many chunks, against an fp32 reference of the same rounded inputs. Also the argument checks every rank must agree on.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -176,6 +176,48 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
   // Small: the rule runs it unfused; the tiny workspace still cuts it into chunks.
   EXPECT_EQ(variant, SSC_GEMM_UNFUSED);
   EXPECT_EQ(chunks, g_n == 1 ? 1 : 2) << "37 rows, 58-byte rows, 1800-byte workspace";
+  EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
+  EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
+}
+
+// The fused variant (reduce-scatter only): each rank's GEMM into its registered workspace, the
+// owners sum their rows out of every rank's slot behind per-chunk flags. One chunk, forced
+// chunks, and a workspace of a row or two per chunk (the two slots reused many times, so the
+// done flags are what keeps a producer from overwriting rows an owner has not read), called
+// twice on each context (the flags carry over between calls). ctest runs it on 1-4 and 6, 8 ranks.
+TEST_F(GemmMpi, FusedOddShapes) {
+  sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
+  cfg.workspace_bytes = 1 << 20;
+  sscGemm_t big = nullptr, tiny = nullptr;
+  ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
+  cfg.workspace_bytes = (2 * 8 + 1) * 33 * 4 * 2;  // two rows of the widest case per chunk at 8 ranks
+  ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {64, 33, 17}, {3, 8, 5}, {5, 8, 0}, {0, 3, 3}};
+  int index = 0;
+  for (const auto& s : shapes)
+    for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
+      const int mode = index++ % 4;
+      Case c{true, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
+      for (int rep = 0; rep < 2; ++rep) runCase(c, big);
+      c.chunks = 3;
+      runCase(c, big);
+      c.chunks = 0;
+      c.tinyWorkspace = true;
+      for (int rep = 0; rep < 2; ++rep) runCase(c, tiny);
+      if (HasFailure()) break;
+    }
+  if (g_n > 1) {  // what the ops report for a fused plan
+    int variant = -1, chunks = -1;
+    sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+    a.m = 37, a.n = 29, a.k = 19;
+    a.variant = SSC_GEMM_FUSED;
+    EXPECT_EQ(sscGemmQueryPlan(tiny, 0, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(variant, SSC_GEMM_FUSED);
+    EXPECT_GE(chunks, 2);
+    EXPECT_EQ(sscGemmQueryPlan(tiny, 1, &a, &variant, &chunks), sscInvalidUsage);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("sscGemmReduceScatter only"), std::string::npos);
+  }
   EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
 }

@@ -55,21 +55,29 @@ TEST(GemmPlanRule, SmallCallsRunUnfused) {
   EXPECT_EQ(pl.chunkRows, 2);
 }
 
-TEST(GemmPlanRule, LargeCallsChunkInPiecesOfAtLeastTheMinimum) {
+TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   Plan pl;
   std::string why;
-  // 16384 x 8192 bf16 = 256 MiB reduce-scattered: at most kMaxChunks chunks.
+  // 16384 x 8192 bf16 = 256 MiB reduce-scattered. AUTO: unfused (chunking measured slower on
+  // the H200); forced chunked: at most kMaxChunks chunks of at least kMinChunkBytes.
   const Problem p = problem(Op::kReduceScatter, 16384, 8192, 128, 8);
   ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(pl.chunks, 1);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_CHUNKED, 0, size_t{1} << 30, &pl, &why));
   EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
   EXPECT_EQ(pl.chunks, kMaxChunks);
   EXPECT_GE(pl.slotBytes, kMinChunkBytes);
   // 4096 x 8192 bf16 = 64 MiB: 4 chunks of 16 MiB.
-  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), SSC_GEMM_AUTO, 0,
+  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), SSC_GEMM_CHUNKED, 0,
                        size_t{1} << 30, &pl, &why));
   EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
   EXPECT_EQ(pl.chunks, 4);
   EXPECT_EQ(pl.slots, 2);
+  // AUTO with chunks asked for runs them.
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 3, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  EXPECT_EQ(pl.chunks, 3);
 }
 
 TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
@@ -84,7 +92,28 @@ TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
 }
 
-TEST(GemmPlanRule, RefusesFusedAndBadRequests) {
+TEST(GemmPlanRule, FusedReduceScatterOnly) {
+  Plan pl;
+  std::string why;
+  const Problem rs = problem(Op::kReduceScatter, 10, 10, 10, 2);
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, SSC_GEMM_FUSED);
+  EXPECT_EQ(pl.chunks, 1);  // small: one chunk, no collective call either way
+  EXPECT_EQ(pl.slots, 2);
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunks, 3);
+  // Refused where it is not built, with the reason.
+  EXPECT_FALSE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(why.find("mapped"), std::string::npos) << why;
+  EXPECT_FALSE(makePlan(problem(Op::kReduceScatter, 10, 10, 10, kFusedMaxRanks + 1), SSC_GEMM_FUSED, 0,
+                        1 << 20, &pl, &why));
+  EXPECT_NE(why.find("at most"), std::string::npos) << why;
+  // AUTO never picks it where it cannot run.
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_AUTO, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(pl.variant, SSC_GEMM_FUSED);
+}
+
+TEST(GemmPlanRule, RefusesFusedAllGatherAndBadRequests) {
   Plan pl;
   std::string why;
   const Problem p = problem(Op::kAllGather, 10, 10, 10, 2);

@@ -1,0 +1,40 @@
+// Device pieces of the fused GEMM + reduce-scatter (src/ops/gemm, issue #18): per-chunk flags
+// in the partitions' registered workspaces and the owner's sum of its rows out of every
+// partition's slot, read in place through the peer mappings. No collective kernel, no staging
+// copy: a chunk's rows are read straight out of the slot the producer's GEMM wrote. Plain
+// declarations: g++ includes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ssc::gpu {
+
+constexpr int kFusedMaxRanks = 16;
+
+// Where a fused wait reports a timeout: pinned, host-mapped words {code, peer} (code 1 =
+// timeout). Every wait polls `word` and gives up at once when another wait already failed.
+struct FusedErrorSink {
+  uint32_t* word;  // device address of the host-mapped words
+  uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: wait forever
+};
+
+constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
+
+// One warp waits until every flags[i] (i < count <= kFusedMaxWaits) has reached targets[i]
+// (wrap-aware: the difference read as int32 is >= 0). flags may live in peers' memory. With
+// `signal` non-null, lane 0 first stores signalValue there (after a fence that orders the
+// stream's earlier writes before it): publish and wait in one launch.
+int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
+                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream);
+
+// One thread stores `value` into every flags[i] (i < count), after a fence that orders the
+// stream's earlier writes (the GEMM's tile, the reduction's reads) before it.
+int launchFusedSignal(uint32_t* const* flags, int count, uint32_t value, void* stream);
+
+// dst[i] = round_to_outType(sum over s < count of srcs[s][i]) for i < elems, fp32 accumulation
+// in source order. elemBytes: 2 (bf16 when bf16 is true, else fp16) or 4 (fp32).
+int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elems, int elemBytes,
+                      bool bf16, int maxBlocks, void* stream);
+
+}  // namespace ssc::gpu
