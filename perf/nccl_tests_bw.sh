@@ -6,9 +6,10 @@
 # copy (PyTorch's tensor copy, C bytes copied per second).
 #
 # Roofline per collective (each input byte read once, each output byte written once, at the copy
-# rate: C bytes read plus C written per second): all-reduce algbw C / K (busbw 2C(K-1)/K^2),
-# reduce-scatter and all-gather algbw 2C / (K + 1) (nccl-tests' size is the larger buffer). At
-# K = 1 busbw is 0 by definition; the table then gives algbw against the copy and the real NCCL.
+# rate: C bytes read plus C written per second): all-reduce and all-to-all algbw C / K (busbw
+# 2C(K-1)/K^2 and C(K-1)/K^2), reduce-scatter, all-gather, broadcast and reduce algbw 2C / (K + 1)
+# (nccl-tests' size is the larger buffer; broadcast and reduce busbw = algbw). At K = 1 busbw is
+# 0 by definition; the table then gives algbw against the copy and the real NCCL.
 #
 #   perf/nccl_tests_bw.sh --bin DIR --shim PATH [--out DIR] [--ks "8 4 2 1"]
 #                         [--colls "all_reduce reduce_scatter all_gather"] [--registered]
@@ -107,7 +108,13 @@ rows = {}
 for r in csv.DictReader(open(tsv), delimiter="\t"):
     rows[(r["coll"], int(r["K"]), r["lib"], int(r["bytes"]))] = r
 def roof_algbw(coll, k):
-    return copy / k if coll == "all_reduce" else 2 * copy / (k + 1)
+    # Each input byte read once and each output byte written once at the copy rate (C bytes
+    # read plus C written per second). All-reduce: k x S read, k x S written (S = nccl-tests'
+    # size); all-to-all likewise; reduce-scatter, all-gather: k x S on one side, S on the other;
+    # broadcast: S read (the root's), k x S written; reduce: k x S read, S written.
+    return copy / k if coll in ("all_reduce", "alltoall") else 2 * copy / (k + 1)
+def bus_factor(coll, k):  # nccl-tests' busbw / algbw
+    return {"all_reduce": 2 * (k - 1) / k, "broadcast": 1, "reduce": 1}.get(coll, (k - 1) / k)
 def human(b):
     for unit, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if b >= s: return f"{b // s} {unit}"
@@ -127,7 +134,7 @@ for c, k, l in keys:
         if k == 1:
             v = float(r["algbw"]); cells.append(f"{v:.0f} ({100 * v / roof_algbw(c, 1):.0f} %)")
         else:
-            v = float(r["busbw"]); roof = roof_algbw(c, k) * (k - 1) / k * (2 if c == "all_reduce" else 1)
+            v = float(r["busbw"]); roof = roof_algbw(c, k) * bus_factor(c, k)
             cells.append(f"{v:.0f} ({100 * v / roof:.0f} %)")
     print(f"| {c} | {k} | {names[l]} | " + " | ".join(cells) + " |")
 for c in sorted({c for c, _, _, _ in rows}):
