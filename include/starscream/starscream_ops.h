@@ -12,7 +12,9 @@
  * Decode, per call: the query heads are all-gathered when each rank holds a slice of them; each
  * rank computes, in fp32, the attention of every query head over the KV tokens it owns (a
  * partial output and its log-sum-exp, LSE = -inf for a rank that owns none); the ranks
- * all-gather the partials (sscAllGather on the communicator and stream) and merge them in fp32.
+ * exchange the partials and merge them in fp32: on one node's GPUs each rank stores its rows
+ * straight into the ranks that return them and the merge starts on arrival (no collective
+ * call), elsewhere through sscAllGather on the communicator and stream (sscKvExchange_t).
  * The merge is exact (the softmax over all tokens), so the result does not depend on the
  * placement, up to fp32 rounding.
  *
@@ -82,12 +84,32 @@ typedef struct sscKvCacheConfig_v1 {
   sscDataType_t dtype;  /* K/V storage: sscBfloat16 (default) or sscFloat16 */
   int interleave;       /* an sscKvInterleave_t; default SSC_KV_PAGE_ROUND_ROBIN */
   int block_pages;      /* SSC_KV_CONTIGUOUS only: pages per run, >= 1 (default 16) */
+  int exchange;         /* an sscKvExchange_t: how a decode's ranks exchange (default AUTO) */
 } sscKvCacheConfig_t;
+
+/**
+ * How the ranks of a decode exchange queries and partial results.
+ */
+typedef enum {
+  /* FUSED where every rank's exchange scratch can be mapped by its peers (the GPU backends on
+     one node), else ALLGATHER. */
+  SSC_KV_EXCHANGE_AUTO = 0,
+  /* Through the communicator's sscAllGather: one for the query slices (sharded heads only),
+     one for the partials, then a merge kernel. */
+  SSC_KV_EXCHANGE_ALLGATHER = 1,
+  /* No collective call: each rank stores its partial rows straight into the exchange scratch
+     of the ranks that return those heads (every rank, or the head's owner with
+     SSC_ATTN_OUT_SHARDED_HEADS), each row with a per-call flag, and the merge starts on
+     arrival; query slices travel the same way in one launch. The cache registers its scratch
+     on the communicator (sscCommRegister) at create. Refused by sscKvCacheCreate with
+     sscInvalidUsage where peers' memory cannot be mapped (host backend, several nodes). */
+  SSC_KV_EXCHANGE_FUSED = 2
+} sscKvExchange_t;
 
 #define SSC_KV_CACHE_CONFIG_MAGIC 0x53534b56u
 #define SSC_KV_CACHE_CONFIG_INITIALIZER                                                      \
   { sizeof(sscKvCacheConfig_t), SSC_KV_CACHE_CONFIG_MAGIC, SSC_VERSION_CODE, 0, 0, 0, 0, 0, 0, \
-    0, sscBfloat16, SSC_KV_PAGE_ROUND_ROBIN, 16 }
+    0, sscBfloat16, SSC_KV_PAGE_ROUND_ROBIN, 16, SSC_KV_EXCHANGE_AUTO }
 
 typedef struct sscKvCache* sscKvCache_t;
 
@@ -158,7 +180,9 @@ sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position, i
  *    heads = num_q_heads, or with SSC_ATTN_OUT_SHARDED_HEADS this rank's num_q_heads / nranks
  *    heads (the same slice as above).
  * Errors: sscInvalidArgument for a bad argument (named in the message), sscInvalidUsage for a
- * destroyed communicator, plus whatever the all-gathers report.
+ * destroyed communicator, plus whatever the all-gathers report. With the fused exchange a wait
+ * for a peer's rows is bounded by STARSCREAM_TIMEOUT: a rank whose peer never sent (a rank that
+ * skipped the call) writes NaN rows and its next call on the cache fails with sscTimeout.
  */
 sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
                                int num_q_heads, int batch, const int32_t* seq_ids, float scale,
