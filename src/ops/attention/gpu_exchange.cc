@@ -38,9 +38,15 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   layout_.headDim = c->config.head_dim;
   const size_t bytes = layout_.totalBytes();
   SSC_CHECK(c->backend->memAlloc(&scratch_, bytes));
-  // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches.
-  SSC_CHECK(gpuCheck(hipMemset(scratch_, 0, bytes), "hipMemset"));
-  SSC_CHECK(gpuCheck(hipDeviceSynchronize(), "hipDeviceSynchronize"));
+  // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches. On a
+  // private stream: a device-wide synchronize could wait for another communicator's kernel that
+  // waits for a peer (see Upload in gpu_ops.cc).
+  hipStream_t zero = nullptr;
+  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&zero, hipStreamNonBlocking), "hipStreamCreate"));
+  hipError_t ze = hipMemsetAsync(scratch_, 0, bytes, zero);
+  if (ze == hipSuccess) ze = hipStreamSynchronize(zero);
+  (void)hipStreamDestroy(zero);
+  SSC_CHECK(gpuCheck(ze, "hipMemsetAsync"));
   SSC_CHECK(sscCommRegister(comm, scratch_, bytes, &regHandle_));
   {
     std::lock_guard<std::mutex> g(comm->mu);
