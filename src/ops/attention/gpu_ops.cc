@@ -1,7 +1,8 @@
 // The GPU backend's half of the KV cache: pools and scratch in device memory, the page lists a
 // call needs uploaded through pinned staging, kernels (src/kernels/gpu/attention_kernel.cu) and
-// the exchanges (the core's sscAllGather) queued on the caller's stream. Nothing here waits for
-// the device except the reuse of a staging buffer (an event of the previous upload).
+// the exchanges (the fused one of gpu_exchange.h, or the core's sscAllGather) queued on the
+// caller's stream. Nothing here waits for the device except the reuse of a staging buffer (an
+// event of the previous upload).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
