@@ -117,8 +117,11 @@ typedef struct sscKvCache* sscKvCache_t;
  * Creates a KV cache on comm (collective: every rank passes the same configuration). Each rank
  * allocates its page pool, K and V each max_pages * num_kv_heads * page_size * head_dim
  * elements of dtype, laid out [page][kv_head][token in page][head_dim], plus exchange scratch
- * for max_batch * max_q_heads * (head_dim + 1) floats per rank. comm must outlive the cache.
- * Errors: sscInvalidArgument for a bad configuration (the message names the field).
+ * for max_batch * max_q_heads * (head_dim + 1) floats per rank; with the fused exchange also a
+ * registered scratch of about 2 * nranks * max_batch * max_q_heads * (head_dim + 4) floats plus
+ * two query areas. comm must outlive the cache.
+ * Errors: sscInvalidArgument for a bad configuration (the message names the field),
+ * sscInvalidUsage for SSC_KV_EXCHANGE_FUSED where it cannot run.
  */
 sscResult_t sscKvCacheCreate(sscComm_t comm, const sscKvCacheConfig_t* config,
                              sscKvCache_t* cache);
