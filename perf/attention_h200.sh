@@ -16,7 +16,7 @@ BUILD=${BUILD:-$repo/.devcarry}
 OUT=${OUT:-$repo/attention-out}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 STARSCREAM_TIMEOUT=${STARSCREAM_TIMEOUT:-20} STARSCREAM_REPO=$repo
-export LD_LIBRARY_PATH=$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$BUILD/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/env.txt" 2>&1
 run() {  # K, seconds, log name, program and arguments
@@ -27,22 +27,24 @@ run() {  # K, seconds, log name, program and arguments
 }
 if [[ $mode == check || $mode == all ]]; then
   for k in ${KS:-8}; do
-    run "$k" 120 "gpu_attention_test.k$k.log" "$BUILD/bin/gpu_attention_test"
+    run "$k" ${CHECK_S:-60} "gpu_attention_test.k$k.log" "$BUILD/bin/gpu_attention_test"
     grep -E "^FAIL|gpu_attention_test K=" "$OUT/gpu_attention_test.k$k.log" | head -12
     grep -m3 -E "rank [0-9]+:" "$OUT/gpu_attention_test.k$k.log"
     echo "PASS lines: $(grep -c '^PASS' "$OUT/gpu_attention_test.k$k.log")"
   done
-  run 8 90 torch.k8.log env STARSCREAM_LIB="$BUILD/lib/libstarscream.so" \
+  run 8 ${TORCH_S:-45} torch.k8.log env STARSCREAM_LIB="$BUILD/lib/libstarscream.so" \
     python3 "$repo/examples/attention/decode_step.py" --batch 8 --context 32768
   grep -E "PASS|FAIL|Error|error" "$OUT/torch.k8.log" | head -6
-  run 8 90 torch-shard.k8.log env STARSCREAM_LIB="$BUILD/lib/libstarscream.so" \
-    python3 "$repo/examples/attention/decode_step.py" --batch 8 --context 32768 --shard-heads --exchanges auto
-  grep -E "PASS|FAIL|Error|error" "$OUT/torch-shard.k8.log" | head -4
+  if (( $(date +%s) - t0 < ${SHARD_BEFORE_S:-120} )); then
+    run 8 ${TORCH_S:-45} torch-shard.k8.log env STARSCREAM_LIB="$BUILD/lib/libstarscream.so" \
+      python3 "$repo/examples/attention/decode_step.py" --batch 8 --context 32768 --shard-heads
+    grep -E "PASS|FAIL|Error|error" "$OUT/torch-shard.k8.log" | head -4
+  fi
 fi
 if [[ $mode == bench || $mode == all ]]; then
   shape=(--models 70b --contexts 32768,131072 --batches ${BATCHES:-1,8,16,32} --iters 20)
-  run 8 150 perf.k8.log "$BUILD/bin/attention_perf" "${shape[@]}" --json "$OUT/k8.json"
-  run 1 60 perf.k1.log "$BUILD/bin/attention_perf" "${shape[@]}" --modes sharded --json "$OUT/k1.json"
+  run 8 ${PERF_S:-80} perf.k8.log "$BUILD/bin/attention_perf" "${shape[@]}" --json "$OUT/k8.json"
+  run 1 ${WHOLE_S:-35} perf.k1.log "$BUILD/bin/attention_perf" "${shape[@]}" --modes sharded --json "$OUT/k1.json"
   head -2 "$OUT/perf.k8.log"
   python3 "$repo/perf/attention_plot.py" --parts "$OUT/k8.json" --whole "$OUT/k1.json" \
     --png "$OUT/attention.png" >"$OUT/table.md" 2>&1
