@@ -33,7 +33,8 @@ class StarscreamError(RuntimeError):
 
 
 class _UniqueId(ctypes.Structure):
-    _fields_ = [("internal", ctypes.c_char * SSC_UNIQUE_ID_BYTES)]
+    # Bytes, not c_char: a c_char array reads back as a string cut at its first zero byte.
+    _fields_ = [("internal", ctypes.c_uint8 * SSC_UNIQUE_ID_BYTES)]
 
 
 class _KvCacheConfig(ctypes.Structure):  # sscKvCacheConfig_t, field for field
@@ -87,7 +88,9 @@ class Library:
     def comm_init(self, nranks, unique_id, rank):
         """A communicator (collective over the nranks ranks; every rank passes rank 0's id)."""
         uid = _UniqueId()
-        ctypes.memmove(uid.internal, unique_id, SSC_UNIQUE_ID_BYTES)
+        if len(unique_id) != SSC_UNIQUE_ID_BYTES:
+            raise ValueError("a unique id is %d bytes" % SSC_UNIQUE_ID_BYTES)
+        ctypes.memmove(ctypes.addressof(uid), unique_id, SSC_UNIQUE_ID_BYTES)
         comm = ctypes.c_void_p()
         self.check(self.so.sscCommInitRank(ctypes.byref(comm), nranks, uid, rank))
         return comm

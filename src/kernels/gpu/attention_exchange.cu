@@ -127,6 +127,10 @@ __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
     row[e] = o;
     if (e == 0) row[D] = lse;
   }
+  // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
+  // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
+  if (p.deviceScope) __threadfence();
+  else __threadfence_system();
   __syncthreads();
   const int r = first + e;
   if (r <= last)
@@ -145,6 +149,7 @@ __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams 
   if (t < p.nranks)
     ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2), p.epoch, p.wait);
   ok = __syncthreads_and(ok);
+  __threadfence();  // the rows' loads below stay after the pollers' acquires
   const size_t row = static_cast<size_t>(b) * p.outHeads + j;
   const size_t o = row * D;
   if (!ok) {
