@@ -11,11 +11,12 @@
 //         (window 128, alternate layers) are the row "oss-swa": sequence-owner placement, not
 //         sharded, each sequence whole on one partition.
 // Modes, each timed in the same run:
-//   sharded    the op over the K ranks with its default exchange (fused on one GPU: Q slices
-//              and partial rows stored straight into the peers, merge on arrival), KV pages
-//              round-robin, Q and out heads sharded (K = 1: "whole", the op over the whole GPU
-//              in one process);
-//   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER (two sscAllGather calls and a merge);
+//   sharded    the op over the K ranks with its default exchange (SSC_KV_EXCHANGE_AUTO: the
+//              all-gather today), KV pages round-robin, Q and out heads sharded (K = 1: "whole",
+//              the op over the whole GPU in one process);
+//   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER named (two sscAllGather calls, a merge);
+//   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (experimental: only in builds with
+//              -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON, else reported as refused; not checked here);
 //   local      K > 1 only: each rank alone (a communicator of one) over a cache of 1/K of each
 //              sequence, all q heads: the sharded step without any exchange;
 //   naive      K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
@@ -59,7 +60,7 @@ struct Options {
   std::vector<std::string> models = {"70b", "405b", "oss", "oss-swa"};
   std::vector<int> contexts = {16384, 32768, 131072};
   std::vector<int> batches = {1, 8, 16, 64};
-  std::vector<std::string> modes = {"local", "sharded", "sharded-ag", "naive"};
+  std::vector<std::string> modes = {"local", "sharded", "naive"};
   int iters = 20;
   std::string json;
 };
@@ -81,6 +82,8 @@ Model modelOf(const std::string& n) {
   MPI_Abort(MPI_COMM_WORLD, 2);
   return {};
 }
+
+bool isSharded(const std::string& mode) { return mode.rfind("sharded", 0) == 0; }
 
 double maxOverRanks(double x) {
   double m = 0;
@@ -146,7 +149,8 @@ struct Row {
 // process decodes (all of the model's for sharded, its share for naive).
 Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
              int commRanks, hipStream_t stream, int iters) {
-  const bool sharded = mode == "sharded" || mode == "sharded-ag", local = mode == "local";
+  const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused";
+  const bool local = mode == "local";
   Row row{m.name, sharded && g_nranks == 1 ? "whole" : mode, context, batch};
   const int D = m.headDim, ps = 16, kvHeads = 1;
   const int qHeads = mode == "naive" ? m.qHeads / g_nranks : m.qHeads;
@@ -169,7 +173,9 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   cfg.max_seqs = batch;
   cfg.max_batch = batch;
   cfg.max_q_heads = qHeads;
-  cfg.exchange = mode == "sharded-ag" ? SSC_KV_EXCHANGE_ALLGATHER : SSC_KV_EXCHANGE_AUTO;
+  cfg.exchange = mode == "sharded-ag"      ? SSC_KV_EXCHANGE_ALLGATHER
+                 : mode == "sharded-fused" ? SSC_KV_EXCHANGE_FUSED
+                                           : SSC_KV_EXCHANGE_AUTO;
   row.kvPerRank = rowBytes * ps * static_cast<double>(perRank);
   sscKvCache_t cache = nullptr;
   const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);
@@ -271,7 +277,7 @@ int main(int argc, char** argv) {
     else {
       if (g_rank == 0)
         std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,naive] [--iters N] [--json FILE]\n");
+                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,naive] [--iters N] [--json FILE]\n");
       MPI_Finalize();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -306,19 +312,21 @@ int main(int argc, char** argv) {
         for (const auto& mode : o.modes) {
           if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
           if (mode == "local" && (g_nranks == 1 || m.window > 0)) continue;
-          if (mode == "sharded-ag" && g_nranks == 1) continue;
-          if (mode != "naive" && mode != "sharded" && mode != "sharded-ag" && mode != "local") continue;
+          if ((mode == "sharded-ag" || mode == "sharded-fused") && g_nranks == 1) continue;
+          if (mode != "naive" && mode != "sharded" && mode != "sharded-ag" && mode != "sharded-fused" &&
+              mode != "local")
+            continue;
           const bool alone = mode == "naive" || mode == "local";
           Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
                            stream, o.iters);
           if (mode == "local" && !r.oom) localUs = r.us;
-          if ((mode == "sharded" || mode == "sharded-ag") && g_nranks > 1 && localUs > 0 && !r.oom)
+          if (isSharded(mode) && g_nranks > 1 && localUs > 0 && !r.oom)
             r.exchangeUs = std::max(0.0, r.us - localUs);
           const double gbs = r.oom ? 0 : r.kvBytes / (r.us * 1e3);
           if (g_rank == 0) {
             if (r.oom)
               std::printf("  %-8s %-8s %7d %5d %10s %10.1f %8s %6s %10.1f %8s  (%s)\n", r.model.c_str(),
-                          r.mode.c_str(), context, batch, "OOM", r.kvBytes / 1e6, "-", "-", r.kvPerRank / 1e6,
+                          r.mode.c_str(), context, batch, mode == "naive" ? "OOM" : "refused", r.kvBytes / 1e6, "-", "-", r.kvPerRank / 1e6,
                           "-", r.note.substr(0, 80).c_str());
             else
               std::printf("  %-8s %-8s %7d %5d %10.1f %10.1f %8.0f %6.1f %10.1f %8.1f\n", r.model.c_str(),

@@ -80,18 +80,19 @@ def plot(parts, whole, png):
         return False
     models = sorted({r["model"] for r in parts})
     fig, axes = plt.subplots(2, len(models), figsize=(6 * len(models), 8), squeeze=False)
-    styles = {"sharded": "-o", "sharded-ag": "--s", "local": ":^", "naive": "-.x", "whole": "-d"}
+    styles = {"sharded": "-o", "sharded-ag": "--s", "sharded-fused": "-v", "local": ":^", "naive": "-.x",
+              "whole": "-d"}
     for col, model in enumerate(models):
         ax, ex = axes[0][col], axes[1][col]
         for ctx in sorted({r["context"] for r in parts if r["model"] == model}):
-            for mode in ("sharded", "sharded-ag", "local", "naive", "whole"):
+            for mode in ("sharded", "sharded-ag", "sharded-fused", "local", "naive", "whole"):
                 pts = sorted((r["batch"], r["time_us"]) for r in parts + whole
                              if r["model"] == model and r["mode"] == mode and r["context"] == ctx
                              and not r.get("oom"))
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], styles[mode],
                             label="%s %dK" % (mode, ctx // 1024))
-            for mode in ("sharded", "sharded-ag"):
+            for mode in ("sharded", "sharded-ag", "sharded-fused"):
                 pts = sorted((r["batch"], 100.0 * r["exchange_us"] / r["time_us"]) for r in parts
                              if r["model"] == model and r["mode"] == mode and r["context"] == ctx
                              and not r.get("oom") and r.get("exchange_us"))

@@ -135,8 +135,9 @@ sscResult_t gpuCreate(sscKvCache* c) {
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord"));
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
-  // communicator), so the registration inside setup() is collective as it must be.
-  if (c->comm->nranks > 1 && c->config.exchange != SSC_KV_EXCHANGE_ALLGATHER) {
+  // communicator), so the registration inside setup() is collective as it must be. AUTO stays
+  // on the all-gather until the fused exchange passes its GPU check (attention_api.cc).
+  if (c->comm->nranks > 1 && c->config.exchange == SSC_KV_EXCHANGE_FUSED) {
     std::string why;
     SSC_CHECK(c->gpu->exchange.setup(c, &c->gpu->fused, &why));
     if (!c->gpu->fused && c->config.exchange == SSC_KV_EXCHANGE_FUSED)
