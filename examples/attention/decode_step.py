@@ -62,8 +62,9 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--shard-heads", action="store_true",
                     help="each rank passes and gets its slice of the query heads (a TP layer)")
-    ap.add_argument("--exchanges", default="auto,allgather",
-                    help="sscKvExchange_t values to run, one cache each (auto: fused on one GPU)")
+    ap.add_argument("--exchanges", default="auto",
+                    help="sscKvExchange_t values to run, one cache each: auto, allgather, fused "
+                         "(fused: experimental, only in builds with -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON)")
     a = ap.parse_args()
 
     rank, world = launch_env()
