@@ -75,7 +75,8 @@ elseif(STARSCREAM_GPU_BACKEND STREQUAL "hip")
 endif()
 
 set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/copy_kernel.cu src/kernels/gpu/plan_kernel.cu
-  src/kernels/gpu/sym_kernel.cu src/kernels/gpu/attention_kernel.cu src/kernels/gpu/gemm_fused_kernel.cu)
+  src/kernels/gpu/sym_kernel.cu src/kernels/gpu/attention_kernel.cu src/kernels/gpu/gemm_fused_kernel.cu
+  src/kernels/gpu/attention_exchange.cu)
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
   src/device/gpu/gpu_census.cc
@@ -88,6 +89,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_runtime_info.cc
   src/device/gpu/gpu_symmetric.cc
   src/ops/attention/gpu_ops.cc
+  src/ops/attention/gpu_exchange.cc
   src/ops/gemm/gpu_gemm.cc
   transports/usr/ipc_segment.cc
   transports/xgmi/peer_link.cc)

@@ -11,17 +11,24 @@
 //         (window 128, alternate layers) are the row "oss-swa": sequence-owner placement, not
 //         sharded, each sequence whole on one partition.
 // Modes, each timed in the same run:
-//   sharded  the op over the K ranks: Q heads all-gathered, KV pages round-robin, partials
-//            all-gathered and merged, each rank returns its q heads (K = 1: "whole", the op
-//            over the whole GPU in one process);
-//   naive    K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
-//            its own) and computes its share of the q heads; "OOM" where the K copies do not fit.
+//   sharded    the op over the K ranks with its default exchange (SSC_KV_EXCHANGE_AUTO: the
+//              all-gather today), KV pages round-robin, Q and out heads sharded (K = 1: "whole",
+//              the op over the whole GPU in one process);
+//   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER named (two sscAllGather calls, a merge);
+//   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (experimental: only in builds with
+//              -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON, else reported as refused; not checked here);
+//   local      K > 1 only: each rank alone (a communicator of one) over a cache of 1/K of each
+//              sequence, all q heads: the sharded step without any exchange;
+//   naive      K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
+//              its own) and computes its share of the q heads; "OOM" where the K copies do not fit.
 // Columns: time per decode step (max over ranks, stream events), KV bytes the step reads (all
 // ranks), GB/s of that, % of the copy roofline (device-to-device copies by all ranks at once,
-// read + write bytes per second, measured at start), KV bytes per rank, and for sharded the
-// exchange share: the same two all-gathers (Q, partials) timed alone, over the decode time.
+// read + write bytes per second, measured at start), KV bytes per rank, and for sharded and
+// sharded-ag the exchange share: (step - local step) / step, where local ran in the same run
+// (else, for sharded-ag, its two all-gathers timed alone over the step).
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,7 +60,7 @@ struct Options {
   std::vector<std::string> models = {"70b", "405b", "oss", "oss-swa"};
   std::vector<int> contexts = {16384, 32768, 131072};
   std::vector<int> batches = {1, 8, 16, 64};
-  std::vector<std::string> modes = {"sharded", "naive"};
+  std::vector<std::string> modes = {"local", "sharded", "naive"};
   int iters = 20;
   std::string json;
 };
@@ -75,6 +82,8 @@ Model modelOf(const std::string& n) {
   MPI_Abort(MPI_COMM_WORLD, 2);
   return {};
 }
+
+bool isSharded(const std::string& mode) { return mode.rfind("sharded", 0) == 0; }
 
 double maxOverRanks(double x) {
   double m = 0;
@@ -140,14 +149,18 @@ struct Row {
 // process decodes (all of the model's for sharded, its share for naive).
 Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
              int commRanks, hipStream_t stream, int iters) {
-  Row row{m.name, mode == "sharded" && g_nranks == 1 ? "whole" : mode, context, batch};
+  const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused";
+  const bool local = mode == "local";
+  Row row{m.name, sharded && g_nranks == 1 ? "whole" : mode, context, batch};
   const int D = m.headDim, ps = 16, kvHeads = 1;
   const int qHeads = mode == "naive" ? m.qHeads / g_nranks : m.qHeads;
-  // A sliding-window layer reads only its window: fill just enough tokens for it.
-  const int filled = m.window > 0 ? std::min(context, 8 * m.window) : context;
+  // A sliding-window layer reads only its window: fill just enough tokens for it. A local rank
+  // holds its 1/K of each sequence.
+  const int full = m.window > 0 ? std::min(context, 8 * m.window) : context;
+  const int filled = local ? (full + g_nranks - 1) / g_nranks : full;
   const int read = m.window > 0 ? std::min(filled, m.window) : filled;
   const double rowBytes = 2.0 * kvHeads * D * 2;  // K and V
-  row.kvBytes = rowBytes * batch * read * (mode == "naive" ? g_nranks : 1);
+  row.kvBytes = rowBytes * batch * read * (mode == "naive" || local ? g_nranks : 1);
   const int pagesPerSeq = (filled + ps - 1) / ps;
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
   cfg.num_kv_heads = kvHeads;
@@ -160,6 +173,9 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   cfg.max_seqs = batch;
   cfg.max_batch = batch;
   cfg.max_q_heads = qHeads;
+  cfg.exchange = mode == "sharded-ag"      ? SSC_KV_EXCHANGE_ALLGATHER
+                 : mode == "sharded-fused" ? SSC_KV_EXCHANGE_FUSED
+                                           : SSC_KV_EXCHANGE_AUTO;
   row.kvPerRank = rowBytes * ps * static_cast<double>(perRank);
   sscKvCache_t cache = nullptr;
   const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);
@@ -191,7 +207,7 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
       }
     }
   // Queries: this rank's slice of the heads when sharded over K > 1 (all-gathered by the op).
-  const bool shardHeads = mode == "sharded" && commRanks > 1 && m.qHeads % commRanks == 0;
+  const bool shardHeads = sharded && commRanks > 1 && m.qHeads % commRanks == 0;
   const int flags = shardHeads ? SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS : 0;
   const int myHeads = shardHeads ? qHeads / commRanks : qHeads;
   std::vector<uint16_t> q(static_cast<size_t>(batch) * myHeads * D);
@@ -212,7 +228,7 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
     CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, qHeads, batch, ids.data(), scale,
                                  m.sinks ? dSinks : nullptr, m.window, flags, dOut, nullptr, stream));
   });
-  if (mode == "sharded" && commRanks > 1) {  // the op's two exchanges, alone
+  if (mode == "sharded-ag" && commRanks > 1) {  // the op's two all-gathers, alone
     const size_t qCount = static_cast<size_t>(batch) * myHeads * D;
     const size_t pCount = static_cast<size_t>(batch) * qHeads * (D + 1);
     void *qAll = nullptr, *pAll = nullptr;
@@ -241,6 +257,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
   Options o;
+  const auto localFirst = [&o] {  // the exchange share needs the local step before the others
+    std::stable_partition(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m == "local"; });
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -258,12 +277,13 @@ int main(int argc, char** argv) {
     else {
       if (g_rank == 0)
         std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes sharded,naive] [--iters N] [--json FILE]\n");
+                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,naive] [--iters N] [--json FILE]\n");
       MPI_Finalize();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
     ++i;
   }
+  localFirst();
   if (setUpGpuRank("attention_perf", g_rank, g_nranks) < 0) {
     MPI_Finalize();
     return 0;
@@ -287,17 +307,26 @@ int main(int argc, char** argv) {
   for (const auto& name : o.models) {
     const Model m = modelOf(name);
     for (int context : o.contexts)
-      for (int batch : o.batches)
+      for (int batch : o.batches) {
+        double localUs = 0;  // this shape's local step, when "local" ran (it runs first)
         for (const auto& mode : o.modes) {
           if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
-          if (mode != "naive" && mode != "sharded") continue;
-          const Row r = runShape(m, mode, context, batch, mode == "naive" ? self : world,
-                                 mode == "naive" ? 1 : g_nranks, stream, o.iters);
+          if (mode == "local" && (g_nranks == 1 || m.window > 0)) continue;
+          if ((mode == "sharded-ag" || mode == "sharded-fused") && g_nranks == 1) continue;
+          if (mode != "naive" && mode != "sharded" && mode != "sharded-ag" && mode != "sharded-fused" &&
+              mode != "local")
+            continue;
+          const bool alone = mode == "naive" || mode == "local";
+          Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
+                           stream, o.iters);
+          if (mode == "local" && !r.oom) localUs = r.us;
+          if (isSharded(mode) && g_nranks > 1 && localUs > 0 && !r.oom)
+            r.exchangeUs = std::max(0.0, r.us - localUs);
           const double gbs = r.oom ? 0 : r.kvBytes / (r.us * 1e3);
           if (g_rank == 0) {
             if (r.oom)
               std::printf("  %-8s %-8s %7d %5d %10s %10.1f %8s %6s %10.1f %8s  (%s)\n", r.model.c_str(),
-                          r.mode.c_str(), context, batch, "OOM", r.kvBytes / 1e6, "-", "-", r.kvPerRank / 1e6,
+                          r.mode.c_str(), context, batch, mode == "naive" ? "OOM" : "refused", r.kvBytes / 1e6, "-", "-", r.kvPerRank / 1e6,
                           "-", r.note.substr(0, 80).c_str());
             else
               std::printf("  %-8s %-8s %7d %5d %10.1f %10.1f %8.0f %6.1f %10.1f %8.1f\n", r.model.c_str(),
@@ -311,6 +340,7 @@ int main(int argc, char** argv) {
                              {"roofline_pct", r.oom ? 0 : 100.0 * gbs / roof}, {"exchange_us", r.exchangeUs},
                              {"sms_reported", sms}});
         }
+      }
   }
   if (g_rank == 0 && !o.json.empty()) std::ofstream(o.json) << records.dump(1) << "\n";
   CHECK_GPU(hipStreamDestroy(stream));

@@ -12,7 +12,8 @@
  * Decode, per call: the query heads are all-gathered when each rank holds a slice of them; each
  * rank computes, in fp32, the attention of every query head over the KV tokens it owns (a
  * partial output and its log-sum-exp, LSE = -inf for a rank that owns none); the ranks
- * all-gather the partials (sscAllGather on the communicator and stream) and merge them in fp32.
+ * exchange the partials (sscAllGather on the communicator and stream; an experimental fused
+ * exchange stores them straight into the peers, sscKvExchange_t) and merge them in fp32.
  * The merge is exact (the softmax over all tokens), so the result does not depend on the
  * placement, up to fp32 rounding.
  *
@@ -82,12 +83,33 @@ typedef struct sscKvCacheConfig_v1 {
   sscDataType_t dtype;  /* K/V storage: sscBfloat16 (default) or sscFloat16 */
   int interleave;       /* an sscKvInterleave_t; default SSC_KV_PAGE_ROUND_ROBIN */
   int block_pages;      /* SSC_KV_CONTIGUOUS only: pages per run, >= 1 (default 16) */
+  int exchange;         /* an sscKvExchange_t: how a decode's ranks exchange (default AUTO) */
 } sscKvCacheConfig_t;
+
+/**
+ * How the ranks of a decode exchange queries and partial results.
+ */
+typedef enum {
+  /* ALLGATHER for now; FUSED where the peers' scratch maps once FUSED passes its GPU check. */
+  SSC_KV_EXCHANGE_AUTO = 0,
+  /* Through the communicator's sscAllGather: one for the query slices (sharded heads only),
+     one for the partials, then a merge kernel. */
+  SSC_KV_EXCHANGE_ALLGATHER = 1,
+  /* No collective call: each rank stores its partial rows straight into the exchange scratch
+     of the ranks that return those heads (every rank, or the head's owner with
+     SSC_ATTN_OUT_SHARDED_HEADS), each row with a per-call flag, and the merge starts on
+     arrival; query slices travel the same way in one launch. The cache registers its scratch
+     on the communicator (sscCommRegister) at create. Refused by sscKvCacheCreate with
+     sscInvalidUsage where peers' memory cannot be mapped (host backend, several nodes), and,
+     on several ranks, by builds without -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON: EXPERIMENTAL, its
+     first GPU run gave wrong outputs (perf/RESULTS.md, 2026-12-01 session 5). */
+  SSC_KV_EXCHANGE_FUSED = 2
+} sscKvExchange_t;
 
 #define SSC_KV_CACHE_CONFIG_MAGIC 0x53534b56u
 #define SSC_KV_CACHE_CONFIG_INITIALIZER                                                      \
   { sizeof(sscKvCacheConfig_t), SSC_KV_CACHE_CONFIG_MAGIC, SSC_VERSION_CODE, 0, 0, 0, 0, 0, 0, \
-    0, sscBfloat16, SSC_KV_PAGE_ROUND_ROBIN, 16 }
+    0, sscBfloat16, SSC_KV_PAGE_ROUND_ROBIN, 16, SSC_KV_EXCHANGE_AUTO }
 
 typedef struct sscKvCache* sscKvCache_t;
 
@@ -95,8 +117,11 @@ typedef struct sscKvCache* sscKvCache_t;
  * Creates a KV cache on comm (collective: every rank passes the same configuration). Each rank
  * allocates its page pool, K and V each max_pages * num_kv_heads * page_size * head_dim
  * elements of dtype, laid out [page][kv_head][token in page][head_dim], plus exchange scratch
- * for max_batch * max_q_heads * (head_dim + 1) floats per rank. comm must outlive the cache.
- * Errors: sscInvalidArgument for a bad configuration (the message names the field).
+ * for max_batch * max_q_heads * (head_dim + 1) floats per rank; with the fused exchange also a
+ * registered scratch of about 2 * nranks * max_batch * max_q_heads * (head_dim + 4) floats plus
+ * two query areas. comm must outlive the cache.
+ * Errors: sscInvalidArgument for a bad configuration (the message names the field),
+ * sscInvalidUsage for SSC_KV_EXCHANGE_FUSED where it cannot run.
  */
 sscResult_t sscKvCacheCreate(sscComm_t comm, const sscKvCacheConfig_t* config,
                              sscKvCache_t* cache);
@@ -158,7 +183,9 @@ sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position, i
  *    heads = num_q_heads, or with SSC_ATTN_OUT_SHARDED_HEADS this rank's num_q_heads / nranks
  *    heads (the same slice as above).
  * Errors: sscInvalidArgument for a bad argument (named in the message), sscInvalidUsage for a
- * destroyed communicator, plus whatever the all-gathers report.
+ * destroyed communicator, plus whatever the all-gathers report. With the fused exchange a wait
+ * for a peer's rows is bounded by STARSCREAM_TIMEOUT: a rank whose peer never sent (a rank that
+ * skipped the call) writes NaN rows and its next call on the cache fails with sscTimeout.
  */
 sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
                                int num_q_heads, int batch, const int32_t* seq_ids, float scale,

@@ -6,10 +6,15 @@
 // one token (empty shards), sinks, a sliding window, full and sharded heads; then one larger
 // case (8 KV heads, 64 query heads, thousands of tokens). Rank 0 prints one PASS/FAIL line per
 // case with the largest error over all ranks; SKIPPED without a GPU. Most cases split each
-// rank's pages over several blocks (split-K); the many-sequence case does not.
+// rank's pages over several blocks (split-K); the many-sequence case does not. Every case
+// decodes three times in a row (an exchange's buffer reuse); the exchange is AUTO, the large case
+// also runs ALLGATHER by name. --fused runs every case through the experimental fused exchange
+// (a build with -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON) and adds a case where a rank skips a call
+// (its timeout). The fused run FAILED on the H200 (perf/RESULTS.md, 2026-12-01 session 5).
 //
 //   mpirun -np 4 build/bin/gpu_attention_test        (or tools/emulate/partition-run.sh 4 ...)
 //   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
+//   mpirun -np 4 build/bin/gpu_attention_test --fused
 #include <mpi.h>
 
 #include <cmath>
@@ -29,6 +34,9 @@ namespace {
 
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
+// --fused: every case through SSC_KV_EXCHANGE_FUSED (a build with
+// -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON), plus the skipped-call case; else AUTO (the all-gather).
+int g_exchange = SSC_KV_EXCHANGE_AUTO;
 
 struct Case {
   sscKvInterleave_t interleave;
@@ -39,6 +47,7 @@ struct Case {
   int window;
   bool sinks;
   int flags;
+  int exchange = SSC_KV_EXCHANGE_AUTO;  // AUTO is the fused exchange on one node's GPUs
 };
 
 const char* interleaveName(sscKvInterleave_t i) {
@@ -78,6 +87,7 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   cfg.dtype = c.dtype;
   cfg.interleave = c.interleave;
   cfg.block_pages = 3;
+  cfg.exchange = c.exchange == SSC_KV_EXCHANGE_AUTO ? g_exchange : c.exchange;
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
   for (const auto& round : w.rounds) {
@@ -116,8 +126,12 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   CHECK_GPU(hipMalloc(&dOut, outElems * 4));
   CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dLse), static_cast<size_t>(B) * outHeads * 4));
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const sscResult_t r = sscAttentionDecode(cache, dQ, c.io, H, B, c.batch.data(), scale,
-                                           c.sinks ? dSinks : nullptr, c.window, c.flags, dOut, dLse, stream);
+  // Three decodes in a row, without a synchronize: the fused exchange reuses its two buffers
+  // (epoch parity) while the ranks may run a call apart; the last result is checked.
+  sscResult_t r = sscSuccess;
+  for (int rep = 0; rep < 3 && r == sscSuccess; ++rep)
+    r = sscAttentionDecode(cache, dQ, c.io, H, B, c.batch.data(), scale, c.sinks ? dSinks : nullptr,
+                           c.window, c.flags, dOut, dLse, stream);
   const hipError_t se = hipStreamSynchronize(stream);
   std::vector<float> outF(c.io == sscFloat32 ? outElems : 0), lse(static_cast<size_t>(B) * outHeads);
   std::vector<uint16_t> outH(c.io == sscFloat32 ? 0 : outElems);
@@ -156,17 +170,80 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
     std::fprintf(stderr, "rank %d: decode %s%s\n", g_rank, sscGetErrorString(r),
                  r != sscSuccess ? (std::string(": ") + sscGetLastError(nullptr)).c_str() : "");
   if (g_rank == 0)
-    std::printf("%s K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s batch=%d window=%d sinks=%d flags=%d: "
+    std::printf("%s K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s batch=%d window=%d sinks=%d flags=%d %s: "
                 "max |out err| %.3g, max lse rel err %.3g\n",
                 anyBad ? "FAIL" : "PASS", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
-                c.pageSize, typeName(c.dtype), typeName(c.io), B, c.window, c.sinks, c.flags, worstAll[0],
-                worstAll[1]);
+                c.pageSize, typeName(c.dtype), typeName(c.io), B, c.window, c.sinks, c.flags,
+                cfg.exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather"
+                : cfg.exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto", worstAll[0], worstAll[1]);
   g_failures += anyBad;
   CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(dQ));
   CHECK_GPU(hipFree(dOut));
   CHECK_GPU(hipFree(dLse));
   CHECK_GPU(hipFree(dSinks));
+}
+
+// A rank that skips a call: with the fused exchange its peers' waits end at STARSCREAM_TIMEOUT
+// (1 s here; read at cache create) with NaN rows, and their next call on the cache fails with
+// sscTimeout instead of hanging. Rank 0 never decodes (any push of it would carry the epoch the
+// others wait for).
+void skippedCall(sscComm_t comm, hipStream_t stream) {
+  sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
+  cfg.num_kv_heads = 1;
+  cfg.head_dim = 64;
+  cfg.page_size = 4;
+  cfg.max_pages = 8;
+  cfg.max_seqs = 1;
+  cfg.max_batch = 1;
+  cfg.max_q_heads = 1;
+  cfg.exchange = SSC_KV_EXCHANGE_FUSED;
+  const char* old = std::getenv("STARSCREAM_TIMEOUT");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("STARSCREAM_TIMEOUT", "1", 1);
+  sscKvCache_t cache = nullptr;
+  const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);
+  if (old != nullptr) setenv("STARSCREAM_TIMEOUT", saved.c_str(), 1);
+  else unsetenv("STARSCREAM_TIMEOUT");
+  bool ok = made == sscSuccess;
+  if (!ok) std::fprintf(stderr, "rank %d: create: %s\n", g_rank, sscGetLastError(nullptr));
+  const int32_t seq = 0;
+  std::vector<uint16_t> kvH(8 * 64, ref::toStorage(0.5f, sscBfloat16));
+  uint16_t* kv = toDevice(kvH);
+  std::vector<float> qH(64, 0.25f);
+  float* q = toDevice(qH);
+  float *out = nullptr, *lse = nullptr;
+  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&out), 64 * 4));
+  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&lse), 4));
+  if (ok) {
+    std::vector<int32_t> seqs(8, 0);
+    CHECK_SSC(sscKvCacheAppend(cache, 8, seqs.data(), kv, kv, stream));
+    CHECK_GPU(hipStreamSynchronize(stream));
+  }
+  if (ok && g_rank != 0) {
+    const sscResult_t first = sscAttentionDecode(cache, q, sscFloat32, 1, 1, &seq, 0.125f, nullptr, 0, 0, out, lse, stream);
+    CHECK_GPU(hipStreamSynchronize(stream));
+    float l = 0;
+    CHECK_GPU(hipMemcpy(&l, lse, 4, hipMemcpyDeviceToHost));
+    const sscResult_t second = sscAttentionDecode(cache, q, sscFloat32, 1, 1, &seq, 0.125f, nullptr, 0, 0, out, lse, stream);
+    const std::string msg = sscGetLastError(nullptr);
+    ok = first == sscSuccess && std::isnan(l) && second == sscTimeout &&
+         msg.find("STARSCREAM_TIMEOUT") != std::string::npos;
+    if (!ok)
+      std::fprintf(stderr, "rank %d: skipped call: first %s, lse %g, second %s (%s)\n", g_rank,
+                   sscGetErrorString(first), l, sscGetErrorString(second), msg.c_str());
+  }
+  int bad = ok ? 0 : 1, anyBad = 0;
+  MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0)
+    std::printf("%s K=%d fused exchange, rank 0 skips a decode: the others time out (NaN) and then "
+                "fail with sscTimeout\n", anyBad ? "FAIL" : "PASS", g_nranks);
+  g_failures += anyBad;
+  if (cache != nullptr) CHECK_SSC(sscKvCacheDestroy(cache));
+  CHECK_GPU(hipFree(kv));
+  CHECK_GPU(hipFree(q));
+  CHECK_GPU(hipFree(out));
+  CHECK_GPU(hipFree(lse));
 }
 
 // --bench: decode latency on one shape (8 KV heads, GQA 8, head dim 128, bf16, 16-token pages,
@@ -251,6 +328,7 @@ int main(int argc, char** argv) {
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "--fused") g_exchange = SSC_KV_EXCHANGE_FUSED;
   if (argc > 1 && std::string(argv[1]) == "--bench") {
     bench(comm, stream, argc > 2 ? std::atoi(argv[2]) : 32, argc > 3 ? std::atoi(argv[3]) : 8192,
           argc > 4 ? std::atoi(argv[4]) : 50);
@@ -299,6 +377,14 @@ int main(int argc, char** argv) {
   big.interleave = SSC_KV_CONTIGUOUS;
   big.window = 4096;
   runCase(comm, stream, big, seed++);
+  // The all-gather exchange by name too, full and sharded heads.
+  big.exchange = SSC_KV_EXCHANGE_ALLGATHER;
+  runCase(comm, stream, big, seed++);
+  if ((8 * 8) % g_nranks == 0) {
+    big.flags = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS;
+    runCase(comm, stream, big, seed++);
+  }
+  if (g_nranks > 1 && g_exchange == SSC_KV_EXCHANGE_FUSED) skippedCall(comm, stream);
 
   CHECK_GPU(hipStreamDestroy(stream));
   CHECK_SSC(sscCommFinalize(comm));

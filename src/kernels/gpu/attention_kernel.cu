@@ -7,6 +7,7 @@
 
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
+#include "src/kernels/gpu/attention_device.cuh"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {
@@ -29,25 +30,6 @@ __device__ __forceinline__ float groupSum(float x) {
 }
 
 #endif
-
-__device__ __forceinline__ float negInf() { return -__int_as_float(0x7f800000); }
-
-template <class Traits>
-__device__ __forceinline__ float loadNarrow(const void* base, size_t i) {
-  return Traits::load(static_cast<const uint16_t*>(base)[i]);
-}
-
-__device__ __forceinline__ float loadIo(const void* base, size_t i, int dtype) {
-  if (dtype == sscFloat32) return static_cast<const float*>(base)[i];
-  if (dtype == sscFloat16) return loadNarrow<HalfTraits>(base, i);
-  return loadNarrow<Bf16Traits>(base, i);
-}
-
-__device__ __forceinline__ void storeIo(void* base, size_t i, int dtype, float x) {
-  if (dtype == sscFloat32) static_cast<float*>(base)[i] = x;
-  else if (dtype == sscFloat16) static_cast<uint16_t*>(base)[i] = HalfTraits::store(x);
-  else static_cast<uint16_t*>(base)[i] = Bf16Traits::store(x);
-}
 
 // Loads kE consecutive 2-byte elements (kE = 2 or 4: one 4- or 8-byte load) as floats.
 template <int kE, class Traits>
@@ -196,19 +178,6 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
 // split-K partials. The threads share out the partials for the max and the weights (kept in
 // shared memory), so the element loop has no dependent loads: a split-K merge over hundreds of
 // partials stays short.
-__device__ __forceinline__ float blockReduce(float x, float* red, bool isMax) {
-  red[threadIdx.x] = x;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (static_cast<int>(threadIdx.x) < s)
-      red[threadIdx.x] = isMax ? fmaxf(red[threadIdx.x], red[threadIdx.x + s]) : red[threadIdx.x] + red[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float r = red[0];
-  __syncthreads();
-  return r;
-}
-
 __global__ void attnMergeKernel(const AttnMergeParams p) {
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];

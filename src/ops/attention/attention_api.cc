@@ -62,6 +62,9 @@ sscResult_t checkConfig(const char* fn, const sscKvCacheConfig_t* cfg) {
     return fail(sscInvalidArgument, "{}: config.interleave = {} is not an sscKvInterleave_t",
                 fn, cfg->interleave);
   if (cfg->interleave == SSC_KV_CONTIGUOUS) SSC_CHECK(positive(cfg->block_pages, "block_pages"));
+  if (cfg->exchange < SSC_KV_EXCHANGE_AUTO || cfg->exchange > SSC_KV_EXCHANGE_FUSED)
+    return fail(sscInvalidArgument, "{}: config.exchange = {} is not an sscKvExchange_t", fn,
+                cfg->exchange);
   // Pool rows are indexed with 64-bit arithmetic, but the page table stores int32 pages.
   const uint64_t poolElems = static_cast<uint64_t>(cfg->max_pages) * cfg->num_kv_heads *
                              cfg->page_size * cfg->head_dim;
@@ -83,6 +86,16 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   if (out == nullptr) return fail(sscInvalidArgument, "{}: cache is NULL", fn);
   *out = nullptr;
   SSC_CHECK(checkConfig(fn, cfg));
+  // The host backend's ranks cannot map each other's scratch: only the all-gather exchange.
+  if (cfg->exchange == SSC_KV_EXCHANGE_FUSED && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
+    return fail(sscInvalidUsage, "{}: config.exchange = SSC_KV_EXCHANGE_FUSED needs a GPU backend "
+                "(the host backend exchanges through sscAllGather: use SSC_KV_EXCHANGE_AUTO)", fn);
+#if !defined(SSC_ATTN_FUSED_EXCHANGE)
+  if (cfg->exchange == SSC_KV_EXCHANGE_FUSED && comm->nranks > 1)
+    return fail(sscInvalidUsage, "{}: config.exchange = SSC_KV_EXCHANGE_FUSED is not built in: it "
+                "gave wrong outputs in its first GPU check (perf/RESULTS.md, 2026-12-01 session 5); "
+                "configure with -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON to debug it", fn);
+#endif
   auto* c = new sscKvCache;
   c->comm = comm;
   c->backend = comm->backend;

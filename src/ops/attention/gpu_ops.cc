@@ -1,7 +1,8 @@
 // The GPU backend's half of the KV cache: pools and scratch in device memory, the page lists a
 // call needs uploaded through pinned staging, kernels (src/kernels/gpu/attention_kernel.cu) and
-// the exchanges (the core's sscAllGather) queued on the caller's stream. Nothing here waits for
-// the device except the reuse of a staging buffer (an event of the previous upload).
+// the exchanges (the fused one of gpu_exchange.h, or the core's sscAllGather) queued on the
+// caller's stream. Nothing here waits for the device except the reuse of a staging buffer (an
+// event of the previous upload).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/gpu_exchange.h"
 #include "src/ops/attention/kv_cache.h"
 
 namespace ssc::attn {
@@ -105,6 +107,9 @@ class GpuCacheState {
   std::vector<int32_t> listSeqs;
   std::vector<int64_t> listStarts;
   int32_t listLongest = 0;
+  // The fused exchange (SSC_KV_EXCHANGE_FUSED, or AUTO where the peers' scratch maps).
+  bool fused = false;
+  FusedExchange exchange;
 };
 
 sscResult_t gpuCreate(sscKvCache* c) {
@@ -128,12 +133,23 @@ sscResult_t gpuCreate(sscKvCache* c) {
   c->gpu->splitPartials = static_cast<float*>(split);
   // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
-  return gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord");
+  SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord"));
+  // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
+  // communicator), so the registration inside setup() is collective as it must be. AUTO stays
+  // on the all-gather until the fused exchange passes its GPU check (attention_api.cc).
+  if (c->comm->nranks > 1 && c->config.exchange == SSC_KV_EXCHANGE_FUSED) {
+    std::string why;
+    SSC_CHECK(c->gpu->exchange.setup(c, &c->gpu->fused, &why));
+    if (!c->gpu->fused && c->config.exchange == SSC_KV_EXCHANGE_FUSED)
+      return fail(sscInvalidUsage, "sscKvCacheCreate: config.exchange = SSC_KV_EXCHANGE_FUSED, but {}", why);
+  }
+  return sscSuccess;
 }
 
 void gpuDestroy(sscKvCache* c) {
   gpu::DeviceGuard onDevice(c->device);
   if (c->gpu != nullptr) {
+    c->gpu->exchange.destroy(c);
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
     if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
@@ -181,9 +197,16 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const int qHeads = a.qSharded ? H / nranks : H;
   auto s = static_cast<hipStream_t>(stream);
 
+  GpuCacheState& g = *c->gpu;
+  gpu::DeviceGuard onDevice(c->device);
+  if (g.fused) SSC_CHECK(g.exchange.begin("sscAttentionDecode"));
+
   // 1. Query slices all-gathered into [rank][batch][qHeads][D].
   const void* q = a.q;
-  if (a.qSharded && nranks > 1) {
+  if (a.qSharded && nranks > 1 && g.fused) {
+    SSC_CHECK(g.exchange.gatherQ(a.q, static_cast<size_t>(a.batch) * qHeads * D * dtypeSize(a.ioType),
+                                 stream, &q));
+  } else if (a.qSharded && nranks > 1) {
     SSC_CHECK(sscAllGather(a.q, c->qGather, static_cast<size_t>(a.batch) * qHeads * D, a.ioType,
                            comm, stream));
     q = c->qGather;
@@ -193,8 +216,6 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   // then the partial kernel into this rank's block.
   std::vector<int64_t> starts(a.batch);
   for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
-  GpuCacheState& g = *c->gpu;
-  gpu::DeviceGuard onDevice(c->device);
   if (!g.listValid || g.listVersion != c->table->version() || starts != g.listStarts ||
       !std::equal(a.seqIds, a.seqIds + a.batch, g.listSeqs.begin(), g.listSeqs.end())) {
     std::vector<int32_t> list;
@@ -237,6 +258,9 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   pp.splitStride = count;
   pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
   SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)), "the partial attention kernel launch"));
+  // Fused: the splits are merged inside the push, which stores the rows straight into the ranks
+  // that return them; the merge there starts as they arrive (no collective call, no barrier).
+  if (g.fused) return g.exchange.pushAndMerge(c, a, pp.partials, count, pp.splits, stream);
   if (pp.splits > 1) {  // the splits' partials into this rank's one, exactly as ranks merge
     gpu::AttnMergeParams lp{};
     lp.partials = c->gpu->splitPartials;

@@ -58,6 +58,27 @@ TEST_F(AttnApi, BadConfigurationsNameTheField) {
   bad([](auto& x) { x.dtype = sscFloat32; }, "dtype");
   bad([](auto& x) { x.interleave = 7; }, "interleave");
   bad([](auto& x) { x.interleave = SSC_KV_CONTIGUOUS; x.block_pages = 0; }, "block_pages");
+  bad([](auto& x) { x.exchange = 3; }, "exchange");
+  bad([](auto& x) { x.exchange = -1; }, "exchange");
+}
+
+// The fused exchange needs peers' mapped memory: the host backend refuses it on several ranks
+// (before any communication, so one rank alone can ask) and accepts it on one (nothing to
+// exchange); AUTO and ALLGATHER work everywhere.
+TEST_F(AttnApi, FusedExchangeNeedsAGpuBackend) {
+  sscComm_t two[2] = {nullptr, nullptr};
+  ASSERT_EQ(sscCommInitAll(two, 2, nullptr), sscSuccess) << sscGetLastError(nullptr);
+  sscKvCacheConfig_t x = cfg_;
+  x.exchange = SSC_KV_EXCHANGE_FUSED;
+  sscKvCache_t cache = nullptr;
+  expectError(sscKvCacheCreate(two[0], &x, &cache), sscInvalidUsage, "SSC_KV_EXCHANGE_FUSED");
+  EXPECT_EQ(cache, nullptr);
+  for (sscComm_t c : two) sscCommDestroy(c);
+  for (int e : {SSC_KV_EXCHANGE_FUSED, SSC_KV_EXCHANGE_ALLGATHER, SSC_KV_EXCHANGE_AUTO}) {
+    x.exchange = e;
+    ASSERT_EQ(sscKvCacheCreate(comm_, &x, &cache), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(sscKvCacheDestroy(cache), sscSuccess);
+  }
 }
 
 TEST_F(AttnApi, BadCallsAndStaleHandles) {

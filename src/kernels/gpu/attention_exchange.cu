@@ -1,0 +1,203 @@
+// The fused decode exchange (attention_exchange.h): no collective call, no barrier. A sender
+// stores its data into the receivers' mapped scratch and then, per row (partials) or per chunk
+// (queries), a flag holding the call's epoch with a release store; a receiver polls the flags it
+// needs with acquire loads and reads the data after them. The push kernels never wait for a
+// peer, and the kernel that waits for rows runs after this rank's push in stream order, so a
+// grid that is not all resident cannot deadlock: every row a receiver waits for is pushed by a
+// kernel that depends on nothing remote. Buffer reuse is safe by the epoch parity argument in
+// src/ops/attention/exchange.h.
+#include "src/kernels/gpu/attention_exchange.h"
+
+#include <cstdint>
+
+#include "src/platform/gpu_runtime.h"
+#include "src/kernels/gpu/attention_device.cuh"
+#include "starscream/starscream.h"
+
+namespace ssc::gpu {
+namespace {
+
+// A load of a row a peer wrote: never served from a stale L1 line (L1 is not coherent with other
+// processes' stores; AMD's vL1D is invalidated by the acquire, a volatile load is enough there).
+__device__ __forceinline__ float loadFresh(const float* p) {
+#if defined(SSC_GPU_IS_CUDA)
+  return loadFresh(p);
+#else
+  return *reinterpret_cast<const volatile float*>(p);
+#endif
+}
+
+__device__ __forceinline__ void releaseFlag(uint64_t* f, uint64_t v, int deviceScope) {
+  if (deviceScope) sscStoreReleaseGpu(f, v);
+  else sscStoreReleaseSys(f, v);
+}
+
+// Polls *f until it holds `epoch`. False when the wait passed the timeout (recorded in the
+// host-mapped word) or another wait already did.
+__device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w) {
+  uint64_t start = 0;
+  for (uint32_t it = 1;; ++it) {
+    const uint64_t v = w.deviceScope ? sscLoadAcquireGpu(f) : sscLoadAcquireSys(f);
+    if (v == epoch) return true;
+    if ((it & 255u) == 0) {
+      volatile uint32_t* t = w.timedOut;
+      if (*t != 0) return false;
+      const uint64_t now = sscGpuTimer();
+      if (start == 0) {
+        start = now;
+      } else if (w.timeoutTicks != 0 && now - start > w.timeoutTicks) {
+        *t = 1;
+        __threadfence_system();
+        return false;
+      }
+    }
+  }
+}
+
+// Block i: chunk i of this rank's query slice into every rank's query area, one flag per
+// (receiver, chunk), then the chunk i of every sender awaited here (so when the kernel ends,
+// this rank holds every slice).
+__global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
+  const size_t lo = static_cast<size_t>(blockIdx.x) * p.chunkBytes;
+  const size_t hi = lo + p.chunkBytes < p.bytes ? lo + p.chunkBytes : p.bytes;
+  const char* src = static_cast<const char*>(p.q);
+  const bool vec = ((reinterpret_cast<uintptr_t>(src + lo) | (hi - lo)) & 15u) == 0;
+  for (int r = 0; r < p.nranks; ++r) {
+    char* dst = p.peerBase[r] + p.qOffset + static_cast<size_t>(p.rank) * p.bytes;
+    if (vec) {
+      for (size_t i = lo + 16 * threadIdx.x; i < hi; i += 16 * blockDim.x)
+        *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(src + i);
+    } else {  // elements are 2 or 4 bytes: 2-byte pieces are always aligned
+      for (size_t i = lo + 2 * threadIdx.x; i < hi; i += 2 * blockDim.x)
+        *reinterpret_cast<uint16_t*>(dst + i) = *reinterpret_cast<const uint16_t*>(src + i);
+    }
+  }
+  __syncthreads();  // the release below then covers every thread's stores (cumulativity)
+  const int t = static_cast<int>(threadIdx.x);
+  int ok = 1;
+  if (t < p.nranks) {
+    const size_t flag = p.qFlagOffset + static_cast<size_t>(blockIdx.x) * 8;
+    releaseFlag(reinterpret_cast<uint64_t*>(p.peerBase[t] + flag + p.rank * p.qFlagStride), p.epoch,
+                p.wait.deviceScope);
+    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.peerBase[p.rank] + flag + t * p.qFlagStride),
+                  p.epoch, p.wait);
+  }
+  (void)__syncthreads_and(ok);
+}
+
+// Block (b, head), one thread per element: this rank's partial row (its split-K partials merged,
+// exactly as attnMergeKernel does; one split is copied unchanged) stored into the rows area of
+// every rank that returns this head, then one flag per receiver.
+__global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
+  extern __shared__ float weight[];  // [splits]
+  __shared__ float red[128];
+  const int b = blockIdx.x, h = blockIdx.y, e = threadIdx.x, D = p.headDim;
+  const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (D + 1);
+  float o, lse;
+  if (p.splits == 1) {
+    o = p.partials[at + e];
+    lse = p.partials[at + D];
+  } else {
+    float mMax = negInf();
+    for (int r = e; r < p.splits; r += blockDim.x) mMax = fmaxf(mMax, p.partials[r * p.splitStride + at + D]);
+    mMax = blockReduce(mMax, red, true);
+    if (mMax == negInf()) {
+      o = 0.0f;
+      lse = negInf();
+    } else {
+      float part = 0.0f;
+      for (int r = e; r < p.splits; r += blockDim.x) {
+        const float l = p.partials[r * p.splitStride + at + D];
+        weight[r] = l != negInf() ? expf(l - mMax) : 0.0f;
+        part += weight[r];
+      }
+      const float total = blockReduce(part, red, false);
+      float acc = 0.0f;
+      for (int r = 0; r < p.splits; ++r) acc += weight[r] * p.partials[r * p.splitStride + at + e];
+      o = acc / total;
+      lse = mMax + logf(total);
+    }
+  }
+  const int outHeads = p.outSharded ? p.numQHeads / p.nranks : p.numQHeads;
+  const int first = p.outSharded ? h / outHeads : 0, last = p.outSharded ? first : p.nranks - 1;
+  const size_t slot = static_cast<size_t>(b) * outHeads + (p.outSharded ? h % outHeads : h);
+  const size_t mine = static_cast<size_t>(p.rank) * p.senderStride + slot * p.rowFloats;
+  for (int r = first; r <= last; ++r) {
+    float* row = p.peerRows[r] + mine;
+    row[e] = o;
+    if (e == 0) row[D] = lse;
+  }
+  // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
+  // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
+  if (p.deviceScope) __threadfence();
+  else __threadfence_system();
+  __syncthreads();
+  const int r = first + e;
+  if (r <= last)
+    releaseFlag(reinterpret_cast<uint64_t*>(p.peerRows[r] + mine + D + 2), p.epoch, p.deviceScope);
+}
+
+// Block (b, slot j), one thread per element: waits for the row of every sender (thread s polls
+// sender s), then merges them with the sink as attnMergeKernel does. A timed-out wait writes NaN.
+__global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams p) {
+  extern __shared__ float weight[];  // [nranks]
+  __shared__ float red[128];
+  const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j, D = p.headDim;
+  const int t = static_cast<int>(threadIdx.x);
+  const size_t slot = (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
+  int ok = 1;
+  if (t < p.nranks)
+    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2), p.epoch, p.wait);
+  ok = __syncthreads_and(ok);
+  __threadfence();  // the rows' loads below stay after the pollers' acquires
+  const size_t row = static_cast<size_t>(b) * p.outHeads + j;
+  const size_t o = row * D;
+  if (!ok) {
+    for (int e = t; e < D; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, __int_as_float(0x7fc00000));
+    if (t == 0 && p.lse != nullptr) p.lse[row] = __int_as_float(0x7fc00000);
+    return;
+  }
+  const bool sink = p.sinks != nullptr;
+  float mMax = sink ? p.sinks[h] : negInf();
+  for (int r = t; r < p.nranks; r += blockDim.x) mMax = fmaxf(mMax, loadFresh(p.rows + r * p.senderStride + slot + D));
+  mMax = blockReduce(mMax, red, true);
+  if (mMax == negInf()) {
+    for (int e = t; e < D; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, 0.0f);
+    if (t == 0 && p.lse != nullptr) p.lse[row] = negInf();
+    return;
+  }
+  float part = 0.0f;
+  for (int r = t; r < p.nranks; r += blockDim.x) {
+    const float l = loadFresh(p.rows + r * p.senderStride + slot + D);
+    weight[r] = l != negInf() ? expf(l - mMax) : 0.0f;
+    part += weight[r];
+  }
+  const float total = blockReduce(part, red, false) + (sink ? expf(p.sinks[h] - mMax) : 0.0f);
+  for (int e = t; e < D; e += blockDim.x) {
+    float acc = 0.0f;
+    for (int r = 0; r < p.nranks; ++r) acc += weight[r] * loadFresh(p.rows + r * p.senderStride + slot + e);
+    storeIo(p.out, o + e, p.outDtype, acc / total);
+  }
+  if (t == 0 && p.lse != nullptr) p.lse[row] = mMax + logf(total);
+}
+
+}  // namespace
+
+int launchAttnQPush(const AttnQPushParams& p, void* stream) {
+  attnQPushKernel<<<dim3(p.chunks), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(p);
+  return static_cast<int>(hipGetLastError());
+}
+
+int launchAttnPush(const AttnPushParams& p, void* stream) {
+  attnPushKernel<<<dim3(p.batch, p.numQHeads), dim3(p.headDim), p.splits * sizeof(float),
+                   static_cast<hipStream_t>(stream)>>>(p);
+  return static_cast<int>(hipGetLastError());
+}
+
+int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream) {
+  attnRecvMergeKernel<<<dim3(p.batch, p.outHeads), dim3(p.headDim), p.nranks * sizeof(float),
+                        static_cast<hipStream_t>(stream)>>>(p);
+  return static_cast<int>(hipGetLastError());
+}
+
+}  // namespace ssc::gpu

@@ -1,0 +1,79 @@
+// Kernels of the fused decode exchange (SSC_KV_EXCHANGE_FUSED; layout and epochs in
+// src/ops/attention/exchange.h): the query slices pushed into every peer's scratch in one
+// launch, each rank's partial rows (its split-K partials merged on the way) pushed into the
+// scratch of the ranks that return them, and the merge that starts as the rows arrive. Peers'
+// scratch is reached through the communicator's registration (mapped pointers). Plain
+// declarations: g++ includes this header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ssc::gpu {
+
+constexpr int kAttnExchangeMaxPeers = 64;
+
+// Where waits report: a host-mapped word set to 1 by a wait that passed the timeout (the host
+// turns it into sscTimeout on the next call), read by every wait so the others end early too.
+struct AttnWaitCtl {
+  uint32_t* timedOut;     // device view of the host-mapped word
+  uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: no limit
+  int deviceScope;        // 1: every rank on this GPU (device-scope release/acquire)
+};
+
+struct AttnQPushParams {
+  const void* q;          // this rank's slice, `bytes` bytes
+  size_t bytes;
+  size_t chunkBytes;      // block i pushes [i * chunkBytes, ...): exchange.h qChunks
+  int chunks;
+  int nranks;
+  int rank;
+  char* peerBase[kAttnExchangeMaxPeers];  // every rank's exchange scratch, mapped here
+  size_t qOffset;         // bytes: this call's parity's query area; a slice goes at rank * bytes
+  size_t qFlagOffset;     // bytes: flag (parity, sender 0, chunk 0); qFlagStride per sender
+  size_t qFlagStride;
+  uint64_t epoch;
+  AttnWaitCtl wait;
+};
+
+struct AttnPushParams {
+  const float* partials;  // `splits` blocks of [batch][numQHeads][head_dim + 1], splitStride apart
+  size_t splitStride;
+  int splits;
+  int batch;
+  int numQHeads;
+  int headDim;
+  int nranks;
+  int rank;
+  int outSharded;         // rows go to their head's owner only (else to every rank)
+  float* peerRows[kAttnExchangeMaxPeers];  // every rank's rows area of this parity, sender 0
+  size_t senderStride;    // floats between two senders' rows
+  size_t rowFloats;       // exchange.h rowFloats
+  uint64_t epoch;
+  int deviceScope;
+};
+
+struct AttnRecvMergeParams {
+  const float* rows;      // this rank's rows area of this parity, sender 0
+  size_t senderStride;
+  size_t rowFloats;
+  int nranks;
+  int batch;
+  int numQHeads;
+  int outHeads;
+  int firstHead;          // head of slot j is firstHead + j
+  int headDim;
+  const float* sinks;     // [numQHeads] or null
+  void* out;              // [batch][outHeads][head_dim] of outDtype
+  int outDtype;
+  float* lse;             // [batch][outHeads] or null
+  uint64_t epoch;
+  AttnWaitCtl wait;
+};
+
+// Each returns 0 or the runtime's launch error.
+int launchAttnQPush(const AttnQPushParams& p, void* stream);
+int launchAttnPush(const AttnPushParams& p, void* stream);
+int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream);
+
+}  // namespace ssc::gpu

@@ -1,0 +1,162 @@
+// The fused decode exchange's host side (gpu_exchange.h). Nothing here waits for the device:
+// setup and destroy run at cache create and destroy; a call only fills kernel parameters.
+#include "src/ops/attention/gpu_exchange.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/api/api.h"
+#include "src/core/env.h"
+#include "src/device/gpu/gpu_launch_order.h"
+#include "src/platform/gpu_runtime.h"
+#include "src/kernels/gpu/attention_exchange.h"
+
+namespace ssc::attn {
+
+namespace {
+sscResult_t gpuCheck(hipError_t e, const char* what) {
+  if (e == hipSuccess) return sscSuccess;
+  return fail(sscUnhandledDeviceError, "KV cache exchange: {} failed: {}", what, hipGetErrorString(e));
+}
+}  // namespace
+
+sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why) {
+  *enabled = false;
+  sscComm* comm = c->comm;
+  rank_ = comm->rank;
+  if (comm->nranks > gpu::kAttnExchangeMaxPeers) {
+    *why = fmt::format("{} ranks (at most {})", comm->nranks, gpu::kAttnExchangeMaxPeers);
+    return sscSuccess;
+  }
+  if (comm->topo.nnodes != 1) {
+    *why = "the communicator spans nodes (peers' memory cannot be mapped)";
+    return sscSuccess;
+  }
+  layout_.nranks = comm->nranks;
+  layout_.maxBatch = c->config.max_batch;
+  layout_.maxQHeads = c->config.max_q_heads;
+  layout_.headDim = c->config.head_dim;
+  const size_t bytes = layout_.totalBytes();
+  SSC_CHECK(c->backend->memAlloc(&scratch_, bytes));
+  // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches. On a
+  // private stream: a device-wide synchronize could wait for another communicator's kernel that
+  // waits for a peer (see Upload in gpu_ops.cc).
+  hipStream_t zero = nullptr;
+  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&zero, hipStreamNonBlocking), "hipStreamCreate"));
+  hipError_t ze = hipMemsetAsync(scratch_, 0, bytes, zero);
+  if (ze == hipSuccess) ze = hipStreamSynchronize(zero);
+  (void)hipStreamDestroy(zero);
+  SSC_CHECK(gpuCheck(ze, "hipMemsetAsync"));
+  SSC_CHECK(sscCommRegister(comm, scratch_, bytes, &regHandle_));
+  {
+    std::lock_guard<std::mutex> g(comm->mu);
+    auto it = comm->registrations.find(scratch_);
+    if (it != comm->registrations.end() && static_cast<int>(it->second.peerBases.size()) == comm->nranks)
+      for (void* p : it->second.peerBases) peers_.push_back(static_cast<char*>(p));
+  }
+  if (peers_.empty()) {
+    *why = "the backend could not map the peers' exchange scratch";
+    return sscSuccess;
+  }
+  peers_[rank_] = static_cast<char*>(scratch_);
+  // Device-scope flags when every rank runs on this GPU (MPS partitions), as the symmetric
+  // executor decides (src/device/gpu/gpu_census.cc); AMD keeps system scope there too.
+  deviceScope_ = 1;
+  for (int q = 0; q < comm->nranks; ++q)
+    if (comm->topo.ranks[q].gpu != comm->topo.ranks[rank_].gpu) deviceScope_ = 0;
+#if defined(SSC_GPU_IS_HIP)
+  deviceScope_ = 0;
+#endif
+  void* word = nullptr;
+  SSC_CHECK(gpuCheck(hipHostMalloc(&word, sizeof(uint32_t), hipHostMallocMapped), "hipHostMalloc"));
+  timedOutHost_ = static_cast<uint32_t*>(word);
+  *timedOutHost_ = 0;
+  void* dev = nullptr;
+  SSC_CHECK(gpuCheck(hipHostGetDevicePointer(&dev, word, 0), "hipHostGetDevicePointer"));
+  timedOutDevice_ = static_cast<uint32_t*>(dev);
+  const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
+  const double ticks = seconds * sscGpuTimerTicksPerSecond(c->device);
+  if (seconds > 0 && ticks < 9.0e18) timeoutTicks_ = static_cast<uint64_t>(ticks);
+  *enabled = true;
+  return sscSuccess;
+}
+
+void FusedExchange::destroy(sscKvCache* c) {
+  if (regHandle_ != nullptr && commIsLive(c->comm)) (void)sscCommDeregister(c->comm, regHandle_);
+  regHandle_ = nullptr;
+  if (scratch_ != nullptr) (void)c->backend->memFree(scratch_);
+  scratch_ = nullptr;
+  if (timedOutHost_ != nullptr) (void)hipHostFree(timedOutHost_);
+  timedOutHost_ = nullptr;
+}
+
+sscResult_t FusedExchange::begin(const char* fn) {
+  if (*reinterpret_cast<volatile uint32_t*>(timedOutHost_) != 0)
+    return fail(sscTimeout, "{}: an earlier decode on this cache waited for a peer's rows past "
+                "STARSCREAM_TIMEOUT (a rank skipped a call?); the cache's exchange is out of "
+                "step: destroy it", fn);
+  ++epoch_;
+  return sscSuccess;
+}
+
+sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered) {
+  const int parity = parityOf(epoch_);
+  gpu::AttnQPushParams p{};
+  p.q = q;
+  p.bytes = sliceBytes;
+  const QChunks ch = qChunks(sliceBytes);
+  p.chunks = ch.chunks;
+  p.chunkBytes = ch.chunkBytes;
+  p.nranks = layout_.nranks;
+  p.rank = rank_;
+  for (int r = 0; r < layout_.nranks; ++r) p.peerBase[r] = peers_[r];
+  p.qOffset = layout_.qOffsetBytes(parity);
+  p.qFlagOffset = layout_.qFlagOffsetBytes(parity, 0, 0);
+  p.qFlagStride = layout_.qFlagOffsetBytes(parity, 1 % layout_.nranks, 0) - p.qFlagOffset;
+  p.epoch = epoch_;
+  p.wait = {timedOutDevice_, timeoutTicks_, deviceScope_};
+  *gathered = static_cast<char*>(scratch_) + p.qOffset;
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)), "the query push kernel launch");
+}
+
+sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
+                                        size_t splitStride, int splits, void* stream) {
+  const int parity = parityOf(epoch_), n = layout_.nranks, H = a.numQHeads;
+  const size_t senderStride = layout_.rowOffset(0, 1 % n, 0) - layout_.rowOffset(0, 0, 0);
+  gpu::AttnPushParams p{};
+  p.partials = partials;
+  p.splitStride = splitStride;
+  p.splits = splits;
+  p.batch = a.batch;
+  p.numQHeads = H;
+  p.headDim = c->config.head_dim;
+  p.nranks = n;
+  p.rank = rank_;
+  p.outSharded = a.outSharded ? 1 : 0;
+  for (int r = 0; r < n; ++r)
+    p.peerRows[r] = reinterpret_cast<float*>(peers_[r]) + layout_.rowOffset(parity, 0, 0);
+  p.senderStride = senderStride;
+  p.rowFloats = layout_.rowFloats();
+  p.epoch = epoch_;
+  p.deviceScope = deviceScope_;
+  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPush(p, stream)), "the partial push kernel launch"));
+  gpu::AttnRecvMergeParams m{};
+  m.rows = static_cast<const float*>(scratch_) + layout_.rowOffset(parity, 0, 0);
+  m.senderStride = senderStride;
+  m.rowFloats = layout_.rowFloats();
+  m.nranks = n;
+  m.batch = a.batch;
+  m.numQHeads = H;
+  m.outHeads = a.outSharded ? H / n : H;
+  m.firstHead = a.outSharded ? rank_ * m.outHeads : 0;
+  m.headDim = c->config.head_dim;
+  m.sinks = a.sinks;
+  m.out = a.out;
+  m.outDtype = a.ioType;
+  m.lse = a.lse;
+  m.epoch = epoch_;
+  m.wait = {timedOutDevice_, timeoutTicks_, deviceScope_};
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnRecvMerge(m, stream)), "the exchange merge kernel launch");
+}
+
+}  // namespace ssc::attn

@@ -1,0 +1,48 @@
+// The host side of the fused decode exchange (SSC_KV_EXCHANGE_FUSED) on the GPU backend: the
+// cache's exchange scratch registered on the communicator (its peers map it), the call epochs,
+// the timeout word, and the launches of the exchange kernels (src/kernels/gpu/attention_exchange.cu)
+// on the caller's stream. Layout and reuse rules: exchange.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/ops/attention/exchange.h"
+#include "src/ops/attention/kv_cache.h"
+
+namespace ssc::attn {
+
+class FusedExchange {
+ public:
+  // Collective over c->comm (sscCommRegister). Leaves *enabled false, with the reason in *why,
+  // where the peers' scratch cannot be mapped (every rank reaches the same verdict).
+  sscResult_t setup(sscKvCache* c, bool* enabled, std::string* why);
+  // Local: deregisters (when the communicator is still live) and frees.
+  void destroy(sscKvCache* c);
+
+  // Starts a call: fails (sticky) once a wait of an earlier call timed out, since the ranks'
+  // epochs no longer agree; else takes the next epoch.
+  sscResult_t begin(const char* fn);
+  // The query slices of every rank, [rank][slice] packed, into this rank's scratch in one
+  // launch; *gathered points at them (device memory) for the partial kernel.
+  sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered);
+  // This rank's partial rows ([splits] blocks of [batch][heads][head_dim + 1], merged on the
+  // way) into the scratch of the ranks that return them, then the merge of what arrives.
+  sscResult_t pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
+                           size_t splitStride, int splits, void* stream);
+
+ private:
+  ExchangeLayout layout_;
+  int rank_ = 0;
+  void* scratch_ = nullptr;         // this rank's registered scratch
+  void* regHandle_ = nullptr;
+  std::vector<char*> peers_;        // every rank's scratch as mapped here (peers_[rank_] = scratch_)
+  uint32_t* timedOutHost_ = nullptr;  // host-mapped word the waits set
+  uint32_t* timedOutDevice_ = nullptr;
+  uint64_t timeoutTicks_ = 0;
+  int deviceScope_ = 0;
+  uint64_t epoch_ = 0;
+};
+
+}  // namespace ssc::attn
