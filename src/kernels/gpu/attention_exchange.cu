@@ -21,7 +21,7 @@ namespace {
 // processes' stores; AMD's vL1D is invalidated by the acquire, a volatile load is enough there).
 __device__ __forceinline__ float loadFresh(const float* p) {
 #if defined(SSC_GPU_IS_CUDA)
-  return loadFresh(p);
+  return __ldcg(p);  // L2 only (.cg); this line called loadFresh itself (endless recursion)
 #else
   return *reinterpret_cast<const volatile float*>(p);
 #endif
