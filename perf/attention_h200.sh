@@ -32,11 +32,11 @@ if [[ $mode == check || $mode == all ]]; then
     grep -m3 -E "rank [0-9]+:" "$OUT/gpu_attention_test.k$k.log"
     echo "PASS lines: $(grep -c '^PASS' "$OUT/gpu_attention_test.k$k.log")"
   done
-  run 8 ${TORCH_S:-45} torch.k8.log env STARSCREAM_LIB="$BUILD/lib/libstarscream.so" \
+  run 8 ${TORCH_S:-45} torch.k8.log env SSC_LIB="$BUILD/lib/libstarscream.so" \
     python3 "$repo/examples/attention/decode_step.py" --batch 8 --context 32768
   grep -E "PASS|FAIL|Error|error" "$OUT/torch.k8.log" | head -6
   if (( $(date +%s) - t0 < ${SHARD_BEFORE_S:-120} )); then
-    run 8 ${TORCH_S:-45} torch-shard.k8.log env STARSCREAM_LIB="$BUILD/lib/libstarscream.so" \
+    run 8 ${TORCH_S:-45} torch-shard.k8.log env SSC_LIB="$BUILD/lib/libstarscream.so" \
       python3 "$repo/examples/attention/decode_step.py" --batch 8 --context 32768 --shard-heads
     grep -E "PASS|FAIL|Error|error" "$OUT/torch-shard.k8.log" | head -4
   fi

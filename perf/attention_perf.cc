@@ -15,8 +15,8 @@
 //              all-gather today), KV pages round-robin, Q and out heads sharded (K = 1: "whole",
 //              the op over the whole GPU in one process);
 //   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER named (two sscAllGather calls, a merge);
-//   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (experimental: only in builds with
-//              -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON, else reported as refused; not checked here);
+//   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (reported as refused where the peers'
+//              scratch does not map; not checked here: gpu_attention_test --fused is);
 //   local      K > 1 only: each rank alone (a communicator of one) over a cache of 1/K of each
 //              sequence, all q heads: the sharded step without any exchange;
 //   naive      K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of

@@ -9,7 +9,7 @@ torch.nn.functional.scaled_dot_product_attention over the unsharded KV in fp32, 
 timed (CUDA events on PyTorch's current stream, max over ranks). Default shape: one GPU's share
 of Llama-3-70B at TP 8 (8 query heads, 1 KV head, head dim 128), bf16, batch 8, ~32K tokens.
 
-    tools/emulate/partition-run.sh 8 env STARSCREAM_LIB=$PWD/build/lib/libstarscream.so \\
+    tools/emulate/partition-run.sh 8 env SSC_LIB=$PWD/build/lib/libstarscream.so \\
         python3 examples/attention/decode_step.py [--batch 8] [--context 32768] [--shard-heads]
 
 The communicator's unique id travels over a gloo group (torch.distributed, env:// from Open MPI's
@@ -64,7 +64,7 @@ def main():
                     help="each rank passes and gets its slice of the query heads (a TP layer)")
     ap.add_argument("--exchanges", default="auto",
                     help="sscKvExchange_t values to run, one cache each: auto, allgather, fused "
-                         "(fused: experimental, only in builds with -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON)")
+                         "(auto: the fused exchange where the peers' scratch maps, else the all-gather)")
     a = ap.parse_args()
 
     rank, world = launch_env()

@@ -5,7 +5,7 @@ current CUDA stream, and every call is collective over the communicator (every r
 same calls with the same host arguments; each passes its own tensors). Errors raise
 StarscreamError with the library's message.
 
-    lib = Library()                         # STARSCREAM_LIB, else build/lib/libstarscream.so
+    lib = Library()                         # SSC_LIB, else build/lib/libstarscream.so
     comm = lib.comm_init(nranks, unique_id, rank)   # unique_id: lib.unique_id() on rank 0, shared
     cache = KvCache(lib, comm, num_kv_heads=1, head_dim=128, page_size=16, max_pages=...,
                     max_seqs=8, max_batch=8, max_q_heads=8)
@@ -51,7 +51,7 @@ class Library:
     """libstarscream.so and the few entry points the wrapper uses."""
 
     def __init__(self, path=None):
-        path = path or os.environ.get("STARSCREAM_LIB") or os.path.join(
+        path = path or os.environ.get("SSC_LIB") or os.path.join(
             os.path.dirname(__file__), "..", "..", "build", "lib", "libstarscream.so")
         self.so = ctypes.CDLL(path)
         so, vp, i, f = self.so, ctypes.c_void_p, ctypes.c_int, ctypes.c_float

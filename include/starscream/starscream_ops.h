@@ -12,8 +12,8 @@
  * Decode, per call: the query heads are all-gathered when each rank holds a slice of them; each
  * rank computes, in fp32, the attention of every query head over the KV tokens it owns (a
  * partial output and its log-sum-exp, LSE = -inf for a rank that owns none); the ranks
- * exchange the partials (sscAllGather on the communicator and stream; an experimental fused
- * exchange stores them straight into the peers, sscKvExchange_t) and merge them in fp32.
+ * exchange the partials (stored straight into the peers that return them, or sscAllGather on
+ * the communicator and stream; sscKvExchange_t) and merge them in fp32.
  * The merge is exact (the softmax over all tokens), so the result does not depend on the
  * placement, up to fp32 rounding.
  *
@@ -90,7 +90,7 @@ typedef struct sscKvCacheConfig_v1 {
  * How the ranks of a decode exchange queries and partial results.
  */
 typedef enum {
-  /* ALLGATHER for now; FUSED where the peers' scratch maps once FUSED passes its GPU check. */
+  /* FUSED where the peers' exchange scratch maps (every rank decides alike), else ALLGATHER. */
   SSC_KV_EXCHANGE_AUTO = 0,
   /* Through the communicator's sscAllGather: one for the query slices (sharded heads only),
      one for the partials, then a merge kernel. */
@@ -100,9 +100,7 @@ typedef enum {
      SSC_ATTN_OUT_SHARDED_HEADS), each row with a per-call flag, and the merge starts on
      arrival; query slices travel the same way in one launch. The cache registers its scratch
      on the communicator (sscCommRegister) at create. Refused by sscKvCacheCreate with
-     sscInvalidUsage where peers' memory cannot be mapped (host backend, several nodes), and,
-     on several ranks, by builds without -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON: EXPERIMENTAL, its
-     first GPU run gave wrong outputs (perf/RESULTS.md, 2026-12-01 session 5). */
+     sscInvalidUsage where peers' memory cannot be mapped (host backend, several nodes). */
   SSC_KV_EXCHANGE_FUSED = 2
 } sscKvExchange_t;
 

@@ -138,6 +138,12 @@ class Backend {
 
   // Makes `device` the calling thread's current device (init threads, sscCommInitAll's devlist).
   virtual void bindDevice(int device) { (void)device; }
+
+  // The device view of the word the communicator's kernels poll for sscCommAbort (set by the
+  // backend when the communicator is aborted, never cleared), for kernels of higher layers that
+  // wait on peers outside the collectives (the attention ops' fused exchange); null where the
+  // backend has none.
+  virtual const uint32_t* deviceAbortWord(CommView* comm) { (void)comm; return nullptr; }
 };
 
 // The backend the process uses (STARSCREAM_BACKEND): a GPU backend when built in, a device is

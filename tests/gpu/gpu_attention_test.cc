@@ -8,8 +8,8 @@
 // case with the largest error over all ranks; SKIPPED without a GPU. Most cases split each
 // rank's pages over several blocks (split-K); the many-sequence case does not. Every case
 // decodes three times in a row (an exchange's buffer reuse); the exchange is AUTO, the large case
-// also runs ALLGATHER by name. --fused runs every case through the experimental fused exchange
-// (a build with -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON) and adds a case where a rank skips a call
+// also runs ALLGATHER by name. --fused runs every case through the fused exchange by name
+// and adds a case where a rank skips a call
 // (its timeout). The fused run FAILED on the H200 (perf/RESULTS.md, 2026-12-01 session 5).
 //
 //   mpirun -np 4 build/bin/gpu_attention_test        (or tools/emulate/partition-run.sh 4 ...)
@@ -34,8 +34,8 @@ namespace {
 
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
-// --fused: every case through SSC_KV_EXCHANGE_FUSED (a build with
-// -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON), plus the skipped-call case; else AUTO (the all-gather).
+// --fused: every case through SSC_KV_EXCHANGE_FUSED by name, plus the skipped-call case; else
+// AUTO (the fused exchange where the scratch maps; the large case also names the all-gather).
 int g_exchange = SSC_KV_EXCHANGE_AUTO;
 
 struct Case {

@@ -326,6 +326,11 @@ class GpuBackend : public Backend {
     if (device >= 0) (void)hipSetDevice(device);
   }
 
+  const uint32_t* deviceAbortWord(CommView* comm) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    return handle == nullptr ? nullptr : handle->res->conns->abortWordDevice();
+  }
+
  private:
   // One operation of the communicator: a plan, and for a staged call the copies into and out of
   // the (shared) staging buffers around it; a plain copy is a staged call without plan or copy

@@ -50,6 +50,8 @@ class GpuConnections {
   // Sets the abort word every kernel wait polls: waits end with kKernelAborted. For sscCommAbort:
   // never cleared, as the communicator does not run again.
   void requestAbort();
+  // The abort word as kernels address it (see requestAbort).
+  const uint32_t* abortWordDevice() const { return errorHostDevice_ + kAbortWord; }
 
  private:
   GpuConnections() = default;

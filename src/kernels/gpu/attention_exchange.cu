@@ -33,7 +33,7 @@ __device__ __forceinline__ void releaseFlag(uint64_t* f, uint64_t v, int deviceS
 }
 
 // Polls *f until it holds `epoch`. False when the wait passed the timeout (recorded in the
-// host-mapped word) or another wait already did.
+// host-mapped word), another wait already did, or the communicator was aborted.
 __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w) {
   uint64_t start = 0;
   for (uint32_t it = 1;; ++it) {
@@ -42,6 +42,8 @@ __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w
     if ((it & 255u) == 0) {
       volatile uint32_t* t = w.timedOut;
       if (*t != 0) return false;
+      // An aborted communicator ends the wait at once, as it ends the collectives' waits.
+      if (w.abort != nullptr && *reinterpret_cast<const volatile uint32_t*>(w.abort) != 0) return false;
       const uint64_t now = sscGpuTimer();
       if (start == 0) {
         start = now;

@@ -19,6 +19,7 @@ struct AttnWaitCtl {
   uint32_t* timedOut;     // device view of the host-mapped word
   uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: no limit
   int deviceScope;        // 1: every rank on this GPU (device-scope release/acquire)
+  const uint32_t* abort;  // the communicator's abort word (non-zero: sscCommAbort ran); may be null
 };
 
 struct AttnQPushParams {

@@ -90,12 +90,6 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   if (cfg->exchange == SSC_KV_EXCHANGE_FUSED && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
     return fail(sscInvalidUsage, "{}: config.exchange = SSC_KV_EXCHANGE_FUSED needs a GPU backend "
                 "(the host backend exchanges through sscAllGather: use SSC_KV_EXCHANGE_AUTO)", fn);
-#if !defined(SSC_ATTN_FUSED_EXCHANGE)
-  if (cfg->exchange == SSC_KV_EXCHANGE_FUSED && comm->nranks > 1)
-    return fail(sscInvalidUsage, "{}: config.exchange = SSC_KV_EXCHANGE_FUSED is not built in: it "
-                "gave wrong outputs in its first GPU check (perf/RESULTS.md, 2026-12-01 session 5); "
-                "configure with -DSTARSCREAM_ATTN_FUSED_EXCHANGE=ON to debug it", fn);
-#endif
   auto* c = new sscKvCache;
   c->comm = comm;
   c->backend = comm->backend;

@@ -77,6 +77,8 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
   const double ticks = seconds * sscGpuTimerTicksPerSecond(c->device);
   if (seconds > 0 && ticks < 9.0e18) timeoutTicks_ = static_cast<uint64_t>(ticks);
+  // An sscCommAbort ends the exchange's waits at once, as it ends the collectives'.
+  abort_ = c->backend->deviceAbortWord(comm);
   *enabled = true;
   return sscSuccess;
 }
@@ -114,7 +116,7 @@ sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* strea
   p.qFlagOffset = layout_.qFlagOffsetBytes(parity, 0, 0);
   p.qFlagStride = layout_.qFlagOffsetBytes(parity, 1 % layout_.nranks, 0) - p.qFlagOffset;
   p.epoch = epoch_;
-  p.wait = {timedOutDevice_, timeoutTicks_, deviceScope_};
+  p.wait = {timedOutDevice_, timeoutTicks_, deviceScope_, abort_};
   *gathered = static_cast<char*>(scratch_) + p.qOffset;
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)), "the query push kernel launch");
 }
@@ -155,7 +157,7 @@ sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a
   m.outDtype = a.ioType;
   m.lse = a.lse;
   m.epoch = epoch_;
-  m.wait = {timedOutDevice_, timeoutTicks_, deviceScope_};
+  m.wait = {timedOutDevice_, timeoutTicks_, deviceScope_, abort_};
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnRecvMerge(m, stream)), "the exchange merge kernel launch");
 }
 

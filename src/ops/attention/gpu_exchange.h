@@ -42,6 +42,7 @@ class FusedExchange {
   uint32_t* timedOutDevice_ = nullptr;
   uint64_t timeoutTicks_ = 0;
   int deviceScope_ = 0;
+  const uint32_t* abort_ = nullptr;  // the communicator's abort word (device view)
   uint64_t epoch_ = 0;
 };
 

@@ -110,6 +110,12 @@ class GpuCacheState {
   // The fused exchange (SSC_KV_EXCHANGE_FUSED, or AUTO where the peers' scratch maps).
   bool fused = false;
   FusedExchange exchange;
+  // The end of the last decode, and its stream: the cache's buffers (partials, the exchange
+  // scratch's parities, the query gather) are reused call after call, so a decode on another
+  // stream first waits for the last one, as calls on one stream do by stream order.
+  hipEvent_t lastDone = nullptr;
+  hipStream_t lastStream = nullptr;
+  bool haveLast = false;
 };
 
 sscResult_t gpuCreate(sscKvCache* c) {
@@ -134,10 +140,12 @@ sscResult_t gpuCreate(sscKvCache* c) {
   // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord"));
+  SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming), "hipEventCreate"));
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
-  // communicator), so the registration inside setup() is collective as it must be. AUTO stays
-  // on the all-gather until the fused exchange passes its GPU check (attention_api.cc).
-  if (c->comm->nranks > 1 && c->config.exchange == SSC_KV_EXCHANGE_FUSED) {
+  // communicator), so the registration inside setup() is collective as it must be. AUTO takes
+  // the fused exchange wherever the peers' scratch maps (measured faster at every size on the
+  // H200, perf/RESULTS.md session 5), the all-gather otherwise.
+  if (c->comm->nranks > 1 && c->config.exchange != SSC_KV_EXCHANGE_ALLGATHER) {
     std::string why;
     SSC_CHECK(c->gpu->exchange.setup(c, &c->gpu->fused, &why));
     if (!c->gpu->fused && c->config.exchange == SSC_KV_EXCHANGE_FUSED)
@@ -150,6 +158,7 @@ void gpuDestroy(sscKvCache* c) {
   gpu::DeviceGuard onDevice(c->device);
   if (c->gpu != nullptr) {
     c->gpu->exchange.destroy(c);
+    if (c->gpu->lastDone != nullptr) (void)hipEventDestroy(c->gpu->lastDone);
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
     if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
@@ -190,7 +199,30 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
   return sscSuccess;
 }
 
+namespace {
+
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+
+}  // namespace
+
 sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+  GpuCacheState& g = *c->gpu;
+  gpu::DeviceGuard onDevice(c->device);
+  const auto s = static_cast<hipStream_t>(stream);
+  if (g.haveLast && g.lastStream != s)
+    SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g.lastDone, 0), "hipStreamWaitEvent"));
+  const sscResult_t r = decodeOn(c, a, stream);
+  // Recorded even after a failure: whatever was queued must finish before the next call reuses
+  // the buffers.
+  SSC_CHECK(gpuCheck(hipEventRecord(g.lastDone, s), "hipEventRecord"));
+  g.lastStream = s;
+  g.haveLast = true;
+  return r;
+}
+
+namespace {
+
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
@@ -294,5 +326,7 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   mp.lse = a.lse;
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
 }
+
+}  // namespace
 
 }  // namespace ssc::attn
