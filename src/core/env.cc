@@ -61,9 +61,12 @@ constexpr Variable kVariables[] = {
      "sscInvalidUsage naming the field and the ranks when they differ; costs one exchange of a "
      "few bytes per call (none extra where plain-buffer zero-copy exchanges anyway). 0: off. "
      "Read at communicator init, the same on every rank; any other value fails init."},
-    {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO."},
-    {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot."},
-    {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend."},
+    {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO (2 - 32; "
+     "another value fails init)."},
+    {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot (64 - 64M, rounded "
+     "up to 64; another value fails init)."},
+    {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend "
+     "(1 - 16; another value fails init)."},
     {"STARSCREAM_NCCL_FALLBACK", "",
      "libstarscream-nccl: path of the vendor libnccl.so.2/librccl.so.1 that serves every nccl* "
      "call when Starscream runs on its host backend (docs/nccl-shim.md); empty: never forward."},

@@ -40,4 +40,21 @@ TEST(ShmSegment, HostCommunicatorsNeverNameSharedMemory) {
   ::unsetenv("STARSCREAM_BACKEND");
 }
 
+// A transport setting it cannot run fails init with a message naming it, instead of being
+// clamped to something else silently.
+TEST(ShmSegment, OutOfRangeSettingsFailInitLoudly) {
+  ::setenv("STARSCREAM_BACKEND", "host", 1);
+  for (const char* name : {"STARSCREAM_HOST_CHANNELS", "STARSCREAM_HOST_SLOTS", "STARSCREAM_HOST_SLOT_BYTES"}) {
+    for (const char* value : {"0", "1000000000"}) {
+      ::setenv(name, value, 1);
+      sscComm_t comms[2] = {};
+      EXPECT_EQ(sscCommInitAll(comms, 2, nullptr), sscInvalidArgument) << name << "=" << value;
+      EXPECT_NE(std::string(sscGetLastError(nullptr)).find(name), std::string::npos)
+          << sscGetLastError(nullptr);
+      ::unsetenv(name);
+    }
+  }
+  ::unsetenv("STARSCREAM_BACKEND");
+}
+
 }  // namespace

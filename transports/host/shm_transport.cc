@@ -80,11 +80,22 @@ sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* 
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   t->rank_ = comm->rank;
   t->nranks_ = comm->nranks;
-  t->channels_ = static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_HOST_CHANNELS"), 1, 16));
-  t->slots_ = static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_HOST_SLOTS"), 2, kShmMaxSlots));
+  // A value outside what the transport can run is refused, not clamped: a mistyped setting must
+  // be loud (every rank reads the same environment, so every rank fails alike).
+  int64_t v[3];
+  const struct { const char* name; int64_t lo, hi; } limits[3] = {
+      {"STARSCREAM_HOST_CHANNELS", 1, 16}, {"STARSCREAM_HOST_SLOTS", 2, kShmMaxSlots},
+      {"STARSCREAM_HOST_SLOT_BYTES", 64, 64 << 20}};
+  for (int i = 0; i < 3; ++i) {
+    v[i] = env::getInt(limits[i].name);
+    if (v[i] < limits[i].lo || v[i] > limits[i].hi)
+      return fail(sscInvalidArgument, "{}={} is outside what the host transport runs ({} - {})",
+                  limits[i].name, v[i], limits[i].lo, limits[i].hi);
+  }
+  t->channels_ = static_cast<int>(v[0]);
+  t->slots_ = static_cast<int>(v[1]);
   // Slots hold whole elements of every type (8 bytes at most) and stay cache-line aligned.
-  t->slotBytes_ = roundUp(static_cast<size_t>(std::clamp<int64_t>(
-                              env::getInt("STARSCREAM_HOST_SLOT_BYTES"), 64, 64 << 20)), 64);
+  t->slotBytes_ = roundUp(static_cast<size_t>(v[2]), 64);
   const size_t nfifo = static_cast<size_t>(t->channels_) * t->nranks_;
   t->ctrlBytes_ = roundUp(nfifo * sizeof(ShmFifoCtrl) + sizeof(ShmBarrierCtrl), 4096);
   t->segmentBytes_ = t->ctrlBytes_ + nfifo * t->slots_ * t->slotBytes_;
