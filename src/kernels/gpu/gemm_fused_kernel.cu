@@ -38,6 +38,8 @@ __global__ void fusedWaitKernel(FlagList flags, int count, uint32_t* signal, uin
       if (static_cast<int32_t>(loadVolatile(flags.p[i]) - target) >= 0) break;
       if ((iter & 255u) == 0) {
         if (loadVolatile(sink.word) != 0) break;  // another wait failed: stop, the host reports it
+        // An aborted communicator ends the wait at once, as it ends the collectives' waits.
+        if (sink.abort != nullptr && loadVolatile(sink.abort) != 0) break;
         const uint64_t now = sscGpuTimer();
         if (start == 0) start = now;
         else if (sink.timeoutTicks != 0 && now - start > sink.timeoutTicks) {

@@ -17,6 +17,7 @@ constexpr int kFusedMaxRanks = 16;
 struct FusedErrorSink {
   uint32_t* word;  // device address of the host-mapped words
   uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: wait forever
+  const uint32_t* abort;  // the communicator's abort word (non-zero: sscCommAbort ran); may be null
 };
 
 constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)

@@ -77,6 +77,7 @@ class GpuGemmState {
   volatile uint32_t* errHost = nullptr;
   uint32_t* errDevice = nullptr;
   uint64_t timeoutTicks = 0;
+  const uint32_t* abort = nullptr;  // the communicator's abort word (Backend::deviceAbortWord)
   int sms = 1;
 #if defined(STARSCREAM_HAVE_BLASLT)
   hipblasLtHandle_t lt = nullptr;
@@ -208,6 +209,7 @@ sscResult_t gpuCreate(sscGemmContext* g) {
                      "hipHostGetDevicePointer"));
   const double seconds = shmTimeoutSeconds(), ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
   if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18) s->timeoutTicks = static_cast<uint64_t>(ticks);
+  s->abort = g->comm->backend->deviceAbortWord(g->comm);
   if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) != hipSuccess) s->sms = 1;
   for (hipEvent_t* e : {&s->start, &s->gemmDone[0], &s->gemmDone[1], &s->collDone[0], &s->collDone[1]})
     SSC_CHECK(gpuCheck(hipEventCreateWithFlags(e, hipEventDisableTiming), "hipEventCreateWithFlags"));
@@ -268,7 +270,7 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
     return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
                 "peer is missing or hung; the context's results since then are not valid (destroy it)",
                 gs->errHost[1]);
-  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks};
+  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks, gs->abort};
   const bool overlap = pl.chunks > 1;
   const hipStream_t gemmStream = overlap ? gs->side : s;
   if (overlap) {
