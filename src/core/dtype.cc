@@ -1,61 +1,68 @@
 #include "src/core/dtype.h"
 
+#include <iterator>
+
 namespace ssc {
 
+namespace {
+
+// One row per sscDataType_t value, in enum order: what every question about a type reads.
+struct TypeInfo {
+  sscDataType_t type;
+  size_t bytes;
+  bool isFloat;
+  const char* name;     // short, as nccl-tests and the perf tools print it
+  const char* apiName;  // as the API spells it (sscFloat16 -> "float16")
+};
+
+constexpr TypeInfo kTypes[] = {
+    {sscInt8, 1, false, "int8", "int8"},
+    {sscUint8, 1, false, "uint8", "uint8"},
+    {sscInt32, 4, false, "int32", "int32"},
+    {sscUint32, 4, false, "uint32", "uint32"},
+    {sscInt64, 8, false, "int64", "int64"},
+    {sscUint64, 8, false, "uint64", "uint64"},
+    {sscFloat16, 2, true, "half", "float16"},
+    {sscFloat32, 4, true, "float", "float32"},
+    {sscFloat64, 8, true, "double", "float64"},
+    {sscBfloat16, 2, true, "bfloat16", "bfloat16"},
+    {sscFloat8e4m3, 1, true, "f8e4m3", "float8e4m3"},
+    {sscFloat8e5m2, 1, true, "f8e5m2", "float8e5m2"},
+};
+
+constexpr bool rowsInEnumOrder() {
+  for (size_t i = 0; i < std::size(kTypes); ++i)
+    if (static_cast<size_t>(kTypes[i].type) != i) return false;
+  return std::size(kTypes) == static_cast<size_t>(sscNumTypes);
+}
+static_assert(rowsInEnumOrder(), "kTypes must list every sscDataType_t in enum order");
+
+const TypeInfo* info(int type) {
+  return type >= 0 && type < static_cast<int>(std::size(kTypes)) ? &kTypes[type] : nullptr;
+}
+
+}  // namespace
+
 size_t dtypeSize(sscDataType_t type) {
-  switch (type) {
-    case sscInt8: case sscUint8: case sscFloat8e4m3: case sscFloat8e5m2: return 1;
-    case sscFloat16: case sscBfloat16: return 2;
-    case sscInt32: case sscUint32: case sscFloat32: return 4;
-    case sscInt64: case sscUint64: case sscFloat64: return 8;
-    default: return 0;
-  }
+  const TypeInfo* t = info(static_cast<int>(type));
+  return t != nullptr ? t->bytes : 0;
 }
 
 bool dtypeValid(sscDataType_t type) { return dtypeSize(type) != 0; }
 
 bool dtypeIsFloat(sscDataType_t type) {
-  switch (type) {
-    case sscFloat16: case sscBfloat16: case sscFloat32: case sscFloat64: case sscFloat8e4m3:
-    case sscFloat8e5m2: return true;
-    default: return false;
-  }
+  const TypeInfo* t = info(static_cast<int>(type));
+  return t != nullptr && t->isFloat;
 }
 
 const char* dtypeName(sscDataType_t type) {
-  switch (type) {
-    case sscInt8: return "int8";
-    case sscUint8: return "uint8";
-    case sscInt32: return "int32";
-    case sscUint32: return "uint32";
-    case sscInt64: return "int64";
-    case sscUint64: return "uint64";
-    case sscFloat16: return "half";
-    case sscFloat32: return "float";
-    case sscFloat64: return "double";
-    case sscBfloat16: return "bfloat16";
-    case sscFloat8e4m3: return "f8e4m3";
-    case sscFloat8e5m2: return "f8e5m2";
-    default: return "unknown";  // never NULL: callers format it into messages
-  }
+  const TypeInfo* t = info(static_cast<int>(type));
+  return t != nullptr ? t->name : "unknown";  // never NULL: callers format it into messages
 }
 
 const char* dtypeApiName(int type) {
-  switch (type) {
-    case sscInt8: return "int8";
-    case sscUint8: return "uint8";
-    case sscInt32: return "int32";
-    case sscUint32: return "uint32";
-    case sscInt64: return "int64";
-    case sscUint64: return "uint64";
-    case sscFloat16: return "float16";
-    case sscFloat32: return "float32";
-    case sscFloat64: return "float64";
-    case sscBfloat16: return "bfloat16";
-    case sscFloat8e4m3: return "float8e4m3";
-    case sscFloat8e5m2: return "float8e5m2";
-    default: return "an invalid datatype";
-  }
+  const TypeInfo* t = info(type);
+  return t != nullptr ? t->apiName : "an invalid datatype";
 }
 
 }  // namespace ssc
