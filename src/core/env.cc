@@ -50,10 +50,10 @@ constexpr Variable kVariables[] = {
      "run zero-copy (copy in, symmetric algorithm, copy out). Empty: 32M on the GPU backend, "
      "0 on the host backend; 0 turns staging off."},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", "0",
-     "Smallest all-reduce, reduce-scatter or all-gather on plain (unregistered) buffers, in "
-     "bytes, that maps the peers' buffers and runs zero-copy (one node, one rank per process; "
-     "all-reduces small enough for packets never need to); smaller calls use staging or the "
-     "FIFOs. Negative turns it off."},
+     "Smallest collective on plain (unregistered) buffers, in bytes, that maps the peers' "
+     "buffers and runs zero-copy (one node, one rank per process; all-reduces small enough for "
+     "packets never need to; point-to-point and in-place all-to-all never do); smaller calls use "
+     "staging or the FIFOs. Negative turns it off."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_CHECK", "0",
      "1: checked mode. Before any data of a collective moves, its ranks compare the call "
