@@ -81,8 +81,11 @@ TEST_F(Plugin, FillsTheRingCellsFromTheModel) {
     EXPECT_GT(ll, 0);
     EXPECT_NE(ll, kNcclCost);
     // Small: LL's packets win; large: the FIFO protocol's bandwidth does.
-    if (bytes == 8) EXPECT_LT(ll, simple);
-    if (bytes > 8) EXPECT_LT(simple, ll);
+    if (bytes == 8) {
+      EXPECT_LT(ll, simple);
+    } else {
+      EXPECT_LT(simple, ll);
+    }
     // Everything else is NCCL's, ignored cells stay ignored, channels are NCCL's to choose.
     EXPECT_EQ(table[kAlgoTree][kProtoSimple], kNcclCost);
     EXPECT_EQ(table[kAlgoRing][kProtoLL128], kNcclCost);
@@ -188,8 +191,12 @@ TEST_F(Plugin, FillsTheCostTableOnEmulatedTopologies) {
         EXPECT_GT(simple, 0) << f << " " << bytes;
         EXPECT_NE(simple, kNcclCost) << f << " " << bytes;
         EXPECT_GE(simple, prevSimple) << f << " " << bytes;
-        if (bytes == 64) EXPECT_LE(ll, simple * 1.01f) << f;  // LL no dearer when latency-bound
-        if (bytes == size_t{1} << 30) EXPECT_LT(simple, ll) << f;
+        if (bytes == 64) {
+          EXPECT_LE(ll, simple * 1.01f) << f;  // LL no dearer when latency-bound
+        }
+        if (bytes == size_t{1} << 30) {
+          EXPECT_LT(simple, ll) << f;
+        }
         EXPECT_EQ(table[kAlgoTree][kProtoSimple], kNcclCost);
         prevSimple = simple;
       }

@@ -1,5 +1,5 @@
 // starscream-model: what the tuner's cost model predicts for a machine that may not be here.
-//   starscream-model --topo tools/topologies/mi300x-8x-cpx-nps4.json --collective all_reduce \
+//   starscream-model --topo tools/topologies/mi300x-8x-cpx-nps4.json --collective all_reduce ...
 //       -b 8 -e 1G [-f 2] [--profile F] [--plain] [--json] [--png chart.png]
 // For every size: the predicted time and busbw of every algorithm, the model's choice, and its
 // speedup over the flat ring. --png draws the chart through Graphviz (tools/topo/render_png.h);

@@ -1,5 +1,5 @@
 // starscream-tune: calibrates the tuner's cost model on this machine and writes a profile.
-//   starscream-tune --topo 'tools/topologies/h200-mps-{K}.json' --out h200-mps.json \
+//   starscream-tune --topo 'tools/topologies/h200-mps-{K}.json' --out h200-mps.json ...
 //       --sweep 'tools/emulate/partition-run.sh {K} build/bin/gpu_coll_perf 268435456 {json}' -K 8
 //   starscream-tune --topo ... --out ... --from perf/results/...-k8.json --from ...-k2.json
 // The sweep command (gpu_coll_perf: every algorithm, 8 B up) writes its JSON to {json}; each
