@@ -296,6 +296,35 @@ TEST(PeerCache, FailedOpensFallBackEverywhereAndEventuallyStopTrying) {
   }
 }
 
+// A program that allocates a buffer per call and frees it right after: a slow peer's open of
+// the new export can fail because the owner already freed it (on the host runtime the memfd is
+// gone; on the GPU the IPC handle). Those failures never repeat for one allocation, so they must
+// not turn zero-copy off: later calls on buffers that live on get it.
+TEST(PeerCache, FailuresOfAllocationsNeverPostedAgainDoNotTurnZeroCopyOff) {
+  World w(3, 8);
+  w.runtimes[1]->failOpens = true;  // every open fails, as if each owner had freed already
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache::Result res;
+    for (int i = 0; i < 12; ++i) {
+      w.runtimes[r]->alloc(bufferAt(r, i), kAllocBytes);  // a fresh allocation per call
+      ASSERT_EQ(call(*w.caches[r], allReduce(r, i, i), &res), sscSuccess);
+      EXPECT_FALSE(res.zeroCopy) << "rank " << r << " call " << i;
+    }
+    EXPECT_TRUE(w.caches[r]->enabled()) << "rank " << r << ": one-off failures turned it off";
+  });
+  w.runtimes[1]->failOpens = false;
+  std::atomic<int> zeroCopy{0};
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache::Result res;
+    w.runtimes[r]->alloc(bufferAt(r, 20), kAllocBytes);
+    for (int i = 0; i < 3; ++i) {  // the first call exports, the others run zero-copy
+      ASSERT_EQ(call(*w.caches[r], allReduce(r, 20, 20), &res), sscSuccess);
+      zeroCopy += res.zeroCopy ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(zeroCopy.load(), 3 * 2);
+}
+
 TEST(PeerCache, OneThreadDrivingSeveralRanksPostsAllBeforeWaiting) {
   World w(2, 8);
   for (int r = 0; r < 2; ++r) w.runtimes[r]->alloc(bufferAt(r, 0), kAllocBytes);

@@ -114,6 +114,16 @@ sscResult_t PeerMemoryCache::drop(int q, std::map<uint64_t, Entry>::iterator it)
   return sscSuccess;
 }
 
+void PeerMemoryCache::rememberFailed(const std::pair<int, uint64_t>& key) {
+  if (!failedAllocs_.insert(key).second) return;
+  failedOrder_.push_back(key);
+  // Bounded: the oldest go first (every rank inserts the same keys in the same order).
+  while (failedOrder_.size() > kFailedAllocsKept) {
+    failedAllocs_.erase(failedOrder_.front());
+    failedOrder_.pop_front();
+  }
+}
+
 sscResult_t PeerMemoryCache::evict(int q) {
   auto& t = table_[q];
   while (t.size() > capacity_) {
@@ -145,22 +155,34 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
 
   // Everything below depends only on the records, so every rank updates its table alike.
   // 1. The previous call's opens: confirmed everywhere, or a failure drops what is unconfirmed.
-  bool failed = false, confirmedSome = false;
+  bool failed = false, confirmedSome = false, failedBefore = false;
   for (const Record& r : all) failed = failed || r.failedOpens != 0;
   for (int q = 0; q < nranks_; ++q) {
     auto& t = table_[q];
     for (auto it = t.begin(); it != t.end();) {
       auto next = std::next(it);
       if (!it->second.confirmed) {
-        if (failed) SSC_CHECK(drop(q, it));
-        else it->second.confirmed = confirmedSome = true;
+        if (failed) {
+          const std::pair<int, uint64_t> key{q, it->second.alloc.id};
+          failedBefore = failedBefore || failedAllocs_.count(key) != 0;
+          rememberFailed(key);
+          SSC_CHECK(drop(q, it));
+        } else {
+          it->second.confirmed = confirmedSome = true;
+        }
       }
       it = next;
     }
   }
-  // Failures count until some export is opened everywhere again.
+  // Failures count until some export is opened everywhere again, and only where an allocation
+  // failed a second time: its owner posted it again, so it is alive and the runtime cannot open
+  // it. A first failure may be an owner that freed its buffer before a slow peer opened it (the
+  // owner does not wait for that: a program that allocates a buffer per call and frees it right
+  // after), which says nothing about the runtime; counting those once turned zero-copy off for
+  // the rest of a communicator's life (mpirun tests at 6 ranks, 65-byte buffers of the
+  // small-count cases).
   if (confirmedSome) openFailures_ = 0;
-  if (failed && ++openFailures_ >= kMaxOpenFailures && enabled_) {
+  if (failed && failedBefore && ++openFailures_ >= kMaxOpenFailures && enabled_) {
     enabled_ = false;
     SSC_LOG(kWarn, "opening peers' buffers failed {} times with no success in between: calls on "
             "plain buffers stop trying zero-copy on this communicator (staged or FIFO path)",

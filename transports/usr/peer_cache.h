@@ -28,7 +28,9 @@
 
 #include <functional>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <utility>
@@ -44,6 +46,7 @@ class PeerMemoryCache {
  public:
   static constexpr size_t kDefaultCapacity = 64;  // exports kept per rank
   static constexpr int kMaxOpenFailures = 3;      // failed rounds of opens before giving up
+  static constexpr size_t kFailedAllocsKept = 256;  // allocations remembered as failed once
 
   PeerMemoryCache(PeerMemoryRuntime* runtime, std::unique_ptr<ShmAllGather> table,
                   std::function<sscResult_t()> quiesce, size_t capacity = kDefaultCapacity);
@@ -86,7 +89,8 @@ class PeerMemoryCache {
   void release();
 
   // False once opening peers' exports failed kMaxOpenFailures times with no export opened by
-  // every rank in between (on every rank alike).
+  // every rank in between (on every rank alike), counting only allocations that failed before
+  // (an allocation its owner freed before a peer opened it fails once and is never posted again).
   bool enabled() const { return enabled_; }
 
   struct Stats {
@@ -106,6 +110,7 @@ class PeerMemoryCache {
   struct Record;
 
   sscResult_t drop(int q, std::map<uint64_t, Entry>::iterator it);
+  void rememberFailed(const std::pair<int, uint64_t>& key);
   sscResult_t evict(int q);
   sscResult_t quiesceOnce();
 
@@ -122,6 +127,9 @@ class PeerMemoryCache {
   uint64_t clock_ = 0;      // finish() calls so far (the same on every rank)
   uint32_t failedOpens_ = 0;  // opens that failed in this rank's last finish() (posted next)
   int openFailures_ = 0;    // failed rounds of opens since one last succeeded everywhere
+  // (owner, allocation id) of exports dropped after a failed round (replicated), bounded.
+  std::set<std::pair<int, uint64_t>> failedAllocs_;
+  std::deque<std::pair<int, uint64_t>> failedOrder_;
   bool enabled_ = true;
   bool released_ = false;
   Stats stats_;
