@@ -201,7 +201,7 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
 
 namespace {
 
-sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing);
 
 }  // namespace
 
@@ -209,9 +209,13 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
   const auto s = static_cast<hipStream_t>(stream);
-  if (g.haveLast && g.lastStream != s)
+  // A captured decode (a CUDA/HIP graph) orders itself inside the graph, and cannot wait on an
+  // event recorded outside it; its replays run whenever the caller launches them.
+  const bool capturing = c->comm->backend->streamCapturing(stream);
+  if (!capturing && g.haveLast && g.lastStream != s)
     SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g.lastDone, 0), "hipStreamWaitEvent"));
-  const sscResult_t r = decodeOn(c, a, stream);
+  const sscResult_t r = decodeOn(c, a, stream, capturing);
+  if (capturing) return r;
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
   // the buffers.
   SSC_CHECK(gpuCheck(hipEventRecord(g.lastDone, s), "hipEventRecord"));
@@ -222,7 +226,7 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
 
 namespace {
 
-sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
@@ -231,11 +235,15 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
 
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
-  if (g.fused) SSC_CHECK(g.exchange.begin("sscAttentionDecode"));
+  // The fused exchange's call epochs come from the host, so a graph's replays would repeat them:
+  // a captured decode takes the all-gather (the core's captured collectives are replay-safe).
+  // Every rank captures alike (as the core's collectives already assume), so all take it.
+  const bool fused = g.fused && !capturing;
+  if (fused) SSC_CHECK(g.exchange.begin("sscAttentionDecode"));
 
   // 1. Query slices all-gathered into [rank][batch][qHeads][D].
   const void* q = a.q;
-  if (a.qSharded && nranks > 1 && g.fused) {
+  if (a.qSharded && nranks > 1 && fused) {
     SSC_CHECK(g.exchange.gatherQ(a.q, static_cast<size_t>(a.batch) * qHeads * D * dtypeSize(a.ioType),
                                  stream, &q));
   } else if (a.qSharded && nranks > 1) {
@@ -292,7 +300,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)), "the partial attention kernel launch"));
   // Fused: the splits are merged inside the push, which stores the rows straight into the ranks
   // that return them; the merge there starts as they arrive (no collective call, no barrier).
-  if (g.fused) return g.exchange.pushAndMerge(c, a, pp.partials, count, pp.splits, stream);
+  if (fused) return g.exchange.pushAndMerge(c, a, pp.partials, count, pp.splits, stream);
   if (pp.splits > 1) {  // the splits' partials into this rank's one, exactly as ranks merge
     gpu::AttnMergeParams lp{};
     lp.partials = c->gpu->splitPartials;
