@@ -258,9 +258,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
           const Step& s = steps[k.next];
           Point start = k.at;
           const Sent* from = nullptr;
-          // Peer steps name ranks whose memory they touch, not FIFO connections.
-          const bool peerStep = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast ||
-                                s.op == StepOp::kPeerPush || s.op == StepOp::kPeerGather;
+          const bool peerStep = isPeerStep(s.op);
           if (!peerStep && s.recvPeer >= 0 && s.recvPeer != r) {
             const auto key = std::make_tuple(s.recvPeer, r, c);
             auto& q = delivered[key];

@@ -26,17 +26,18 @@ const std::pair<void* const, Registration>* symmetricRegistration(sscComm* comm,
   return &*it;
 }
 
-// When the buffers that peers touch lie in symmetric registrations, fills the peers' views of
-// them so the zero-copy algorithm can run: all-reduce reads peers' inputs and writes their
-// outputs; reduce-scatter only reads inputs, all-gather only writes outputs (so their in-place
-// forms, whose other buffer sits at a rank-dependent offset, qualify too). Offsets are assumed
-// equal on every rank; the call hash lets the first barrier catch ranks that disagree.
+// When the buffers that peers touch (symmetricPeerAccess) lie in symmetric registrations, fills
+// the peers' views of them so the zero-copy algorithm can run (reduce-scatter and all-gather
+// touch one buffer only, so their in-place forms, whose other buffer sits at a rank-dependent
+// offset, qualify too). Offsets are assumed equal on every rank; the call hash lets the first
+// barrier catch ranks that disagree. Broadcast, reduce and all-to-all agree on their buffers
+// through the peer cache instead (plain_buffers.h): a non-root's buffer may be anything there.
 void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outBytes) {
   const CollKind kind = call->args.coll;
   if (kind != CollKind::kAllReduce && kind != CollKind::kReduceScatter && kind != CollKind::kAllGather)
     return;
-  const bool peersReadIn = kind != CollKind::kAllGather;
-  const bool peersWriteOut = kind != CollKind::kReduceScatter;
+  const PeerAccess touched = symmetricPeerAccess(kind, comm->rank == call->args.root);
+  const bool peersReadIn = touched.in, peersWriteOut = touched.out;
   std::lock_guard<std::mutex> g(comm->mu);
   auto* in = peersReadIn ? symmetricRegistration(comm, call->sendbuff, inBytes) : nullptr;
   auto* out = peersWriteOut ? symmetricRegistration(comm, call->recvbuff, outBytes) : nullptr;

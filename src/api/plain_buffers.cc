@@ -57,20 +57,14 @@ PeerMemoryCache::Request requestOf(const PendingCall& c) {
   PeerMemoryCache::Request r;
   r.fingerprint = fingerprint(c);
   r.inPlace = c.args.inPlace;
-  const CollKind k = c.args.coll;
-  const bool root = c.comm->rank == c.args.root;
-  // Which of this rank's buffers peers touch (symmetric.cc): all-reduce reads peers' inputs and
-  // writes their outputs; reduce-scatter and all-to-all only read inputs, all-gather only writes
-  // outputs; broadcast reads the root's input and writes every output, reduce reads every input
-  // and writes the root's output (the other ranks' sendbuff / recvbuff may be anything there).
-  // The sizes are set on every rank: they bound what peers post.
-  const bool readsIn = k != CollKind::kAllGather && (k != CollKind::kBroadcast || root);
-  const bool writesOut = k != CollKind::kReduceScatter && k != CollKind::kAllToAll &&
-                         (k != CollKind::kReduce || root);
+  // Only the buffers peers touch are posted (a broadcast's sendbuff off the root, a reduce's
+  // recvbuff off the root may be anything). The sizes are set on every rank: they bound what
+  // peers post.
+  const PeerAccess touched = symmetricPeerAccess(c.args.coll, c.comm->rank == c.args.root);
   r.bytes[kBufIn] = collInputElems(c.args, c.comm->nranks) * c.elemBytes;
   r.bytes[kBufOut] = collOutputElems(c.args, c.comm->nranks) * c.elemBytes;
-  if (readsIn) r.ptr[kBufIn] = c.sendbuff;
-  if (writesOut) r.ptr[kBufOut] = c.recvbuff;
+  if (touched.in) r.ptr[kBufIn] = c.sendbuff;
+  if (touched.out) r.ptr[kBufOut] = c.recvbuff;
   return r;
 }
 

@@ -64,6 +64,16 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
 sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
                          const PlanParams& params, RankPlan* out);
 
+// Which of this rank's two buffers its peers read (in) or write (out) under the symmetric
+// algorithm (symmetric.cc): all-reduce both; reduce-scatter and all-to-all the input, all-gather
+// the output; broadcast the root's input and every output; reduce every input and the root's
+// output. Only those buffers must be mapped by the peers.
+struct PeerAccess {
+  bool in = false;
+  bool out = false;
+};
+PeerAccess symmetricPeerAccess(CollKind coll, bool isRoot);
+
 // Whether `algo` can serve `coll` on `topo` (hierarchical needs uniform partitions, etc.).
 bool algoSupports(const Topology& topo, CollKind coll, Algo algo);
 

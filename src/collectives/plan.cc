@@ -59,8 +59,7 @@ bool readsSrc(StepOp op) {
 bool writesDst(StepOp op) {
   return op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kRecv ||
          op == StepOp::kRecvReduceCopy || op == StepOp::kRecvReduceCopySend ||
-         op == StepOp::kRecvCopySend || op == StepOp::kPeerReduce ||
-         op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush || op == StepOp::kPeerGather;
+         op == StepOp::kRecvCopySend || isPeerStep(op);
 }
 bool sends(StepOp op) {
   return op == StepOp::kSend || op == StepOp::kRecvReduceSend ||

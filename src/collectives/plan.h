@@ -61,6 +61,13 @@ enum class StepOp : uint8_t {
 };
 const char* stepOpName(StepOp op);
 
+// The zero-copy steps over peers' mapped buffers (kBarrier excluded): their recvPeer/sendPeer
+// name ranks whose memory they touch, not FIFO connections.
+inline bool isPeerStep(StepOp op) {
+  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
+         op == StepOp::kPeerGather;
+}
+
 // Step flags. kPreOp: the step reads this rank's own contribution from src, so the op's pre-step
 // (PreMulSum / float Avg scaling) applies to it exactly once. kPostOp: the step produces the final
 // reduced value, so the op's post-step (integer Avg division) applies before it is stored/sent.

@@ -15,6 +15,14 @@
 
 namespace ssc {
 
+PeerAccess symmetricPeerAccess(CollKind coll, bool isRoot) {
+  PeerAccess a;
+  a.in = coll != CollKind::kAllGather && coll != CollKind::kSendRecv && (coll != CollKind::kBroadcast || isRoot);
+  a.out = coll != CollKind::kReduceScatter && coll != CollKind::kAllToAll && coll != CollKind::kSendRecv &&
+          (coll != CollKind::kReduce || isRoot);
+  return a;
+}
+
 void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan) {
   const size_t elemBytes = params.elemBytes;
   plan->channels.resize(1);

@@ -19,11 +19,6 @@ struct RankState {
   int barriers = 0;   // barriers this rank has entered
 };
 
-bool isPeerOp(StepOp op) {
-  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
-         op == StepOp::kPeerGather;
-}
-
 bool isRecv(StepOp op) {
   return op == StepOp::kRecv || op == StepOp::kRecvReduceSend || op == StepOp::kRecvReduceCopy ||
          op == StepOp::kRecvReduceCopySend || op == StepOp::kRecvCopySend;
@@ -194,7 +189,7 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
         progress = true;
         continue;
       }
-      if (isPeerOp(s.op)) {
+      if (isPeerStep(s.op)) {
         // Zero-copy steps touch peers' buffers directly; the barriers around them order them.
         // Within one barrier interval the GPU runs every rank's peer steps at once, element by
         // element on different threads, so the simulator checks that no memory cell is written

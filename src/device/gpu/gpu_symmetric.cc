@@ -35,11 +35,6 @@ int64_t integerMultiplier(const Scalar& s) {
   return static_cast<int64_t>(s.f);
 }
 
-bool isPeerOp(StepOp op) {
-  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
-         op == StepOp::kPeerGather;
-}
-
 }  // namespace
 
 DevReduce devReduceOf(const ReduceSpec& rs) {
@@ -58,7 +53,7 @@ DevReduce devReduceOf(const ReduceSpec& rs) {
 bool isSymmetricPlan(const RankPlan& plan) {
   for (const ChannelPlan& c : plan.channels)
     for (const Step& s : c.steps)
-      if (s.op == StepOp::kBarrier || isPeerOp(s.op)) return true;
+      if (s.op == StepOp::kBarrier || isPeerStep(s.op)) return true;
   return false;
 }
 
@@ -99,7 +94,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     if (steps[i].op == StepOp::kBarrier) {
       ++barriers;
       middles += i > 0 && i + 1 < steps.size();
-    } else if (isPeerOp(steps[i].op)) {
+    } else if (isPeerStep(steps[i].op)) {
       peers = true;
     } else {
       return SSC_INTERNAL("a plan mixes FIFO step {} with peer steps; the GPU cannot run it",
