@@ -81,8 +81,7 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
   out->rank = rank;
   out->nranks = nranks;
   out->bufElems = {0, 0, 0};
-  out->channels.resize(1);
-  PlanEmitter e(out, 0);
+  out->channels.resize(static_cast<size_t>(std::max(1, params.maxChannels)));
   const uint64_t chunk = params.chunkElems;
   for (const auto& op : ops) {
     if (op.peer < 0 || op.peer >= nranks)
@@ -102,8 +101,12 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
                   ops[selfSends[k]].bytes, ops[selfRecvs[k]].bytes);
   // The sends to one peer form one byte stream (posting order), and so do the receives from
   // one peer; both sides cut their streams at the same op and chunk boundaries, so the steps and
-  // their slot sizes match. Round c carries bytes [c, c + 1) x chunk of every stream: first every
-  // stream's sends, then its receives. A round puts at most half a FIFO on each connection, so
+  // their slot sizes match. A stream of at least params.p2pSplitBytes is cut into one contiguous part
+  // per channel (at 16-byte multiples, so the vector path stays aligned): a channel is a block
+  // group of its own with its own connections, so parts move in parallel (one channel moved
+  // 8 GB/s on the H200). The cut depends only on the stream's length, which both ends know.
+  // Within a channel, round c carries bytes [c, c + 1) x chunk of every part: first every
+  // part's sends, then its receives. A round puts at most half a FIFO on each connection, so
   // the sends of round c never wait on receives of round c (see plan.h), however many ops of the
   // group share a peer.
   struct Stream {
@@ -122,29 +125,48 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
     it->ops.push_back(i);
     it->bytes += ops[i].bytes;
   }
-  uint64_t longestStream = 0;
-  for (const Stream& st : streams) longestStream = std::max(longestStream, st.bytes);
-  for (uint64_t lo = 0; lo < longestStream; lo += chunk) {
-    for (bool sends : {true, false}) {
-      for (const Stream& st : streams) {
-        if (st.isSend != sends) continue;
-        uint64_t start = 0;  // of the current op within the stream
-        for (size_t i : st.ops) {
-          const uint64_t end = start + ops[i].bytes;
-          const uint64_t a = std::max(lo, start), b = std::min(lo + chunk, end);
-          if (a < b) {
-            const Ref ref{static_cast<uint16_t>(kBufUserBase + i), a - start};
-            if (sends) e.send(st.peer, ref, b - a);
-            else e.recv(st.peer, ref, b - a);
+  const int channels = std::max(1, params.maxChannels);
+  // Part h of a stream: bytes [partBegin(h), partBegin(h + 1)).
+  const auto parts = [&](const Stream& st) {
+    return st.bytes >= params.p2pSplitBytes ? static_cast<uint64_t>(channels) : uint64_t{1};
+  };
+  const auto partBegin = [&](const Stream& st, uint64_t h) {
+    const uint64_t n = parts(st);
+    return h >= n ? st.bytes : 16 * splitOffset(st.bytes / 16, n, h);
+  };
+  for (int h = 0; h < channels; ++h) {
+    uint64_t longest = 0;
+    for (const Stream& st : streams)
+      if (static_cast<uint64_t>(h) < parts(st))
+        longest = std::max(longest, partBegin(st, h + 1) - partBegin(st, h));
+    PlanEmitter e(out, h);
+    for (uint64_t lo = 0; lo < longest; lo += chunk) {
+      for (bool sends : {true, false}) {
+        for (const Stream& st : streams) {
+          if (st.isSend != sends || static_cast<uint64_t>(h) >= parts(st)) continue;
+          const uint64_t pb = partBegin(st, h), pe = partBegin(st, h + 1);
+          const uint64_t clo = pb + lo, chi = std::min(pb + lo + chunk, pe);  // stream bytes
+          uint64_t start = 0;  // of the current op within the stream
+          for (size_t i : st.ops) {
+            const uint64_t end = start + ops[i].bytes;
+            const uint64_t a = std::max(clo, start), b = std::min(chi, end);
+            if (a < b) {
+              const Ref ref{static_cast<uint16_t>(kBufUserBase + i), a - start};
+              if (sends) e.send(st.peer, ref, b - a);
+              else e.recv(st.peer, ref, b - a);
+            }
+            start = end;
           }
-          start = end;
         }
       }
     }
   }
+  PlanEmitter e(out, 0);
   for (size_t k = 0; k < selfSends.size(); ++k)
     e.copy(Ref{static_cast<uint16_t>(kBufUserBase + selfSends[k]), 0},
            Ref{static_cast<uint16_t>(kBufUserBase + selfRecvs[k]), 0}, ops[selfSends[k]].bytes);
+  // Channels past the last one with steps would only launch idle blocks.
+  while (out->channels.size() > 1 && out->channels.back().steps.empty()) out->channels.pop_back();
   return sscSuccess;
 }
 

@@ -37,6 +37,11 @@ struct P2pOp {
   uint64_t bytes = 0;
 };
 
+// A point-to-point stream (a group's bytes to or from one peer) at least this long is split over
+// every channel; shorter ones stay on channel 0, where one more block group would only add a
+// launch-wide wait for nothing.
+constexpr uint64_t kP2pSplitBytes = 64 << 10;
+
 struct PlanParams {
   uint64_t chunkElems = 1;  // largest step: at most half a connection FIFO, in elements
   int maxChannels = 2;      // channels the transport provides (plans never use more)
@@ -44,6 +49,8 @@ struct PlanParams {
   // The executor runs a small one-shot zero-copy all-reduce as packets that read only local
   // memory (the GPU's LL path), so one-shot is safe in place and needs no registered buffers.
   bool packetOneShot = false;
+  // Point-to-point streams at least this long are split over every channel (tests lower it).
+  uint64_t p2pSplitBytes = kP2pSplitBytes;
 };
 
 // Elements of the call's input and output buffer on each rank: `count` each for all-reduce,

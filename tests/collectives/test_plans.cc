@@ -377,6 +377,76 @@ TEST(Plans, P2pSeveralOpsToOnePeerStayWithinTheFifo) {
   }
 }
 
+// Long streams are split over the channels (one part each, cut where both ends cut it), short
+// ones stay on channel 0. Every byte must land in the matching receive, in posting order per
+// peer, whatever the channel count, the split threshold and the interleaving of peers.
+TEST(Plans, P2pStreamsSplitOverChannelsDeliverEveryByteToItsReceive) {
+  for (int channels : {1, 2, 3}) {
+    for (int n : {2, 3, 5}) {
+      PlanParams params{kChunk, channels, 1};
+      params.p2pSplitBytes = 20;
+      // sizes[r][q]: messages r sends to q, in order (some below the split, some far above,
+      // some not a multiple of 16, one zero-length).
+      const auto sizes = [&](int r, int q) {
+        std::vector<uint64_t> v{static_cast<uint64_t>(7 + 13 * r + 5 * q), 3, 0,
+                                static_cast<uint64_t>(5 * kChunk + 17 * q + r)};
+        if ((r + q) % 2 == 0) v.push_back(64);
+        return v;
+      };
+      std::vector<RankPlan> plans(n);
+      std::vector<std::vector<P2pOp>> ops(n);
+      // (peer, index within that peer's list) of each op, to check placement below.
+      std::vector<std::vector<std::pair<int, size_t>>> which(n);
+      for (int r = 0; r < n; ++r) {
+        // Sends peer by peer, receives interleaved across peers (round-robin by message).
+        for (int q = 0; q < n; ++q) {
+          if (q == r) continue;
+          const auto s = sizes(r, q);
+          for (size_t k = 0; k < s.size(); ++k) {
+            ops[r].push_back({true, q, s[k]});
+            which[r].push_back({q, k});
+          }
+        }
+        for (size_t k = 0; k < 6; ++k)
+          for (int q = n - 1; q >= 0; --q) {
+            if (q == r) continue;
+            const auto s = sizes(q, r);
+            if (k >= s.size()) continue;
+            ops[r].push_back({false, q, s[k]});
+            which[r].push_back({q, k});
+          }
+        ASSERT_EQ(buildP2pPlan(r, n, ops[r], params, &plans[r]), sscSuccess);
+        EXPECT_LE(plans[r].channels.size(), static_cast<size_t>(channels));
+      }
+      if (channels > 1) EXPECT_EQ(plans[0].channels.size(), static_cast<size_t>(channels));
+      EXPECT_EQ(validatePlans(plans), "") << channels << " channels, " << n << " ranks";
+      std::vector<std::vector<std::vector<SymElem>>> in(n);
+      for (int r = 0; r < n; ++r)
+        for (size_t b = 0; b < plans[r].bufElems.size(); ++b) {
+          in[r].emplace_back(plans[r].bufElems[b]);
+          for (size_t i = 0; i < in[r][b].size(); ++i)
+            in[r][b][i].tag = static_cast<int64_t>((r * 100 + b) * 100000 + i);
+        }
+      SimResult sim = simulatePlans(plans, in, kSlotElems, kSlots);
+      ASSERT_EQ(sim.error, "") << channels << " channels, " << n << " ranks";
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < ops[r].size(); ++i) {
+          if (ops[r][i].isSend) continue;
+          const auto [q, k] = which[r][i];
+          size_t sendIdx = 0;  // q's op sending message k to r
+          for (size_t j = 0; j < ops[q].size(); ++j)
+            if (ops[q][j].isSend && which[q][j] == std::make_pair(r, k)) sendIdx = j;
+          const auto& got = sim.buffers[r][kBufUserBase + i];
+          ASSERT_EQ(got.size(), ops[r][i].bytes);
+          for (size_t e = 0; e < got.size(); ++e)
+            ASSERT_EQ(got[e].tag, in[q][kBufUserBase + sendIdx][e].tag)
+                << channels << " channels, " << n << " ranks: rank " << r << " message " << k
+                << " from " << q << " byte " << e;
+        }
+    }
+  }
+}
+
 TEST(Plans, DumpIsReadable) {
   Topology topo = makeTopo({2, 2});
   RankPlan plan;

@@ -388,7 +388,8 @@ TEST(MpiCollectives, HierarchicalEqualsFlatRingBitForBit) {
 }
 
 TEST(MpiCollectives, SendRecvRingWithSelfAndLargeMessages) {
-  for (uint64_t bytes : {uint64_t{1}, uint64_t{1000}, uint64_t{3u << 20}}) {
+  // 200001: odd and long enough to be split over the channels (kP2pSplitBytes).
+  for (uint64_t bytes : {uint64_t{1}, uint64_t{1000}, uint64_t{200001}, uint64_t{3u << 20}}) {
     std::vector<char> a(bytes), b(bytes), self(bytes), selfOut(bytes);
     for (uint64_t i = 0; i < bytes; ++i) a[i] = static_cast<char>(g_rank * 31 + i), self[i] = static_cast<char>(i * 7);
     int next = (g_rank + 1) % g_n, prev = (g_rank + g_n - 1) % g_n;
