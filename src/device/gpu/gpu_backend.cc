@@ -145,6 +145,7 @@ class GpuResources : public CommResources {
   std::unique_ptr<gpu::PlanCache> plans;
   std::unique_ptr<gpu::GpuPeerMemory> peerMemory;  // plain buffers' exports and imports
   int copyBlocks = 1;  // the copy kernel's largest grid: this rank's SM share
+  bool deviceScope = false;  // every peer on this GPU: FIFO signals at device scope
   uint64_t timeoutTicks = 0;
   int device = -1;  // the communicator's device: made current around every runtime call
   std::mutex mu;    // enqueue on one communicator from several threads; guards `order`
@@ -235,6 +236,7 @@ class GpuBackend : public Backend {
     SSC_CHECK(res->ensureScratch(1));  // at init, so small calls never allocate
     res->peerMemory = std::make_unique<gpu::GpuPeerMemory>(res->device);
     res->copyBlocks = limits.symBlocks;
+    res->deviceScope = limits.sameDevice && netPeersOf(comm).empty();
     const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
     // 0 ticks is "no limit" to the kernels, as <= 0 is to every other wait. A huge or infinite
     // value is no limit too: converting it to an integer would be undefined.
@@ -393,6 +395,7 @@ class GpuBackend : public Backend {
     if (a.steps == nullptr) std::copy(std::begin(dplan->inlineSteps), std::end(dplan->inlineSteps), a.inlineSteps);
     std::copy(std::begin(dplan->stepBegin), std::end(dplan->stepBegin), a.stepBegin);
     a.elemBytes = static_cast<uint32_t>(work->elemBytes);
+    a.deviceScope = res->deviceScope ? 1 : 0;
     a.timeoutTicks = res->timeoutTicks;
     a.reduce = gpu::devReduceOf(work->reduce);
     for (size_t i = 0; i < work->buffers.size(); ++i) a.buffers[i] = work->buffers[i];

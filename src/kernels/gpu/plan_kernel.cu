@@ -31,6 +31,24 @@ struct BlockShared {
   uint64_t sendSlot;
 };
 
+// FIFO signals (tails, heads) at the narrowest scope that covers every peer: device scope when
+// all ranks share this GPU (MPS partitions meet in its L2), system scope otherwise (other GPUs,
+// host-staged connections). A system-scope release waits for the writes to be visible to the
+// host and other GPUs, which no peer on this GPU needs.
+__device__ __forceinline__ uint64_t acquireSignal(const KernelArgs& a, const uint64_t* p) {
+  return a.deviceScope ? sscLoadAcquireGpu(p) : sscLoadAcquireSys(p);
+}
+// fence: a full fence first, at the same scope (the tail, after the slot's size word).
+__device__ __forceinline__ void releaseSignal(const KernelArgs& a, uint64_t* p, uint64_t v, bool fence) {
+  if (a.deviceScope) {
+    if (fence) __threadfence();
+    sscStoreReleaseGpu(p, v);
+  } else {
+    if (fence) __threadfence_system();
+    sscStoreReleaseSys(p, v);
+  }
+}
+
 __device__ __forceinline__ ErrorSink errorSink(const KernelArgs& a) {
   return ErrorSink{a.errorDevice, a.errorHost, a.abortHost};
 }
@@ -173,7 +191,7 @@ struct BlockRunner {
           // The local counters were last written by the previous launch, whose block of this
           // index may have run on another SM: read them from L2, never from a stale L1 line.
           const uint64_t head = sscLoadVolatile(&recvConn->counters[block].recvHead);
-          ok = boundedWait(a, [&] { return sscLoadAcquireSys(&c->tail) > head; }, s.recvPeer, channel);
+          ok = boundedWait(a, [&] { return acquireSignal(a, &c->tail) > head; }, s.recvPeer, channel);
           const uint64_t posted = ok ? sscLoadVolatile(&c->slotBytes[head % a.slots]) : bytes;
           if (posted != bytes) {
             recordError(a, kKernelSizeMismatch, s.recvPeer, channel, posted);
@@ -185,7 +203,7 @@ struct BlockRunner {
           const SendCtrl* h = sendConn->sendHeadIn + block;
           const uint64_t tail = sscLoadVolatile(&sendConn->counters[block].sentTail);
           const uint64_t slots = static_cast<uint64_t>(a.slots);
-          ok = boundedWait(a, [&] { return tail - sscLoadAcquireSys(&h->head) < slots; },
+          ok = boundedWait(a, [&] { return tail - acquireSignal(a, &h->head) < slots; },
                            s.sendPeer, channel);
           sh->sendSlot = tail % slots;
         }
@@ -203,12 +221,12 @@ struct BlockRunner {
       __syncthreads();
       if (threadIdx.x == 0) {
         // Release after the block's barrier: bar.sync orders every thread's accesses before
-        // thread 0's system-scope release (cumulativity), as NCCL's primitives rely on too.
+        // thread 0's release (cumulativity), as NCCL's primitives rely on too.
         if (hasRecv) {
           LocalCounters* lc = recvConn->counters + block;
           const uint64_t head = sscLoadVolatile(&lc->recvHead) + 1;
           lc->recvHead = head;
-          sscStoreReleaseSys(&recvConn->recvHeadOut[block].head, head);
+          releaseSignal(a, &recvConn->recvHeadOut[block].head, head, false);
         }
         if (hasSend) {
           LocalCounters* lc = sendConn->counters + block;
@@ -216,8 +234,7 @@ struct BlockRunner {
           const uint64_t tail = sscLoadVolatile(&lc->sentTail);
           c->slotBytes[tail % a.slots] = bytes;
           lc->sentTail = tail + 1;
-          __threadfence_system();
-          sscStoreReleaseSys(&c->tail, tail + 1);
+          releaseSignal(a, &c->tail, tail + 1, true);
         }
       }
     }

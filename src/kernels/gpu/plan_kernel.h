@@ -110,6 +110,7 @@ struct KernelArgs {
   int blocksPerChannel;
   int slots;
   uint32_t elemBytes;
+  uint32_t deviceScope;                     // 1: every peer is on this GPU (signals at .gpu scope)
   uint64_t slotBytes;
   uint64_t pieceBytes;                      // bytes of each slot a block owns (multiple of 16)
   uint64_t* barrierCounters;                // [channel], monotonic
