@@ -13,6 +13,15 @@
 //   barrier x2    the same with two barriers per kernel (the bulk kernel's first and last)
 //   barrier x2 wide   two barriers with G blocks, block b meeting block b of every rank
 //   event+launch  an event record after each launch (Starscream's launch-order event)
+//   bulk S        barrier, then each rank reads its 1/K slice of S bytes from every rank's
+//                 buffer (through the IPC mappings) and writes it locally, then barrier: the
+//                 data pattern of a zero-copy reduce-scatter of S bytes, with the bulk kernel's
+//                 grid (one 512-thread block per 128 KiB, at most the SM share)
+//   copy GB/s     every rank copies 1 GiB / K of its own memory at once (16-byte vectors, 4 in
+//                 flight per thread, 4 blocks per SM of its share): bytes copied per second by
+//                 all ranks together, against which K ranks' bandwidth is read (MPS caps each
+//                 rank's SMs at 100/K %)
+//   peer copy GB/s    the same, each rank reading the next rank's buffer through IPC
 // Flags live in each rank's own device memory, mapped into every peer through IPC, and use
 // device-scope release/acquire: MPS ranks share one GPU's L2 (src/kernels/gpu/sym_barrier.cuh).
 #include <mpi.h>
@@ -65,6 +74,57 @@ __global__ void barrierKernel(const SSC_GRID_CONSTANT Peers p, uint64_t epoch0, 
     }
     __syncthreads();
   }
+}
+
+// dst[i] = src[i] over n 16-byte vectors, 4 loads in flight per thread.
+__global__ void __launch_bounds__(512) copyKernel(uint4* dst, const uint4* src, uint64_t n) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * stride < n) v[u] = sscLoadCg(src + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * stride < n) dst[i + u * stride] = v[u];
+  }
+}
+
+struct Bulk {
+  const uint4* in[kMaxRanks];  // every rank's buffer, mapped here
+  uint4* out;
+  uint64_t sliceVecs;          // 16-byte vectors of each rank's slice
+};
+
+// Barrier, this rank's slice of every rank's buffer into out[q * slice + i], barrier.
+__global__ void __launch_bounds__(512) bulkKernel(const SSC_GRID_CONSTANT Peers p,
+                                                  const SSC_GRID_CONSTANT Bulk b, uint64_t epoch0) {
+  const auto barrier = [&](uint64_t e) {
+    __syncthreads();
+    if (threadIdx.x == 0) sscStoreReleaseGpu(p.flags[p.rank] + blockIdx.x, e);
+    const int q = static_cast<int>(threadIdx.x);
+    if (q < p.nranks && q != p.rank) {
+      unsigned long long spins = 0;
+      while (sscLoadAcquireGpu(p.flags[q] + blockIdx.x) < e)
+        if (++spins > kSpinLimit) {
+          atomicExch(p.failed, 1u);
+          break;
+        }
+    }
+    __syncthreads();
+  };
+  barrier(epoch0 + 1);
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < b.sliceVecs; i += stride) {
+    uint4 v[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q)
+      if (q < p.nranks) v[q] = sscLoadCg(b.in[q] + p.rank * b.sliceVecs + i);
+#pragma unroll
+    for (int q = 0; q < 8; ++q)
+      if (q < p.nranks) b.out[q * b.sliceVecs + i] = v[q];
+  }
+  barrier(epoch0 + 2);
 }
 
 void check(hipError_t e, const char* what) {
@@ -123,8 +183,31 @@ int main(int argc, char** argv) {
   }
   int sms = 0;
   check(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0), "attribute");
-  // The bulk kernel's grid for a large call: this rank's SM share (MPS caps it at 100/K %).
-  const int wide = std::clamp(sms / nranks, 1, kMaxBlocks);
+  // This rank's SM share: under MPS the attribute already reports the capped count.
+  const int wide = std::clamp(sms, 1, kMaxBlocks);
+
+  // Data buffers: 1 GiB / K per rank (at least 4 MiB), every rank's mapped everywhere.
+  const uint64_t dataBytes = std::max<uint64_t>(uint64_t{1} << 22, (uint64_t{1} << 30) / nranks);
+  uint4 *data = nullptr, *copyOut = nullptr;
+  check(hipMalloc(reinterpret_cast<void**>(&data), dataBytes), "hipMalloc data");
+  check(hipMalloc(reinterpret_cast<void**>(&copyOut), dataBytes), "hipMalloc out");
+  check(hipMemset(data, 1, dataBytes), "hipMemset");
+  check(hipDeviceSynchronize(), "sync");
+  hipIpcMemHandle_t dh;
+  check(hipIpcGetMemHandle(&dh, data), "hipIpcGetMemHandle data");
+  std::vector<hipIpcMemHandle_t> dall(nranks);
+  MPI_Allgather(&dh, sizeof(dh), MPI_BYTE, dall.data(), sizeof(dh), MPI_BYTE, MPI_COMM_WORLD);
+  Bulk bulk{};
+  bulk.out = copyOut;
+  for (int q = 0; q < nranks; ++q) {
+    if (q == rank) {
+      bulk.in[q] = data;
+      continue;
+    }
+    void* m = nullptr;
+    check(hipIpcOpenMemHandle(&m, dall[q], hipIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle data");
+    bulk.in[q] = static_cast<const uint4*>(m);
+  }
 
   uint64_t epoch = 0;
   BigParams big{};
@@ -168,19 +251,54 @@ int main(int argc, char** argv) {
     barrierKernel<<<wide, 512, 0, stream>>>(peers, epoch, 2);
     epoch += 2;
   });
+  for (const uint64_t bytes : {uint64_t{256} << 10, uint64_t{4} << 20}) {
+    if (nranks > 8 || bytes > dataBytes) break;  // the kernel unrolls over at most 8 ranks
+    bulk.sliceVecs = bytes / nranks / 16;
+    const int blocks = static_cast<int>(std::clamp<uint64_t>(bytes >> 17, 1, wide));
+    static char names[2][32];
+    char* name = names[bytes == (uint64_t{256} << 10) ? 0 : 1];
+    std::snprintf(name, 32, "bulk %llu KiB", static_cast<unsigned long long>(bytes >> 10));
+    timed(name, [&] {
+      bulkKernel<<<blocks, 512, 0, stream>>>(peers, bulk, epoch);
+      epoch += 2;
+    });
+  }
+  // Copies: GB/s of all ranks together, from the slowest rank's time.
+  const int copyBlocks = 4 * std::max(sms, 1);
+  const uint64_t vecs = dataBytes / 16;
+  const int copyIters = std::max(iters / 100, 5);
+  const auto copyRate = [&](const char* name, const uint4* src) {
+    for (int i = 0; i < 2; ++i) copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs);
+    check(hipStreamSynchronize(stream), "sync");
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now();
+    for (int i = 0; i < copyIters; ++i) copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs);
+    check(hipStreamSynchronize(stream), "sync");
+    double sec = now() - t0, worst = 0;
+    MPI_Reduce(&sec, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    // Reported as a rate: bytes copied by all ranks per second (GB/s), in the us/call column.
+    rows.push_back({name, worst > 0 ? 1e-9 * static_cast<double>(dataBytes) * nranks * copyIters / worst : 0});
+  };
+  copyRate("copy GB/s", data);
+  copyRate("peer copy GB/s", bulk.in[(rank + 1) % nranks]);
+
   unsigned int bad = 0;
   check(hipMemcpy(&bad, failed, sizeof(bad), hipMemcpyDeviceToHost), "copy");
   unsigned int anyBad = 0;
   MPI_Reduce(&bad, &anyBad, 1, MPI_UNSIGNED, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    std::printf("# mps_floor: %d ranks, %d iterations, wide grid %d blocks of 512 threads\n", nranks,
+    std::printf("# mps_floor: %d ranks, %d iterations, SM share %d (wide grid: that many 512-thread blocks)\n", nranks,
                 iters, wide);
-    std::printf("%-18s %10s\n", "# row", "us/call");
+    std::printf("%-18s %10s\n", "# row", "us/call (GB/s for the copy rows)");
     for (const Row& r : rows) std::printf("%-18s %10.2f\n", r.name, r.us);
     if (anyBad != 0) std::printf("# WARNING: a barrier wait timed out; its rows are not valid\n");
   }
   for (int q = 0; q < nranks; ++q)
     if (q != rank) (void)hipIpcCloseMemHandle(peers.flags[q]);
+  for (int q = 0; q < nranks; ++q)
+    if (q != rank) (void)hipIpcCloseMemHandle(const_cast<uint4*>(bulk.in[q]));
+  (void)hipFree(data);
+  (void)hipFree(copyOut);
   (void)hipFree(mine);
   (void)hipFree(failed);
   MPI_Finalize();
