@@ -95,6 +95,58 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
   return sscSuccess;
 }
 
+// The fused all-gather + GEMM on the host backend: the GPU half's steps (gpu_gemm.cc,
+// runFusedAllGather) in one serial order per rank. A rank stores its rows (push: into every
+// rank's slot; per rank: into its own) and announces them before it waits for anyone's, and
+// waits for a slot's readers only before it writes the slot again, so no rank waits in a cycle.
+sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ib = typeBytes(c.inType);
+  const int me = c.rank, K = p.nranks;
+  const std::atomic<bool>* abort = &g->comm->abortFlag;
+  auto bell = [&](int q) { return reinterpret_cast<std::atomic<uint32_t>*>(fusedBell(g, q)); };
+  const uint32_t use = ++g->fusedUses;
+  const int fi = static_cast<int>(use % 2);
+  const size_t slotOff = (use % pl.slots) * pl.slotBytes;
+  const RowRange own = rowShard(p.m, K, me);
+  for (uint32_t back = 2; back >= 1; --back)
+    for (int q = 0; q < K; ++q)
+      SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>((use - back) % 2), q))
+                                                           .load(std::memory_order_acquire), use - back); },
+                        abort, "reuse a GEMM slot read by", q));
+  for (int q = 0; q < K; ++q)
+    if ((!pl.agPerRank || q == me) && own.count > 0)
+      std::memcpy(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x, own.count * p.k * ib);
+  for (int q = 0; q < K; ++q) {
+    word(fusedFrom(g, q, fi, me)).store(use, std::memory_order_release);
+    shmNotify(bell(q));
+  }
+  if (pl.agPerRank && own.count > 0)  // my rows first, from x
+    hostGemm(c.x, c.w, byte(c.y, own.first * p.n * typeBytes(c.outType)), own.count, p.n, p.k,
+             c.inType, c.outType, c.weightKN, p.n);
+  for (int i = 0; i < K; ++i) {
+    const int q = (me + i) % K;
+    SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedFrom(g, me, fi, q)).load(std::memory_order_acquire), use); },
+                      abort, "wait for the rows of X of", q));
+    const RowRange r = rowShard(p.m, K, q);
+    if (pl.agPerRank && q != me && r.count > 0)  // the peer's rows, read in place from its slot
+      hostGemm(cbyte(g->fusedPeers[q], slotOff + r.first * p.k * ib), c.w,
+               byte(c.y, r.first * p.n * typeBytes(c.outType)), r.count, p.n, p.k, c.inType, c.outType,
+               c.weightKN, p.n);
+  }
+  const char* local = cbyte(g->workspace, slotOff);
+  if (!pl.agPerRank) {
+    hostGemm(local, c.w, c.y, p.m, p.n, p.k, c.inType, c.outType, c.weightKN, p.n);
+    if (c.xGathered != nullptr) std::memmove(c.xGathered, local, p.m * p.k * ib);
+  }
+  for (int q = 0; q < K; ++q) {
+    word(fusedDone(g, q, fi, me)).store(use, std::memory_order_release);
+    shmNotify(bell(q));
+  }
+  return sscSuccess;
+}
+
 }  // namespace
 
 sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
@@ -115,7 +167,8 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     if (c.xGathered != nullptr && c.xGathered != c.x) std::memcpy(c.xGathered, c.x, p.m * p.k * ib);
     return sscSuccess;
   }
-  if (pl.variant == SSC_GEMM_FUSED) return hostRunFused(g, c);
+  if (pl.variant == SSC_GEMM_FUSED)
+    return p.op == Op::kAllGather ? hostRunFusedAllGather(g, c) : hostRunFused(g, c);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   // The GPU half's schedule, run in its list order (a valid serial order); streams and events

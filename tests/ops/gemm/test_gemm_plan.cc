@@ -113,16 +113,43 @@ TEST(GemmPlanRule, FusedReduceScatterOnly) {
   EXPECT_NE(pl.variant, SSC_GEMM_FUSED);
 }
 
-TEST(GemmPlanRule, RefusesFusedAllGatherAndBadRequests) {
+TEST(GemmPlanRule, RefusesBadRequests) {
   Plan pl;
   std::string why;
   const Problem p = problem(Op::kAllGather, 10, 10, 10, 2);
-  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why));
-  EXPECT_NE(why.find("FUSED"), std::string::npos);
   EXPECT_FALSE(makePlan(p, 7, 0, 1 << 20, &pl, &why));
   EXPECT_FALSE(makePlan(p, SSC_GEMM_AUTO, -1, 1 << 20, &pl, &why));
   ASSERT_TRUE(makePlan(problem(Op::kAllGather, 10, 10, 10, 1), SSC_GEMM_AUTO, 0, 1, &pl, &why));
   EXPECT_TRUE(pl.direct);
+}
+
+// The fused all-gather: a slot is the whole gathered X (nranks x block rows of k), two when they
+// fit; chunks 1 = push + one GEMM, >= 2 = one GEMM per source rank (plan.chunks = nranks), the
+// push form whenever x_gathered is asked for; refused (with the reason) where one slot does not fit.
+TEST(GemmPlanRule, FusedAllGatherForms) {
+  Plan pl;
+  std::string why;
+  Problem p = problem(Op::kAllGather, 37, 29, 19, 4);  // block 10, slot 4 x 10 x 19 x 2 = 1520 bytes
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, SSC_GEMM_FUSED);
+  EXPECT_FALSE(pl.agPerRank);
+  EXPECT_EQ(pl.chunks, 1);
+  EXPECT_EQ(pl.slots, 2);
+  EXPECT_EQ(pl.slotBytes, size_t{4 * 10 * 19 * 2});
+  EXPECT_EQ(pl.block, 10);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
+  EXPECT_TRUE(pl.agPerRank);
+  EXPECT_EQ(pl.chunks, 4);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 2, 2000, &pl, &why)) << why;  // one slot fits, two do not
+  EXPECT_EQ(pl.slots, 1);
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1519, &pl, &why));
+  EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
+  p.gatherOut = true;  // x_gathered: the push form, which holds the gathered X
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 4, 1 << 20, &pl, &why)) << why;
+  EXPECT_FALSE(pl.agPerRank);
+  EXPECT_EQ(pl.chunks, 1);
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(why.find("mapped"), std::string::npos) << why;
 }
 
 // Simulates every chunk's pieces: each (rank, local row) of the result is produced exactly
