@@ -128,8 +128,15 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   chunks = std::clamp<int64_t>(chunks, 1, pl.block);
   pl.slots = pl.variant == SSC_GEMM_UNFUSED ? 1 : 2;
   int64_t cr = (pl.block + chunks - 1) / chunks;
+  // The contiguous side of a chunk's GEMM (Plan::scratchBytes), per row of a rank's block.
+  // A workspace too small for it even at one row runs the strided batch instead (correct, slower).
+  const bool scratch = pl.variant != SSC_GEMM_UNFUSED && chunks > 1 && p.nranks > 1;
+  size_t scratchRow = !scratch ? 0
+                      : static_cast<size_t>(p.nranks) *
+                            (p.op == Op::kReduceScatter ? p.k * p.inBytes : p.n * p.outBytes);
+  if ((static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow > workspaceBytes) scratchRow = 0;
   if (rowBytes > 0) {
-    const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes;
+    const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow;
     const int64_t fit = static_cast<int64_t>(workspaceBytes / perRow);
     if (fit < 1) {
       *why = fmt::format("workspace_bytes = {} cannot hold one row per rank of the collective "
@@ -147,6 +154,7 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.chunks = static_cast<int>((pl.block + cr - 1) / cr);
   pl.slotBytes = static_cast<size_t>(p.nranks) * cr * rowBytes;
   pl.padBytes = cr * rowBytes;
+  pl.scratchBytes = pl.chunks > 1 ? cr * scratchRow : 0;
   bool perRank = false;
   if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable &&
       p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank)) {

@@ -56,6 +56,13 @@ struct Plan {
   int slots = 1;          // workspace slots in flight: 2 for the chunked and fused variants
   size_t slotBytes = 0;   // nranks * chunkRows * width * collBytes
   size_t padBytes = 0;    // one rank's chunk: chunkRows * width * collBytes
+  // After the pad: room for one chunk's strided side made contiguous (reduce-scatter: the
+  // chunk's rows of x, nranks x chunkRows x k inputs; all-gather: its rows of y, nranks x
+  // chunkRows x n outputs), so a chunk is ONE vendor GEMM that reads W once instead of a
+  // strided batch that reads W once per rank (what made the chunked variant 2-10x slower than
+  // unfused, perf/RESULTS.md session 6). Chunked and fused plans of more than one chunk; 0
+  // elsewhere (the GPU half then runs a batch, the host half never needs it).
+  size_t scratchBytes = 0;
   bool direct = false;    // one rank: the GEMM writes y, no collective, no workspace
   // The fused all-gather (chunks 1: push + one GEMM; chunks = nranks: one GEMM per source rank
   // reading the peers' rows in place, own rows first): the fused all-gather below.

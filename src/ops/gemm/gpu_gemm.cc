@@ -260,6 +260,35 @@ sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipE
 // overlaps the sum of chunk j. The waits are one-warp kernels, so they never hold the SMs a
 // GEMM needs. Nothing waits at the end for the owners to finish reading: the next call's first
 // wait covers both slots (its plan may lay the slots out differently), and destroy waits too.
+// One GEMM piece of a chunk. A strided batch (one side strided over the ranks' blocks: the
+// reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
+// scratch it becomes one 2D copy and ONE GEMM that reads W once (Plan::scratchBytes).
+sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, const GemmPiece& g,
+                     void* scratch, hipStream_t on) {
+  if (g.batch <= 1 || scratch == nullptr) return gs->matmul(c, a, d, g, on);
+  GemmPiece one;
+  one.rows = g.rows * g.batch;
+  if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
+    const size_t row = c.p.k * typeBytes(c.inType);
+    SSC_CHECK(gpuCheck(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
+                                        g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                       "hipMemcpy2DAsync"));
+    one.dRow = g.dRow;
+    return gs->matmul(c, scratch, d, one, on);
+  }
+  one.aRow = g.aRow;  // A contiguous, D strided: one GEMM into the scratch, then its rows out
+  SSC_CHECK(gs->matmul(c, a, scratch, one, on));
+  const size_t row = c.p.n * typeBytes(c.outType);
+  return gpuCheck(hipMemcpy2DAsync(byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row,
+                                   g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                  "hipMemcpy2DAsync");
+}
+
+void* scratchOf(sscGemmContext* g, const Plan& pl) {
+  return pl.scratchBytes == 0 ? nullptr
+                              : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
+}
+
 sscResult_t earlierTimeout(const GpuGemmState* gs) {
   if (gs->errHost[0] == 0) return sscSuccess;
   return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
@@ -301,7 +330,8 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
       }
     }
     SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sink, gemmStream), "fused wait"));
-    for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, mySlot, piece, gemmStream));
+    for (const GemmPiece& piece : chunkPieces(p, pl, j))
+      SSC_CHECK(runPiece(gs, c, c.x, mySlot, piece, scratchOf(g, pl), gemmStream));
     uint32_t* myReady = fusedReady(g, me, slot);
     for (int q = 0; q < K; ++q) {
       flags[q] = fusedReady(g, q, slot);
@@ -456,7 +486,8 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     switch (st.kind) {
       case StepKind::kGemm:
         for (const GemmPiece& piece : chunkPieces(p, pl, j))
-          SSC_CHECK(rs ? gs->matmul(c, c.x, slot, piece, on) : gs->matmul(c, slot, c.y, piece, on));
+          SSC_CHECK(rs ? runPiece(gs, c, c.x, slot, piece, scratchOf(g, pl), on)
+                       : runPiece(gs, c, slot, c.y, piece, scratchOf(g, pl), on));
         break;
       case StepKind::kColl:  // always on the caller's stream, where the communicator orders it
         if (rs) {

@@ -80,6 +80,34 @@ TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   EXPECT_EQ(pl.chunks, 3);
 }
 
+// A chunk of a chunked plan is one GEMM: its strided side (x rows for the reduce-scatter, y rows
+// for the all-gather) goes through a scratch of nranks x chunkRows rows, which the workspace
+// holds too; without room for it the plan still runs (a strided batch).
+TEST(GemmPlanRule, ChunkedPlansHaveScratchForOneGemmPerChunk) {
+  Plan pl;
+  std::string why;
+  const Problem rs = problem(Op::kReduceScatter, 100, 10, 3, 4);  // rows of 20 bytes, c = 25
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 5, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunks, 5);
+  EXPECT_EQ(pl.scratchBytes, size_t{4 * 5 * 3 * 2});  // nranks x chunkRows x k x 2 bytes
+  Problem ag = problem(Op::kAllGather, 100, 10, 3, 4);
+  ag.outBytes = 4;
+  ASSERT_TRUE(makePlan(ag, SSC_GEMM_CHUNKED, 5, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.scratchBytes, size_t{4 * 5 * 10 * 4});  // nranks x chunkRows x n x 4 bytes
+  // The workspace bounds slots, pad and scratch together.
+  const size_t perRow = (2 * 4 + 1) * 20 + 4 * 3 * 2;
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 0, perRow * 7, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunkRows, 7);
+  EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes + pl.scratchBytes, perRow * 7);
+  // No room for the scratch: a plan without it.
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 0, (2 * 4 + 1) * 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunkRows, 1);
+  EXPECT_EQ(pl.scratchBytes, 0u);
+  // One chunk, or unfused: none needed.
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_UNFUSED, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.scratchBytes, 0u);
+}
+
 TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   Plan pl;
   std::string why;
