@@ -22,14 +22,37 @@ size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
 const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
 char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
-void runPieces(const Call& c, int j, const void* a, void* d) {
+// A chunk's GEMM pieces. A strided batch goes through the plan's scratch as the GPU half does it
+// (gpu_gemm.cc runPiece: the strided side copied, one GEMM), so CI runs the scratch's place in
+// the workspace and its sizes; without a scratch, one GEMM per batch entry.
+sscResult_t runPieces(sscGemmContext* ctx, const Call& c, int j, const void* a, void* d) {
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   const int64_t n = c.p.n, k = c.p.k;
-  for (const GemmPiece& g : chunkPieces(c.p, c.plan, j))
+  const Plan& pl = c.plan;
+  char* scratch = pl.scratchBytes == 0 ? nullptr
+                  : static_cast<char*>(ctx->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
+  for (const GemmPiece& g : chunkPieces(c.p, pl, j)) {
+    if (g.batch > 1 && scratch != nullptr) {
+      const int64_t rows = g.rows * g.batch;
+      if (static_cast<size_t>(rows) * (g.aStride != g.rows ? k * ib : n * ob) > pl.scratchBytes)
+        return SSC_INTERNAL("gemm: chunk {} needs more scratch than its plan has ({} bytes)", j, pl.scratchBytes);
+      if (g.aStride != g.rows) {  // x rows of each block -> scratch, one GEMM into the slot
+        for (int b = 0; b < g.batch; ++b)
+          std::memcpy(scratch + b * g.rows * k * ib, cbyte(a, (g.aRow + b * g.aStride) * k * ib), g.rows * k * ib);
+        hostGemm(scratch, c.w, byte(d, g.dRow * n * ob), rows, n, k, c.inType, c.outType, c.weightKN, n);
+      } else {  // one GEMM into the scratch, then its rows to each block of y
+        hostGemm(cbyte(a, g.aRow * k * ib), c.w, scratch, rows, n, k, c.inType, c.outType, c.weightKN, n);
+        for (int b = 0; b < g.batch; ++b)
+          std::memcpy(byte(d, (g.dRow + b * g.dStride) * n * ob), scratch + b * g.rows * n * ob, g.rows * n * ob);
+      }
+      continue;
+    }
     for (int b = 0; b < g.batch; ++b)
       hostGemm(cbyte(a, (g.aRow + b * g.aStride) * k * ib), c.w,
                byte(d, (g.dRow + b * g.dStride) * n * ob), g.rows, n, k, c.inType, c.outType,
                c.weightKN, n);
+  }
+  return sscSuccess;
 }
 
 float loadAs(const void* base, size_t i, sscDataType_t t) {
@@ -72,7 +95,7 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
                                                              .load(std::memory_order_acquire), prev); },
                           abort, "reuse a GEMM slot read by", q));
     }
-    runPieces(c, j, c.x, mySlot);
+    SSC_CHECK(runPieces(g, c, j, c.x, mySlot));
     word(fusedReady(g, me, slot)).store(use, std::memory_order_release);
     shmNotify(bell(me));
     for (int q = 0; q < K; ++q)
@@ -183,8 +206,7 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     const bool rs = p.op == Op::kReduceScatter;
     switch (st.kind) {
       case StepKind::kGemm:
-        if (rs) runPieces(c, j, c.x, slot);
-        else runPieces(c, j, slot, c.y);
+        SSC_CHECK(rs ? runPieces(g, c, j, c.x, slot) : runPieces(g, c, j, slot, c.y));
         break;
       case StepKind::kColl:
         if (rs) {
