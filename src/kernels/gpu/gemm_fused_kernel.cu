@@ -74,7 +74,10 @@ struct DstList {
 __global__ void fusedPushKernel(FlagList gate, int gateCount, FusedErrorSink sink, const void* src,
                                 DstList dsts, int ndst, size_t bytes, bool vec) {
   if (gateCount > 0) {
-    if (threadIdx.x < 32) waitLane(static_cast<int>(threadIdx.x), gate, gateCount, sink);
+    if (threadIdx.x < 32) {
+      waitLane(static_cast<int>(threadIdx.x), gate, gateCount, sink);
+      __threadfence_system();  // the readers' done before this block's stores into their slots
+    }
     __syncthreads();
   }
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;

@@ -417,7 +417,7 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
       SSC_CHECK(gs->matmul(c, c.x, c.y, g0, s));
     }
     SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sink, s), "fused wait"));
-    for (int i = 1; i < K; ++i) {  // the peers after me first: they published no later than those before
+    for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
       const int q = (me + i) % K;
       const RowRange r = rowShard(p.m, K, q);
       if (r.count == 0) continue;
