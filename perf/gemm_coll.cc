@@ -7,7 +7,8 @@
 //   ag: split N, sscAllGatherGemm     (X [M][K] all-gathered);
 //
 // each as the GEMM alone (the same shape on a one-rank communicator, all ranks at once), unfused,
-// auto (the rule), forced chunked and (rs only) forced fused. Which of rs/ag is "1D" (the
+// auto (the rule), forced chunked and forced fused (ag: both forms, "ag.fused" = push + one
+// GEMM, "ag.fusedpr" = one GEMM per source rank reading the peers' rows in place). Which of rs/ag is "1D" (the
 // dimension the GPUs already split) depends on the layer: column-parallel layers (qkv, gate_up)
 // split N across GPUs, so ag is their 1D and rs their 2D; row-parallel layers (o, down) the
 // reverse. With -np 1 the program times the whole per-GPU GEMM (the unpartitioned baseline).
@@ -18,7 +19,7 @@
 //
 // Flags: -m M list (default 16,64,256,1024,4096,16384), -s shape-name filter (substring),
 // -n timed iterations (5), -w warm-up iterations (2), -d bf16|fp16, -J JSON Lines file (rank 0),
-// -o rs|ag|rs,ag (which splits to time; default both), -F 0|1 (rs also times the fused variant,
+// -o rs|ag|rs,ag (which splits to time; default both), -F 0|1 (also time the fused variants,
 // forced; default 1).
 // Time per call: the slowest rank's mean over the timed iterations (events on its stream).
 #include <mpi.h>
@@ -226,6 +227,12 @@ int main(int argc, char** argv) {
           for (auto [name, v] : {std::pair{"ag.unfused", SSC_GEMM_UNFUSED}, {"ag.auto", SSC_GEMM_AUTO},
                                  {"ag.chunked", SSC_GEMM_CHUNKED}})
             record(name, gemm, false, args(M, np, L.k, b, v));
+          if (o.fused) {  // both forms: push + one GEMM (chunks 1), one GEMM per source rank
+            record("ag.fused", gemm, false, args(M, np, L.k, b, SSC_GEMM_FUSED));
+            sscGemmArgs_t a = args(M, np, L.k, b, SSC_GEMM_FUSED);
+            a.chunks = P;
+            record("ag.fusedpr", gemm, false, a);
+          }
         }
       }
       sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;

@@ -4,9 +4,11 @@
 # $BUILD, then:
 #   check: gpu_gemm_test at K = 1, 2, 4, 8 (and a short benchmark subset if time allows)
 #   bench: gemm_coll_perf at K = 8 and K = 1 (whole GPU), joined by perf/gemm_table.py
+#   ag:    gpu_gemm_test at K = 8, then gemm_coll_perf for the all-gather op at K = 8 (AG_MS, default
+#          16,256,4096), K = 1, and the reduce-scatter at M = 16, 4096 if time allows; the table
 # Logs and JSON go to $OUT (default ./gemm-out).
 #
-#   perf/gemm_h200.sh check|bench
+#   perf/gemm_h200.sh check|bench|ag
 set -uo pipefail
 mode=${1:-check}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,10 +32,10 @@ if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   cmake --build "$BUILD" -j16 --target gpu_gemm_test gemm_coll_perf >"$OUT/build.log" 2>&1 || { grep -B2 -A12 -m3 "error" "$OUT/build.log"; exit 1; }
 fi
 echo "build done in $(( $(date +%s) - t0 )) s"
-run() {  # K, log name, program and arguments
+run() {  # K, log name, program and arguments (STEP_S: the step's time limit, default 150 s)
   local k=$1 log=$2
   shift 2
-  timeout 150 "$repo/tools/emulate/partition-run.sh" "$k" "$@" >"$OUT/$log" 2>&1
+  timeout "${STEP_S:-150}" "$repo/tools/emulate/partition-run.sh" "$k" "$@" >"$OUT/$log" 2>&1
   echo "rc=$? $log"
 }
 if [[ $mode == check ]]; then
@@ -46,6 +48,27 @@ if [[ $mode == check ]]; then
     run 8 bench-subset.k8.log "$BUILD/bin/gemm_coll_perf" -m 256,4096 -s llama70b -J "$OUT/subset.k8.json"
     tail -12 "$OUT/bench-subset.k8.log"
   fi
+elif [[ $mode == ag ]]; then
+  # Session 6 (the fused all-gather + GEMM): correctness at K = 8, then the all-gather op over
+  # every layer at ${AG_MS} (unfused, chunked, both fused forms), the whole-GPU baseline, and
+  # the reduce-scatter at two M while the time allows (the chunked fix, the fused RS).
+  STEP_S=100 run 8 gpu_gemm_test.k8.log "$BUILD/bin/gpu_gemm_test"
+  grep -E "^(FAIL|ALL PASS|FAILED)" "$OUT/gpu_gemm_test.k8.log" | head -8
+  echo "PASS lines: $(grep -c "^PASS" "$OUT/gpu_gemm_test.k8.log")"
+  ms=${AG_MS:-16,256,4096}
+  STEP_S=120 run 8 bench-ag.k8.log "$BUILD/bin/gemm_coll_perf" -o ag -m "$ms" -J "$OUT/ag.k8.json"
+  STEP_S=40 run 1 bench.k1.log "$BUILD/bin/gemm_coll_perf" -m "$ms" -J "$OUT/k1.json"
+  echo "after the all-gather benchmarks: $(( $(date +%s) - t0 )) s"
+  table() {
+    cat "$OUT/ag.k8.json" "$OUT/rs.k8.json" >"$OUT/k8.json" 2>/dev/null
+    python3 "$repo/perf/gemm_table.py" "$OUT/k1.json" "$OUT/k8.json" --plot "$OUT/gemm_speedup.png" >"$OUT/table.md" 2>&1
+  }
+  table
+  if (( $(date +%s) - t0 < ${RS_BEFORE_S:-270} )); then
+    STEP_S=60 run 8 bench-rs.k8.log "$BUILD/bin/gemm_coll_perf" -o rs -m 16,4096 -J "$OUT/rs.k8.json"
+    table
+  fi
+  tail -c 9000 "$OUT/table.md"
 else
   run 8 bench.k8.log "$BUILD/bin/gemm_coll_perf" -J "$OUT/k8.json"
   run 1 bench.k1.log "$BUILD/bin/gemm_coll_perf" -J "$OUT/k1.json"

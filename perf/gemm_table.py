@@ -5,7 +5,8 @@ into the markdown table of perf/RESULTS.md and the issue's target figures.
     perf/gemm_table.py k1.json k8.json [--plot speedup.png]
 
 Per layer and M: the whole-GPU GEMM; for rs (split K, GEMM + reduce-scatter) and ag (split N,
-all-gather + GEMM) the GEMM alone, unfused and auto (the library's rule); which op the 2D helper
+all-gather + GEMM) the GEMM alone, unfused, auto (the library's rule), chunked and the fused
+variants (ag: push + one GEMM, and one GEMM per source rank); which op the 2D helper
 picks; the pick against naive 1D (the layer's 1D op, unfused) and against the whole GPU.
 """
 import argparse
@@ -46,7 +47,8 @@ def plot(cells, meta, path):
             return [p[0] for p in pts], [p[1] for p in pts]
         ax.plot(*series(lambda m: meta[(layer, m)]["helper_op"] + ".auto"), "o-", label="helper pick (auto)")
         ax.plot(*series(lambda m: one_d + ".chunked"), "s--", label="1D chunked")
-        ax.plot(*series(lambda m: "rs.fused" if one_d == "rs" else "none"), "^:", label="1D fused (rs)")
+        ax.plot(*series(lambda m: one_d + ".fused"), "^:", label="1D fused")
+        ax.plot(*series(lambda m: "ag.fused" if one_d == "rs" else "none"), "v-.", label="2D fused ag (push)")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_title(layer, fontsize=9)
@@ -86,10 +88,13 @@ def main():
                 if op + "." + args.auto_as in c:
                     c[op + ".auto"] = c[op + "." + args.auto_as]
     print("| layer (TP8 per GPU, K x N) | M | whole GPU | rs: GEMM alone / unfused / auto / chunked / fused | "
-          "ag: GEMM alone / unfused / auto / chunked | helper pick | pick vs naive 1D | whole / pick |")
+          "ag: GEMM alone / unfused / auto / chunked / fused (push) / fused (per rank) | helper pick | "
+          "pick vs naive 1D | whole / pick |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     hidden, hidden_small, fused, slower, helper, helper_bad, vs_whole = [], [], [], [], [], [], []
-    fhidden, fhidden_small, ffused, fslower = [], [], [], []
+    # per fused config: [hidden M >= 256, hidden M < 256, vs unfused where the collective is >= 20 %,
+    # cells > 3 % slower than unfused, vs unfused in every cell]
+    fstats = defaultdict(lambda: ([], [], [], [], []))
     for key in sorted(cells, key=lambda k: (k[0], k[1])):
         c, m = cells[key], meta[key]
         one_d = "ag" if m["inter"] == "column" else "rs"
@@ -115,7 +120,7 @@ def main():
         print("| %s %s (%dx%d) | %d | %s | %s | %s | %s (%s) | %s | %s |" % (
             key[0], m["inter"], m["K"], m["N"], key[1], "%.0f" % w if w else "-",
             group("rs", ("gemm", "unfused", "auto", "chunked", "fused")),
-            group("ag", ("gemm", "unfused", "auto", "chunked")),
+            group("ag", ("gemm", "unfused", "auto", "chunked", "fused", "fusedpr")),
             pick, "2D" if m["helper_2d"] else "1D", ratio, "%.2fx" % (w / chosen) if w and chosen else "-"))
         for op in ("rs", "ag"):
             if t(op + ".gemm") is None:
@@ -127,12 +132,17 @@ def main():
                     fused.append(t(op + ".unfused") / t(op + ".chunked"))
             if t(op + ".auto") > 1.03 * t(op + ".unfused"):
                 slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
-            if t(op + ".fused") is not None:
-                (fhidden if key[1] >= 256 else fhidden_small).append(t(op + ".fused") / t(op + ".gemm"))
+            for cfg in ("fused", "fusedpr"):
+                f = t(op + "." + cfg)
+                if f is None:
+                    continue
+                st = fstats[op + "." + cfg]
+                st[0 if key[1] >= 256 else 1].append(f / t(op + ".gemm"))
                 if share >= 0.2:
-                    ffused.append(t(op + ".unfused") / t(op + ".fused"))
-                if t(op + ".fused") > 1.03 * t(op + ".unfused"):
-                    fslower.append("%s M=%d" % (key[0], key[1]))
+                    st[2].append(t(op + ".unfused") / f)
+                if f > 1.03 * t(op + ".unfused"):
+                    st[3].append("%s M=%d" % (key[0], key[1]))
+                st[4].append(t(op + ".unfused") / f)
         if naive and chosen:
             helper.append(naive / chosen)
             best_1d = min(t(one_d + ".unfused"), t(one_d + ".auto"))
@@ -145,12 +155,14 @@ def main():
           % (geomean(hidden), geomean(hidden_small)))
     print("- chunked vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells"
           % (geomean(fused), len(fused)))
-    if fhidden or fhidden_small:
-        print("- rs fused / GEMM alone (target <= 1.15), geomean M >= 256: %.2f; M < 256: %.2f"
-              % (geomean(fhidden), geomean(fhidden_small)))
-        print("- rs fused vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells; "
-              "fused > 3 %% slower than unfused in %d cell(s)%s" % (geomean(ffused), len(ffused), len(fslower),
-                                                                 ": " + ", ".join(fslower) if fslower else ""))
+    for name in sorted(fstats):
+        st = fstats[name]
+        print("- %s / GEMM alone (target <= 1.15), geomean M >= 256: %.2f; M < 256: %.2f"
+              % (name, geomean(st[0]), geomean(st[1])))
+        print("- %s vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells "
+              "(all cells: %.2fx over %d, best %.2fx); > 3 %% slower than unfused in %d cell(s)%s"
+              % (name, geomean(st[2]), len(st[2]), geomean(st[4]), len(st[4]), max(st[4]) if st[4] else float("nan"),
+                 len(st[3]), ": " + ", ".join(st[3]) if st[3] else ""))
     print("- auto > 3 %% slower than unfused: %d cell(s)%s" % (len(slower), ": " + "; ".join(slower) if slower else ""))
     print("- helper pick vs naive 1D (target >= 1.1x): geomean %.2fx; > 3 %% slower than the best 1D: %d%s"
           % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))

@@ -233,11 +233,18 @@ typedef enum {
   SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
   SSC_GEMM_CHUNKED = 2,  /* row chunks: the GEMM of one chunk on a side stream overlaps the
                             collective of another */
-  SSC_GEMM_FUSED = 3     /* sscGemmReduceScatter only, up to 16 ranks: no collective call; each
-                            rank's GEMM writes a chunk into its workspace, mapped into the peers,
-                            and each owner sums its rows out of every rank's slot behind
-                            per-chunk flags. Refused with sscInvalidUsage elsewhere (all-gather,
-                            more ranks, a backend that cannot map the workspace) */
+  SSC_GEMM_FUSED = 3     /* up to 16 ranks, no collective call; the context's workspace is mapped
+                            into the peers and per-chunk flags order the ranks.
+                            sscGemmReduceScatter: each rank's GEMM writes a chunk into its
+                            workspace and each owner sums its rows out of every rank's slot.
+                            sscAllGatherGemm: chunks 0 or 1: each rank stores its rows of X into
+                            every rank's workspace, then ONE GEMM over the gathered X; chunks >= 2:
+                            one GEMM per source rank, its own rows first (no wait), the peers'
+                            read in place from their workspaces (x_gathered selects the first
+                            form); the workspace must hold the gathered X (m x k inputs).
+                            Refused with sscInvalidUsage where it cannot run (more ranks, a
+                            backend that cannot map the workspace, a workspace too small for the
+                            gathered X) */
 } sscGemmVariant_t;
 
 /** sscGemmArgs_t.flags */

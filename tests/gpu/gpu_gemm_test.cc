@@ -2,9 +2,9 @@
 // or K MPS partitions of one GPU) run GEMM + reduce-scatter and all-gather + GEMM on cuBLASLt /
 // hipBLASLt and compare every rank's output with an fp32 host reference of the same rounded
 // inputs. Odd M/N/K (M not a multiple of K ranks, ranks owning one row or none), bf16 and fp16,
-// y in the input type or fp32, W stored [N][K] or [K][N], the unfused, chunked and (reduce-scatter)
-// fused variants (with forced chunk counts and a workspace small enough for many chunks), and
-// larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
+// y in the input type or fp32, W stored [N][K] or [K][N], the unfused, chunked and fused variants
+// (both forms of the fused all-gather; forced chunk counts and a workspace small enough for many
+// chunks), and larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
 // PASS/FAIL line per case with the worst error over all ranks; SKIPPED without a GPU.
 //
 //   mpirun -np 4 build/bin/gpu_gemm_test        (or tools/emulate/partition-run.sh 4 ...)
@@ -194,12 +194,17 @@ int main(int argc, char** argv) {
           runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 3, 0, 0});
           runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0,
                                  (2 * g_nranks + 1) * row * 5, 0});
+        } else {  // the fused all-gather: push + one GEMM, and one GEMM per source rank in place
+          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0});
+          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 2, 0, 0});
         }
       }
   // The gathered X returned as well, separately and in place.
   for (int gathered : {1, 2}) {
     runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 3, 0, 0, gathered});
     runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, SSC_GEMM_AUTO, 0, 0, 0, gathered});
+    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 0, gathered});
   }
   // Shapes where the rule picks chunks by itself (>= 2 x 16 MiB moved), rows sampled.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
@@ -207,6 +212,11 @@ int main(int argc, char** argv) {
   runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_AUTO, 0, 0, 24});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
+  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 24});
+  // Chunked with a scratch (one GEMM per chunk), rows sampled.
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
   CHECK_GPU(hipStreamDestroy(stream));
   CHECK_SSC(sscCommFinalize(comm));
   CHECK_SSC(sscCommDestroy(comm));

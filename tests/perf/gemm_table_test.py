@@ -31,6 +31,8 @@ with open(k1, "w") as f1, open(k8, "w") as f8:
                     f8.write(json.dumps(rec) + "\n")
             f8.write(json.dumps(dict(base, P=8, config="rs.fused", us=75.0 if m == 4096 else 11.0,
                                      variant="fused", chunks=2)) + "\n")
+            f8.write(json.dumps(dict(base, P=8, config="ag.fusedpr", us=300.0 if m == 4096 else 6.0,
+                                     variant="fused", chunks=8)) + "\n")
     f8.write(json.dumps(dict(base, P=8, config="ag.chunked", M=256, us=3.0e7)) + "\n")  # a hang
 png = os.environ.get("GEMM_TABLE_PLOT", os.path.join(tmp, "plot.png"))
 out = subprocess.run([sys.executable, script, k1, k8, "--plot", png], capture_output=True, text=True)
@@ -40,7 +42,11 @@ rows = [l for l in out.stdout.splitlines() if l.startswith("| l.")]
 assert len(rows) == 4, rows
 assert "120 (c4)" in out.stdout, "chunk counts of auto cells"
 assert "75 (f2)" in out.stdout, "fused cells"
-assert "rs fused vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 2.00x over 2 cells" in out.stdout
+assert "rs.fused vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 2.00x over 2 cells" in out.stdout
+# the all-gather per-rank form: 2x faster at M = 16 (collective < 20 %), 2x slower at M = 4096 (named)
+assert "ag.fusedpr vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 0.50x over 2 cells (all cells: 1.00x over 4, best 2.00x)" in out.stdout
+assert "> 3 % slower than unfused in 2 cell(s): l.o M=4096, l.qkv M=4096" in out.stdout
+assert "300 (f8)" in out.stdout
 assert "hit STARSCREAM_TIMEOUT (a hang): l.o M=256 ag.chunked" in out.stdout
 again = subprocess.run([sys.executable, script, k1, k8, "--auto-as", "unfused"], capture_output=True, text=True)
 assert "auto > 3 % slower than unfused: 0 cell(s)" in again.stdout, again.stdout

@@ -21,40 +21,80 @@ __device__ __forceinline__ uint32_t loadVolatile(const uint32_t* p) {
   return *reinterpret_cast<const volatile uint32_t*>(p);
 }
 
-// One warp: lane i polls flag i. Peers write the flags from other processes (through their
-// mappings of this memory), so each poll must reach memory: volatile loads.
-__global__ void fusedWaitKernel(FlagList flags, int count, uint32_t* signal, uint32_t signalValue,
-                                FusedErrorSink sink) {
-  const int i = threadIdx.x;
-  if (signal != nullptr && i == 0) {
-    __threadfence_system();  // the stream's earlier kernels' writes before the flag
-    *reinterpret_cast<volatile uint32_t*>(signal) = signalValue;
-    __threadfence_system();
-  }
-  if (i < count) {
-    const uint32_t target = flags.target[i];
-    uint64_t start = 0;
-    for (uint32_t iter = 1;; ++iter) {
-      if (static_cast<int32_t>(loadVolatile(flags.p[i]) - target) >= 0) break;
-      if ((iter & 255u) == 0) {
-        if (loadVolatile(sink.word) != 0) break;  // another wait failed: stop, the host reports it
-        // An aborted communicator ends the wait at once, as it ends the collectives' waits.
-        if (sink.abort != nullptr && loadVolatile(sink.abort) != 0) break;
-        const uint64_t now = sscGpuTimer();
-        if (start == 0) start = now;
-        else if (sink.timeoutTicks != 0 && now - start > sink.timeoutTicks) {
-          volatile uint32_t* w = sink.word;
-          w[1] = static_cast<uint32_t>(i);
-          __threadfence_system();
-          w[0] = 1;
-          break;
-        }
+// Lane i of a warp polls flag i until it reaches its target. Peers write the flags from other
+// processes (through their mappings of this memory), so each poll must reach memory: volatile
+// loads. Gives up on a failure of another wait, an aborted communicator or the timeout (which
+// it records in the sink).
+__device__ void waitLane(int i, const FlagList& flags, int count, const FusedErrorSink& sink) {
+  if (i >= count) return;
+  const uint32_t target = flags.target[i];
+  uint64_t start = 0;
+  for (uint32_t iter = 1;; ++iter) {
+    if (static_cast<int32_t>(loadVolatile(flags.p[i]) - target) >= 0) return;
+    if ((iter & 255u) == 0) {
+      if (loadVolatile(sink.word) != 0) return;  // another wait failed: stop, the host reports it
+      // An aborted communicator ends the wait at once, as it ends the collectives' waits.
+      if (sink.abort != nullptr && loadVolatile(sink.abort) != 0) return;
+      const uint64_t now = sscGpuTimer();
+      if (start == 0) start = now;
+      else if (sink.timeoutTicks != 0 && now - start > sink.timeoutTicks) {
+        volatile uint32_t* w = sink.word;
+        w[1] = static_cast<uint32_t>(i);
+        __threadfence_system();
+        w[0] = 1;
+        return;
       }
     }
   }
+}
+
+// One warp: lane 0 first stores signalValue into every signals.p[j] (after a fence that orders
+// the stream's earlier kernels' writes before them), then lane i polls flag i.
+__global__ void fusedWaitKernel(FlagList flags, int count, OutFlagList signals, int nsig,
+                                uint32_t signalValue, FusedErrorSink sink) {
+  const int i = threadIdx.x;
+  if (nsig > 0 && i == 0) {
+    __threadfence_system();  // the stream's earlier kernels' writes before the flags
+    for (int j = 0; j < nsig; ++j) *reinterpret_cast<volatile uint32_t*>(signals.p[j]) = signalValue;
+    __threadfence_system();
+  }
+  waitLane(i, flags, count, sink);
   // The data the flags announce is read by the next kernel on the stream; the fence orders this
   // kernel's flag reads before it on the GPU's side.
   __threadfence_system();
+}
+
+struct DstList {
+  void* p[kFusedMaxRanks];
+};
+
+// The fused all-gather's push: warp 0 of every block waits for the gate (the readers of the
+// destinations' last uses are done), then the grid copies src to every destination, each
+// element loaded once. vec: every pointer and the size are 16-byte multiples.
+__global__ void fusedPushKernel(FlagList gate, int gateCount, FusedErrorSink sink, const void* src,
+                                DstList dsts, int ndst, size_t bytes, bool vec) {
+  if (gateCount > 0) {
+    if (threadIdx.x < 32) {
+      waitLane(static_cast<int>(threadIdx.x), gate, gateCount, sink);
+      __threadfence_system();  // the readers' done before this block's stores into their slots
+    }
+    __syncthreads();
+  }
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (vec) {
+    const uint4* s = static_cast<const uint4*>(src);
+    for (size_t v = first; v < bytes / 16; v += stride) {
+      const uint4 x = s[v];
+      for (int d = 0; d < ndst; ++d) static_cast<uint4*>(dsts.p[d])[v] = x;
+    }
+  } else {  // 2-byte elements (bf16 / fp16 rows at any even offset)
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    for (size_t e = first; e < bytes / 2; e += stride) {
+      const uint16_t x = s[e];
+      for (int d = 0; d < ndst; ++d) static_cast<uint16_t*>(dsts.p[d])[e] = x;
+    }
+  }
 }
 
 __global__ void fusedSignalKernel(OutFlagList flags, int count, uint32_t value) {
@@ -134,15 +174,51 @@ int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlo
 
 }  // namespace
 
-int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
-                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream) {
+int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
+                          const uint32_t* const* flags, const uint32_t* targets, int count,
+                          FusedErrorSink sink, void* stream) {
   FlagList l{};
+  OutFlagList out{};
   if (count > kFusedMaxWaits) count = kFusedMaxWaits;
+  if (nsig > kFusedMaxRanks) nsig = kFusedMaxRanks;
   for (int i = 0; i < count; ++i) {
     l.p[i] = flags[i];
     l.target[i] = targets[i];
   }
-  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, signal, signalValue, sink);
+  for (int i = 0; i < nsig; ++i) out.p[i] = signals[i];
+  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, out, nsig, signalValue, sink);
+  return static_cast<int>(hipGetLastError());
+}
+
+int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
+                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream) {
+  return launchFusedSignalWait(&signal, signal != nullptr ? 1 : 0, signalValue, flags, targets, count,
+                               sink, stream);
+}
+
+int launchFusedPush(const uint32_t* const* gate, const uint32_t* targets, int gateCount,
+                    FusedErrorSink sink, const void* src, void* const* dsts, int ndst, size_t bytes,
+                    int maxBlocks, void* stream) {
+  FlagList l{};
+  DstList d{};
+  if (gateCount > kFusedMaxWaits) gateCount = kFusedMaxWaits;
+  if (ndst > kFusedMaxRanks) ndst = kFusedMaxRanks;
+  for (int i = 0; i < gateCount; ++i) {
+    l.p[i] = gate[i];
+    l.target[i] = targets[i];
+  }
+  bool vec = bytes % 16 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0;
+  for (int i = 0; i < ndst; ++i) {
+    d.p[i] = dsts[i];
+    vec = vec && (reinterpret_cast<uintptr_t>(dsts[i]) & 15u) == 0;
+  }
+  if (bytes == 0) ndst = 0;
+  const size_t work = vec ? bytes / 16 : bytes / 2;
+  size_t blocks = (work + 255) / 256;
+  if (blocks > static_cast<size_t>(maxBlocks)) blocks = static_cast<size_t>(maxBlocks);
+  if (blocks < 1) blocks = 1;
+  fusedPushKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(
+      l, gateCount, sink, src, d, ndst, bytes, vec);
   return static_cast<int>(hipGetLastError());
 }
 

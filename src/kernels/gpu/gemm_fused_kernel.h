@@ -1,7 +1,7 @@
-// Device pieces of the fused GEMM + reduce-scatter (src/ops/gemm, issue #18): per-chunk flags
-// in the partitions' registered workspaces and the owner's sum of its rows out of every
-// partition's slot, read in place through the peer mappings. No collective kernel, no staging
-// copy: a chunk's rows are read straight out of the slot the producer's GEMM wrote. Plain
+// Device pieces of the fused GEMM-collectives (src/ops/gemm, issue #18): per-chunk flags in the
+// partitions' registered workspaces; for GEMM + reduce-scatter the owner's sum of its rows out of
+// every partition's slot, read in place through the peer mappings; for all-gather + GEMM the push
+// of a rank's rows of X into the peers' slots. No collective kernel, no staging copy. Plain
 // declarations: g++ includes it.
 #pragma once
 
@@ -28,6 +28,20 @@ constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
 // stream's earlier writes before it): publish and wait in one launch.
 int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
                     uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream);
+
+// launchFusedWait with a list: lane 0 first stores signalValue into every signals[j]
+// (j < nsig <= kFusedMaxRanks), then the warp waits (publish to every peer and wait in one launch).
+int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
+                          const uint32_t* const* flags, const uint32_t* targets, int count,
+                          FusedErrorSink sink, void* stream);
+
+// The fused all-gather's push (or publish): warp 0 of every block first waits until every
+// gate[i] (i < gateCount <= kFusedMaxWaits) has reached targets[i], as launchFusedWait does; then
+// the grid copies `bytes` (even) from src into each of dsts[0 .. ndst) (peers' mapped slots),
+// each element loaded once. bytes = 0 only waits.
+int launchFusedPush(const uint32_t* const* gate, const uint32_t* targets, int gateCount,
+                    FusedErrorSink sink, const void* src, void* const* dsts, int ndst, size_t bytes,
+                    int maxBlocks, void* stream);
 
 // One thread stores `value` into every flags[i] (i < count), after a fence that orders the
 // stream's earlier writes (the GEMM's tile, the reduction's reads) before it.

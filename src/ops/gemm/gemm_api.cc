@@ -126,6 +126,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->w = a->w;
   c->y = a->y;
   c->xGathered = a->x_gathered;
+  c->p.gatherOut = op == Op::kAllGather && a->x_gathered != nullptr;
   std::string why;
   const bool fusedAvailable = !g->fusedTried || !g->fusedPeers.empty();
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable))
@@ -203,6 +204,9 @@ uint32_t* fusedReady(sscGemmContext* g, int q, int slot) {
 }
 uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedDoneOff) + slot * kFusedMaxRanks + owner;
+}
+uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer) {
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedFromOff) + slot * kFusedMaxRanks + producer;
 }
 uint32_t* fusedBell(sscGemmContext* g, int q) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedBellOff);

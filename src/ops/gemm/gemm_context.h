@@ -64,6 +64,9 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream);
 // The fused variant's flags in rank q's workspace (fusedPeers[q]; q = own rank: local).
 uint32_t* fusedReady(sscGemmContext* g, int q, int slot);
 uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner);
+// The fused all-gather's from[slot][producer] in rank q's flags: producer's rows are there (push)
+// or in the producer's own slot (per rank), for the use number it holds.
+uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer);
 uint32_t* fusedBell(sscGemmContext* g, int q);
 
 // GPU backend (built only with one; the API reports sscInternalError otherwise).

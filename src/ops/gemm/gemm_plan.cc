@@ -27,21 +27,45 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 }  // namespace
 
-bool autoPicksFused(const Problem& p, const Plan& otherwise) {
+bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank) {
   (void)p, (void)otherwise;
+  *perRank = false;
   return false;
 }
+
+namespace {
+
+// The fused all-gather's plan (gemm_plan.h): one slot is the whole gathered X; two when they fit.
+bool makeFusedAllGather(const Problem& p, int requestChunks, size_t workspaceBytes, Plan* pl,
+                        std::string* why) {
+  pl->variant = SSC_GEMM_FUSED;
+  pl->chunkRows = pl->block;
+  const size_t slot = static_cast<size_t>(p.nranks) * pl->block * p.k * p.inBytes;
+  if (slot > workspaceBytes) {
+    *why = fmt::format("variant SSC_GEMM_FUSED on sscAllGatherGemm keeps the whole gathered X "
+                       "({} x {} rows of {} bytes = {} bytes) in the workspace, which holds {}: "
+                       "create the context with a larger workspace_bytes, or use SSC_GEMM_AUTO",
+                       p.nranks, pl->block, p.k * p.inBytes, slot, workspaceBytes);
+    return false;
+  }
+  pl->slots = 2 * slot <= workspaceBytes ? 2 : 1;
+  pl->slotBytes = slot;
+  pl->padBytes = 0;
+  // x_gathered wants the gathered X, which only the push form has in one place.
+  pl->agPerRank = requestChunks >= 2 && !p.gatherOut;
+  pl->chunks = pl->agPerRank ? p.nranks : 1;
+  pl->reason += pl->agPerRank ? ": one GEMM per source rank, peers' rows read in place"
+                              : ": rows pushed into every rank's slot, one GEMM";
+  return true;
+}
+
+}  // namespace
 
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
               Plan* plan, std::string* why, bool fusedAvailable) {
   Plan pl;
   pl.block = blockRows(p.m, p.nranks);
   if (requestVariant == SSC_GEMM_FUSED) {
-    if (p.op != Op::kReduceScatter) {
-      *why = "variant SSC_GEMM_FUSED is built for sscGemmReduceScatter only; all-gather + GEMM "
-             "runs SSC_GEMM_AUTO, SSC_GEMM_CHUNKED or SSC_GEMM_UNFUSED";
-      return false;
-    }
     if (p.nranks > kFusedMaxRanks) {
       *why = fmt::format("variant SSC_GEMM_FUSED runs on at most {} ranks (the communicator has {})",
                          kFusedMaxRanks, p.nranks);
@@ -84,9 +108,14 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
                                   : fmt::format("the collective moves {:.1f} MiB: unfused (the measured "
                                                 "rule: chunking did not pay on the H200)", mib(total));
   } else if (requestVariant == SSC_GEMM_FUSED) {
+    pl.reason = "fused variant asked for";
+    if (p.op == Op::kAllGather) {
+      if (!makeFusedAllGather(p, requestChunks, workspaceBytes, &pl, why)) return false;
+      *plan = pl;
+      return true;
+    }
     chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(1, byRule);
     pl.variant = SSC_GEMM_FUSED;
-    pl.reason = "fused variant asked for";
   } else if (requestVariant == SSC_GEMM_CHUNKED) {
     chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(2, byRule);
     pl.variant = SSC_GEMM_CHUNKED;
@@ -99,8 +128,15 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   chunks = std::clamp<int64_t>(chunks, 1, pl.block);
   pl.slots = pl.variant == SSC_GEMM_UNFUSED ? 1 : 2;
   int64_t cr = (pl.block + chunks - 1) / chunks;
+  // The contiguous side of a chunk's GEMM (Plan::scratchBytes), per row of a rank's block.
+  // A workspace too small for it even at one row runs the strided batch instead (correct, slower).
+  const bool scratch = pl.variant != SSC_GEMM_UNFUSED && chunks > 1 && p.nranks > 1;
+  size_t scratchRow = !scratch ? 0
+                      : static_cast<size_t>(p.nranks) *
+                            (p.op == Op::kReduceScatter ? p.k * p.inBytes : p.n * p.outBytes);
+  if ((static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow > workspaceBytes) scratchRow = 0;
   if (rowBytes > 0) {
-    const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes;
+    const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow;
     const int64_t fit = static_cast<int64_t>(workspaceBytes / perRow);
     if (fit < 1) {
       *why = fmt::format("workspace_bytes = {} cannot hold one row per rank of the collective "
@@ -118,11 +154,13 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.chunks = static_cast<int>((pl.block + cr - 1) / cr);
   pl.slotBytes = static_cast<size_t>(p.nranks) * cr * rowBytes;
   pl.padBytes = cr * rowBytes;
+  pl.scratchBytes = pl.chunks > 1 ? cr * scratchRow : 0;
+  bool perRank = false;
   if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable &&
-      p.op == Op::kReduceScatter && p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl)) {
+      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank)) {
     Plan fused;
     std::string ignored;
-    if (makePlan(p, SSC_GEMM_FUSED, 0, workspaceBytes, &fused, &ignored, true)) {
+    if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true)) {
       fused.reason = "the measured rule picks the fused variant (" + pl.reason + ")";
       pl = fused;
     }

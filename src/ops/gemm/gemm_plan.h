@@ -38,6 +38,7 @@ struct Problem {
   int nranks = 1;
   size_t inBytes = 2;   // element size of x and w
   size_t outBytes = 2;  // element size of y
+  bool gatherOut = false;  // all-gather: the caller wants the gathered X too (x_gathered)
   // Elements of one row of the collective's buffer: n (reduce-scatter of Y) or k (all-gather of X).
   int64_t width() const { return op == Op::kReduceScatter ? n : k; }
   // Element size of the collective's buffer.
@@ -55,7 +56,17 @@ struct Plan {
   int slots = 1;          // workspace slots in flight: 2 for the chunked and fused variants
   size_t slotBytes = 0;   // nranks * chunkRows * width * collBytes
   size_t padBytes = 0;    // one rank's chunk: chunkRows * width * collBytes
+  // After the pad: room for one chunk's strided side made contiguous (reduce-scatter: the
+  // chunk's rows of x, nranks x chunkRows x k inputs; all-gather: its rows of y, nranks x
+  // chunkRows x n outputs), so a chunk is ONE vendor GEMM that reads W once instead of a
+  // strided batch that reads W once per rank (what made the chunked variant 2-10x slower than
+  // unfused, perf/RESULTS.md session 6). Chunked and fused plans of more than one chunk; 0
+  // elsewhere (the GPU half then runs a batch, the host half never needs it).
+  size_t scratchBytes = 0;
   bool direct = false;    // one rank: the GEMM writes y, no collective, no workspace
+  // The fused all-gather (chunks 1: push + one GEMM; chunks = nranks: one GEMM per source rank
+  // reading the peers' rows in place, own rows first): the fused all-gather below.
+  bool agPerRank = false;
   std::string reason;     // why this variant and chunk count (logged at INFO)
 };
 
@@ -69,18 +80,33 @@ constexpr size_t kFusedFlagBytes = 4096;
 constexpr size_t kFusedReadyOff = 0;    // uint32 ready[slot]: the producer's chunk use number
 constexpr size_t kFusedBellOff = 64;    // uint32: the host backend's futex word for this rank
 constexpr size_t kFusedDoneOff = 128;   // uint32 done[slot][owner]: owner finished reading
+constexpr size_t kFusedFromOff = 512;   // uint32 from[slot][producer]: the fused all-gather's
+                                        // producer wrote (push) or published (per rank) its rows
 constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed out (host backend: unused)
 
-// Whether SSC_GEMM_AUTO runs a reduce-scatter fused, given the plan the rule chose otherwise
-// (the measured rule, docs/gemm.md and perf/RESULTS.md session 5).
-bool autoPicksFused(const Problem& p, const Plan& otherwise);
+// The fused all-gather + GEMM: a slot holds the whole gathered X, [nranks x block][k], in each
+// rank's registered workspace (two slots when they fit, else one). Two forms:
+//  - push, one GEMM (plan.chunks = 1, agPerRank false): each rank stores its rows of X into
+//    every rank's slot (peer mappings, one kernel), sets from[slot][me] in each, waits for every
+//    from[slot][q] in its own flags, then runs ONE vendor GEMM over its local slot (W read once);
+//  - per rank (plan.chunks = nranks, agPerRank true): each rank copies its rows into its own slot
+//    only and sets from[slot][me] in every rank; it runs the GEMM of its own rows straight from
+//    x (no wait), then waits and runs one GEMM per peer reading that peer's slot in place
+//    (no gathered copy of X; W read nranks times).
+// Then each rank sets done[slot][me] in every producer's flags; a producer waits for every
+// rank's done of a slot's earlier uses (both slots, as the fused reduce-scatter's first chunk
+// does) before writing it again. x_gathered asks for the push form (the gathered X is there).
+
+// Whether SSC_GEMM_AUTO runs a call fused, given the plan the rule chose otherwise (the measured
+// rule, docs/gemm.md and perf/RESULTS.md sessions 5 and 6); *perRank: which all-gather form.
+bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank);
 
 // Chooses the plan for `requestVariant` (an sscGemmVariant_t) and `requestChunks` (0 or a
 // minimum) within workspaceBytes. Returns false with *why set when the call cannot run (the
 // workspace cannot hold one row per rank, or the fused variant is asked for where it is not
-// built: all-gather, more than kFusedMaxRanks ranks, or fusedAvailable false: the workspace
-// could not be mapped into the peers). SSC_GEMM_AUTO considers the fused variant only when
-// fusedAvailable.
+// built: more than kFusedMaxRanks ranks, an all-gather whose gathered X does not fit one slot
+// of the workspace, or fusedAvailable false: the workspace could not be mapped into the peers).
+// SSC_GEMM_AUTO considers the fused variant only when fusedAvailable.
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
               Plan* plan, std::string* why, bool fusedAvailable = true);
 

@@ -260,16 +260,49 @@ sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipE
 // overlaps the sum of chunk j. The waits are one-warp kernels, so they never hold the SMs a
 // GEMM needs. Nothing waits at the end for the owners to finish reading: the next call's first
 // wait covers both slots (its plan may lay the slots out differently), and destroy waits too.
+// One GEMM piece of a chunk. A strided batch (one side strided over the ranks' blocks: the
+// reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
+// scratch it becomes one 2D copy and ONE GEMM that reads W once (Plan::scratchBytes).
+sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, const GemmPiece& g,
+                     void* scratch, hipStream_t on) {
+  if (g.batch <= 1 || scratch == nullptr) return gs->matmul(c, a, d, g, on);
+  GemmPiece one;
+  one.rows = g.rows * g.batch;
+  if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
+    const size_t row = c.p.k * typeBytes(c.inType);
+    SSC_CHECK(gpuCheck(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
+                                        g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                       "hipMemcpy2DAsync"));
+    one.dRow = g.dRow;
+    return gs->matmul(c, scratch, d, one, on);
+  }
+  one.aRow = g.aRow;  // A contiguous, D strided: one GEMM into the scratch, then its rows out
+  SSC_CHECK(gs->matmul(c, a, scratch, one, on));
+  const size_t row = c.p.n * typeBytes(c.outType);
+  return gpuCheck(hipMemcpy2DAsync(byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row,
+                                   g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                  "hipMemcpy2DAsync");
+}
+
+void* scratchOf(sscGemmContext* g, const Plan& pl) {
+  return pl.scratchBytes == 0 ? nullptr
+                              : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
+}
+
+sscResult_t earlierTimeout(const GpuGemmState* gs) {
+  if (gs->errHost[0] == 0) return sscSuccess;
+  return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
+              "peer is missing or hung; the context's results since then are not valid (destroy it)",
+              gs->errHost[1]);
+}
+
 sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
   GpuGemmState* gs = g->gpu;
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ob = typeBytes(c.outType);
   const int me = c.rank, K = p.nranks;
-  if (gs->errHost[0] != 0)
-    return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
-                "peer is missing or hung; the context's results since then are not valid (destroy it)",
-                gs->errHost[1]);
+  SSC_CHECK(earlierTimeout(gs));
   const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks, gs->abort};
   const bool overlap = pl.chunks > 1;
   const hipStream_t gemmStream = overlap ? gs->side : s;
@@ -297,7 +330,8 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
       }
     }
     SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sink, gemmStream), "fused wait"));
-    for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gs->matmul(c, c.x, mySlot, piece, gemmStream));
+    for (const GemmPiece& piece : chunkPieces(p, pl, j))
+      SSC_CHECK(runPiece(gs, c, c.x, mySlot, piece, scratchOf(g, pl), gemmStream));
     uint32_t* myReady = fusedReady(g, me, slot);
     for (int q = 0; q < K; ++q) {
       flags[q] = fusedReady(g, q, slot);
@@ -319,6 +353,83 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
   // The caller's stream ends after the side stream's last work (it reads x and w).
   SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[0], gs->side), "hipEventRecord"));
   return gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[0], 0), "hipStreamWaitEvent");
+}
+
+// The fused all-gather + GEMM (gemm_plan.h), all on the caller's stream: no collective call, no
+// side stream (on MPS partitions the SMs are shared, so a second stream hides nothing).
+//   push:     [wait the slot's readers, then store my rows into every rank's slot] ->
+//             [from flags in every rank, wait for every rank's] -> one GEMM over my slot -> done
+//   per rank: [wait the slot's readers, then copy my rows into my slot] -> from flags ->
+//             GEMM of my rows from x -> [wait every rank's from] -> one GEMM per peer, reading
+//             its slot in place -> done
+// The flags' index is use % 2 whatever the slot count (so destroy's wait reads the same words);
+// the gate waits for the readers of both earlier uses, as a slot may overlap either (an earlier
+// call's plan may differ, the reduce-scatter shares the workspace).
+sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
+  GpuGemmState* gs = g->gpu;
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ib = typeBytes(c.inType);
+  const int me = c.rank, K = p.nranks;
+  SSC_CHECK(earlierTimeout(gs));
+  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks, gs->abort};
+  const uint32_t use = ++g->fusedUses;
+  const int fi = static_cast<int>(use % 2);
+  const size_t slotOff = (use % pl.slots) * pl.slotBytes;
+  const RowRange own = rowShard(p.m, K, me);
+  const uint32_t* gate[gpu::kFusedMaxWaits];
+  uint32_t gateAt[gpu::kFusedMaxWaits];
+  int n = 0;
+  for (uint32_t back = 2; back >= 1; --back)
+    for (int q = 0; q < K; ++q, ++n) {
+      gate[n] = fusedDone(g, me, static_cast<int>((use - back) % 2), q);
+      gateAt[n] = use - back;
+    }
+  void* dsts[gpu::kFusedMaxRanks];
+  int nd = 0;
+  for (int q = 0; q < K; ++q)
+    if (!pl.agPerRank || q == me) dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
+  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sink, c.x, dsts, nd, own.count * p.k * ib,
+                                          4 * gs->sms, s), "fused push"));
+  uint32_t* from[gpu::kFusedMaxRanks];
+  const uint32_t* mine[gpu::kFusedMaxRanks];
+  uint32_t at[gpu::kFusedMaxRanks];
+  for (int q = 0; q < K; ++q) {
+    from[q] = fusedFrom(g, q, fi, me);
+    mine[q] = fusedFrom(g, me, fi, q);
+    at[q] = use;
+  }
+  const void* local = cbyte(g->workspace, slotOff);
+  if (!pl.agPerRank) {
+    SSC_CHECK(launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sink, s), "fused wait"));
+    GemmPiece all;
+    all.rows = p.m;
+    SSC_CHECK(gs->matmul(c, local, c.y, all, s));
+    if (c.xGathered != nullptr)  // the slot's rows are X's rows (x in place inside it: same bytes)
+      SSC_CHECK(gpuCheck(hipMemcpyAsync(c.xGathered, local, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
+                         "hipMemcpyAsync"));
+  } else {
+    SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
+    if (own.count > 0) {  // my rows first, straight from x: no wait
+      GemmPiece g0;
+      g0.rows = own.count;
+      g0.dRow = own.first;
+      SSC_CHECK(gs->matmul(c, c.x, c.y, g0, s));
+    }
+    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sink, s), "fused wait"));
+    for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
+      const int q = (me + i) % K;
+      const RowRange r = rowShard(p.m, K, q);
+      if (r.count == 0) continue;
+      GemmPiece gq;
+      gq.rows = r.count;
+      gq.aRow = gq.dRow = r.first;
+      SSC_CHECK(gs->matmul(c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, s));
+    }
+  }
+  uint32_t* doneAt[gpu::kFusedMaxRanks];
+  for (int q = 0; q < K; ++q) doneAt[q] = fusedDone(g, q, fi, me);
+  return launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal");
 }
 
 }  // namespace
@@ -348,7 +459,8 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
                          "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
-  if (pl.variant == SSC_GEMM_FUSED) return runFused(g, c, s);
+  if (pl.variant == SSC_GEMM_FUSED)
+    return p.op == Op::kAllGather ? runFusedAllGather(g, c, s) : runFused(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   hipEvent_t events[kNumEvents] = {gs->start, gs->gemmDone[0], gs->gemmDone[1], gs->collDone[0], gs->collDone[1]};
@@ -374,7 +486,8 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     switch (st.kind) {
       case StepKind::kGemm:
         for (const GemmPiece& piece : chunkPieces(p, pl, j))
-          SSC_CHECK(rs ? gs->matmul(c, c.x, slot, piece, on) : gs->matmul(c, slot, c.y, piece, on));
+          SSC_CHECK(rs ? runPiece(gs, c, c.x, slot, piece, scratchOf(g, pl), on)
+                       : runPiece(gs, c, slot, c.y, piece, scratchOf(g, pl), on));
         break;
       case StepKind::kColl:  // always on the caller's stream, where the communicator orders it
         if (rs) {

@@ -22,14 +22,37 @@ size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
 const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
 char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
-void runPieces(const Call& c, int j, const void* a, void* d) {
+// A chunk's GEMM pieces. A strided batch goes through the plan's scratch as the GPU half does it
+// (gpu_gemm.cc runPiece: the strided side copied, one GEMM), so CI runs the scratch's place in
+// the workspace and its sizes; without a scratch, one GEMM per batch entry.
+sscResult_t runPieces(sscGemmContext* ctx, const Call& c, int j, const void* a, void* d) {
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   const int64_t n = c.p.n, k = c.p.k;
-  for (const GemmPiece& g : chunkPieces(c.p, c.plan, j))
+  const Plan& pl = c.plan;
+  char* scratch = pl.scratchBytes == 0 ? nullptr
+                  : static_cast<char*>(ctx->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
+  for (const GemmPiece& g : chunkPieces(c.p, pl, j)) {
+    if (g.batch > 1 && scratch != nullptr) {
+      const int64_t rows = g.rows * g.batch;
+      if (static_cast<size_t>(rows) * (g.aStride != g.rows ? k * ib : n * ob) > pl.scratchBytes)
+        return SSC_INTERNAL("gemm: chunk {} needs more scratch than its plan has ({} bytes)", j, pl.scratchBytes);
+      if (g.aStride != g.rows) {  // x rows of each block -> scratch, one GEMM into the slot
+        for (int b = 0; b < g.batch; ++b)
+          std::memcpy(scratch + b * g.rows * k * ib, cbyte(a, (g.aRow + b * g.aStride) * k * ib), g.rows * k * ib);
+        hostGemm(scratch, c.w, byte(d, g.dRow * n * ob), rows, n, k, c.inType, c.outType, c.weightKN, n);
+      } else {  // one GEMM into the scratch, then its rows to each block of y
+        hostGemm(cbyte(a, g.aRow * k * ib), c.w, scratch, rows, n, k, c.inType, c.outType, c.weightKN, n);
+        for (int b = 0; b < g.batch; ++b)
+          std::memcpy(byte(d, (g.dRow + b * g.dStride) * n * ob), scratch + b * g.rows * n * ob, g.rows * n * ob);
+      }
+      continue;
+    }
     for (int b = 0; b < g.batch; ++b)
       hostGemm(cbyte(a, (g.aRow + b * g.aStride) * k * ib), c.w,
                byte(d, (g.dRow + b * g.dStride) * n * ob), g.rows, n, k, c.inType, c.outType,
                c.weightKN, n);
+  }
+  return sscSuccess;
 }
 
 float loadAs(const void* base, size_t i, sscDataType_t t) {
@@ -72,7 +95,7 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
                                                              .load(std::memory_order_acquire), prev); },
                           abort, "reuse a GEMM slot read by", q));
     }
-    runPieces(c, j, c.x, mySlot);
+    SSC_CHECK(runPieces(g, c, j, c.x, mySlot));
     word(fusedReady(g, me, slot)).store(use, std::memory_order_release);
     shmNotify(bell(me));
     for (int q = 0; q < K; ++q)
@@ -91,6 +114,58 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
       word(fusedDone(g, q, slot, me)).store(use, std::memory_order_release);
       shmNotify(bell(q));
     }
+  }
+  return sscSuccess;
+}
+
+// The fused all-gather + GEMM on the host backend: the GPU half's steps (gpu_gemm.cc,
+// runFusedAllGather) in one serial order per rank. A rank stores its rows (push: into every
+// rank's slot; per rank: into its own) and announces them before it waits for anyone's, and
+// waits for a slot's readers only before it writes the slot again, so no rank waits in a cycle.
+sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ib = typeBytes(c.inType);
+  const int me = c.rank, K = p.nranks;
+  const std::atomic<bool>* abort = &g->comm->abortFlag;
+  auto bell = [&](int q) { return reinterpret_cast<std::atomic<uint32_t>*>(fusedBell(g, q)); };
+  const uint32_t use = ++g->fusedUses;
+  const int fi = static_cast<int>(use % 2);
+  const size_t slotOff = (use % pl.slots) * pl.slotBytes;
+  const RowRange own = rowShard(p.m, K, me);
+  for (uint32_t back = 2; back >= 1; --back)
+    for (int q = 0; q < K; ++q)
+      SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>((use - back) % 2), q))
+                                                           .load(std::memory_order_acquire), use - back); },
+                        abort, "reuse a GEMM slot read by", q));
+  for (int q = 0; q < K; ++q)
+    if ((!pl.agPerRank || q == me) && own.count > 0)
+      std::memcpy(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x, own.count * p.k * ib);
+  for (int q = 0; q < K; ++q) {
+    word(fusedFrom(g, q, fi, me)).store(use, std::memory_order_release);
+    shmNotify(bell(q));
+  }
+  if (pl.agPerRank && own.count > 0)  // my rows first, from x
+    hostGemm(c.x, c.w, byte(c.y, own.first * p.n * typeBytes(c.outType)), own.count, p.n, p.k,
+             c.inType, c.outType, c.weightKN, p.n);
+  for (int i = 0; i < K; ++i) {
+    const int q = (me + i) % K;
+    SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedFrom(g, me, fi, q)).load(std::memory_order_acquire), use); },
+                      abort, "wait for the rows of X of", q));
+    const RowRange r = rowShard(p.m, K, q);
+    if (pl.agPerRank && q != me && r.count > 0)  // the peer's rows, read in place from its slot
+      hostGemm(cbyte(g->fusedPeers[q], slotOff + r.first * p.k * ib), c.w,
+               byte(c.y, r.first * p.n * typeBytes(c.outType)), r.count, p.n, p.k, c.inType, c.outType,
+               c.weightKN, p.n);
+  }
+  const char* local = cbyte(g->workspace, slotOff);
+  if (!pl.agPerRank) {
+    hostGemm(local, c.w, c.y, p.m, p.n, p.k, c.inType, c.outType, c.weightKN, p.n);
+    if (c.xGathered != nullptr) std::memmove(c.xGathered, local, p.m * p.k * ib);
+  }
+  for (int q = 0; q < K; ++q) {
+    word(fusedDone(g, q, fi, me)).store(use, std::memory_order_release);
+    shmNotify(bell(q));
   }
   return sscSuccess;
 }
@@ -115,7 +190,8 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     if (c.xGathered != nullptr && c.xGathered != c.x) std::memcpy(c.xGathered, c.x, p.m * p.k * ib);
     return sscSuccess;
   }
-  if (pl.variant == SSC_GEMM_FUSED) return hostRunFused(g, c);
+  if (pl.variant == SSC_GEMM_FUSED)
+    return p.op == Op::kAllGather ? hostRunFusedAllGather(g, c) : hostRunFused(g, c);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   // The GPU half's schedule, run in its list order (a valid serial order); streams and events
@@ -130,8 +206,7 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     const bool rs = p.op == Op::kReduceScatter;
     switch (st.kind) {
       case StepKind::kGemm:
-        if (rs) runPieces(c, j, c.x, slot);
-        else runPieces(c, j, slot, c.y);
+        SSC_CHECK(rs ? runPieces(g, c, j, c.x, slot) : runPieces(g, c, j, slot, c.y));
         break;
       case StepKind::kColl:
         if (rs) {

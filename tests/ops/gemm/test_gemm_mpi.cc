@@ -1,7 +1,7 @@
 // The fused GEMM-collectives end to end on the host backend under mpirun (1-4 ranks): both ops,
 // odd M/N/K (M not a multiple of the rank count, ranks that own one row or none), bf16 and
 // fp16, y in the input type or fp32, W stored [N][K] or [K][N], the unfused and chunked
-// variants (and the fused one for the reduce-scatter), and a workspace so small that a call runs
+// variants (and the fused ones: both all-gather forms), and a workspace so small that a call runs
 // in many chunks, against an fp32 reference of the same rounded inputs. Also the argument checks every rank must agree on.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -180,7 +180,7 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
   EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
 }
 
-// The fused variant (reduce-scatter only): each rank's GEMM into its registered workspace, the
+// The fused variant of the reduce-scatter: each rank's GEMM into its registered workspace, the
 // owners sum their rows out of every rank's slot behind per-chunk flags. One chunk, forced
 // chunks, and a workspace of a row or two per chunk (the two slots reused many times, so the
 // done flags are what keeps a producer from overwriting rows an owner has not read), called
@@ -207,6 +207,29 @@ TEST_F(GemmMpi, FusedOddShapes) {
       for (int rep = 0; rep < 2; ++rep) runCase(c, tiny);
       if (HasFailure()) break;
     }
+  // The fused all-gather + GEMM, both forms (push + one GEMM; one GEMM per source rank reading
+  // the peers' slots in place), interleaved with the reduce-scatter's fused calls on the same
+  // contexts (they share the slots and the use count), and with the gathered X returned.
+  index = 0;
+  for (const auto& s : shapes)
+    for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
+      const int mode = index++ % 4;
+      Case c{false, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
+      for (int rep = 0; rep < 2; ++rep) runCase(c, big);
+      c.chunks = 2;  // per rank
+      for (int rep = 0; rep < 2; ++rep) runCase(c, big);
+      c.chunks = 0;
+      c.gathered = 1 + mode % 2;
+      runCase(c, big);
+      Case r = c;
+      r.rs = true;
+      r.gathered = 0;
+      runCase(r, big);  // a reduce-scatter between two all-gathers on the same slots
+      c.gathered = 0;
+      c.chunks = 2;
+      runCase(c, big);
+      if (HasFailure()) break;
+    }
   if (g_n > 1) {  // what the ops report for a fused plan
     int variant = -1, chunks = -1;
     sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
@@ -215,8 +238,16 @@ TEST_F(GemmMpi, FusedOddShapes) {
     EXPECT_EQ(sscGemmQueryPlan(tiny, 0, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
     EXPECT_EQ(variant, SSC_GEMM_FUSED);
     EXPECT_GE(chunks, 2);
+    EXPECT_EQ(sscGemmQueryPlan(big, 1, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(variant, SSC_GEMM_FUSED);
+    EXPECT_EQ(chunks, 1);
+    a.chunks = 2;
+    EXPECT_EQ(sscGemmQueryPlan(big, 1, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(chunks, g_n);
+    // The tiny workspace cannot hold a gathered X of 1000 rows: refused, naming the setting.
+    a.m = 1000;
     EXPECT_EQ(sscGemmQueryPlan(tiny, 1, &a, &variant, &chunks), sscInvalidUsage);
-    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("sscGemmReduceScatter only"), std::string::npos);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("workspace_bytes"), std::string::npos);
   }
   EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
@@ -236,6 +267,7 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   EXPECT_NE(std::string(sscGetLastError(nullptr)).find("dtype"), std::string::npos);
   bad = a;
   bad.variant = SSC_GEMM_FUSED;
+  bad.chunks = -2;
   EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidUsage);
   bad = a;
   bad.k = -1;

@@ -80,6 +80,34 @@ TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   EXPECT_EQ(pl.chunks, 3);
 }
 
+// A chunk of a chunked plan is one GEMM: its strided side (x rows for the reduce-scatter, y rows
+// for the all-gather) goes through a scratch of nranks x chunkRows rows, which the workspace
+// holds too; without room for it the plan still runs (a strided batch).
+TEST(GemmPlanRule, ChunkedPlansHaveScratchForOneGemmPerChunk) {
+  Plan pl;
+  std::string why;
+  const Problem rs = problem(Op::kReduceScatter, 100, 10, 3, 4);  // rows of 20 bytes, c = 25
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 5, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunks, 5);
+  EXPECT_EQ(pl.scratchBytes, size_t{4 * 5 * 3 * 2});  // nranks x chunkRows x k x 2 bytes
+  Problem ag = problem(Op::kAllGather, 100, 10, 3, 4);
+  ag.outBytes = 4;
+  ASSERT_TRUE(makePlan(ag, SSC_GEMM_CHUNKED, 5, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.scratchBytes, size_t{4 * 5 * 10 * 4});  // nranks x chunkRows x n x 4 bytes
+  // The workspace bounds slots, pad and scratch together.
+  const size_t perRow = (2 * 4 + 1) * 20 + 4 * 3 * 2;
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 0, perRow * 7, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunkRows, 7);
+  EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes + pl.scratchBytes, perRow * 7);
+  // No room for the scratch: a plan without it.
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 0, (2 * 4 + 1) * 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunkRows, 1);
+  EXPECT_EQ(pl.scratchBytes, 0u);
+  // One chunk, or unfused: none needed.
+  ASSERT_TRUE(makePlan(rs, SSC_GEMM_UNFUSED, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.scratchBytes, 0u);
+}
+
 TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   Plan pl;
   std::string why;
@@ -113,16 +141,43 @@ TEST(GemmPlanRule, FusedReduceScatterOnly) {
   EXPECT_NE(pl.variant, SSC_GEMM_FUSED);
 }
 
-TEST(GemmPlanRule, RefusesFusedAllGatherAndBadRequests) {
+TEST(GemmPlanRule, RefusesBadRequests) {
   Plan pl;
   std::string why;
   const Problem p = problem(Op::kAllGather, 10, 10, 10, 2);
-  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why));
-  EXPECT_NE(why.find("FUSED"), std::string::npos);
   EXPECT_FALSE(makePlan(p, 7, 0, 1 << 20, &pl, &why));
   EXPECT_FALSE(makePlan(p, SSC_GEMM_AUTO, -1, 1 << 20, &pl, &why));
   ASSERT_TRUE(makePlan(problem(Op::kAllGather, 10, 10, 10, 1), SSC_GEMM_AUTO, 0, 1, &pl, &why));
   EXPECT_TRUE(pl.direct);
+}
+
+// The fused all-gather: a slot is the whole gathered X (nranks x block rows of k), two when they
+// fit; chunks 1 = push + one GEMM, >= 2 = one GEMM per source rank (plan.chunks = nranks), the
+// push form whenever x_gathered is asked for; refused (with the reason) where one slot does not fit.
+TEST(GemmPlanRule, FusedAllGatherForms) {
+  Plan pl;
+  std::string why;
+  Problem p = problem(Op::kAllGather, 37, 29, 19, 4);  // block 10, slot 4 x 10 x 19 x 2 = 1520 bytes
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, SSC_GEMM_FUSED);
+  EXPECT_FALSE(pl.agPerRank);
+  EXPECT_EQ(pl.chunks, 1);
+  EXPECT_EQ(pl.slots, 2);
+  EXPECT_EQ(pl.slotBytes, size_t{4 * 10 * 19 * 2});
+  EXPECT_EQ(pl.block, 10);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
+  EXPECT_TRUE(pl.agPerRank);
+  EXPECT_EQ(pl.chunks, 4);
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 2, 2000, &pl, &why)) << why;  // one slot fits, two do not
+  EXPECT_EQ(pl.slots, 1);
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1519, &pl, &why));
+  EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
+  p.gatherOut = true;  // x_gathered: the push form, which holds the gathered X
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 4, 1 << 20, &pl, &why)) << why;
+  EXPECT_FALSE(pl.agPerRank);
+  EXPECT_EQ(pl.chunks, 1);
+  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(why.find("mapped"), std::string::npos) << why;
 }
 
 // Simulates every chunk's pieces: each (rank, local row) of the result is produced exactly
