@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "src/platform/gpu_runtime.h"
@@ -56,24 +57,27 @@ __global__ void bigParamKernel(const SSC_GRID_CONSTANT BigParams p) {
   if (threadIdx.x == 0 && p.bytes[0] == 42) __threadfence();  // keeps the parameter alive
 }
 
-// `count` barriers, numbered epoch0 + 1 ... epoch0 + count; block b meets block b everywhere.
-__global__ void barrierKernel(const SSC_GRID_CONSTANT Peers p, uint64_t epoch0, int count) {
-  for (int i = 1; i <= count; ++i) {
-    const uint64_t e = epoch0 + i;
-    __syncthreads();
-    if (threadIdx.x == 0) sscStoreReleaseGpu(p.flags[p.rank] + blockIdx.x, e);
-    const int q = static_cast<int>(threadIdx.x);
-    if (q < p.nranks && q != p.rank) {
-      unsigned long long spins = 0;
-      while (sscLoadAcquireGpu(p.flags[q] + blockIdx.x) < e) {
-        if (++spins > kSpinLimit) {
-          atomicExch(p.failed, 1u);
-          break;
-        }
+// Block blockIdx.x meets block blockIdx.x of every rank at barrier number e: thread 0 releases
+// this rank's flag, thread q < nranks acquires rank q's.
+__device__ void meet(const Peers& p, uint64_t e) {
+  __syncthreads();
+  if (threadIdx.x == 0) sscStoreReleaseGpu(p.flags[p.rank] + blockIdx.x, e);
+  const int q = static_cast<int>(threadIdx.x);
+  if (q < p.nranks && q != p.rank) {
+    unsigned long long spins = 0;
+    while (sscLoadAcquireGpu(p.flags[q] + blockIdx.x) < e) {
+      if (++spins > kSpinLimit) {
+        atomicExch(p.failed, 1u);
+        break;
       }
     }
-    __syncthreads();
   }
+  __syncthreads();
+}
+
+// `count` barriers, numbered epoch0 + 1 ... epoch0 + count.
+__global__ void barrierKernel(const SSC_GRID_CONSTANT Peers p, uint64_t epoch0, int count) {
+  for (int i = 1; i <= count; ++i) meet(p, epoch0 + i);
 }
 
 // dst[i] = src[i] over n 16-byte vectors, 4 loads in flight per thread.
@@ -99,21 +103,7 @@ struct Bulk {
 // Barrier, this rank's slice of every rank's buffer into out[q * slice + i], barrier.
 __global__ void __launch_bounds__(512) bulkKernel(const SSC_GRID_CONSTANT Peers p,
                                                   const SSC_GRID_CONSTANT Bulk b, uint64_t epoch0) {
-  const auto barrier = [&](uint64_t e) {
-    __syncthreads();
-    if (threadIdx.x == 0) sscStoreReleaseGpu(p.flags[p.rank] + blockIdx.x, e);
-    const int q = static_cast<int>(threadIdx.x);
-    if (q < p.nranks && q != p.rank) {
-      unsigned long long spins = 0;
-      while (sscLoadAcquireGpu(p.flags[q] + blockIdx.x) < e)
-        if (++spins > kSpinLimit) {
-          atomicExch(p.failed, 1u);
-          break;
-        }
-    }
-    __syncthreads();
-  };
-  barrier(epoch0 + 1);
+  meet(p, epoch0 + 1);
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < b.sliceVecs; i += stride) {
     uint4 v[8];
@@ -124,7 +114,7 @@ __global__ void __launch_bounds__(512) bulkKernel(const SSC_GRID_CONSTANT Peers 
     for (int q = 0; q < 8; ++q)
       if (q < p.nranks) b.out[q * b.sliceVecs + i] = v[q];
   }
-  barrier(epoch0 + 2);
+  meet(p, epoch0 + 2);
 }
 
 void check(hipError_t e, const char* what) {
@@ -212,13 +202,13 @@ int main(int argc, char** argv) {
   uint64_t epoch = 0;
   BigParams big{};
   struct Row {
-    const char* name;
+    std::string name;
     double us;
   };
   std::vector<Row> rows;
   // Runs `body` iters times after a warm-up of iters / 10, all ranks started together; the
   // slowest rank's time per call. sync: the GPU work is waited for inside the timed region.
-  const auto timed = [&](const char* name, auto body) {
+  const auto timed = [&](const std::string& name, auto body) {
     for (int i = 0; i < iters / 10; ++i) body();
     check(hipStreamSynchronize(stream), "sync");
     MPI_Barrier(MPI_COMM_WORLD);
@@ -255,10 +245,7 @@ int main(int argc, char** argv) {
     if (nranks > 8 || bytes > dataBytes) break;  // the kernel unrolls over at most 8 ranks
     bulk.sliceVecs = bytes / nranks / 16;
     const int blocks = static_cast<int>(std::clamp<uint64_t>(bytes >> 17, 1, wide));
-    static char names[2][32];
-    char* name = names[bytes == (uint64_t{256} << 10) ? 0 : 1];
-    std::snprintf(name, 32, "bulk %llu KiB", static_cast<unsigned long long>(bytes >> 10));
-    timed(name, [&] {
+    timed("bulk " + std::to_string(bytes >> 10) + " KiB", [&] {
       bulkKernel<<<blocks, 512, 0, stream>>>(peers, bulk, epoch);
       epoch += 2;
     });
@@ -290,7 +277,7 @@ int main(int argc, char** argv) {
     std::printf("# mps_floor: %d ranks, %d iterations, SM share %d (wide grid: that many 512-thread blocks)\n", nranks,
                 iters, wide);
     std::printf("%-18s %10s\n", "# row", "us/call (GB/s for the copy rows)");
-    for (const Row& r : rows) std::printf("%-18s %10.2f\n", r.name, r.us);
+    for (const Row& r : rows) std::printf("%-18s %10.2f\n", r.name.c_str(), r.us);
     if (anyBad != 0) std::printf("# WARNING: a barrier wait timed out; its rows are not valid\n");
   }
   for (int q = 0; q < nranks; ++q)
