@@ -145,6 +145,7 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
         for (const Stream& st : streams) {
           if (st.isSend != sends || static_cast<uint64_t>(h) >= parts(st)) continue;
           const uint64_t pb = partBegin(st, h), pe = partBegin(st, h + 1);
+          e.setTag(p2pTag(st.bytes));
           const uint64_t clo = pb + lo, chi = std::min(pb + lo + chunk, pe);  // stream bytes
           uint64_t start = 0;  // of the current op within the stream
           for (size_t i : st.ops) {

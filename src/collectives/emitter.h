@@ -41,10 +41,13 @@ class PlanEmitter {
   void recvReduceCopy(int from, Ref src, Ref dst, uint64_t n, uint8_t flags);
   void recvReduceCopySend(int from, int to, Ref src, Ref dst, uint64_t n, uint8_t flags);
   void recvCopySend(int from, int to, Ref dst, uint64_t n);
+  // Steps pushed from now on carry `tag` (Step::tag).
+  void setTag(uint32_t tag) { tag_ = tag; }
 
  private:
   void push(StepOp op, uint8_t flags, Ref src, Ref dst, int recvPeer, int sendPeer, uint64_t n);
   std::vector<Step>* steps_;
+  uint32_t tag_ = 0;
 };
 
 // A group of ranks in ring order and this rank's position in it.

@@ -97,16 +97,27 @@ std::string formatPlan(const RankPlan& plan) {
       out += fmt::format(" n {}", s.count);
       if (s.flags & kFlagPreOp) out += " +pre";
       if (s.flags & kFlagPostOp) out += " +post";
+      if (s.tag != 0) out += fmt::format(" tag {:#x}", s.tag);
       out += "\n";
     }
   }
   return out;
 }
 
+uint32_t p2pTag(uint64_t bytes) {
+  // splitmix64's finalizer: nearby lengths get unrelated tags.
+  uint64_t z = bytes + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const uint32_t t = static_cast<uint32_t>(z ^ (z >> 32));
+  return t != 0 ? t : 1;
+}
+
 std::string validatePlans(const std::vector<RankPlan>& plans) {
   const int n = static_cast<int>(plans.size());
-  // (sender, receiver, channel) -> counts in order
-  std::map<std::tuple<int, int, int>, std::vector<uint64_t>> sent, received;
+  // (sender, receiver, channel) -> (count, tag) of each step in order
+  std::map<std::tuple<int, int, int>, std::vector<std::pair<uint64_t, uint32_t>>> sent, received;
   for (int r = 0; r < n; ++r) {
     const RankPlan& p = plans[r];
     for (size_t c = 0; c < p.channels.size(); ++c) {
@@ -133,12 +144,12 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
         if (sends(s.op)) {
           if (s.sendPeer < 0 || s.sendPeer >= n || s.sendPeer == r)
             return fmt::format("rank {} ch {}: bad send peer {}", r, c, s.sendPeer);
-          sent[{r, s.sendPeer, static_cast<int>(c)}].push_back(s.count);
+          sent[{r, s.sendPeer, static_cast<int>(c)}].push_back({s.count, s.tag});
         }
         if (receives(s.op)) {
           if (s.recvPeer < 0 || s.recvPeer >= n || s.recvPeer == r)
             return fmt::format("rank {} ch {}: bad receive peer {}", r, c, s.recvPeer);
-          received[{s.recvPeer, r, static_cast<int>(c)}].push_back(s.count);
+          received[{s.recvPeer, r, static_cast<int>(c)}].push_back({s.count, s.tag});
         }
       }
     }
@@ -146,7 +157,7 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
   for (const auto& [key, counts] : sent) {
     auto it = received.find(key);
     if (it == received.end() || it->second != counts)
-      return fmt::format("connection {}->{} ch {}: {} send(s) do not match {} receive(s)",
+      return fmt::format("connection {}->{} ch {}: {} send(s) do not match {} receive(s) (count or tag)",
                          std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.size(),
                          it == received.end() ? 0 : it->second.size());
   }

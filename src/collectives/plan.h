@@ -83,7 +83,14 @@ struct Step {
   uint64_t srcOff;    // elements
   uint64_t dstOff;    // elements
   uint64_t count;     // elements
+  // FIFO steps: a word both ends of a connection agree on, carried with every slot (0 = none).
+  // Point-to-point steps carry their message's length (p2pTag), so a send and a receive of
+  // different sizes fail at the first slot even where a slot's size happens to match.
+  uint32_t tag = 0;
 };
+
+// The tag of the FIFO steps of a point-to-point stream of `bytes` (a mix of the length; never 0).
+uint32_t p2pTag(uint64_t bytes);
 
 struct ChannelPlan {
   std::vector<Step> steps;

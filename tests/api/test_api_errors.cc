@@ -137,6 +137,27 @@ void onBothRanks(F f) {
   t.join();
 }
 
+// 100000 bytes sent, 50000 received. The send is split over both channels (50000 bytes each),
+// the receive is not, so channel 0's slot sizes agree; the message length, which every slot of a
+// point-to-point message carries (Step::tag), does not. The receiver must fail, not take the
+// first half as its message (and leave the second half for the next one).
+TEST_F(ApiErrors, SendAndReceiveOfDifferentLengthsFail) {
+  std::vector<char> sent(100000, 7), got(50000, 0);
+  sscStream_t streams[2] = {nullptr, nullptr};
+  for (auto& st : streams) ASSERT_EQ(sscStreamCreate(&st), sscSuccess);
+  sscResult_t r[2] = {sscSuccess, sscSuccess};
+  std::string why;
+  onBothRanks([&](int rank) {
+    r[rank] = rank == 0 ? sscSend(sent.data(), sent.size(), sscUint8, 1, comms_[0], streams[0])
+                        : sscRecv(got.data(), got.size(), sscUint8, 0, comms_[1], streams[1]);
+    if (r[rank] == sscSuccess) r[rank] = sscStreamSynchronize(streams[rank]);
+    if (rank == 1) why = sscGetLastError(comms_[1]);
+  });
+  EXPECT_EQ(r[1], sscInvalidUsage) << sscGetErrorString(r[1]);
+  EXPECT_NE(why.find("different sizes"), std::string::npos) << why;
+  for (auto st : streams) sscStreamDestroy(st);
+}
+
 TEST_F(ApiErrors, MemoryAndRegistration) {
   void* p = nullptr;
   ASSERT_EQ(sscMemAlloc(&p, 0), sscSuccess);

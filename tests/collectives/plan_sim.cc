@@ -11,6 +11,12 @@ namespace ssc::test {
 namespace {
 
 using Piece = std::vector<SymElem>;
+// A posted slot: its data and the sender's step tag (Step::tag), which the receiver checks as the
+// executors do.
+struct Slot {
+  uint32_t tag = 0;
+  Piece data;
+};
 
 struct RankState {
   size_t channel = 0;
@@ -51,7 +57,7 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
                         int slots) {
   SimResult res;
   const int n = static_cast<int>(plans.size());
-  std::map<std::tuple<int, int, size_t>, std::deque<Piece>> fifo;  // (from, to, channel)
+  std::map<std::tuple<int, int, size_t>, std::deque<Slot>> fifo;  // (from, to, channel)
   std::vector<RankState> st(n);
   std::vector<Alias> alias(n);
   for (int r = 0; r < n; ++r) {
@@ -211,11 +217,17 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
       if (outQ && outQ->size() >= static_cast<size_t>(slots)) continue;   // waits for credit
       Piece got;
       if (inQ) {
-        got = inQ->front();
+        Slot slot = std::move(inQ->front());
         inQ->pop_front();
+        got = std::move(slot.data);
         if (got.size() != m) {
           res.error = fmt::format("rank {} expected {} elements from {} but got {}", r, m,
                                   s.recvPeer, got.size());
+          return res;
+        }
+        if (slot.tag != s.tag) {
+          res.error = fmt::format("rank {} expected tag {:#x} from {} but got {:#x}", r, s.tag,
+                                  s.recvPeer, slot.tag);
           return res;
         }
       }
@@ -244,7 +256,7 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
         out[k] = v;
         if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend) dstRef(k) = v;
       }
-      if (outQ) outQ->push_back(std::move(out));
+      if (outQ) outQ->push_back(Slot{s.tag, std::move(out)});
       progress = true;
       st[r].done += m;
       if (st[r].done >= s.count) {

@@ -447,6 +447,37 @@ TEST(Plans, P2pStreamsSplitOverChannelsDeliverEveryByteToItsReceive) {
   }
 }
 
+// A receive shorter than its send by exactly the send's second part: every slot of channel 0
+// has the same size on both ends, so only the tag (the message's length) tells them apart.
+// Without it the receiver would take the first part as the whole message and the second would
+// wait in the FIFO for the next one.
+TEST(Plans, P2pMessagesOfDifferentLengthsDifferInTheirTag) {
+  PlanParams params{kChunk, 2, 1};
+  params.p2pSplitBytes = 40;
+  const uint64_t sent = 64;  // split: 32 on channel 0, 32 on channel 1
+  const uint64_t received = 32;  // below the split: 32 on channel 0
+  std::vector<RankPlan> plans(2);
+  ASSERT_EQ(buildP2pPlan(0, 2, {{true, 1, sent}}, params, &plans[0]), sscSuccess);
+  ASSERT_EQ(buildP2pPlan(1, 2, {{false, 0, received}}, params, &plans[1]), sscSuccess);
+  ASSERT_EQ(plans[0].channels.size(), 2u);
+  ASSERT_EQ(plans[1].channels.size(), 1u);
+  EXPECT_EQ(plans[0].channels[0].steps[0].count, plans[1].channels[0].steps[0].count);
+  EXPECT_NE(plans[0].channels[0].steps[0].tag, plans[1].channels[0].steps[0].tag);
+  EXPECT_NE(validatePlans(plans).find("do not match"), std::string::npos) << validatePlans(plans);
+  std::vector<std::vector<std::vector<SymElem>>> in(2);
+  for (int r = 0; r < 2; ++r)
+    for (uint64_t sz : plans[r].bufElems) in[r].emplace_back(sz);
+  EXPECT_NE(simulatePlans(plans, in, kSlotElems, kSlots).error.find("tag"), std::string::npos);
+  // Matching lengths agree on every tag; collectives carry none.
+  EXPECT_EQ(p2pTag(sent), p2pTag(sent));
+  EXPECT_NE(p2pTag(sent), 0u);
+  RankPlan ring;
+  ASSERT_EQ(buildCollPlan(makeTopo({4}), 0, CollArgs{CollKind::kAllReduce, 64, 0}, Algo::kRing,
+                          PlanParams{kChunk, 2, 4}, &ring), sscSuccess);
+  for (const ChannelPlan& c : ring.channels)
+    for (const Step& st : c.steps) EXPECT_EQ(st.tag, 0u);
+}
+
 TEST(Plans, DumpIsReadable) {
   Topology topo = makeTopo({2, 2});
   RankPlan plan;

@@ -24,7 +24,10 @@ constexpr auto kDrainLimit = std::chrono::seconds(2);
 
 }  // namespace
 
-uint64_t NetProxy::pieceOf(const NetFifo& f, uint64_t slotBytes) {
+uint64_t NetProxy::pieceOf(const NetFifo& f, uint64_t slotWord) {
+  // A slot's size word carries the step's tag in its upper half (src/collectives/plan.h's
+  // Step::tag); the bytes are the lower half. The word travels whole, for the receiver's check.
+  const uint64_t slotBytes = slotWord & 0xffffffffu;
   return slotBytes > f.pieceOffset ? std::min(f.pieceBytes, slotBytes - f.pieceOffset) : 0;
 }
 
@@ -89,7 +92,7 @@ bool NetProxy::progressOutbox(Queue& q) {
       failed(fmt::format("sending to rank {}: {}", f.peer, err.text));
       return false;
     }
-    SSC_LOG(kTrace, "net: send slot {} ({} bytes) to rank {} tag {}", q.posted, q.headers[s], f.peer, f.tag);
+    SSC_LOG(kTrace, "net: send slot {} ({} bytes) to rank {} tag {}", q.posted, q.headers[s] & 0xffffffffu, f.peer, f.tag);
     ++q.posted;
     moved = true;
   }
@@ -139,13 +142,13 @@ bool NetProxy::progressInbox(Queue& q) {
       p.data = nullptr;
       if (bytes != pieceOf(f, q.headers[s])) {
         failed(fmt::format("rank {} sent {} bytes of a slot whose header says {} (piece {})",
-                           f.peer, bytes, q.headers[s], pieceOf(f, q.headers[s])));
+                           f.peer, bytes, q.headers[s] & 0xffffffffu, pieceOf(f, q.headers[s])));
         return false;
       }
     }
     if (p.header != nullptr || p.data != nullptr) break;
     f.slotBytes[s] = q.headers[s];
-    SSC_LOG(kTrace, "net: received slot {} ({} bytes) from rank {} tag {}", q.completed, q.headers[s], f.peer, f.tag);
+    SSC_LOG(kTrace, "net: received slot {} ({} bytes) from rank {} tag {}", q.completed, q.headers[s] & 0xffffffffu, f.peer, f.tag);
     ++q.completed;
     f.tail->store(q.completed, std::memory_order_release);
     bump(f.tailWord);

@@ -58,7 +58,7 @@ class NetProxy {
   void requestDump() { dump_ = true; }
 
   // Bytes of sub-FIFO `f`'s piece of a slot that holds `slotBytes` bytes.
-  static uint64_t pieceOf(const NetFifo& f, uint64_t slotBytes);
+  static uint64_t pieceOf(const NetFifo& f, uint64_t slotWord);  // slotWord: (tag << 32) | bytes
 
  private:
   struct Pending {

@@ -81,9 +81,11 @@ class GpuResources : public CommResources {
                           "call (hash {:#x}): the ranks called with different arguments "
                           "(collective, count, type or buffers)", static_cast<int>(peer), detail);
       else
-        msg = fmt::format("GPU kernel: rank {} sent {} bytes in a slot of another size on "
-                          "channel {}: the ranks called with different counts, types or peers",
-                          static_cast<int>(peer), detail, channel);
+        msg = fmt::format("GPU kernel: rank {} posted a slot of {} bytes that does not match this "
+                          "rank's step (size or point-to-point message length) on channel {}: "
+                          "the ranks called with different counts, types or peers (or a send "
+                          "and its receive of different sizes)", static_cast<int>(peer), detail,
+                          channel);
       // Only when nothing failed before: the first error wins anyway, and sscCommAbort records
       // its own before it frees the communicator; a stream synchronize may get here while that
       // is under way, when comm's mutex and message are already destroyed (the atomic read is

@@ -89,6 +89,7 @@ DevStep devStep(const Step& s) {
   d.srcOff = s.srcOff;
   d.dstOff = s.dstOff;
   d.count = s.count;
+  d.tag = s.tag;
   return d;
 }
 

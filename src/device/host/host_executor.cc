@@ -48,17 +48,27 @@ class ChannelRunner {
     hostReduce(w_.reduce.dtype, w_.reduce.kind, a, b, dst, n);
   }
 
-  // Waits for the next incoming slot from `peer`; returns its data.
-  sscResult_t recvSlot(int peer, size_t bytes, const char** data, ShmFifo* fifo) {
+  // What a slot's size word holds: the step's tag (Step::tag) above its byte count, so that the
+  // receiver checks both (a point-to-point message of another length fails even where one
+  // slot's size matches). Slots never reach 4 GiB (the transport bounds them).
+  static uint64_t slotWord(const Step& s, size_t bytes) {
+    return (static_cast<uint64_t>(s.tag) << 32) | static_cast<uint64_t>(bytes);
+  }
+
+  // Waits for the next incoming slot from `peer`, whose size word must be `word`; returns its data.
+  sscResult_t recvSlot(int peer, uint64_t word, const char** data, ShmFifo* fifo) {
     *fifo = t_.recvFifo(peer, channel_);
     ShmFifoCtrl* c = fifo->ctrl;
     uint64_t head = c->head.load(std::memory_order_relaxed);
     SSC_CHECK(shmWait(&c->tailWord, [&] { return c->tail.load(std::memory_order_acquire) > head; },
                       abort_, "receive from", peer));
     int slot = static_cast<int>(head % t_.slots());
-    if (c->slotBytes[slot] != bytes)
-      return fail(sscInvalidUsage, "rank {} sent {} bytes where {} were expected: the ranks called "
-                  "with different counts, types or peers", peer, c->slotBytes[slot], bytes);
+    const uint64_t posted = c->slotBytes[slot];
+    if (posted != word)
+      return fail(sscInvalidUsage, "rank {} sent {} bytes (tag {:#x}) where {} (tag {:#x}) were "
+                  "expected: the ranks called with different counts, types or peers (or a send "
+                  "and its receive of different sizes)", peer, posted & 0xffffffffu, posted >> 32,
+                  word & 0xffffffffu, word >> 32);
     *data = fifo->data + slot * t_.slotBytes();
     return sscSuccess;
   }
@@ -78,10 +88,10 @@ class ChannelRunner {
     *data = fifo->data + (tail % slots) * t_.slotBytes();
     return sscSuccess;
   }
-  void sendDone(const ShmFifo& fifo, size_t bytes) {
+  void sendDone(const ShmFifo& fifo, uint64_t word) {
     ShmFifoCtrl* c = fifo.ctrl;
     uint64_t tail = c->tail.load(std::memory_order_relaxed);
-    c->slotBytes[tail % t_.slots()] = bytes;
+    c->slotBytes[tail % t_.slots()] = word;
     c->tail.store(tail + 1, std::memory_order_release);
     shmNotify(&c->tailWord);
   }
@@ -179,42 +189,42 @@ class ChannelRunner {
         case StepOp::kSend:
           SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
           std::memcpy(out, pre(s, src, n), bytes);
-          sendDone(sf, bytes);
+          sendDone(sf, slotWord(s, bytes));
           break;
         case StepOp::kRecv:
-          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, bytes), &in, &rf));
           std::memcpy(dst, in, bytes);
           recvDone(rf);
           break;
         case StepOp::kRecvReduceSend:
-          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, bytes), &in, &rf));
           SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
           combine(in, pre(s, src, n), out, n);
           recvDone(rf);
-          sendDone(sf, bytes);
+          sendDone(sf, slotWord(s, bytes));
           break;
         case StepOp::kRecvReduceCopy:
-          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, bytes), &in, &rf));
           combine(in, pre(s, src, n), dst, n);
           recvDone(rf);
           post(s, dst, n);
           break;
         case StepOp::kRecvReduceCopySend:
-          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, bytes), &in, &rf));
           combine(in, pre(s, src, n), dst, n);
           recvDone(rf);
           post(s, dst, n);
           SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
           std::memcpy(out, dst, bytes);
-          sendDone(sf, bytes);
+          sendDone(sf, slotWord(s, bytes));
           break;
         case StepOp::kRecvCopySend:
-          SSC_CHECK(recvSlot(s.recvPeer, bytes, &in, &rf));
+          SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, bytes), &in, &rf));
           SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
           std::memcpy(dst, in, bytes);
           std::memcpy(out, in, bytes);
           recvDone(rf);
-          sendDone(sf, bytes);
+          sendDone(sf, slotWord(s, bytes));
           break;
         default:
           return SSC_INTERNAL("host executor: step {} in the wrong place", stepOpName(s.op));

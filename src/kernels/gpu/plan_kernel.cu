@@ -181,6 +181,8 @@ struct BlockRunner {
 
     for (uint64_t done = 0; done < s.count; done += slotElems) {
       const uint64_t bytes = min(slotElems, s.count - done) * esize;
+      // The slot's size word: the step's tag above the byte count (plan_kernel.h).
+      const uint64_t word = (static_cast<uint64_t>(s.tag) << 32) | bytes;
       const uint64_t lo = static_cast<uint64_t>(block) * a.pieceBytes;
       const uint64_t nb = bytes > lo ? min(a.pieceBytes, bytes - lo) : 0;
       const uint64_t firstElem = done + lo / esize;
@@ -192,8 +194,8 @@ struct BlockRunner {
           // index may have run on another SM: read them from L2, never from a stale L1 line.
           const uint64_t head = sscLoadVolatile(&recvConn->counters[block].recvHead);
           ok = boundedWait(a, [&] { return acquireSignal(a, &c->tail) > head; }, s.recvPeer, channel);
-          const uint64_t posted = ok ? sscLoadVolatile(&c->slotBytes[head % a.slots]) : bytes;
-          if (posted != bytes) {
+          const uint64_t posted = ok ? sscLoadVolatile(&c->slotBytes[head % a.slots]) : word;
+          if (posted != word) {
             recordError(a, kKernelSizeMismatch, s.recvPeer, channel, posted);
             ok = 0;
           }
@@ -232,7 +234,7 @@ struct BlockRunner {
           LocalCounters* lc = sendConn->counters + block;
           RecvCtrl* c = sendConn->sendCtrlOut + block;
           const uint64_t tail = sscLoadVolatile(&lc->sentTail);
-          c->slotBytes[tail % a.slots] = bytes;
+          c->slotBytes[tail % a.slots] = word;
           lc->sentTail = tail + 1;
           releaseSignal(a, &c->tail, tail + 1, true);
         }

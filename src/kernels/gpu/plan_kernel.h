@@ -9,7 +9,8 @@
 // so blocks never wait for each other to post a slot. A sub-FIFO is a FIFO exactly as on the
 // host: tail (slots posted, written by the sender into the receiver's memory), head (slots
 // consumed, written by the receiver into the sender's memory, so each side polls local memory),
-// and the byte count of every posted slot for the size check. Nothing is ever reset.
+// and the byte count of every posted slot for the size check (with the step's tag in its upper
+// half: point-to-point messages carry their length there). Nothing is ever reset.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,7 @@ enum KernelError : uint32_t {
 struct alignas(128) RecvCtrl {
   uint64_t tail;  // written by the sender (release), polled by the receiver (acquire)
   uint64_t pad[15];
-  uint64_t slotBytes[kMaxSlots];
+  uint64_t slotBytes[kMaxSlots];  // per slot: (step tag << 32) | bytes, checked by the receiver
 };
 
 // Sender-side control of one sub-FIFO (channel, receiver, block), in the sender's memory.
@@ -84,7 +85,7 @@ struct DevStep {
   uint16_t dstBuf;
   int32_t recvPeer;
   int32_t sendPeer;
-  uint32_t pad2;
+  uint32_t tag;     // ssc::Step::tag: sent with every slot in the size word's upper half
   uint64_t srcOff;
   uint64_t dstOff;
   uint64_t count;
