@@ -342,7 +342,36 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
 
 #endif
 
+// One thread per unit (16, 4 or 2 bytes) of a row: row (r, t, j) of src to row (t, r * hk + j).
+template <class U>
+__global__ void attnHeadPermuteKernel(const AttnHeadPermuteParams p, int units, int64_t total) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t row = i / units, perRank = static_cast<int64_t>(p.tokens) * p.headsPerRank;
+  const int r = static_cast<int>(row / perRank);
+  const int64_t rem = row % perRank, t = rem / p.headsPerRank;
+  const int j = static_cast<int>(rem % p.headsPerRank);
+  const int64_t to = t * (static_cast<int64_t>(p.nranks) * p.headsPerRank) + static_cast<int64_t>(r) * p.headsPerRank + j;
+  static_cast<U*>(p.dst)[to * units + i % units] = static_cast<const U*>(p.src)[i];
+}
+
 }  // namespace
+
+int launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream) {
+  const int64_t rows = static_cast<int64_t>(p.nranks) * p.tokens * p.headsPerRank;
+  if (rows == 0) return 0;
+  const uintptr_t align = reinterpret_cast<uintptr_t>(p.src) | reinterpret_cast<uintptr_t>(p.dst) |
+                          static_cast<uintptr_t>(p.rowBytes);
+  const int unit = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 2;
+  const int units = p.rowBytes / unit;
+  const int64_t total = rows * units;
+  const dim3 grid(static_cast<unsigned>((total + 255) / 256));
+  auto s = static_cast<hipStream_t>(stream);
+  if (unit == 16) attnHeadPermuteKernel<uint4><<<grid, 256, 0, s>>>(p, units, total);
+  else if (unit == 4) attnHeadPermuteKernel<uint32_t><<<grid, 256, 0, s>>>(p, units, total);
+  else attnHeadPermuteKernel<uint16_t><<<grid, 256, 0, s>>>(p, units, total);
+  return static_cast<int>(hipGetLastError());
+}
 
 int launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
   if (p.numTiles == 0) return 0;

@@ -32,7 +32,20 @@ struct AttnPrefillParams {
 // Rows of (token, query head) one warp (CUDA) or block (HIP) takes: prefill_plan.h's tiles.
 constexpr int kAttnPrefillTileRows = 16;
 
-// Returns 0 or the runtime's launch error.
+// Each returns 0 or the runtime's launch error.
 int launchAttnPrefill(const AttnPrefillParams& p, void* stream);
+
+// The head slices of every rank, all-gathered as [rank][token][headsPerRank] rows of rowBytes,
+// into [token][rank * headsPerRank + j] rows: a prefill's merged output (rows of head_dim
+// elements) or its LSE (rows of one float) in the caller's layout. rowBytes a multiple of 2.
+struct AttnHeadPermuteParams {
+  const void* src;
+  void* dst;
+  int nranks;
+  int tokens;
+  int headsPerRank;
+  int rowBytes;
+};
+int launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream);
 
 }  // namespace ssc::gpu

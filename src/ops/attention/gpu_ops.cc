@@ -372,6 +372,11 @@ sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, b
   const bool fused = g.fused && !capturing;  // as a decode: epochs come from the host
   std::vector<PrefillChunk> chunks;
   planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
+  // Output on every rank through the fused exchange: merge by heads, then gather the merged
+  // rows (when the heads divide and the scratch holds a round's rows: qGather holds
+  // rows x head_dim x 4 bytes, splitPartials the LSEs).
+  const bool viaHeads = fused && !a.outSharded && nranks > 1 && H % nranks == 0 &&
+                        static_cast<size_t>(a.chunkTokens) * H <= g.splitFloats;
   PrefillLists lists;
   for (const PrefillChunk& ch : chunks) {
     buildPrefillLists(*c->table, a.seqIds, ch, ratio, a.window, &lists);
@@ -402,6 +407,30 @@ sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, b
     SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPrefill(pp, s)), "the prefill kernel launch"));
     void* out = static_cast<char*>(a.out) + static_cast<size_t>(ch.firstToken) * outHeads * D * ioBytes;
     float* lse = a.lse != nullptr ? a.lse + static_cast<size_t>(ch.firstToken) * outHeads : nullptr;
+    if (fused && viaHeads) {
+      // Every rank merges its H / K heads (the push moves each row once, to its head's owner),
+      // then the merged heads are all-gathered (bf16/fp16 rows, not fp32 partials: K x 2 to
+      // 4 x fewer bytes than pushing every partial row to every rank) and put in place.
+      SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
+      const int hk = H / nranks;
+      const size_t slice = static_cast<size_t>(ch.tokens) * hk;  // rows of one rank's heads
+      char* gathered = static_cast<char*>(c->qGather);  // [rank][token][hk][D], io type
+      void* myOut = gathered + rank * slice * D * ioBytes;
+      float* myLse = lse != nullptr ? g.splitPartials + rank * slice : nullptr;
+      DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
+                    false, true, myOut, myLse};
+      SSC_CHECK(g.exchange.pushAndMerge(c, da, mine, count, 1, stream));
+      SSC_CHECK(sscAllGather(myOut, gathered, slice * D, a.ioType, comm, stream));
+      gpu::AttnHeadPermuteParams hp{gathered, out, nranks, static_cast<int>(ch.tokens), hk,
+                                    static_cast<int>(D * ioBytes)};
+      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
+      if (lse != nullptr) {
+        SSC_CHECK(sscAllGather(myLse, g.splitPartials, slice, sscFloat32, comm, stream));
+        hp = {g.splitPartials, lse, nranks, static_cast<int>(ch.tokens), hk, 4};
+        SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
+      }
+      continue;
+    }
     if (fused) {
       SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
       DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
