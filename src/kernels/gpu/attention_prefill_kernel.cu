@@ -10,6 +10,7 @@
 // heaviest first, so the longest rows do not start last.
 // HIP: a portable fp32 kernel, one block per tile (the decode's fp32 kernel with the mask).
 #include "src/kernels/gpu/attention_prefill_kernel.h"
+#include "src/kernels/gpu/attention_prefill_rows.h"
 
 #include <cstdint>
 
@@ -25,45 +26,6 @@ namespace {
 
 static_assert(kAttnPrefillTileRows == 16, "a tile is the mma's 16 rows");
 
-// A tile's rows and the key positions they may see.
-struct TileRows {
-  int piece, firstRow, rows;  // rows of the piece: tokens x ratio
-  int pos0;                   // position of the piece's first token
-  int lo, hi;                 // keys any row of the tile sees: [lo, hi]
-};
-
-__device__ __forceinline__ TileRows tileRows(const AttnPrefillParams& p, int tile, int ratio) {
-  TileRows r;
-  r.piece = p.tiles[2 * tile];
-  r.firstRow = p.tiles[2 * tile + 1];
-  const int32_t* pc = p.pieces + 5 * r.piece;
-  r.rows = pc[1] * ratio;
-  r.pos0 = pc[2];
-  const int last = min(r.rows, r.firstRow + kAttnPrefillTileRows) - 1;
-  r.hi = r.pos0 + last / ratio;
-  const int firstPos = r.pos0 + r.firstRow / ratio;
-  r.lo = p.window > 0 ? max(0, firstPos + 1 - p.window) : 0;
-  return r;
-}
-
-// Row i of the tile: its token (chunk-relative), query head, position and window start; a row
-// past the piece gets position -1 (sees nothing, written nowhere).
-struct RowInfo {
-  int token, head, pos, start;
-};
-__device__ __forceinline__ RowInfo rowInfo(const AttnPrefillParams& p, const TileRows& tr, int i,
-                                           int kvHead, int ratio) {
-  RowInfo ri;
-  const int row = tr.firstRow + i;
-  if (row >= tr.rows) return {0, 0, -1, 0};
-  const int tok = row / ratio;
-  ri.token = p.pieces[5 * tr.piece] + tok;
-  ri.head = kvHead * ratio + row % ratio;
-  ri.pos = tr.pos0 + tok;
-  ri.start = p.window > 0 ? max(0, ri.pos + 1 - p.window) : 0;
-  return ri;
-}
-
 #if defined(SSC_GPU_IS_CUDA)
 
 // Warp w of block (x, kv head) takes tile 4x + w. Fragment layout as attnPartialMmaKernel.
@@ -77,8 +39,9 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
   const int tile = blockIdx.x * kMmaWarps + warp;
   if (tile >= p.numTiles) return;  // warp-uniform: no block-wide synchronisation below
   const int kvHead = blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
-  const TileRows tr = tileRows(p, tile, ratio);
-  const RowInfo ri[2] = {rowInfo(p, tr, g, kvHead, ratio), rowInfo(p, tr, g + 8, kvHead, ratio)};
+  const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, ratio, p.window);
+  const PrefillRow ri[2] = {prefillRow(p.pieces, tr, g, kvHead, ratio, p.window),
+                            prefillRow(p.pieces, tr, g + 8, kvHead, ratio, p.window)};
 
   uint32_t qa[kSteps][4], ql[kSteps][4];
   auto qAt = [&](int r, int e) -> float {
@@ -113,13 +76,11 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
   const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
   const int32_t* pc = p.pieces + 5 * tr.piece;
   for (int s = pc[3]; s < pc[4]; ++s) {
-    const int page = p.spans[4 * s], rb = p.spans[4 * s + 1], re = p.spans[4 * s + 2], fp = p.spans[4 * s + 3];
-    if (fp > tr.hi) break;  // spans come in position order
-    if (fp + (re - rb) - 1 < tr.lo) continue;
-    const int from = rb + max(0, tr.lo - fp), to = rb + min(re - rb, tr.hi - fp + 1);
-    const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
-    for (int r0 = from; r0 < to; r0 += kMmaTokens) {
-      const int n = min(kMmaTokens, to - r0), kp0 = fp + (r0 - rb);
+    const PrefillSpanRows sr = prefillSpanRows(p.spans + 4 * s, tr);
+    if (sr.stop) break;  // spans come in position order
+    const size_t pageBase = (static_cast<size_t>(p.spans[4 * s]) * p.numKvHeads + kvHead) * p.pageSize;
+    for (int r0 = sr.from; r0 < sr.to; r0 += kMmaTokens) {
+      const int n = min(kMmaTokens, sr.to - r0), kp0 = sr.firstPos + (r0 - sr.from);
       const uint16_t* kb = kPool + (pageBase + r0) * kD;
       const uint16_t* vb = vPool + (pageBase + r0) * kD;
       uint4 kr[2][kChunks], vr[4][kHalves];
@@ -148,8 +109,7 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = 8 * i + 2 * t + (e & 1), kp = kp0 + col;
-          const RowInfo& r = ri[e >> 1];
-          sc[i][e] = col < n && kp <= r.pos && kp >= r.start ? sc[i][e] * scale2 : negInf();
+          sc[i][e] = col < n && prefillSees(ri[e >> 1], kp) ? sc[i][e] * scale2 : negInf();
         }
       }
 
@@ -255,10 +215,10 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   __shared__ float accs[kGroups][kR][kD];
   const int tile = blockIdx.x, kvHead = blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
   const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
-  const TileRows tr = tileRows(p, tile, ratio);
+  const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, ratio, p.window);
   for (int i = threadIdx.x; i < kR * kD; i += blockDim.x) {
     const int r = i / kD, e = i % kD;
-    const RowInfo ri = rowInfo(p, tr, r, kvHead, ratio);
+    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.window);
     qs[r][e] = ri.pos < 0 ? 0.0f
                           : loadIo(p.q, (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * kD + e, p.qDtype);
     if (e == 0) {
@@ -280,13 +240,11 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
   const int32_t* pc = p.pieces + 5 * tr.piece;
   for (int s = pc[3]; s < pc[4]; ++s) {
-    const int page = p.spans[4 * s], rb = p.spans[4 * s + 1], re = p.spans[4 * s + 2], fp = p.spans[4 * s + 3];
-    if (fp > tr.hi) break;
-    if (fp + (re - rb) - 1 < tr.lo) continue;
-    const int from = rb + max(0, tr.lo - fp), to = rb + min(re - rb, tr.hi - fp + 1);
-    const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
-    for (int row = from + group; row < to; row += kGroups) {
-      const int kp = fp + (row - rb);
+    const PrefillSpanRows sr = prefillSpanRows(p.spans + 4 * s, tr);
+    if (sr.stop) break;
+    const size_t pageBase = (static_cast<size_t>(p.spans[4 * s]) * p.numKvHeads + kvHead) * p.pageSize;
+    for (int row = sr.from + group; row < sr.to; row += kGroups) {
+      const int kp = sr.firstPos + (row - sr.from);
       const size_t off = (pageBase + row) * kD + lane * kE;
       float k[kE], v[kE];
       loadRowN<kE, KvTraits>(kPool + off, k);
@@ -318,7 +276,7 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   __syncthreads();
   for (int i = threadIdx.x; i < kR * kD; i += blockDim.x) {
     const int r = i / kD, e = i % kD;
-    const RowInfo ri = rowInfo(p, tr, r, kvHead, ratio);
+    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.window);
     if (ri.pos < 0) continue;
     float* out = p.partials + (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * (kD + 1);
     float mMax = negInf();
