@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
-#define SSC_PREFILL_HD __host__ __device__ __forceinline__
+#define SSC_PREFILL_HD __host__ __device__ inline  // not __forceinline__: HIP defines it in gpu_runtime.h
 #else
 #define SSC_PREFILL_HD inline
 #endif
