@@ -32,18 +32,18 @@ run() {  # K, seconds, log name, program and arguments
   timeout "$limit" "$repo/tools/emulate/partition-run.sh" "$k" "$@" >"$OUT/$log" 2>&1
   summary+=("rc=$? $log at $(el) s")
 }
-run 8 "${CHECK_S:-130}" test.k8.log "$B/bin/gpu_attention_test"
+run 8 "${CHECK_S:-100}" test.k8.log "$B/bin/gpu_attention_test"
 log=$OUT/test.k8.log
 summary+=("decode PASS $(grep -c '^PASS K=' "$log") FAIL $(grep -c '^FAIL K=' "$log"); prefill PASS $(grep -c '^PASS PREFILL' "$log") FAIL $(grep -c '^FAIL PREFILL' "$log")")
 summary+=("$(grep -E 'gpu_attention_test K=' "$log")")
 grep -E "^FAIL" "$log" | head -8 | while read -r l; do echo "  $l"; done >"$OUT/fails.txt"
 grep -m4 -E "rank [0-9]+:" "$log" >>"$OUT/fails.txt"
 perf=(--prefill --contexts 16384 --iters 10)
-run 8 "${PERF_S:-70}" prefill.k8.log "$B/bin/attention_perf" "${perf[@]}" --models 70b,405b,oss --chunks 0,2048 \
+run 8 "${PERF_S:-60}" prefill.k8.log "$B/bin/attention_perf" "${perf[@]}" --models 70b,405b,oss --chunks 0,2048 \
   --modes sharded,sharded-heads,sharded-ag,sharded-fused --json "$OUT/prefill.k8.json"
-run 1 "${WHOLE_S:-40}" prefill.k1.log "$B/bin/attention_perf" "${perf[@]}" --models 70b,405b,oss --chunks 0,2048 \
+run 1 "${WHOLE_S:-35}" prefill.k1.log "$B/bin/attention_perf" "${perf[@]}" --models 70b,405b,oss --chunks 0,2048 \
   --modes sharded --json "$OUT/prefill.k1.json"
-timeout "${SDPA_S:-45}" python3 "$repo/perf/attention_sdpa.py" --prefill --models 70b,405b,oss --contexts 16384 \
+timeout "${SDPA_S:-30}" python3 "$repo/perf/attention_sdpa.py" --prefill --models 70b,405b,oss --contexts 16384 \
   --iters 10 --json "$OUT/sdpa.json" >"$OUT/sdpa.log" 2>&1
 summary+=("rc=$? sdpa at $(el) s")
 echo "=== failures"; cat "$OUT/fails.txt"
