@@ -11,7 +11,8 @@ StarscreamError with the library's message.
                     max_seqs=8, max_batch=8, max_q_heads=8)
     cache.append(seq_ids, k, v)             # k, v: [tokens][kv heads][head dim], same on every rank
     out, lse = cache.decode(q, seq_ids, scale)      # q: [batch][q heads][head dim]
-    out, lse = cache.prefill(q, seq_ids, cu_seqlens, scale)  # q: [tokens][q heads][head dim] (not run from Python yet)
+    out, lse = cache.prefill(q, seq_ids, cu_seqlens, scale)  # q: [tokens][q heads][head dim]
+                                            # (prefill: not run from Python yet)
 
 examples/attention/decode_step.py runs one layer's decode with it under mpirun.
 """
