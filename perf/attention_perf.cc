@@ -3,6 +3,7 @@
 //
 //   tools/emulate/partition-run.sh 8 build/bin/attention_perf [flags]    (K = 8 partitions)
 //   mpirun -np 1 build/bin/attention_perf [flags]                        (the whole GPU)
+//   ... attention_perf --prefill [flags]      the prefill benchmark (perf/attention_prefill.cc)
 //
 // Models, as one GPU's share at TP 8 (one KV head group, bf16 KV, 16-token pages):
 //   70b   Llama-3-70B     8 q heads / 1 KV head, head dim 128
@@ -41,6 +42,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "perf/attention_prefill.h"
 #include "src/platform/gpu_runtime.h"
 #include "starscream/starscream_ops.h"
 #include "tests/gpu/gpu_test_setup.h"
@@ -256,6 +258,11 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+  if (argc > 1 && std::string(argv[1]) == "--prefill") {  // the prefill mode (attention_prefill.cc)
+    const int rc = prefillMain(argc, argv, 2);
+    MPI_Finalize();
+    return rc;
+  }
   Options o;
   const auto localFirst = [&o] {  // the exchange share needs the local step before the others
     std::stable_partition(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m == "local"; });

@@ -8,6 +8,11 @@ with the time, the KV bytes read per step, GB/s and % of a device copy measured 
 (read + write bytes per second of a 2 GiB tensor copy_). Sinks are not applied (SDPA has none).
 
     python3 perf/attention_sdpa.py [--models 70b,405b,oss] [--contexts 16384,...] [--batches 1,...]
+    python3 perf/attention_sdpa.py --prefill [--models ...] [--contexts 16384]
+
+--prefill: the anchor of attention_perf --prefill instead: one sequence's whole causal prefill
+(context query tokens over the same keys, is_causal), time and TFLOP/s (4 * head dim * heads *
+causal pairs, as attention_perf counts them).
 """
 import argparse
 import json
@@ -38,8 +43,12 @@ def main():
     ap.add_argument("--batches", default="1,8,16,64")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--prefill", action="store_true")
     a = ap.parse_args()
     dev = torch.device("cuda")
+    if a.prefill:
+        prefill(a, dev)
+        return
     src = torch.empty(1 << 30, dtype=torch.uint8, device=dev).random_()
     src = torch.cat([src, src])
     dst = torch.empty_like(src)
@@ -71,6 +80,27 @@ def main():
                 records.append({"model": name, "mode": "sdpa", "context": ctx, "batch": b, "time_us": us,
                                 "kv_bytes": kv_bytes, "gbps": gbs, "roofline_gbps": roof,
                                 "roofline_pct": 100 * gbs / roof})
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(records, f, indent=1)
+
+
+def prefill(a, dev):
+    print(f"# attention_sdpa --prefill torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    print(f"# {'model':<6} {'context':>7} {'time_us':>10} {'TFLOP/s':>8}")
+    records = []
+    for name in a.models.split(","):
+        hq, d = MODELS[name]
+        for ctx in map(int, a.contexts.split(",")):
+            q = torch.randn(1, hq, ctx, d, device=dev, dtype=torch.bfloat16)
+            k = torch.randn(1, 1, ctx, d, device=dev, dtype=torch.bfloat16)
+            v = torch.randn_like(k)
+            us = time_us(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+                         a.iters)
+            tflops = 4 * d * hq * ctx * (ctx + 1) / 2 / (us * 1e6)
+            print(f"  {name:<6} {ctx:>7} {us:>10.1f} {tflops:>8.1f}", flush=True)
+            records.append({"op": "prefill", "model": name, "mode": "sdpa", "context": ctx, "time_us": us,
+                            "tflops": tflops})
     if a.json:
         with open(a.json, "w") as f:
             json.dump(records, f, indent=1)

@@ -11,6 +11,8 @@ StarscreamError with the library's message.
                     max_seqs=8, max_batch=8, max_q_heads=8)
     cache.append(seq_ids, k, v)             # k, v: [tokens][kv heads][head dim], same on every rank
     out, lse = cache.decode(q, seq_ids, scale)      # q: [batch][q heads][head dim]
+    out, lse = cache.prefill(q, seq_ids, cu_seqlens, scale)  # q: [tokens][q heads][head dim]
+                                            # (prefill: not run from Python yet)
 
 examples/attention/decode_step.py runs one layer's decode with it under mpirun.
 """
@@ -71,6 +73,8 @@ class Library:
         so.sscKvCacheSequenceLength.argtypes = [vp, i, ctypes.POINTER(i)]
         so.sscAttentionDecode.argtypes = [vp, vp, i, i, i, ctypes.POINTER(ctypes.c_int32), f, vp,
                                           i, i, vp, vp, vp]
+        so.sscAttentionPrefill.argtypes = [vp, vp, i, i, i, ctypes.POINTER(ctypes.c_int32),
+                                           ctypes.POINTER(ctypes.c_int32), f, vp, i, i, vp, vp, vp]
         version = ctypes.c_int()
         self.check(so.sscGetVersion(ctypes.byref(version)))
         self.version = version.value
@@ -165,4 +169,26 @@ class KvCache:
             self.handle, ctypes.c_void_p(q.data_ptr()), _DTYPES[q.dtype], q_heads, batch,
             _ids(seq_ids), float(scale), sink_ptr, window, flags, ctypes.c_void_p(out.data_ptr()),
             ctypes.c_void_p(lse.data_ptr()), _stream()))
+        return out, lse
+
+    def prefill(self, q, seq_ids, cu_seqlens, scale, *, sinks=None, window=0, flags=0, out=None,
+                lse=None):
+        """Causal attention of new tokens (their K/V appended first): q [tokens][heads][head dim]
+        (every rank the same), sequence seq_ids[b] owning rows cu_seqlens[b] .. cu_seqlens[b + 1]
+        - 1, its last tokens. Returns (out, lse) as decode, per token."""
+        if not q.is_contiguous():
+            raise ValueError("q must be contiguous")
+        tokens, heads = q.shape[0], q.shape[1]
+        if len(cu_seqlens) != len(seq_ids) + 1 or int(cu_seqlens[-1]) != tokens:
+            raise ValueError("cu_seqlens must have len(seq_ids) + 1 entries ending at q.shape[0]")
+        out_heads = heads // self.nranks if flags & SSC_ATTN_OUT_SHARDED_HEADS else heads
+        if out is None:
+            out = torch.empty((tokens, out_heads, self.head_dim), dtype=q.dtype, device=q.device)
+        if lse is None:
+            lse = torch.empty((tokens, out_heads), dtype=torch.float32, device=q.device)
+        sink_ptr = ctypes.c_void_p(sinks.data_ptr()) if sinks is not None else None
+        self.lib.check(self.lib.so.sscAttentionPrefill(
+            self.handle, ctypes.c_void_p(q.data_ptr()), _DTYPES[q.dtype], heads, len(seq_ids),
+            _ids(seq_ids), _ids(cu_seqlens), float(scale), sink_ptr, window, flags,
+            ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(lse.data_ptr()), _stream()))
         return out, lse

@@ -32,8 +32,8 @@
  *
  * Streams: calls on one cache must be issued on one stream (or synchronized in between): the
  * cache keeps small per-call scratch buffers (page lists) that the next call reuses. On the host
- * backend sscKvCacheAppend and sscAttentionDecode finish their work before they return (they
- * first wait for the work already queued on `stream`).
+ * backend sscKvCacheAppend, sscAttentionDecode and sscAttentionPrefill finish their work before
+ * they return (they first wait for the work already queued on `stream`).
  */
 #ifndef STARSCREAM_STARSCREAM_OPS_H_
 #define STARSCREAM_STARSCREAM_OPS_H_
@@ -189,6 +189,39 @@ sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t 
                                int num_q_heads, int batch, const int32_t* seq_ids, float scale,
                                const float* sinks, int window, int flags, void* out, float* lse,
                                sscStream_t stream);
+
+/**
+ * Prefill (chunked prefill): causal attention of a chunk of new query tokens per sequence over
+ * everything cached for the sequence, the chunk included. Variable lengths in one batch, in the
+ * cu_seqlens form of FlashAttention's varlen API and vLLM.
+ *
+ *  - The chunk's K and V must be in the cache already (sscKvCacheAppend first, every new token
+ *    of the batch): sequence b's chunk is its last n_b = cu_seqlens[b + 1] - cu_seqlens[b]
+ *    tokens, at positions [L - n_b, L) with L = its current length (n_b <= L; n_b = 0 is
+ *    allowed). A prefix cached by earlier calls is attended to as well (chunked prefill).
+ *  - batch sequences, ids seq_ids[0 .. batch-1] (host memory, distinct, 0 .. max_seqs - 1);
+ *    cu_seqlens: host memory, batch + 1 non-decreasing offsets with cu_seqlens[0] = 0;
+ *    T = cu_seqlens[batch] query tokens in all.
+ *  - Query token i of sequence b (position p) attends to positions [start, p] with start = 0,
+ *    or start = max(0, p + 1 - window) when window > 0 (the last `window` tokens, itself
+ *    included: the decode's rule for its one token).
+ *  - num_q_heads, scale, sinks (applied once, in the merge) and io_dtype as sscAttentionDecode.
+ *  - q (device memory, io_dtype): [T][num_q_heads][head_dim], the same on every rank (queries
+ *    are replicated: each rank computes every query token over its own KV pages).
+ *  - out (device memory, io_dtype): [T][heads][head_dim]; lse: NULL or float [T][heads], where
+ *    heads = num_q_heads, or this rank's num_q_heads / nranks heads with
+ *    SSC_ATTN_OUT_SHARDED_HEADS (the only flag taken: SSC_ATTN_Q_SHARDED_HEADS is refused).
+ *  - Sliding-window layers: use a cache with SSC_KV_SEQUENCE_OWNER (not sharded), as for decode.
+ * Each rank computes a partial output and LSE per (token, head) over its pages, then the ranks
+ * exchange and merge them as a decode does, with rows = tokens x heads, in pieces of at most
+ * max_batch * max_q_heads / num_q_heads tokens (the exchange scratch sized at create).
+ * Errors: as sscAttentionDecode; sscInvalidArgument also for bad cu_seqlens or a chunk longer
+ * than its sequence.
+ */
+sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
+                                int num_q_heads, int batch, const int32_t* seq_ids,
+                                const int32_t* cu_seqlens, float scale, const float* sinks,
+                                int window, int flags, void* out, float* lse, sscStream_t stream);
 
 /* ---------------------------------------------------------------- GEMM + collectives (issue #18) */
 /*

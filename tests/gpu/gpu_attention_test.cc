@@ -15,6 +15,8 @@
 //   mpirun -np 4 build/bin/gpu_attention_test        (or tools/emulate/partition-run.sh 4 ...)
 //   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
 //   mpirun -np 4 build/bin/gpu_attention_test --fused
+//   mpirun -np 4 build/bin/gpu_attention_test --prefill      (only the prefill cases)
+// The prefill cases (sscAttentionPrefill, gpu_attention_prefill.cc) run after the decode ones.
 #include <mpi.h>
 
 #include <cmath>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_attention_prefill.h"
 #include "tests/gpu/gpu_test_setup.h"
 #include "tests/support/attention_reference.h"
 
@@ -315,30 +318,8 @@ void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters
   CHECK_GPU(hipFree(dOut));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (setUpGpuRank("gpu_attention_test", g_rank, g_nranks) < 0) {
-    MPI_Finalize();
-    return 0;
-  }
-  sscComm_t comm = newMpiComm(g_rank, g_nranks);
-  hipStream_t stream = nullptr;
-  CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
-  if (argc > 1 && std::string(argv[1]) == "--fused") g_exchange = SSC_KV_EXCHANGE_FUSED;
-  if (argc > 1 && std::string(argv[1]) == "--bench") {
-    bench(comm, stream, argc > 2 ? std::atoi(argv[2]) : 32, argc > 3 ? std::atoi(argv[3]) : 8192,
-          argc > 4 ? std::atoi(argv[4]) : 50);
-    CHECK_GPU(hipStreamDestroy(stream));
-    CHECK_SSC(sscCommFinalize(comm));
-    CHECK_SSC(sscCommDestroy(comm));
-    MPI_Finalize();
-    return 0;
-  }
-
+// The decode cases.
+void decodeCases(sscComm_t comm, hipStream_t stream) {
   // Odd lengths, one token (seq 0: empty shards on all ranks but one), an empty sequence (2).
   const std::vector<int> lengths = {1, 37, 0, 64, 129, 16, 300};
   const std::vector<int32_t> batch = {4, 0, 2, 1, 6, 5, 3};
@@ -384,6 +365,35 @@ int main(int argc, char** argv) {
     big.flags = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS;
     runCase(comm, stream, big, seed++);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+  if (setUpGpuRank("gpu_attention_test", g_rank, g_nranks) < 0) {
+    MPI_Finalize();
+    return 0;
+  }
+  sscComm_t comm = newMpiComm(g_rank, g_nranks);
+  hipStream_t stream = nullptr;
+  CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "--fused") g_exchange = SSC_KV_EXCHANGE_FUSED;
+  const bool prefillOnly = argc > 1 && std::string(argv[1]) == "--prefill";
+  if (argc > 1 && std::string(argv[1]) == "--bench") {
+    bench(comm, stream, argc > 2 ? std::atoi(argv[2]) : 32, argc > 3 ? std::atoi(argv[3]) : 8192,
+          argc > 4 ? std::atoi(argv[4]) : 50);
+    CHECK_GPU(hipStreamDestroy(stream));
+    CHECK_SSC(sscCommFinalize(comm));
+    CHECK_SSC(sscCommDestroy(comm));
+    MPI_Finalize();
+    return 0;
+  }
+
+  if (!prefillOnly) decodeCases(comm, stream);
+  g_failures += runPrefillCases(comm, stream, g_rank, g_nranks, g_exchange);
   if (g_nranks > 1 && g_exchange == SSC_KV_EXCHANGE_FUSED) skippedCall(comm, stream);
 
   CHECK_GPU(hipStreamDestroy(stream));

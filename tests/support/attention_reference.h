@@ -94,9 +94,11 @@ inline Workload makeWorkload(uint32_t seed, int numKvHeads, int headDim, sscData
 // with start = max(0, L - window) when window > 0; sink: an extra logit without a value, or
 // null. Writes out (zeros when there is nothing) and returns the log-sum-exp (-inf when
 // nothing). Accumulates in double.
+// end: the query sees positions before end only (a prefill query at position p: end = p + 1;
+// -1: the whole sequence, as a decode).
 inline float referenceAttention(const Workload& w, int seq, int head, const float* q, float scale,
-                                int window, const float* sink, float* out) {
-  const int L = w.length(seq), D = w.headDim;
+                                int window, const float* sink, float* out, int end = -1) {
+  const int L = end >= 0 ? end : w.length(seq), D = w.headDim;
   const int start = window > 0 && L > window ? L - window : 0;
   std::vector<double> s(L > start ? L - start : 0);
   double m = sink != nullptr ? *sink : -std::numeric_limits<double>::infinity();

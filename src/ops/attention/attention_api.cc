@@ -146,6 +146,51 @@ sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream
   return c->onGpu ? gpuDecode(c, a, stream) : hostDecode(c, a, stream);
 }
 
+sscResult_t prefill(const char* fn, sscKvCache* c, PrefillArgs& a, sscStream_t stream) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  const int nranks = c->comm->nranks;
+  if (a.ioType != sscFloat32 && a.ioType != sscFloat16 && a.ioType != sscBfloat16)
+    return fail(sscInvalidArgument, "{}: io_dtype = {} (supported: sscFloat32, sscFloat16, "
+                "sscBfloat16)", fn, static_cast<int>(a.ioType));
+  if (a.numQHeads < 1 || a.numQHeads > cfg.max_q_heads || a.numQHeads % cfg.num_kv_heads != 0)
+    return fail(sscInvalidArgument, "{}: num_q_heads = {} must be a multiple of num_kv_heads = "
+                "{} and at most max_q_heads = {}", fn, a.numQHeads, cfg.num_kv_heads,
+                cfg.max_q_heads);
+  if (a.outSharded && a.numQHeads % nranks != 0)
+    return fail(sscInvalidArgument, "{}: sharded heads need num_q_heads ({}) to be a multiple "
+                "of the rank count ({})", fn, a.numQHeads, nranks);
+  if (a.batch < 0 || a.batch > cfg.max_seqs)
+    return fail(sscInvalidArgument, "{}: batch = {} (0 .. max_seqs = {})", fn, a.batch,
+                cfg.max_seqs);
+  if (a.window < 0) return fail(sscInvalidArgument, "{}: window = {} is negative", fn, a.window);
+  if (a.batch == 0) return sscSuccess;
+  if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
+  if (a.cuSeqlens == nullptr) return fail(sscInvalidArgument, "{}: cu_seqlens is NULL", fn);
+  if (a.cuSeqlens[0] != 0)
+    return fail(sscInvalidArgument, "{}: cu_seqlens[0] = {} (must be 0)", fn, a.cuSeqlens[0]);
+  std::unordered_set<int> seen;
+  a.lengths.resize(a.batch);
+  for (int b = 0; b < a.batch; ++b) {
+    SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seq_ids entry"));
+    if (!seen.insert(a.seqIds[b]).second)
+      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seq_ids", fn,
+                  a.seqIds[b]);
+    const int64_t n = static_cast<int64_t>(a.cuSeqlens[b + 1]) - a.cuSeqlens[b];
+    if (n < 0)
+      return fail(sscInvalidArgument, "{}: cu_seqlens decreases at {} ({} then {})", fn, b + 1,
+                  a.cuSeqlens[b], a.cuSeqlens[b + 1]);
+    a.lengths[b] = c->table->length(a.seqIds[b]);
+    if (n > a.lengths[b])
+      return fail(sscInvalidArgument, "{}: sequence {} has {} new tokens in cu_seqlens but only "
+                  "{} cached (append the chunk's K/V first)", fn, a.seqIds[b], n, a.lengths[b]);
+  }
+  if (a.cuSeqlens[a.batch] == 0) return sscSuccess;
+  if (a.q == nullptr) return fail(sscInvalidArgument, "{}: q is NULL", fn);
+  if (a.out == nullptr) return fail(sscInvalidArgument, "{}: out is NULL", fn);
+  a.chunkTokens = prefillChunkTokens(c, a.numQHeads);
+  return c->onGpu ? gpuPrefill(c, a, stream) : hostPrefill(c, a, stream);
+}
+
 }  // namespace
 
 SSC_API sscResult_t sscKvCacheCreate(sscComm_t comm, const sscKvCacheConfig_t* config,
@@ -247,6 +292,27 @@ SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDat
   });
 }
 
+SSC_API sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
+                                        int num_q_heads, int batch, const int32_t* seq_ids,
+                                        const int32_t* cu_seqlens, float scale, const float* sinks,
+                                        int window, int flags, void* out, float* lse,
+                                        sscStream_t stream) {
+  const char* fn = "sscAttentionPrefill";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    CommUse use(cache->comm);
+    SSC_CHECK(checkComm(fn, cache->comm));
+    if ((flags & SSC_ATTN_Q_SHARDED_HEADS) != 0)
+      return fail(sscInvalidArgument, "{}: SSC_ATTN_Q_SHARDED_HEADS is not taken: a prefill's "
+                  "queries are replicated (every rank passes all of them)", fn);
+    if ((flags & ~SSC_ATTN_OUT_SHARDED_HEADS) != 0)
+      return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
+    PrefillArgs a{q, io_dtype, num_q_heads, batch, seq_ids, cu_seqlens, scale, sinks, window,
+                  (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0, out, lse, {}, 1};
+    return prefill(fn, cache, a, stream);
+  });
+}
+
 namespace ssc::attn {
 
 sscResult_t allocBuffers(sscKvCache* c) {
@@ -284,6 +350,9 @@ sscResult_t gpuAppend(sscKvCache*, int, const void*, const void*, sscStream_t) {
   return fail(sscInternalError, "KV cache: GPU backend not built");
 }
 sscResult_t gpuDecode(sscKvCache*, const DecodeArgs&, sscStream_t) {
+  return fail(sscInternalError, "KV cache: GPU backend not built");
+}
+sscResult_t gpuPrefill(sscKvCache*, const PrefillArgs&, sscStream_t) {
   return fail(sscInternalError, "KV cache: GPU backend not built");
 }
 }  // namespace ssc::attn

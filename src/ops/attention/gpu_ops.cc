@@ -12,8 +12,10 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_kernel.h"
+#include "src/kernels/gpu/attention_prefill_kernel.h"
 #include "src/ops/attention/gpu_exchange.h"
 #include "src/ops/attention/kv_cache.h"
+#include "src/ops/attention/prefill_plan.h"
 
 namespace ssc::attn {
 
@@ -95,6 +97,8 @@ class GpuCacheState {
  public:
   Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
   Upload spans;  // int32 [max_batch + 1] span starts, then [spans][3]
+  Upload prefill;  // int32: one prefill round's lists (prefill_plan.h), at most prefillInts
+  size_t prefillInts = 0;
   size_t maxSpanInts = 0;
   int multiprocessors = 1;
   float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
@@ -127,6 +131,12 @@ sscResult_t gpuCreate(sscKvCache* c) {
   // and their pages disjoint) plus, per sequence, the starts.
   c->gpu->maxSpanInts = static_cast<size_t>(c->config.max_batch) + 1 + 3 * static_cast<size_t>(c->config.max_pages);
   SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
+  // A prefill round holds at most max_batch * max_q_heads rows, i.e. that / num_kv_heads rows
+  // of one KV head whatever the call's head count (the bound at GQA ratio 1).
+  c->gpu->prefillInts = prefillListsBound(
+      static_cast<int64_t>(c->config.max_batch) * c->config.max_q_heads / c->config.num_kv_heads,
+      c->config.max_seqs, 1, c->config.max_pages);
+  SSC_CHECK(c->gpu->prefill.create(c->gpu->prefillInts * sizeof(int32_t)));
   int sms = 0;
   SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
                      "hipDeviceGetAttribute(multiprocessors)"));
@@ -140,6 +150,7 @@ sscResult_t gpuCreate(sscKvCache* c) {
   // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord"));
+  SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->prefill.done, nullptr), "hipEventRecord"));
   SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming), "hipEventCreate"));
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
   // communicator), so the registration inside setup() is collective as it must be. AUTO takes
@@ -161,6 +172,7 @@ void gpuDestroy(sscKvCache* c) {
     if (c->gpu->lastDone != nullptr) (void)hipEventDestroy(c->gpu->lastDone);
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
+    c->gpu->prefill.destroy();
     if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
     delete c->gpu;
     c->gpu = nullptr;
@@ -202,19 +214,20 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
 namespace {
 
 sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing);
+sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, bool capturing);
 
-}  // namespace
-
-sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+// Runs one call (decode or prefill) ordered after the cache's last one.
+template <class F>
+sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
   const auto s = static_cast<hipStream_t>(stream);
-  // A captured decode (a CUDA/HIP graph) orders itself inside the graph, and cannot wait on an
+  // A captured call (a CUDA/HIP graph) orders itself inside the graph, and cannot wait on an
   // event recorded outside it; its replays run whenever the caller launches them.
   const bool capturing = c->comm->backend->streamCapturing(stream);
   if (!capturing && g.haveLast && g.lastStream != s)
     SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g.lastDone, 0), "hipStreamWaitEvent"));
-  const sscResult_t r = decodeOn(c, a, stream, capturing);
+  const sscResult_t r = run(capturing);
   if (capturing) return r;
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
   // the buffers.
@@ -222,6 +235,16 @@ sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   g.lastStream = s;
   g.haveLast = true;
   return r;
+}
+
+}  // namespace
+
+sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+  return ordered(c, stream, [&](bool capturing) { return decodeOn(c, a, stream, capturing); });
+}
+
+sscResult_t gpuPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
+  return ordered(c, stream, [&](bool capturing) { return prefillOn(c, a, stream, capturing); });
 }
 
 namespace {
@@ -333,6 +356,105 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   mp.outDtype = a.ioType;
   mp.lse = a.lse;
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
+}
+
+// A prefill: the call's tokens in rounds that fit the exchange scratch; per round this rank's
+// causal partials of every (token, head) row over its pages, then the decode's exchange and
+// merge with rows = tokens x heads (a round is one "batch" of round.tokens rows of H heads).
+sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, bool capturing) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  sscComm* comm = c->comm;
+  const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int ratio = H / cfg.num_kv_heads, outHeads = a.outSharded ? H / nranks : H;
+  const size_t ioBytes = dtypeSize(a.ioType);
+  auto s = static_cast<hipStream_t>(stream);
+  GpuCacheState& g = *c->gpu;
+  const bool fused = g.fused && !capturing;  // as a decode: epochs come from the host
+  std::vector<PrefillChunk> chunks;
+  planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
+  // Output on every rank through the fused exchange: merge by heads, then gather the merged
+  // rows (when the heads divide and the scratch holds a round's rows: qGather holds
+  // rows x head_dim x 4 bytes, splitPartials the LSEs).
+  const bool viaHeads = fused && !a.outSharded && nranks > 1 && H % nranks == 0 &&
+                        static_cast<size_t>(a.chunkTokens) * H <= g.splitFloats;
+  PrefillLists lists;
+  for (const PrefillChunk& ch : chunks) {
+    buildPrefillLists(*c->table, a.seqIds, ch, ratio, a.window, &lists);
+    if (lists.flat.size() > g.prefillInts)
+      return fail(sscInternalError, "sscAttentionPrefill: {} list ints exceed the {} reserved",
+                  lists.flat.size(), g.prefillInts);
+    SSC_CHECK(g.prefill.put(lists.flat.data(), lists.flat.size() * sizeof(int32_t), s));
+    const auto* dev = static_cast<const int32_t*>(g.prefill.device);
+    const size_t count = static_cast<size_t>(ch.tokens) * H * (D + 1);
+    float* mine = c->partials + rank * count;
+    gpu::AttnPrefillParams pp{};
+    pp.kPool = c->kPool;
+    pp.vPool = c->vPool;
+    pp.kvDtype = cfg.dtype;
+    pp.q = static_cast<const char*>(a.q) + static_cast<size_t>(ch.firstToken) * H * D * ioBytes;
+    pp.qDtype = a.ioType;
+    pp.pieces = dev;
+    pp.spans = dev + lists.spansAt();
+    pp.tiles = dev + lists.tilesAt();
+    pp.numTiles = lists.numTiles;
+    pp.numQHeads = H;
+    pp.numKvHeads = cfg.num_kv_heads;
+    pp.headDim = D;
+    pp.pageSize = cfg.page_size;
+    pp.scale = a.scale;
+    pp.window = a.window;
+    pp.partials = mine;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPrefill(pp, s)), "the prefill kernel launch"));
+    void* out = static_cast<char*>(a.out) + static_cast<size_t>(ch.firstToken) * outHeads * D * ioBytes;
+    float* lse = a.lse != nullptr ? a.lse + static_cast<size_t>(ch.firstToken) * outHeads : nullptr;
+    if (fused && viaHeads) {
+      // Every rank merges its H / K heads (the push moves each row once, to its head's owner),
+      // then the merged heads are all-gathered (bf16/fp16 rows, not fp32 partials: K x 2 to
+      // 4 x fewer bytes than pushing every partial row to every rank) and put in place.
+      SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
+      const int hk = H / nranks;
+      const size_t slice = static_cast<size_t>(ch.tokens) * hk;  // rows of one rank's heads
+      char* gathered = static_cast<char*>(c->qGather);  // [rank][token][hk][D], io type
+      void* myOut = gathered + rank * slice * D * ioBytes;
+      float* myLse = lse != nullptr ? g.splitPartials + rank * slice : nullptr;
+      DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
+                    false, true, myOut, myLse};
+      SSC_CHECK(g.exchange.pushAndMerge(c, da, mine, count, 1, stream));
+      SSC_CHECK(sscAllGather(myOut, gathered, slice * D, a.ioType, comm, stream));
+      gpu::AttnHeadPermuteParams hp{gathered, out, nranks, static_cast<int>(ch.tokens), hk,
+                                    static_cast<int>(D * ioBytes)};
+      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
+      if (lse != nullptr) {
+        SSC_CHECK(sscAllGather(myLse, g.splitPartials, slice, sscFloat32, comm, stream));
+        hp = {g.splitPartials, lse, nranks, static_cast<int>(ch.tokens), hk, 4};
+        SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
+      }
+      continue;
+    }
+    if (fused) {
+      SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
+      DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
+                    false, a.outSharded, out, lse};
+      SSC_CHECK(g.exchange.pushAndMerge(c, da, mine, count, 1, stream));
+      continue;
+    }
+    if (nranks > 1) SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
+    gpu::AttnMergeParams mp{};
+    mp.partials = c->partials;
+    mp.rankStride = count;
+    mp.nranks = nranks;
+    mp.batch = static_cast<int>(ch.tokens);
+    mp.numQHeads = H;
+    mp.headDim = D;
+    mp.outHeads = outHeads;
+    mp.firstHead = a.outSharded ? rank * outHeads : 0;
+    mp.sinks = a.sinks;
+    mp.out = out;
+    mp.outDtype = a.ioType;
+    mp.lse = lse;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
+  }
+  return sscSuccess;
 }
 
 }  // namespace

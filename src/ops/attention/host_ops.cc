@@ -11,6 +11,7 @@
 #include "src/api/api.h"
 #include "src/ops/attention/kv_cache.h"
 #include "src/ops/attention/merge.h"
+#include "src/ops/attention/prefill_plan.h"
 
 namespace ssc::attn {
 
@@ -36,6 +37,37 @@ void storeElem(void* base, size_t i, sscDataType_t type, float x) {
 size_t poolOffset(const sscKvCacheConfig_t& cfg, int32_t page, int head, int32_t row) {
   return ((static_cast<size_t>(page) * cfg.num_kv_heads + head) * cfg.page_size + row) *
          cfg.head_dim;
+}
+
+// Every rank's partials (in place in c->partials, count floats a rank) to every rank, then the
+// merge of rows [0, rows) of heads [firstHead, firstHead + outHeads): output row r * outHeads + j
+// of out and lse, from first row outRow0. The sink is folded in once, here.
+sscResult_t exchangeAndMerge(sscKvCache* c, int64_t rows, int H, bool outSharded,
+                             const float* sinks, void* out, float* lse, sscDataType_t ioType,
+                             int64_t outRow0, sscStream_t stream) {
+  sscComm* comm = c->comm;
+  const int nranks = comm->nranks, rank = comm->rank, D = c->config.head_dim;
+  const size_t count = static_cast<size_t>(rows) * H * (D + 1);
+  if (nranks > 1) {
+    SSC_CHECK(sscAllGather(c->partials + rank * count, c->partials, count, sscFloat32, comm, stream));
+    SSC_CHECK(c->backend->streamSynchronize(stream));
+  }
+  const int outHeads = outSharded ? H / nranks : H;
+  const int firstHead = outSharded ? rank * outHeads : 0;
+  std::vector<float> lses(nranks), merged(D);
+  for (int64_t b = 0; b < rows; ++b)
+    for (int j = 0; j < outHeads; ++j) {
+      const int h = firstHead + j;
+      const float* first = c->partials + (static_cast<size_t>(b) * H + h) * (D + 1);
+      for (int r = 0; r < nranks; ++r) lses[r] = first[r * count + D];
+      const float* sink = sinks != nullptr ? &sinks[h] : nullptr;
+      const float l = mergePartials(first, static_cast<int64_t>(count), lses.data(), nranks, D,
+                                    sink, merged.data());
+      const size_t row = static_cast<size_t>(outRow0 + b) * outHeads + j;
+      for (int i = 0; i < D; ++i) storeElem(out, row * D + i, ioType, merged[i]);
+      if (lse != nullptr) lse[row] = l;
+    }
+  return sscSuccess;
 }
 
 }  // namespace
@@ -118,25 +150,61 @@ sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
 
   // 3. Every rank's partials everywhere (in place), then the merge of the heads this rank
   //    returns, the sink folded in once.
-  if (nranks > 1) {
-    SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
-    SSC_CHECK(c->backend->streamSynchronize(stream));
-  }
-  const int outHeads = a.outSharded ? H / nranks : H;
-  const int firstHead = a.outSharded ? rank * outHeads : 0;
-  std::vector<float> lses(nranks), merged(D);
-  for (int b = 0; b < a.batch; ++b)
-    for (int j = 0; j < outHeads; ++j) {
-      const int h = firstHead + j;
-      const float* first = c->partials + (static_cast<size_t>(b) * H + h) * (D + 1);
-      for (int r = 0; r < nranks; ++r) lses[r] = first[r * count + D];
-      const float* sink = a.sinks != nullptr ? &a.sinks[h] : nullptr;
-      const float lse = mergePartials(first, static_cast<int64_t>(count), lses.data(), nranks, D,
-                                      sink, merged.data());
-      const size_t o = (static_cast<size_t>(b) * outHeads + j) * D;
-      for (int i = 0; i < D; ++i) storeElem(a.out, o + i, a.ioType, merged[i]);
-      if (a.lse != nullptr) a.lse[static_cast<size_t>(b) * outHeads + j] = lse;
+  return exchangeAndMerge(c, a.batch, H, a.outSharded, a.sinks, a.out, a.lse, a.ioType, 0, stream);
+}
+
+sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  const int rank = c->comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int group = H / cfg.num_kv_heads;
+  SSC_CHECK(c->backend->streamSynchronize(stream));
+  std::vector<PrefillChunk> chunks;
+  planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
+  std::vector<PageSpan> spans;
+  std::vector<float> q(static_cast<size_t>(group) * D), kRow(D), vRow(D);
+  std::vector<PartialAccumulator> acc;
+  for (const PrefillChunk& ch : chunks) {
+    // This rank's partials of the chunk's rows, [token][H][D + 1], causal by position.
+    const size_t count = static_cast<size_t>(ch.tokens) * H * (D + 1);
+    float* mine = c->partials + rank * count;
+    for (const PrefillPiece& p : ch.pieces) {
+      spans.clear();
+      c->table->spans(a.seqIds[p.b], prefillWindowStart(p.firstPos, a.window), &spans);
+      for (int64_t t = 0; t < p.tokens; ++t) {
+        const int64_t token = p.firstToken + t, pos = p.firstPos + t;
+        const int64_t start = prefillWindowStart(pos, a.window);
+        for (int kvh = 0; kvh < cfg.num_kv_heads; ++kvh) {
+          for (int g = 0; g < group; ++g)
+            for (int i = 0; i < D; ++i)
+              q[static_cast<size_t>(g) * D + i] = loadElem(
+                  a.q, ((static_cast<size_t>(ch.firstToken + token) * H) + kvh * group + g) * D + i, a.ioType);
+          acc.assign(group, PartialAccumulator(D));
+          for (const PageSpan& s : spans)
+            for (int32_t row = s.rowBegin; row < s.rowEnd; ++row) {
+              const int64_t kvPos = s.firstPosition + (row - s.rowBegin);
+              if (kvPos < start || kvPos > pos) continue;
+              const size_t off = poolOffset(cfg, s.page, kvh, row);
+              for (int i = 0; i < D; ++i) {
+                kRow[i] = loadElem(c->kPool, off + i, cfg.dtype);
+                vRow[i] = loadElem(c->vPool, off + i, cfg.dtype);
+              }
+              for (int g = 0; g < group; ++g) {
+                float dot = 0.0f;
+                for (int i = 0; i < D; ++i) dot += q[static_cast<size_t>(g) * D + i] * kRow[i];
+                acc[g].add(a.scale * dot, vRow.data());
+              }
+            }
+          for (int g = 0; g < group; ++g) {
+            float* out = mine + (static_cast<size_t>(token) * H + kvh * group + g) * (D + 1);
+            out[D] = acc[g].finish(out);
+          }
+        }
+      }
     }
+    // Tokens of the chunk in no piece cannot exist (pieces cover the chunk), so every row is set.
+    SSC_CHECK(exchangeAndMerge(c, ch.tokens, H, a.outSharded, a.sinks, a.out, a.lse, a.ioType,
+                               ch.firstToken, stream));
+  }
   return sscSuccess;
 }
 

@@ -36,6 +36,25 @@ struct DecodeArgs {
   float* lse;
 };
 
+// A prefill call's arguments, validated (attention_api.cc). lengths[b]: sequence seqIds[b]'s
+// current length; chunkTokens: tokens per exchange round (the scratch holds that many rows).
+struct PrefillArgs {
+  const void* q;
+  sscDataType_t ioType;
+  int numQHeads;
+  int batch;
+  const int32_t* seqIds;
+  const int32_t* cuSeqlens;
+  float scale;
+  const float* sinks;
+  int window;
+  bool outSharded;
+  void* out;
+  float* lse;
+  std::vector<int64_t> lengths;
+  int64_t chunkTokens;
+};
+
 }  // namespace ssc::attn
 
 struct sscKvCache {
@@ -64,6 +83,11 @@ struct sscKvCache {
 
 namespace ssc::attn {
 
+// Tokens a prefill exchanges per round: the scratch holds max_batch * max_q_heads rows.
+inline int64_t prefillChunkTokens(const sscKvCache* c, int heads) {
+  const int64_t rows = static_cast<int64_t>(c->config.max_batch) * c->config.max_q_heads;
+  return rows / heads > 0 ? rows / heads : 1;
+}
 // Floats in one rank's block of partials for this call: batch x heads x (head_dim + 1).
 inline size_t partialCount(const sscKvCache* c, int batch, int heads) {
   return static_cast<size_t>(batch) * heads * (c->config.head_dim + 1);
@@ -83,6 +107,7 @@ void freeBuffers(sscKvCache* c);
 sscResult_t hostAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
                        sscStream_t stream);
 sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream);
 
 // GPU backend (built only with one: the API reports sscInternalError otherwise).
 sscResult_t gpuCreate(sscKvCache* c);
@@ -90,5 +115,6 @@ void gpuDestroy(sscKvCache* c);
 sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
                       sscStream_t stream);
 sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+sscResult_t gpuPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream);
 
 }  // namespace ssc::attn

@@ -1,0 +1,227 @@
+// Prefill (sscAttentionPrefill) on the GPU backend against the fp32 host reference, every query
+// token at its own position: every interleave, GQA 1/8/16, head dims 64/128, bf16 and fp16
+// storage, fp32 and bf16 queries, a batch of sequences with a cached prefix and a new chunk
+// (chunked prefill), a whole odd-length prompt, a one-token first chunk, a one-token chunk after
+// a prefix, a sequence without new tokens; sinks, a sliding window, sharded output heads; then
+// larger cases (thousands of tokens, several exchange rounds, the all-gather by name), whose
+// check samples tokens to keep the host reference short. Each call runs twice in a row (the
+// exchange's buffer reuse); the second result is checked. 78 of 78 passed at K = 8 on the H200
+// (perf/RESULTS.md, session 6).
+#include "tests/gpu/gpu_attention_prefill.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_test_setup.h"
+#include "tests/support/attention_reference.h"
+
+namespace ref = ssc::test::attn;
+
+namespace {
+
+int g_rank = 0, g_nranks = 1;
+
+struct PrefillCase {
+  sscKvInterleave_t interleave;
+  int kvHeads, ratio, headDim, pageSize;
+  sscDataType_t dtype, io;
+  std::vector<int> lengths;      // by sequence id
+  std::vector<int32_t> batch;    // sequence ids of the call
+  std::vector<int> newTokens;    // by batch entry: the chunk, the sequence's last tokens
+  int window;
+  bool sinks;
+  int flags;
+  int maxBatch;                  // 0: one exchange round for the whole call
+  int exchange;                  // -1: the program's choice
+  int sampleEvery;               // check every n-th token of a sequence (and its last)
+};
+
+const char* interleaveName(sscKvInterleave_t i) {
+  return i == SSC_KV_PAGE_ROUND_ROBIN ? "rr" : i == SSC_KV_CONTIGUOUS ? "contig" : "seqowner";
+}
+const char* typeName(sscDataType_t t) {
+  return t == sscFloat32 ? "fp32" : t == sscFloat16 ? "fp16" : "bf16";
+}
+
+template <class T>
+T* toDevice(const std::vector<T>& h) {
+  T* d = nullptr;
+  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)));
+  if (!h.empty()) CHECK_GPU(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice));
+  CHECK_GPU(hipDeviceSynchronize());  // the test's stream does not wait for the null stream
+  return d;
+}
+
+int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t seed, int exchange) {
+  const int H = c.kvHeads * c.ratio, D = c.headDim, B = static_cast<int>(c.batch.size());
+  const ref::Workload w = ref::makeWorkload(seed, c.kvHeads, D, c.dtype, c.lengths, 3);
+  std::vector<int32_t> cu = {0};
+  for (int b = 0; b < B; ++b) cu.push_back(cu.back() + c.newTokens[b]);
+  const int T = cu.back();
+  int maxPages = 0;
+  for (int len : c.lengths) maxPages += (len + c.pageSize - 1) / c.pageSize;
+
+  sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
+  cfg.num_kv_heads = c.kvHeads;
+  cfg.head_dim = D;
+  cfg.page_size = c.pageSize;
+  cfg.max_pages = maxPages + 1;
+  cfg.max_seqs = static_cast<int>(c.lengths.size());
+  cfg.max_batch = c.maxBatch > 0 ? c.maxBatch : std::max(T, 1);
+  cfg.max_q_heads = H;
+  cfg.dtype = c.dtype;
+  cfg.interleave = c.interleave;
+  cfg.block_pages = 3;
+  cfg.exchange = c.exchange >= 0 ? c.exchange : exchange;
+  sscKvCache_t cache = nullptr;
+  CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
+  for (const auto& round : w.rounds) {
+    uint16_t* k = toDevice(round.k);
+    uint16_t* v = toDevice(round.v);
+    CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(), k, v, stream));
+    CHECK_GPU(hipStreamSynchronize(stream));
+    CHECK_GPU(hipFree(k));
+    CHECK_GPU(hipFree(v));
+  }
+
+  const bool outSharded = c.flags & SSC_ATTN_OUT_SHARDED_HEADS;
+  const int outHeads = outSharded ? H / g_nranks : H, outFirst = outSharded ? g_rank * outHeads : 0;
+  std::mt19937 rng(seed * 7 + 1);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> qFull(static_cast<size_t>(T) * H * D), qF;
+  std::vector<uint16_t> qH;
+  for (float& x : qFull) {
+    x = ref::roundTo(u(rng), c.io);
+    if (c.io == sscFloat32) qF.push_back(x);
+    else qH.push_back(ref::toStorage(x, c.io));
+  }
+  std::vector<float> sinks(H);
+  for (int h = 0; h < H; ++h) sinks[h] = -1.0f + 0.2f * (h % 16);
+  float* dSinks = toDevice(sinks);
+  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF)) : static_cast<void*>(toDevice(qH));
+  const size_t outElems = static_cast<size_t>(T) * outHeads * D;
+  void* dOut = nullptr;
+  float* dLse = nullptr;
+  CHECK_GPU(hipMalloc(&dOut, std::max<size_t>(outElems, 1) * 4));
+  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dLse), std::max<size_t>(static_cast<size_t>(T) * outHeads, 1) * 4));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  sscResult_t r = sscSuccess;
+  for (int rep = 0; rep < 2 && r == sscSuccess; ++rep)
+    r = sscAttentionPrefill(cache, dQ, c.io, H, B, c.batch.data(), cu.data(), scale, c.sinks ? dSinks : nullptr,
+                            c.window, c.flags, dOut, dLse, stream);
+  const hipError_t se = hipStreamSynchronize(stream);
+  std::vector<float> outF(c.io == sscFloat32 ? outElems : 0), lse(static_cast<size_t>(T) * outHeads);
+  std::vector<uint16_t> outH(c.io == sscFloat32 ? 0 : outElems);
+  if (r == sscSuccess && se == hipSuccess && T > 0) {
+    if (c.io == sscFloat32) CHECK_GPU(hipMemcpy(outF.data(), dOut, outElems * 4, hipMemcpyDeviceToHost));
+    else CHECK_GPU(hipMemcpy(outH.data(), dOut, outElems * 2, hipMemcpyDeviceToHost));
+    CHECK_GPU(hipMemcpy(lse.data(), dLse, lse.size() * 4, hipMemcpyDeviceToHost));
+  }
+
+  double maxErr = 0, maxLseErr = 0;
+  bool ok = r == sscSuccess && se == hipSuccess;
+  std::vector<float> expect(D);
+  for (int b = 0; ok && b < B; ++b)
+    for (int t = 0; t < c.newTokens[b]; ++t) {
+      if (t % c.sampleEvery != 0 && t != c.newTokens[b] - 1) continue;
+      const int seq = c.batch[b], pos = c.lengths[seq] - c.newTokens[b] + t, token = cu[b] + t;
+      for (int j = 0; j < outHeads; ++j) {
+        const int h = outFirst + j;
+        const float el = ref::referenceAttention(w, seq, h / c.ratio, &qFull[(static_cast<size_t>(token) * H + h) * D],
+                                                 scale, c.window, c.sinks ? &sinks[h] : nullptr, expect.data(), pos + 1);
+        for (int i = 0; i < D; ++i) {
+          const size_t o = (static_cast<size_t>(token) * outHeads + j) * D + i;
+          const float got = c.io == sscFloat32 ? outF[o] : ref::fromStorage(outH[o], c.io);
+          const double e = std::fabs(static_cast<double>(got) - expect[i]);
+          maxErr = std::isnan(got) ? INFINITY : std::max(maxErr, e);
+        }
+        const float gl = lse[static_cast<size_t>(token) * outHeads + j];
+        if (std::isinf(el)) maxLseErr = std::max(maxLseErr, gl == el ? 0.0 : INFINITY);
+        else maxLseErr = std::max(maxLseErr, std::fabs(static_cast<double>(gl) - el) / std::max(1.0f, std::fabs(el)));
+      }
+    }
+  const double tol = c.io == sscFloat32 ? 1e-4 : 1e-2;
+  ok = ok && maxErr <= tol && maxLseErr <= 1e-4;
+  int bad = ok ? 0 : 1, anyBad = 0;
+  double worst[2] = {maxErr, maxLseErr}, worstAll[2];
+  MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(worst, worstAll, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (!ok)
+    std::fprintf(stderr, "rank %d: prefill %s%s\n", g_rank, sscGetErrorString(r),
+                 r != sscSuccess ? (std::string(": ") + sscGetLastError(nullptr)).c_str() : "");
+  if (g_rank == 0)
+    std::printf("%s PREFILL K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s seqs=%d tokens=%d window=%d sinks=%d "
+                "flags=%d max_batch=%d %s: max |out err| %.3g, max lse rel err %.3g\n",
+                anyBad ? "FAIL" : "PASS", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
+                c.pageSize, typeName(c.dtype), typeName(c.io), B, T, c.window, c.sinks, c.flags, cfg.max_batch,
+                cfg.exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather"
+                : cfg.exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto", worstAll[0], worstAll[1]);
+  CHECK_SSC(sscKvCacheDestroy(cache));
+  CHECK_GPU(hipFree(dQ));
+  CHECK_GPU(hipFree(dOut));
+  CHECK_GPU(hipFree(dLse));
+  CHECK_GPU(hipFree(dSinks));
+  return anyBad;
+}
+
+}  // namespace
+
+int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, int exchange) {
+  g_rank = rank;
+  g_nranks = nranks;
+  int failures = 0;
+  uint32_t seed = 500;
+  // Seq 4: 60 new after 69 cached; 0: its first token; 2: no new token; 1: a whole 37-token
+  // prompt; 6: one token after 299 (a decode through prefill); 5: 16 after nothing; 3: 10 after 54.
+  const std::vector<int> lengths = {1, 37, 0, 64, 129, 16, 300};
+  const std::vector<int32_t> batch = {4, 0, 2, 1, 6, 5, 3};
+  const std::vector<int> fresh = {60, 1, 0, 37, 1, 16, 10};
+  int i = 0;
+  for (sscKvInterleave_t il : {SSC_KV_PAGE_ROUND_ROBIN, SSC_KV_CONTIGUOUS, SSC_KV_SEQUENCE_OWNER})
+    for (int ratio : {1, 8, 16})
+      for (int d : {64, 128})
+        for (sscDataType_t dtype : {sscBfloat16, sscFloat16}) {
+          const int pageSizes[] = {16, 1, 5};
+          // max_batch 0 (one round) or 3 (rounds of 3 * 2 * ratio / (2 * ratio) = 3 tokens).
+          PrefillCase c{il, 2, ratio, d, pageSizes[i % 3], dtype, i % 2 == 0 ? sscFloat32 : sscBfloat16,
+                        lengths, batch, fresh, 0, false, 0, i % 4 == 1 ? 3 : 0, -1, 1};
+          ++i;
+          failures += runCase(comm, stream, c, seed++, exchange);
+          c.sinks = true;
+          c.window = 7;
+          if ((2 * ratio) % nranks == 0) c.flags = SSC_ATTN_OUT_SHARDED_HEADS;
+          failures += runCase(comm, stream, c, seed++, exchange);
+        }
+  // Larger: 2 KV heads x GQA 8, head dim 128, 16-token pages, 1600+ new tokens: a 700-token chunk
+  // after 800 cached, a whole 901-token prompt, a one-token first chunk, one token after 63.
+  PrefillCase big{SSC_KV_PAGE_ROUND_ROBIN, 2, 8, 128, 16, sscBfloat16, sscBfloat16,
+                  {1500, 901, 1, 64}, {0, 1, 2, 3}, {700, 901, 1, 1}, 0, true, 0, 0, -1, 13};
+  failures += runCase(comm, stream, big, seed++, exchange);
+  big.window = 256;  // a sliding window over pages of several ranks
+  big.interleave = SSC_KV_CONTIGUOUS;
+  failures += runCase(comm, stream, big, seed++, exchange);
+  big.window = 0;
+  big.maxBatch = 40;  // rounds of 40 tokens: sequences straddle rounds
+  big.io = sscFloat32;
+  failures += runCase(comm, stream, big, seed++, exchange);
+  big.exchange = SSC_KV_EXCHANGE_ALLGATHER;
+  big.io = sscBfloat16;
+  failures += runCase(comm, stream, big, seed++, exchange);
+  if (16 % nranks == 0) {
+    big.flags = SSC_ATTN_OUT_SHARDED_HEADS;
+    big.maxBatch = 0;
+    failures += runCase(comm, stream, big, seed++, exchange);
+  }
+  // A sliding-window layer as the op wants it: not sharded (sequence owner), GQA 8, d 64, sinks.
+  PrefillCase swa{SSC_KV_SEQUENCE_OWNER, 1, 8, 64, 16, sscBfloat16, sscBfloat16,
+                  {1200, 333, 700}, {2, 0, 1}, {500, 333, 1}, 128, true, 0, 0, -1, 11};
+  failures += runCase(comm, stream, swa, seed++, exchange);
+  return failures;
+}
