@@ -1,9 +1,40 @@
 // Memory, registration, stream and reduction-op entry points.
 #include <iterator>
+#include <vector>
 
 #include "src/api/api.h"
+#include "transports/usr/peer_cache.h"
 
 using namespace ssc;
+
+namespace {
+
+// Before a registration maps the peers' buffers: every rank's allocation behind its buffer, and
+// each rank's peer cache drops what it still maps of an earlier allocation of that owner in the
+// same range. An application that frees a buffer used in plain-buffer calls and allocates the
+// one it registers at the same address (the attention benchmark's caches, one after the other)
+// otherwise leaves a stale mapping that makes the runtime refuse the new one ("resource already
+// mapped", H200, CUDA 13). One more exchange of a few bytes per registration.
+sscResult_t dropStalePeerMappings(sscComm* comm, void* buff, size_t size) {
+  PeerMemoryRuntime* runtime = comm->backend->peerMemory(comm);
+  if (comm->peerCache == nullptr || runtime == nullptr) return sscSuccess;
+  struct Range {
+    uint64_t base, bytes, id, known;
+  };
+  std::vector<Range> all(static_cast<size_t>(comm->nranks));
+  PeerAllocation mine{};
+  std::string why;
+  if (runtime->query(buff, size, &mine, &why))
+    all[static_cast<size_t>(comm->rank)] = Range{mine.base, mine.bytes, mine.id, 1};
+  SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Range)));
+  for (int q = 0; q < comm->nranks; ++q) {
+    const Range& r = all[static_cast<size_t>(q)];
+    if (r.known != 0) SSC_CHECK(comm->peerCache->dropOverlapping(q, PeerAllocation{r.base, r.bytes, r.id}));
+  }
+  return sscSuccess;
+}
+
+}  // namespace
 
 SSC_API sscResult_t sscMemAlloc(void** ptr, size_t size) {
   return guarded("sscMemAlloc", [&]() -> sscResult_t {
@@ -45,6 +76,8 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
     Registration reg;
     reg.bytes = size;
     if (comm->topo.nnodes == 1) {
+      if (sscResult_t r = dropStalePeerMappings(comm, buff, size); r != sscSuccess)
+        return setError(r, commRingFailureText(comm, r, lastError()));
       if (sscResult_t r = comm->backend->registerBuffer(comm, buff, size, &reg.peerBases); r != sscSuccess)
         return setError(r, commRingFailureText(comm, r, lastError()));
     }

@@ -225,6 +225,46 @@ TEST(PeerCache, FreedAndReallocatedAtTheSameAddressIsANewExport) {
   }
 }
 
+// A registration of memory an owner allocated where a buffer this cache maps used to be
+// (sscCommRegister calls dropOverlapping on every rank first): the stale mapping is closed now,
+// on every rank alike, and the allocation itself (same id) is kept; calls go on zero-copy.
+TEST(PeerCache, DropOverlappingClosesStaleMappingsOnEveryRankAlike) {
+  World w(3, 8);
+  for (int r = 0; r < 3; ++r) w.runtimes[r]->alloc(bufferAt(r, 0), kAllocBytes);
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache::Result res;
+    ASSERT_EQ(call(*w.caches[r], allReduce(r, 0, 0), &res), sscSuccess);
+    ASSERT_EQ(call(*w.caches[r], allReduce(r, 0, 0), &res), sscSuccess);
+    ASSERT_TRUE(res.zeroCopy);
+  });
+  // Rank 1 frees its buffer and allocates another at the same address (id 2), to register it.
+  w.runtimes[1]->free(bufferAt(1, 0));
+  w.runtimes[1]->alloc(bufferAt(1, 0), kAllocBytes);
+  PeerAllocation fresh, kept;
+  std::string why;
+  ASSERT_TRUE(w.runtimes[1]->query(reinterpret_cast<void*>(bufferAt(1, 0)), 8, &fresh, &why));
+  ASSERT_TRUE(w.runtimes[0]->query(reinterpret_cast<void*>(bufferAt(0, 0)), 8, &kept, &why));
+  for (int r = 0; r < 3; ++r) {
+    const int before = w.quiesces[r]->load();
+    ASSERT_EQ(w.caches[r]->dropOverlapping(1, fresh), sscSuccess);
+    ASSERT_EQ(w.caches[r]->dropOverlapping(0, kept), sscSuccess);  // rank 0's very allocation
+    EXPECT_EQ(w.caches[r]->entries(1), 0u) << "rank " << r;
+    EXPECT_EQ(w.caches[r]->entries(0), 1u) << "rank " << r;
+    EXPECT_EQ(w.runtimes[r]->closes.load(), r == 1 ? 0 : 1) << "rank " << r;
+    if (r != 1) EXPECT_GT(w.quiesces[r]->load(), before) << "closed before the queued work drained";
+  }
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache::Result res;
+    ASSERT_EQ(call(*w.caches[r], allReduce(r, 0, 0), &res), sscSuccess);
+    EXPECT_FALSE(res.zeroCopy);  // rank 1's new allocation is opened by this call
+    ASSERT_EQ(call(*w.caches[r], allReduce(r, 0, 0), &res), sscSuccess);
+    ASSERT_TRUE(res.zeroCopy);
+    if (r != 1) EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[0][1]), FakeRuntime::mappedAt(1, 2) + 256);
+  });
+  for (auto& c : w.caches) c->release();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(w.runtimes[r]->openNow(), 0u);
+}
+
 TEST(PeerCache, LeastRecentlyUsedExportsAreEvictedOnEveryRankAlike) {
   World w(3, 2);  // two exports per rank
   for (int r = 0; r < 3; ++r)

@@ -124,6 +124,20 @@ void PeerMemoryCache::rememberFailed(const std::pair<int, uint64_t>& key) {
   }
 }
 
+sscResult_t PeerMemoryCache::dropOverlapping(int owner, const PeerAllocation& range) {
+  if (owner < 0 || owner >= nranks_ || released_) return sscSuccess;
+  quiesced_ = false;  // outside finish(): the queued work must drain before any close
+  auto& t = table_[owner];
+  for (auto it = t.begin(); it != t.end();) {
+    auto next = std::next(it);
+    // The very allocation (same id) is not stale: it stays.
+    const bool same = range.id != 0 && it->second.alloc.id == range.id;
+    if (!same && overlaps(it->second.alloc, range)) SSC_CHECK(drop(owner, it));
+    it = next;
+  }
+  return sscSuccess;
+}
+
 sscResult_t PeerMemoryCache::evict(int q) {
   auto& t = table_[q];
   while (t.size() > capacity_) {

@@ -88,6 +88,16 @@ class PeerMemoryCache {
   // Closes every mapping (the communicator's work must have drained). Idempotent.
   void release();
 
+  // Drops the entries of `owner`'s exports that overlap `range` (an allocation of `owner`; an
+  // entry of that very allocation, the same non-zero id, stays),
+  // closing their mappings now, once the communicator's queued work drained. For a registration
+  // (sscCommRegister) of memory the owner allocated where an allocation this cache still maps
+  // used to be: the runtime refuses to map the new one while the stale mapping of the old one
+  // exists ("resource already mapped", measured on the H200 under CUDA 13). Every rank must call
+  // it with the same arguments at the same point of its calls (registration is collective), so
+  // the replicated tables stay alike.
+  sscResult_t dropOverlapping(int owner, const PeerAllocation& range);
+
   // False once opening peers' exports failed kMaxOpenFailures times with no export opened by
   // every rank in between (on every rank alike), counting only allocations that failed before
   // (an allocation its owner freed before a peer opened it fails once and is never posted again).
