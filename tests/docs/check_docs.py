@@ -89,7 +89,8 @@ def check(root):
             if path in PLACEHOLDERS:
                 continue
             for one in expand_braces(path):
-                if not any(glob.glob(os.path.join(base, one)) for base in (root, os.path.join(root, here))):
+                bases = (root, os.path.join(root, here))
+                if not any(glob.glob(os.path.join(base, one)) for base in bases):
                     problems.append(f"{rel}: names {one}: not in the tree")
         for kind, name in BUILD_RE.findall(text):
             name = name.rstrip(".,")
