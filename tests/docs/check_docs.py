@@ -3,12 +3,14 @@
 written: every relative link (and its #anchor, against the target's headings as GitHub
 slugs them), every repository path they name (`src/...`, `tools/...`, brace forms such as
 `merge.{h,cc}` and globs included) and every build output (`build/bin/NAME`,
-`build/lib/libNAME.so`) that no CMakeLists.txt builds. perf/RESULTS.md is a log of past
-sessions and is not checked: old entries name files as they were then.
+`build/lib/libNAME.so`) that no CMakeLists.txt builds; and that docs/design.md's layer
+map shows the layers scripts/check_layers.py enforces, in its order. perf/RESULTS.md is a log
+of past sessions and is not checked: old entries name files as they were then.
 
 Usage: check_docs.py [REPO_ROOT]   (exit 1 and one line per problem, else "check_docs: ok")
 """
 import glob
+import importlib.util
 import os
 import re
 import sys
@@ -59,8 +61,37 @@ def build_outputs(root):
     return names, text_all
 
 
-def check(root):
+def check_layer_map(root):
+    """docs/design.md's layer map lists, top to bottom, the layers scripts/check_layers.py
+    enforces (LAYERS, bottom to top), and every folder under src/ is one of them."""
+    design = os.path.join(root, "docs", "design.md")
+    checker = os.path.join(root, "scripts", "check_layers.py")
+    if not (os.path.exists(design) and os.path.exists(checker)):
+        return []
+    spec = importlib.util.spec_from_file_location("check_layers", checker)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = open(design, encoding="utf-8").read()
+    block = re.search(r"^## Layer map$.*?^```\n(.*?)^```", text, re.S | re.M)
+    if not block:
+        return ["docs/design.md: no layer map (a ``` block under '## Layer map')"]
+    # A layer's line starts in the second column (after "top", "bottom" or blanks); wrapped
+    # descriptions are indented further.
+    shown = re.findall(r"^(?:top {5}|bottom {2}| {8})(\S+)/\s", block.group(1), re.M)
+    shown = ["include" if s.startswith("include") else s for s in reversed(shown)]
     problems = []
+    if shown != module.LAYERS:
+        problems.append(f"docs/design.md: layer map, bottom to top, is {shown}; "
+                        f"scripts/check_layers.py enforces {module.LAYERS}")
+    src = os.path.join(root, "src")
+    for d in sorted(os.listdir(src)) if os.path.isdir(src) else []:
+        if os.path.isdir(os.path.join(src, d)) and f"src/{d}" not in module.LAYERS:
+            problems.append(f"src/{d}: a folder in no layer of scripts/check_layers.py")
+    return problems
+
+
+def check(root):
+    problems = check_layer_map(root)
     files = sorted({f for pat in DOCS for f in glob.glob(pat, root_dir=root)})
     outputs, cmake_text = build_outputs(root)
     heads = {}

@@ -15,17 +15,24 @@ TREE = {
         "foreach(_c all_reduce sendrecv)\n  add_executable(${_c}_perf ${_c}.cc)\nendforeach()\n"
         "add_library(starscream_nccl SHARED a.cc)\n"
         "set_target_properties(starscream_nccl PROPERTIES OUTPUT_NAME starscream-nccl)\n"),
-    "src/core/env.h": "\n", "src/core/env.cc": "\n",
-    "docs/design.md": "# Design\n\n## The plan format\n\n```\n# not a heading\n```\n",
+    "src/core/env.h": "\n", "src/core/env.cc": "\n", "src/comm/comm.h": "\n",
+    "include/starscream/starscream.h": "\n",
+    "scripts/check_layers.py": 'LAYERS = ["include", "src/core", "src/comm"]\n',
+    "docs/design.md": "# Design\n\n## Layer map\n\n```\ntop     src/comm/     the communicator\n"
+                      "                      wrapped text naming src/core/\n"
+                      "bottom  src/core/     the base\n        include/starscream/  headers\n"
+                      "outside tests/\n```\n\n## The plan format\n\n```\n# not a heading\n```\n",
 }
 CLEAN = ("See [design](docs/design.md#the-plan-format), `src/core/env.{h,cc}`,\n"
          "`build/bin/starscream-topo`, `build/bin/sendrecv_perf`,\n"
          "`build/lib/libstarscream-nccl.so` and [out](https://example.com/none)\n")
 
 
-def run(readme):
+def run(readme, changes=None):
+    """Runs the checker on TREE plus this README and the changed or added files."""
+    files = dict(TREE, **{"README.md": readme}, **(changes or {}))
     with tempfile.TemporaryDirectory() as root:
-        for path, text in dict(TREE, **{"README.md": readme}).items():
+        for path, text in files.items():
             full = os.path.join(root, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, "w") as f:
@@ -67,6 +74,18 @@ class CheckDocs(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("build/bin/starscream-top: no CMakeLists.txt builds it", out)
         self.assertIn("build/lib/libstarscream-ncl.so: no CMakeLists.txt builds it", out)
+
+    def test_layer_map_out_of_order_fails(self):
+        design = TREE["docs/design.md"].replace("top     src/comm/", "top     src/keep/") \
+            .replace("bottom  src/core/", "bottom  src/comm/").replace("src/keep/", "src/core/")
+        rc, out = run(CLEAN, {"docs/design.md": design})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("layer map, bottom to top, is ['include', 'src/comm', 'src/core']", out)
+
+    def test_source_folder_in_no_layer_fails(self):
+        rc, out = run(CLEAN, {"src/stray/a.h": "\n"})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("src/stray: a folder in no layer", out)
 
 
 if __name__ == "__main__":
