@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Starscream builds and tests with. Idempotent: installs only what is
 # missing, so it is cheap to run before every build (the README's commands and .ci/run do).
+# Not root: it runs apt-get through sudo.
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 
 packages=(
   build-essential cmake pkg-config git

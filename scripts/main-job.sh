@@ -4,8 +4,13 @@
 # otherwise 64 host-backend ranks emulate an 8 x MI300X CPX/NPS4 node. On stdout: one summary
 # line per algorithm; in build/sweep/: each algorithm's perf table (all_reduce_<algo>.log), its
 # JSON records, the combined JSON and the plot (all_reduce_sweep.png). Sizes run from -b by
-# factors of -f up to -e inclusive, so -b is chosen to land on -e.
+# factors of -f up to -e inclusive, so -b is chosen to land on -e. STARSCREAM_GPU=none
+# scripts/main-job.sh builds the host backend only (faster where nvcc is installed but no GPU).
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh

@@ -3,6 +3,10 @@
 # runs the suite (soak runs excepted: they are about bounds, not memory errors, and slow under
 # ASan). scripts/test.sh calls it after the main tests; it also runs on its own.
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 cmake -S . -B build-asan -DSTARSCREAM_GPU=none -DSTARSCREAM_SANITIZE=address \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTARSCREAM_BUILD_PERF=OFF -DSTARSCREAM_BUILD_TOOLS=OFF "$@"

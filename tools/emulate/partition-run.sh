@@ -27,6 +27,13 @@ if ! [[ $K =~ ^[0-9]+$ ]] || (( K < 1 )); then
   exit 2
 fi
 
+if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  echo "partition-run: nvidia-cuda-mps-control not found: this needs an NVIDIA GPU and its" \
+       "driver (MPS). Without a GPU, emulate partitions with a topology file instead" \
+       "(README: Emulate a partitioned GPU)." >&2
+  exit 2
+fi
+
 export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/mps_pipe}
 export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/mps_log}
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
