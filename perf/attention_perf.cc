@@ -153,7 +153,11 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
              int commRanks, hipStream_t stream, int iters) {
   const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused";
   const bool local = mode == "local";
-  Row row{m.name, sharded && g_nranks == 1 ? "whole" : mode, context, batch};
+  Row row;
+  row.model = m.name;
+  row.mode = sharded && g_nranks == 1 ? "whole" : mode;
+  row.context = context;
+  row.batch = batch;
   const int D = m.headDim, ps = 16, kvHeads = 1;
   const int qHeads = mode == "naive" ? m.qHeads / g_nranks : m.qHeads;
   // A sliding-window layer reads only its window: fill just enough tokens for it. A local rank

@@ -35,8 +35,9 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_TOPO_FILE", "",
      "Emulation topology file (JSON, tools/topologies/); replaces discovery when set."},
     {"STARSCREAM_ALGO", "",
-     "Force an algorithm: ring, bidir_ring, direct, hierarchical, symmetric (zero-copy; needs "
-     "registered buffers); or per collective, e.g. "
+     "Force an algorithm: ring, bidir_ring, direct, hierarchical, symmetric (zero-copy: "
+     "registered buffers, or plain ones mapped on first use on one node, docs/zero-copy.md); "
+     "or per collective, e.g. "
      "allreduce=hierarchical,allgather=ring. Read when a communicator is created."},
     {"STARSCREAM_TUNER_PROFILE", "",
      "Tuner profile (JSON, docs/tuner.md) with the cost model's per-tier figures; empty: the "

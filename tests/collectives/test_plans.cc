@@ -418,7 +418,9 @@ TEST(Plans, P2pStreamsSplitOverChannelsDeliverEveryByteToItsReceive) {
         ASSERT_EQ(buildP2pPlan(r, n, ops[r], params, &plans[r]), sscSuccess);
         EXPECT_LE(plans[r].channels.size(), static_cast<size_t>(channels));
       }
-      if (channels > 1) EXPECT_EQ(plans[0].channels.size(), static_cast<size_t>(channels));
+      if (channels > 1) {
+        EXPECT_EQ(plans[0].channels.size(), static_cast<size_t>(channels));
+      }
       EXPECT_EQ(validatePlans(plans), "") << channels << " channels, " << n << " ranks";
       std::vector<std::vector<std::vector<SymElem>>> in(n);
       for (int r = 0; r < n; ++r)

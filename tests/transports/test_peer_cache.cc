@@ -251,7 +251,9 @@ TEST(PeerCache, DropOverlappingClosesStaleMappingsOnEveryRankAlike) {
     EXPECT_EQ(w.caches[r]->entries(1), 0u) << "rank " << r;
     EXPECT_EQ(w.caches[r]->entries(0), 1u) << "rank " << r;
     EXPECT_EQ(w.runtimes[r]->closes.load(), r == 1 ? 0 : 1) << "rank " << r;
-    if (r != 1) EXPECT_GT(w.quiesces[r]->load(), before) << "closed before the queued work drained";
+    if (r != 1) {
+      EXPECT_GT(w.quiesces[r]->load(), before) << "closed before the queued work drained";
+    }
   }
   w.onEveryRank([&](int r) {
     PeerMemoryCache::Result res;
@@ -259,7 +261,9 @@ TEST(PeerCache, DropOverlappingClosesStaleMappingsOnEveryRankAlike) {
     EXPECT_FALSE(res.zeroCopy);  // rank 1's new allocation is opened by this call
     ASSERT_EQ(call(*w.caches[r], allReduce(r, 0, 0), &res), sscSuccess);
     ASSERT_TRUE(res.zeroCopy);
-    if (r != 1) EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[0][1]), FakeRuntime::mappedAt(1, 2) + 256);
+    if (r != 1) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[0][1]), FakeRuntime::mappedAt(1, 2) + 256);
+    }
   });
   for (auto& c : w.caches) c->release();
   for (int r = 0; r < 3; ++r) EXPECT_EQ(w.runtimes[r]->openNow(), 0u);
