@@ -266,6 +266,13 @@ sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipE
 sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, const GemmPiece& g,
                      void* scratch, hipStream_t on) {
   if (g.batch <= 1 || scratch == nullptr) return gs->matmul(c, a, d, g, on);
+  // Rows that are not 16-byte multiples (odd K or N): the batch, as before the scratch. On the
+  // H200 the one-GEMM form of such a piece (301 x 257 x 129, fp16 -> fp32, K = 8) was refused by
+  // cuBLASLt at launch ("not supported") although its heuristic had returned an algorithm; the
+  // model shapes this path is for have 16-byte rows.
+  const size_t aRow = c.p.k * typeBytes(c.inType), dRow = c.p.n * typeBytes(c.outType);
+  if (aRow % 16 != 0 || dRow % 16 != 0 || reinterpret_cast<uintptr_t>(scratch) % 256 != 0)
+    return gs->matmul(c, a, d, g, on);
   GemmPiece one;
   one.rows = g.rows * g.batch;
   if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
