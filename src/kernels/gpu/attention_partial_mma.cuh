@@ -92,6 +92,122 @@ __device__ __forceinline__ uint4 loadOrZero(const uint16_t* p, bool ok) {
   return ok ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
 }
 
+// Q fragments of mma rows g and g + 8 (qAt(0, dim) and qAt(1, dim) give their values; zero for
+// rows that hold no query), split into high and low parts where kSplit.
+template <int kD, bool kHalf, bool kSplit, class QAt>
+__device__ __forceinline__ void mmaQFragments(const QAt& qAt, int t, uint32_t (&qa)[kD / 16][4],
+                                              uint32_t (&ql)[kD / 16][4]) {
+  constexpr int kChunks = kD / 32;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    float x0[8], x1[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      x0[e] = qAt(0, 32 * c + 8 * t + e);
+      x1[e] = qAt(1, 32 * c + 8 * t + e);
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int s = 2 * c + hf, o = 4 * hf;
+      splitPair<kHalf, kSplit>(x0[o], x0[o + 1], qa[s][0], ql[s][0]);
+      splitPair<kHalf, kSplit>(x1[o], x1[o + 1], qa[s][1], ql[s][1]);
+      splitPair<kHalf, kSplit>(x0[o + 2], x0[o + 3], qa[s][2], ql[s][2]);
+      splitPair<kHalf, kSplit>(x1[o + 2], x1[o + 3], qa[s][3], ql[s][3]);
+    }
+  }
+}
+
+// One warp step over n <= 16 keys (K and V rows at kb and vb): S = Q K^T in log2 units, keys past
+// n or that visible(row, col) rejects (row 0: mma row g, 1: g + 8; col: the key's index in the
+// step) masked to -inf, the online softmax of the lane's two rows (m, l: this lane's share of l),
+// acc rescaled, then acc += P V. A row that has seen no key yet keeps m = -inf, its exponentials
+// taken against 0 (all zero). The decode and prefill kernels differ only in `visible`.
+template <int kD, bool kHalf, bool kSplit, class Visible>
+__device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t* vb, int n, int g, int t,
+                                              const uint32_t (&qa)[kD / 16][4],
+                                              const uint32_t (&ql)[kD / 16][4], float scale2,
+                                              const Visible& visible, float (&m)[2], float (&l)[2],
+                                              float (&acc)[kD / 8][4]) {
+  constexpr int kSteps = kD / 16, kChunks = kD / 32, kHalves = kD / 64, kTiles = kD / 8;
+  // Every load of the step first (16 x 16 bytes per lane in flight), rows past n never read.
+  uint4 kr[2][kChunks], vr[4][kHalves];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c)
+      kr[i][c] = loadOrZero(kb + (g + 8 * i) * kD + 32 * c + 8 * t, g + 8 * i < n);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int row = 2 * t + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
+  }
+
+  float sc[2][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
+#pragma unroll
+    for (int st = 0; st < kSteps; ++st) {
+      const uint32_t b0 = word(kr[i][st / 2], 2 * (st % 2)), b1 = word(kr[i][st / 2], 2 * (st % 2) + 1);
+      mma16816<kHalf>(sc[i], qa[st], b0, b1);
+      if constexpr (kSplit) mma16816<kHalf>(sc[i], ql[st], b0, b1);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = 8 * i + 2 * t + (e & 1);
+      sc[i][e] = col < n && visible(e >> 1, col) ? sc[i][e] * scale2 : negInf();
+    }
+  }
+
+  // Online softmax per row (r = 0: row g, 1: row g + 8); a row's 16 scores are spread over the
+  // 4 lanes of the group.
+  float corr[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]), fmaxf(sc[1][2 * r], sc[1][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mNew = fmaxf(m[r], mx);
+    const float mUse = mNew == negInf() ? 0.0f : mNew;
+    corr[r] = exp2f(m[r] - mUse);  // 0 on a row's first visible step (m = -inf)
+    m[r] = mNew;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sc[i][2 * r + e] = exp2f(sc[i][2 * r + e] - mUse);
+        sum += sc[i][2 * r + e];
+      }
+    l[r] = l[r] * corr[r] + sum;  // this lane's share; the group's lanes are summed at the end
+  }
+#pragma unroll
+  for (int nt = 0; nt < kTiles; ++nt) {
+    acc[nt][0] *= corr[0];
+    acc[nt][1] *= corr[0];
+    acc[nt][2] *= corr[1];
+    acc[nt][3] *= corr[1];
+  }
+
+  uint32_t pa[4], pl[4];
+  splitPair<kHalf, kSplit>(sc[0][0], sc[0][1], pa[0], pl[0]);
+  splitPair<kHalf, kSplit>(sc[0][2], sc[0][3], pa[1], pl[1]);
+  splitPair<kHalf, kSplit>(sc[1][0], sc[1][1], pa[2], pl[2]);
+  splitPair<kHalf, kSplit>(sc[1][2], sc[1][3], pa[3], pl[3]);
+#pragma unroll
+  for (int h = 0; h < kHalves; ++h)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int w = j / 2;
+      const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
+      const uint32_t b0 = __byte_perm(word(vr[0][h], w), word(vr[1][h], w), sel);
+      const uint32_t b1 = __byte_perm(word(vr[2][h], w), word(vr[3][h], w), sel);
+      mma16816<kHalf>(acc[8 * h + j], pa, b0, b1);
+      if constexpr (kSplit) mma16816<kHalf>(acc[8 * h + j], pl, b0, b1);
+    }
+}
+
 // Block (b, kv head, head chunk x split) as the fp32 kernel; the block's spans are dealt to its
 // warps (span j to warp j % 4), and a warp walks each span 16 rows at a time. Lane (g, t) =
 // (lane / 4, lane % 4), the mma's groupID and thread-in-group. In a 16-token step:
@@ -103,7 +219,7 @@ __device__ __forceinline__ uint4 loadOrZero(const uint16_t* p, bool ok) {
 //    (h, j) takes element j of each, so its column n is dim 64h + 8n + j.
 template <int kD, bool kHalf, bool kSplit>
 __global__ void __launch_bounds__(kMmaThreads) attnPartialMmaKernel(const AttnPartialParams p) {
-  constexpr int kSteps = kD / 16, kChunks = kD / 32, kHalves = kD / 64, kTiles = kD / 8;
+  constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
   constexpr int kH = kAttnMaxHeadsPerBlock;
   static_assert(kH == 16, "the mma's 16 rows are the block's query heads");
   __shared__ float ms[kMmaWarps][kH];
@@ -127,23 +243,7 @@ __global__ void __launch_bounds__(kMmaThreads) attnPartialMmaKernel(const AttnPa
                        h % p.qHeadsPerRank) * kD + e;
     return loadIo(p.q, qi, p.qDtype);
   };
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    float x0[8], x1[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      x0[e] = qAt(g, 32 * c + 8 * t + e);
-      x1[e] = qAt(g + 8, 32 * c + 8 * t + e);
-    }
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int s = 2 * c + hf, o = 4 * hf;
-      splitPair<kHalf, kSplit>(x0[o], x0[o + 1], qa[s][0], ql[s][0]);
-      splitPair<kHalf, kSplit>(x1[o], x1[o + 1], qa[s][1], ql[s][1]);
-      splitPair<kHalf, kSplit>(x0[o + 2], x0[o + 3], qa[s][2], ql[s][2]);
-      splitPair<kHalf, kSplit>(x1[o + 2], x1[o + 3], qa[s][3], ql[s][3]);
-    }
-  }
+  mmaQFragments<kD, kHalf, kSplit>([&](int r, int e) { return qAt(g + 8 * r, e); }, t, qa, ql);
 
   float acc[kTiles][4];
 #pragma unroll
@@ -159,81 +259,9 @@ __global__ void __launch_bounds__(kMmaThreads) attnPartialMmaKernel(const AttnPa
     const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
     for (int r0 = p.spans[3 * s + 1]; r0 < rowEnd; r0 += kMmaTokens) {
       const int n = min(kMmaTokens, rowEnd - r0);
-      const uint16_t* kb = kPool + (pageBase + r0) * kD;
-      const uint16_t* vb = vPool + (pageBase + r0) * kD;
-      // Every load of the step first (16 x 16 bytes per lane in flight), rows past n never read.
-      uint4 kr[2][kChunks], vr[4][kHalves];
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          kr[i][c] = loadOrZero(kb + (g + 8 * i) * kD + 32 * c + 8 * t, g + 8 * i < n);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int row = 2 * t + (i & 1) + 8 * (i >> 1);
-#pragma unroll
-        for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
-      }
-
-      float sc[2][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
-#pragma unroll
-        for (int st = 0; st < kSteps; ++st) {
-          const uint32_t b0 = word(kr[i][st / 2], 2 * (st % 2)), b1 = word(kr[i][st / 2], 2 * (st % 2) + 1);
-          mma16816<kHalf>(sc[i], qa[st], b0, b1);
-          if constexpr (kSplit) mma16816<kHalf>(sc[i], ql[st], b0, b1);
-        }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) sc[i][e] = 8 * i + 2 * t + (e & 1) < n ? sc[i][e] * scale2 : negInf();
-      }
-
-      // Online softmax per head row (r = 0: head g, 1: head g + 8); the row's 16 scores are
-      // spread over the 4 lanes of the group.
-      float corr[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]), fmaxf(sc[1][2 * r], sc[1][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float mNew = fmaxf(m[r], mx);  // finite: every step has a valid token
-        corr[r] = exp2f(m[r] - mNew);        // 0 on the first step (m = -inf)
-        m[r] = mNew;
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            sc[i][2 * r + e] = exp2f(sc[i][2 * r + e] - mNew);
-            sum += sc[i][2 * r + e];
-          }
-        l[r] = l[r] * corr[r] + sum;  // this lane's share; the group's lanes are summed at the end
-      }
-#pragma unroll
-      for (int nt = 0; nt < kTiles; ++nt) {
-        acc[nt][0] *= corr[0];
-        acc[nt][1] *= corr[0];
-        acc[nt][2] *= corr[1];
-        acc[nt][3] *= corr[1];
-      }
-
-      uint32_t pa[4], pl[4];
-      splitPair<kHalf, kSplit>(sc[0][0], sc[0][1], pa[0], pl[0]);
-      splitPair<kHalf, kSplit>(sc[0][2], sc[0][3], pa[1], pl[1]);
-      splitPair<kHalf, kSplit>(sc[1][0], sc[1][1], pa[2], pl[2]);
-      splitPair<kHalf, kSplit>(sc[1][2], sc[1][3], pa[3], pl[3]);
-#pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int w = j / 2;
-          const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
-          const uint32_t b0 = __byte_perm(word(vr[0][h], w), word(vr[1][h], w), sel);
-          const uint32_t b1 = __byte_perm(word(vr[2][h], w), word(vr[3][h], w), sel);
-          mma16816<kHalf>(acc[8 * h + j], pa, b0, b1);
-          if constexpr (kSplit) mma16816<kHalf>(acc[8 * h + j], pl, b0, b1);
-        }
+      mmaAttendStep<kD, kHalf, kSplit>(kPool + (pageBase + r0) * kD, vPool + (pageBase + r0) * kD,
+                                       n, g, t, qa, ql, scale2, [](int, int) { return true; }, m, l,
+                                       acc);
     }
   }
 

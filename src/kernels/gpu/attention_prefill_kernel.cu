@@ -34,7 +34,7 @@ static_assert(kAttnPrefillTileRows == 16, "a tile is the mma's 16 rows");
 // lane (g, t) holds rows g and g + 8 of the tile.
 template <int kD, bool kHalf, bool kSplit>
 __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKernel(const AttnPrefillParams p) {
-  constexpr int kSteps = kD / 16, kChunks = kD / 32, kHalves = kD / 64, kTiles = kD / 8;
+  constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int tile = blockIdx.x * kMmaWarps + warp;
   if (tile >= p.numTiles) return;  // warp-uniform: no block-wide synchronisation below
@@ -48,23 +48,7 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
     if (ri[r].pos < 0) return 0.0f;
     return loadIo(p.q, (static_cast<size_t>(ri[r].token) * p.numQHeads + ri[r].head) * kD + e, p.qDtype);
   };
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    float x0[8], x1[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      x0[e] = qAt(0, 32 * c + 8 * t + e);
-      x1[e] = qAt(1, 32 * c + 8 * t + e);
-    }
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int s = 2 * c + hf, o = 4 * hf;
-      splitPair<kHalf, kSplit>(x0[o], x0[o + 1], qa[s][0], ql[s][0]);
-      splitPair<kHalf, kSplit>(x1[o], x1[o + 1], qa[s][1], ql[s][1]);
-      splitPair<kHalf, kSplit>(x0[o + 2], x0[o + 3], qa[s][2], ql[s][2]);
-      splitPair<kHalf, kSplit>(x1[o + 2], x1[o + 3], qa[s][3], ql[s][3]);
-    }
-  }
+  mmaQFragments<kD, kHalf, kSplit>(qAt, t, qa, ql);
 
   float acc[kTiles][4];
 #pragma unroll
@@ -81,84 +65,10 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
     const size_t pageBase = (static_cast<size_t>(p.spans[4 * s]) * p.numKvHeads + kvHead) * p.pageSize;
     for (int r0 = sr.from; r0 < sr.to; r0 += kMmaTokens) {
       const int n = min(kMmaTokens, sr.to - r0), kp0 = sr.firstPos + (r0 - sr.from);
-      const uint16_t* kb = kPool + (pageBase + r0) * kD;
-      const uint16_t* vb = vPool + (pageBase + r0) * kD;
-      uint4 kr[2][kChunks], vr[4][kHalves];
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          kr[i][c] = loadOrZero(kb + (g + 8 * i) * kD + 32 * c + 8 * t, g + 8 * i < n);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int row = 2 * t + (i & 1) + 8 * (i >> 1);
-#pragma unroll
-        for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
-      }
-
-      float sc[2][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
-#pragma unroll
-        for (int st = 0; st < kSteps; ++st) {
-          const uint32_t b0 = word(kr[i][st / 2], 2 * (st % 2)), b1 = word(kr[i][st / 2], 2 * (st % 2) + 1);
-          mma16816<kHalf>(sc[i], qa[st], b0, b1);
-          if constexpr (kSplit) mma16816<kHalf>(sc[i], ql[st], b0, b1);
-        }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = 8 * i + 2 * t + (e & 1), kp = kp0 + col;
-          sc[i][e] = col < n && prefillSees(ri[e >> 1], kp) ? sc[i][e] * scale2 : negInf();
-        }
-      }
-
-      // Online softmax per row; a row may see no key of this step (causal mask, window), or
-      // none yet at all: then its maximum stays -inf and exp2 is taken against 0 instead.
-      float corr[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]), fmaxf(sc[1][2 * r], sc[1][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float mNew = fmaxf(m[r], mx);
-        const float mUse = mNew == negInf() ? 0.0f : mNew;
-        corr[r] = exp2f(m[r] - mUse);
-        m[r] = mNew;
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            sc[i][2 * r + e] = exp2f(sc[i][2 * r + e] - mUse);
-            sum += sc[i][2 * r + e];
-          }
-        l[r] = l[r] * corr[r] + sum;
-      }
-#pragma unroll
-      for (int nt = 0; nt < kTiles; ++nt) {
-        acc[nt][0] *= corr[0];
-        acc[nt][1] *= corr[0];
-        acc[nt][2] *= corr[1];
-        acc[nt][3] *= corr[1];
-      }
-
-      uint32_t pa[4], pl[4];
-      splitPair<kHalf, kSplit>(sc[0][0], sc[0][1], pa[0], pl[0]);
-      splitPair<kHalf, kSplit>(sc[0][2], sc[0][3], pa[1], pl[1]);
-      splitPair<kHalf, kSplit>(sc[1][0], sc[1][1], pa[2], pl[2]);
-      splitPair<kHalf, kSplit>(sc[1][2], sc[1][3], pa[3], pl[3]);
-#pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int w = j / 2;
-          const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
-          const uint32_t b0 = __byte_perm(word(vr[0][h], w), word(vr[1][h], w), sel);
-          const uint32_t b1 = __byte_perm(word(vr[2][h], w), word(vr[3][h], w), sel);
-          mma16816<kHalf>(acc[8 * h + j], pa, b0, b1);
-          if constexpr (kSplit) mma16816<kHalf>(acc[8 * h + j], pl, b0, b1);
-        }
+      // Key col of the step is at position kp0 + col: the row sees it when causal and in window.
+      mmaAttendStep<kD, kHalf, kSplit>(
+          kPool + (pageBase + r0) * kD, vPool + (pageBase + r0) * kD, n, g, t, qa, ql, scale2,
+          [&](int r, int col) { return prefillSees(ri[r], kp0 + col); }, m, l, acc);
     }
   }
 
