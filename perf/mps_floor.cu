@@ -24,28 +24,21 @@
 //   peer copy GB/s    the same, each rank reading the next rank's buffer through IPC
 // Flags live in each rank's own device memory, mapped into every peer through IPC, and use
 // device-scope release/acquire: MPS ranks share one GPU's L2 (src/kernels/gpu/sym_barrier.cuh).
-#include <mpi.h>
-
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "src/platform/gpu_runtime.h"
+#include "perf/mps_ranks.cuh"
 
 namespace {
 
-constexpr int kMaxRanks = 64;
-constexpr int kMaxBlocks = 64;
-constexpr unsigned long long kSpinLimit = 1ull << 28;  // a broken barrier ends, never hangs
-
-struct Peers {
-  uint64_t* flags[kMaxRanks];  // [rank] -> that rank's kMaxBlocks flags, mapped here
-  int nranks, rank;
-  unsigned int* failed;        // set when a wait ran past kSpinLimit
-};
+using mps::check;
+using mps::meet;
+using mps::now;
+using mps::Peers;
+constexpr int kMaxRanks = mps::kMaxRanks;
+constexpr int kMaxBlocks = 64;  // the widest grid the barrier rows use
 
 struct BigParams {
   char bytes[2048];
@@ -55,24 +48,6 @@ __global__ void emptyKernel() {}
 
 __global__ void bigParamKernel(const SSC_GRID_CONSTANT BigParams p) {
   if (threadIdx.x == 0 && p.bytes[0] == 42) __threadfence();  // keeps the parameter alive
-}
-
-// Block blockIdx.x meets block blockIdx.x of every rank at barrier number e: thread 0 releases
-// this rank's flag, thread q < nranks acquires rank q's.
-__device__ void meet(const Peers& p, uint64_t e) {
-  __syncthreads();
-  if (threadIdx.x == 0) sscStoreReleaseGpu(p.flags[p.rank] + blockIdx.x, e);
-  const int q = static_cast<int>(threadIdx.x);
-  if (q < p.nranks && q != p.rank) {
-    unsigned long long spins = 0;
-    while (sscLoadAcquireGpu(p.flags[q] + blockIdx.x) < e) {
-      if (++spins > kSpinLimit) {
-        atomicExch(p.failed, 1u);
-        break;
-      }
-    }
-  }
-  __syncthreads();
 }
 
 // `count` barriers, numbered epoch0 + 1 ... epoch0 + count.
@@ -117,16 +92,6 @@ __global__ void __launch_bounds__(512) bulkKernel(const SSC_GRID_CONSTANT Peers 
   meet(p, epoch0 + 2);
 }
 
-void check(hipError_t e, const char* what) {
-  if (e == hipSuccess) return;
-  std::fprintf(stderr, "mps_floor: %s: %s\n", what, hipGetErrorString(e));
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,30 +112,7 @@ int main(int argc, char** argv) {
   hipEvent_t ev;
   check(hipEventCreateWithFlags(&ev, hipEventDisableTiming), "event");
 
-  uint64_t* mine = nullptr;
-  check(hipMalloc(reinterpret_cast<void**>(&mine), kMaxBlocks * sizeof(uint64_t)), "hipMalloc");
-  check(hipMemset(mine, 0, kMaxBlocks * sizeof(uint64_t)), "hipMemset");
-  unsigned int* failed = nullptr;
-  check(hipMalloc(reinterpret_cast<void**>(&failed), sizeof(unsigned int)), "hipMalloc");
-  check(hipMemset(failed, 0, sizeof(unsigned int)), "hipMemset");
-  check(hipDeviceSynchronize(), "sync");
-  hipIpcMemHandle_t h;
-  check(hipIpcGetMemHandle(&h, mine), "hipIpcGetMemHandle");
-  std::vector<hipIpcMemHandle_t> all(nranks);
-  MPI_Allgather(&h, sizeof(h), MPI_BYTE, all.data(), sizeof(h), MPI_BYTE, MPI_COMM_WORLD);
-  Peers peers{};
-  peers.nranks = nranks;
-  peers.rank = rank;
-  peers.failed = failed;
-  for (int q = 0; q < nranks; ++q) {
-    if (q == rank) {
-      peers.flags[q] = mine;
-      continue;
-    }
-    void* m = nullptr;
-    check(hipIpcOpenMemHandle(&m, all[q], hipIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle");
-    peers.flags[q] = static_cast<uint64_t*>(m);
-  }
+  Peers peers = mps::makePeers(rank, nranks);
   int sms = 0;
   check(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0), "attribute");
   // This rank's SM share: under MPS the attribute already reports the capped count.
@@ -183,21 +125,11 @@ int main(int argc, char** argv) {
   check(hipMalloc(reinterpret_cast<void**>(&copyOut), dataBytes), "hipMalloc out");
   check(hipMemset(data, 1, dataBytes), "hipMemset");
   check(hipDeviceSynchronize(), "sync");
-  hipIpcMemHandle_t dh;
-  check(hipIpcGetMemHandle(&dh, data), "hipIpcGetMemHandle data");
-  std::vector<hipIpcMemHandle_t> dall(nranks);
-  MPI_Allgather(&dh, sizeof(dh), MPI_BYTE, dall.data(), sizeof(dh), MPI_BYTE, MPI_COMM_WORLD);
   Bulk bulk{};
   bulk.out = copyOut;
-  for (int q = 0; q < nranks; ++q) {
-    if (q == rank) {
-      bulk.in[q] = data;
-      continue;
-    }
-    void* m = nullptr;
-    check(hipIpcOpenMemHandle(&m, dall[q], hipIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle data");
-    bulk.in[q] = static_cast<const uint4*>(m);
-  }
+  void* mapped[kMaxRanks];
+  mps::exchange(data, rank, nranks, mapped);
+  for (int q = 0; q < nranks; ++q) bulk.in[q] = static_cast<const uint4*>(mapped[q]);
 
   uint64_t epoch = 0;
   BigParams big{};
@@ -269,25 +201,18 @@ int main(int argc, char** argv) {
   copyRate("copy GB/s", data);
   copyRate("peer copy GB/s", bulk.in[(rank + 1) % nranks]);
 
-  unsigned int bad = 0;
-  check(hipMemcpy(&bad, failed, sizeof(bad), hipMemcpyDeviceToHost), "copy");
-  unsigned int anyBad = 0;
-  MPI_Reduce(&bad, &anyBad, 1, MPI_UNSIGNED, MPI_MAX, 0, MPI_COMM_WORLD);
+  const bool anyBad = mps::anyFailed(peers);
   if (rank == 0) {
     std::printf("# mps_floor: %d ranks, %d iterations, SM share %d (wide grid: that many 512-thread blocks)\n", nranks,
                 iters, wide);
     std::printf("%-18s %10s\n", "# row", "us/call (GB/s for the copy rows)");
     for (const Row& r : rows) std::printf("%-18s %10.2f\n", r.name.c_str(), r.us);
-    if (anyBad != 0) std::printf("# WARNING: a barrier wait timed out; its rows are not valid\n");
+    if (anyBad) std::printf("# WARNING: a barrier wait timed out; its rows are not valid\n");
   }
-  for (int q = 0; q < nranks; ++q)
-    if (q != rank) (void)hipIpcCloseMemHandle(peers.flags[q]);
-  for (int q = 0; q < nranks; ++q)
-    if (q != rank) (void)hipIpcCloseMemHandle(const_cast<uint4*>(bulk.in[q]));
+  mps::unmap(mapped, rank, nranks);
+  mps::freePeers(peers);
   (void)hipFree(data);
   (void)hipFree(copyOut);
-  (void)hipFree(mine);
-  (void)hipFree(failed);
   MPI_Finalize();
-  return anyBad != 0 && rank == 0 ? 1 : 0;
+  return anyBad && rank == 0 ? 1 : 0;
 }

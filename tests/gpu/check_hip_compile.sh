@@ -54,9 +54,11 @@ mpi=()
 if command -v mpicxx >/dev/null 2>&1; then
   read -r -a mpi <<<"$(mpicxx --showme:compile 2>/dev/null || true)"
   host+=("$repo"/tests/gpu/*.cc "$repo"/perf/attention_perf.cc)
-  # The floor benchmark is device code and an MPI program at once.
-  run "perf/mps_floor.cu (gfx90a, gfx940)" \
-    "$hipcc" "${common[@]}" "${archs[@]}" "${mpi[@]}" -x hip -c "$repo/perf/mps_floor.cu" -o "$out/mps_floor.o"
+  # The standalone K-rank benchmarks are device code and MPI programs at once.
+  for tool in mps_floor bulk_shapes; do
+    run "perf/$tool.cu (gfx90a, gfx940)" \
+      "$hipcc" "${common[@]}" "${archs[@]}" "${mpi[@]}" -x hip -c "$repo/perf/$tool.cu" -o "$out/$tool.o"
+  done
 fi
 # ROCm's own include directory (/opt/rocm/include); Debian's headers are in /usr/include already,
 # and naming that with -isystem would break the C++ headers' #include_next.

@@ -1,0 +1,299 @@
+// bulk_shapes: which launch shape lets K ranks' zero-copy data loops reach the copy roofline.
+// The data patterns of Starscream's bulk kernel (src/kernels/gpu/sym_bulk.cuh) alone, between the
+// same two flag barriers, over a table of shapes: threads per block, blocks per SM, 16-byte loads
+// in flight per thread, grid-stride or one contiguous range per block, plain or streaming stores.
+// Issue 14: the bulk kernel reaches 87-94 % of the roofline at K = 8 but 67-82 % at K = 2 and 4;
+// this tool measures which shape closes that, without the library around it.
+//
+//   mpirun -np K bulk_shapes [MiB per rank ...]   (tools/emulate/partition-run.sh K build/bin/bulk_shapes 256)
+//
+// Patterns, each rank on its own slice (N / K elements) of N-element float buffers, N = the size:
+//   copy   this rank's buffer into its own output, no peers: the reference rate C (bytes copied
+//          per second by all ranks together, the best shape)
+//   rs     reduce-scatter: the sum over every rank's input slice into this rank's output slice
+//          (reads N, writes N / K per rank)
+//   ar     all-reduce, reduce + broadcast: that sum written into every rank's output (reads N,
+//          writes N per rank: the two-shot all-reduce in one pass)
+//   ag     all-gather, push: this rank's slice written into every rank's output (reads N / K,
+//          writes N per rank)
+// Each cell is the slowest rank's time per call and % of the roofline: the bytes the pattern
+// must read and write on every rank, at C (so 100 % = the pattern moves its bytes as fast as
+// a plain copy). Every cell is checked (a wrong element fails the run).
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "perf/mps_ranks.cuh"
+
+namespace {
+
+using mps::check;
+
+constexpr int kMaxPeers = 8;
+
+struct Move {
+  const float* src[kMaxPeers];  // nsrc sources (slice start), summed
+  float* dst[kMaxPeers];        // ndst destinations (slice start)
+  int nsrc, ndst;
+  uint64_t nvec;                // 16-byte vectors of the slice
+};
+
+template <int kStore>
+__device__ __forceinline__ void store(uint4* p, uint4 v) {
+  if constexpr (kStore == 1) {  // streaming (evict first)
+#if defined(SSC_GPU_IS_HIP)
+    unsigned* d = reinterpret_cast<unsigned*>(p);  // the builtin takes scalars, not HIP's vector class
+    __builtin_nontemporal_store(v.x, d);
+    __builtin_nontemporal_store(v.y, d + 1);
+    __builtin_nontemporal_store(v.z, d + 2);
+    __builtin_nontemporal_store(v.w, d + 3);
+#else
+    __stcs(p, v);
+#endif
+  } else {
+    *p = v;
+  }
+}
+
+__device__ __forceinline__ uint4 add(uint4 a, uint4 b) {
+  float4 x = *reinterpret_cast<float4*>(&a), y = *reinterpret_cast<float4*>(&b);
+  x.x += y.x;
+  x.y += y.y;
+  x.z += y.z;
+  x.w += y.w;
+  return *reinterpret_cast<uint4*>(&x);
+}
+
+// kSrc: sources unrolled (nsrc <= kSrc); kU: vectors per source per iteration, so kSrc x kU
+// 16-byte loads are in flight per thread before the first is used.
+template <int kThreads, int kMinBlocks, int kSrc, int kU, bool kContig, int kStore>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    moveKernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m, uint64_t epoch0) {
+  mps::meet(p, epoch0 + 1);
+  uint64_t begin, end, stride;
+  if constexpr (kContig) {  // block b: one contiguous range
+    const uint64_t per = (m.nvec + gridDim.x - 1) / gridDim.x;
+    begin = blockIdx.x * per + threadIdx.x;
+    const uint64_t stop = (blockIdx.x + 1) * per;
+    end = stop < m.nvec ? stop : m.nvec;
+    stride = kThreads;
+  } else {
+    begin = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+    end = m.nvec;
+    stride = static_cast<uint64_t>(gridDim.x) * kThreads;
+  }
+  for (uint64_t v0 = begin; v0 < end; v0 += stride * kU) {
+    uint4 x[kSrc][kU];
+#pragma unroll
+    for (int j = 0; j < kSrc; ++j)
+      if (j < m.nsrc) {
+        const uint4* s = reinterpret_cast<const uint4*>(m.src[j]);
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (v0 + u * stride < end) x[j][u] = sscLoadCg(s + v0 + u * stride);
+      }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      if (v0 + u * stride >= end) break;
+      uint4 r = x[0][u];
+#pragma unroll
+      for (int j = 1; j < kSrc; ++j)
+        if (j < m.nsrc) r = add(r, x[j][u]);
+      for (int k = 0; k < m.ndst; ++k) store<kStore>(reinterpret_cast<uint4*>(m.dst[k]) + v0 + u * stride, r);
+    }
+  }
+  mps::meet(p, epoch0 + 2);
+}
+
+using Launch = void (*)(int blocks, hipStream_t, const mps::Peers&, const Move&, uint64_t);
+
+template <int kThreads, int kMinBlocks, int kSrc, int kU, bool kContig, int kStore>
+void launchOne(int blocks, hipStream_t st, const mps::Peers& p, const Move& m, uint64_t epoch0) {
+  moveKernel<kThreads, kMinBlocks, kSrc, kU, kContig, kStore><<<blocks, kThreads, 0, st>>>(p, m, epoch0);
+}
+
+struct Shape {
+  const char* name;
+  int threads, blocksPerSM;
+  Launch bySrc[4];  // kSrc = 1, 2, 4, 8
+};
+
+// kLoads 16-byte loads in flight per thread whatever the source count (kU = kLoads / kSrc).
+#define SHAPE(name, T, B, L, C, S)                                                                 \
+  Shape {                                                                                          \
+    name, T, B, {                                                                                  \
+      launchOne<T, B, 1, L, C, S>, launchOne<T, B, 2, std::max(1, L / 2), C, S>,                   \
+          launchOne<T, B, 4, std::max(1, L / 4), C, S>, launchOne<T, B, 8, std::max(1, L / 8), C, S> \
+    }                                                                                              \
+  }
+
+// The first is the bulk kernel's shape today (512 threads, 1 block per SM, 8 loads in flight
+// for reductions; its copies keep 4).
+const Shape kShapes[] = {
+    SHAPE("t512 b1 L8", 512, 1, 8, false, 0),          SHAPE("t512 b1 L4", 512, 1, 4, false, 0),
+    SHAPE("t512 b1 L16", 512, 1, 16, false, 0),        SHAPE("t512 b2 L8", 512, 2, 8, false, 0),
+    SHAPE("t512 b2 L4", 512, 2, 4, false, 0),          SHAPE("t512 b2 L16", 512, 2, 16, false, 0),
+    SHAPE("t512 b4 L4", 512, 4, 4, false, 0),          SHAPE("t256 b4 L8", 256, 4, 8, false, 0),
+    SHAPE("t256 b8 L4", 256, 8, 4, false, 0),          SHAPE("t1024 b1 L8", 1024, 1, 8, false, 0),
+    SHAPE("t512 b1 L8 contig", 512, 1, 8, true, 0),    SHAPE("t512 b2 L8 contig", 512, 2, 8, true, 0),
+    SHAPE("t512 b1 L8 stcs", 512, 1, 8, false, 1),     SHAPE("t512 b2 L8 stcs", 512, 2, 8, false, 1),
+};
+
+int srcIndex(int nsrc) { return nsrc <= 1 ? 0 : nsrc <= 2 ? 1 : nsrc <= 4 ? 2 : 3; }
+
+__global__ void fillKernel(float* p, uint64_t n, float v) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+
+// Elements of out[lo, hi) that are not want(i) (i = the element's index).
+__global__ void countWrong(const float* out, uint64_t lo, uint64_t hi, uint64_t slice, int mode, int nranks,
+                           unsigned long long* wrong) {
+  for (uint64_t i = lo + blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < hi;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    // rs, ar: the sum of 1 .. K; ag: rank q's value q + 1 in slice q; copy: this rank's value.
+    const float want = mode == 3 ? static_cast<float>(i / slice + 1)
+                                 : static_cast<float>(nranks * (nranks + 1) / 2);
+    if (out[i] != want) atomicAdd(wrong, 1ull);
+  }
+}
+
+struct Cell {
+  std::string pattern, shape;
+  uint64_t bytes;
+  double us, pct;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  std::vector<uint64_t> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10) << 20);
+  if (sizes.empty()) sizes = {uint64_t{64} << 20, uint64_t{256} << 20};
+  if (nranks > kMaxPeers) {
+    if (rank == 0) std::fprintf(stderr, "bulk_shapes: at most %d ranks\n", kMaxPeers);
+    MPI_Finalize();
+    return 2;
+  }
+  const char* dev = std::getenv("MPS_FLOOR_DEVICE");
+  check(hipSetDevice(dev != nullptr ? std::atoi(dev) : 0), "hipSetDevice");
+  hipStream_t stream;
+  check(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking), "stream");
+  mps::Peers peers = mps::makePeers(rank, nranks);
+  int sms = 0;
+  check(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0), "attribute");
+  const uint64_t maxBytes = *std::max_element(sizes.begin(), sizes.end());
+  float *in = nullptr, *out = nullptr;
+  check(hipMalloc(reinterpret_cast<void**>(&in), maxBytes), "hipMalloc in");
+  check(hipMalloc(reinterpret_cast<void**>(&out), maxBytes), "hipMalloc out");
+  fillKernel<<<4 * sms, 512, 0, stream>>>(in, maxBytes / 4, static_cast<float>(rank + 1));
+  check(hipStreamSynchronize(stream), "fill");
+  void* ins[mps::kMaxRanks];
+  void* outs[mps::kMaxRanks];
+  mps::exchange(in, rank, nranks, ins);
+  mps::exchange(out, rank, nranks, outs);
+  unsigned long long* wrong = nullptr;
+  check(hipMalloc(reinterpret_cast<void**>(&wrong), sizeof(*wrong)), "hipMalloc");
+
+  uint64_t epoch = 0;
+  std::vector<Cell> cells;
+  unsigned long long totalWrong = 0;
+  const char* patterns[] = {"copy", "rs", "ar", "ag"};
+  for (const uint64_t bytes : sizes) {
+    const uint64_t n = bytes / 4, slice = n / nranks, sliceOff = static_cast<uint64_t>(rank) * slice;
+    for (int pat = 0; pat < 4; ++pat) {
+      Move m{};
+      m.nvec = slice * 4 / 16;
+      if (pat == 0) {  // copy: the whole buffer, locally
+        m.nsrc = m.ndst = 1;
+        m.src[0] = in;
+        m.dst[0] = out;
+        m.nvec = bytes / 16;
+      } else if (pat == 3) {  // ag: this rank's slice into every output
+        m.nsrc = 1;
+        m.src[0] = in + sliceOff;
+        m.ndst = nranks;
+      } else {
+        m.nsrc = nranks;
+        m.ndst = pat == 2 ? nranks : 1;
+        for (int q = 0; q < nranks; ++q) m.src[q] = static_cast<const float*>(ins[q]) + sliceOff;
+      }
+      if (pat != 0)
+        for (int k = 0; k < m.ndst; ++k)
+          m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + sliceOff;
+      // Bytes read + written on every rank, and the time all ranks' copies would take for them.
+      const double traffic = pat == 0 ? 2.0 * bytes
+                             : pat == 1 ? bytes + bytes / double(nranks)
+                             : pat == 2 ? 2.0 * bytes
+                                        : bytes / double(nranks) + bytes;
+      for (const Shape& sh : kShapes) {
+        const int blocks = std::min(sh.blocksPerSM * sms, mps::kMaxBlocks);
+        const Launch fn = sh.bySrc[srcIndex(m.nsrc)];
+        check(hipMemsetAsync(out, 0, bytes, stream), "memset");
+        check(hipStreamSynchronize(stream), "sync");
+        MPI_Barrier(MPI_COMM_WORLD);
+        const auto once = [&] {
+          fn(blocks, stream, peers, m, epoch);
+          epoch += 2;
+        };
+        once();
+        once();
+        check(hipStreamSynchronize(stream), "warm-up");
+        MPI_Barrier(MPI_COMM_WORLD);
+        const int iters = 10;
+        const double t0 = mps::now();
+        for (int i = 0; i < iters; ++i) once();
+        check(hipStreamSynchronize(stream), "timed");
+        double us = (mps::now() - t0) * 1e6 / iters, worst = 0;
+        MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);  // every rank's writes into this rank's output are done
+        check(hipMemsetAsync(wrong, 0, sizeof(*wrong), stream), "memset");
+        const uint64_t lo = pat == 1 ? sliceOff : 0, hi = pat == 1 ? sliceOff + slice : slice * nranks;
+        countWrong<<<4 * sms, 512, 0, stream>>>(out, lo, hi, slice, pat == 0 ? 0 : pat, nranks, wrong);
+        unsigned long long w = 0;
+        check(hipMemcpyAsync(&w, wrong, sizeof(w), hipMemcpyDeviceToHost, stream), "copy");
+        check(hipStreamSynchronize(stream), "check");
+        if (pat == 0) w = 0;  // copy: out == in == rank + 1, not the sum; its time is what counts
+        totalWrong += w;
+        cells.push_back({patterns[pat], sh.name, bytes, worst, traffic});
+      }
+    }
+  }
+  unsigned long long allWrong = 0;
+  MPI_Reduce(&totalWrong, &allWrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  const bool timedOut = mps::anyFailed(peers);
+  if (rank == 0) {
+    std::printf("# bulk_shapes: %d ranks, SM share %d; %% = the pattern's bytes at the best copy rate\n",
+                nranks, sms);
+    for (const uint64_t bytes : sizes) {
+      double bestCopy = 1e30;
+      for (const Cell& c : cells)
+        if (c.bytes == bytes && c.pattern == "copy") bestCopy = std::min(bestCopy, c.us);
+      // us per byte of traffic at the copy rate: a copy of `bytes` moves 2 x bytes.
+      const double usPerByte = bestCopy / (2.0 * bytes);
+      std::printf("# %llu MiB per rank: copy %.1f us = %.0f GB/s copied by all ranks\n",
+                  static_cast<unsigned long long>(bytes >> 20), bestCopy, 1e-3 * bytes * nranks / bestCopy);
+      std::printf("%-4s %-20s %10s %7s\n", "pat", "shape", "us", "% roof");
+      for (const Cell& c : cells)
+        if (c.bytes == bytes)
+          std::printf("%-4s %-20s %10.1f %6.1f%%\n", c.pattern.c_str(), c.shape.c_str(), c.us,
+                      100.0 * c.pct * usPerByte / c.us);
+    }
+    if (allWrong != 0) std::printf("# WRONG: %llu elements differ from the expected sums\n", allWrong);
+    if (timedOut) std::printf("# WARNING: a barrier wait timed out; the rows are not valid\n");
+  }
+  mps::unmap(ins, rank, nranks);
+  mps::unmap(outs, rank, nranks);
+  mps::freePeers(peers);
+  (void)hipFree(in);
+  (void)hipFree(out);
+  (void)hipFree(wrong);
+  MPI_Finalize();
+  return (allWrong != 0 || timedOut) && rank == 0 ? 1 : 0;
+}
