@@ -4,7 +4,8 @@
 // with the LL small-message path ("symmetric") and with the bulk kernel only ("symmetric_bulk"),
 // plus a count above the one-shot limit (two-shot); the run fails if its kernels never ran.
 //
-//   mpirun -np K build/bin/gpu_collectives_test [--quick]     (tools/emulate/partition-run.sh)
+//   mpirun -np K build/bin/gpu_collectives_test [--quick] [--algos symmetric,symmetric_bulk]
+//   (tools/emulate/partition-run.sh; --algos: only those variants, comma-separated)
 //
 // Inputs are small integers (-1, 0, 1; unsigned 0..2) so every partial sum, product and average
 // is exact in every type, fp8 included: results then do not depend on the reduction order, and
@@ -201,7 +202,34 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::vector<std::string> algos = {"default", "ring", "bidir_ring", "direct", "hierarchical", "symmetric",
+                                    "symmetric_bulk"};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--algos") == 0 && i + 1 < argc) {
+      const std::vector<std::string> all = algos;
+      algos.clear();
+      std::string list = argv[++i];
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        const std::string name = list.substr(at, comma - at);
+        if (std::find(all.begin(), all.end(), name) == all.end()) {
+          if (g_rank == 0) std::fprintf(stderr, "gpu_collectives_test: unknown variant '%s'\n", name.c_str());
+          MPI_Finalize();
+          return 2;
+        }
+        algos.push_back(name);
+        at = comma + 1;
+      }
+    } else {
+      if (g_rank == 0)
+        std::fprintf(stderr, "usage: gpu_collectives_test [--quick] [--algos default,ring,...,symmetric_bulk]\n");
+      MPI_Finalize();
+      return 2;
+    }
+  }
 
   if (setUpGpuRank("gpu_collectives_test", g_rank, g_nranks) < 0) {
     MPI_Finalize();
@@ -219,8 +247,7 @@ int main(int argc, char** argv) {
 
   // "default": the tuner's choice on unregistered buffers (small all-reduces take the LL packets
   // without registration); the symmetric variants run on registered buffers.
-  for (const std::string algo : {"default", "ring", "bidir_ring", "direct", "hierarchical", "symmetric",
-                                 "symmetric_bulk"}) {
+  for (const std::string& algo : algos) {
     const bool sym = algo.rfind("symmetric", 0) == 0;
     const bool expectSym = sym || algo == "default";
     setenv("STARSCREAM_ALGO", sym ? "symmetric" : algo == "default" ? "" : algo.c_str(), 1);
