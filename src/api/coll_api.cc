@@ -140,8 +140,11 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     // A pre-multiplied sum scales each rank's input by that rank's own scalar; zero-copy steps
     // read peers' raw inputs and could only apply the local one, so such calls use the FIFOs.
     call.args.rankScaled = reduces && static_cast<int>(op) >= sscNumOps;
+    // Captured calls run zero-copy too: the symmetric kernels count their barriers and LL rounds
+    // on the device (sym_kernel.h), and plain buffers' mappings are pinned to the graph
+    // (plain_buffers.cc); `captured` still tells the peer cache not to wait for the device.
     call.args.captured = comm->backend->streamCapturing(stream);
-    call.zeroCopyOk = !call.args.rankScaled && !call.args.captured;
+    call.zeroCopyOk = !call.args.rankScaled;
     if (call.zeroCopyOk) findSymmetric(comm, &call, inBytes, outBytes);
     submitted = true;
     return submitCall(call);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "src/core/log.h"
 #include "transports/usr/peer_cache.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
@@ -57,6 +58,7 @@ PeerMemoryCache::Request requestOf(const PendingCall& c) {
   PeerMemoryCache::Request r;
   r.fingerprint = fingerprint(c);
   r.inPlace = c.args.inPlace;
+  r.captured = c.args.captured;
   // Only the buffers peers touch are posted (a broadcast's sendbuff off the root, a reduce's
   // recvbuff off the root may be anything). The sizes are set on every rank: they bound what
   // peers post.
@@ -86,6 +88,16 @@ void apply(PendingCall* c, const PeerMemoryCache::Request& req, const PeerMemory
   c->callHash = static_cast<uint32_t>(req.fingerprint ^ (req.fingerprint >> 32));
 }
 
+// A captured call's graph keeps the peers' addresses for every replay: their mappings stay open
+// until the graph is destroyed (the runtime's user object calls back; peer_cache.h).
+void pinForGraph(const PendingCall& c, const PeerMemoryCache::Result& res) {
+  if (res.mappings.empty()) return;
+  std::shared_ptr<PeerMemoryCache::Pin> pin = c.comm->peerCache->pin(res);
+  if (!c.comm->backend->retainUntilGraphDestroyed(c.stream, [pin] { pin->release(); }))
+    SSC_LOG(kWarn, "could not tie {} peer mapping(s) to the graph being captured: they stay open "
+            "until the communicator is destroyed", res.mappings.size());
+}
+
 static_assert(sizeof(CallFingerprint) <= PeerMemoryCache::kCheckBytes,
               "a call's fingerprint must fit the check bytes of its record");
 
@@ -109,6 +121,8 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
     PeerMemoryCache::Request req;
     uint64_t ticket;
     bool zeroCopy;  // the call qualified (its request names buffers)
+    PeerMemoryCache::Result res = {};
+    sscResult_t finished = sscSuccess;
   };
   // Checked mode: a communicator whose ranks' fingerprints differ stops there on every rank
   // alike (they all see the same records); the others go on, so they stay in step.
@@ -121,7 +135,7 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
       const auto& list = byComm[comm];
       if (round >= list.size() || refused.count(comm) != 0) continue;
       PendingCall* c = list[round].first;
-      Posted p{c, {}, 0, list[round].second};
+      Posted p{c, {}, 0, list[round].second, {}, sscSuccess};
       if (p.zeroCopy) p.req = requestOf(*c);
       if (c->checked) p.req.check = &c->check;
       if (comm->peerCache != nullptr) SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
@@ -140,21 +154,32 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
         collects.back().ticket = p.ticket;
       }
     CallChecker::collectMany(&collects);
+    // Every communicator's records first, then the confirmations some captured calls post
+    // (peer_cache.h): a thread driving several communicators never waits before it posted.
+    for (Posted& p : posted)
+      if (p.call->comm->peerCache != nullptr)
+        p.finished = p.call->comm->peerCache->finish(p.ticket, p.req, &p.res);
+    for (Posted& p : posted)
+      if (p.finished == sscSuccess && p.res.confirmPending)
+        p.finished = p.call->comm->peerCache->confirm(p.req, &p.res);
     size_t next = 0;
     for (Posted& p : posted) {
       sscComm* comm = p.call->comm;
       std::vector<CallFingerprint> prints;
       sscResult_t r = sscSuccess;
       if (comm->peerCache != nullptr) {
-        PeerMemoryCache::Result res;
-        r = comm->peerCache->finish(p.ticket, p.req, &res);
+        const PeerMemoryCache::Result& res = p.res;
+        r = p.finished;
         if (p.call->checked && !res.checks.empty()) {
           prints.resize(static_cast<size_t>(comm->nranks));
           for (int q = 0; q < comm->nranks; ++q)
             std::memcpy(&prints[q], res.checks.data() + q * PeerMemoryCache::kCheckBytes,
                         sizeof(CallFingerprint));
         }
-        if (r == sscSuccess && p.zeroCopy && runsZeroCopy(*p.call, res)) apply(p.call, p.req, res);
+        if (r == sscSuccess && p.zeroCopy && runsZeroCopy(*p.call, res)) {
+          apply(p.call, p.req, res);
+          if (p.call->args.captured) pinForGraph(*p.call, res);
+        }
       } else {
         CallChecker::Collect& got = collects[next++];
         r = got.result;

@@ -21,6 +21,10 @@ namespace ssc {
 // disagree, its calls are marked `refused` (on every rank alike) and the result is
 // sscInvalidUsage with the message naming the field and the ranks; the other communicators'
 // calls stay resolved.
+//
+// A call captured into a graph is resolved the same way (its new exports confirmed at once, in
+// a second exchange), and the peers' mappings it runs on are pinned until the graph is
+// destroyed (Backend::retainUntilGraphDestroyed; peer_cache.h).
 sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls);
 
 }  // namespace ssc

@@ -24,9 +24,10 @@ struct CollArgs {
   // a contribution where it is read, on its own rank, are right; anything that reads peers' raw
   // inputs (zero-copy, the GPU's LL packets) would apply the reader's scalar to all of them.
   bool rankScaled = false;
-  // The call is being captured into a graph: a replay repeats the launch's arguments, so only
-  // algorithms whose protocol state lives in device memory (the FIFO counters) stay right;
-  // the symmetric kernels' barrier epochs and LL rounds come from the host per call.
+  // The call is being captured into a graph: a replay repeats the launch's arguments, so every
+  // algorithm's protocol state lives in device memory (FIFO counters, the symmetric kernels'
+  // barrier epochs and LL rounds) and plans do not depend on it; the plain-buffer exchange
+  // pins the peers' mappings to the graph and never waits for the device then.
   bool captured = false;
 };
 

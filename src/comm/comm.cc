@@ -250,7 +250,7 @@ void commWaitUnused(sscComm* comm) {
 // beyond its connections, which exist within a node only).
 bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes) {
   const uint64_t bytes = args.count * elemBytes;
-  return args.coll == CollKind::kAllReduce && bytes > 0 && !args.rankScaled && !args.captured &&
+  return args.coll == CollKind::kAllReduce && bytes > 0 && !args.rankScaled &&
          bytes <= comm->backend->packetAllReduceMaxBytes(comm) && comm->topo.nnodes == 1;
 }
 

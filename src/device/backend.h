@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,6 +136,13 @@ class Backend {
 
   // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).
   virtual bool streamCapturing(sscStream_t stream) { (void)stream; return false; }
+  // Runs `release` (from any thread; it must not call the runtime) once the graph `stream` is
+  // being captured into is destroyed and its launches are done. False where it cannot: then
+  // `release` never runs.
+  virtual bool retainUntilGraphDestroyed(sscStream_t stream, std::function<void()> release) {
+    (void)stream, (void)release;
+    return false;
+  }
 
   // Makes `device` the calling thread's current device (init threads, sscCommInitAll's devlist).
   virtual void bindDevice(int device) { (void)device; }

@@ -226,6 +226,48 @@ inline bool sscPointerRange(const void* p, uintptr_t* base, size_t* bytes, uint6
 #endif
 }
 
+// Ties `destroy(ptr)` to the graph `stream` is being captured into: the runtime calls it (on one
+// of its own threads, where no runtime call is allowed) once that graph and every executable
+// graph made from it are destroyed and their launches are done, as NCCL ties its buffer
+// registrations to a graph. False, with destroy never called, where `stream` is not capturing
+// or the runtime cannot (ROCm before 5.3; a user object created but not retained is leaked).
+inline bool sscRetainUntilGraphDestroyed(hipStream_t stream, void* ptr, void (*destroy)(void*)) {
+#if defined(SSC_GPU_IS_HIP)
+#if HIP_VERSION >= 50300000
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  hipGraph_t graph = nullptr;
+  hipUserObject_t object = nullptr;
+  if (hipStreamGetCaptureInfo_v2(stream, &status, nullptr, &graph, nullptr, nullptr) != hipSuccess ||
+      status != hipStreamCaptureStatusActive || graph == nullptr ||
+      hipUserObjectCreate(&object, ptr, destroy, 1, hipUserObjectNoDestructorSync) != hipSuccess ||
+      hipGraphRetainUserObject(graph, object, 1, hipGraphUserObjectMove) != hipSuccess) {
+    (void)hipGetLastError();
+    return false;
+  }
+  return true;
+#else
+  (void)stream, (void)ptr, (void)destroy;
+  return false;
+#endif
+#else
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  cudaUserObject_t object = nullptr;
+#if CUDART_VERSION >= 13000
+  const cudaError_t info = cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph);
+#else
+  const cudaError_t info = cudaStreamGetCaptureInfo_v2(stream, &status, nullptr, &graph);
+#endif
+  if (info != cudaSuccess || status != cudaStreamCaptureStatusActive || graph == nullptr ||
+      cudaUserObjectCreate(&object, ptr, destroy, 1, cudaUserObjectNoDestructorSync) != cudaSuccess ||
+      cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return true;
+#endif
+}
+
 // Ticks per second of the clock sscGpuTimer() reads in kernels: CUDA's %globaltimer counts
 // nanoseconds; AMD's wall_clock64() runs at the device's (constant) wall-clock rate.
 inline double sscGpuTimerTicksPerSecond(int device) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/comm/comm.h"
+#include "src/device/host/host_stream.h"
 #include "src/kernels/host/reduce.h"
 #include "transports/usr/peer_cache.h"
 #include "starscream/starscream.h"
@@ -256,6 +257,50 @@ TEST(MpiCollectives, PlainBuffersRunZeroCopyFromTheirSecondUse) {
     ASSERT_EQ(sscMemFree(in), sscSuccess);
     ASSERT_EQ(sscMemFree(out), sscSuccess);
   }
+}
+
+TEST(MpiCollectives, CapturedCallsRunZeroCopyAndPinTheirMappingsUntilTheGraphGoes) {
+  // A call captured into a CUDA graph runs zero-copy on plain buffers too, from its very first
+  // use (a captured call confirms new exports at once: the graph would keep a fallback forever),
+  // and the peers' mappings it uses stay pinned until the graph is destroyed. The host backend
+  // has no graphs: the stream pretends to capture (host_stream.h), the work runs as queued.
+  forceAlgo("");
+  if (g_n < 2) GTEST_SKIP() << "one rank: collectives are copies";
+  if (g_comm->topo.nnodes != 1) GTEST_SKIP() << "emulated nodes: peers' memory is not mappable";
+  ASSERT_NE(g_comm->peerCache, nullptr);
+  sscStream_t stream = nullptr;
+  ASSERT_EQ(sscStreamCreate(&stream), sscSuccess);
+  ssc::HostStream* host = ssc::HostStream::fromHandle(stream);
+  ASSERT_NE(host, nullptr);
+  const uint64_t count = 40009;  // 160 KB of float32: above STARSCREAM_ZERO_COPY_MIN_BYTES
+  float* buf = nullptr;
+  ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&buf), count * 4), sscSuccess);
+  long long wrong = 0;
+  host->pretendCapture(true);
+  for (int rep = 0; rep < 3; ++rep) {
+    const PeerMemoryCache::Stats before = g_comm->peerCache->stats();
+    for (uint64_t k = 0; k < count; ++k) buf[k] = static_cast<float>(g_rank + rep + k % 5);
+    ASSERT_EQ(sscAllReduce(buf, buf, count, sscFloat32, sscSum, g_comm, stream), sscSuccess)
+        << sscGetLastError(g_comm);
+    ASSERT_EQ(sscStreamSynchronize(stream), sscSuccess) << sscGetLastError(g_comm);
+    EXPECT_EQ(g_comm->peerCache->stats().zeroCopyCalls - before.zeroCopyCalls, 1u)
+        << "captured call " << rep << " (the first brings the new export) did not run zero-copy";
+    for (uint64_t k = 0; k < count; ++k)
+      wrong += buf[k] != static_cast<float>(g_n) * (g_n - 1) / 2 + g_n * static_cast<float>(rep + k % 5);
+  }
+  EXPECT_EQ(allSum(wrong), 0);
+  EXPECT_EQ(g_comm->peerCache->pinnedMappings(), static_cast<size_t>(g_n - 1))
+      << "each peer's allocation pinned by the captured calls";
+  host->pretendCapture(false);
+  host->destroyPretendGraph();
+  // The next call (eager) sweeps the released pins.
+  for (uint64_t k = 0; k < count; ++k) buf[k] = 1.0f;
+  ASSERT_EQ(sscAllReduce(buf, buf, count, sscFloat32, sscSum, g_comm, stream), sscSuccess);
+  ASSERT_EQ(sscStreamSynchronize(stream), sscSuccess) << sscGetLastError(g_comm);
+  EXPECT_EQ(buf[count - 1], static_cast<float>(g_n));
+  EXPECT_EQ(g_comm->peerCache->pinnedMappings(), 0u) << "the destroyed graph's pins were kept";
+  ASSERT_EQ(sscMemFree(buf), sscSuccess);
+  ASSERT_EQ(sscStreamDestroy(stream), sscSuccess);
 }
 
 TEST(MpiCollectives, ZeroCopyOnRegisteredBuffersEveryTypeAndOp) {

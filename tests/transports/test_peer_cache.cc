@@ -2,8 +2,8 @@
 // are threads sharing one in-process call table, allocations are fake address ranges, and the
 // runtime counts exports, opens and closes. Covers reuse (steady state opens nothing), an
 // allocation freed and another made at the same address, LRU eviction, fingerprint mismatch,
-// unshareable buffers, failed opens, the ring wrapping, one thread driving several ranks, and a
-// missing rank timing out.
+// unshareable buffers, failed opens, the ring wrapping, one thread driving several ranks, a
+// missing rank timing out, and calls captured into graphs (confirmed at once, pinned mappings).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -159,7 +159,14 @@ sscResult_t call(PeerMemoryCache& c, const PeerMemoryCache::Request& q, PeerMemo
   uint64_t ticket = 0;
   sscResult_t r = c.post(q, &ticket);
   if (r != sscSuccess) return r;
-  return c.finish(ticket, q, res);
+  r = c.finish(ticket, q, res);
+  if (r != sscSuccess) return r;
+  return c.confirm(q, res);  // a captured call's second exchange (a no-op otherwise)
+}
+
+PeerMemoryCache::Request captured(PeerMemoryCache::Request q) {
+  q.captured = true;
+  return q;
 }
 
 TEST(PeerCache, SteadyStateReusesExportsAndOpensNothing) {
@@ -380,6 +387,105 @@ TEST(PeerCache, OneThreadDrivingSeveralRanksPostsAllBeforeWaiting) {
       PeerMemoryCache::Result res;
       ASSERT_EQ(w.caches[r]->finish(t[r], q[r], &res), sscSuccess);
       EXPECT_EQ(res.zeroCopy, i > 0);
+    }
+  }
+}
+
+// A captured call (a CUDA graph keeps whatever path it took): new exports are confirmed in a
+// second exchange at once, so even the first call on a buffer runs zero-copy; its mappings are
+// pinned, survive their eviction from the (replicated) table, are reused, not opened twice,
+// when the owner posts that allocation again, and are closed only after the pin is released.
+TEST(PeerCache, CapturedCallsRunZeroCopyAtOnceAndPinnedMappingsOutliveEviction) {
+  World w(3, 2);  // two exports per rank
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 4; ++k) w.runtimes[r]->alloc(bufferAt(r, k), kAllocBytes);
+  std::vector<std::shared_ptr<PeerMemoryCache::Pin>> pins(3);
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache& c = *w.caches[r];
+    PeerMemoryCache::Result res;
+    ASSERT_EQ(call(c, captured(allReduce(r, 0, 0)), &res), sscSuccess);
+    ASSERT_TRUE(res.zeroCopy) << "a captured call must not freeze the fallback into its graph";
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[1][(r + 1) % 3]), FakeRuntime::mappedAt((r + 1) % 3, 1));
+    EXPECT_EQ(res.mappings.size(), 2u * 2u);  // in and out, of each of 2 peers
+    pins[r] = c.pin(res);
+    EXPECT_EQ(c.pinnedMappings(), 2u);
+    // Eager calls on other buffers evict buffer 0's exports everywhere alike...
+    for (int k : {1, 1, 2, 2}) ASSERT_EQ(call(c, allReduce(r, k, k), &res), sscSuccess);
+    EXPECT_TRUE(res.zeroCopy);
+    EXPECT_EQ(c.entries((r + 1) % 3), 2u);
+    EXPECT_EQ(c.heldMappings(), 2u) << "evicted while pinned: held open";
+    // ...and when buffer 0 comes back (exported again), the held mapping is used again.
+    ASSERT_EQ(call(c, allReduce(r, 0, 0), &res), sscSuccess);
+    ASSERT_EQ(call(c, allReduce(r, 0, 0), &res), sscSuccess);
+    ASSERT_TRUE(res.zeroCopy);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[0][(r + 2) % 3]), FakeRuntime::mappedAt((r + 2) % 3, 1) + 256);
+    EXPECT_EQ(c.heldMappings(), 0u);
+    for (int k : {3, 3, 2}) ASSERT_EQ(call(c, allReduce(r, k, k), &res), sscSuccess);
+    EXPECT_EQ(c.heldMappings(), 2u);
+  });
+  for (int r = 0; r < 3; ++r) {
+    // Of 2 peers: buffers 0, 1, 2, 3, and 2 again (evicted by 3 and closed); buffer 0 once only
+    // (the fake runtime also fails a second open of one export).
+    EXPECT_EQ(w.runtimes[r]->opens.load(), 5 * 2);
+    // Open: buffer 0 (held), 3 and 2 (the table).
+    EXPECT_EQ(w.runtimes[r]->openNow(), 3u * 2u) << "rank " << r;
+  }
+  // The graphs are destroyed (their runtime thread releases the pins); the next call closes.
+  for (auto& p : pins) p->release();
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache::Result res;
+    const int closes = w.runtimes[r]->closes.load();
+    ASSERT_EQ(call(*w.caches[r], allReduce(r, 3, 3), &res), sscSuccess);
+    EXPECT_EQ(w.caches[r]->pinnedMappings(), 0u);
+    EXPECT_EQ(w.caches[r]->heldMappings(), 0u);
+    EXPECT_EQ(w.runtimes[r]->closes.load(), closes + 2) << "rank " << r;
+  });
+  for (auto& c : w.caches) c->release();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(w.runtimes[r]->openNow(), 0u);
+}
+
+// While a call is captured nothing waits for the device (no quiesce, no close): an eviction it
+// causes closes at the next call that is not captured. A pin released after its cache is gone
+// is harmless (the graph outlived the communicator).
+TEST(PeerCache, ACapturedCallNeverWaitsForTheDevice) {
+  World w(2, 2);
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 3; ++k) w.runtimes[r]->alloc(bufferAt(r, k), kAllocBytes);
+  std::vector<std::shared_ptr<PeerMemoryCache::Pin>> pins(2);
+  w.onEveryRank([&](int r) {
+    PeerMemoryCache& c = *w.caches[r];
+    PeerMemoryCache::Result res;
+    for (int k : {0, 0, 1, 1}) ASSERT_EQ(call(c, allReduce(r, k, k), &res), sscSuccess);
+    const int quiesces = w.quiesces[r]->load(), closes = w.runtimes[r]->closes.load();
+    ASSERT_EQ(call(c, captured(allReduce(r, 2, 2)), &res), sscSuccess);  // evicts buffer 0
+    ASSERT_TRUE(res.zeroCopy);
+    pins[r] = c.pin(res);
+    EXPECT_EQ(w.quiesces[r]->load(), quiesces) << "a captured call waited for the device";
+    EXPECT_EQ(w.runtimes[r]->closes.load(), closes);
+    ASSERT_EQ(call(c, allReduce(r, 1, 1), &res), sscSuccess);
+    EXPECT_GT(w.quiesces[r]->load(), quiesces);
+    EXPECT_EQ(w.runtimes[r]->closes.load(), closes + 1) << "the put-off close did not happen";
+  });
+  for (auto& c : w.caches) c.reset();
+  for (auto& p : pins) p->release();
+}
+
+// One thread driving both ranks: every finish() before any confirm() (as resolvePlainBuffers
+// does), else the first confirm would wait for a record the same thread has yet to post.
+TEST(PeerCache, CapturedCallsOfOneThreadDrivingSeveralRanksConfirmAfterAllFinish) {
+  World w(2, 8);
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 3; ++k) w.runtimes[r]->alloc(bufferAt(r, k), kAllocBytes);
+  for (int k = 0; k < 3; ++k) {
+    uint64_t t[2];
+    PeerMemoryCache::Request q[2] = {captured(allReduce(0, k, k)), captured(allReduce(1, k, k))};
+    PeerMemoryCache::Result res[2];
+    for (int r = 0; r < 2; ++r) ASSERT_EQ(w.caches[r]->post(q[r], &t[r]), sscSuccess);
+    for (int r = 0; r < 2; ++r) ASSERT_EQ(w.caches[r]->finish(t[r], q[r], &res[r]), sscSuccess);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(res[r].confirmPending);
+      ASSERT_EQ(w.caches[r]->confirm(q[r], &res[r]), sscSuccess);
+      EXPECT_TRUE(res[r].zeroCopy) << "buffer " << k;
     }
   }
 }

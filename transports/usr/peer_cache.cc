@@ -32,7 +32,7 @@ struct PeerMemoryCache::Record {
   uint32_t inPlace;
   uint32_t failedOpens;  // opens that failed in this rank's previous finish()
   uint32_t needed;       // bit b: buffer b is touched by peers in this call
-  uint32_t pad;
+  uint32_t captured;     // the call is being captured into a graph
   PostedBuffer buf[2];
   uint8_t check[PeerMemoryCache::kCheckBytes];
 };
@@ -52,6 +52,7 @@ sscResult_t PeerMemoryCache::post(const Request& req, uint64_t* ticket) {
   std::memset(&r, 0, sizeof(r));
   r.fingerprint = req.fingerprint;
   r.inPlace = req.inPlace ? 1 : 0;
+  r.captured = req.captured ? 1 : 0;
   r.failedOpens = failedOpens_;
   if (req.check != nullptr) std::memcpy(r.check, req.check, kCheckBytes);
   for (int b = 0; b < 2; ++b) {
@@ -94,23 +95,73 @@ sscResult_t PeerMemoryCache::quiesceOnce() {
   return sscSuccess;
 }
 
+sscResult_t PeerMemoryCache::closeLater(void* mapped, const PeerAllocation& alloc) {
+  // While capturing nothing may wait for the device: the next call that is not captured closes.
+  if (capturing_) {
+    later_.push_back({mapped, alloc});
+    return sscSuccess;
+  }
+  // Work already launched may still read the mapping: close it once the communicator's queued
+  // work is done; if that wait fails (a kernel timed out), keep it mapped until release.
+  if (quiesceOnce() == sscSuccess) {
+    runtime_->close(mapped, alloc);
+    ++stats_.closes;
+  } else {
+    deferred_.push_back({mapped, alloc});
+  }
+  return sscSuccess;
+}
+
 sscResult_t PeerMemoryCache::drop(int q, std::map<uint64_t, Entry>::iterator it) {
   Entry& e = it->second;
   if (q != rank_ && e.mapped != nullptr) {
-    // Work already launched may still read the mapping: close it once the communicator's
-    // queued work is done; if that wait fails (a kernel timed out), keep it mapped until release.
-    if (quiesceOnce() == sscSuccess) {
-      runtime_->close(e.mapped, e.alloc);
-      ++stats_.closes;
-    } else {
-      deferred_.push_back({e.mapped, e.alloc});
-    }
+    // A captured graph still uses this mapping: hold it (the table entry goes on every rank).
+    const Key key{q, e.alloc.id};
+    if (pinCount_.count(key) != 0) held_[key] = {e.mapped, e.alloc};
+    else SSC_CHECK(closeLater(e.mapped, e.alloc));
   }
   if (q == rank_) {
     auto own = own_.find(e.alloc.id);
     if (own != own_.end() && own->second == it->first) own_.erase(own);
   }
   table_[q].erase(it);
+  return sscSuccess;
+}
+
+std::shared_ptr<PeerMemoryCache::Pin> PeerMemoryCache::pin(const Result& res) {
+  auto p = std::make_shared<Pin>();
+  p->keys_ = res.mappings;
+  for (const Key& k : p->keys_) ++pinCount_[k];
+  pins_.push_back(p);
+  return p;
+}
+
+sscResult_t PeerMemoryCache::sweepPins() {
+  for (auto it = pins_.begin(); it != pins_.end();) {
+    if (!(*it)->released_.load()) {
+      ++it;
+      continue;
+    }
+    for (const Key& k : (*it)->keys_) {
+      auto c = pinCount_.find(k);
+      if (c == pinCount_.end() || --c->second > 0) continue;
+      pinCount_.erase(c);
+      auto h = held_.find(k);
+      if (h == held_.end()) continue;  // still in the table: closed when it leaves
+      const auto mapping = h->second;
+      held_.erase(h);
+      SSC_CHECK(closeLater(mapping.first, mapping.second));
+    }
+    it = pins_.erase(it);
+  }
+  return sscSuccess;
+}
+
+sscResult_t PeerMemoryCache::flushCloses() {
+  if (capturing_ || later_.empty()) return sscSuccess;
+  auto closes = std::move(later_);
+  later_.clear();
+  for (auto& [mapped, alloc] : closes) SSC_CHECK(closeLater(mapped, alloc));
   return sscSuccess;
 }
 
@@ -127,6 +178,8 @@ void PeerMemoryCache::rememberFailed(const std::pair<int, uint64_t>& key) {
 sscResult_t PeerMemoryCache::dropOverlapping(int owner, const PeerAllocation& range) {
   if (owner < 0 || owner >= nranks_ || released_) return sscSuccess;
   quiesced_ = false;  // outside finish(): the queued work must drain before any close
+  capturing_ = false;  // registration is not captured: close now (the runtime needs it)
+  SSC_CHECK(flushCloses());
   auto& t = table_[owner];
   for (auto it = t.begin(); it != t.end();) {
     auto next = std::next(it);
@@ -152,23 +205,9 @@ sscResult_t PeerMemoryCache::evict(int q) {
   return sscSuccess;
 }
 
-sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result* out) {
-  out->zeroCopy = false;
-  out->anyInPlace = req.inPlace;
-  out->peers[0].clear();
-  out->peers[1].clear();
-  std::vector<Record> all(static_cast<size_t>(nranks_));
-  out->checks.clear();
-  SSC_CHECK(shared_->collect(ticket, all.data(), sizeof(Record)));
-  out->checks.resize(static_cast<size_t>(nranks_) * kCheckBytes);
-  for (int q = 0; q < nranks_; ++q)
-    std::memcpy(out->checks.data() + static_cast<size_t>(q) * kCheckBytes, all[q].check, kCheckBytes);
-  ++clock_;
-  ++stats_.calls;
-  quiesced_ = false;
-
-  // Everything below depends only on the records, so every rank updates its table alike.
-  // 1. The previous call's opens: confirmed everywhere, or a failure drops what is unconfirmed.
+// Step 1 of every exchange: the previous round's opens are confirmed everywhere, or a failure
+// (any record's failedOpens) drops every unconfirmed entry. Depends only on the records.
+sscResult_t PeerMemoryCache::settleOpens(const std::vector<Record>& all, bool* failedOut) {
   bool failed = false, confirmedSome = false, failedBefore = false;
   for (const Record& r : all) failed = failed || r.failedOpens != 0;
   for (int q = 0; q < nranks_; ++q) {
@@ -202,24 +241,69 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
             "plain buffers stop trying zero-copy on this communicator (staged or FIFO path)",
             openFailures_);
   }
+  *failedOut = failed;
+  return sscSuccess;
+}
+
+// Whether every buffer the records name is in the table, confirmed, mapped and large enough.
+bool PeerMemoryCache::usableNow(const std::vector<Record>& all, const Request& req) const {
+  if (!enabled_) return false;
+  for (int q = 0; q < nranks_; ++q)
+    for (int b = 0; b < 2; ++b) {
+      if ((all[q].needed & (1u << b)) == 0) continue;
+      const PostedBuffer& pb = all[q].buf[b];
+      if (!pb.shareable) return false;
+      auto it = table_[q].find(pb.exportId);
+      if (it == table_[q].end() || !it->second.confirmed ||
+          (q != rank_ && it->second.mapped == nullptr) || pb.offset + req.bytes[b] > it->second.alloc.bytes)
+        return false;
+    }
+  return true;
+}
+
+sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result* out) {
+  out->zeroCopy = false;
+  out->anyInPlace = req.inPlace;
+  out->peers[0].clear();
+  out->peers[1].clear();
+  out->mappings.clear();
+  out->confirmPending = false;
+  all_.assign(static_cast<size_t>(nranks_), Record{});
+  std::vector<Record>& all = all_;
+  out->checks.clear();
+  SSC_CHECK(shared_->collect(ticket, all.data(), sizeof(Record)));
+  out->checks.resize(static_cast<size_t>(nranks_) * kCheckBytes);
+  for (int q = 0; q < nranks_; ++q)
+    std::memcpy(out->checks.data() + static_cast<size_t>(q) * kCheckBytes, all[q].check, kCheckBytes);
+  ++clock_;
+  ++stats_.calls;
+  quiesced_ = false;
+  capturing_ = req.captured;
+  // Local: pins released since the last call, closes put off while capturing.
+  SSC_CHECK(sweepPins());
+  SSC_CHECK(flushCloses());
+
+  // Everything below depends only on the records, so every rank updates its table alike.
+  // 1. The previous call's opens: confirmed everywhere, or a failure drops what is unconfirmed.
+  bool failed = false;
+  SSC_CHECK(settleOpens(all, &failed));
 
   // 2. This call's records: insert new exports (opening peers'), touch known ones.
   failedOpens_ = 0;
-  bool usable = enabled_;
   int mismatch = -1;
+  bool anyNew = false, anyCaptured = false;
   for (int q = 0; q < nranks_; ++q) {
     const Record& r = all[q];
     if (r.fingerprint != all[rank_].fingerprint && mismatch < 0) mismatch = q;
     out->anyInPlace = out->anyInPlace || r.inPlace != 0;
+    anyCaptured = anyCaptured || r.captured != 0;
     for (int b = 0; b < 2; ++b) {
       if ((r.needed & (1u << b)) == 0) continue;
       const PostedBuffer& pb = r.buf[b];
-      if (!pb.shareable) {
-        usable = false;
-        continue;
-      }
+      if (!pb.shareable) continue;
       auto& t = table_[q];
       if (pb.isNew) {
+        anyNew = true;
         const PeerAllocation alloc{pb.base, pb.bytes, pb.id};
         // Same owner, overlapping range: the old allocation is gone (freed, and this one made
         // where it was). Drop its entry so no stale mapping outlives it.
@@ -233,6 +317,10 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
         e.lastUse = clock_;
         if (q == rank_) {
           e.mapped = reinterpret_cast<void*>(pb.base);
+        } else if (auto h = held_.find({q, alloc.id}); h != held_.end()) {
+          // Evicted while a graph pinned it, and posted again: the mapping is still open.
+          e.mapped = h->second.first;
+          held_.erase(h);
         } else {
           std::string why;
           if (runtime_->open(pb.handle, alloc, &e.mapped, &why)) {
@@ -244,8 +332,7 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
                     "to the staged or FIFO path for it", q, pb.bytes, why);
           }
         }
-        t[pb.exportId] = e;
-        usable = false;  // used from the next call on, once every rank has confirmed its open
+        t[pb.exportId] = e;  // used once every rank has confirmed its open
         continue;
       }
       auto it = t.find(pb.exportId);
@@ -255,33 +342,63 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
         if (!failed)
           SSC_LOG(kWarn, "rank {} names export {} that this rank does not hold (internal: the "
                   "replicated tables diverged); falling back for this call", q, pb.exportId);
-        usable = false;
         continue;
       }
       it->second.lastUse = clock_;
-      if (!it->second.confirmed || (q != rank_ && it->second.mapped == nullptr) ||
-          pb.offset + req.bytes[b] > it->second.alloc.bytes)
-        usable = false;
     }
   }
   for (int q = 0; q < nranks_; ++q) SSC_CHECK(evict(q));
   if (mismatch >= 0)
     return fail(sscInvalidUsage, "rank {} issued a different call than rank {} at the same point "
                 "(collective, count, type, op or root differ)", mismatch, rank_);
+  if (anyCaptured && anyNew && enabled_) {
+    // A graph would keep this call's fallback for every replay: confirm the new exports now, in
+    // a second exchange every rank takes (the same records decide). Posted here, collected by
+    // confirm(), so that a thread driving several communicators posts all before waiting.
+    Record r;
+    std::memset(&r, 0, sizeof(r));
+    r.fingerprint = all[rank_].fingerprint;
+    r.captured = 1;
+    r.failedOpens = failedOpens_;
+    SSC_CHECK(shared_->post(&r, sizeof(r), &out->confirmTicket));
+    out->confirmPending = true;
+    failedOpens_ = 0;  // reported by that record
+    return sscSuccess;
+  }
+  return conclude(req, out);
+}
 
+sscResult_t PeerMemoryCache::confirm(const Request& req, Result* out) {
+  if (!out->confirmPending) return sscSuccess;
+  out->confirmPending = false;
+  std::vector<Record> conf(static_cast<size_t>(nranks_));
+  SSC_CHECK(shared_->collect(out->confirmTicket, conf.data(), sizeof(Record)));
+  quiesced_ = false;
+  bool failed = false;
+  SSC_CHECK(settleOpens(conf, &failed));
+  return conclude(req, out);
+}
+
+sscResult_t PeerMemoryCache::conclude(const Request& req, Result* out) {
+  const std::vector<Record>& all = all_;
   // A buffer may be posted by some ranks only (a broadcast's input: the root's; a reduce's
   // output: the root's); the others' entries stay null.
   uint32_t posted = 0;
   for (const Record& r : all) posted |= r.needed;
-  if (!usable || posted == 0) return sscSuccess;
+  if (posted == 0 || !usableNow(all, req)) return sscSuccess;
   for (int b = 0; b < 2; ++b) {
     if ((posted & (1u << b)) == 0) continue;
     out->peers[b].assign(static_cast<size_t>(nranks_), nullptr);
     for (int q = 0; q < nranks_; ++q) {
       if ((all[q].needed & (1u << b)) == 0) continue;
       const PostedBuffer& pb = all[q].buf[b];
-      out->peers[b][q] = q == rank_ ? const_cast<void*>(req.ptr[b])
-                                    : static_cast<char*>(table_[q].at(pb.exportId).mapped) + pb.offset;
+      if (q == rank_) {
+        out->peers[b][q] = const_cast<void*>(req.ptr[b]);
+        continue;
+      }
+      const Entry& e = table_[q].at(pb.exportId);
+      out->peers[b][q] = static_cast<char*>(e.mapped) + pb.offset;
+      out->mappings.emplace_back(q, e.alloc.id);
     }
   }
   out->zeroCopy = true;
@@ -302,6 +419,11 @@ void PeerMemoryCache::release() {
   }
   for (auto& [mapped, alloc] : deferred_) runtime_->close(mapped, alloc);
   deferred_.clear();
+  // A graph that still holds these must not be replayed after its communicator is gone.
+  for (auto& [mapped, alloc] : later_) runtime_->close(mapped, alloc);
+  later_.clear();
+  for (auto& [key, mapping] : held_) runtime_->close(mapping.first, mapping.second);
+  held_.clear();
   for (auto& t : table_) t.clear();
   own_.clear();
 }

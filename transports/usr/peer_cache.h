@@ -24,8 +24,20 @@
 // order) no peer reads or writes the buffer, and the application may free or reuse it. A mapping
 // is closed only after `quiesce` (the communicator's queued work drained): a launched kernel may
 // still use an entry the host has already evicted.
+//
+// Calls captured into a CUDA/HIP graph (Request::captured): the graph keeps the peers' addresses
+// for every replay, long after `quiesce` could see its work. The caller pins the mappings such a
+// call uses (pin()) until the graph is destroyed. Pins are local (each rank destroys its graphs
+// when it likes), so they never change the replicated table: an entry evicted or dropped while
+// pinned leaves the table on every rank alike, but its mapping is held open here, reused if its
+// owner posts that very allocation again, and closed at the first call after the last pin on it
+// is released. While capturing, nothing waits for the device: closes are put off to the next
+// call that is not captured. And a captured call that brings new exports confirms them in a
+// second exchange at once (every rank sees the same records, so all take it), so that the
+// captured call itself runs zero-copy instead of being frozen into the graph on the fallback.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <cstdint>
 #include <deque>
@@ -67,6 +79,7 @@ class PeerMemoryCache {
     const void* ptr[2] = {nullptr, nullptr};
     size_t bytes[2] = {0, 0};
     bool inPlace = false;
+    bool captured = false;        // the call is being captured into a graph (see the top)
     const void* check = nullptr;  // kCheckBytes posted as they are; null: zeros
   };
   struct Result {
@@ -78,13 +91,37 @@ class PeerMemoryCache {
     // Every rank's check bytes (rank q's at q * kCheckBytes) once the records were collected,
     // also when finish() then fails; empty when they were not.
     std::vector<uint8_t> checks;
+    // (owner, allocation id) of every peer's mapping in `peers` (what pin() holds).
+    std::vector<std::pair<int, uint64_t>> mappings;
+    // A captured call's new exports wait for a second exchange: confirm() completes the call.
+    bool confirmPending = false;
+    uint64_t confirmTicket = 0;
   };
+
+  // A hold on the mappings of one zero-copy result (a captured call's): they stay open until
+  // release(), which any thread may call (a graph's destructor runs on a runtime thread).
+  class Pin {
+   public:
+    void release() { released_.store(true); }
+
+   private:
+    friend class PeerMemoryCache;
+    std::vector<std::pair<int, uint64_t>> keys_;
+    std::atomic<bool> released_{false};
+  };
+  // Pins what `res` (a zero-copy Result of this cache's last finish()) maps.
+  std::shared_ptr<Pin> pin(const Result& res);
 
   // Posts this rank's record for the next call (local; waits only for ring space).
   sscResult_t post(const Request& req, uint64_t* ticket);
   // Waits for every rank's record of `ticket` (posted with `req`), brings the table up to date
   // and fills `out`. Fails (on every rank alike) when the ranks' fingerprints differ.
   sscResult_t finish(uint64_t ticket, const Request& req, Result* out);
+  // When finish() left out->confirmPending (a captured call brought new exports; the same on
+  // every rank): waits for every rank's confirmation and completes `out`. Call it after
+  // finishing every other communicator's pending call (a thread driving several communicators
+  // must post before it waits). A no-op otherwise.
+  sscResult_t confirm(const Request& req, Result* out);
   // Closes every mapping (the communicator's work must have drained). Idempotent.
   void release();
 
@@ -109,6 +146,9 @@ class PeerMemoryCache {
   Stats stats() const { return stats_; }
   // Exports of `rank` this rank holds (tests).
   size_t entries(int rank) const { return table_[rank].size(); }
+  // Peers' allocations pinned now, and mappings held open only by pins (tests).
+  size_t pinnedMappings() const { return pinCount_.size(); }
+  size_t heldMappings() const { return held_.size(); }
 
  private:
   struct Entry {
@@ -119,7 +159,14 @@ class PeerMemoryCache {
   };
   struct Record;
 
+  using Key = std::pair<int, uint64_t>;  // (owner, allocation id)
   sscResult_t drop(int q, std::map<uint64_t, Entry>::iterator it);
+  sscResult_t closeLater(void* mapped, const PeerAllocation& alloc);
+  sscResult_t sweepPins();
+  sscResult_t flushCloses();
+  sscResult_t settleOpens(const std::vector<Record>& all, bool* failed);
+  sscResult_t conclude(const Request& req, Result* out);
+  bool usableNow(const std::vector<Record>& all, const Request& req) const;
   void rememberFailed(const std::pair<int, uint64_t>& key);
   sscResult_t evict(int q);
   sscResult_t quiesceOnce();
@@ -130,9 +177,15 @@ class PeerMemoryCache {
   bool quiesced_ = false;  // within one finish(): drained once already
   size_t capacity_;
   int rank_, nranks_;
+  std::vector<Record> all_;  // the records of the call being finished
   std::vector<std::map<uint64_t, Entry>> table_;  // [rank]: export id -> entry (replicated)
   std::map<uint64_t, uint64_t> own_;              // own allocation id -> export id (local)
   std::vector<std::pair<void*, PeerAllocation>> deferred_;  // closes that must wait for release()
+  std::vector<std::pair<void*, PeerAllocation>> later_;     // closes put off while capturing
+  bool capturing_ = false;  // within a captured call's finish(): no quiesce, no close
+  std::vector<std::shared_ptr<Pin>> pins_;                  // live pins (swept each finish())
+  std::map<Key, int> pinCount_;                             // pins per peer allocation
+  std::map<Key, std::pair<void*, PeerAllocation>> held_;    // out of the table, held by pins
   uint64_t nextExport_ = 0;
   uint64_t clock_ = 0;      // finish() calls so far (the same on every rank)
   uint32_t failedOpens_ = 0;  // opens that failed in this rank's last finish() (posted next)

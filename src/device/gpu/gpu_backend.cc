@@ -248,6 +248,7 @@ class GpuBackend : public Backend {
     res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
                                                          comm->nranks, res->timeoutTicks,
                                                          &comm->config);
+    SSC_CHECK(res->sym->init());
     res->startWatcher();
     {
       std::lock_guard<std::mutex> g(g_liveMu);
@@ -324,6 +325,9 @@ class GpuBackend : public Backend {
 
   bool streamCapturing(sscStream_t stream) override {
     return gpu::streamCapturing(static_cast<hipStream_t>(stream));
+  }
+  bool retainUntilGraphDestroyed(sscStream_t stream, std::function<void()> release) override {
+    return gpu::retainUntilGraphDestroyed(static_cast<hipStream_t>(stream), std::move(release));
   }
 
   void bindDevice(int device) override {

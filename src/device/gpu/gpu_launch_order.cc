@@ -30,6 +30,18 @@ bool streamCapturing(hipStream_t stream) {
   return status != hipStreamCaptureStatusNone;
 }
 
+bool retainUntilGraphDestroyed(hipStream_t stream, std::function<void()> release) {
+  auto* fn = new std::function<void()>(std::move(release));
+  const auto destroy = [](void* p) {
+    auto* f = static_cast<std::function<void()>*>(p);
+    (*f)();
+    delete f;
+  };
+  if (sscRetainUntilGraphDestroyed(stream, fn, destroy)) return true;
+  delete fn;
+  return false;
+}
+
 LaunchOrder::~LaunchOrder() {
   if (last_ != nullptr) (void)hipEventDestroy(last_);
 }

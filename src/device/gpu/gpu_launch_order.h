@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
@@ -44,6 +45,10 @@ class RelaxedCapture {
 
 // True when `stream` is being captured into a graph.
 bool streamCapturing(hipStream_t stream);
+// Runs `release` (on a runtime thread: it must not call the runtime) once the graph `stream` is
+// being captured into and its executable graphs are destroyed and their launches done. False
+// where it cannot (then `release` never runs).
+bool retainUntilGraphDestroyed(hipStream_t stream, std::function<void()> release);
 
 // The communicator's launch order. Not thread-safe: the backend calls it under the
 // communicator's enqueue lock.

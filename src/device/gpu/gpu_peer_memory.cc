@@ -11,8 +11,11 @@ namespace ssc::gpu {
 
 static_assert(sizeof(hipIpcMemHandle_t) <= kPeerHandleBytes, "an IPC handle must fit a posted record");
 
+// Every call below may come while the caller captures a graph (a captured call's exchange):
+// relaxed capture mode lets this thread export and map memory then, as NCCL does at capture.
 bool GpuPeerMemory::query(const void* p, size_t bytes, PeerAllocation* out, std::string* why) {
   DeviceGuard onDevice(device_);
+  RelaxedCapture relaxed;
   uintptr_t base = 0;
   size_t size = 0;
   uint64_t id = 0;
@@ -32,6 +35,7 @@ bool GpuPeerMemory::query(const void* p, size_t bytes, PeerAllocation* out, std:
 bool GpuPeerMemory::exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes],
                                  std::string* why) {
   DeviceGuard onDevice(device_);
+  RelaxedCapture relaxed;
   hipIpcMemHandle_t h;
   const hipError_t e = hipIpcGetMemHandle(&h, reinterpret_cast<void*>(a.base));
   if (e != hipSuccess) {
@@ -48,6 +52,7 @@ bool GpuPeerMemory::open(const uint8_t handle[kPeerHandleBytes], const PeerAlloc
                          void** mapped, std::string* why) {
   (void)a;
   DeviceGuard onDevice(device_);
+  RelaxedCapture relaxed;
   if (ImportCache::process().open(std::string(reinterpret_cast<const char*>(handle),
                                                sizeof(hipIpcMemHandle_t)), mapped))
     return true;
@@ -58,6 +63,7 @@ bool GpuPeerMemory::open(const uint8_t handle[kPeerHandleBytes], const PeerAlloc
 void GpuPeerMemory::close(void* mapped, const PeerAllocation& a) {
   (void)a;
   DeviceGuard onDevice(device_);
+  RelaxedCapture relaxed;
   ImportCache::process().close(mapped);
 }
 

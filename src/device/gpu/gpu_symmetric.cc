@@ -62,19 +62,19 @@ uint64_t symmetricLaunches() { return g_launches.load(); }
 void setFirstLLRound(uint64_t round) { g_firstRound = round; }
 uint64_t SymmetricExecutor::firstLLRound() { return g_firstRound.load(); }
 
-// Clearing after the last two rounds before the low 32 bits wrap (one per parity) is safe
-// without any synchronisation: this rank's kernel of that round has finished reading (stream
-// order), and a peer writes this parity again only in a round two later, whose kernel starts
-// after the peer received this rank's lines of the round in between, which are sent after the
-// clear (stream order again).
-bool llClearsAfter(uint64_t round) { return static_cast<uint32_t>(round) >= 0xFFFFFFFEu; }
+bool llClearsAfter(uint64_t round) { return llClearsAfterRound(round); }
+uint64_t nextLLRound(uint64_t round) { return llNextRound(round); }
 
-uint64_t nextLLRound(uint64_t round) {
-  uint64_t next = round + 1;
-  // Low bits 0 would match cleared (and never-written) lines: skip that round and its
-  // successor together, so parities still alternate.
-  if (static_cast<uint32_t>(next) == 0) next += 2;
-  return next;
+sscResult_t SymmetricExecutor::init() {
+  // The LL round lives in this rank's control area (sym_kernel.h); the segment starts zeroed,
+  // so only the first round needs writing (every rank of a communicator starts at the same one).
+  SymArgs a{};
+  conns_->fillSymArgs(&a);
+  const uint64_t first = firstLLRound();
+  if (a.ctrl[rank_] == nullptr) return SSC_INTERNAL("no symmetric control area for rank {}", rank_);
+  SSC_GPU_CHECK(hipMemcpy(a.ctrl[rank_] + SymCtrlLayout::kLLRound, &first, sizeof(first),
+                          hipMemcpyHostToDevice), "setting the first LL round");
+  return sscSuccess;
 }
 
 sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
@@ -88,11 +88,10 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   if (nranks_ > kMaxSymPeers)
     return fail(sscInvalidUsage, "the symmetric algorithm runs on at most {} ranks on the GPU ({} here)",
                 kMaxSymPeers, nranks_);
-  uint64_t barriers = 0, middles = 0;
+  uint64_t middles = 0;
   bool peers = false, pushOnly = true;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].op == StepOp::kBarrier) {
-      ++barriers;
       middles += i > 0 && i + 1 < steps.size();
     } else if (isPeerStep(steps[i].op)) {
       peers = true;
@@ -133,7 +132,6 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   if (oneShot && esize <= 8 && steps[1].count * esize <= llMax) {
     a.steps[0] = devStep(steps[1]);
     a.nsteps = 1;
-    a.llRound = nextRound_;
     const uint64_t lines = (steps[1].count * esize + 7) / 8;
     const int blocks = static_cast<int>(std::clamp<uint64_t>((lines + kLLThreads - 1) / kLLThreads, 1,
                                                              std::min(kMaxLLBlocks, limits_.symBlocks)));
@@ -141,13 +139,6 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     if (e != 0)
       return fail(sscUnhandledDeviceError, "launching the LL all-reduce failed: {}",
                   e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
-    if (llClearsAfter(nextRound_)) {
-      const int parity = static_cast<int>(nextRound_ & 1);
-      char* inbox = a.ctrl[rank_] + SymCtrlLayout::inbox(parity, 0, nranks_);
-      SSC_GPU_CHECK(hipMemsetAsync(inbox, 0, static_cast<size_t>(nranks_) * kLLPeerStride,
-                                          static_cast<hipStream_t>(stream)), "clearing the LL inbox at the flag wrap");
-    }
-    nextRound_ = nextLLRound(nextRound_);
     ++g_launches;
     return sscSuccess;
   }
@@ -179,14 +170,10 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
                                            : limits_.symBlocks;
   const int blocks = static_cast<int>(std::clamp<uint64_t>(
       (callElems * esize + kBytesPerBlock - 1) / kBytesPerBlock, 1, maxBlocks));
-  a.epochBase = nextEpoch_;
-  a.gridSyncBase = gridSyncs_;
   const int e = launchSymKernel(a, blocks, stream);
   if (e != 0)
     return fail(sscUnhandledDeviceError, "launching the symmetric kernel failed: {}",
                 e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
-  nextEpoch_ += barriers;
-  gridSyncs_ += middles * static_cast<uint64_t>(blocks);
   ++g_launches;
   return sscSuccess;
 }

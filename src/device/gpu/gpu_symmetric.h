@@ -1,8 +1,9 @@
 // Host side of the symmetric (zero-copy) executor: turns a Work whose plan has peer steps
 // (Algo::kSymmetric) into one launch of src/kernels/gpu/sym_kernel.cu, and owns the
-// communicator's registrations and the monotonic counters its protocols need (barrier epochs,
-// LL rounds). Counters advance identically on every rank because every rank enqueues the same
-// calls in the same order and sizes them the same way.
+// communicator's registrations. The protocols' counters (barrier epochs, LL rounds) live in
+// device memory and advance on the device (sym_kernel.h), so a launch captured into a graph
+// replays right; they advance identically on every rank because every rank runs the same calls
+// in the same order and sizes their grids the same way.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +31,9 @@ uint64_t symmetricLaunches();
 // so a test can run calls across the point where the 32-bit packet flag wraps.
 void setFirstLLRound(uint64_t round);
 
-// LL rounds are 64-bit and never reused; a packet line carries the low 32 bits as its flag. A
-// line left in the inbox 2^32 rounds ago would carry the same flag as the current round, so when
-// the low bits are about to wrap, each parity's inbox is cleared once after its last use (see
-// the .cc), and the round whose low bits are 0 (the value of a cleared line) is skipped.
-// Returns the round after `round` (parities keep alternating).
+// The LL round after `round` and whether `round`'s inbox parity is cleared after it
+// (llNextRound, llClearsAfterRound in sym_kernel.h: the kernel advances rounds on the device).
 uint64_t nextLLRound(uint64_t round);
-// True when the inbox of `round`'s parity must be cleared after that round's kernel.
 bool llClearsAfter(uint64_t round);
 
 class SymmetricExecutor {
@@ -45,8 +42,11 @@ class SymmetricExecutor {
   SymmetricExecutor(const GpuConnections* conns, const LaunchLimits& limits, int rank, int nranks,
                     uint64_t timeoutTicks, const CommConfig* config)
       : conns_(conns), limits_(limits), rank_(rank), nranks_(nranks), timeoutTicks_(timeoutTicks),
-        config_(config), nextRound_(firstLLRound()) {}
+        config_(config) {}
 
+  // Writes the first LL round (setFirstLLRound) into this rank's control area; once, at
+  // connect, before any launch.
+  sscResult_t init();
   // Launches `work` on `stream`. The caller serialises calls on one communicator.
   sscResult_t enqueue(const Work& work, void* stream);
   Registrations& registrations() { return regs_; }
@@ -57,10 +57,7 @@ class SymmetricExecutor {
   int rank_, nranks_;
   uint64_t timeoutTicks_;
   const CommConfig* config_;
-  uint64_t nextEpoch_ = 1;   // barrier numbers; slots start at 0
-  uint64_t nextRound_;       // LL rounds (64-bit); inbox flags start at 0
   static uint64_t firstLLRound();
-  uint64_t gridSyncs_ = 0;   // local grid counter's value
   Registrations regs_;
 };
 

@@ -61,6 +61,18 @@ class HostBackend : public Backend {
     return shmPeerMemory();
   }
 
+  // Host streams have no graphs; a test may pretend one is captured (host_stream.h).
+  bool streamCapturing(sscStream_t stream) override {
+    HostStream* s = stream == nullptr ? nullptr : HostStream::fromHandle(stream);
+    return s != nullptr && s->pretendCapturing();
+  }
+  bool retainUntilGraphDestroyed(sscStream_t stream, std::function<void()> release) override {
+    HostStream* s = stream == nullptr ? nullptr : HostStream::fromHandle(stream);
+    if (s == nullptr || !s->pretendCapturing()) return false;
+    s->retainUntilPretendGraphDestroyed(std::move(release));
+    return true;
+  }
+
   // Host streams are threads: the communicator's work is done when none of it is pending.
   sscResult_t drain(CommView* comm) override {
     comm->waitIdle();

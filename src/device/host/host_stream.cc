@@ -75,6 +75,30 @@ void HostStream::loop() {
   }
 }
 
+void HostStream::pretendCapture(bool on) {
+  std::lock_guard<std::mutex> g(mu_);
+  pretendCapturing_ = on;
+}
+
+bool HostStream::pretendCapturing() {
+  std::lock_guard<std::mutex> g(mu_);
+  return pretendCapturing_;
+}
+
+void HostStream::retainUntilPretendGraphDestroyed(std::function<void()> release) {
+  std::lock_guard<std::mutex> g(mu_);
+  pretendGraph_.push_back(std::move(release));
+}
+
+void HostStream::destroyPretendGraph() {
+  std::vector<std::function<void()>> releases;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    releases.swap(pretendGraph_);
+  }
+  for (auto& f : releases) f();
+}
+
 HostStream* HostStream::fromHandle(sscStream_t stream) {
   auto* s = static_cast<HostStream*>(stream);
   std::lock_guard<std::mutex> g(g_streamsMu);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "starscream/starscream.h"
 
@@ -33,7 +34,18 @@ class HostStream {
   // own until its owner synchronizes it, so no error is lost to a NULL synchronize.
   static sscResult_t syncAll();
 
+  // Test hook: the host backend reports this stream as being captured into a graph while on
+  // (it has no graphs: the work still runs as queued), and keeps what the backend ties to "the
+  // graph" until destroyPretendGraph() runs it. Host tests cover the capture-time decisions
+  // (zero-copy chosen, mappings pinned and released) with it.
+  void pretendCapture(bool on);
+  bool pretendCapturing();
+  void retainUntilPretendGraphDestroyed(std::function<void()> release);
+  void destroyPretendGraph();
+
  private:
+  bool pretendCapturing_ = false;
+  std::vector<std::function<void()>> pretendGraph_;
   void loop();
   struct StoredError {
     sscResult_t code = sscSuccess;

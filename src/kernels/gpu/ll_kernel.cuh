@@ -47,8 +47,12 @@ __global__ void __launch_bounds__(kLLThreads) llAllReduceKernel(const SSC_GRID_C
   const Ops ops(a.reduce);
   const int n = a.nranks, me = a.rank;
   const uint64_t count = s.count, bytes = count * sizeof(S), lines = (bytes + 7) / 8;
-  const int parity = static_cast<int>(a.llRound & 1);
-  const uint32_t flag = static_cast<uint32_t>(a.llRound);
+  // This launch's round, counted on the device (sym_kernel.h): read by every thread before this
+  // block arrives at the end, so the last block advances it only once every block has it.
+  uint64_t* roundWord = reinterpret_cast<uint64_t*>(a.ctrl[me] + SymCtrlLayout::kLLRound);
+  const uint64_t round = sscLoadVolatile(roundWord);
+  const int parity = static_cast<int>(round & 1);
+  const uint32_t flag = static_cast<uint32_t>(round);
   const bool pre = (s.flags & kPreOpFlag) && ops.scale;
   const bool doPost = (s.flags & kPostOpFlag) && ops.post.divisor != 0;
   const char* src = static_cast<const char*>(a.local[s.srcBuf]) + s.srcOff * sizeof(S);
@@ -85,18 +89,17 @@ __global__ void __launch_bounds__(kLLThreads) llAllReduceKernel(const SSC_GRID_C
   if (!__syncthreads_and(ok)) return;
 
   // Receive and reduce in rank order.
-  for (uint64_t l = gtid; l < lines; l += gthreads) {
+  for (uint64_t l = gtid; ok && l < lines; l += gthreads) {
     C acc[kElems] = {};
-    for (int q = 0; q < n; ++q) {
+    for (int q = 0; ok && q < n; ++q) {
       Chunk c;
       if (q == me) {
         loadChunk(src, l, bytes, &c.w[0], &c.w[1]);
       } else {
         const SscLLLine* p = inbox(me, q) + 1 + l;
         SscLLLine v{};
-        if (!boundedWait(err, a.timeoutTicks, kKernelTimeout,
-                         [&] { v = sscLoadLL(p); return v.f0 == flag && v.f1 == flag; }, q, 0))
-          return;
+        ok = boundedWait(err, a.timeoutTicks, kKernelTimeout,
+                         [&] { v = sscLoadLL(p); return v.f0 == flag && v.f1 == flag; }, q, 0);
         c.w[0] = v.d0, c.w[1] = v.d1;
       }
 #pragma unroll
@@ -104,8 +107,32 @@ __global__ void __launch_bounds__(kLLThreads) llAllReduceKernel(const SSC_GRID_C
     }
     const uint64_t first = l * kElems;
 #pragma unroll
-    for (int e = 0; e < kElems; ++e)
+    for (int e = 0; ok && e < kElems; ++e)
       if (first + e < count) dst[first + e] = ops.out(acc[e], doPost);
+  }
+
+  // The last block to finish advances the round (after a failure nothing does: the
+  // communicator is in error). Every thread reaches this bar.sync: none returned early.
+  __shared__ int last;
+  if (!__syncthreads_and(ok)) return;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    auto* done = reinterpret_cast<unsigned long long*>(a.ctrl[me] + SymCtrlLayout::kLLDone);
+    last = atomicAdd(done, 1ull) + 1 == gridDim.x;
+    if (last) atomicExch(done, 0ull);
+  }
+  __syncthreads();
+  if (!last) return;
+  if (llClearsAfterRound(round)) {
+    // Every block of this rank has read this parity's lines (they arrived above).
+    uint64_t* box = reinterpret_cast<uint64_t*>(a.ctrl[me] + SymCtrlLayout::inbox(parity, 0, n));
+    const uint64_t words = static_cast<uint64_t>(n) * kLLPeerStride / 8;
+    for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) box[w] = 0;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    __threadfence();
+    *reinterpret_cast<volatile uint64_t*>(roundWord) = llNextRound(round);
   }
 }
 

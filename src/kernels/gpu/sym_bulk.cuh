@@ -298,15 +298,13 @@ struct SymRunner {
 template <class Tr, int kKind, int kPeers>
 __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT SymArgs a) {
   const SymRunner<Tr, kKind, kPeers> r(a);
-  uint64_t barriers = 0, gridSyncs = 0;
+  uint64_t epoch = barrierBase(a);  // numbered on the device (sym_kernel.h)
   for (int i = 0; i < a.nsteps; ++i) {
     const DevStep& s = a.steps[i];
     switch (s.op) {
       case kOpBarrier:
-        if (i > 0 && i + 1 < a.nsteps &&
-            !gridSync(a, a.gridSyncBase + (++gridSyncs) * gridDim.x))
-          return;
-        if (!peerBarrier(a, a.epochBase + barriers++)) return;
+        if (i > 0 && i + 1 < a.nsteps && !gridSync(a)) return;
+        if (!peerBarrier(a, ++epoch)) return;
         break;
       case kOpPeerReduce: r.reduce(s, false); break;
       case kOpPeerReduceBcast: r.reduce(s, true); break;
@@ -327,11 +325,11 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
 template <class Tr>
 __global__ void __launch_bounds__(kSymThreads, kSymPushBlocksPerSM) symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {
   const SymRunner<Tr, 0, 0> r(a);
-  uint64_t barriers = 0;
+  uint64_t epoch = barrierBase(a);  // numbered on the device, as in symKernel
   for (int i = 0; i < a.nsteps; ++i) {
     const DevStep& s = a.steps[i];
     if (s.op == kOpBarrier) {
-      if (!peerBarrier(a, a.epochBase + barriers++)) return;
+      if (!peerBarrier(a, ++epoch)) return;
     } else if (s.op == kOpPeerPush) {
       r.push(s);
     }

@@ -11,22 +11,33 @@
 //    latency instead of barrier + reads + barrier; same result bits as the bulk one-shot.
 //
 // Barrier protocol (kBarrier), per block. Rank r's control area holds one slot per block index
-// b: {epoch, hash[2]}. Barrier number E (a per-communicator count kept by the host, never reset)
-// in block b: every thread of the block finishes its earlier work (bar.sync), thread 0 writes
+// b: {epoch, hash[2]}. Barrier numbers are counted on the device, never by the host, so a launch
+// captured into a CUDA/HIP graph replays correctly any number of times, interleaved with eager
+// launches: block b of every rank passes the same barriers in the same order (grids are equal on
+// all ranks for every call, the host sizes them from the call alone), so block b's own slot holds
+// how many barriers block b has passed on this communicator, and its next one is that + 1. At the
+// start of a launch every thread of block b reads its own slot (only thread 0 of block b of this
+// rank ever writes it, in launch order); barrier number E is then that + k for the launch's k-th.
+// At barrier E: every thread of the block finishes its earlier work (bar.sync), thread 0 writes
 // hash[E & 1] = callHash and then epoch = E with a release store; threads 0..n-1 each wait until
 // peer q's slot b has epoch >= E (acquire), and if it is == E compare q's hash[E & 1] (a peer at
 // E cannot overwrite that word before this rank reaches E + 1). Block b of one rank thus meets
-// block b of every other rank, never the whole grid: grids are equal on all ranks (the host
-// sizes them from the call, identically everywhere), and for the first and last barrier of a
+// block b of every other rank, never the whole grid, and for the first and last barrier of a
 // plan that is enough:
 //  - first: peer q's block b has started, so q's kernel has started, so everything before it on
 //    q's stream (writing q's input, reading q's previous output) is done;
 //  - last: this rank's kernel ends only when all its blocks pass, i.e. when every block of every
 //    peer has finished the peer step, so nobody still touches this rank's buffers.
-// A barrier in the middle of a plan (none emitted today) first syncs the local grid (a
-// monotonic counter), so that each peer's slot b then stands for all of that peer's blocks; that
+// A barrier in the middle of a plan (none emitted today) first syncs the local grid (an arrival
+// counter the last arriving block resets, then a generation word it bumps: no count carried
+// between launches), so that each peer's slot b then stands for all of that peer's blocks; that
 // needs the whole grid resident, so the host gives such plans half the SM share (MPS clients
 // may share SMs).
+// LL rounds are counted on the device too: the round word in the control area is read by every
+// block at the start of an LL launch, and the last block of the launch to finish (an arrival
+// counter again) advances it (llNextRound) and, at the 32-bit flag wrap, clears the inbox parity
+// it just read (llClearsAfterRound). Launches of one communicator are ordered (LaunchOrder;
+// graph launches by the caller, as NCCL requires), so no two of them use these words at once.
 // Memory scope: device scope when all ranks share one GPU (MPS partitions), system otherwise.
 #pragma once
 
@@ -60,11 +71,29 @@ struct alignas(128) SymBarrierSlot {
 constexpr uint64_t kLLLinesPerPeer = kLLMaxBytes / 8 + 1;
 constexpr uint64_t kLLPeerStride = (kLLLinesPerPeer * 16 + 127) / 128 * 128;
 
+// LL rounds are 64-bit and never reused; a packet line carries the low 32 bits as its flag. A
+// line left in the inbox 2^32 rounds ago would carry the same flag as the current round, so when
+// the low bits are about to wrap, each parity's inbox is cleared once after its last use, and the
+// round whose low bits are 0 (the value of a cleared line) is skipped with its successor, so
+// parities still alternate. Clearing after the last two rounds before the wrap (one per parity)
+// needs no synchronisation with peers: this rank's launch of that round has finished reading,
+// and a peer writes this parity again only in a round two later, whose launch starts after the
+// peer received this rank's lines of the round in between, sent after the clear (stream order).
+constexpr uint64_t llNextRound(uint64_t round) {
+  return static_cast<uint32_t>(round + 1) == 0 ? round + 3 : round + 1;
+}
+constexpr bool llClearsAfterRound(uint64_t round) { return static_cast<uint32_t>(round) >= 0xFFFFFFFEu; }
+
 // constexpr: device code calls these too (nvcc --expt-relaxed-constexpr; clang treats them as
 // host+device).
 struct SymCtrlLayout {
   static constexpr uint64_t kBarriers = 0;
+  // 256 bytes of this rank's own counters (peers never touch them), uint64 each:
   static constexpr uint64_t kGridCounter = kBarriers + kMaxSymBlocks * sizeof(SymBarrierSlot);
+  static constexpr uint64_t kGridArrive = kGridCounter;          // blocks at the grid sync (0 between)
+  static constexpr uint64_t kGridGeneration = kGridCounter + 8;  // grid syncs completed
+  static constexpr uint64_t kLLDone = kGridCounter + 16;         // blocks done with the LL launch
+  static constexpr uint64_t kLLRound = kGridCounter + 24;        // the next LL launch's round
   static constexpr uint64_t kInbox = kGridCounter + 256;  // [parity][sender] x kLLPeerStride
   static constexpr uint64_t bytes(int nranks) { return kInbox + 2 * static_cast<uint64_t>(nranks) * kLLPeerStride; }
   static constexpr uint64_t inbox(int parity, int sender, int nranks) {
@@ -81,9 +110,6 @@ struct SymArgs {
   uint32_t callHash;
   uint32_t deviceScope;       // 1: every peer is on this GPU (acquire/release at .gpu scope)
   uint32_t pushOnly;          // 1: barriers and kPeerPush steps only: the wide copy kernel
-  uint64_t epochBase;         // the plan's first barrier is barrier number epochBase
-  uint64_t gridSyncBase;      // local grid counter value before this launch's first grid sync
-  uint64_t llRound;           // LL: this call's round (flag value; parity = round & 1)
   uint64_t timeoutTicks;      // 0: wait forever
   uint32_t* errorDevice;
   uint32_t* errorHost;
