@@ -48,7 +48,7 @@ struct ModelLimits {
 // slot costs blocks x min(its bytes, piece): a step of up to one piece costs `blocks` times its
 // bytes, one between a piece and a slot costs a whole slot. The H200 sweeps show it: at K = 4
 // (8 blocks, 64 KiB pieces) ring all-reduces of 512 KiB - 2 MiB (steps of 128 - 512 KiB) took
-// 77 - 79 us, then 303 us at 8 MiB (perf/RESULTS.md, session 7).
+// 55 - 56 us, then 210 us at 8 MiB (perf/RESULTS.md, session 7; session 5: 77 - 79, 303 us).
 double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks);
 
 // A prediction is linear in the profile's parameters: launch + sum latency[t][p] * alpha[t][p] +

@@ -91,7 +91,7 @@ TEST(TunerModel, FifoStepsCostTheirBusiestBlock) {
   EXPECT_DOUBLE_EQ(fifoCostBytes(64 << 10, slot, 1), 64 << 10);           // one block: bytes
   EXPECT_DOUBLE_EQ(fifoCostBytes(0, slot, 4), 0);
   // In a plan: K = 4 ring all-reduces whose steps are 128 - 512 KiB (S = 512 KiB - 2 MiB) take
-  // one time with 8 blocks (64 KiB pieces), as the H200 measured (77 - 79 us), and grow with
+  // one time with 8 blocks (64 KiB pieces), as the H200 measured (55 - 56 us), and grow with
   // one block.
   const Topology t = topoFile("h200-mps-4");
   ModelLimits eight;
