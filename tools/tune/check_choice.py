@@ -16,7 +16,9 @@ those runs (0 with one run); ratio = default / the fastest forced algorithm. A c
            from run to run;
   MISS     ratio > 1.05 + spread;
   no-op    an all-gather or reduce-scatter with fewer elements than ranks (nccl-tests' 8 B at
-           K = 4 or 8: each rank's part is 0 elements), which moves no data: not judged.
+           K = 4 or 8: each rank's part is 0 elements), which moves no data: not judged;
+  one-rank K = 1: every algorithm runs the same one copy (the API short-cuts one rank), so
+           there is no choice to judge; the gaps are between runs of one code path.
 """
 import json
 import statistics
@@ -59,7 +61,9 @@ def judge(rows, k):
             mean = statistics.fmean(runs)
             spread = (max(runs) - min(runs)) / min(runs) if min(runs) > 0 else 0.0
             ratio = mean / forced[best] if forced[best] > 0 else 1.0
-            if is_noop(coll, b, k):
+            if k == 1:
+                verdict = "one-rank"
+            elif is_noop(coll, b, k):
                 verdict = "no-op"
             elif ratio <= 1.05:
                 verdict = "ok"
@@ -80,8 +84,15 @@ def main(argv):
         return 2
     for k, (files, rows) in sorted(pooled(paths).items()):
         cells = judge(rows, k)
-        count = {v: sum(c["verdict"] == v for c in cells) for v in ("ok", "noise", "MISS", "no-op")}
-        judged = [c for c in cells if c["verdict"] != "no-op"]
+        count = {v: sum(c["verdict"] == v for c in cells)
+                 for v in ("ok", "noise", "MISS", "no-op", "one-rank")}
+        judged = [c for c in cells if c["verdict"] not in ("no-op", "one-rank")]
+        if k == 1:
+            gaps = [c["ratio"] for c in cells]
+            print(f"K=1 ({', '.join(files)}): {len(cells)} sizes, one-rank: every algorithm is the same "
+                  f"one copy, no choice to judge (default / fastest forced run: median "
+                  f"{statistics.median(gaps):.2f}, max {max(gaps):.2f})")
+            continue
         spreads = [c["spread"] for c in judged if len(c["runs"]) > 1]
         worst = max(judged, key=lambda c: c["ratio"], default=None)
         print(f"K={k} ({', '.join(files)}): {len(cells)} sizes: {count['ok']} within 5 %, "
