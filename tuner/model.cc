@@ -339,7 +339,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
               // (session 7). Links between GPUs and nodes keep one latency per step, NCCL's
               // form, as no sweep here measures them.
               slotLatency = fifo && t == 0;
-              f.latency[t][proto] += slotLatency ? std::max(1.0, std::ceil(b / static_cast<double>(pipe))) : 1.0;
+              f.latency[t][proto] +=
+                  slotLatency ? std::max(1.0, std::ceil(b / static_cast<double>(pipe))) : 1.0;
               f.bytes[t][proto] += (fifo ? fifoCostBytes(b, pipe, blocks) : b) * share[t];
             }
           }
@@ -348,9 +349,10 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
           // its share of the step's cost bytes.
           const double b0 = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
           const double slots = std::max(1.0, std::ceil(b0 / static_cast<double>(pipe)));
+          const double firstSlot = std::min<double>(b0, static_cast<double>(pipe));
           const double frac =
               b0 <= 0 ? 1
-              : fifo  ? fifoCostBytes(std::min<double>(b0, pipe), pipe, blocks) / fifoCostBytes(b0, pipe, blocks)
+              : fifo  ? fifoCostBytes(firstSlot, pipe, blocks) / fifoCostBytes(b0, pipe, blocks)
                       : std::min(1.0, static_cast<double>(pipe) / b0);
           const double latFrac = fifo && slotLatency ? 1 / slots : 1;
           Point done = start;
