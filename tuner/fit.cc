@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -130,6 +131,8 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
   // also a worst case. Points that stay beyond kTolerance weigh more in each next round
   // (Lawson's reweighting toward the minimax fit).
   std::vector<double> emphasis(data.size(), 1.0);
+  ProfileVariant best = v;
+  double bestWorst = std::numeric_limits<double>::infinity(), bestMedian = bestWorst;
   for (int it = 0; it < kIterations; ++it) {
     std::vector<size_t> index;  // rows[k] is data[index[k]]
     profile.variants = {v};
@@ -175,7 +178,18 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
         const double g = x[1 + kPairs + j];
         v.tiers[t][p].bandwidthGBps = g > 1 / kMaxFitBandwidthGBps ? 1 / g : kMaxFitBandwidthGBps;
       }
+    // A round's new figures can move critical paths so that the next linear fit starts from a
+    // worse place (at K = 8 the rounds can drift away): keep the round whose own prediction has
+    // the least worst-case error (then the least median), not merely the last one.
+    profile.variants = {v};
+    const ErrorStats err = modelError(Tuner(topo, profile, limits), data);
+    if (err.worst < bestWorst || (err.worst == bestWorst && err.median < bestMedian)) {
+      best = v;
+      bestWorst = err.worst;
+      bestMedian = err.median;
+    }
   }
+  v = best;
   // Pairs the data never exercised keep no figure: the model then takes the topology's link,
   // and the profile does not claim a measurement it does not have.
   for (int t = 0; t < kNumTiers; ++t)

@@ -17,12 +17,13 @@ constexpr Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::k
 
 int tierIndex(LinkTier t) { return static_cast<int>(t); }
 
-// *to += d, with d's bytes scaled by frac (a step's first slot: its latency, part of its bytes).
-void add(Features* to, const Features& d, double frac) {
+// *to += d, with d's bytes scaled by frac and its latencies by latFrac (a step's first slot:
+// one slot's latency and bytes).
+void add(Features* to, const Features& d, double frac, double latFrac) {
   to->copyBytes += d.copyBytes * frac;
   for (int t = 0; t < kNumTiers; ++t)
     for (int p = 0; p < kNumProtocols; ++p) {
-      to->latency[t][p] += d.latency[t][p];
+      to->latency[t][p] += d.latency[t][p] * latFrac;
       to->bytes[t][p] += d.bytes[t][p] * frac;
     }
 }
@@ -38,9 +39,10 @@ LinkTier widestTier(const Topology& topo) {
 // the rate they stream anything: the (USR, FIFO) figure. Fitted that way the H200 sweeps' worst
 // error drops from 58 to 41 % at K = 2 (perf/RESULTS.md, session 5). Other protocols' local work
 // runs at the copy rate.
-void addLocal(Features* f, double bytes, int protocol) {
+// Those blocks split each slot into pieces as for a send (fifoCostBytes).
+void addLocal(Features* f, double bytes, int protocol, uint64_t slot, int blocks) {
   if (protocol == static_cast<int>(Protocol::kFifo))
-    f->bytes[0][protocol] += bytes;
+    f->bytes[0][protocol] += fifoCostBytes(bytes, slot, blocks);
   else
     f->copyBytes += bytes;
 }
@@ -66,6 +68,13 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 }  // namespace
+
+double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks) {
+  if (bytes <= 0 || slotBytes == 0 || blocks <= 1) return std::max(bytes, 0.0);
+  const double slot = static_cast<double>(slotBytes), piece = slot / blocks;
+  const double whole = std::floor(bytes / slot), rest = bytes - whole * slot;
+  return whole * slot + std::min(rest, piece) * blocks;
+}
 
 uint64_t countForBytes(CollKind coll, uint64_t bytes, int nranks, size_t elemBytes) {
   uint64_t elems = bytes / std::max<size_t>(elemBytes, 1);
@@ -212,6 +221,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   const int widest = one ? 0 : tierIndex(widestTier(topo_));
   const uint64_t pipe = limits_.pipelineBytes > 0 ? limits_.pipelineBytes
                                                  : std::max<uint64_t>(1, limits_.chunkBytes / 4);
+  const bool fifo = e.protocol == Protocol::kFifo;
+  const int blocks = one ? 1 : limits_.blocksPerChannel;
   std::vector<RankPlan> plans(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r)
     if (buildCollPlan(topo_, r, args, algo, pp, &plans[r]) != sscSuccess) {
@@ -289,10 +300,11 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             continue;
           }
           Features f;  // this step's own cost
+          bool slotLatency = false;  // f's latency is one per slot (a send within the GPU)
           const double b = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
           switch (s.op) {
             case StepOp::kCopy:
-            case StepOp::kReduce: addLocal(&f, b, proto); break;
+            case StepOp::kReduce: addLocal(&f, b, proto, pipe, blocks); break;
             case StepOp::kPeerReduce:
             case StepOp::kPeerReduceBcast:
             case StepOp::kPeerPush:
@@ -317,29 +329,42 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             }
             default: {
               if (s.sendPeer < 0 || s.sendPeer == r) {
-                addLocal(&f, b, proto);  // a receive: the data is here, the step copies it out
+                addLocal(&f, b, proto, pipe, blocks);  // a receive: the data is here, the step copies it out
                 break;
               }
               const int t = one ? 0 : tierIndex(topo_.tierBetween(r, s.sendPeer));
-              f.latency[t][proto] += 1;
-              f.bytes[t][proto] += b * share[t];
+              // Through a FIFO within a GPU every slot is a handshake (wait for the receiver's
+              // free slot, publish the slot's size and flag), so each slot pays the latency: at
+              // K = 4 and 2 the H200 sweeps' median error fell from 10-11 to 5-6 % with it
+              // (session 7). Links between GPUs and nodes keep one latency per step, NCCL's
+              // form, as no sweep here measures them.
+              slotLatency = fifo && t == 0;
+              f.latency[t][proto] +=
+                  slotLatency ? std::max(1.0, std::ceil(b / static_cast<double>(pipe))) : 1.0;
+              f.bytes[t][proto] += (fifo ? fifoCostBytes(b, pipe, blocks) : b) * share[t];
             }
           }
           // FIFO steps pipeline by slot: the receiver starts once the first slot is in and
-          // ends no earlier than one slot after the sender ended.
+          // ends no earlier than one slot after the sender ended. A slot: one slot's latency,
+          // its share of the step's cost bytes.
           const double b0 = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
+          const double slots = std::max(1.0, std::ceil(b0 / static_cast<double>(pipe)));
+          const double firstSlot = std::min<double>(b0, static_cast<double>(pipe));
           const double frac =
-              b0 > 0 ? std::min(1.0, static_cast<double>(pipe) / b0) : 1;
+              b0 <= 0 ? 1
+              : fifo  ? fifoCostBytes(firstSlot, pipe, blocks) / fifoCostBytes(b0, pipe, blocks)
+                      : std::min(1.0, static_cast<double>(pipe) / b0);
+          const double latFrac = fifo && slotLatency ? 1 / slots : 1;
           Point done = start;
-          add(&done.f, f, 1);
+          add(&done.f, f, 1, 1);
           if (from != nullptr) {
             Point tail = from->end;
-            add(&tail.f, f, frac);
+            add(&tail.f, f, frac, latFrac);
             done = later(done, tail);
           }
           if (!peerStep && s.sendPeer >= 0 && s.sendPeer != r) {
             Point first = start;
-            add(&first.f, f, frac);
+            add(&first.f, f, frac, latFrac);
             delivered[{r, s.sendPeer, c}].push_back({first, done});
           }
           k.at = done;
@@ -400,9 +425,9 @@ Algo Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric) const {
 }
 
 uint64_t Tuner::fingerprint() const {
-  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
+  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
                            topo_.nranks(), limits_.chunkBytes, limits_.channels,
-                           limits_.llMaxBytes, limits_.elemBytes));
+                           limits_.llMaxBytes, limits_.elemBytes, limits_.blocksPerChannel));
 }
 
 }  // namespace ssc

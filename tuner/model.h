@@ -35,7 +35,21 @@ struct ModelLimits {
   // Every rank's buffers live in one physical memory (the host backend): the topology's tiers are
   // labels there, so all steps are costed at the USR figures and no link is shared.
   bool oneMemory = false;  // float32, what the benchmarks and most training traffic move
+  // Blocks of the FIFO plan kernel per channel (the GPU backend's FifoShape, set per
+  // communicator by its launch census: 4, 8, 16 on the H200 at K = 8, 4, 2). Block b moves piece
+  // b (slot / blocks bytes) of every slot, so a FIFO step shorter than a slot leaves blocks idle
+  // and takes as long as its busiest block (fifoCostBytes). 1: a step costs its bytes.
+  int blocksPerChannel = 1;
 };
+
+// The bytes a FIFO step of `bytes` costs at the channel's bandwidth: the channel's blocks split
+// each slot into `blocks` pieces, so a step's time is its busiest block's, times the block count
+// to keep the channel's bandwidth as the unit. Whole slots cost their bytes; the last, partial
+// slot costs blocks x min(its bytes, piece): a step of up to one piece costs `blocks` times its
+// bytes, one between a piece and a slot costs a whole slot. The H200 sweeps show it: at K = 4
+// (8 blocks, 64 KiB pieces) ring all-reduces of 512 KiB - 2 MiB (steps of 128 - 512 KiB) took
+// 55 - 56 us, then 210 us at 8 MiB (perf/RESULTS.md, session 7; session 5: 77 - 79, 303 us).
+double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks);
 
 // A prediction is linear in the profile's parameters: launch + sum latency[t][p] * alpha[t][p] +
 // sum bytes[t][p] / beta[t][p] + copyBytes / copy. starscream-tune fits the parameters on them.

@@ -179,6 +179,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   ModelLimits limits{comm->resources->chunkBytes(), comm->resources->channels(),
                      comm->backend->packetAllReduceMaxBytes(comm), 4};
   limits.oneMemory = std::string(comm->backend->name()) == "host";
+  limits.blocksPerChannel = comm->resources->blocksPerChannel();
   SSC_CHECK(createTuner(comm->topo, limits, rank, nranks,
                         [comm](void* d, size_t n) { return comm->bootstrap->allGather(d, n); },
                         &comm->tuner));

@@ -26,6 +26,9 @@ class CommResources {
   // The largest step a plan may use on this communicator, in bytes (half a connection FIFO).
   virtual size_t chunkBytes() const = 0;
   virtual int channels() const = 0;
+  // Blocks that share each channel's slots (the GPU FIFO kernel's); the tuner costs a step
+  // shorter than a slot by its busiest block (tuner/model.h). 1: one worker per channel.
+  virtual int blocksPerChannel() const { return 1; }
 };
 
 // What a backend sees of a communicator: the transports' view (rank, topology, bootstrap, abort

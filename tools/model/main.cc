@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--channels", limits.channels, "Channels (GPU backend: 2)");
   app.add_option("--ll-max-bytes", limits.llMaxBytes, "LL packet limit (GPU: 64 KiB; 0: none)");
   app.add_flag("--one-memory", limits.oneMemory, "All ranks in one memory (the host backend)");
+  app.add_option("--fifo-blocks", limits.blocksPerChannel, "FIFO kernel blocks per channel (the "
+                 "library's 'GPU launch limits' INFO line; H200: 4, 8, 16 at K = 8, 4, 2)")
+      ->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
 
   CollKind coll;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   int channels = 2;
   double cacheMB = 0;
   std::string pointsPath, checkPath;
+  std::vector<std::string> blocksSpec;
   app.add_option("--topo", topoPattern, "Topology file; {K} is replaced by the partition count")
       ->required();
   app.add_option("--out", outPath, "Profile to write")->required();
@@ -50,6 +52,9 @@ int main(int argc, char** argv) {
   app.add_option("--ll-max-bytes", llMax, "LL packet limit of the backend measured (GPU: 64 KiB)");
   app.add_option("--cache-mb", cacheMB, "The GPU's last-level cache, MB (H200: 50 L2), kept "
                  "in every variant: one-rank calls that fit in it cost their launch only");
+  app.add_option("--fifo-blocks", blocksSpec, "K=B: the FIFO kernel ran B blocks per channel at "
+                 "K partitions (the library's INFO line 'GPU launch limits'; H200: 8=4 4=8 2=16 "
+                 "1=32); the model needs it for steps shorter than a slot (default 1)");
   app.add_option("--points", pointsPath, "Also write every point (K coll algo bytes model_us "
                  "measured_us error) to this file");
   app.add_option("--check", checkPath, "Only report this profile's error on the --from data "
@@ -78,7 +83,18 @@ int main(int argc, char** argv) {
   ssc::TunerProfile profile;
   profile.name = name;
   profile.source = source;
-  const ssc::ModelLimits limits{chunk, channels, llMax, 4};
+  std::map<int, int> blocksAt;
+  for (const std::string& kb : blocksSpec) {
+    const auto eq = kb.find('=');
+    const int k = eq == std::string::npos ? 0 : std::atoi(kb.substr(0, eq).c_str());
+    const int b = eq == std::string::npos ? 0 : std::atoi(kb.substr(eq + 1).c_str());
+    if (k < 1 || b < 1) {
+      fmt::print(stderr, "starscream-tune: --fifo-blocks '{}': want K=B with K, B >= 1\n", kb);
+      return 2;
+    }
+    blocksAt[k] = b;
+  }
+  const ssc::ModelLimits base{chunk, channels, llMax, 4};
   fmt::print("{:>3} {:>7} {:>9} {:>9}  worst point\n", "K", "points", "median", "worst");
   for (const std::string& path : from) {
     std::vector<ssc::Measurement> data;
@@ -88,6 +104,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "starscream-tune: {}\n", ssc::lastError());
       return 1;
     }
+    ssc::ModelLimits limits = base;
+    if (auto it = blocksAt.find(k); it != blocksAt.end()) limits.blocksPerChannel = it->second;
     ssc::Topology topo;
     const std::string topoPath = replaceAll(topoPattern, "{K}", std::to_string(k));
     if (ssc::loadTopologyFile(topoPath, k, &topo) != sscSuccess) {

@@ -54,6 +54,7 @@ class GpuResources : public CommResources {
   }
   size_t chunkBytes() const override { return conns->shape().chunkBytes(); }
   int channels() const override { return conns->shape().channels; }
+  int blocksPerChannel() const override { return conns->shape().blocksPerChannel; }
 
   // Reports a kernel's recorded failure on the communicator once; returns its result code.
   sscResult_t reportKernelError() {
@@ -423,6 +424,7 @@ class GpuBackend : public Backend {
     }
     size_t chunkBytes() const override { return res->chunkBytes(); }
     int channels() const override { return res->channels(); }
+    int blocksPerChannel() const override { return res->blocksPerChannel(); }
     std::unique_ptr<GpuResources> res;
   };
 };
