@@ -26,7 +26,6 @@ struct Mine {
   int32_t mpsPercent;    // 100 when not limited
   int32_t planPerSM;     // occupancy of the FIFO kernel
   int32_t symPerSM;      // occupancy of the symmetric kernel
-  int32_t pushPerSM;     // occupancy of its push-only kernel
 };
 
 int largestPow2AtMost(int v) {
@@ -58,10 +57,9 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
   }
   me.planPerSM = planKernelBlocksPerSM();
   me.symPerSM = symKernelBlocksPerSM();
-  me.pushPerSM = std::min(symPushKernelBlocksPerSM(), kSymPushBlocksPerSM);
   SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Mine)));
 
-  int perChannel = 32, symBlocks = kMaxSymBlocks, pushBlocks = kMaxSymBlocks, shareMin = 1 << 30;
+  int perChannel = 32, symBlocks = kMaxSymBlocks, shareMin = 1 << 30;
   bool same = true;
   for (const Mine& r : all) {
     // One GPU = one (host, UUID). Not the PCI bus id: on an MI300X in CPX mode every XCD
@@ -82,11 +80,9 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
     const int fifoHalf = std::max(1, (share + 2 * channels - 1) / (2 * channels));
     perChannel = std::min({perChannel, fifoFit, fifoHalf});
     symBlocks = std::min(symBlocks, std::max(1, share * r.symPerSM));
-    pushBlocks = std::min(pushBlocks, std::max(1, share * r.pushPerSM));
   }
   out->blocksPerChannel = largestPow2AtMost(perChannel);
   out->symBlocks = symBlocks;
-  out->pushBlocks = pushBlocks;
   out->shareSMs = shareMin;
 #if defined(SSC_GPU_IS_HIP)
   // Device (agent) scope only orders memory within one agent. Until a test on partitioned AMD
@@ -96,8 +92,7 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
 #endif
   out->sameDevice = same;
   SSC_LOG(kInfo, "GPU launch limits: SM share {}, {} FIFO block(s) per channel, symmetric grid "
-          "<= {} blocks ({} per SM; all-gather {}, {} per SM), {}", shareMin, out->blocksPerChannel, symBlocks,
-          me.symPerSM, pushBlocks, me.pushPerSM,
+          "<= {} blocks ({} per SM), {}", shareMin, out->blocksPerChannel, symBlocks, me.symPerSM,
           same ? "all ranks on one GPU (device-scope flags)" : "ranks on several GPUs");
   return sscSuccess;
 }

@@ -21,7 +21,6 @@ namespace ssc::gpu {
 struct LaunchLimits {
   int blocksPerChannel = 1;   // FIFO plan kernel, per channel (a power of two)
   int symBlocks = 1;          // the symmetric kernel's largest grid
-  int pushBlocks = 1;         // the push-only symmetric kernel's largest grid (all-gather)
   int shareSMs = 1;           // the smallest rank's SM share
   bool sameDevice = false;    // every rank runs on one GPU (device-scope flags suffice)
 };

@@ -89,13 +89,12 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     return fail(sscInvalidUsage, "the symmetric algorithm runs on at most {} ranks on the GPU ({} here)",
                 kMaxSymPeers, nranks_);
   uint64_t middles = 0;
-  bool peers = false, pushOnly = true;
+  bool peers = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].op == StepOp::kBarrier) {
       middles += i > 0 && i + 1 < steps.size();
     } else if (isPeerStep(steps[i].op)) {
       peers = true;
-      pushOnly = pushOnly && steps[i].op == StepOp::kPeerPush;
     } else {
       return SSC_INTERNAL("a plan mixes FIFO step {} with peer steps; the GPU cannot run it",
                   stepOpName(steps[i].op));
@@ -162,12 +161,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   // clients may share SMs, so the full share is not guaranteed to be: on the H200 at K = 4 a
   // 32-block grid (the full 25% share) timed out in that sync while per-block barriers (which
   // only pair block b with block b) ran the same grid fine. Such plans get half the share.
-  // Push-only plans (all-gather) run the wide copy kernel (sym_bulk.cuh, symPushKernel): its own
-  // grid limit, and no middle barrier to keep resident.
-  a.pushOnly = pushOnly && peers && middles == 0 ? 1 : 0;
-  const uint64_t maxBlocks = a.pushOnly    ? limits_.pushBlocks
-                             : middles > 0 ? std::max(1, limits_.symBlocks / 2)
-                                           : limits_.symBlocks;
+  const uint64_t maxBlocks = middles > 0 ? std::max(1, limits_.symBlocks / 2) : limits_.symBlocks;
   const int blocks = static_cast<int>(std::clamp<uint64_t>(
       (callElems * esize + kBytesPerBlock - 1) / kBytesPerBlock, 1, maxBlocks));
   const int e = launchSymKernel(a, blocks, stream);

@@ -115,18 +115,23 @@ struct SymRunner {
     scalar(head + nvec * kPerVec, count);
   }
 
-  // At most kPeers ranks: 2 peers x 2 vectors, or 4 x 1. With the source and destination
-  // pointers in registers (reduceVec's fast path) 4 loads in flight per thread are enough and
-  // beat 8: perf/bulk_shapes.cu on the H200 (session 7, perf/RESULTS.md), the reduce-scatter and
-  // all-reduce data patterns at K = 2 reached 100 % of the copy rate with 2 x 2 against 82-93 %
-  // with 2 x 4, at K = 4 90-103 % with 4 x 1 against 82-98 % with 4 x 2. (8 loads had looked
-  // better only while every iteration re-read the pointers from the parameter block.)
+  // At most kPeers ranks: 8 loads in flight where registers allow, as 8 peers x 1 vector gives
+  // at 8 ranks. With 4 loads (4 peers x 1, or 2 x 2) the H200 ran all-reduce at 55-59 % of the
+  // copy roofline at K = 2 and 4 and reduce-scatter at 40-55 %, against 87-93 % at K = 8. Shapes
+  // keep loads (kG x kU x 4 registers) plus accumulators (kU x kPerVec registers, 2 per 8-byte
+  // value) at <= 48, what 8 x 1 takes for 1-byte types; one shape per kernel, as two in one
+  // spilled (ptxas -v).
   template <class Dst>
   __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
                                             bool doPost, const Dst& dst, int ndst, int src0,
                                             int nsrc) const {
-    if constexpr (kPeers == 2) reduceGroup<2, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
-    else reduceGroup<4, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    constexpr int kAccRegs = kPerVec * static_cast<int>((sizeof(C) + 3) / 4);  // per vector
+    if constexpr (kPeers == 2 && 2 * 4 * 4 + 4 * kAccRegs <= 48)
+      reduceVec<2, 4>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    else if constexpr (4 * 2 * 4 + 2 * kAccRegs <= 48)
+      reduceVec<4, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    else
+      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
   }
 
   // Sources are ranks src0 .. src0 + n - 1.
@@ -168,60 +173,6 @@ struct SymRunner {
 #pragma unroll
         for (int e = 0; e < kPerVec; ++e) r.e[e] = ops.out(acc[u][e], doPost);
         for (int k = 0; k < ndst; ++k) reinterpret_cast<uint4*>(dst(k) + head)[i] = r.u;
-      }
-    }
-  }
-
-  // reduceVec for at most kG sources and destinations (the few-rank kernels): the pointers are
-  // computed once, into registers, before the loop. Read inside it (step fields, then the peer
-  // table, both in the parameter block at run-time indices) they put a chain of dependent
-  // constant loads before every iteration's loads and stores: the H200 ran reduce-scatter at K = 2 and 4 in 294
-  // and 473 us (256 MiB) against 219 and 347 us for the same loop with the pointers in registers
-  // (perf/bulk_shapes.cu, session 7). The all-sizes kernel keeps reduceVec: 16 live pointers
-  // spilled it (ptxas -v), and at K = 8 it already runs at 92-94 % of the roofline.
-  template <int kG, int kU, class Dst>
-  __device__ __forceinline__ void reduceGroup(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
-                                              bool doPost, const Dst& dst, int ndst, int src0,
-                                              int n) const {
-    const uint4* sp[kG];
-    uint4* dp[kG];
-#pragma unroll
-    for (int j = 0; j < kG; ++j) {
-      sp[j] = j < n ? reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, src0 + j, s.srcOff + head)) : nullptr;
-      dp[j] = j < ndst ? reinterpret_cast<uint4*>(dst(j) + head) : nullptr;
-    }
-    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kU) {
-      Vec x[kG][kU];
-#pragma unroll
-      for (int j = 0; j < kG; ++j) {
-        if (j < n) {
-#pragma unroll
-          for (int u = 0; u < kU; ++u) {
-            const uint64_t i = v0 + u * gthreads;
-            if (i < nvec) x[j][u].u = sscLoadCg(sp[j] + i);
-          }
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const uint64_t i = v0 + u * gthreads;
-        if (i >= nvec) break;
-        C acc[kPerVec];
-#pragma unroll
-        for (int e = 0; e < kPerVec; ++e) acc[e] = ops.in(x[0][u].e[e], pre);
-#pragma unroll
-        for (int j = 1; j < kG; ++j) {
-          if (j < n) {
-#pragma unroll
-            for (int e = 0; e < kPerVec; ++e) acc[e] = ops.combine(acc[e], ops.in(x[j][u].e[e], pre), false);
-          }
-        }
-        Vec r;
-#pragma unroll
-        for (int e = 0; e < kPerVec; ++e) r.e[e] = ops.out(acc[e], doPost);
-#pragma unroll
-        for (int j = 0; j < kG; ++j)
-          if (j < ndst) dp[j][i] = r.u;
       }
     }
   }
@@ -272,15 +223,8 @@ struct SymRunner {
 
   // kPeerPush: this rank's src into every rank's dst.
   __device__ void push(const DevStep& s) const {
-    // Every destination's address in shared memory, once per block. Computed inside the copy
-    // loop (the step's fields, then the peer table, at run-time indices in the parameter block)
-    // they put dependent constant loads before each vector's stores to each rank.
-    __shared__ S* dsts[kMaxSymPeers];
-    for (int k = static_cast<int>(threadIdx.x); k < a.nranks; k += static_cast<int>(blockDim.x))
-      dsts[k] = peerPtr(s.dstBuf, k, s.dstOff);
-    __syncthreads();
-    copyRange(localPtr(s.srcBuf, s.srcOff), [&](int k) { return dsts[k]; }, a.nranks, s.count);
-    __syncthreads();  // a later push step rewrites the table
+    copyRange(localPtr(s.srcBuf, s.srcOff), [&](int k) { return peerPtr(s.dstBuf, k, s.dstOff); },
+              a.nranks, s.count);
   }
 
   // kPeerGather: block q of this rank's dst from src@q. Each rank starts at its own neighbour,
@@ -311,27 +255,6 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
       case kOpPeerPush: r.push(s); break;
       case kOpPeerGather: r.gather(s); break;
       default: break;  // the host accepts only these ops
-    }
-  }
-}
-
-// All-gather plans ([barrier, kPeerPush, barrier]) do no arithmetic, so they get a kernel of
-// their own that fits four 512-thread blocks per SM (32 registers) where the bulk kernel fits
-// one: a copy keeps its loads in flight with more threads rather than wider loops (8 loads per
-// thread in copyRange made K = 4 slower, see there). perf/bulk_shapes.cu on the H200 (session 7):
-// the push pattern at 256 MiB reached 88 / 84 / 88 % of the copy rate at K = 2 / 4 / 8 with
-// 2048 threads per SM, against 77 / 72 / 88 % with 512. The host sizes its grid from
-// symPushKernelBlocksPerSM() and sets SymArgs::pushOnly.
-template <class Tr>
-__global__ void __launch_bounds__(kSymThreads, kSymPushBlocksPerSM) symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {
-  const SymRunner<Tr, 0, 0> r(a);
-  uint64_t epoch = barrierBase(a);  // numbered on the device, as in symKernel
-  for (int i = 0; i < a.nsteps; ++i) {
-    const DevStep& s = a.steps[i];
-    if (s.op == kOpBarrier) {
-      if (!peerBarrier(a, ++epoch)) return;
-    } else if (s.op == kOpPeerPush) {
-      r.push(s);
     }
   }
 }

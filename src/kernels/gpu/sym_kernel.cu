@@ -53,35 +53,24 @@ int launchLLAllReduce(const SymArgs& args, int blocks, void* stream) {
   }
 }
 
-namespace {
-
-// The smallest occupancy (kSymThreads-thread blocks per SM) over `kernels`, at least 1.
-template <class... K>
-int minBlocksPerSM(K... kernels) {
+int symKernelBlocksPerSM() {
   int best = 1 << 30;
   const auto take = [&](auto kernel) {
     int n = 0;
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kSymThreads, 0) == hipSuccess)
       best = n < best ? n : best;
   };
-  (take(kernels), ...);
-  return best == (1 << 30) || best < 1 ? 1 : best;
-}
-
-}  // namespace
-
-int symKernelBlocksPerSM() {
   // fp8 (16 floats per vector and peer) and int64 are the register-hungriest instantiations.
-  return minBlocksPerSM(symKernel<NativeTraits<float>, 0, 0>, symKernel<Fp8Traits<conv::Fp8E4M3>, 0, 0>,
-                        symKernel<HalfTraits, 0, 0>, symKernel<NativeTraits<int64_t>, 1, 0>,
-                        symKernel<NativeTraits<double>, 3, 0>, symKernel<NativeTraits<float>, 0, 2>,
-                        symKernel<NativeTraits<double>, 3, 2>, symKernel<NativeTraits<float>, 0, 4>,
-                        symKernel<HalfTraits, 0, 4>);
-}
-
-int symPushKernelBlocksPerSM() {
-  return minBlocksPerSM(symPushKernel<NativeTraits<float>>, symPushKernel<Fp8Traits<conv::Fp8E4M3>>,
-                        symPushKernel<NativeTraits<double>>, symPushKernel<HalfTraits>);
+  take(symKernel<NativeTraits<float>, 0, 0>);
+  take(symKernel<Fp8Traits<conv::Fp8E4M3>, 0, 0>);
+  take(symKernel<HalfTraits, 0, 0>);
+  take(symKernel<NativeTraits<int64_t>, 1, 0>);
+  take(symKernel<NativeTraits<double>, 3, 0>);
+  take(symKernel<NativeTraits<float>, 0, 2>);
+  take(symKernel<NativeTraits<double>, 3, 2>);
+  take(symKernel<NativeTraits<float>, 0, 4>);
+  take(symKernel<HalfTraits, 0, 4>);
+  return best == (1 << 30) || best < 1 ? 1 : best;
 }
 
 }  // namespace ssc::gpu

@@ -51,7 +51,6 @@ constexpr int kMaxSymPeers = 64;    // peer tables travel in the kernel paramete
 constexpr int kMaxSymSteps = 8;
 constexpr int kMaxSymBlocks = 512;  // barrier slots per rank
 constexpr int kSymThreads = 512;
-constexpr int kSymPushBlocksPerSM = 4;  // the push-only kernel's occupancy target (sym_bulk.cuh)
 constexpr int kLLThreads = 256;
 constexpr uint64_t kLLMaxBytes = 64 << 10;  // LL inbox size: LL one-shot up to this many bytes
 // Where LL is used by default. On the H200 under MPS, with a grid of the rank's SM share, LL
@@ -109,7 +108,6 @@ struct SymArgs {
   uint32_t elemBytes;
   uint32_t callHash;
   uint32_t deviceScope;       // 1: every peer is on this GPU (acquire/release at .gpu scope)
-  uint32_t pushOnly;          // 1: barriers and kPeerPush steps only: the wide copy kernel
   uint64_t timeoutTicks;      // 0: wait forever
   uint32_t* errorDevice;
   uint32_t* errorHost;
@@ -126,7 +124,5 @@ int launchSymKernel(const SymArgs& args, int blocks, void* stream);
 int launchLLAllReduce(const SymArgs& args, int blocks, void* stream);
 // Occupancy of the bulk kernel (blocks per SM, at least 1), for sizing grids.
 int symKernelBlocksPerSM();
-// Occupancy of the push-only kernel (SymArgs::pushOnly), the same way.
-int symPushKernelBlocksPerSM();
 
 }  // namespace ssc::gpu

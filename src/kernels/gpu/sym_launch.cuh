@@ -42,8 +42,7 @@ struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
     // Separate instantiations for few ranks, so their wider loops do not raise the register
     // pressure (and spill) of the one that serves more.
-    if (a.pushOnly) symPushKernel<Tr><<<g, b, 0, st>>>(a);  // no arithmetic: one per type
-    else if (a.nranks <= 2) symKernel<Tr, kKind, 2><<<g, b, 0, st>>>(a);
+    if (a.nranks <= 2) symKernel<Tr, kKind, 2><<<g, b, 0, st>>>(a);
     else if (a.nranks <= 4) symKernel<Tr, kKind, 4><<<g, b, 0, st>>>(a);
     else symKernel<Tr, kKind, 0><<<g, b, 0, st>>>(a);
   }
