@@ -169,10 +169,8 @@ struct Cell {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const mps::Start started = mps::start(&argc, &argv);
+  const int rank = started.rank, nranks = started.nranks;
   std::vector<uint64_t> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10) << 20);
   if (sizes.empty()) sizes = {uint64_t{64} << 20, uint64_t{256} << 20};
@@ -181,8 +179,6 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  const char* dev = std::getenv("MPS_FLOOR_DEVICE");
-  check(hipSetDevice(dev != nullptr ? std::atoi(dev) : 0), "hipSetDevice");
   hipStream_t stream;
   check(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking), "stream");
   mps::Peers peers = mps::makePeers(rank, nranks);

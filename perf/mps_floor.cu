@@ -95,18 +95,14 @@ __global__ void __launch_bounds__(512) bulkKernel(const SSC_GRID_CONSTANT Peers 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const mps::Start started = mps::start(&argc, &argv);
+  const int rank = started.rank, nranks = started.nranks;
   const int iters = argc > 1 ? std::atoi(argv[1]) : 2000;
   if (nranks > kMaxRanks || iters < 10) {
     if (rank == 0) std::fprintf(stderr, "usage: mpirun -np K (<= %d) mps_floor [iters >= 10]\n", kMaxRanks);
     MPI_Finalize();
     return 2;
   }
-  const char* dev = std::getenv("MPS_FLOOR_DEVICE");  // as NCCL_TESTS_DEVICE: every rank on one GPU
-  check(hipSetDevice(dev != nullptr ? std::atoi(dev) : 0), "hipSetDevice");
   hipStream_t stream;
   check(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking), "stream");
   hipEvent_t ev;

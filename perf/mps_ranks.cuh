@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "src/platform/gpu_runtime.h"
@@ -46,6 +47,21 @@ inline void check(hipError_t e, const char* what) {
   if (e == hipSuccess) return;
   std::fprintf(stderr, "%s: %s\n", what, hipGetErrorString(e));
   MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+// MPI_Init, this process's rank and the rank count, and its GPU: MPS_FLOOR_DEVICE (as
+// NCCL_TESTS_DEVICE: every rank on one GPU), 0 when unset.
+struct Start {
+  int rank = 0, nranks = 1;
+};
+inline Start start(int* argc, char*** argv) {
+  MPI_Init(argc, argv);
+  Start s;
+  MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &s.nranks);
+  const char* dev = std::getenv("MPS_FLOOR_DEVICE");
+  check(hipSetDevice(dev != nullptr ? std::atoi(dev) : 0), "hipSetDevice");
+  return s;
 }
 
 inline double now() {
