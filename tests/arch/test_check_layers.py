@@ -2,24 +2,18 @@
 """scripts/check_layers.py must fail on each kind of violation it promises to find (an upward
 include, a folder cycle inside a layer, a file past the line limit) and pass a clean tree."""
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_tree import run_on_tree  # noqa: E402
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                       "check_layers.py")
 
 
 def run(files):
-    with tempfile.TemporaryDirectory() as root:
-        for path, text in files.items():
-            full = os.path.join(root, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w") as f:
-                f.write(text)
-        p = subprocess.run([sys.executable, SCRIPT, root], capture_output=True, text=True)
-        return p.returncode, p.stdout
+    return run_on_tree(SCRIPT, files)
 
 
 class CheckLayers(unittest.TestCase):

@@ -3,10 +3,11 @@
 link to a missing file, an anchor with no heading, a repository path or a brace alternative
 that does not exist, a build output no CMakeLists.txt builds) and pass a tree where all exist."""
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from script_tree import run_on_tree  # noqa: E402
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_docs.py")
 TREE = {
@@ -31,14 +32,7 @@ CLEAN = ("See [design](docs/design.md#the-plan-format), `src/core/env.{h,cc}`,\n
 def run(readme, changes=None):
     """Runs the checker on TREE plus this README and the changed or added files."""
     files = dict(TREE, **{"README.md": readme}, **(changes or {}))
-    with tempfile.TemporaryDirectory() as root:
-        for path, text in files.items():
-            full = os.path.join(root, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w") as f:
-                f.write(text)
-        p = subprocess.run([sys.executable, SCRIPT, root], capture_output=True, text=True)
-        return p.returncode, p.stdout
+    return run_on_tree(SCRIPT, files)
 
 
 class CheckDocs(unittest.TestCase):

@@ -115,19 +115,27 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   return sscSuccess;
 }
 
+// The checks decode and prefill share: the I/O type, the query heads against the cache's
+// heads, and (sharded) heads that split evenly over the ranks.
+sscResult_t checkHeads(const char* fn, const sscKvCache* c, sscDataType_t ioType, int numQHeads,
+                       bool sharded) {
+  const sscKvCacheConfig_t& cfg = c->config;
+  if (ioType != sscFloat32 && ioType != sscFloat16 && ioType != sscBfloat16)
+    return fail(sscInvalidArgument, "{}: io_dtype = {} (supported: sscFloat32, sscFloat16, "
+                "sscBfloat16)", fn, static_cast<int>(ioType));
+  if (numQHeads < 1 || numQHeads > cfg.max_q_heads || numQHeads % cfg.num_kv_heads != 0)
+    return fail(sscInvalidArgument, "{}: num_q_heads = {} must be a multiple of num_kv_heads = "
+                "{} and at most max_q_heads = {}", fn, numQHeads, cfg.num_kv_heads,
+                cfg.max_q_heads);
+  if (sharded && numQHeads % c->comm->nranks != 0)
+    return fail(sscInvalidArgument, "{}: sharded heads need num_q_heads ({}) to be a multiple "
+                "of the rank count ({})", fn, numQHeads, c->comm->nranks);
+  return sscSuccess;
+}
+
 sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
-  const int nranks = c->comm->nranks;
-  if (a.ioType != sscFloat32 && a.ioType != sscFloat16 && a.ioType != sscBfloat16)
-    return fail(sscInvalidArgument, "{}: io_dtype = {} (supported: sscFloat32, sscFloat16, "
-                "sscBfloat16)", fn, static_cast<int>(a.ioType));
-  if (a.numQHeads < 1 || a.numQHeads > cfg.max_q_heads || a.numQHeads % cfg.num_kv_heads != 0)
-    return fail(sscInvalidArgument, "{}: num_q_heads = {} must be a multiple of num_kv_heads = "
-                "{} and at most max_q_heads = {}", fn, a.numQHeads, cfg.num_kv_heads,
-                cfg.max_q_heads);
-  if ((a.qSharded || a.outSharded) && a.numQHeads % nranks != 0)
-    return fail(sscInvalidArgument, "{}: sharded heads need num_q_heads ({}) to be a multiple "
-                "of the rank count ({})", fn, a.numQHeads, nranks);
+  SSC_CHECK(checkHeads(fn, c, a.ioType, a.numQHeads, a.qSharded || a.outSharded));
   if (a.batch < 0 || a.batch > cfg.max_batch)
     return fail(sscInvalidArgument, "{}: batch = {} (0 .. max_batch = {})", fn, a.batch,
                 cfg.max_batch);
@@ -148,17 +156,7 @@ sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream
 
 sscResult_t prefill(const char* fn, sscKvCache* c, PrefillArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
-  const int nranks = c->comm->nranks;
-  if (a.ioType != sscFloat32 && a.ioType != sscFloat16 && a.ioType != sscBfloat16)
-    return fail(sscInvalidArgument, "{}: io_dtype = {} (supported: sscFloat32, sscFloat16, "
-                "sscBfloat16)", fn, static_cast<int>(a.ioType));
-  if (a.numQHeads < 1 || a.numQHeads > cfg.max_q_heads || a.numQHeads % cfg.num_kv_heads != 0)
-    return fail(sscInvalidArgument, "{}: num_q_heads = {} must be a multiple of num_kv_heads = "
-                "{} and at most max_q_heads = {}", fn, a.numQHeads, cfg.num_kv_heads,
-                cfg.max_q_heads);
-  if (a.outSharded && a.numQHeads % nranks != 0)
-    return fail(sscInvalidArgument, "{}: sharded heads need num_q_heads ({}) to be a multiple "
-                "of the rank count ({})", fn, a.numQHeads, nranks);
+  SSC_CHECK(checkHeads(fn, c, a.ioType, a.numQHeads, a.outSharded));
   if (a.batch < 0 || a.batch > cfg.max_seqs)
     return fail(sscInvalidArgument, "{}: batch = {} (0 .. max_seqs = {})", fn, a.batch,
                 cfg.max_seqs);
