@@ -89,6 +89,20 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipStreamCaptureMode cudaStreamCaptureMode
 #define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
 #define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
+#define hipStreamCaptureStatusActive cudaStreamCaptureStatusActive
+#define hipGraph_t cudaGraph_t
+#define hipUserObject_t cudaUserObject_t
+#define hipUserObjectCreate cudaUserObjectCreate
+#define hipUserObjectNoDestructorSync cudaUserObjectNoDestructorSync
+#define hipGraphRetainUserObject cudaGraphRetainUserObject
+#define hipGraphUserObjectMove cudaGraphUserObjectMove
+// CUDA 13 folded the _v2 capture query into cudaStreamGetCaptureInfo (edge data added).
+#if CUDART_VERSION >= 13000
+#define hipStreamGetCaptureInfo_v2(s, status, id, graph, deps, ndeps) \
+  cudaStreamGetCaptureInfo((s), (status), (id), (graph), (deps), nullptr, (ndeps))
+#else
+#define hipStreamGetCaptureInfo_v2 cudaStreamGetCaptureInfo_v2
+#endif
 #endif
 
 // The vendor BLAS (src/ops/gemm): hipBLASLt on AMD, cuBLASLt on NVIDIA, used through the
@@ -232,8 +246,10 @@ inline bool sscPointerRange(const void* p, uintptr_t* base, size_t* bytes, uint6
 // registrations to a graph. False, with destroy never called, where `stream` is not capturing
 // or the runtime cannot (ROCm before 5.3; a user object created but not retained is leaked).
 inline bool sscRetainUntilGraphDestroyed(hipStream_t stream, void* ptr, void (*destroy)(void*)) {
-#if defined(SSC_GPU_IS_HIP)
-#if HIP_VERSION >= 50300000
+#if defined(SSC_GPU_IS_HIP) && HIP_VERSION < 50300000
+  (void)stream, (void)ptr, (void)destroy;
+  return false;
+#else
   hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
   hipGraph_t graph = nullptr;
   hipUserObject_t object = nullptr;
@@ -242,26 +258,6 @@ inline bool sscRetainUntilGraphDestroyed(hipStream_t stream, void* ptr, void (*d
       hipUserObjectCreate(&object, ptr, destroy, 1, hipUserObjectNoDestructorSync) != hipSuccess ||
       hipGraphRetainUserObject(graph, object, 1, hipGraphUserObjectMove) != hipSuccess) {
     (void)hipGetLastError();
-    return false;
-  }
-  return true;
-#else
-  (void)stream, (void)ptr, (void)destroy;
-  return false;
-#endif
-#else
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaGraph_t graph = nullptr;
-  cudaUserObject_t object = nullptr;
-#if CUDART_VERSION >= 13000
-  const cudaError_t info = cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph);
-#else
-  const cudaError_t info = cudaStreamGetCaptureInfo_v2(stream, &status, nullptr, &graph);
-#endif
-  if (info != cudaSuccess || status != cudaStreamCaptureStatusActive || graph == nullptr ||
-      cudaUserObjectCreate(&object, ptr, destroy, 1, cudaUserObjectNoDestructorSync) != cudaSuccess ||
-      cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove) != cudaSuccess) {
-    (void)cudaGetLastError();
     return false;
   }
   return true;

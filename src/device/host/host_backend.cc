@@ -67,9 +67,8 @@ class HostBackend : public Backend {
     return s != nullptr && s->pretendCapturing();
   }
   bool retainUntilGraphDestroyed(sscStream_t stream, std::function<void()> release) override {
-    HostStream* s = stream == nullptr ? nullptr : HostStream::fromHandle(stream);
-    if (s == nullptr || !s->pretendCapturing()) return false;
-    s->retainUntilPretendGraphDestroyed(std::move(release));
+    if (!streamCapturing(stream)) return false;
+    HostStream::fromHandle(stream)->retainUntilPretendGraphDestroyed(std::move(release));
     return true;
   }
 
