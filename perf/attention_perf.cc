@@ -87,11 +87,6 @@ Model modelOf(const std::string& n) {
 
 bool isSharded(const std::string& mode) { return mode.rfind("sharded", 0) == 0; }
 
-double maxOverRanks(double x) {
-  double m = 0;
-  MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return m;
-}
 bool anyRank(bool x) {
   int v = x ? 1 : 0, any = 0;
   MPI_Allreduce(&v, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -102,20 +97,7 @@ bool anyRank(bool x) {
 template <class F>
 double timeUs(hipStream_t stream, int iters, F fn) {
   for (int i = 0; i < 3; ++i) fn();
-  CHECK_GPU(hipStreamSynchronize(stream));
-  MPI_Barrier(MPI_COMM_WORLD);
-  hipEvent_t t0, t1;
-  CHECK_GPU(hipEventCreate(&t0));
-  CHECK_GPU(hipEventCreate(&t1));
-  CHECK_GPU(hipEventRecord(t0, stream));
-  for (int i = 0; i < iters; ++i) fn();
-  CHECK_GPU(hipEventRecord(t1, stream));
-  CHECK_GPU(hipEventSynchronize(t1));
-  float ms = 0;
-  CHECK_GPU(hipEventElapsedTime(&ms, t0, t1));
-  CHECK_GPU(hipEventDestroy(t0));
-  CHECK_GPU(hipEventDestroy(t1));
-  return maxOverRanks(1000.0 * ms / iters);
+  return eventTimeUs(stream, iters, [&] { for (int i = 0; i < iters; ++i) fn(); }, g_rank);
 }
 
 // Copy roofline: every rank copies bytes/K device-to-device at the same time; read + write

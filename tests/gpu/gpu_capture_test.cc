@@ -18,7 +18,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -198,26 +197,6 @@ void oneCase(sscComm_t comm, cudaStream_t s, Coll coll, size_t count, bool regis
   freeBufs(comm, &f);
 }
 
-// Microseconds per call of `calls` calls made by body(), slowest rank.
-double timeIt(cudaStream_t s, int calls, const std::function<void()>& body) {
-  cudaEvent_t a, b;
-  CHECK_GPU(cudaEventCreate(&a));
-  CHECK_GPU(cudaEventCreate(&b));
-  CHECK_GPU(cudaStreamSynchronize(s));
-  MPI_Barrier(MPI_COMM_WORLD);
-  CHECK_GPU(cudaEventRecord(a, s));
-  body();
-  CHECK_GPU(cudaEventRecord(b, s));
-  CHECK_GPU(cudaEventSynchronize(b));
-  float ms = 0;
-  CHECK_GPU(cudaEventElapsedTime(&ms, a, b));
-  CHECK_GPU(cudaEventDestroy(a));
-  CHECK_GPU(cudaEventDestroy(b));
-  double us = ms * 1000.0 / calls, worst = 0;
-  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return worst;
-}
-
 // A graph of `n` all-reduces of `count` floats, replayed `reps` times after one warm-up replay.
 double timeGraph(sscComm_t comm, cudaStream_t s, float* in, float* out, size_t count, int n, int reps) {
   cudaGraph_t graph;
@@ -227,9 +206,9 @@ double timeGraph(sscComm_t comm, cudaStream_t s, float* in, float* out, size_t c
   CHECK_GPU(cudaStreamEndCapture(s, &graph));
   CHECK_GPU(cudaGraphInstantiate(&exec, graph, 0));
   CHECK_GPU(cudaGraphLaunch(exec, s));
-  const double us = timeIt(s, n * reps, [&] {
+  const double us = eventTimeUs(s, n * reps, [&] {
     for (int r = 0; r < reps; ++r) CHECK_GPU(cudaGraphLaunch(exec, s));
-  });
+  }, g_rank);
   CHECK_GPU(cudaStreamSynchronize(s));
   CHECK_GPU(cudaGraphExecDestroy(exec));
   CHECK_GPU(cudaGraphDestroy(graph));
@@ -250,9 +229,9 @@ void timing(sscComm_t comm, cudaStream_t s) {
     CHECK_SSC(sscAllReduce(in, out, count, sscFloat32, sscSum, comm, s));
     Row row{bytes, 0, 0, 0};
     row.graph = timeGraph(comm, s, in, out, count, n, reps);
-    row.eager = timeIt(s, n * reps, [&] {
+    row.eager = eventTimeUs(s, n * reps, [&] {
       for (int k = 0; k < n * reps; ++k) CHECK_SSC(sscAllReduce(in, out, count, sscFloat32, sscSum, comm, s));
-    });
+    }, g_rank);
     // Before: captured calls never took zero-copy (nor packets), so they ran the model's choice
     // among the FIFO algorithms: force that one on this communicator for the FIFO graph.
     const size_t k = static_cast<size_t>(ssc::CollKind::kAllReduce);

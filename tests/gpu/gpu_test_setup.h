@@ -61,6 +61,33 @@ inline void checkSscOrAbort(sscResult_t r, const char* what, int rank) {
   std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what, sscGetLastError(nullptr));
   MPI_Abort(MPI_COMM_WORLD, 3);
 }
+// The largest of every rank's x (a timing: the slowest rank's).
+inline double maxOverRanks(double x) {
+  double m = 0;
+  MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+// Microseconds per call for the `calls` calls body() queues on `stream`, timed with events once
+// every rank's earlier work on it is done: the slowest rank's figure.
+template <class F>
+double eventTimeUs(hipStream_t stream, int calls, F body, int rank) {
+  checkGpuOrAbort(hipStreamSynchronize(stream), "hipStreamSynchronize", rank);
+  MPI_Barrier(MPI_COMM_WORLD);
+  hipEvent_t t0, t1;
+  checkGpuOrAbort(hipEventCreate(&t0), "hipEventCreate", rank);
+  checkGpuOrAbort(hipEventCreate(&t1), "hipEventCreate", rank);
+  checkGpuOrAbort(hipEventRecord(t0, stream), "hipEventRecord", rank);
+  body();
+  checkGpuOrAbort(hipEventRecord(t1, stream), "hipEventRecord", rank);
+  checkGpuOrAbort(hipEventSynchronize(t1), "hipEventSynchronize", rank);
+  float ms = 0;
+  checkGpuOrAbort(hipEventElapsedTime(&ms, t0, t1), "hipEventElapsedTime", rank);
+  checkGpuOrAbort(hipEventDestroy(t0), "hipEventDestroy", rank);
+  checkGpuOrAbort(hipEventDestroy(t1), "hipEventDestroy", rank);
+  return maxOverRanks(1000.0 * ms / calls);
+}
+
 // For programs that keep their MPI rank in g_rank.
 #define CHECK_GPU(x) checkGpuOrAbort((x), #x, g_rank)
 #define CHECK_SSC(x) checkSscOrAbort((x), #x, g_rank)
