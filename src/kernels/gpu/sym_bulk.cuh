@@ -96,9 +96,9 @@ struct SymRunner {
     scalar(0, head);
     const uint64_t nvec = (count - head) / kPerVec;
     // Several 16-byte loads in flight per thread before any is used: 8 peers at once (n > 8 in
-    // groups of 8, carrying the accumulator), or 2 peers x 2 vectors. Both fit the 128 registers
-    // of a 512-thread block without spilling (ptxas -v); a 2 x 4 shape for n <= 2 spilled 1 KiB
-    // in this (all-sizes) kernel.
+    // groups of 8, carrying the accumulator), or 2 peers x 2 vectors; the few-rank kernels in
+    // reduceFew. They fit the 128 registers of a 512-thread block (ptxas -v) but for a few
+    // bytes spilled where the element work is heaviest (fp8 min/max at 4 ranks: 8-32 bytes).
     if constexpr (kPeers != 0) {
       reduceFew(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
       scalar(head + nvec * kPerVec, count);
@@ -111,34 +111,83 @@ struct SymRunner {
         return;
       }
     }
-    reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    if (nsrc <= 8) reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    else reduceGroups<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
     scalar(head + nvec * kPerVec, count);
   }
 
-  // At most kPeers ranks: 8 loads in flight where registers allow, as 8 peers x 1 vector gives
-  // at 8 ranks. With 4 loads (4 peers x 1, or 2 x 2) the H200 ran all-reduce at 55-59 % of the
-  // copy roofline at K = 2 and 4 and reduce-scatter at 40-55 %, against 87-93 % at K = 8. Shapes
-  // keep loads (kG x kU x 4 registers) plus accumulators (kU x kPerVec registers, 2 per 8-byte
-  // value) at <= 48, what 8 x 1 takes for 1-byte types; one shape per kernel, as two in one
-  // spilled (ptxas -v).
+  // At most kPeers ranks: 4 loads in flight per thread (2 peers x 2 vectors, 4 x 1). The H200
+  // (session 8, perf/bulk_ab in perf/RESULTS.md) ran this loop's pattern at K = 2 and 4 in
+  // 203 / 333 us (reduce-scatter, 256 MiB) with 4 loads against 220 / 355 us with 8, and
+  // reduce + broadcast in 275 / 602 us against 324 / 663.
   template <class Dst>
   __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
                                             bool doPost, const Dst& dst, int ndst, int src0,
                                             int nsrc) const {
-    constexpr int kAccRegs = kPerVec * static_cast<int>((sizeof(C) + 3) / 4);  // per vector
-    if constexpr (kPeers == 2 && 2 * 4 * 4 + 4 * kAccRegs <= 48)
-      reduceVec<2, 4>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
-    else if constexpr (4 * 2 * 4 + 2 * kAccRegs <= 48)
-      reduceVec<4, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
-    else
-      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    // 1-byte types widen 16 values per vector: one vector per peer (2 x 2 spilled fp8 min and
+    // max, ptxas -v).
+    if constexpr (kPeers == 2 && sizeof(S) > 1) reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    else reduceVec<kPeers, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
   }
 
-  // Sources are ranks src0 .. src0 + n - 1.
+  // Sources are ranks src0 .. src0 + n - 1, n <= kG (more: reduceGroups): one pass, kG x kU
+  // loads in flight, the first source's value starting the sum.
   template <int kG, int kU, class Dst>
   __device__ __forceinline__ void reduceVec(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
                                             bool doPost, const Dst& dst, int ndst, int src0,
                                             int n) const {
+    // The few-rank kernels keep their sources' addresses in registers; 8 of them spilled the
+    // all-sizes kernel (ptxas -v), which reads them from the parameter block in the loop.
+    constexpr bool kHoist = kG <= 4;
+    const uint4* src[kHoist ? kG : 1];
+    const auto srcOf = [&](int j) {
+      return reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, src0 + j, s.srcOff + head));
+    };
+    if constexpr (kHoist) {
+#pragma unroll
+      for (int j = 0; j < kG; ++j) src[j] = srcOf(j < n ? j : 0);
+    }
+    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kU) {
+      Vec x[kG][kU];
+#pragma unroll
+      for (int j = 0; j < kG; ++j) {
+        if (j < n) {
+          const uint4* p;
+          if constexpr (kHoist) p = src[j];
+          else p = srcOf(j);
+#pragma unroll
+          for (int u = 0; u < kU; ++u) {
+            const uint64_t i = v0 + u * gthreads;
+            if (i < nvec) x[j][u].u = sscLoadCg(p + i);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint64_t i = v0 + u * gthreads;
+        if (i >= nvec) break;
+        C acc[kPerVec];
+#pragma unroll
+        for (int e = 0; e < kPerVec; ++e) acc[e] = ops.in(x[0][u].e[e], pre);
+#pragma unroll
+        for (int j = 1; j < kG; ++j) {
+          if (j < n) {
+#pragma unroll
+            for (int e = 0; e < kPerVec; ++e) acc[e] = ops.combine(acc[e], ops.in(x[j][u].e[e], pre), false);
+          }
+        }
+        Vec r;
+#pragma unroll
+        for (int e = 0; e < kPerVec; ++e) r.e[e] = ops.out(acc[e], doPost);
+        for (int k = 0; k < ndst; ++k) reinterpret_cast<uint4*>(dst(k) + head)[i] = r.u;
+      }
+    }
+  }
+
+  // More than kG sources: groups of kG, the sums carried from group to group.
+  template <int kG, int kU, class Dst>
+  __device__ void reduceGroups(const DevStep& s, uint64_t head, uint64_t nvec, bool pre, bool doPost,
+                               const Dst& dst, int ndst, int src0, int n) const {
     for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kU) {
       C acc[kU][kPerVec] = {};
       for (int g = 0; g < n; g += kG) {
@@ -239,22 +288,45 @@ struct SymRunner {
   }
 };
 
+// Which plans a bulk kernel runs: kAnyDataOp, any plan (a loop over its steps and a run-time
+// switch over every data step kind), or a reduction op (kOpPeerReduce, kOpPeerReduceBcast): the
+// plans [barrier, that step, barrier] that every symmetric reduction is (launchSymKernel picks).
+// The H200 ran the same reduction loop up to a third slower inside the all-plans kernel than in
+// a kernel of its own that reads its one step at a fixed place in the parameters
+// (reduce-scatter at K = 2, 256 MiB: 292-329 vs 216-229 us; session 8, perf/RESULTS.md): what
+// the compiler makes of the loop depends on the code around it. Copies (all-gather's push,
+// all-to-all's gather) ran as fast or faster in the all-plans kernel and stay there.
+constexpr int kAnyDataOp = 0;  // kOpCopy's value: no symmetric plan has that step
+
 template <class Tr, int kKind, int kPeers>
+__device__ __forceinline__ void runDataStep(const SymRunner<Tr, kKind, kPeers>& r, const DevStep& s) {
+  switch (s.op) {
+    case kOpPeerReduce: r.reduce(s, false); break;
+    case kOpPeerReduceBcast: r.reduce(s, true); break;
+    case kOpPeerPush: r.push(s); break;
+    case kOpPeerGather: r.gather(s); break;
+    default: break;  // the host accepts only these ops
+  }
+}
+
+template <class Tr, int kKind, int kPeers, int kOp>
 __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT SymArgs a) {
   const SymRunner<Tr, kKind, kPeers> r(a);
   uint64_t epoch = barrierBase(a);  // numbered on the device (sym_kernel.h)
-  for (int i = 0; i < a.nsteps; ++i) {
-    const DevStep& s = a.steps[i];
-    switch (s.op) {
-      case kOpBarrier:
+  if constexpr (kOp != kAnyDataOp) {
+    static_assert(kOp == kOpPeerReduce || kOp == kOpPeerReduceBcast);
+    if (!peerBarrier(a, ++epoch)) return;
+    r.reduce(a.steps[1], kOp == kOpPeerReduceBcast);
+    peerBarrier(a, ++epoch);
+  } else {
+    for (int i = 0; i < a.nsteps; ++i) {
+      const DevStep& s = a.steps[i];
+      if (s.op == kOpBarrier) {
         if (i > 0 && i + 1 < a.nsteps && !gridSync(a)) return;
         if (!peerBarrier(a, ++epoch)) return;
-        break;
-      case kOpPeerReduce: r.reduce(s, false); break;
-      case kOpPeerReduceBcast: r.reduce(s, true); break;
-      case kOpPeerPush: r.push(s); break;
-      case kOpPeerGather: r.gather(s); break;
-      default: break;  // the host accepts only these ops
+      } else {
+        runDataStep(r, s);
+      }
     }
   }
 }

@@ -61,15 +61,16 @@ int symKernelBlocksPerSM() {
       best = n < best ? n : best;
   };
   // fp8 (16 floats per vector and peer) and int64 are the register-hungriest instantiations.
-  take(symKernel<NativeTraits<float>, 0, 0>);
-  take(symKernel<Fp8Traits<conv::Fp8E4M3>, 0, 0>);
-  take(symKernel<HalfTraits, 0, 0>);
-  take(symKernel<NativeTraits<int64_t>, 1, 0>);
-  take(symKernel<NativeTraits<double>, 3, 0>);
-  take(symKernel<NativeTraits<float>, 0, 2>);
-  take(symKernel<NativeTraits<double>, 3, 2>);
-  take(symKernel<NativeTraits<float>, 0, 4>);
-  take(symKernel<HalfTraits, 0, 4>);
+  take(symKernel<NativeTraits<float>, 0, 0, kAnyDataOp>);
+  take(symKernel<Fp8Traits<conv::Fp8E4M3>, 0, 0, kAnyDataOp>);
+  take(symKernel<HalfTraits, 0, 0, kAnyDataOp>);
+  take(symKernel<NativeTraits<int64_t>, 1, 0, kAnyDataOp>);
+  take(symKernel<NativeTraits<double>, 3, 0, kAnyDataOp>);
+  take(symKernel<NativeTraits<float>, 0, 2, kOpPeerReduceBcast>);
+  take(symKernel<NativeTraits<double>, 3, 2, kOpPeerReduceBcast>);
+  take(symKernel<NativeTraits<float>, 0, 4, kOpPeerReduce>);
+  take(symKernel<HalfTraits, 0, 4, kOpPeerReduceBcast>);
+  take(symKernel<Fp8Traits<conv::Fp8E4M3>, 0, 0, kOpPeerReduceBcast>);
   return best == (1 << 30) || best < 1 ? 1 : best;
 }
 

@@ -37,16 +37,33 @@ template <> struct TraitsOf<11> { using T = Fp8Traits<conv::Fp8E5M2>; };
 
 namespace {
 
+// The reduction kernel a plan can take (sym_bulk.cuh, kAnyDataOp): its op when the plan is
+// [barrier, kPeerReduce or kPeerReduceBcast, barrier], else kAnyDataOp.
+inline int planDataOp(const SymArgs& a) {
+  if (a.nsteps != 3 || a.steps[0].op != kOpBarrier || a.steps[2].op != kOpBarrier) return kAnyDataOp;
+  const int op = a.steps[1].op;
+  return op == kOpPeerReduce || op == kOpPeerReduceBcast ? op : kAnyDataOp;
+}
+
 template <class Tr, int kKind>
 struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
-    // Separate instantiations for few ranks, so their wider loops do not raise the register
-    // pressure (and spill) of the one that serves more.
-    if (a.nranks <= 2) symKernel<Tr, kKind, 2><<<g, b, 0, st>>>(a);
-    else if (a.nranks <= 4) symKernel<Tr, kKind, 4><<<g, b, 0, st>>>(a);
-    else symKernel<Tr, kKind, 0><<<g, b, 0, st>>>(a);
+    switch (planDataOp(a)) {
+      case kOpPeerReduce: reduceLaunch<kOpPeerReduce>(g, b, st, a); break;
+      case kOpPeerReduceBcast: reduceLaunch<kOpPeerReduceBcast>(g, b, st, a); break;
+      default: symKernel<Tr, kKind, 0, kAnyDataOp><<<g, b, 0, st>>>(a); break;
+    }
+  }
+  // Separate instantiations for few ranks, so their wider loops do not raise the register
+  // pressure (and spill) of the one that serves more.
+  template <int kOp>
+  static void reduceLaunch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
+    if (a.nranks <= 2) symKernel<Tr, kKind, 2, kOp><<<g, b, 0, st>>>(a);
+    else if (a.nranks <= 4) symKernel<Tr, kKind, 4, kOp><<<g, b, 0, st>>>(a);
+    else symKernel<Tr, kKind, 0, kOp><<<g, b, 0, st>>>(a);
   }
 };
+
 template <class Tr, int kKind>
 struct LLLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
