@@ -8,7 +8,7 @@
 //   tools/emulate/partition-run.sh K build/bin/bulk_ab [MiB per rank, default 256] [iterations, default 20]
 //
 // Rows, each pattern (rs: reduce-scatter, ar: reduce + broadcast (two-shot all-reduce), ag:
-// push all-gather), two rounds in the same order so drift shows; us per call of the slowest rank
+// push all-gather, agp: pull all-gather, the library's kernels only), two rounds in the same order so drift shows; us per call of the slowest rank
 // (host wall clock and CUDA events), elements wrong (every run is checked):
 //   W1  the plain loop with the library's element operations (run-time pre/post flags)
 //   V0  bulk_shapes' kernel: the plain loop between flag barriers, 8 or 4 loads in flight
@@ -203,8 +203,8 @@ int main(int argc, char** argv) {
   const int blocks = sms;  // 1 block per SM, as the library
   uint64_t e0 = 0;
   if (rank == 0) std::printf("# bulk_ab K=%d sms=%d %llu MiB per rank, %d iters\n", n, sms, (unsigned long long)(bytes >> 20), iters);
-  const char* pats[] = {"rs", "ar", "ag"};
-  for (int pat = 0; pat < 3; ++pat) {
+  const char* pats[] = {"rs", "ar", "ag", "agp"};
+  for (int pat = 0; pat < 4; ++pat) {
     // Move for V0/V4.
     Move m{};
     m.nvec = slice * 4 / 16;
@@ -227,6 +227,8 @@ int main(int argc, char** argv) {
     if (pat == 0) { s.op = kOpPeerReduce; s.flags = kPreOpFlag | kPostOpFlag; s.srcOff = off; s.dstOff = off; s.count = slice; }
     if (pat == 1) { s.op = kOpPeerReduceBcast; s.flags = kPreOpFlag | kPostOpFlag; s.srcOff = off; s.dstOff = off; s.count = slice; }
     if (pat == 2) { s.op = kOpPeerPush; s.srcOff = off; s.dstOff = off; s.count = slice; }
+    // agp: all-gather by pulling (kPeerGather: slice q of the output from rank q's input).
+    if (pat == 3) { s.op = kOpPeerGather; s.srcOff = 0; s.dstOff = 0; s.count = slice; }
     a.local[0] = in; a.local[1] = out;
     for (int q = 0; q < n; ++q) { a.ctrl[q] = static_cast<char*>(ctrls[q]); a.peer[0][q] = ins[q]; a.peer[1][q] = outs[q]; }
     const int kp = n <= 2 ? 2 : n <= 4 ? 4 : 0;
@@ -275,6 +277,7 @@ int main(int argc, char** argv) {
                          {"V1 library kernel", v1, false}, {"V2 library any-op <0>", v2, false},
                          {"V3 lib data + meet", v3, true}, {"V4 lib barrier + move", v4, false},
                          {"V5 lib, step in regs", v5, false}};
+    if (pat == 3) vs = {{"V1 library kernel", v1, false}, {"V2 library any-op <0>", v2, false}};
     // Two rounds in alternating order, so drift shows.
     for (int round = 0; round < 2; ++round)
       for (const V& v : vs) {
@@ -299,7 +302,7 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         check(hipMemsetAsync(wrong, 0, 8, stream), "m");
         const uint64_t lo = pat == 0 ? off : 0, hi = pat == 0 ? off + slice : slice * n;
-        countWrong<<<4 * sms, 512, 0, stream>>>(out, lo, hi, slice, pat == 2 ? 3 : 1, n, wrong);
+        countWrong<<<4 * sms, 512, 0, stream>>>(out, lo, hi, slice, pat >= 2 ? 3 : 1, n, wrong);
         unsigned long long w = 0;
         check(hipMemcpyAsync(&w, wrong, 8, hipMemcpyDeviceToHost, stream), "c");
         check(hipStreamSynchronize(stream), "chk");

@@ -161,9 +161,14 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   // clients may share SMs, so the full share is not guaranteed to be: on the H200 at K = 4 a
   // 32-block grid (the full 25% share) timed out in that sync while per-block barriers (which
   // only pair block b with block b) ran the same grid fine. Such plans get half the share.
-  const uint64_t maxBlocks = middles > 0 ? std::max(1, limits_.symBlocks / 2) : limits_.symBlocks;
-  const int blocks = static_cast<int>(std::clamp<uint64_t>(
-      (callElems * esize + kBytesPerBlock - 1) / kBytesPerBlock, 1, maxBlocks));
+  uint64_t maxBlocks = middles > 0 ? std::max(1, limits_.symBlocks / 2) : limits_.symBlocks;
+  uint64_t perBlock = kBytesPerBlock;
+  if (symUsesPushKernel(a)) {  // half-size blocks, several per SM (sym_kernel.h)
+    maxBlocks = std::min(kMaxSymBlocks, std::max(1, limits_.shareSMs) * kSymPushBlocksPerSM);
+    perBlock = kBytesPerBlock * kSymPushThreads / kSymThreads;
+  }
+  const int blocks = static_cast<int>(
+      std::clamp<uint64_t>((callElems * esize + perBlock - 1) / perBlock, 1, maxBlocks));
   const int e = launchSymKernel(a, blocks, stream);
   if (e != 0)
     return fail(sscUnhandledDeviceError, "launching the symmetric kernel failed: {}",

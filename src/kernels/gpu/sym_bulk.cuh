@@ -331,5 +331,16 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
   }
 }
 
+// All-gather's push at 2 ranks (sym_kernel.h, symUsesPushKernel): 256-thread blocks, several
+// per SM, the plan's one step at a fixed place.
+template <class Tr>
+__global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM) symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {
+  const SymRunner<Tr, 0, 0> r(a);
+  uint64_t epoch = barrierBase(a);
+  if (!peerBarrier(a, ++epoch)) return;
+  r.push(a.steps[1]);
+  peerBarrier(a, ++epoch);
+}
+
 }  // namespace
 }  // namespace ssc::gpu

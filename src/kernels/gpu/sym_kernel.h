@@ -118,6 +118,22 @@ struct SymArgs {
   void* peer[2][kMaxSymPeers];    // [kBufIn / kBufOut][rank]: registered buffers, at the call
 };
 
+// All-gather at 2 ranks ([barrier, kPeerPush, barrier]) of at most kSymPushMaxBytes of output
+// runs in a kernel of its own with 256-thread blocks, up to kSymPushBlocksPerSM of them per SM.
+// perf/bulk_shapes.cu on the H200 moved the push pattern at K = 2 (256 MiB) in 225 us with that
+// shape against 261 us with the bulk kernel's 512 x 1 (session 7); through nccl-tests (session
+// 8, perf/RESULTS.md) it took 8 MiB in 13.9 us (19.0 before), 64 MiB in 62.8 (76.2), 256 MiB in
+// 229 (269), 512 MiB in 524 (525) and 1 GiB in 1160 (1052): above 256 MiB the bulk kernel stays.
+// At K = 4 and 8 no shape beat 512 x 1 by more than 5 %, and session 7's 4-blocks-per-SM push
+// kernel lost there at 64 MiB and up.
+constexpr int kSymPushThreads = 256;
+constexpr int kSymPushBlocksPerSM = 8;
+constexpr uint64_t kSymPushMaxBytes = uint64_t{256} << 20;
+inline bool symUsesPushKernel(const SymArgs& a) {
+  return a.nranks == 2 && a.nsteps == 3 && a.steps[0].op == kOpBarrier && a.steps[1].op == kOpPeerPush &&
+         a.steps[2].op == kOpBarrier && a.steps[1].count * a.elemBytes * 2 <= kSymPushMaxBytes;
+}
+
 // Launches the bulk kernel with `blocks` blocks (equal on all ranks). 0 or the runtime's error.
 int launchSymKernel(const SymArgs& args, int blocks, void* stream);
 // Launches the LL one-shot all-reduce; args.steps[args.nsteps == 1 ? 0 : 1] is its kPeerReduce.

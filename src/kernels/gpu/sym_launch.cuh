@@ -48,6 +48,10 @@ inline int planDataOp(const SymArgs& a) {
 template <class Tr, int kKind>
 struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
+    if (symUsesPushKernel(a)) {  // the host sized the grid for it (gpu_symmetric.cc)
+      symPushKernel<Tr><<<g, dim3(kSymPushThreads), 0, st>>>(a);
+      return;
+    }
     switch (planDataOp(a)) {
       case kOpPeerReduce: reduceLaunch<kOpPeerReduce>(g, b, st, a); break;
       case kOpPeerReduceBcast: reduceLaunch<kOpPeerReduceBcast>(g, b, st, a); break;
