@@ -8,8 +8,9 @@
 //   tools/emulate/partition-run.sh K build/bin/bulk_ab [MiB per rank, default 256] [iterations, default 20]
 //
 // Rows, each pattern (rs: reduce-scatter, ar: reduce + broadcast (two-shot all-reduce), ag:
-// push all-gather, agp: pull all-gather, the library's kernels only), two rounds in the same order so drift shows; us per call of the slowest rank
-// (host wall clock and CUDA events), elements wrong (every run is checked):
+// push all-gather, agp: pull all-gather (the library's kernels only)), two rounds in the same
+// order so drift shows; us per call of the slowest rank (host wall clock and CUDA events),
+// elements wrong (every run is checked):
 //   W1  the plain loop with the library's element operations (run-time pre/post flags)
 //   V0  bulk_shapes' kernel: the plain loop between flag barriers, 8 or 4 loads in flight
 //   V1  the library's kernel, picked as launchSymKernel picks it
@@ -17,7 +18,8 @@
 //   V3  the library's data step (SymRunner) between bulk_shapes' barriers
 //   V4  the library's barriers around the plain loop
 //   V5  the library's barriers, its data step copied out of the parameters first
-// Not a library client: it includes the kernel headers and builds SymArgs itself.
+// Not a library client: it includes the kernel headers and builds SymArgs itself. The plain
+// loop, the fill and the check are bulk_shapes' (perf/bulk_move.cuh).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/bulk_move.cuh"
 #include "perf/mps_ranks.cuh"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/sym_launch.cuh"
@@ -33,40 +36,12 @@ using namespace ssc::gpu;
 using mps::check;
 using Tr = NativeTraits<float>;
 
-struct Move {
-  const float* src[8];
-  float* dst[8];
-  int nsrc, ndst;
-  uint64_t nvec;
-};
+using bulk::Move;
 
+// bulk_shapes' loop at its default shape (512 threads, grid stride, plain stores).
 template <int kSrc, int kU>
 __device__ __forceinline__ void moveLoop(const Move& m) {
-  const uint64_t begin = static_cast<uint64_t>(blockIdx.x) * 512 + threadIdx.x, end = m.nvec,
-                 stride = static_cast<uint64_t>(gridDim.x) * 512;
-  for (uint64_t v0 = begin; v0 < end; v0 += stride * kU) {
-    uint4 x[kSrc][kU];
-#pragma unroll
-    for (int j = 0; j < kSrc; ++j)
-      if (j < m.nsrc) {
-        const uint4* s = reinterpret_cast<const uint4*>(m.src[j]);
-#pragma unroll
-        for (int u = 0; u < kU; ++u)
-          if (v0 + u * stride < end) x[j][u] = sscLoadCg(s + v0 + u * stride);
-      }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      if (v0 + u * stride >= end) break;
-      float4 r = *reinterpret_cast<float4*>(&x[0][u]);
-#pragma unroll
-      for (int j = 1; j < kSrc; ++j)
-        if (j < m.nsrc) {
-          float4 y = *reinterpret_cast<float4*>(&x[j][u]);
-          r.x += y.x; r.y += y.y; r.z += y.z; r.w += y.w;
-        }
-      for (int k = 0; k < m.ndst; ++k) reinterpret_cast<uint4*>(m.dst[k])[v0 + u * stride] = *reinterpret_cast<uint4*>(&r);
-    }
-  }
+  bulk::moveBody<512, kSrc, kU, false, 0>(m);
 }
 
 // V0: bulk_shapes' kernel (mps::meet barriers, moveLoop).
@@ -146,19 +121,8 @@ __global__ void __launch_bounds__(512, 1) w1Kernel(const SSC_GRID_CONSTANT mps::
   mps::meet(p, e0 + 2);
 }
 
-__global__ void fillKernel(float* p, uint64_t n, float v) {
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    p[i] = v;
-}
-__global__ void countWrong(const float* out, uint64_t lo, uint64_t hi, uint64_t slice, int mode, int nranks,
-                           unsigned long long* wrong) {
-  for (uint64_t i = lo + blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < hi;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    const float want = mode == 3 ? static_cast<float>(i / slice + 1) : static_cast<float>(nranks * (nranks + 1) / 2);
-    if (out[i] != want) atomicAdd(wrong, 1ull);
-  }
-}
+using bulk::countWrong;
+using bulk::fillKernel;
 
 int main(int argc, char** argv) {
   const mps::Start st = mps::start(&argc, &argv);

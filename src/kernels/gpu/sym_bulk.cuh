@@ -288,15 +288,14 @@ struct SymRunner {
   }
 };
 
-// Which plans a bulk kernel runs: kAnyDataOp, any plan (a loop over its steps and a run-time
-// switch over every data step kind), or a reduction op (kOpPeerReduce, kOpPeerReduceBcast): the
-// plans [barrier, that step, barrier] that every symmetric reduction is (launchSymKernel picks).
-// The H200 ran the same reduction loop up to a third slower inside the all-plans kernel than in
-// a kernel of its own that reads its one step at a fixed place in the parameters
-// (reduce-scatter at K = 2, 256 MiB: 292-329 vs 216-229 us; session 8, perf/RESULTS.md): what
-// the compiler makes of the loop depends on the code around it. Copies (all-gather's push,
-// all-to-all's gather) ran as fast or faster in the all-plans kernel and stay there.
-constexpr int kAnyDataOp = 0;  // kOpCopy's value: no symmetric plan has that step
+// symKernel<..., kAnyDataOp> runs any plan (a loop over its steps, a run-time switch over every
+// data step kind); symKernel<..., op> the plans [barrier, op, barrier] of one reduction op
+// (symReductionOp, sym_kernel.h). The H200 ran the same reduction loop up to a third slower
+// inside the all-plans kernel than in a kernel of its own that reads its one step at a fixed
+// place in the parameters (reduce-scatter at K = 2, 256 MiB: 292-329 vs 216-229 us; session 8,
+// perf/RESULTS.md): what the compiler makes of the loop depends on the code around it. Copies
+// (all-gather's push, all-to-all's gather) ran as fast or faster in the all-plans kernel and
+// stay there (but for symPushKernel below).
 
 template <class Tr, int kKind, int kPeers>
 __device__ __forceinline__ void runDataStep(const SymRunner<Tr, kKind, kPeers>& r, const DevStep& s) {

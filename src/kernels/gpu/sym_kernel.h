@@ -120,6 +120,16 @@ struct SymArgs {
   void* peer[2][kMaxSymPeers];    // [kBufIn / kBufOut][rank]: registered buffers, at the call
 };
 
+// The bulk kernel a plan runs in (sym_bulk.cuh, symKernel): a reduction of its own, op, for the
+// plans [barrier, op, barrier] with op kOpPeerReduce or kOpPeerReduceBcast (every symmetric
+// reduction), else the kernel for any plan, kAnyDataOp.
+constexpr int kAnyDataOp = 0;  // kOpCopy's value: no symmetric plan has that step
+inline int symReductionOp(const SymArgs& a) {
+  if (a.nsteps != 3 || a.steps[0].op != kOpBarrier || a.steps[2].op != kOpBarrier) return kAnyDataOp;
+  const int op = a.steps[1].op;
+  return op == kOpPeerReduce || op == kOpPeerReduceBcast ? op : kAnyDataOp;
+}
+
 // All-gather at 2 ranks ([barrier, kPeerPush, barrier]) of at most kSymPushMaxBytes of output
 // runs in a kernel of its own with 256-thread blocks, up to kSymPushBlocksPerSM of them per SM.
 // perf/bulk_shapes.cu on the H200 moved the push pattern at K = 2 (256 MiB) in 225 us with that

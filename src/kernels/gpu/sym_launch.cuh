@@ -37,14 +37,6 @@ template <> struct TraitsOf<11> { using T = Fp8Traits<conv::Fp8E5M2>; };
 
 namespace {
 
-// The reduction kernel a plan can take (sym_bulk.cuh, kAnyDataOp): its op when the plan is
-// [barrier, kPeerReduce or kPeerReduceBcast, barrier], else kAnyDataOp.
-inline int planDataOp(const SymArgs& a) {
-  if (a.nsteps != 3 || a.steps[0].op != kOpBarrier || a.steps[2].op != kOpBarrier) return kAnyDataOp;
-  const int op = a.steps[1].op;
-  return op == kOpPeerReduce || op == kOpPeerReduceBcast ? op : kAnyDataOp;
-}
-
 template <class Tr, int kKind>
 struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
@@ -52,7 +44,7 @@ struct BulkLauncher {
       symPushKernel<Tr><<<g, dim3(kSymPushThreads), 0, st>>>(a);
       return;
     }
-    switch (planDataOp(a)) {
+    switch (symReductionOp(a)) {
       case kOpPeerReduce: reduceLaunch<kOpPeerReduce>(g, b, st, a); break;
       case kOpPeerReduceBcast: reduceLaunch<kOpPeerReduceBcast>(g, b, st, a); break;
       default: symKernel<Tr, kKind, 0, kAnyDataOp><<<g, b, 0, st>>>(a); break;

@@ -1,0 +1,105 @@
+// The data loop of perf/bulk_shapes.cu, shared with perf/bulk_ab.cu (which runs it next to the
+// library's kernel): float sums of nsrc sources into ndst destinations, 16-byte vectors, no
+// library code. Device code for the standalone K-rank benchmarks.
+#pragma once
+
+#include <cstdint>
+
+#include "src/platform/gpu_runtime.h"
+
+namespace bulk {
+
+constexpr int kMaxPeers = 8;
+
+struct Move {
+  const float* src[kMaxPeers];  // nsrc sources (slice start), summed
+  float* dst[kMaxPeers];        // ndst destinations (slice start)
+  int nsrc, ndst;
+  uint64_t nvec;                // 16-byte vectors of the slice
+};
+
+template <int kStore>
+__device__ __forceinline__ void store(uint4* p, uint4 v) {
+  if constexpr (kStore == 1) {  // streaming (evict first)
+#if defined(SSC_GPU_IS_HIP)
+    unsigned* d = reinterpret_cast<unsigned*>(p);  // the builtin takes scalars, not HIP's vector class
+    __builtin_nontemporal_store(v.x, d);
+    __builtin_nontemporal_store(v.y, d + 1);
+    __builtin_nontemporal_store(v.z, d + 2);
+    __builtin_nontemporal_store(v.w, d + 3);
+#else
+    __stcs(p, v);
+#endif
+  } else {
+    *p = v;
+  }
+}
+
+__device__ __forceinline__ uint4 add(uint4 a, uint4 b) {
+  float4 x = *reinterpret_cast<float4*>(&a), y = *reinterpret_cast<float4*>(&b);
+  x.x += y.x;
+  x.y += y.y;
+  x.z += y.z;
+  x.w += y.w;
+  return *reinterpret_cast<uint4*>(&x);
+}
+
+// kSrc: sources unrolled (nsrc <= kSrc); kU: vectors per source per iteration, so kSrc x kU
+// 16-byte loads are in flight per thread before the first is used. kContig: block b takes one
+// contiguous range instead of a grid stride; kStore 1: streaming stores.
+template <int kThreads, int kSrc, int kU, bool kContig, int kStore>
+__device__ __forceinline__ void moveBody(const Move& m) {
+  uint64_t begin, end, stride;
+  if constexpr (kContig) {  // block b: one contiguous range
+    const uint64_t per = (m.nvec + gridDim.x - 1) / gridDim.x;
+    begin = blockIdx.x * per + threadIdx.x;
+    const uint64_t stop = (blockIdx.x + 1) * per;
+    end = stop < m.nvec ? stop : m.nvec;
+    stride = kThreads;
+  } else {
+    begin = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+    end = m.nvec;
+    stride = static_cast<uint64_t>(gridDim.x) * kThreads;
+  }
+  for (uint64_t v0 = begin; v0 < end; v0 += stride * kU) {
+    uint4 x[kSrc][kU];
+#pragma unroll
+    for (int j = 0; j < kSrc; ++j)
+      if (j < m.nsrc) {
+        const uint4* s = reinterpret_cast<const uint4*>(m.src[j]);
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (v0 + u * stride < end) x[j][u] = sscLoadCg(s + v0 + u * stride);
+      }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      if (v0 + u * stride >= end) break;
+      uint4 r = x[0][u];
+#pragma unroll
+      for (int j = 1; j < kSrc; ++j)
+        if (j < m.nsrc) r = add(r, x[j][u]);
+      for (int k = 0; k < m.ndst; ++k) store<kStore>(reinterpret_cast<uint4*>(m.dst[k]) + v0 + u * stride, r);
+    }
+  }
+}
+
+// Every element of p[0, n) = v.
+__global__ void fillKernel(float* p, uint64_t n, float v) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+
+// Elements of out[lo, hi) that are not what the pattern wants (rank q holds q + 1 everywhere).
+__global__ void countWrong(const float* out, uint64_t lo, uint64_t hi, uint64_t slice, int mode, int nranks,
+                           unsigned long long* wrong) {
+  for (uint64_t i = lo + blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < hi;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    // rs, ar: the sum of 1 .. K; ag: rank q's value q + 1 in slice q; copy: this rank's value.
+    const float want = mode == 3 ? static_cast<float>(i / slice + 1)
+                                 : static_cast<float>(nranks * (nranks + 1) / 2);
+    if (out[i] != want) atomicAdd(wrong, 1ull);
+  }
+}
+
+}  // namespace bulk
