@@ -18,6 +18,11 @@
 //   V3  the library's data step (SymRunner) between bulk_shapes' barriers
 //   V4  the library's barriers around the plain loop
 //   V5  the library's barriers, its data step copied out of the parameters first
+// and for the push all-gather, on the library's push grid (256 threads, up to 8 blocks per SM,
+// at most kMaxSymBlocks; sym_kernel.h):
+//   V6  the library's push kernel (symPushKernel), whatever the size
+//   V7  the plain loop at that shape between flag barriers (bulk_shapes' "t256 b8 L4")
+//   V8  the library's barriers around that plain loop
 // Not a library client: it includes the kernel headers and builds SymArgs itself. The plain
 // loop, the fill and the check are bulk_shapes' (perf/bulk_move.cuh).
 #include <algorithm>
@@ -79,6 +84,24 @@ __global__ void __launch_bounds__(512) v5Kernel(const SSC_GRID_CONSTANT SymArgs 
   if (s.op == kOpPeerPush) r.push(s);
   else r.reduce(s, s.op == kOpPeerReduceBcast);
   peerBarrier(a, ++epoch);
+}
+
+// V7 / V8: the plain push loop at the push kernel's shape, between mps::meet barriers (V7) or
+// the library's (V8).
+template <bool kLibBarrier>
+__global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM)
+    pushShapeKernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT SymArgs a, const SSC_GRID_CONSTANT Move m,
+                    uint64_t e0) {
+  uint64_t epoch = 0;
+  if constexpr (kLibBarrier) {
+    epoch = barrierBase(a);
+    if (!peerBarrier(a, ++epoch)) return;
+  } else {
+    mps::meet(p, e0 + 1);
+  }
+  bulk::moveBody<kSymPushThreads, 1, 4, false, 0>(m);
+  if constexpr (kLibBarrier) peerBarrier(a, ++epoch);
+  else mps::meet(p, e0 + 2);
 }
 
 // W1: moveLoop's structure with the library's element ops and run-time pre/post flags.
@@ -237,10 +260,22 @@ int main(int argc, char** argv) {
       else w1Kernel<8, 1><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
       e0 += 2;
     };
+    const int pushBlocks = std::min(kMaxSymBlocks, kSymPushBlocksPerSM * sms);
+    auto v6 = [&] { symPushKernel<Tr><<<pushBlocks, kSymPushThreads, 0, stream>>>(a); };
+    auto v7 = [&] {
+      pushShapeKernel<false><<<pushBlocks, kSymPushThreads, 0, stream>>>(peers, a, m, e0);
+      e0 += 2;
+    };
+    auto v8 = [&] { pushShapeKernel<true><<<pushBlocks, kSymPushThreads, 0, stream>>>(peers, a, m, e0); };
     std::vector<V> vs = {{"W1 move + runtime ops", w1, true}, {"V0 bulk_shapes L8", v0, true}, {"V0 bulk_shapes L4", v0L4, true},
                          {"V1 library kernel", v1, false}, {"V2 library any-op <0>", v2, false},
                          {"V3 lib data + meet", v3, true}, {"V4 lib barrier + move", v4, false},
                          {"V5 lib, step in regs", v5, false}};
+    if (pat == 2) {
+      vs.push_back({"V6 lib push kernel", v6, false});
+      vs.push_back({"V7 t256 loop + meet", v7, true});
+      vs.push_back({"V8 lib barrier + t256", v8, false});
+    }
     if (pat == 3) vs = {{"V1 library kernel", v1, false}, {"V2 library any-op <0>", v2, false}};
     // Two rounds in alternating order, so drift shows.
     for (int round = 0; round < 2; ++round)

@@ -16,6 +16,7 @@ struct Move {
   float* dst[kMaxPeers];        // ndst destinations (slice start)
   int nsrc, ndst;
   uint64_t nvec;                // 16-byte vectors of the slice
+  uint64_t rot;                 // grid-stride only: start at vector rot, wrap to [0, rot) after
 };
 
 template <int kStore>
@@ -48,17 +49,17 @@ __device__ __forceinline__ uint4 add(uint4 a, uint4 b) {
 // 16-byte loads are in flight per thread before the first is used. kContig: block b takes one
 // contiguous range instead of a grid stride; kStore 1: streaming stores.
 template <int kThreads, int kSrc, int kU, bool kContig, int kStore>
-__device__ __forceinline__ void moveBody(const Move& m) {
+__device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t hi) {
   uint64_t begin, end, stride;
   if constexpr (kContig) {  // block b: one contiguous range
-    const uint64_t per = (m.nvec + gridDim.x - 1) / gridDim.x;
-    begin = blockIdx.x * per + threadIdx.x;
-    const uint64_t stop = (blockIdx.x + 1) * per;
-    end = stop < m.nvec ? stop : m.nvec;
+    const uint64_t per = (hi - lo + gridDim.x - 1) / gridDim.x;
+    begin = lo + blockIdx.x * per + threadIdx.x;
+    const uint64_t stop = lo + (blockIdx.x + 1) * per;
+    end = stop < hi ? stop : hi;
     stride = kThreads;
   } else {
-    begin = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
-    end = m.nvec;
+    begin = lo + static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+    end = hi;
     stride = static_cast<uint64_t>(gridDim.x) * kThreads;
   }
   for (uint64_t v0 = begin; v0 < end; v0 += stride * kU) {
@@ -81,6 +82,16 @@ __device__ __forceinline__ void moveBody(const Move& m) {
       for (int k = 0; k < m.ndst; ++k) store<kStore>(reinterpret_cast<uint4*>(m.dst[k]) + v0 + u * stride, r);
     }
   }
+}
+
+template <int kThreads, int kSrc, int kU, bool kContig, int kStore>
+__device__ __forceinline__ void moveBody(const Move& m) {
+  if (kContig || m.rot == 0 || m.rot >= m.nvec) {
+    moveRange<kThreads, kSrc, kU, kContig, kStore>(m, 0, m.nvec);
+    return;
+  }
+  moveRange<kThreads, kSrc, kU, kContig, kStore>(m, m.rot, m.nvec);
+  moveRange<kThreads, kSrc, kU, kContig, kStore>(m, 0, m.rot);
 }
 
 // Every element of p[0, n) = v.

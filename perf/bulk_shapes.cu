@@ -16,6 +16,14 @@
 //          writes N per rank: the two-shot all-reduce in one pass)
 //   ag     all-gather, push: this rank's slice written into every rank's output (reads N / K,
 //          writes N per rank)
+//   agx, rsx   ag and rs with each rank's loop started at its own pseudo-random place in its
+//          slice (wrapping round): do K ranks marching in step, their addresses a power of two
+//          apart, cost bandwidth?
+// and, to split the copy rate into its two directions (issue 14: is the all-gather's ceiling
+// the write rate?), every rank on its own buffer, no peers, no barriers:
+//   rd     read N bytes (summed, the sum kept only if it is an impossible value)
+//   wr     write N bytes
+//   memset / memcpy   the runtime's own fill and device-to-device copy of N bytes
 // Each cell is the slowest rank's time per call and % of the roofline: the bytes the pattern
 // must read and write on every rank, at C (so 100 % = the pattern moves its bytes as fast as
 // a plain copy). Every cell is checked (a wrong element fails the run).
@@ -81,6 +89,58 @@ int srcIndex(int nsrc) { return nsrc <= 1 ? 0 : nsrc <= 2 ? 1 : nsrc <= 4 ? 2 : 
 using bulk::countWrong;
 using bulk::fillKernel;
 
+// Read-only and write-only loops, kU 16-byte accesses in flight per thread, grid-stride.
+template <int kThreads, int kU>
+__global__ void __launch_bounds__(kThreads) readKernel(const uint4* p, uint64_t nvec, uint4* sink) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
+  uint4 acc = {0, 0, 0, 0};
+  for (uint64_t v0 = blockIdx.x * static_cast<uint64_t>(kThreads) + threadIdx.x; v0 < nvec; v0 += stride * kU) {
+    uint4 x[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (v0 + u * stride < nvec) x[u] = sscLoadCg(p + v0 + u * stride);
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (v0 + u * stride < nvec) acc = {acc.x ^ x[u].x, acc.y ^ x[u].y, acc.z ^ x[u].z, acc.w + x[u].w};
+  }
+  if (acc.x == 0x9e3779b9u && acc.y == 0x7f4a7c15u) *sink = acc;  // never, but the loads must stay
+}
+
+template <int kThreads, int kU>
+__global__ void __launch_bounds__(kThreads) writeKernel(uint4* p, uint64_t nvec, uint4 v) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
+  for (uint64_t v0 = blockIdx.x * static_cast<uint64_t>(kThreads) + threadIdx.x; v0 < nvec; v0 += stride * kU)
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (v0 + u * stride < nvec) p[v0 + u * stride] = v;
+}
+
+struct LocalRow {
+  const char* name;
+  int threads, blocksPerSM;  // 0: the runtime's own call
+  bool write;
+  void (*launch)(int blocks, hipStream_t, float* in, float* out, uint64_t nvec, uint4* sink);
+};
+
+template <int kThreads, int kU, bool kWrite>
+void launchLocal(int blocks, hipStream_t st, float* in, float* out, uint64_t nvec, uint4* sink) {
+  if constexpr (kWrite)
+    writeKernel<kThreads, kU><<<blocks, kThreads, 0, st>>>(reinterpret_cast<uint4*>(out), nvec, uint4{1, 2, 3, 4});
+  else
+    readKernel<kThreads, kU><<<blocks, kThreads, 0, st>>>(reinterpret_cast<const uint4*>(in), nvec, sink);
+}
+
+const LocalRow kLocalRows[] = {
+    {"rd t512 b1 U8", 512, 1, false, launchLocal<512, 8, false>},
+    {"rd t512 b2 U4", 512, 2, false, launchLocal<512, 4, false>},
+    {"rd t256 b8 U4", 256, 8, false, launchLocal<256, 4, false>},
+    {"wr t512 b1 U8", 512, 1, true, launchLocal<512, 8, true>},
+    {"wr t512 b2 U4", 512, 2, true, launchLocal<512, 4, true>},
+    {"wr t256 b8 U4", 256, 8, true, launchLocal<256, 4, true>},
+    {"memset", 0, 0, true, nullptr},
+    {"memcpy", 0, 0, false, nullptr},
+};
+
 struct Cell {
   std::string pattern, shape;
   uint64_t bytes;
@@ -116,15 +176,16 @@ int main(int argc, char** argv) {
   mps::exchange(in, rank, nranks, ins);
   mps::exchange(out, rank, nranks, outs);
   unsigned long long* wrong = nullptr;
-  check(hipMalloc(reinterpret_cast<void**>(&wrong), sizeof(*wrong)), "hipMalloc");
+  check(hipMalloc(reinterpret_cast<void**>(&wrong), 16), "hipMalloc");  // also the read rows' sink
 
   uint64_t epoch = 0;
   std::vector<Cell> cells;
   unsigned long long totalWrong = 0;
-  const char* patterns[] = {"copy", "rs", "ar", "ag"};
+  const char* patterns[] = {"copy", "rs", "ar", "ag", "agx", "rsx"};
   for (const uint64_t bytes : sizes) {
     const uint64_t n = bytes / 4, slice = n / nranks, sliceOff = static_cast<uint64_t>(rank) * slice;
-    for (int pat = 0; pat < 4; ++pat) {
+    for (int pat0 = 0; pat0 < 6; ++pat0) {
+      const int pat = pat0 == 4 ? 3 : pat0 == 5 ? 1 : pat0;  // agx, rsx: ag, rs rotated
       Move m{};
       m.nvec = slice * 4 / 16;
       if (pat == 0) {  // copy: the whole buffer, locally
@@ -141,6 +202,8 @@ int main(int argc, char** argv) {
         m.ndst = pat == 2 ? nranks : 1;
         for (int q = 0; q < nranks; ++q) m.src[q] = static_cast<const float*>(ins[q]) + sliceOff;
       }
+      if (pat0 >= 4)  // a multiple of 16 vectors, different on every rank
+        m.rot = ((static_cast<uint64_t>(rank) * 2654435761ull * 4096) % (m.nvec + 1)) / 16 * 16;
       if (pat != 0)
         for (int k = 0; k < m.ndst; ++k)
           m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + sliceOff;
@@ -178,8 +241,33 @@ int main(int argc, char** argv) {
         check(hipStreamSynchronize(stream), "check");
         if (pat == 0) w = 0;  // copy: out == in == rank + 1, not the sum; its time is what counts
         totalWrong += w;
-        cells.push_back({patterns[pat], sh.name, bytes, worst, traffic});
+        cells.push_back({patterns[pat0], sh.name, bytes, worst, traffic});
       }
+    }
+    // The two directions of the copy rate, every rank on its own buffers at once.
+    for (const LocalRow& row : kLocalRows) {
+      const auto once = [&] {
+        if (row.launch != nullptr)
+          row.launch(std::min(row.blocksPerSM * sms, mps::kMaxBlocks), stream, in, out, bytes / 16,
+                     reinterpret_cast<uint4*>(wrong));
+        else if (row.write)
+          check(hipMemsetAsync(out, 0, bytes, stream), "memset");
+        else
+          check(hipMemcpyAsync(out, in, bytes, hipMemcpyDeviceToDevice, stream), "memcpy");
+      };
+      once();
+      once();
+      check(hipStreamSynchronize(stream), "warm-up");
+      MPI_Barrier(MPI_COMM_WORLD);
+      const int iters = 10;
+      const double t0 = mps::now();
+      for (int i = 0; i < iters; ++i) once();
+      check(hipStreamSynchronize(stream), "timed");
+      double us = (mps::now() - t0) * 1e6 / iters, worst = 0;
+      MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      const bool copy = row.launch == nullptr && !row.write;
+      cells.push_back({row.write ? "wr" : copy ? "cp" : "rd", row.name, bytes, worst,
+                       copy ? 2.0 * bytes : double(bytes)});
     }
   }
   unsigned long long allWrong = 0;
@@ -188,6 +276,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("# bulk_shapes: %d ranks, SM share %d; %% = the pattern's bytes at the best copy rate\n",
                 nranks, sms);
+    std::printf("# rd / wr / cp rows: GB/s = bytes read or written (cp: both) per second by all ranks\n");
     for (const uint64_t bytes : sizes) {
       double bestCopy = 1e30;
       for (const Cell& c : cells)
@@ -199,8 +288,8 @@ int main(int argc, char** argv) {
       std::printf("%-4s %-20s %10s %7s\n", "pat", "shape", "us", "% roof");
       for (const Cell& c : cells)
         if (c.bytes == bytes)
-          std::printf("%-4s %-20s %10.1f %6.1f%%\n", c.pattern.c_str(), c.shape.c_str(), c.us,
-                      100.0 * c.pct * usPerByte / c.us);
+          std::printf("%-4s %-20s %10.1f %6.1f%% %8.0f GB/s\n", c.pattern.c_str(), c.shape.c_str(), c.us,
+                      100.0 * c.pct * usPerByte / c.us, 1e-3 * c.pct * nranks / c.us);
     }
     if (allWrong != 0) std::printf("# WRONG: %llu elements differ from the expected sums\n", allWrong);
     if (timedOut) std::printf("# WARNING: a barrier wait timed out; the rows are not valid\n");
