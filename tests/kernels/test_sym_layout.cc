@@ -91,5 +91,40 @@ TEST(SymKernelChoice, PushKernelTakesTwoRankAllGathersUpTo256MiBOfOutputOnly) {
   EXPECT_LE(kSymPushBlocksPerSM * kSymPushThreads, 2048);
 }
 
+// Larger 2-rank all-gathers are cut into launches of the push kernel (gpu_symmetric.cc).
+TEST(SymKernelChoice, LargeTwoRankAllGathersAreCutIntoPushLaunchesThatCoverTheStepExactly) {
+  for (uint32_t esize : {1u, 2u, 4u, 8u}) {
+    const uint64_t limitElems = kSymPushMaxBytes / esize / 2;
+    for (uint64_t count : {uint64_t{1}, limitElems - 1, limitElems, limitElems + 1, 2 * limitElems,
+                           4 * limitElems + 12345, 3 * limitElems - 7}) {
+      SymArgs a = planOf({kOpPeerPush}, 2, count, esize);
+      ASSERT_TRUE(symIsPushPlan(a));
+      const uint64_t chunk = symPushChunkElems(a);
+      if (count <= limitElems) {
+        EXPECT_EQ(chunk, count) << esize << " " << count;  // one launch, the whole step
+        continue;
+      }
+      EXPECT_GT(chunk, 0u);
+      EXPECT_EQ(chunk * esize % 4096, 0u) << "launches after the first keep its alignment";
+      // What the executor does: launches of chunk elements, the last one the rest.
+      uint64_t done = 0, launches = 0;
+      while (done < count) {
+        SymArgs piece = a;
+        piece.steps[1].count = std::min(chunk, count - done);
+        EXPECT_TRUE(symUsesPushKernel(piece)) << esize << " " << count << " launch " << launches;
+        done += piece.steps[1].count;
+        ++launches;
+      }
+      EXPECT_EQ(done, count);
+      EXPECT_EQ(launches, (count + chunk - 1) / chunk);
+      EXPECT_LE(launches, (count * esize * 2 + kSymPushMaxBytes - 1) / kSymPushMaxBytes + 1)
+          << "no more launches than the 256 MiB pieces need, give or take the rounding";
+    }
+  }
+  // Not a push plan: more ranks, or another step.
+  EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerPush}, 4, 1000)));
+  EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerGather}, 2, 1000)));
+}
+
 }  // namespace
 }  // namespace ssc::gpu

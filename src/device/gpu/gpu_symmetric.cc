@@ -163,17 +163,33 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   // only pair block b with block b) ran the same grid fine. Such plans get half the share.
   uint64_t maxBlocks = middles > 0 ? std::max(1, limits_.symBlocks / 2) : limits_.symBlocks;
   uint64_t perBlock = kBytesPerBlock;
-  if (symUsesPushKernel(a)) {  // half-size blocks, several per SM (sym_kernel.h)
+  const bool push = symIsPushPlan(a);
+  if (push) {  // half-size blocks, several per SM, at most kSymPushMaxBytes per launch (sym_kernel.h)
     maxBlocks = std::min(kMaxSymBlocks, std::max(1, limits_.shareSMs) * kSymPushBlocksPerSM);
     perBlock = kBytesPerBlock * kSymPushThreads / kSymThreads;
   }
-  const int blocks = static_cast<int>(
-      std::clamp<uint64_t>((callElems * esize + perBlock - 1) / perBlock, 1, maxBlocks));
-  const int e = launchSymKernel(a, blocks, stream);
-  if (e != 0)
-    return fail(sscUnhandledDeviceError, "launching the symmetric kernel failed: {}",
-                e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
-  ++g_launches;
+  const auto launch = [&](uint64_t bytes) -> sscResult_t {
+    const int blocks = static_cast<int>(std::clamp<uint64_t>((bytes + perBlock - 1) / perBlock, 1, maxBlocks));
+    const int e = launchSymKernel(a, blocks, stream);
+    if (e != 0)
+      return fail(sscUnhandledDeviceError, "launching the symmetric kernel failed: {}",
+                  e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
+    ++g_launches;
+    return sscSuccess;
+  };
+  if (!push) return launch(callElems * esize);
+  // The push step in launches of at most kSymPushMaxBytes of output each, in order: every rank
+  // cuts the same call the same way, so launch i pairs with launch i everywhere.
+  const DevStep whole = a.steps[1];
+  const uint64_t chunk = symPushChunkElems(a);
+  uint64_t done = 0;
+  do {
+    a.steps[1].srcOff = whole.srcOff + done;
+    a.steps[1].dstOff = whole.dstOff + done;
+    a.steps[1].count = std::min(chunk, whole.count - done);
+    SSC_CHECK(launch(a.steps[1].count * esize * static_cast<uint64_t>(nranks_)));
+    done += a.steps[1].count;
+  } while (done < whole.count);
   return sscSuccess;
 }
 

@@ -130,20 +130,34 @@ inline int symReductionOp(const SymArgs& a) {
   return op == kOpPeerReduce || op == kOpPeerReduceBcast ? op : kAnyDataOp;
 }
 
-// All-gather at 2 ranks ([barrier, kPeerPush, barrier]) of at most kSymPushMaxBytes of output
-// runs in a kernel of its own with 256-thread blocks, up to kSymPushBlocksPerSM of them per SM.
-// perf/bulk_shapes.cu on the H200 moved the push pattern at K = 2 (256 MiB) in 225 us with that
-// shape against 261 us with the bulk kernel's 512 x 1 (session 7); through nccl-tests (session
-// 8, perf/RESULTS.md) it took 8 MiB in 13.9 us (19.0 before), 64 MiB in 62.8 (76.2), 256 MiB in
-// 229 (269), 512 MiB in 524 (525) and 1 GiB in 1160 (1052): above 256 MiB the bulk kernel stays.
-// At K = 4 and 8 no shape beat 512 x 1 by more than 5 %, and session 7's 4-blocks-per-SM push
-// kernel lost there at 64 MiB and up.
+// All-gather at 2 ranks ([barrier, kPeerPush, barrier]) runs in a kernel of its own with 256-thread
+// blocks, up to kSymPushBlocksPerSM of them per SM, one launch per kSymPushMaxBytes of output at
+// most (the host splits larger calls: symPushChunkElems). perf/bulk_shapes.cu on the H200 moved
+// the push pattern at K = 2 (256 MiB) in 225 us with that shape against 261 us with the bulk
+// kernel's 512 x 1 (session 7); through nccl-tests (session 8, perf/RESULTS.md) it took 8 MiB in
+// 13.9 us (19.0 before), 64 MiB in 62.8 (76.2), 256 MiB in 229 (269). In one launch it lost
+// above that (1 GiB: 1110-1160 us against the bulk kernel's 1052), while the same loop between
+// plain flag barriers moved 1 GiB in 869 us (perf/bulk_ab.cu, session 9): cut into launches of
+// kSymPushMaxBytes, each runs at the 256 MiB speed. At K = 4 and 8 no shape beat 512 x 1 by more
+// than 5 %, and session 7's 4-blocks-per-SM push kernel lost there at 64 MiB and up.
 constexpr int kSymPushThreads = 256;
 constexpr int kSymPushBlocksPerSM = 8;
 constexpr uint64_t kSymPushMaxBytes = uint64_t{256} << 20;
-inline bool symUsesPushKernel(const SymArgs& a) {
+inline bool symIsPushPlan(const SymArgs& a) {
   return a.nranks == 2 && a.nsteps == 3 && a.steps[0].op == kOpBarrier && a.steps[1].op == kOpPeerPush &&
-         a.steps[2].op == kOpBarrier && a.steps[1].count * a.elemBytes * 2 <= kSymPushMaxBytes;
+         a.steps[2].op == kOpBarrier;
+}
+inline bool symUsesPushKernel(const SymArgs& a) {
+  return symIsPushPlan(a) && a.steps[1].count * a.elemBytes * static_cast<uint64_t>(a.nranks) <= kSymPushMaxBytes;
+}
+// Elements of the push step per launch for a push plan (symIsPushPlan): the whole step when it
+// fits kSymPushMaxBytes of output, else the most that does, rounded down to a multiple of 4 KiB
+// so every launch's pointers keep the first one's 16-byte alignment.
+inline uint64_t symPushChunkElems(const SymArgs& a) {
+  const uint64_t count = a.steps[1].count, outPerElem = a.elemBytes * static_cast<uint64_t>(a.nranks);
+  if (outPerElem == 0 || count * outPerElem <= kSymPushMaxBytes) return count;
+  const uint64_t align = 4096 / a.elemBytes;  // elemBytes divides 4096 (1, 2, 4 or 8)
+  return kSymPushMaxBytes / outPerElem / align * align;
 }
 
 // Launches the bulk kernel with `blocks` blocks (equal on all ranks). 0 or the runtime's error.
