@@ -147,6 +147,21 @@ __global__ void __launch_bounds__(512, 1) w1Kernel(const SSC_GRID_CONSTANT mps::
 using bulk::countWrong;
 using bulk::fillKernel;
 
+// The plain loop's instantiation for a pattern (2: the push, one source) and rank count, with
+// `loads` (8 or 4) 16-byte loads in flight per thread, as bulk_shapes' SHAPE picks it.
+template <int kS, int kV>
+struct Src {
+  static constexpr int kSrc = kS, kU = kV;
+};
+template <class F>
+void bySources(int pat, int n, int loads, F&& f) {
+  const bool l8 = loads == 8;
+  if (pat == 2) l8 ? f(Src<1, 8>{}) : f(Src<1, 4>{});
+  else if (n <= 2) l8 ? f(Src<2, 4>{}) : f(Src<2, 2>{});
+  else if (n <= 4) l8 ? f(Src<4, 2>{}) : f(Src<4, 1>{});
+  else f(Src<8, 1>{});
+}
+
 int main(int argc, char** argv) {
   const mps::Start st = mps::start(&argc, &argv);
   const int rank = st.rank, n = st.nranks;
@@ -219,19 +234,13 @@ int main(int argc, char** argv) {
     a.local[0] = in; a.local[1] = out;
     for (int q = 0; q < n; ++q) { a.ctrl[q] = static_cast<char*>(ctrls[q]); a.peer[0][q] = ins[q]; a.peer[1][q] = outs[q]; }
     const int kp = n <= 2 ? 2 : n <= 4 ? 4 : 0;
-    struct V { const char* name; std::function<void()> fn; bool meet; };
+    struct V { const char* name; std::function<void()> fn; };
     auto v0 = [&] {
-      if (pat == 2) v0Kernel<1, 8><<<blocks, 512, 0, stream>>>(peers, m, e0);
-      else if (n <= 2) v0Kernel<2, 4><<<blocks, 512, 0, stream>>>(peers, m, e0);
-      else if (n <= 4) v0Kernel<4, 2><<<blocks, 512, 0, stream>>>(peers, m, e0);
-      else v0Kernel<8, 1><<<blocks, 512, 0, stream>>>(peers, m, e0);
+      bySources(pat, n, 8, [&](auto t) { v0Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, e0); });
       e0 += 2;
     };
     auto v0L4 = [&] {
-      if (pat == 2) v0Kernel<1, 4><<<blocks, 512, 0, stream>>>(peers, m, e0);
-      else if (n <= 2) v0Kernel<2, 2><<<blocks, 512, 0, stream>>>(peers, m, e0);
-      else if (n <= 4) v0Kernel<4, 1><<<blocks, 512, 0, stream>>>(peers, m, e0);
-      else v0Kernel<8, 1><<<blocks, 512, 0, stream>>>(peers, m, e0);
+      bySources(pat, n, 4, [&](auto t) { v0Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, e0); });
       e0 += 2;
     };
     auto v1 = [&] { BulkLauncher<Tr, 0>::launch(dim3(blocks), dim3(512), stream, a); };
@@ -243,10 +252,7 @@ int main(int argc, char** argv) {
       e0 += 2;
     };
     auto v4 = [&] {
-      if (pat == 2) v4Kernel<1, 8><<<blocks, 512, 0, stream>>>(a, m);
-      else if (n <= 2) v4Kernel<2, 4><<<blocks, 512, 0, stream>>>(a, m);
-      else if (n <= 4) v4Kernel<4, 2><<<blocks, 512, 0, stream>>>(a, m);
-      else v4Kernel<8, 1><<<blocks, 512, 0, stream>>>(a, m);
+      bySources(pat, n, 8, [&](auto t) { v4Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(a, m); });
     };
     auto v5 = [&] {
       if (kp == 2) v5Kernel<2><<<blocks, 512, 0, stream>>>(a);
@@ -254,10 +260,9 @@ int main(int argc, char** argv) {
       else v5Kernel<0><<<blocks, 512, 0, stream>>>(a);
     };
     auto w1 = [&] {
-      if (pat == 2) w1Kernel<1, 8><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
-      else if (n <= 2) w1Kernel<2, 4><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
-      else if (n <= 4) w1Kernel<4, 2><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
-      else w1Kernel<8, 1><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
+      bySources(pat, n, 8, [&](auto t) {
+        w1Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
+      });
       e0 += 2;
     };
     const int pushBlocks = std::min(kMaxSymBlocks, kSymPushBlocksPerSM * sms);
@@ -267,16 +272,16 @@ int main(int argc, char** argv) {
       e0 += 2;
     };
     auto v8 = [&] { pushShapeKernel<true><<<pushBlocks, kSymPushThreads, 0, stream>>>(peers, a, m, e0); };
-    std::vector<V> vs = {{"W1 move + runtime ops", w1, true}, {"V0 bulk_shapes L8", v0, true}, {"V0 bulk_shapes L4", v0L4, true},
-                         {"V1 library kernel", v1, false}, {"V2 library any-op <0>", v2, false},
-                         {"V3 lib data + meet", v3, true}, {"V4 lib barrier + move", v4, false},
-                         {"V5 lib, step in regs", v5, false}};
+    std::vector<V> vs = {{"W1 move + runtime ops", w1}, {"V0 bulk_shapes L8", v0}, {"V0 bulk_shapes L4", v0L4},
+                         {"V1 library kernel", v1}, {"V2 library any-op <0>", v2},
+                         {"V3 lib data + meet", v3}, {"V4 lib barrier + move", v4},
+                         {"V5 lib, step in regs", v5}};
     if (pat == 2) {
-      vs.push_back({"V6 lib push kernel", v6, false});
-      vs.push_back({"V7 t256 loop + meet", v7, true});
-      vs.push_back({"V8 lib barrier + t256", v8, false});
+      vs.push_back({"V6 lib push kernel", v6});
+      vs.push_back({"V7 t256 loop + meet", v7});
+      vs.push_back({"V8 lib barrier + t256", v8});
     }
-    if (pat == 3) vs = {{"V1 library kernel", v1, false}, {"V2 library any-op <0>", v2, false}};
+    if (pat == 3) vs = {{"V1 library kernel", v1}, {"V2 library any-op <0>", v2}};
     // Two rounds in alternating order, so drift shows.
     for (int round = 0; round < 2; ++round)
       for (const V& v : vs) {

@@ -84,6 +84,8 @@ const Shape kShapes[] = {
     SHAPE("t512 b1 L8 stcs", 512, 1, 8, false, 1),     SHAPE("t512 b2 L8 stcs", 512, 2, 8, false, 1),
 };
 
+constexpr int kIters = 10;  // timed calls per cell (after 2 untimed)
+
 int srcIndex(int nsrc) { return nsrc <= 1 ? 0 : nsrc <= 2 ? 1 : nsrc <= 4 ? 2 : 3; }
 
 using bulk::countWrong;
@@ -218,20 +220,10 @@ int main(int argc, char** argv) {
         check(hipMemsetAsync(out, 0, bytes, stream), "memset");
         check(hipStreamSynchronize(stream), "sync");
         MPI_Barrier(MPI_COMM_WORLD);
-        const auto once = [&] {
+        const double worst = mps::slowestUs(stream, 2, kIters, [&] {
           fn(blocks, stream, peers, m, epoch);
           epoch += 2;
-        };
-        once();
-        once();
-        check(hipStreamSynchronize(stream), "warm-up");
-        MPI_Barrier(MPI_COMM_WORLD);
-        const int iters = 10;
-        const double t0 = mps::now();
-        for (int i = 0; i < iters; ++i) once();
-        check(hipStreamSynchronize(stream), "timed");
-        double us = (mps::now() - t0) * 1e6 / iters, worst = 0;
-        MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        });
         MPI_Barrier(MPI_COMM_WORLD);  // every rank's writes into this rank's output are done
         check(hipMemsetAsync(wrong, 0, sizeof(*wrong), stream), "memset");
         const uint64_t lo = pat == 1 ? sliceOff : 0, hi = pat == 1 ? sliceOff + slice : slice * nranks;
@@ -246,7 +238,7 @@ int main(int argc, char** argv) {
     }
     // The two directions of the copy rate, every rank on its own buffers at once.
     for (const LocalRow& row : kLocalRows) {
-      const auto once = [&] {
+      const double worst = mps::slowestUs(stream, 2, kIters, [&] {
         if (row.launch != nullptr)
           row.launch(std::min(row.blocksPerSM * sms, mps::kMaxBlocks), stream, in, out, bytes / 16,
                      reinterpret_cast<uint4*>(wrong));
@@ -254,17 +246,7 @@ int main(int argc, char** argv) {
           check(hipMemsetAsync(out, 0, bytes, stream), "memset");
         else
           check(hipMemcpyAsync(out, in, bytes, hipMemcpyDeviceToDevice, stream), "memcpy");
-      };
-      once();
-      once();
-      check(hipStreamSynchronize(stream), "warm-up");
-      MPI_Barrier(MPI_COMM_WORLD);
-      const int iters = 10;
-      const double t0 = mps::now();
-      for (int i = 0; i < iters; ++i) once();
-      check(hipStreamSynchronize(stream), "timed");
-      double us = (mps::now() - t0) * 1e6 / iters, worst = 0;
-      MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      });
       const bool copy = row.launch == nullptr && !row.write;
       cells.push_back({row.write ? "wr" : copy ? "cp" : "rd", row.name, bytes, worst,
                        copy ? 2.0 * bytes : double(bytes)});

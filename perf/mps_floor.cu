@@ -35,7 +35,6 @@ namespace {
 
 using mps::check;
 using mps::meet;
-using mps::now;
 using mps::Peers;
 constexpr int kMaxRanks = mps::kMaxRanks;
 constexpr int kMaxBlocks = 64;  // the widest grid the barrier rows use
@@ -137,15 +136,7 @@ int main(int argc, char** argv) {
   // Runs `body` iters times after a warm-up of iters / 10, all ranks started together; the
   // slowest rank's time per call. sync: the GPU work is waited for inside the timed region.
   const auto timed = [&](const std::string& name, auto body) {
-    for (int i = 0; i < iters / 10; ++i) body();
-    check(hipStreamSynchronize(stream), "sync");
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
-    for (int i = 0; i < iters; ++i) body();
-    check(hipStreamSynchronize(stream), "sync");
-    double us = (now() - t0) * 1e6 / iters, worst = 0;
-    MPI_Reduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    rows.push_back({name, worst});
+    rows.push_back({name, mps::slowestUs(stream, iters / 10, iters, body)});
   };
   timed("launch", [&] { emptyKernel<<<1, 32, 0, stream>>>(); });
   timed("launch+sync", [&] {
@@ -183,16 +174,10 @@ int main(int argc, char** argv) {
   const uint64_t vecs = dataBytes / 16;
   const int copyIters = std::max(iters / 100, 5);
   const auto copyRate = [&](const char* name, const uint4* src) {
-    for (int i = 0; i < 2; ++i) copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs);
-    check(hipStreamSynchronize(stream), "sync");
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
-    for (int i = 0; i < copyIters; ++i) copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs);
-    check(hipStreamSynchronize(stream), "sync");
-    double sec = now() - t0, worst = 0;
-    MPI_Reduce(&sec, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    const double us = mps::slowestUs(stream, 2, copyIters,
+                                     [&] { copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs); });
     // Reported as a rate: bytes copied by all ranks per second (GB/s), in the us/call column.
-    rows.push_back({name, worst > 0 ? 1e-9 * static_cast<double>(dataBytes) * nranks * copyIters / worst : 0});
+    rows.push_back({name, us > 0 ? 1e-3 * static_cast<double>(dataBytes) * nranks / us : 0});
   };
   copyRate("copy GB/s", data);
   copyRate("peer copy GB/s", bulk.in[(rank + 1) % nranks]);

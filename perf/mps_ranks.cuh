@@ -113,6 +113,21 @@ inline void freePeers(Peers& p) {
   (void)hipFree(p.failed);
 }
 
+// The slowest rank's mean time per call in microseconds (on every rank): `warm` calls untimed,
+// then `iters` timed ones from an MPI barrier to a stream synchronize, all ranks at once.
+template <class Call>
+double slowestUs(hipStream_t stream, int warm, int iters, Call&& call) {
+  for (int i = 0; i < warm; ++i) call();
+  check(hipStreamSynchronize(stream), "warm-up");
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = now();
+  for (int i = 0; i < iters; ++i) call();
+  check(hipStreamSynchronize(stream), "timed");
+  double us = (now() - t0) * 1e6 / iters, worst = 0;
+  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
 // Any rank's barrier wait ran past kSpinLimit (the result on rank 0).
 inline bool anyFailed(const Peers& p) {
   unsigned int bad = 0, any = 0;
