@@ -2,8 +2,9 @@
 // The data patterns of Starscream's bulk kernel (src/kernels/gpu/sym_bulk.cuh) alone, between the
 // same two flag barriers, over a table of shapes: threads per block, blocks per SM, 16-byte loads
 // in flight per thread, grid-stride or one contiguous range per block, plain or streaming stores.
-// Issue 14: the bulk kernel reaches 87-94 % of the roofline at K = 8 but 67-82 % at K = 2 and 4;
-// this tool measures which shape closes that, without the library around it.
+// Issue 14 (session 7): the bulk kernel reached 87-94 % of the roofline at K = 8 but 67-82 % at
+// K = 2 and 4; this tool measures which shape closes such a gap, without the library around it,
+// and (session 9) what the machine allows each pattern.
 //
 //   mpirun -np K bulk_shapes [MiB per rank ...]   (tools/emulate/partition-run.sh K build/bin/bulk_shapes 256)
 //

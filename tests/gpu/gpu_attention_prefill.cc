@@ -43,12 +43,8 @@ struct PrefillCase {
   int sampleEvery;               // check every n-th token of a sequence (and its last)
 };
 
-const char* interleaveName(sscKvInterleave_t i) {
-  return i == SSC_KV_PAGE_ROUND_ROBIN ? "rr" : i == SSC_KV_CONTIGUOUS ? "contig" : "seqowner";
-}
-const char* typeName(sscDataType_t t) {
-  return t == sscFloat32 ? "fp32" : t == sscFloat16 ? "fp16" : "bf16";
-}
+using ref::interleaveName;
+using ref::typeName;
 
 template <class T>
 T* toDevice(const std::vector<T>& h) {

@@ -53,12 +53,8 @@ struct Case {
   int exchange = SSC_KV_EXCHANGE_AUTO;  // AUTO is the fused exchange on one node's GPUs
 };
 
-const char* interleaveName(sscKvInterleave_t i) {
-  return i == SSC_KV_PAGE_ROUND_ROBIN ? "rr" : i == SSC_KV_CONTIGUOUS ? "contig" : "seqowner";
-}
-const char* typeName(sscDataType_t t) {
-  return t == sscFloat32 ? "fp32" : t == sscFloat16 ? "fp16" : "bf16";
-}
+using ref::interleaveName;
+using ref::typeName;
 
 template <class T>
 T* toDevice(const std::vector<T>& h) {

@@ -9,13 +9,32 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
+#include "starscream/starscream_ops.h"
 #include "tests/support/half_storage.h"
 
 namespace ssc::test::attn {
+
+// Short names for test output and parameterized test names.
+inline const char* interleaveName(sscKvInterleave_t i) {
+  return i == SSC_KV_PAGE_ROUND_ROBIN ? "rr" : i == SSC_KV_CONTIGUOUS ? "contig" : "seqowner";
+}
+inline const char* typeName(sscDataType_t t) {
+  return t == sscFloat32 ? "fp32" : t == sscFloat16 ? "fp16" : "bf16";
+}
+
+// A host test's parameters: ranks (threads) and the cache's interleave; named "<interleave>_np<n>".
+struct RanksCase {
+  int nranks;
+  sscKvInterleave_t interleave;
+};
+inline std::string ranksCaseName(int nranks, sscKvInterleave_t interleave) {
+  return std::string(interleaveName(interleave)) + "_np" + std::to_string(nranks);
+}
 
 using ssc::test::fromStorage;
 using ssc::test::toStorage;

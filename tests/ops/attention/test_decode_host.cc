@@ -8,45 +8,20 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "starscream/starscream_ops.h"
 #include "tests/support/attention_reference.h"
+#include "tests/support/host_ranks.h"
 
 namespace ref = ssc::test::attn;
+using ssc::test::runRanks;
 
 namespace {
 
-// Runs fn(rank, comm, stream) on n threads, one rank each.
-void runRanks(int n, const std::function<void(int, sscComm_t, sscStream_t)>& fn) {
-  std::vector<sscComm_t> comms(n, nullptr);
-  ASSERT_EQ(sscCommInitAll(comms.data(), n, nullptr), sscSuccess) << sscGetLastError(nullptr);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      sscStream_t stream = nullptr;
-      ASSERT_EQ(sscStreamCreate(&stream), sscSuccess);
-      fn(r, comms[r], stream);
-      EXPECT_EQ(sscStreamDestroy(stream), sscSuccess);
-    });
-  for (auto& t : threads) t.join();
-  for (sscComm_t c : comms) EXPECT_EQ(sscCommDestroy(c), sscSuccess);
-}
-
-struct DecodeCase {
-  int nranks;
-  sscKvInterleave_t interleave;
-};
-
-const char* interleaveName(sscKvInterleave_t i) {
-  return i == SSC_KV_PAGE_ROUND_ROBIN ? "roundrobin" : i == SSC_KV_CONTIGUOUS ? "contiguous" : "seqowner";
-}
-
-class AttnHostDecode : public testing::TestWithParam<DecodeCase> {
+class AttnHostDecode : public testing::TestWithParam<ref::RanksCase> {
  protected:
   void SetUp() override { setenv("STARSCREAM_TIMEOUT", "60", 1); }
 };
@@ -69,8 +44,8 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   const int B = static_cast<int>(batch.size());
   const ref::Workload w = ref::makeWorkload(1000 + D + ratio + pageSize, kvHeads, D, dtype, lengths, 3);
   const std::string where = fmt::format("rank {} of {} {} d{} gqa{} {} page {}", rank, nranks,
-                                        interleaveName(interleave), D, ratio,
-                                        dtype == sscBfloat16 ? "bf16" : "fp16", pageSize);
+                                        ref::interleaveName(interleave), D, ratio,
+                                        ref::typeName(dtype), pageSize);
   SCOPED_TRACE(where);
 
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
@@ -168,7 +143,7 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
 }  // namespace
 
 TEST_P(AttnHostDecode, MatchesReference) {
-  const DecodeCase dc = GetParam();
+  const ref::RanksCase dc = GetParam();
   runRanks(dc.nranks, [&](int rank, sscComm_t comm, sscStream_t stream) {
     int i = 0;
     for (int headDim : {64, 128})
@@ -185,11 +160,11 @@ TEST_P(AttnHostDecode, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnHostDecode,
-    testing::Values(DecodeCase{1, SSC_KV_PAGE_ROUND_ROBIN}, DecodeCase{2, SSC_KV_PAGE_ROUND_ROBIN},
-                    DecodeCase{3, SSC_KV_PAGE_ROUND_ROBIN}, DecodeCase{4, SSC_KV_PAGE_ROUND_ROBIN},
-                    DecodeCase{2, SSC_KV_CONTIGUOUS}, DecodeCase{3, SSC_KV_CONTIGUOUS},
-                    DecodeCase{4, SSC_KV_CONTIGUOUS}, DecodeCase{1, SSC_KV_SEQUENCE_OWNER},
-                    DecodeCase{2, SSC_KV_SEQUENCE_OWNER}, DecodeCase{4, SSC_KV_SEQUENCE_OWNER}),
-    [](const testing::TestParamInfo<DecodeCase>& i) {
-      return std::string(interleaveName(i.param.interleave)) + "_np" + std::to_string(i.param.nranks);
+    testing::Values(ref::RanksCase{1, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN},
+                    ref::RanksCase{3, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN},
+                    ref::RanksCase{2, SSC_KV_CONTIGUOUS}, ref::RanksCase{3, SSC_KV_CONTIGUOUS},
+                    ref::RanksCase{4, SSC_KV_CONTIGUOUS}, ref::RanksCase{1, SSC_KV_SEQUENCE_OWNER},
+                    ref::RanksCase{2, SSC_KV_SEQUENCE_OWNER}, ref::RanksCase{4, SSC_KV_SEQUENCE_OWNER}),
+    [](const testing::TestParamInfo<ref::RanksCase>& i) {
+      return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });

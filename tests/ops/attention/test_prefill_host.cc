@@ -10,42 +10,18 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "starscream/starscream_ops.h"
 #include "tests/support/attention_reference.h"
+#include "tests/support/host_ranks.h"
 
 namespace ref = ssc::test::attn;
+using ssc::test::runRanks;
 
 namespace {
-
-void runRanks(int n, const std::function<void(int, sscComm_t, sscStream_t)>& fn) {
-  std::vector<sscComm_t> comms(n, nullptr);
-  ASSERT_EQ(sscCommInitAll(comms.data(), n, nullptr), sscSuccess) << sscGetLastError(nullptr);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      sscStream_t stream = nullptr;
-      ASSERT_EQ(sscStreamCreate(&stream), sscSuccess);
-      fn(r, comms[r], stream);
-      EXPECT_EQ(sscStreamDestroy(stream), sscSuccess);
-    });
-  for (auto& t : threads) t.join();
-  for (sscComm_t c : comms) EXPECT_EQ(sscCommDestroy(c), sscSuccess);
-}
-
-struct PrefillCase {
-  int nranks;
-  sscKvInterleave_t interleave;
-};
-
-const char* interleaveName(sscKvInterleave_t i) {
-  return i == SSC_KV_PAGE_ROUND_ROBIN ? "roundrobin" : i == SSC_KV_CONTIGUOUS ? "contiguous" : "seqowner";
-}
 
 // Sequence lengths and the new tokens of each (the chunk: its last tokens), in batch order.
 const std::vector<int> kLengths = {1, 37, 0, 64, 129, 16};
@@ -58,7 +34,7 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   const int kvHeads = 2, H = kvHeads * ratio, D = headDim, B = static_cast<int>(kBatch.size());
   const ref::Workload w = ref::makeWorkload(2000 + D + ratio + pageSize, kvHeads, D, dtype, kLengths, 3);
   SCOPED_TRACE(fmt::format("rank {} of {} {} d{} gqa{} {} page {} max_batch {}", rank, nranks,
-                           interleaveName(interleave), D, ratio, dtype == sscBfloat16 ? "bf16" : "fp16",
+                           ref::interleaveName(interleave), D, ratio, ref::typeName(dtype),
                            pageSize, maxBatch));
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
   cfg.num_kv_heads = kvHeads;
@@ -157,13 +133,13 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
 
 }  // namespace
 
-class AttnHostPrefill : public testing::TestWithParam<PrefillCase> {
+class AttnHostPrefill : public testing::TestWithParam<ref::RanksCase> {
  protected:
   void SetUp() override { setenv("STARSCREAM_TIMEOUT", "60", 1); }
 };
 
 TEST_P(AttnHostPrefill, MatchesReference) {
-  const PrefillCase pc = GetParam();
+  const ref::RanksCase pc = GetParam();
   runRanks(pc.nranks, [&](int rank, sscComm_t comm, sscStream_t stream) {
     int i = 0;
     for (int headDim : {64, 128})
@@ -182,11 +158,11 @@ TEST_P(AttnHostPrefill, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnHostPrefill,
-    testing::Values(PrefillCase{1, SSC_KV_PAGE_ROUND_ROBIN}, PrefillCase{2, SSC_KV_PAGE_ROUND_ROBIN},
-                    PrefillCase{3, SSC_KV_PAGE_ROUND_ROBIN}, PrefillCase{4, SSC_KV_PAGE_ROUND_ROBIN},
-                    PrefillCase{3, SSC_KV_CONTIGUOUS}, PrefillCase{2, SSC_KV_SEQUENCE_OWNER}),
-    [](const testing::TestParamInfo<PrefillCase>& i) {
-      return std::string(interleaveName(i.param.interleave)) + "_np" + std::to_string(i.param.nranks);
+    testing::Values(ref::RanksCase{1, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN},
+                    ref::RanksCase{3, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN},
+                    ref::RanksCase{3, SSC_KV_CONTIGUOUS}, ref::RanksCase{2, SSC_KV_SEQUENCE_OWNER}),
+    [](const testing::TestParamInfo<ref::RanksCase>& i) {
+      return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });
 
 // Argument checks: each a clear code and message, nothing run.
