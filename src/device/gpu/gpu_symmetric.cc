@@ -25,6 +25,16 @@ constexpr uint64_t kBytesPerBlock = 128 << 10;
 // The LL kernel's grid never needs more than this many blocks (64 KiB = 8192 lines).
 constexpr int kMaxLLBlocks = 16;
 
+// What a launch returned (0 or the runtime's error, < 0 for a type without kernels), counted
+// when it went through.
+sscResult_t counted(int e, const char* kernel) {
+  if (e != 0)
+    return fail(sscUnhandledDeviceError, "launching the {} failed: {}", kernel,
+                e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
+  ++g_launches;
+  return sscSuccess;
+}
+
 // The pre-scale of an integer type as the wrapped multiplier the host executor uses: integer
 // scalars as they are, a float scalar (a caller mixing types) truncated and saturated to int64.
 int64_t integerMultiplier(const Scalar& s) {
@@ -134,12 +144,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     const uint64_t lines = (steps[1].count * esize + 7) / 8;
     const int blocks = static_cast<int>(std::clamp<uint64_t>((lines + kLLThreads - 1) / kLLThreads, 1,
                                                              std::min(kMaxLLBlocks, limits_.symBlocks)));
-    const int e = launchLLAllReduce(a, blocks, stream);
-    if (e != 0)
-      return fail(sscUnhandledDeviceError, "launching the LL all-reduce failed: {}",
-                  e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
-    ++g_launches;
-    return sscSuccess;
+    return counted(launchLLAllReduce(a, blocks, stream), "LL all-reduce");
   }
 
   if (peers) {
@@ -168,14 +173,9 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     maxBlocks = std::min(kMaxSymBlocks, std::max(1, limits_.shareSMs) * kSymPushBlocksPerSM);
     perBlock = kBytesPerBlock * kSymPushThreads / kSymThreads;
   }
-  const auto launch = [&](uint64_t bytes) -> sscResult_t {
+  const auto launch = [&](uint64_t bytes) {
     const int blocks = static_cast<int>(std::clamp<uint64_t>((bytes + perBlock - 1) / perBlock, 1, maxBlocks));
-    const int e = launchSymKernel(a, blocks, stream);
-    if (e != 0)
-      return fail(sscUnhandledDeviceError, "launching the symmetric kernel failed: {}",
-                  e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
-    ++g_launches;
-    return sscSuccess;
+    return counted(launchSymKernel(a, blocks, stream), "symmetric kernel");
   };
   if (!push) return launch(callElems * esize);
   // The push step in launches of at most kSymPushMaxBytes of output each, in order: every rank
