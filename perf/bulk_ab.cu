@@ -13,7 +13,8 @@
 // elements wrong (every run is checked):
 //   W1  the plain loop with the library's element operations (run-time pre/post flags)
 //   V0  bulk_shapes' kernel: the plain loop between flag barriers, 8 or 4 loads in flight
-//   V1  the library's kernel, picked as launchSymKernel picks it
+//   V1  the library's kernel, picked as launchSymKernel picks it (on this tool's grid: one block
+//       per SM; at 2 ranks up to 256 MiB that is the push kernel with 256-thread blocks)
 //   V2  the library's all-plans kernel (a loop over the steps, a switch over their kinds)
 //   V3  the library's data step (SymRunner) between bulk_shapes' barriers
 //   V4  the library's barriers around the plain loop

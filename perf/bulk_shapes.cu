@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) writeKernel(uint4* p, uint64_t nvec,
 
 struct LocalRow {
   const char* name;
-  int threads, blocksPerSM;  // 0: the runtime's own call
+  int blocksPerSM;  // of the kernel `launch` starts (0: the runtime's own call)
   bool write;
   void (*launch)(int blocks, hipStream_t, float* in, float* out, uint64_t nvec, uint4* sink);
 };
@@ -134,14 +134,14 @@ void launchLocal(int blocks, hipStream_t st, float* in, float* out, uint64_t nve
 }
 
 const LocalRow kLocalRows[] = {
-    {"rd t512 b1 U8", 512, 1, false, launchLocal<512, 8, false>},
-    {"rd t512 b2 U4", 512, 2, false, launchLocal<512, 4, false>},
-    {"rd t256 b8 U4", 256, 8, false, launchLocal<256, 4, false>},
-    {"wr t512 b1 U8", 512, 1, true, launchLocal<512, 8, true>},
-    {"wr t512 b2 U4", 512, 2, true, launchLocal<512, 4, true>},
-    {"wr t256 b8 U4", 256, 8, true, launchLocal<256, 4, true>},
-    {"memset", 0, 0, true, nullptr},
-    {"memcpy", 0, 0, false, nullptr},
+    {"rd t512 b1 U8", 1, false, launchLocal<512, 8, false>},
+    {"rd t512 b2 U4", 2, false, launchLocal<512, 4, false>},
+    {"rd t256 b8 U4", 8, false, launchLocal<256, 4, false>},
+    {"wr t512 b1 U8", 1, true, launchLocal<512, 8, true>},
+    {"wr t512 b2 U4", 2, true, launchLocal<512, 4, true>},
+    {"wr t256 b8 U4", 8, true, launchLocal<256, 4, true>},
+    {"memset", 0, true, nullptr},
+    {"memcpy", 0, false, nullptr},
 };
 
 struct Cell {
