@@ -105,43 +105,39 @@ __global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM)
   else mps::meet(p, e0 + 2);
 }
 
-// W1: moveLoop's structure with the library's element ops and run-time pre/post flags.
+// W1: moveLoop with the library's element ops (SymOps) and run-time pre/post flags in place of
+// the plain float sum.
+struct LibraryOps {
+  using Ops = SymOps<Tr, 0>;
+  Ops ops;
+  bool pre, doPost;
+  template <int kSrc, int kU>
+  __device__ __forceinline__ uint4 operator()(const uint4 (&x)[kSrc][kU], int u, int nsrc) const {
+    typename Ops::Vec v;
+    v.u = x[0][u];
+    float acc[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e] = ops.in(v.e[e], pre);
+#pragma unroll
+    for (int j = 1; j < kSrc; ++j)
+      if (j < nsrc) {
+        v.u = x[j][u];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[e] = ops.combine(acc[e], ops.in(v.e[e], pre), false);
+      }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v.e[e] = ops.out(acc[e], doPost);
+    return v.u;
+  }
+};
+
 template <int kSrc, int kU>
 __global__ void __launch_bounds__(512, 1) w1Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m,
                                                    const SSC_GRID_CONSTANT DevReduce red, int preI, int postI, uint64_t e0) {
-  using Ops = SymOps<Tr, 0>;
-  const Ops ops(red);
-  const bool pre = preI && ops.scale, doPost = postI && ops.post.divisor != 0;
+  const LibraryOps::Ops ops(red);
+  const LibraryOps combine{ops, preI && ops.scale, postI && ops.post.divisor != 0};
   mps::meet(p, e0 + 1);
-  const uint64_t begin = static_cast<uint64_t>(blockIdx.x) * 512 + threadIdx.x, end = m.nvec,
-                 stride = static_cast<uint64_t>(gridDim.x) * 512;
-  for (uint64_t v0 = begin; v0 < end; v0 += stride * kU) {
-    typename Ops::Vec x[kSrc][kU];
-#pragma unroll
-    for (int j = 0; j < kSrc; ++j)
-      if (j < m.nsrc) {
-        const uint4* s = reinterpret_cast<const uint4*>(m.src[j]);
-#pragma unroll
-        for (int u = 0; u < kU; ++u)
-          if (v0 + u * stride < end) x[j][u].u = sscLoadCg(s + v0 + u * stride);
-      }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      if (v0 + u * stride >= end) break;
-      float acc[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[e] = ops.in(x[0][u].e[e], pre);
-#pragma unroll
-      for (int j = 1; j < kSrc; ++j)
-        if (j < m.nsrc)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[e] = ops.combine(acc[e], ops.in(x[j][u].e[e], pre), false);
-      typename Ops::Vec r;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) r.e[e] = ops.out(acc[e], doPost);
-      for (int k = 0; k < m.ndst; ++k) reinterpret_cast<uint4*>(m.dst[k])[v0 + u * stride] = r.u;
-    }
-  }
+  bulk::moveRange<512, kSrc, kU, false, 0>(m, 0, m.nvec, combine);
   mps::meet(p, e0 + 2);
 }
 

@@ -45,11 +45,24 @@ __device__ __forceinline__ uint4 add(uint4 a, uint4 b) {
   return *reinterpret_cast<uint4*>(&x);
 }
 
+// The plain loop's element work: the float sum of the nsrc loaded vectors x[0..nsrc)[u].
+struct SumFloats {
+  template <int kSrc, int kU>
+  __device__ __forceinline__ uint4 operator()(const uint4 (&x)[kSrc][kU], int u, int nsrc) const {
+    uint4 r = x[0][u];
+#pragma unroll
+    for (int j = 1; j < kSrc; ++j)
+      if (j < nsrc) r = add(r, x[j][u]);
+    return r;
+  }
+};
+
 // kSrc: sources unrolled (nsrc <= kSrc); kU: vectors per source per iteration, so kSrc x kU
 // 16-byte loads are in flight per thread before the first is used. kContig: block b takes one
-// contiguous range instead of a grid stride; kStore 1: streaming stores.
-template <int kThreads, int kSrc, int kU, bool kContig, int kStore>
-__device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t hi) {
+// contiguous range instead of a grid stride; kStore 1: streaming stores. `combine` turns the
+// loaded vectors into the one stored (SumFloats; perf/bulk_ab.cu passes the library's ops).
+template <int kThreads, int kSrc, int kU, bool kContig, int kStore, class Combine = SumFloats>
+__device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t hi, const Combine& combine = {}) {
   uint64_t begin, end, stride;
   if constexpr (kContig) {  // block b: one contiguous range
     const uint64_t per = (hi - lo + gridDim.x - 1) / gridDim.x;
@@ -75,10 +88,7 @@ __device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t h
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       if (v0 + u * stride >= end) break;
-      uint4 r = x[0][u];
-#pragma unroll
-      for (int j = 1; j < kSrc; ++j)
-        if (j < m.nsrc) r = add(r, x[j][u]);
+      const uint4 r = combine(x, u, m.nsrc);
       for (int k = 0; k < m.ndst; ++k) store<kStore>(reinterpret_cast<uint4*>(m.dst[k]) + v0 + u * stride, r);
     }
   }
