@@ -204,16 +204,12 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("# bulk_ab K=%d sms=%d %llu MiB per rank, %d iters\n", n, sms, (unsigned long long)(bytes >> 20), iters);
   const char* pats[] = {"rs", "ar", "ag", "agp"};
   for (int pat = 0; pat < 4; ++pat) {
-    // Move for V0/V4.
-    Move m{};
-    m.nvec = slice * 4 / 16;
-    if (pat == 2) {
-      m.nsrc = 1; m.src[0] = in + off; m.ndst = n;
-    } else {
-      m.nsrc = n; m.ndst = pat == 1 ? n : 1;
-      for (int q = 0; q < n; ++q) m.src[q] = static_cast<const float*>(ins[q]) + off;
-    }
-    for (int k = 0; k < m.ndst; ++k) m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + off;
+    // The plain loop's Move (agp has none: its rows are the library's kernels only).
+    const Move m = pat >= 3 ? Move{}
+                            : bulk::peerMove(pat == 0   ? bulk::Pattern::kReduceScatter
+                                             : pat == 1 ? bulk::Pattern::kAllReduce
+                                                        : bulk::Pattern::kAllGather,
+                                             in, out, ins, outs, n, off, slice);
     // SymArgs as the library builds them.
     SymArgs a{};
     a.nsteps = 3; a.nranks = n; a.rank = rank; a.elemBytes = 4; a.callHash = 0x1234 + pat;

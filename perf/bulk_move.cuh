@@ -19,6 +19,26 @@ struct Move {
   uint64_t rot;                 // grid-stride only: start at vector rot, wrap to [0, rot) after
 };
 
+// The zero-copy patterns on this rank's slice [off, off + slice) (floats) of every rank's
+// buffers, as bulk_shapes and bulk_ab run them. ins / outs: every rank's buffers, mapped here.
+enum class Pattern { kReduceScatter, kAllReduce, kAllGather };
+inline Move peerMove(Pattern p, const float* in, float* out, void* const* ins, void* const* outs, int nranks,
+                     uint64_t off, uint64_t slice) {
+  Move m{};
+  m.nvec = slice * sizeof(float) / 16;
+  if (p == Pattern::kAllGather) {  // push: this rank's slice into every output
+    m.nsrc = 1;
+    m.src[0] = in + off;
+    m.ndst = nranks;
+  } else {  // every rank's slice summed, into this rank's output (rs) or every output (ar)
+    m.nsrc = nranks;
+    m.ndst = p == Pattern::kAllReduce ? nranks : 1;
+    for (int q = 0; q < nranks; ++q) m.src[q] = static_cast<const float*>(ins[q]) + off;
+  }
+  for (int k = 0; k < m.ndst; ++k) m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + off;
+  return m;
+}
+
 template <int kStore>
 __device__ __forceinline__ void store(uint4* p, uint4 v) {
   if constexpr (kStore == 1) {  // streaming (evict first)

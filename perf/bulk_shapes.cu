@@ -190,26 +190,19 @@ int main(int argc, char** argv) {
     for (int pat0 = 0; pat0 < 6; ++pat0) {
       const int pat = pat0 == 4 ? 3 : pat0 == 5 ? 1 : pat0;  // agx, rsx: ag, rs rotated
       Move m{};
-      m.nvec = slice * 4 / 16;
       if (pat == 0) {  // copy: the whole buffer, locally
         m.nsrc = m.ndst = 1;
         m.src[0] = in;
         m.dst[0] = out;
         m.nvec = bytes / 16;
-      } else if (pat == 3) {  // ag: this rank's slice into every output
-        m.nsrc = 1;
-        m.src[0] = in + sliceOff;
-        m.ndst = nranks;
       } else {
-        m.nsrc = nranks;
-        m.ndst = pat == 2 ? nranks : 1;
-        for (int q = 0; q < nranks; ++q) m.src[q] = static_cast<const float*>(ins[q]) + sliceOff;
+        const bulk::Pattern p = pat == 1   ? bulk::Pattern::kReduceScatter
+                                : pat == 2 ? bulk::Pattern::kAllReduce
+                                           : bulk::Pattern::kAllGather;
+        m = bulk::peerMove(p, in, out, ins, outs, nranks, sliceOff, slice);
       }
       if (pat0 >= 4)  // a multiple of 16 vectors, different on every rank
         m.rot = ((static_cast<uint64_t>(rank) * 2654435761ull * 4096) % (m.nvec + 1)) / 16 * 16;
-      if (pat != 0)
-        for (int k = 0; k < m.ndst; ++k)
-          m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + sliceOff;
       // Bytes read + written on every rank, and the time all ranks' copies would take for them.
       const double traffic = pat == 0 ? 2.0 * bytes
                              : pat == 1 ? bytes + bytes / double(nranks)
