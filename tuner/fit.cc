@@ -89,17 +89,22 @@ ErrorStats modelError(const Tuner& tuner, const std::vector<Measurement>& data) 
   ErrorStats s;
   std::vector<double> errs;
   for (const Measurement& m : data) {
-    const Estimate e = tuner.estimate(m.coll, m.bytes, m.algo, m.symmetric);
+    const Estimate e = tuner.estimate(m.coll, m.bytes, m.algo, m.symmetric, m.as());
     if (!e.valid || m.timeUs <= 0) continue;
     const double err = std::fabs(e.timeUs - m.timeUs) / m.timeUs;
     errs.push_back(err);
-    s.rows.push_back(fmt::format("{} {} {} {:.2f} {:.2f} {:+.1f}%", collName(m.coll),
-                                 algoName(m.algo), m.bytes, e.timeUs, m.timeUs,
-                                 100 * (e.timeUs - m.timeUs) / m.timeUs));
+    // Pinned rows keep the benchmark's name (symmetric_wide...).
+    const std::string algo = m.pinned ? fmt::format("{}_{}", algoName(m.algo),
+                                                    m.protocol == Protocol::kLL         ? "ll"
+                                                    : m.protocol == Protocol::kZeroCopy ? "bulk"
+                                                                                        : "wide")
+                                      : std::string(algoName(m.algo));
+    s.rows.push_back(fmt::format("{} {} {} {:.2f} {:.2f} {:+.1f}%", collName(m.coll), algo, m.bytes,
+                                 e.timeUs, m.timeUs, 100 * (e.timeUs - m.timeUs) / m.timeUs));
     if (err >= s.worst) {
       s.worst = err;
       s.worstWhat = fmt::format("{} {} {} B: model {:.1f} us, measured {:.1f} us", collName(m.coll),
-                                algoName(m.algo), m.bytes, e.timeUs, m.timeUs);
+                                algo, m.bytes, e.timeUs, m.timeUs);
     }
   }
   s.points = errs.size();
@@ -142,7 +147,7 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
     bool used[kPairs] = {};
     const double copy = v.copyGBps > 0 ? v.copyGBps : std::max(1.0, topo.intraGpu.bandwidthGBps);
     for (const Measurement& m : data) {
-      const Estimate e = tuner.estimate(m.coll, m.bytes, m.algo, m.symmetric);
+      const Estimate e = tuner.estimate(m.coll, m.bytes, m.algo, m.symmetric, m.as());
       if (!e.valid || m.timeUs <= 0) continue;
       std::vector<double> row(1 + 2 * kPairs, 0);
       row[0] = 1;
@@ -214,8 +219,17 @@ sscResult_t readPerfJson(const std::string& path, std::vector<Measurement>* out,
       Measurement m;
       Algo a;
       if (!parseColl(r.at("coll").get<std::string>(), &m.coll)) continue;
-      const std::string algo = r.at("algo").get<std::string>();
+      std::string algo = r.at("algo").get<std::string>();
+      for (const auto& [name, proto] : {std::pair{"symmetric_ll", Protocol::kLL},
+                                        std::pair{"symmetric_bulk", Protocol::kZeroCopy},
+                                        std::pair{"symmetric_wide", Protocol::kZeroCopyWide}})
+        if (algo == name) {
+          m.pinned = true;
+          m.protocol = proto;
+          algo = "symmetric";
+        }
       if (algo == "default" || !parseAlgoName(algo, &a) || a == Algo::kAuto) continue;
+      if (a == Algo::kSymmetric && !m.pinned && m.coll == CollKind::kAllGather) continue;
       m.algo = a;
       m.bytes = r.at("bytes").get<uint64_t>();
       m.timeUs = r.at("time_us").get<double>();

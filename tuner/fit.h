@@ -17,6 +17,11 @@ struct Measurement {
   uint64_t bytes = 0;  // as Tuner::estimate counts them
   double timeUs = 0;
   bool symmetric = true;  // the benchmark's buffers were registered
+  // The benchmark pinned the symmetric algorithm's protocol (gpu_coll_perf's symmetric_ll,
+  // symmetric_bulk, symmetric_wide rows): the model costs the point with it.
+  bool pinned = false;
+  Protocol protocol = Protocol::kZeroCopy;
+  const Protocol* as() const { return pinned ? &protocol : nullptr; }
 };
 
 struct ErrorStats {
@@ -36,9 +41,11 @@ ErrorStats modelError(const Tuner& tuner, const std::vector<Measurement>& data);
 sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const TunerProfile& start,
                        const std::vector<Measurement>& data, double copyGBps, ProfileVariant* out);
 
-// Reads gpu_coll_perf's JSON ({"K", "copy_GBps", "results": [{coll, algo, bytes, time_us}]});
-// rows of the "default" algorithm and of the protocol-pinned symmetric variants are skipped
-// (the model predicts algorithms, not the default's mix).
+// Reads gpu_coll_perf's JSON ({"K", "copy_GBps", "results": [{coll, algo, bytes, time_us}]}).
+// Rows of the "default" algorithm are skipped (the model predicts algorithms, not the default's
+// mix), and so are the plain "symmetric" all-gather rows: their grid was the run's own tuner's
+// pick, which the symmetric_bulk and symmetric_wide rows pin. symmetric_ll, symmetric_bulk and
+// symmetric_wide rows are the symmetric algorithm with their protocol pinned (Measurement).
 sscResult_t readPerfJson(const std::string& path, std::vector<Measurement>* out, int* k,
                          double* copyGBps);
 

@@ -102,9 +102,13 @@ Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
   variant_ = &profile_.variantFor(topo_.maxPartitions());
   // What the profile leaves out comes from the topology's links (see defaultProfile).
   const TunerProfile fallback = defaultProfile(topo_);
+  constexpr int kZc = static_cast<int>(Protocol::kZeroCopy), kWide = static_cast<int>(Protocol::kZeroCopyWide);
   for (int t = 0; t < kNumTiers; ++t)
     for (int p = 0; p < kNumProtocols; ++p) {
       AlphaBeta ab = variant_->tiers[t][p];
+      // No wide-grid figure: the bulk grid's (resolved above: kZc < kWide), so the tie keeps the
+      // bulk grid. A link's figure would pit a guess against a measurement.
+      if (ab.bandwidthGBps <= 0 && p == kWide) ab = params_[t][kZc];
       if (ab.bandwidthGBps <= 0) ab = fallback.variants[0].tiers[t][p];
       if (ab.bandwidthGBps <= 0) ab.bandwidthGBps = 1;  // a link without a figure: never chosen
       params_[t][p] = ab;
@@ -198,9 +202,32 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
     e.timeUs = timeOf(e.features);
     return e;
   }
-  const bool ll = algo == Algo::kSymmetric && coll == CollKind::kAllReduce &&
-                  limits_.llMaxBytes > 0 && bytes <= limits_.llMaxBytes;
-  e.protocol = algo != Algo::kSymmetric ? Protocol::kFifo : ll ? Protocol::kLL : Protocol::kZeroCopy;
+  const bool sym = algo == Algo::kSymmetric;
+  const bool llFits = sym && coll == CollKind::kAllReduce && limits_.llMaxBytes > 0 &&
+                      bytes <= limits_.llMaxBytes;
+  // All-gather's zero-copy push runs on either grid (RankPlan::wideGrid): the faster one.
+  if (sym && coll == CollKind::kAllGather && as == nullptr) {
+    const Protocol bulk = Protocol::kZeroCopy, wide = Protocol::kZeroCopyWide;
+    Estimate b = estimate(coll, bytes, algo, symmetric, &bulk);
+    Estimate w = estimate(coll, bytes, algo, symmetric, &wide);
+    return w.valid && (!b.valid || w.timeUs < b.timeUs) ? w : b;
+  }
+  if (sym && as != nullptr) {
+    if (*as == Protocol::kFifo) {
+      e.why = "the symmetric algorithm has no FIFO steps";
+      return e;
+    }
+    if (*as == Protocol::kLL && !llFits) {
+      e.why = "LL packets serve only all-reduces up to the LL limit";
+      return e;
+    }
+    if (*as == Protocol::kZeroCopyWide && coll != CollKind::kAllGather) {
+      e.why = "the wide grid serves only all-gather's zero-copy push";
+      return e;
+    }
+  }
+  const bool ll = sym && (as != nullptr ? *as == Protocol::kLL : llFits);
+  e.protocol = !sym ? Protocol::kFifo : ll ? Protocol::kLL : Protocol::kZeroCopy;
   if (as != nullptr) e.protocol = *as;
   const int proto = static_cast<int>(e.protocol);
   CollArgs args;
@@ -394,30 +421,38 @@ std::vector<Estimate> Tuner::estimateAll(CollKind coll, uint64_t bytes, bool sym
   return out;
 }
 
-Algo Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric) const {
+Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) const {
   // Size classes of a quarter octave, represented by their upper end: a size never exceeds its
   // class's, so protocol limits at powers of two (LL up to 64 KiB) fall on the right side.
   const int cls = bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(double(bytes))));
-  const auto key = std::make_tuple(static_cast<int>(coll), symmetric, cls);
+  const auto key = std::make_tuple(static_cast<int>(coll), symmetric, cls, static_cast<int>(only));
   {
     std::lock_guard<std::mutex> g(mu_);
     if (auto it = choices_.find(key); it != choices_.end()) return it->second;
   }
   const uint64_t rep = cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
-  Algo best = Algo::kAuto;
+  Choice best{Algo::kAuto, Protocol::kFifo};
   double bestUs = 0;
+  if (only != Algo::kAuto) {
+    const Estimate e = estimate(coll, rep, only, symmetric);
+    best = {only, e.valid ? e.protocol
+                  : only == Algo::kSymmetric ? Protocol::kZeroCopy
+                                             : Protocol::kFifo};
+  }
   // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
   // overturn what was measured on the GPU (symmetric fastest at every size, perf/RESULTS.md):
   // zero-copy whenever it can serve the call, the model among the FIFO algorithms otherwise.
-  if (limits_.oneMemory && symmetric && estimate(coll, rep, Algo::kSymmetric, true).valid)
-    best = Algo::kSymmetric;
-  for (const Estimate& e : best != Algo::kAuto ? std::vector<Estimate>{}
-                                               : estimateAll(coll, rep, symmetric))
-    if (e.valid && (best == Algo::kAuto || e.timeUs < bestUs)) {
-      best = e.algo;
+  if (best.algo == Algo::kAuto && limits_.oneMemory && symmetric) {
+    const Estimate e = estimate(coll, rep, Algo::kSymmetric, true);
+    if (e.valid) best = {Algo::kSymmetric, e.protocol};
+  }
+  for (const Estimate& e : best.algo != Algo::kAuto ? std::vector<Estimate>{}
+                                                    : estimateAll(coll, rep, symmetric))
+    if (e.valid && (best.algo == Algo::kAuto || e.timeUs < bestUs)) {
+      best = {e.algo, e.protocol};
       bestUs = e.timeUs;
     }
-  if (best == Algo::kAuto) best = Algo::kRing;  // nothing valid: the builder reports why
+  if (best.algo == Algo::kAuto) best = {Algo::kRing, Protocol::kFifo};  // nothing valid: the builder reports why
   std::lock_guard<std::mutex> g(mu_);
   if (choices_.size() > 4096) choices_.clear();
   choices_.emplace(key, best);

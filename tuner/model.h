@@ -68,6 +68,14 @@ struct Estimate {
   Features features;  // of the critical channel of the slowest rank
 };
 
+// What the tuner picks for a call: the algorithm and the protocol its steps take (for the
+// symmetric algorithm: LL packets, or zero-copy on the bulk or the wide grid).
+struct Choice {
+  Algo algo = Algo::kRing;
+  Protocol protocol = Protocol::kFifo;
+  bool operator==(const Choice&) const = default;
+};
+
 class Tuner {
  public:
   Tuner(Topology topo, TunerProfile profile, ModelLimits limits = {});
@@ -79,15 +87,21 @@ class Tuner {
 
   // `bytes` as selectAlgo counts them: the larger of the call's per-rank input and output.
   // `symmetric`: registered (or zero-copy-able) buffers, so the symmetric algorithm may run.
-  // `as`: cost the steps with this protocol's figures instead of the executor's (the NCCL tuner
-  // plugin asks what NCCL's ring would take with LL packets).
+  // The symmetric algorithm's protocol is the model's too: LL packets for all-reduces up to the
+  // LL limit, else zero-copy, on whichever grid (bulk or wide, all-gather only) it predicts
+  // faster. `as`: cost the steps with this protocol (the NCCL tuner plugin asks what NCCL's ring
+  // would take with LL packets; calibration pins the symmetric algorithm's protocol as the
+  // benchmark did). Invalid where the executor has no such path (LL beyond its limit or for
+  // another collective, the wide grid for anything but all-gather).
   Estimate estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetric,
                     const Protocol* as = nullptr) const;
   // Every algorithm (kRing .. kSymmetric), valid or not, in enum order.
   std::vector<Estimate> estimateAll(CollKind coll, uint64_t bytes, bool symmetric) const;
-  // The fastest valid algorithm; ties go to the earlier one in enum order. Cached per size class
-  // (a quarter octave), so a call costs a map lookup once its class has been seen.
-  Algo choose(CollKind coll, uint64_t bytes, bool symmetric) const;
+  // The fastest valid algorithm and its protocol; ties go to the earlier algorithm in enum order
+  // (and to the bulk grid). `only`: that algorithm (forced by STARSCREAM_ALGO), with its fastest
+  // protocol; when it cannot serve the call, {only, its usual protocol}. Cached per size class (a
+  // quarter octave), so a call costs a map lookup once its class has been seen.
+  Choice choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only = Algo::kAuto) const;
 
   double timeOf(const Features& f) const;
   // Hash of what the choices depend on: ranks of one communicator must agree on it.
@@ -101,7 +115,7 @@ class Tuner {
   std::array<std::array<AlphaBeta, kNumProtocols>, kNumTiers> params_{};  // resolved, all > 0
   double copyGBps_ = 0;
   mutable std::mutex mu_;
-  mutable std::map<std::tuple<int, bool, int>, Algo> choices_;
+  mutable std::map<std::tuple<int, bool, int, int>, Choice> choices_;  // (coll, symmetric, class, only)
   // Connections sharing one physical link, per (coll, algo) and tier: see sharing().
   mutable std::map<std::pair<int, int>, std::array<double, kNumTiers>> sharing_;
 

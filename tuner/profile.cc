@@ -28,7 +28,7 @@ using Json = nlohmann::json;
 constexpr const char* kFormat = "starscream-tuner-profile/1";
 constexpr size_t kMaxProfileBytes = 1u << 20;
 constexpr const char* kTierKeys[kNumTiers] = {"usr", "xgmi", "net"};
-constexpr const char* kProtoKeys[kNumProtocols] = {"fifo", "ll", "zero_copy"};
+constexpr const char* kProtoKeys[kNumProtocols] = {"fifo", "ll", "zero_copy", "zero_copy_wide"};
 // Sanity bounds: a typo (1e9 us, 0 GB/s) fails with a message rather than steering every choice.
 constexpr double kMaxLatencyUs = 1e6, kMaxBandwidthGBps = 1e6, kMaxCacheMB = 1e6;
 constexpr int kMaxPartitions = 1024;
@@ -125,7 +125,7 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
     if (tier == tiers->end()) continue;
     const std::string tpath = path + ".tiers." + kTierKeys[t];
     if (!tier->is_object()) return c.bad(tpath, kTierKeys[t], "must be an object");
-    SSC_CHECK(onlyKeys(c, *tier, tpath, {"fifo", "ll", "zero_copy"}));
+    SSC_CHECK(onlyKeys(c, *tier, tpath, {"fifo", "ll", "zero_copy", "zero_copy_wide"}));
     for (int p = 0; p < kNumProtocols; ++p) {
       auto proto = tier->find(kProtoKeys[p]);
       if (proto == tier->end()) continue;
@@ -170,6 +170,15 @@ sscResult_t readProfileText(const std::string& path, std::string* text) {
 const char* protocolName(Protocol p) {
   const int i = static_cast<int>(p);
   return i >= 0 && i < kNumProtocols ? kProtoKeys[i] : "?";
+}
+
+bool parseProtocolName(const std::string& name, Protocol* out) {
+  for (int p = 0; p < kNumProtocols; ++p)
+    if (name == kProtoKeys[p]) {
+      *out = static_cast<Protocol>(p);
+      return true;
+    }
+  return false;
 }
 
 const ProfileVariant& TunerProfile::variantFor(int partitionsPerGpu) const {

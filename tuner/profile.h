@@ -16,12 +16,18 @@ namespace ssc {
 
 // How a step moves its bytes. kFifo: send/receive through connection FIFOs (ring, bidirectional
 // ring, direct, hierarchical). kLL: flag-carrying packets (the GPU's small one-shot all-reduce).
-// kZeroCopy: loads/stores into peers' registered buffers (the symmetric algorithm's bulk path).
-// Staged calls (plain buffers through the staging buffers) are kZeroCopy plus two local copies.
-enum class Protocol : uint8_t { kFifo = 0, kLL = 1, kZeroCopy = 2 };
-inline constexpr int kNumProtocols = 3;
+// kZeroCopy: loads/stores into peers' registered buffers (the symmetric algorithm's bulk path:
+// one large block per SM). kZeroCopyWide: the same stores of all-gather's push, from several
+// small blocks per SM (RankPlan::wideGrid): more requests in flight for a size that leaves the
+// bulk grid idle, more scheduling where one block per SM streams already (measured per size
+// on the H200, perf/RESULTS.md). Staged calls (plain buffers through the staging buffers) are
+// zero-copy plus two local copies.
+enum class Protocol : uint8_t { kFifo = 0, kLL = 1, kZeroCopy = 2, kZeroCopyWide = 3 };
+inline constexpr int kNumProtocols = 4;
 inline constexpr int kNumTiers = 3;
-const char* protocolName(Protocol p);  // "fifo", "ll", "zero_copy" (the profile's keys)
+const char* protocolName(Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_wide" (the profile's keys)
+// The protocol of a profile key (protocolName's inverse); false for any other text.
+bool parseProtocolName(const std::string& name, Protocol* out);
 
 // One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps.
 struct AlphaBeta {

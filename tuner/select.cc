@@ -80,6 +80,14 @@ AlgoSpec parseSpec(const std::string& spec) {
   return out;
 }
 
+// STARSCREAM_ZERO_COPY_GRID pins the grid of a zero-copy all-gather (the one call with two).
+Choice withGrid(Choice c, CollKind coll, ZeroCopyGrid grid) {
+  if (c.algo == Algo::kSymmetric && coll == CollKind::kAllGather && c.protocol != Protocol::kFifo &&
+      grid != ZeroCopyGrid::kAuto)
+    c.protocol = grid == ZeroCopyGrid::kWide ? Protocol::kZeroCopyWide : Protocol::kZeroCopy;
+  return c;
+}
+
 }  // namespace
 
 std::string checkAlgoSpec(const std::string& spec) {
@@ -97,21 +105,37 @@ sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out) {
   return sscSuccess;
 }
 
-Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {
+Choice selectCall(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric, Algo forced,
+                  ZeroCopyGrid grid) {
   const Topology& topo = tuner.topology();
+  Choice c{Algo::kAuto, Protocol::kFifo};
   if (forced != Algo::kAuto) {
-    if (algoSupports(topo, coll, forced) && (forced != Algo::kSymmetric || symmetric)) return forced;
-    SSC_LOG(kInfo, "STARSCREAM_ALGO: {} cannot run {} here; choosing automatically",
-            algoName(forced), collName(coll));
+    if (algoSupports(topo, coll, forced) && (forced != Algo::kSymmetric || symmetric)) {
+      // The forced algorithm with the protocol the model gives it (LL, or a zero-copy grid).
+      c = tuner.choose(coll, bytes, symmetric, forced);
+    } else {
+      SSC_LOG(kInfo, "STARSCREAM_ALGO: {} cannot run {} here; choosing automatically",
+              algoName(forced), collName(coll));
+    }
   }
   // Point-to-point has one algorithm: every rank talks to each peer directly. So has
   // all-to-all, but for zero-copy: reading each block once from the peer's own buffer beats
   // moving it through a FIFO (a copy in, a copy out) at every size measured (H200, K = 8: the
   // FIFO path took 81 us for 512 bytes and 24 GB/s busbw at 1 GiB).
-  if (coll == CollKind::kSendRecv) return Algo::kDirect;
-  if (coll == CollKind::kAllToAll)
-    return symmetric && algoSupports(topo, coll, Algo::kSymmetric) ? Algo::kSymmetric : Algo::kDirect;
-  return tuner.choose(coll, bytes, symmetric);
+  if (c.algo != Algo::kAuto) return withGrid(c, coll, grid);
+  if (coll == CollKind::kSendRecv) {
+    c = {Algo::kDirect, Protocol::kFifo};
+  } else if (coll == CollKind::kAllToAll) {
+    c = symmetric && algoSupports(topo, coll, Algo::kSymmetric) ? Choice{Algo::kSymmetric, Protocol::kZeroCopy}
+                                                                : Choice{Algo::kDirect, Protocol::kFifo};
+  } else {
+    c = tuner.choose(coll, bytes, symmetric);
+  }
+  return withGrid(c, coll, grid);
+}
+
+Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {
+  return selectCall(tuner, coll, bytes, symmetric, forced).algo;
 }
 
 Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric, Algo forced) {

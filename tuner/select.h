@@ -31,11 +31,17 @@ sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out);
 inline constexpr int kSymmetricMaxRanks = 64;
 
 class Tuner;
+struct Choice;
 
-// Picks the algorithm for a call moving `bytes` (the per-rank buffer size of the call);
-// `symmetric`: both buffers are symmetric registrations, so the zero-copy algorithm can run.
+// Picks the algorithm and protocol for a call moving `bytes` (the per-rank buffer size of the
+// call); `symmetric`: both buffers are symmetric registrations, so the zero-copy algorithm can run.
 // `forced`: the communicator's STARSCREAM_ALGO choice for `coll` (its CommConfig; kAuto: none).
 // Forced algorithms that cannot serve the call fall back to the model's choice, with an INFO log.
+// `grid`: STARSCREAM_ZERO_COPY_GRID, which pins the grid of a zero-copy all-gather (other calls
+// have one grid and ignore it).
+Choice selectCall(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric,
+                  Algo forced = Algo::kAuto, ZeroCopyGrid grid = ZeroCopyGrid::kAuto);
+// selectCall's algorithm.
 Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetric,
                 Algo forced = Algo::kAuto);
 // The same with a throw-away Tuner of the topology's default profile (tests, tools without a

@@ -82,8 +82,9 @@ std::string bufName(uint16_t b) {
 }  // namespace
 
 std::string formatPlan(const RankPlan& plan) {
-  std::string out = fmt::format("plan {} {} rank {}/{} scratch {} elements\n", collName(plan.coll),
-                                algoName(plan.algo), plan.rank, plan.nranks, plan.scratchElems);
+  std::string out = fmt::format("plan {} {} rank {}/{} scratch {} elements{}\n", collName(plan.coll),
+                                algoName(plan.algo), plan.rank, plan.nranks, plan.scratchElems,
+                                plan.wideGrid ? " wide grid" : "");
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     out += fmt::format("  channel {}: {} steps\n", c, plan.channels[c].steps.size());
     size_t i = 0;

@@ -110,6 +110,10 @@ struct RankPlan {
   int64_t inAliasShift = 0;
   std::vector<uint64_t> bufElems;  // declared size of each buffer (bounds-checked in tests)
   std::vector<ChannelPlan> channels;
+  // A zero-copy push (all-gather's one kPeerPush step) runs on the wide grid: several small
+  // blocks per SM instead of the bulk kernel's one large block per SM. The tuner's choice per
+  // call (tuner/model.h, Protocol::kZeroCopyWide); executors without such a kernel ignore it.
+  bool wideGrid = false;
 };
 
 // Human-readable dump (STARSCREAM_DUMP_PLAN=1).

@@ -174,6 +174,12 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   // The communicator's settings, read once (CommConfig): no call re-reads the environment.
   SSC_CHECK(parseForcedAlgos(env::getString("STARSCREAM_ALGO"), &comm->config.forcedAlgos));
   comm->config.dumpPlans = env::getInt("STARSCREAM_DUMP_PLAN") != 0;
+  {
+    const std::string grid = env::getString("STARSCREAM_ZERO_COPY_GRID");  // validate() checked it
+    comm->config.zeroCopyGrid = grid == "bulk"   ? ZeroCopyGrid::kBulk
+                                : grid == "wide" ? ZeroCopyGrid::kWide
+                                                 : ZeroCopyGrid::kAuto;
+  }
   SSC_CHECK(loadTopology(comm));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
   ModelLimits limits{comm->resources->chunkBytes(), comm->resources->channels(),
@@ -331,10 +337,13 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   const uint64_t bytes = std::max(collInputElems(args, comm->nranks),
                                   collOutputElems(args, comm->nranks)) * elemBytes;
   const bool packets = commPacketCall(comm, args, elemBytes);
-  Algo algo = selectAlgo(*comm->tuner, args.coll, bytes, args.symmetric || packets,
-                         comm->config.forcedAlgos[static_cast<size_t>(args.coll)]);
+  const Choice choice = selectCall(*comm->tuner, args.coll, bytes, args.symmetric || packets,
+                                   comm->config.forcedAlgos[static_cast<size_t>(args.coll)],
+                                   comm->config.zeroCopyGrid);
+  const Algo algo = choice.algo;
+  const bool wide = algo == Algo::kSymmetric && choice.protocol == Protocol::kZeroCopyWide;
   auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
-                             args.root, elemBytes, args.inPlace, packets);
+                             args.root, elemBytes, args.inPlace, packets, wide);
   std::lock_guard<std::mutex> g(comm->mu);
   auto it = comm->plans.find(key);
   if (it != comm->plans.end()) {
@@ -350,6 +359,7 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   CollArgs planArgs = args;
   planArgs.symmetric = algo == Algo::kSymmetric;
   SSC_CHECK(buildCollPlan(comm->topo, comm->rank, planArgs, algo, params, plan.get()));
+  plan->wideGrid = wide;
   if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
   if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
   comm->plans.emplace(key, plan);

@@ -100,8 +100,8 @@ struct sscComm final : ssc::CommView {
   int users = 0;
 
   // Plans are pure functions of (collective, algorithm, count, root, element size, in place,
-  // packet one-shot): cache them.
-  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool>, std::shared_ptr<const ssc::RankPlan>>
+  // packet one-shot, wide grid): cache them.
+  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool, bool>, std::shared_ptr<const ssc::RankPlan>>
       plans;
   // Fused point-to-point plans by their ops (send/recv, peer, bytes; the buffers travel in the
   // Work), so a repeated group pattern (a ring exchange every step) reuses one plan and the GPU

@@ -39,6 +39,10 @@ constexpr Variable kVariables[] = {
      "registered buffers, or plain ones mapped on first use on one node, docs/zero-copy.md); "
      "or per collective, e.g. "
      "allreduce=hierarchical,allgather=ring. Read when a communicator is created."},
+    {"STARSCREAM_ZERO_COPY_GRID", "auto",
+     "Grid of a zero-copy all-gather: auto (the tuner's choice per size, from its profile), bulk "
+     "(one large block per SM) or wide (several small blocks per SM; docs/tuner.md). Other "
+     "collectives have one grid. Read when a communicator is created."},
     {"STARSCREAM_TUNER_PROFILE", "",
      "Tuner profile (JSON, docs/tuner.md) with the cost model's per-tier figures; empty: the "
      "shipped profile for the GPU model (tuner/profiles/), else the topology's link figures."},
@@ -89,6 +93,7 @@ struct Rule {
 constexpr Rule kRules[] = {
     {"STARSCREAM_DEBUG", Shape::kChoice, "WARN,INFO,TRACE", true},
     {"STARSCREAM_BACKEND", Shape::kChoice, "auto,gpu,host"},
+    {"STARSCREAM_ZERO_COPY_GRID", Shape::kChoice, "auto,bulk,wide"},
     {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},

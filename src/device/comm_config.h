@@ -23,8 +23,13 @@ inline ForcedAlgos noForcedAlgos() {
   return f;
 }
 
+// STARSCREAM_ZERO_COPY_GRID: the grid a zero-copy all-gather runs on (RankPlan::wideGrid); kAuto:
+// the tuner's choice per size.
+enum class ZeroCopyGrid : uint8_t { kAuto, kBulk, kWide };
+
 struct CommConfig {
   ForcedAlgos forcedAlgos = noForcedAlgos();  // STARSCREAM_ALGO
+  ZeroCopyGrid zeroCopyGrid = ZeroCopyGrid::kAuto;  // STARSCREAM_ZERO_COPY_GRID
   bool dumpPlans = false;                     // STARSCREAM_DUMP_PLAN
   // The largest all-reduce (bytes per rank) the backend may send as packets without registration
   // (the GPU's LL one-shot), capped by the backend's own limit; 0 turns packets off. Tests and

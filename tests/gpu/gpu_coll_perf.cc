@@ -2,9 +2,11 @@
 // all-gather from 8 B to 1 GiB, for the default algorithm and each forced one, plus the
 // device-to-device copy bandwidth of the same partitioning measured in the same run (every rank
 // copying at once). Both buffers are registered (sscCommRegister of sscMemAlloc memory), so the
-// default and "symmetric" may run zero-copy; "symmetric_bulk" is the symmetric algorithm with the
-// LL small-message path off and "symmetric_ll" with LL up to 64 KiB (sizes <= 64 KiB only), to
-// compare the two protocols (plain "symmetric" uses LL up to its default threshold).
+// default and "symmetric" may run zero-copy. Rows that pin the symmetric algorithm's protocol, so
+// that the tuner's calibration sees each one (plain "symmetric" runs the tuner's pick):
+// "symmetric_ll", LL packets (all-reduce up to 64 KiB); "symmetric_bulk", zero-copy on the bulk
+// grid (all-reduce up to 64 KiB with LL off, and all-gather at every size);
+// "symmetric_wide", zero-copy on the wide grid (all-gather at every size).
 //
 //   mpirun -np K build/bin/gpu_coll_perf [maxBytes] [out.json] [algo,algo,...] [coll,coll,...]
 //
@@ -148,17 +150,22 @@ int main(int argc, char** argv) {
     std::printf("%-14s %-13s %12s %10s %9s %9s %7s\n", "coll", "algo", "bytes", "time_us",
                 "algbw", "busbw", "roof%");
   for (const char* coll : {"allreduce", "reducescatter", "allgather"}) {
-    for (const char* algo : {"default", "symmetric", "symmetric_ll", "symmetric_bulk", "ring", "bidir_ring",
-                             "direct", "hierarchical"}) {
+    for (const char* algo : {"default", "symmetric", "symmetric_ll", "symmetric_bulk", "symmetric_wide", "ring",
+                             "bidir_ring", "direct", "hierarchical"}) {
       if (!selected(algoFilter, algo) || !selected(collFilter, coll)) continue;
-      const bool bulk = std::strcmp(algo, "symmetric_bulk") == 0, ll = std::strcmp(algo, "symmetric_ll") == 0;
+      const bool bulk = std::strcmp(algo, "symmetric_bulk") == 0, ll = std::strcmp(algo, "symmetric_ll") == 0,
+                 wide = std::strcmp(algo, "symmetric_wide") == 0;
+      const bool allReduce = std::strcmp(coll, "allreduce") == 0, allGather = std::strcmp(coll, "allgather") == 0;
+      // Each pinned row runs where its protocol differs from another's (see the top).
+      if ((ll && !allReduce) || (wide && !allGather) || (bulk && !allReduce && !allGather)) continue;
       // The communicator's own settings (read at init), switched per row.
       CHECK_SSC(ssc::commForceAlgo(comm, std::strcmp(algo, "default") == 0 ? ""
-                                         : bulk || ll                     ? "symmetric"
+                                         : bulk || ll || wide             ? "symmetric"
                                                                           : algo));
       comm->config.packetMaxBytes = bulk ? 0 : UINT64_MAX;
+      comm->config.zeroCopyGrid = bulk ? ssc::ZeroCopyGrid::kBulk : wide ? ssc::ZeroCopyGrid::kWide : ssc::ZeroCopyGrid::kAuto;
       for (size_t requested : sizes) {
-        if ((bulk || ll) && (std::strcmp(coll, "allreduce") != 0 || requested > (64u << 10))) continue;
+        if ((bulk || ll) && allReduce && requested > (64u << 10)) continue;
         size_t elems = requested / 4;  // float
         if (std::strcmp(coll, "allreduce") != 0) elems -= elems % K;
         if (elems == 0) continue;

@@ -1,10 +1,12 @@
 // GPU correctness suite: every collective, dtype and op on the GPU backend against a host
 // reference, for each algorithm (STARSCREAM_ALGO) at counts 0, 1, 7, 1000 and 2^20+3. The
 // symmetric algorithm runs on registered buffers (sscCommRegister of sscMemAlloc memory), twice:
-// with the LL small-message path ("symmetric") and with the bulk kernel only ("symmetric_bulk"),
-// plus a count above the one-shot limit (two-shot); the run fails if its kernels never ran.
+// with the LL small-message path ("symmetric") and with the bulk kernel only ("symmetric_bulk":
+// also the bulk grid for all-gather), plus a count above the one-shot limit (two-shot); and
+// "symmetric_wide", all-gather's push on the wide grid (STARSCREAM_ZERO_COPY_GRID=wide); the run
+// fails if its kernels never ran.
 //
-//   mpirun -np K build/bin/gpu_collectives_test [--quick] [--algos symmetric,symmetric_bulk]
+//   mpirun -np K build/bin/gpu_collectives_test [--quick] [--algos symmetric,symmetric_bulk,symmetric_wide]
 //   (tools/emulate/partition-run.sh; --algos: only those variants, comma-separated)
 //
 // Inputs are small integers (-1, 0, 1; unsigned 0..2) so every partial sum, product and average
@@ -204,7 +206,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
   bool quick = false;
   std::vector<std::string> algos = {"default", "ring", "bidir_ring", "direct", "hierarchical", "symmetric",
-                                    "symmetric_bulk"};
+                                    "symmetric_bulk", "symmetric_wide"};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -225,7 +227,7 @@ int main(int argc, char** argv) {
       }
     } else {
       if (g_rank == 0)
-        std::fprintf(stderr, "usage: gpu_collectives_test [--quick] [--algos default,ring,...,symmetric_bulk]\n");
+        std::fprintf(stderr, "usage: gpu_collectives_test [--quick] [--algos default,ring,...,symmetric_wide]\n");
       MPI_Finalize();
       return 2;
     }
@@ -261,6 +263,9 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     comm->config.packetMaxBytes = algo == "symmetric_bulk" ? 0 : UINT64_MAX;  // bulk: no LL
+    comm->config.zeroCopyGrid = algo == "symmetric_bulk"   ? ZeroCopyGrid::kBulk
+                                : algo == "symmetric_wide" ? ZeroCopyGrid::kWide
+                                                           : ZeroCopyGrid::kAuto;
     void *hIn = nullptr, *hOut = nullptr;
     if (sym) {
       callOk(sscCommRegister(comm, b.in, maxBytes, &hIn), "register", algo, comm);

@@ -46,8 +46,10 @@ TEST(SymLayout, OwnCountersSitBetweenTheBarrierSlotsAndTheInboxes) {
 }
 
 // A plan [barrier, step..., barrier] of the given data ops, n ranks, count elements per step.
-SymArgs planOf(std::initializer_list<uint8_t> ops, int nranks, uint64_t count, uint32_t elemBytes = 4) {
+SymArgs planOf(std::initializer_list<uint8_t> ops, int nranks, uint64_t count, uint32_t elemBytes = 4,
+               bool wide = true) {
   SymArgs a{};
+  a.wideGrid = wide ? 1 : 0;
   a.nranks = nranks;
   a.elemBytes = elemBytes;
   a.steps[a.nsteps++].op = kOpBarrier;
@@ -77,13 +79,18 @@ TEST(SymKernelChoice, EachReductionPlanRunsInItsOwnKernelAndEveryOtherPlanInTheA
   EXPECT_NE(kAnyDataOp, kOpBarrier);
 }
 
-TEST(SymKernelChoice, PushKernelTakesTwoRankAllGathersUpTo256MiBOfOutputOnly) {
-  const uint64_t limitElems = kSymPushMaxBytes / 4 / 2;  // float, 2 ranks: output = 2 x count
-  EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, 2, 1)));
-  EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, 2, limitElems)));
-  EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush}, 2, limitElems + 1)));
-  EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, 2, limitElems * 2, 2)));  // 2-byte elements
-  for (int n : {3, 4, 8}) EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush}, n, 1000))) << n;
+TEST(SymKernelChoice, PushKernelTakesWideGridAllGathersUpTo256MiBOfOutputOnly) {
+  for (int n : {2, 3, 4, 8}) {
+    const uint64_t limitElems = kSymPushMaxBytes / 4 / n;  // float: output = n x count
+    EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, 1))) << n;
+    EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems))) << n;
+    EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems + 1))) << n;
+    EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems * 2, 2))) << n;  // 2-byte elements
+    // The bulk grid (the tuner's other choice) keeps the bulk kernel at every size.
+    EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerPush}, n, 1, 4, false))) << n;
+    EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush}, n, 1, 4, false))) << n;
+  }
+  // Only the one-push plan has that kernel, whatever the plan asks for.
   EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerReduce}, 2, 1000)));
   EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerGather}, 2, 1000)));
   EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush, kOpPeerPush}, 2, 1000)));
@@ -91,38 +98,40 @@ TEST(SymKernelChoice, PushKernelTakesTwoRankAllGathersUpTo256MiBOfOutputOnly) {
   EXPECT_LE(kSymPushBlocksPerSM * kSymPushThreads, 2048);
 }
 
-// Larger 2-rank all-gathers are cut into launches of the push kernel (gpu_symmetric.cc).
-TEST(SymKernelChoice, LargeTwoRankAllGathersAreCutIntoPushLaunchesThatCoverTheStepExactly) {
-  for (uint32_t esize : {1u, 2u, 4u, 8u}) {
-    const uint64_t limitElems = kSymPushMaxBytes / esize / 2;
-    for (uint64_t count : {uint64_t{1}, limitElems - 1, limitElems, limitElems + 1, 2 * limitElems,
-                           4 * limitElems + 12345, 3 * limitElems - 7}) {
-      SymArgs a = planOf({kOpPeerPush}, 2, count, esize);
-      ASSERT_TRUE(symIsPushPlan(a));
-      const uint64_t chunk = symPushChunkElems(a);
-      if (count <= limitElems) {
-        EXPECT_EQ(chunk, count) << esize << " " << count;  // one launch, the whole step
-        continue;
+// Larger wide-grid all-gathers are cut into launches of the push kernel (gpu_symmetric.cc).
+TEST(SymKernelChoice, LargeWideAllGathersAreCutIntoPushLaunchesThatCoverTheStepExactly) {
+  for (int n : {2, 8}) {
+    for (uint32_t esize : {1u, 2u, 4u, 8u}) {
+      const uint64_t limitElems = kSymPushMaxBytes / esize / n;
+      for (uint64_t count : {uint64_t{1}, limitElems - 1, limitElems, limitElems + 1, 2 * limitElems,
+                             4 * limitElems + 12345, 3 * limitElems - 7}) {
+        SymArgs a = planOf({kOpPeerPush}, n, count, esize);
+        ASSERT_TRUE(symIsPushPlan(a));
+        const uint64_t chunk = symPushChunkElems(a);
+        if (count <= limitElems) {
+          EXPECT_EQ(chunk, count) << esize << " " << count;  // one launch, the whole step
+          continue;
+        }
+        EXPECT_GT(chunk, 0u);
+        EXPECT_EQ(chunk * esize % 4096, 0u) << "launches after the first keep its alignment";
+        // What the executor does: launches of chunk elements, the last one the rest.
+        uint64_t done = 0, launches = 0;
+        while (done < count) {
+          SymArgs piece = a;
+          piece.steps[1].count = std::min(chunk, count - done);
+          EXPECT_TRUE(symUsesPushKernel(piece)) << esize << " " << count << " launch " << launches;
+          done += piece.steps[1].count;
+          ++launches;
+        }
+        EXPECT_EQ(done, count);
+        EXPECT_EQ(launches, (count + chunk - 1) / chunk);
+        EXPECT_LE(launches, (count * esize * n + kSymPushMaxBytes - 1) / kSymPushMaxBytes + 1)
+            << "no more launches than the 256 MiB pieces need, give or take the rounding";
       }
-      EXPECT_GT(chunk, 0u);
-      EXPECT_EQ(chunk * esize % 4096, 0u) << "launches after the first keep its alignment";
-      // What the executor does: launches of chunk elements, the last one the rest.
-      uint64_t done = 0, launches = 0;
-      while (done < count) {
-        SymArgs piece = a;
-        piece.steps[1].count = std::min(chunk, count - done);
-        EXPECT_TRUE(symUsesPushKernel(piece)) << esize << " " << count << " launch " << launches;
-        done += piece.steps[1].count;
-        ++launches;
-      }
-      EXPECT_EQ(done, count);
-      EXPECT_EQ(launches, (count + chunk - 1) / chunk);
-      EXPECT_LE(launches, (count * esize * 2 + kSymPushMaxBytes - 1) / kSymPushMaxBytes + 1)
-          << "no more launches than the 256 MiB pieces need, give or take the rounding";
     }
   }
-  // Not a push plan: more ranks, or another step.
-  EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerPush}, 4, 1000)));
+  // Not a push plan: the bulk grid, or another step.
+  EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerPush}, 4, 1000, 4, false)));
   EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerGather}, 2, 1000)));
 }
 

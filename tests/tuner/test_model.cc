@@ -177,19 +177,29 @@ TEST(TunerModel, FitRecoversAKnownProfile) {
   v.copyGBps = 500;
   v.tiers[0][0] = {9, 50};    // FIFO
   v.tiers[0][1] = {0.5, 200};  // LL
-  v.tiers[0][2] = {1.5, 400};  // zero-copy
+  v.tiers[0][2] = {1.5, 400};  // zero-copy, bulk grid
+  v.tiers[0][3] = {0.8, 300};  // zero-copy, wide grid
   const Tuner oracle(t, truth);
   std::vector<Measurement> data;
   for (CollKind c : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather})
     for (Algo a : {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kSymmetric})
-      for (uint64_t b = 64; b <= (256u << 20); b *= 8)
-        data.push_back({c, a, b, oracle.estimate(c, b, a, true).timeUs, true});
+      for (uint64_t b = 64; b <= (256u << 20); b *= 8) {
+        if (a != Algo::kSymmetric || c != CollKind::kAllGather) {
+          data.push_back({c, a, b, oracle.estimate(c, b, a, true).timeUs, true});
+          continue;
+        }
+        // The all-gather's two grids, pinned as gpu_coll_perf's symmetric_bulk/_wide rows are.
+        for (Protocol p : {Protocol::kZeroCopy, Protocol::kZeroCopyWide})
+          data.push_back({c, a, b, oracle.estimate(c, b, a, true, &p).timeUs, true, true, p});
+      }
   ProfileVariant fitted;
   ASSERT_EQ(fitVariant(t, {}, uniformProfile(1, 1), data, 500, &fitted), sscSuccess) << lastError();
   EXPECT_NEAR(fitted.launchUs, 6, 0.1);
   EXPECT_NEAR(fitted.tiers[0][0].bandwidthGBps, 50, 0.5);
   EXPECT_NEAR(fitted.tiers[0][0].latencyUs, 9, 0.1);
   EXPECT_NEAR(fitted.tiers[0][2].bandwidthGBps, 400, 4);
+  EXPECT_NEAR(fitted.tiers[0][3].bandwidthGBps, 300, 3);
+  EXPECT_NEAR(fitted.tiers[0][3].latencyUs, 0.8, 0.05);
   EXPECT_DOUBLE_EQ(fitted.tiers[1][0].bandwidthGBps, 0);  // no XGMI data: no figure claimed
   TunerProfile back = truth;
   back.variants = {fitted};
@@ -211,8 +221,8 @@ TEST(TunerModel, ChoicesOnTheH200MatchTheSweep) {
   limits.blocksPerChannel = 4;
   const Tuner t(h200, p, limits);
   for (uint64_t b = 8; b <= (1u << 30); b *= 4) {
-    EXPECT_EQ(t.choose(CollKind::kAllReduce, b, true), Algo::kSymmetric) << b;
-    const Algo plain = t.choose(CollKind::kAllReduce, b, false);
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, b, true).algo, Algo::kSymmetric) << b;
+    const Algo plain = t.choose(CollKind::kAllReduce, b, false).algo;
     if (b >= 32 && b <= (8u << 10)) {
       EXPECT_EQ(plain, Algo::kDirect) << b;
     }
@@ -232,7 +242,7 @@ TEST(TunerModel, ChoicesOnMi300xCpxAreTierAware) {
   const Tuner t(cpx, p);
   for (bool registered : {true, false})
     for (uint64_t b = 8; b <= (1u << 30); b *= 16) {
-      const Algo a = t.choose(CollKind::kAllReduce, b, registered);
+      const Algo a = t.choose(CollKind::kAllReduce, b, registered).algo;
       EXPECT_NE(a, Algo::kRing) << b;
       const double ring = t.estimate(CollKind::kAllReduce, b, Algo::kRing, registered).timeUs;
       EXPECT_LE(t.estimate(CollKind::kAllReduce, b, a, registered).timeUs, ring) << b;
@@ -241,18 +251,76 @@ TEST(TunerModel, ChoicesOnMi300xCpxAreTierAware) {
   const Topology two = topoFile("mi300x-2node-8x-cpx-nps4");
   const Tuner t2(two, p);
   for (uint64_t b = 8; b <= (1u << 30); b *= 64)
-    EXPECT_NE(t2.choose(CollKind::kAllReduce, b, true), Algo::kSymmetric) << b;
+    EXPECT_NE(t2.choose(CollKind::kAllReduce, b, true).algo, Algo::kSymmetric) << b;
 }
 
 TEST(TunerModel, ChoiceIsCachedAndMatchesTheEstimates) {
   const Tuner t(topoFile("4x2"), uniformProfile(2, 50));
   for (uint64_t b : {8ull, 4096ull, 1ull << 20, 1ull << 28}) {
-    const Algo a = t.choose(CollKind::kAllReduce, b, true);
+    const Algo a = t.choose(CollKind::kAllReduce, b, true).algo;
     double best = 1e300;
     for (const Estimate& e : t.estimateAll(CollKind::kAllReduce, b, true))
       if (e.valid) best = std::min(best, e.timeUs);
     EXPECT_DOUBLE_EQ(t.estimate(CollKind::kAllReduce, b, a, true).timeUs, best) << b;
-    EXPECT_EQ(t.choose(CollKind::kAllReduce, b, true), a);
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, b, true).algo, a);
+  }
+}
+
+// All-gather's zero-copy push has two grids (RankPlan::wideGrid): the model costs both and picks
+// the faster per size; it is the only call with that choice.
+TEST(TunerModel, AllGatherTakesTheFasterZeroCopyGrid) {
+  const Topology t = topoFile("h200-mps-8");
+  TunerProfile p = uniformProfile(1, 100);
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopy)] = {10, 400};     // bulk: slow to start
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {2, 200};  // wide: slower stream
+  const Tuner tuner(t, p);
+  const Protocol bulk = Protocol::kZeroCopy, wide = Protocol::kZeroCopyWide;
+  for (uint64_t b : {uint64_t{4096}, uint64_t{1} << 30}) {
+    const Estimate eb = tuner.estimate(CollKind::kAllGather, b, Algo::kSymmetric, true, &bulk);
+    const Estimate ew = tuner.estimate(CollKind::kAllGather, b, Algo::kSymmetric, true, &wide);
+    ASSERT_TRUE(eb.valid && ew.valid) << eb.why << ew.why;
+    EXPECT_EQ(eb.protocol, bulk);
+    EXPECT_EQ(ew.protocol, wide);
+    const Estimate e = tuner.estimate(CollKind::kAllGather, b, Algo::kSymmetric, true);
+    EXPECT_EQ(e.protocol, ew.timeUs < eb.timeUs ? wide : bulk) << b;
+    EXPECT_DOUBLE_EQ(e.timeUs, std::min(eb.timeUs, ew.timeUs)) << b;
+    const Choice c = tuner.choose(CollKind::kAllGather, b, true);
+    EXPECT_EQ(c.algo, Algo::kSymmetric) << b;
+    EXPECT_EQ(c.protocol, e.protocol) << b;
+  }
+  // The two figures cross: wide for the small call, bulk for the large one.
+  EXPECT_EQ(tuner.choose(CollKind::kAllGather, 4096, true).protocol, wide);
+  EXPECT_EQ(tuner.choose(CollKind::kAllGather, uint64_t{1} << 30, true).protocol, bulk);
+  // Forced to the symmetric algorithm, the grid is still the model's.
+  EXPECT_EQ(tuner.choose(CollKind::kAllGather, 4096, true, Algo::kSymmetric), (Choice{Algo::kSymmetric, wide}));
+  // The wide grid has no kernel for other collectives; LL serves only small all-reduces; the
+  // symmetric algorithm has no FIFO steps.
+  EXPECT_FALSE(tuner.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true, &wide).valid);
+  EXPECT_FALSE(tuner.estimate(CollKind::kReduceScatter, 1 << 20, Algo::kSymmetric, true, &wide).valid);
+  const Protocol ll = Protocol::kLL, fifo = Protocol::kFifo;
+  EXPECT_FALSE(tuner.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true, &ll).valid);
+  EXPECT_FALSE(tuner.estimate(CollKind::kAllGather, 4096, Algo::kSymmetric, true, &ll).valid);
+  EXPECT_TRUE(tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &ll).valid);
+  EXPECT_FALSE(tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &fifo).valid);
+  // Pinned to the bulk path, a small all-reduce is costed without LL (gpu_coll_perf's symmetric_bulk).
+  const Estimate plainBulk = tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &bulk);
+  ASSERT_TRUE(plainBulk.valid) << plainBulk.why;
+  EXPECT_EQ(plainBulk.protocol, bulk);
+  EXPECT_GT(plainBulk.features.latency[0][static_cast<int>(Protocol::kZeroCopy)], 0);
+  EXPECT_EQ(tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true).protocol, ll);
+}
+
+// A profile without wide-grid figures (every profile before the grid was a choice, and the
+// projections) gives it the bulk grid's, so the tie keeps the bulk grid at every size.
+TEST(TunerModel, WithoutWideFiguresTheBulkGridStays) {
+  for (const char* topo : {"h200-mps-4", "mi300x-8x-cpx-nps4"}) {
+    const Topology t = topoFile(topo);
+    TunerProfile p = uniformProfile(3, 300);
+    for (auto& tier : p.variants[0].tiers) tier[static_cast<int>(Protocol::kZeroCopyWide)] = {};
+    const Tuner tuner(t, p);
+    for (uint64_t b = 64; b <= (1u << 30); b *= 16)
+      EXPECT_EQ(tuner.choose(CollKind::kAllGather, b, true, Algo::kSymmetric).protocol, Protocol::kZeroCopy)
+          << topo << " " << b;
   }
 }
 

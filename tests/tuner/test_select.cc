@@ -82,7 +82,7 @@ TEST_F(Select, ModelChoosesWhatNothingForces) {
   for (uint64_t bytes : {1024ull, 64ull << 20})
     for (bool sym : {false, true})
       EXPECT_EQ(selectAlgo(tuner, CollKind::kAllReduce, bytes, sym),
-                tuner.choose(CollKind::kAllReduce, bytes, sym));
+                tuner.choose(CollKind::kAllReduce, bytes, sym).algo);
   // All-to-all: zero-copy wherever the buffers are shared, else the direct FIFOs.
   EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 64 << 20, true), Algo::kSymmetric);
   EXPECT_EQ(selectAlgo(tuner, CollKind::kAllToAll, 8, true), Algo::kSymmetric);
@@ -100,7 +100,38 @@ TEST_F(Select, ModelChoosesWhatNothingForces) {
                        forced[static_cast<size_t>(CollKind::kAllReduce)]), Algo::kRing);
   EXPECT_EQ(selectAlgo(tuner, CollKind::kAllGather, 64 << 20, true,
                        forced[static_cast<size_t>(CollKind::kAllGather)]),
-            tuner.choose(CollKind::kAllGather, 64 << 20, true));
+            tuner.choose(CollKind::kAllGather, 64 << 20, true).algo);
+}
+
+// STARSCREAM_ZERO_COPY_GRID pins the grid of a zero-copy all-gather, whoever chose the algorithm,
+// and nothing else: other collectives have one grid, the FIFO algorithms none.
+TEST_F(Select, ZeroCopyGridPinsOnlyTheZeroCopyAllGather) {
+  Topology one = makeUniformTopology(1, 1, 8);
+  TunerProfile p = defaultProfile(one);
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {0.1, 1};  // wide: only for tiny calls
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kFifo)] = {100, 0.1};        // FIFO: never
+  const Tuner tuner(one, p);
+  const Choice small = selectCall(tuner, CollKind::kAllGather, 64, true);
+  const Choice large = selectCall(tuner, CollKind::kAllGather, 1 << 30, true);
+  EXPECT_EQ(small, (Choice{Algo::kSymmetric, Protocol::kZeroCopyWide}));
+  EXPECT_EQ(large, (Choice{Algo::kSymmetric, Protocol::kZeroCopy}));
+  for (uint64_t b : {uint64_t{64}, uint64_t{1} << 30}) {
+    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kAuto, ZeroCopyGrid::kWide).protocol,
+              Protocol::kZeroCopyWide) << b;
+    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kAuto, ZeroCopyGrid::kBulk).protocol,
+              Protocol::kZeroCopy) << b;
+    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kSymmetric, ZeroCopyGrid::kWide),
+              (Choice{Algo::kSymmetric, Protocol::kZeroCopyWide})) << b;
+    // A FIFO algorithm, forced or chosen for plain buffers, has no grid to pin.
+    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kRing, ZeroCopyGrid::kWide),
+              (Choice{Algo::kRing, Protocol::kFifo})) << b;
+    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, false, Algo::kAuto, ZeroCopyGrid::kWide).protocol,
+              Protocol::kFifo) << b;
+    // Other collectives keep their one grid.
+    for (CollKind c : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllToAll})
+      EXPECT_NE(selectCall(tuner, c, b, true, Algo::kSymmetric, ZeroCopyGrid::kWide).protocol,
+                Protocol::kZeroCopyWide) << collName(c) << " " << b;
+  }
 }
 
 }  // namespace

@@ -154,13 +154,16 @@ int main(int argc, char** argv) {
         bestUs = e.timeUs;
       }
     }
-    const Algo chosen = tuner.choose(coll, b, !plain);
-    const double chosenUs = tuner.estimate(coll, b, chosen, !plain).timeUs;
-    row["choice"] = ssc::algoName(chosen);
+    const ssc::Choice chosen = tuner.choose(coll, b, !plain);
+    const double chosenUs = tuner.estimate(coll, b, chosen.algo, !plain, &chosen.protocol).timeUs;
+    row["choice"] = ssc::algoName(chosen.algo);
+    row["choice_protocol"] = ssc::protocolName(chosen.protocol);
     row["speedup_vs_ring"] = ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0;
+    // The wide grid is the zero-copy protocol's other form: marked with a '+'.
+    const std::string name = std::string(ssc::algoName(chosen.algo)) +
+                             (chosen.protocol == ssc::Protocol::kZeroCopyWide ? "+" : "");
     if (!json)
-      fmt::print(" {:>13} {:>8.2f}x\n", ssc::algoName(chosen),
-                 ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0.0);
+      fmt::print(" {:>13} {:>8.2f}x\n", name, ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0.0);
     rows.push_back(row);
     if (b > hi / static_cast<uint64_t>(factor)) break;
   }

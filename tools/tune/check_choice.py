@@ -24,7 +24,14 @@ import json
 import statistics
 import sys
 
-SKIP = ("default", "symmetric_bulk", "symmetric_ll")  # the pick itself; protocol-pinned rows
+# Rows that are not a forced alternative: the pick itself, and the all-reduce's protocol-pinned
+# rows (LL vs bulk is the executor's size limit, not the tuner's choice). The all-gather's
+# symmetric_bulk and symmetric_wide rows are the two grids the tuner chooses between: judged.
+SKIP = ("default", "symmetric_ll")
+
+
+def skipped(row):
+    return row["algo"] in SKIP or (row["algo"] == "symmetric_bulk" and row["coll"] != "allgather")
 
 
 def pooled(paths):
@@ -53,7 +60,7 @@ def judge(rows, k):
             runs = [r["time_us"] for r in at if r["algo"] == "default"]
             forced = {}
             for r in at:
-                if r["algo"] not in SKIP:
+                if not skipped(r):
                     forced[r["algo"]] = min(forced.get(r["algo"], r["time_us"]), r["time_us"])
             if not runs or not forced:
                 continue

@@ -9,6 +9,9 @@
 #       [--ks "8 4"] [--colls "all_reduce reduce_scatter all_gather"] [--max 128M] [--until EPOCH]
 #       [--iters 50] [--warmup 10] [--algos "default ring ... symmetric default"]
 #
+# symmetric_bulk and symmetric_wide (all_gather only) are the symmetric algorithm on one grid
+# (STARSCREAM_ZERO_COPY_GRID): the two the tuner chooses between for a zero-copy all-gather.
+#
 # Times are nccl-tests' out-of-place column (-c 0: not checked; correctness is the conformance
 # suite's job). An algorithm named twice in --algos runs twice (run 1, 2). --until: stop starting
 # runs after this time (seconds since the epoch), so one device call can bound it; what ran is
@@ -16,7 +19,7 @@
 # the SMs per rank) and restarted only after a failed run: a start costs a second or two per run.
 set -uo pipefail
 BIN= SHIM= OUT= KS="8" COLLS="all_reduce reduce_scatter all_gather" MAX=128M UNTIL=0 ITERS=50 WARMUP=10
-ALGOS="default ring bidir_ring direct hierarchical symmetric default"
+ALGOS="default ring bidir_ring direct hierarchical symmetric symmetric_bulk symmetric_wide default"
 while (( $# )); do
   case $1 in
     --bin) BIN=${2:?}; shift 2 ;;
@@ -29,7 +32,7 @@ while (( $# )); do
     --until) UNTIL=${2:?}; shift 2 ;;
     --iters) ITERS=${2:?}; shift 2 ;;
     --warmup) WARMUP=${2:?}; shift 2 ;;
-    -h|--help) sed -n 2,17p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,20p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "nccl_tests_choice.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
   esac
 done
@@ -56,11 +59,16 @@ for k in $KS; do
         echo "# out of time: skipped K=$k $coll $algo and after"
         break 3
       fi
+      [[ $algo == symmetric_* && $coll != all_gather ]] && continue
       run=$(( ${runs[$algo]:-0} + 1 ))
       runs[$algo]=$run
       log=$OUT/logs/$coll.K$k.$algo.$run.log
       forced=()
-      [[ $algo != default ]] && forced=(-x STARSCREAM_ALGO=$algo)
+      case $algo in
+        default) ;;
+        symmetric_*) forced=(-x STARSCREAM_ALGO=symmetric -x STARSCREAM_ZERO_COPY_GRID=${algo#symmetric_}) ;;
+        *) forced=(-x STARSCREAM_ALGO=$algo) ;;
+      esac
       # A hung run must not take the call's remaining time with it: near --until, less than 60 s.
       limit=60
       (( UNTIL > 0 )) && limit=$(( UNTIL + 20 - $(date +%s) )) && (( limit > 60 )) && limit=60

@@ -118,6 +118,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   a.elemBytes = esize;
   a.callHash = work.callHash;
   a.deviceScope = limits_.sameDevice ? 1 : 0;
+  a.wideGrid = plan.wideGrid ? 1 : 0;
   a.timeoutTicks = timeoutTicks_;
   a.reduce = devReduceOf(work.reduce);
   for (int b = kBufIn; b <= kBufOut; ++b)
@@ -169,7 +170,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   uint64_t maxBlocks = middles > 0 ? std::max(1, limits_.symBlocks / 2) : limits_.symBlocks;
   uint64_t perBlock = kBytesPerBlock;
   const bool push = symIsPushPlan(a);
-  if (push) {  // half-size blocks, several per SM, at most kSymPushMaxBytes per launch (sym_kernel.h)
+  if (push) {  // the wide grid: half-size blocks, several per SM, at most kSymPushMaxBytes per launch (sym_kernel.h)
     maxBlocks = std::min(kMaxSymBlocks, std::max(1, limits_.shareSMs) * kSymPushBlocksPerSM);
     perBlock = kBytesPerBlock * kSymPushThreads / kSymThreads;
   }

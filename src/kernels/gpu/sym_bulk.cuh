@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
   }
 }
 
-// All-gather's push at 2 ranks (sym_kernel.h, symUsesPushKernel): 256-thread blocks, several
+// All-gather's push on the wide grid (sym_kernel.h, symUsesPushKernel): 256-thread blocks, several
 // per SM, the plan's one step at a fixed place.
 template <class Tr>
 __global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM) symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {

@@ -110,6 +110,7 @@ struct SymArgs {
   uint32_t elemBytes;
   uint32_t callHash;
   uint32_t deviceScope;       // 1: every peer is on this GPU (acquire/release at .gpu scope)
+  uint32_t wideGrid;          // 1: a push plan runs in the push kernel (RankPlan::wideGrid)
   uint64_t timeoutTicks;      // 0: wait forever
   uint32_t* errorDevice;
   uint32_t* errorHost;
@@ -130,21 +131,22 @@ inline int symReductionOp(const SymArgs& a) {
   return op == kOpPeerReduce || op == kOpPeerReduceBcast ? op : kAnyDataOp;
 }
 
-// All-gather at 2 ranks ([barrier, kPeerPush, barrier]) runs in a kernel of its own with 256-thread
-// blocks, up to kSymPushBlocksPerSM of them per SM, one launch per kSymPushMaxBytes of output at
-// most (the host splits larger calls: symPushChunkElems). perf/bulk_shapes.cu on the H200 moved
-// the push pattern at K = 2 (256 MiB) in 225 us with that shape against 261 us with the bulk
-// kernel's 512 x 1 (session 7); through nccl-tests (session 8, perf/RESULTS.md) it took 8 MiB in
-// 13.9 us (19.0 before), 64 MiB in 62.8 (76.2), 256 MiB in 229 (269). In one launch it lost
-// above that (1 GiB: 1110-1160 us against the bulk kernel's 1052), while the same loop between
-// plain flag barriers moved 1 GiB in 869 us (perf/bulk_ab.cu, session 9): cut into launches of
-// kSymPushMaxBytes, each runs at the 256 MiB speed. At K = 4 and 8 no shape beat 512 x 1 by more
-// than 5 %, and session 7's 4-blocks-per-SM push kernel lost there at 64 MiB and up.
+// All-gather's push ([barrier, kPeerPush, barrier]) on the wide grid (the tuner's choice per call,
+// RankPlan::wideGrid) runs in a kernel of its own with 256-thread blocks, up to
+// kSymPushBlocksPerSM of them per SM, one launch per kSymPushMaxBytes of output at most (the host
+// splits larger calls: symPushChunkElems). perf/bulk_shapes.cu on the H200 moved the push pattern
+// at K = 2 (256 MiB) in 225 us with that shape against 261 us with the bulk kernel's 512 x 1
+// (session 7); through nccl-tests (session 8, perf/RESULTS.md) it took 8 MiB in 13.9 us (19.0
+// before), 64 MiB in 62.8 (76.2), 256 MiB in 229 (269). In one launch it lost above that (1 GiB:
+// 1110-1160 us against the bulk kernel's 1052), while the same loop between plain flag barriers
+// moved 1 GiB in 869 us (perf/bulk_ab.cu, session 9): cut into launches of kSymPushMaxBytes, each
+// runs at the 256 MiB speed. At K = 4 and 8 session 7 saw a push kernel win at 4 MiB (K = 8: 44 ->
+// 32 us) and lose from 64 MiB up: which grid a size gets is the calibrated model's call.
 constexpr int kSymPushThreads = 256;
 constexpr int kSymPushBlocksPerSM = 8;
 constexpr uint64_t kSymPushMaxBytes = uint64_t{256} << 20;
 inline bool symIsPushPlan(const SymArgs& a) {
-  return a.nranks == 2 && a.nsteps == 3 && a.steps[0].op == kOpBarrier && a.steps[1].op == kOpPeerPush &&
+  return a.wideGrid != 0 && a.nsteps == 3 && a.steps[0].op == kOpBarrier && a.steps[1].op == kOpPeerPush &&
          a.steps[2].op == kOpBarrier;
 }
 inline bool symUsesPushKernel(const SymArgs& a) {
