@@ -21,7 +21,7 @@ constexpr double kMaxEmphasis = 30;
 constexpr double kMaxFitBandwidthGBps = 1e5;  // a bandwidth the data cannot see: effectively free
 
 // Solves min ||A x - y|| with x >= 0 by fixing negative coefficients at 0 and solving again
-// (an active-set loop; the systems here have at most 1 + 2 x 9 columns).
+// (an active-set loop; the systems here have at most 1 + 4 + 3 x 12 columns).
 std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::vector<double>& y) {
   const size_t m = a.empty() ? 0 : a[0].size();
   std::vector<bool> active(m, true);
@@ -116,6 +116,15 @@ ErrorStats modelError(const Tuner& tuner, const std::vector<Measurement>& data) 
   return s;
 }
 
+namespace {
+
+// Columns: launch, each protocol's launch extra, then per (tier, protocol) pair its latency,
+// 1 / bandwidth and 1 / store bandwidth.
+constexpr int kPairs = kNumTiers * kNumProtocols;
+constexpr int kLat = 1 + kNumProtocols, kBw = kLat + kPairs, kStore = kBw + kPairs, kCols = kStore + kPairs;
+
+}  // namespace
+
 sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const TunerProfile& start,
                        const std::vector<Measurement>& data, double copyGBps, ProfileVariant* out) {
   if (data.empty()) return fail(sscInvalidArgument, "fit: no measurements");
@@ -124,14 +133,7 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
   ProfileVariant v = profile.variantFor(topo.maxPartitions());
   v.partitionsPerGpu = topo.maxPartitions();
   if (copyGBps > 0) v.copyGBps = copyGBps;
-  // Start from the resolved parameters so every pair has a figure.
-  {
-    profile.variants = {v};
-    const Tuner t(topo, profile, limits);
-    (void)t;
-  }
-  constexpr int kPairs = kNumTiers * kNumProtocols;
-  bool everUsed[kPairs] = {};
+  bool everUsed[kPairs] = {}, everStored[kPairs] = {}, everCalled[kNumProtocols] = {};
   // Least squares alone settles the many points well and leaves a few far off; the target is
   // also a worst case. Points that stay beyond kTolerance weigh more in each next round
   // (Lawson's reweighting toward the minimax fit).
@@ -144,19 +146,26 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
     const Tuner tuner(topo, profile, limits);
     std::vector<std::vector<double>> rows;
     std::vector<double> ys;
-    bool used[kPairs] = {};
+    bool used[kPairs] = {}, loaded[kPairs] = {}, stored[kPairs] = {}, called[kNumProtocols] = {};
     const double copy = v.copyGBps > 0 ? v.copyGBps : std::max(1.0, topo.intraGpu.bandwidthGBps);
     for (const Measurement& m : data) {
       const Estimate e = tuner.estimate(m.coll, m.bytes, m.algo, m.symmetric, m.as());
       if (!e.valid || m.timeUs <= 0) continue;
-      std::vector<double> row(1 + 2 * kPairs, 0);
-      row[0] = 1;
+      std::vector<double> row(kCols, 0);
+      row[0] = std::max(1.0, e.features.launches);
+      for (int p = 0; p < kNumProtocols; ++p) {
+        row[1 + p] = e.features.calls[p];
+        called[p] = called[p] || row[1 + p] > 0;
+      }
       for (int t = 0; t < kNumTiers; ++t)
         for (int p = 0; p < kNumProtocols; ++p) {
           const int j = t * kNumProtocols + p;
-          row[1 + j] = e.features.latency[t][p];
-          row[1 + kPairs + j] = e.features.bytes[t][p] * 1e-3;
-          if (row[1 + j] > 0 || row[1 + kPairs + j] > 0) used[j] = true;
+          row[kLat + j] = e.features.latency[t][p];
+          row[kBw + j] = e.features.bytes[t][p] * 1e-3;
+          row[kStore + j] = e.features.storeBytes[t][p] * 1e-3;
+          loaded[j] = loaded[j] || row[kBw + j] > 0;
+          stored[j] = stored[j] || row[kStore + j] > 0;
+          if (row[kLat + j] > 0 || loaded[j] || stored[j]) used[j] = true;
         }
       // Relative error: every point weighs the same whether it takes 5 us or 5 ms.
       const double w = emphasis[static_cast<size_t>(&m - data.data())] / m.timeUs;
@@ -173,15 +182,35 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
       const double rel = std::fabs(r) / emphasis[index[k]];  // rows carry the emphasis
       emphasis[index[k]] = std::min(kMaxEmphasis, emphasis[index[k]] * std::max(1.0, rel / kTolerance));
     }
-    v.launchUs = x[0];
+    // Every call pays the launch and exactly one protocol's extra, so only their sums are
+    // determined: the launch takes the least extra of the protocols seen, which leaves the
+    // lightest kernel's extra at 0.
+    double least = std::numeric_limits<double>::infinity();
+    for (int p = 0; p < kNumProtocols; ++p)
+      if (called[p]) least = std::min(least, x[1 + p]);
+    if (!std::isfinite(least)) least = 0;
+    v.launchUs = x[0] + least;
+    for (int p = 0; p < kNumProtocols; ++p)
+      if (called[p]) {
+        everCalled[p] = true;
+        v.launchExtraUs[p] = x[1 + p] - least;
+      }
     for (int t = 0; t < kNumTiers; ++t)
       for (int p = 0; p < kNumProtocols; ++p) {
         const int j = t * kNumProtocols + p;
         if (!used[j]) continue;
         everUsed[j] = true;
-        v.tiers[t][p].latencyUs = x[1 + j];
-        const double g = x[1 + kPairs + j];
-        v.tiers[t][p].bandwidthGBps = g > 1 / kMaxFitBandwidthGBps ? 1 / g : kMaxFitBandwidthGBps;
+        AlphaBeta& ab = v.tiers[t][p];
+        ab.latencyUs = x[kLat + j];
+        const auto rate = [](double g) { return g > 1 / kMaxFitBandwidthGBps ? 1 / g : kMaxFitBandwidthGBps; };
+        if (stored[j]) {
+          everStored[j] = true;
+          ab.storeBandwidthGBps = rate(x[kStore + j]);
+        }
+        // A pair the data only stores with (the wide grid: all-gather's push) takes its store
+        // figure as its load figure too, so that it counts as given.
+        if (loaded[j] || !stored[j]) ab.bandwidthGBps = rate(x[kBw + j]);
+        else ab.bandwidthGBps = ab.storeBandwidthGBps;
       }
     // A round's new figures can move critical paths so that the next linear fit starts from a
     // worse place (at K = 8 the rounds can drift away): keep the round whose own prediction has
@@ -198,8 +227,12 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
   // Pairs the data never exercised keep no figure: the model then takes the topology's link,
   // and the profile does not claim a measurement it does not have.
   for (int t = 0; t < kNumTiers; ++t)
-    for (int p = 0; p < kNumProtocols; ++p)
+    for (int p = 0; p < kNumProtocols; ++p) {
       if (!everUsed[t * kNumProtocols + p]) v.tiers[t][p] = AlphaBeta{};
+      if (!everStored[t * kNumProtocols + p]) v.tiers[t][p].storeBandwidthGBps = 0;  // = bandwidth
+    }
+  for (int p = 0; p < kNumProtocols; ++p)
+    if (!everCalled[p]) v.launchExtraUs[p] = 0;
   *out = v;
   return sscSuccess;
 }

@@ -25,6 +25,7 @@ void add(Features* to, const Features& d, double frac, double latFrac) {
     for (int p = 0; p < kNumProtocols; ++p) {
       to->latency[t][p] += d.latency[t][p] * latFrac;
       to->bytes[t][p] += d.bytes[t][p] * frac;
+      to->storeBytes[t][p] += d.storeBytes[t][p] * frac;
     }
 }
 
@@ -111,6 +112,7 @@ Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
       if (ab.bandwidthGBps <= 0 && p == kWide) ab = params_[t][kZc];
       if (ab.bandwidthGBps <= 0) ab = fallback.variants[0].tiers[t][p];
       if (ab.bandwidthGBps <= 0) ab.bandwidthGBps = 1;  // a link without a figure: never chosen
+      if (ab.storeBandwidthGBps <= 0) ab.storeBandwidthGBps = ab.bandwidthGBps;
       params_[t][p] = ab;
     }
   copyGBps_ = variant_->copyGBps > 0 ? variant_->copyGBps
@@ -120,11 +122,13 @@ Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
 }
 
 double Tuner::timeOf(const Features& f) const {
-  double us = variant_->launchUs + f.copyBytes / copyGBps_ * 1e-3;
+  double us = std::max(1.0, f.launches) * variant_->launchUs + f.copyBytes / copyGBps_ * 1e-3;
+  for (int p = 0; p < kNumProtocols; ++p) us += f.calls[p] * variant_->launchExtraUs[p];
   for (int t = 0; t < kNumTiers; ++t)
     for (int p = 0; p < kNumProtocols; ++p)
       us += f.latency[t][p] * params_[t][p].latencyUs +
-            f.bytes[t][p] / params_[t][p].bandwidthGBps * 1e-3;
+            f.bytes[t][p] / params_[t][p].bandwidthGBps * 1e-3 +
+            f.storeBytes[t][p] / params_[t][p].storeBandwidthGBps * 1e-3;
   return us;
 }
 
@@ -199,6 +203,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   }
   if (n == 1) {
     e = oneRankCopy(e, bytes, variant_->cacheMB);
+    e.features.launches = 1;
+    e.features.calls[static_cast<int>(e.protocol)] = 1;
     e.timeUs = timeOf(e.features);
     return e;
   }
@@ -338,8 +344,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             case StepOp::kPeerGather: {
               // Every rank loads from (or stores to) every peer at once: USR carries this rank's
               // own traffic with its P-1 neighbours, an inter-GPU link the traffic of all
-              // partition pairs of the two GPUs. `mult`: peer transfers of the step's size per
-              // peer, 1 for a load from all (or a store to all), 2 for both; a single source
+              // partition pairs of the two GPUs. `loads` and `stores`: peer transfers of the
+              // step's size per peer, 1 for a load from all (a store to all); a single source
               // (broadcast) or destination (reduce) moves 1/(n-1) of that.
               const double share = 1.0 / std::max(n - 1, 1);  // one peer's part
               const bool reduces = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
@@ -347,11 +353,15 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
               const double stores = s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush ? 1
                                     : s.op == StepOp::kPeerReduce && s.sendPeer >= 0     ? share
                                                                                          : 0;
-              const double mult = loads + stores;
+              // Loads and stores move at their own rates (AlphaBeta::storeBandwidthGBps).
               f.latency[widest][proto] += 1;
               f.copyBytes += s.op == StepOp::kPeerGather ? b * n : b;
-              f.bytes[0][proto] += b * mult * (myParts - 1);
-              if (!one && topo_.gpus.size() > 1) f.bytes[widest][proto] += b * mult * myParts * otherParts;
+              f.bytes[0][proto] += b * loads * (myParts - 1);
+              f.storeBytes[0][proto] += b * stores * (myParts - 1);
+              if (!one && topo_.gpus.size() > 1) {
+                f.bytes[widest][proto] += b * loads * myParts * otherParts;
+                f.storeBytes[widest][proto] += b * stores * myParts * otherParts;
+              }
               break;
             }
             default: {
@@ -410,7 +420,17 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   for (const auto& rank : cur)
     for (const Cursor& k : rank) last = later(last, k.at);
   e.features = last.f;
-  e.timeUs = timeOf(last.f);
+  // A wide-grid push beyond pushLaunchBytes of output runs as several launches (the executor's
+  // cut): each more pays the launch, the kernel's extra and its two barriers and step.
+  double launches = 1;
+  if (e.protocol == Protocol::kZeroCopyWide && limits_.pushLaunchBytes > 0 && !one)
+    launches = std::max(1.0, std::ceil(static_cast<double>(bytes) / static_cast<double>(limits_.pushLaunchBytes)));
+  e.features.launches = launches;
+  // The kernel's extra: every algorithm but the symmetric one runs the FIFO plan kernel, whatever
+  // protocol its steps are costed with (`as`: the NCCL plugin's LL ring).
+  e.features.calls[sym ? proto : static_cast<int>(Protocol::kFifo)] = launches;
+  e.features.latency[widest][proto] += 3 * (launches - 1);
+  e.timeUs = timeOf(e.features);
   e.valid = true;
   return e;
 }
@@ -460,9 +480,10 @@ Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) c
 }
 
 uint64_t Tuner::fingerprint() const {
-  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
+  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
                            topo_.nranks(), limits_.chunkBytes, limits_.channels,
-                           limits_.llMaxBytes, limits_.elemBytes, limits_.blocksPerChannel));
+                           limits_.llMaxBytes, limits_.elemBytes, limits_.blocksPerChannel,
+                           limits_.pushLaunchBytes));
 }
 
 }  // namespace ssc

@@ -40,6 +40,10 @@ struct ModelLimits {
   // b (slot / blocks bytes) of every slot, so a FIFO step shorter than a slot leaves blocks idle
   // and takes as long as its busiest block (fifoCostBytes). 1: a step costs its bytes.
   int blocksPerChannel = 1;
+  // The GPU executor cuts a zero-copy push on the wide grid into launches of at most this many
+  // bytes of output (src/kernels/gpu/sym_kernel.h, kSymPushMaxBytes); each pays the launch and
+  // its two barriers. 0: one launch.
+  uint64_t pushLaunchBytes = uint64_t{256} << 20;
 };
 
 // The bytes a FIFO step of `bytes` costs at the channel's bandwidth: the channel's blocks split
@@ -51,12 +55,17 @@ struct ModelLimits {
 // 55 - 56 us, then 210 us at 8 MiB (perf/RESULTS.md, session 7; session 5: 77 - 79, 303 us).
 double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks);
 
-// A prediction is linear in the profile's parameters: launch + sum latency[t][p] * alpha[t][p] +
-// sum bytes[t][p] / beta[t][p] + copyBytes / copy. starscream-tune fits the parameters on them.
+// A prediction is linear in the profile's parameters: launches * launch + sum calls[p] * launch extra[p] +
+// sum latency[t][p] * alpha[t][p] +
+// sum bytes[t][p] / beta[t][p] + sum storeBytes[t][p] / store beta[t][p] + copyBytes / copy.
+// starscream-tune fits the parameters on them.
 struct Features {
-  double latency[kNumTiers][kNumProtocols] = {};  // steps paying the (tier, protocol) latency
-  double bytes[kNumTiers][kNumProtocols] = {};    // bytes at the (tier, protocol) bandwidth
-  double copyBytes = 0;                           // local copies and reductions
+  double latency[kNumTiers][kNumProtocols] = {};     // steps paying the (tier, protocol) latency
+  double bytes[kNumTiers][kNumProtocols] = {};       // bytes at the (tier, protocol) bandwidth
+  double storeBytes[kNumTiers][kNumProtocols] = {};  // zero-copy stores into peers' memory
+  double copyBytes = 0;                              // local copies and reductions
+  double calls[kNumProtocols] = {};                  // launches of the call's protocol's kernel
+  double launches = 0;                               // kernel launches (each pays the launch)
 };
 
 struct Estimate {

@@ -107,13 +107,20 @@ sscResult_t getNumber(const Ctx& c, const Json& obj, const std::string& path, co
 
 sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, ProfileVariant* out) {
   if (!v.is_object()) return c.bad(path, "variants", "must be an object");
-  SSC_CHECK(onlyKeys(c, v, path, {"partitions_per_gpu", "launch_us", "copy_gbps", "cache_mb", "tiers"}));
+  SSC_CHECK(onlyKeys(c, v, path, {"partitions_per_gpu", "launch_us", "launch_extra_us", "copy_gbps", "cache_mb", "tiers"}));
   double parts = 0;
   SSC_CHECK(getNumber(c, v, path, "partitions_per_gpu", 0, kMaxPartitions, false, &parts));
   if (parts != std::floor(parts))
     return c.bad(path + ".partitions_per_gpu", "partitions_per_gpu", "must be an integer");
   out->partitionsPerGpu = static_cast<int>(parts);
   SSC_CHECK(getNumber(c, v, path, "launch_us", 0, kMaxLatencyUs, true, &out->launchUs));
+  if (auto extra = v.find("launch_extra_us"); extra != v.end()) {
+    const std::string epath = path + ".launch_extra_us";
+    if (!extra->is_object()) return c.bad(epath, "launch_extra_us", "must be an object");
+    SSC_CHECK(onlyKeys(c, *extra, epath, {"fifo", "ll", "zero_copy", "zero_copy_wide"}));
+    for (int p = 0; p < kNumProtocols; ++p)
+      SSC_CHECK(getNumber(c, *extra, epath, kProtoKeys[p], 0, kMaxLatencyUs, false, &out->launchExtraUs[p]));
+  }
   SSC_CHECK(getNumber(c, v, path, "copy_gbps", 0, kMaxBandwidthGBps, false, &out->copyGBps));
   SSC_CHECK(getNumber(c, v, path, "cache_mb", 0, kMaxCacheMB, false, &out->cacheMB));
   auto tiers = v.find("tiers");
@@ -131,11 +138,13 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
       if (proto == tier->end()) continue;
       const std::string ppath = tpath + "." + kProtoKeys[p];
       if (!proto->is_object()) return c.bad(ppath, kProtoKeys[p], "must be an object");
-      SSC_CHECK(onlyKeys(c, *proto, ppath, {"latency_us", "bandwidth_gbps"}));
+      SSC_CHECK(onlyKeys(c, *proto, ppath, {"latency_us", "bandwidth_gbps", "store_bandwidth_gbps"}));
       AlphaBeta& ab = out->tiers[t][p];
       SSC_CHECK(getNumber(c, *proto, ppath, "latency_us", 0, kMaxLatencyUs, true, &ab.latencyUs));
       SSC_CHECK(getNumber(c, *proto, ppath, "bandwidth_gbps", 1e-3, kMaxBandwidthGBps, true,
                           &ab.bandwidthGBps));
+      SSC_CHECK(getNumber(c, *proto, ppath, "store_bandwidth_gbps", 1e-3, kMaxBandwidthGBps, false,
+                          &ab.storeBandwidthGBps));
     }
   }
   return sscSuccess;
@@ -296,6 +305,10 @@ std::string profileToJson(const TunerProfile& profile) {
     Json jv;
     jv["partitions_per_gpu"] = v.partitionsPerGpu;
     jv["launch_us"] = rounded(v.launchUs);
+    Json extra = Json::object();
+    for (int p = 0; p < kNumProtocols; ++p)
+      if (v.launchExtraUs[p] > 0) extra[kProtoKeys[p]] = rounded(v.launchExtraUs[p]);
+    if (!extra.empty()) jv["launch_extra_us"] = extra;
     if (v.copyGBps > 0) jv["copy_gbps"] = rounded(v.copyGBps);
     if (v.cacheMB > 0) jv["cache_mb"] = rounded(v.cacheMB);
     Json tiers = Json::object();
@@ -306,6 +319,8 @@ std::string profileToJson(const TunerProfile& profile) {
         if (ab.bandwidthGBps <= 0) continue;
         jt[kProtoKeys[p]] = {{"latency_us", rounded(ab.latencyUs)},
                              {"bandwidth_gbps", rounded(ab.bandwidthGBps)}};
+        if (ab.storeBandwidthGBps > 0)
+          jt[kProtoKeys[p]]["store_bandwidth_gbps"] = rounded(ab.storeBandwidthGBps);
       }
       if (!jt.empty()) tiers[kTierKeys[t]] = jt;
     }

@@ -29,10 +29,16 @@ const char* protocolName(Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_
 // The protocol of a profile key (protocolName's inverse); false for any other text.
 bool parseProtocolName(const std::string& name, Protocol* out);
 
-// One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps.
+// One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps;
+// bytes a zero-copy step stores into peers' memory move at storeBandwidthGBps. The H200 stores
+// into peers more slowly than it loads from them: each rank reading alone ran at 111-116 % of
+// the copy rate, the all-gather's push (one read, K remote writes) at 88-94 % with the best of
+// 14 grid shapes (perf/bulk_shapes.cu, perf/RESULTS.md session 9), so one rate per protocol
+// made all-gathers 6-21 % too fast and reductions 14-42 % too slow.
 struct AlphaBeta {
   double latencyUs = 0;
-  double bandwidthGBps = 0;  // 0: not given (the model derives it from the topology's link)
+  double bandwidthGBps = 0;       // 0: not given (the model derives it from the topology's link)
+  double storeBandwidthGBps = 0;  // 0: bandwidthGBps
   bool operator==(const AlphaBeta&) const = default;
 };
 
@@ -40,7 +46,13 @@ struct AlphaBeta {
 // GPU changes with their number, so a measured profile holds one variant per partition count.
 struct ProfileVariant {
   int partitionsPerGpu = 0;  // 0: any
-  double launchUs = 5.0;     // per call: kernel launch and completion
+  double launchUs = 5.0;     // per call: kernel launch and completion of the lightest kernel
+  // What a call of each protocol costs beyond launchUs, once: each has a kernel of its own (the
+  // FIFO plan kernel walks its plan and meets its peers' first slots; the LL, bulk and push
+  // kernels differ in grid, code and barriers). With one launch for all, the H200 fit put the
+  // launch at the zero-copy calls' whole time (15 us at K = 8), so the push kernel's 1 - 2 us
+  // smaller fixed cost could not show (perf/RESULTS.md, session 10). 0: none.
+  std::array<double, kNumProtocols> launchExtraUs{};
   double copyGBps = 0;       // local copy/reduce steps and staging copies; 0: from the USR tier
   // The GPU's last-level cache: a one-rank call (one copy) whose input and output fit in it
   // costs its launch only (the data stays in the cache across back-to-back calls). 0: none.

@@ -177,8 +177,9 @@ TEST(TunerModel, FitRecoversAKnownProfile) {
   v.copyGBps = 500;
   v.tiers[0][0] = {9, 50};    // FIFO
   v.tiers[0][1] = {0.5, 200};  // LL
-  v.tiers[0][2] = {1.5, 400};  // zero-copy, bulk grid
-  v.tiers[0][3] = {0.8, 300};  // zero-copy, wide grid
+  v.launchExtraUs[0] = 3;           // the FIFO kernel's own fixed cost
+  v.tiers[0][2] = {1.5, 400, 300};  // zero-copy, bulk grid: stores slower than loads
+  v.tiers[0][3] = {0.8, 250};       // zero-copy, wide grid (stores only)
   const Tuner oracle(t, truth);
   std::vector<Measurement> data;
   for (CollKind c : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather})
@@ -194,12 +195,20 @@ TEST(TunerModel, FitRecoversAKnownProfile) {
       }
   ProfileVariant fitted;
   ASSERT_EQ(fitVariant(t, {}, uniformProfile(1, 1), data, 500, &fitted), sscSuccess) << lastError();
-  EXPECT_NEAR(fitted.launchUs, 6, 0.1);
+  // What the data determines: the rates, and the FIFO latency (paid per slot, so it grows with
+  // the call). A zero-copy call always pays 3 latencies and one launch, so its launch, extra and
+  // latency are known only as their sum; the error check below covers that.
   EXPECT_NEAR(fitted.tiers[0][0].bandwidthGBps, 50, 0.5);
   EXPECT_NEAR(fitted.tiers[0][0].latencyUs, 9, 0.1);
+  EXPECT_NEAR(fitted.launchUs + fitted.launchExtraUs[0], 9, 0.1);
   EXPECT_NEAR(fitted.tiers[0][2].bandwidthGBps, 400, 4);
-  EXPECT_NEAR(fitted.tiers[0][3].bandwidthGBps, 300, 3);
-  EXPECT_NEAR(fitted.tiers[0][3].latencyUs, 0.8, 0.05);
+  EXPECT_NEAR(fitted.tiers[0][2].storeBandwidthGBps, 300, 3);
+  EXPECT_NEAR(fitted.tiers[0][3].bandwidthGBps, 250, 2.5);
+  EXPECT_NEAR(fitted.tiers[0][3].storeBandwidthGBps, 250, 2.5);
+  // The lightest kernel's extra is 0: the launch is its.
+  double least = 1e9;
+  for (int p = 0; p < kNumProtocols; ++p) least = std::min(least, fitted.launchExtraUs[p]);
+  EXPECT_DOUBLE_EQ(least, 0);
   EXPECT_DOUBLE_EQ(fitted.tiers[1][0].bandwidthGBps, 0);  // no XGMI data: no figure claimed
   TunerProfile back = truth;
   back.variants = {fitted};
@@ -308,6 +317,57 @@ TEST(TunerModel, AllGatherTakesTheFasterZeroCopyGrid) {
   EXPECT_EQ(plainBulk.protocol, bulk);
   EXPECT_GT(plainBulk.features.latency[0][static_cast<int>(Protocol::kZeroCopy)], 0);
   EXPECT_EQ(tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true).protocol, ll);
+}
+
+// Reduce-scatter only loads from peers, all-gather only stores into them, all-reduce does both:
+// each moves its peer bytes at its own rate (AlphaBeta::storeBandwidthGBps).
+TEST(TunerModel, ZeroCopyLoadsAndStoresMoveAtTheirOwnRates) {
+  const Topology t = topoFile("h200-mps-4");
+  const uint64_t bytes = uint64_t{1} << 28;
+  auto timeWith = [&](CollKind c, double loads, double stores) {
+    TunerProfile p = uniformProfile(0, 1e6);
+    p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopy)] = {0, loads, stores};
+    const Protocol bulk = Protocol::kZeroCopy;
+    const Estimate e = Tuner(t, p).estimate(c, bytes, Algo::kSymmetric, true, &bulk);
+    EXPECT_TRUE(e.valid) << e.why;
+    return e.timeUs;
+  };
+  // Halving a rate doubles the time of the bytes that move at it, and only theirs.
+  EXPECT_NEAR(timeWith(CollKind::kReduceScatter, 100, 1e5), timeWith(CollKind::kReduceScatter, 100, 50), 0.01);
+  EXPECT_GT(timeWith(CollKind::kReduceScatter, 50, 1e5), 1.9 * timeWith(CollKind::kReduceScatter, 100, 1e5));
+  EXPECT_NEAR(timeWith(CollKind::kAllGather, 1e5, 100), timeWith(CollKind::kAllGather, 50, 100), 0.01);
+  EXPECT_GT(timeWith(CollKind::kAllGather, 1e5, 50), 1.9 * timeWith(CollKind::kAllGather, 1e5, 100));
+  const double ar = timeWith(CollKind::kAllReduce, 100, 100);
+  EXPECT_GT(timeWith(CollKind::kAllReduce, 50, 100), 1.4 * ar);
+  EXPECT_GT(timeWith(CollKind::kAllReduce, 100, 50), 1.4 * ar);
+  // A store rate left out is the load rate.
+  EXPECT_NEAR(timeWith(CollKind::kAllGather, 100, 0), timeWith(CollKind::kAllGather, 1e5, 100), 0.01);
+}
+
+// The executor cuts a wide-grid push into launches of at most ModelLimits::pushLaunchBytes of
+// output (kSymPushMaxBytes); each launch pays the launch, the kernel's extra and three latencies.
+TEST(TunerModel, LongWidePushesPayOneLaunchPerPiece) {
+  const Topology t = topoFile("h200-mps-8");
+  TunerProfile p = uniformProfile(0, 1e9);
+  ProfileVariant& v = p.variants[0];
+  v.launchUs = 10;
+  v.launchExtraUs[static_cast<int>(Protocol::kZeroCopyWide)] = 2;
+  v.tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {1, 1e9};  // bytes: free
+  const Tuner tuner(t, p);
+  const Protocol wide = Protocol::kZeroCopyWide;
+  const uint64_t piece = tuner.limits().pushLaunchBytes;
+  ASSERT_EQ(piece, uint64_t{256} << 20);
+  for (uint64_t launches : {1, 2, 4}) {
+    const Estimate e = tuner.estimate(CollKind::kAllGather, launches * piece, Algo::kSymmetric, true, &wide);
+    ASSERT_TRUE(e.valid) << e.why;
+    EXPECT_DOUBLE_EQ(e.features.launches, launches);
+    EXPECT_NEAR(e.timeUs, launches * (10 + 2 + 3 * 1), 0.5) << launches;
+  }
+  // One byte more is one launch more; the bulk grid runs any size in one.
+  const Estimate over = tuner.estimate(CollKind::kAllGather, piece + 8, Algo::kSymmetric, true, &wide);
+  EXPECT_DOUBLE_EQ(over.features.launches, 2);
+  const Protocol bulk = Protocol::kZeroCopy;
+  EXPECT_DOUBLE_EQ(tuner.estimate(CollKind::kAllGather, 4 * piece, Algo::kSymmetric, true, &bulk).features.launches, 1);
 }
 
 // A profile without wide-grid figures (every profile before the grid was a choice, and the

@@ -20,7 +20,10 @@ const char* kGood = R"({
   "source": "unit test",
   "variants": [
     {"partitions_per_gpu": 8, "launch_us": 4, "copy_gbps": 500, "cache_mb": 50,
-     "tiers": {"usr": {"fifo": {"latency_us": 1.5, "bandwidth_gbps": 300}},
+     "launch_extra_us": {"fifo": 12, "zero_copy_wide": 0.25},
+     "tiers": {"usr": {"fifo": {"latency_us": 1.5, "bandwidth_gbps": 300},
+                       "zero_copy": {"latency_us": 1, "bandwidth_gbps": 900, "store_bandwidth_gbps": 700},
+                       "zero_copy_wide": {"latency_us": 0.5, "bandwidth_gbps": 800}},
                "xgmi": {"ll": {"latency_us": 0.5, "bandwidth_gbps": 20}, "note": "why"}}},
     {"partitions_per_gpu": 0, "launch_us": 9, "tiers": {}}
   ]
@@ -53,6 +56,20 @@ TEST(TunerProfile, ParsesGoodFile) {
   EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kFifo)].bandwidthGBps, 300);
   EXPECT_DOUBLE_EQ(v.tiers[1][static_cast<int>(Protocol::kLL)].latencyUs, 0.5);
   EXPECT_DOUBLE_EQ(v.tiers[2][static_cast<int>(Protocol::kFifo)].bandwidthGBps, 0);  // not given
+  EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopy)].storeBandwidthGBps, 700);
+  EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopyWide)].bandwidthGBps, 800);
+  EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopyWide)].storeBandwidthGBps, 0);  // = loads
+  EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kFifo)], 12);
+  EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kZeroCopyWide)], 0.25);
+  EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kLL)], 0);  // not given
+  EXPECT_DOUBLE_EQ(p.variants[1].launchExtraUs[0], 0);
+  for (int i = 0; i < kNumProtocols; ++i) {
+    Protocol back;
+    ASSERT_TRUE(parseProtocolName(protocolName(static_cast<Protocol>(i)), &back)) << i;
+    EXPECT_EQ(static_cast<int>(back), i);
+  }
+  Protocol none;
+  EXPECT_FALSE(parseProtocolName("zero_copy_narrow", &none));
 }
 
 TEST(TunerProfile, VariantForPrefersExactThenAnyThenNearest) {
@@ -109,6 +126,13 @@ TEST(TunerProfile, HostileFilesFailNamingFieldAndLine) {
       {replaced(kGood, "\"launch_us\": 9, ", ""), "'variants[1].launch_us': missing"},
       {"{\"format\": \"starscream-tuner-profile/1\", \"name\": \"x\", \"variants\": []}",
        "non-empty array"},
+      {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bandwidth_gbps\": 0"),
+       "'variants[0].tiers.usr.zero_copy.store_bandwidth_gbps': 0 is outside"},
+      {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bw\": 700"), "zero_copy.store_bw': unknown field"},
+      {replaced(kGood, "\"fifo\": 12", "\"fifo\": -2"), "'variants[0].launch_extra_us.fifo': -2 is outside"},
+      {replaced(kGood, "\"fifo\": 12", "\"simple\": 2"), "'variants[0].launch_extra_us.simple': unknown field"},
+      {replaced(kGood, "\"launch_extra_us\": {\"fifo\": 12, \"zero_copy_wide\": 0.25}", "\"launch_extra_us\": 3"),
+       "'variants[0].launch_extra_us': must be an object"},
   };
   for (const Case& c : cases) {
     const std::string why = parseError(c.text);
