@@ -85,14 +85,20 @@ Result pluginInit(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNo
     return kInvalidArgument;
   }
   // The profile's LL figures are those of Starscream's one-shot packets, which read every peer
-  // at once; NCCL's LL ring moves packets hop by hop, half of each 8-byte store being flags. Its
-  // bandwidth is at most half the FIFO figure (NCCL 2.28 src/graph/tuning.cc: busBw * .5).
+  // at once in a kernel of their own; NCCL's LL ring moves packets hop by hop, half of each
+  // 8-byte store being flags, in the same kernel as its Simple protocol. Its bandwidth is at most
+  // half the FIFO figure (NCCL 2.28 src/graph/tuning.cc: busBw * .5), and a hop costs what NCCL's
+  // own table says an LL hop costs against a Simple one (hwLat, NVLink ring: LL 0.47 us, Simple
+  // 3.4 us): the one-shot kernel's latency is a whole kernel's fixed cost, not one hop's.
+  constexpr double kNcclLLHopPerSimpleHop = 0.47 / 3.4;
   for (ssc::ProfileVariant& v : profile.variants)
     for (auto& tier : v.tiers) {
       const ssc::AlphaBeta& fifo = tier[static_cast<int>(ssc::Protocol::kFifo)];
       ssc::AlphaBeta& ll = tier[static_cast<int>(ssc::Protocol::kLL)];
-      if (fifo.bandwidthGBps > 0 && ll.bandwidthGBps > 0)
+      if (fifo.bandwidthGBps > 0 && ll.bandwidthGBps > 0) {
         ll.bandwidthGBps = std::min(ll.bandwidthGBps, fifo.bandwidthGBps / 2);
+        ll.latencyUs = std::min(ll.latencyUs, fifo.latencyUs * kNcclLLHopPerSimpleHop);
+      }
     }
   auto* ctx = new (std::nothrow) Context;
   if (ctx == nullptr) return kInternalError;
