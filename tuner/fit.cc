@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -123,6 +124,33 @@ namespace {
 constexpr int kPairs = kNumTiers * kNumProtocols;
 constexpr int kLat = 1 + kNumProtocols, kBw = kLat + kPairs, kStore = kBw + kPairs, kCols = kStore + kPairs;
 
+// The largest all-gather the wide grid keeps (ProfileVariant::wideGridMaxBytes), from the pinned
+// rows of both grids: from the largest size down, while the bulk grid was faster, the wide grid
+// is dropped; the limit is the first size where it was not slower. `keep` when the data has no
+// size with both grids; 0 when the wide grid was not slower at the largest size.
+double wideGridLimit(const std::vector<Measurement>& data, double keep) {
+  std::map<uint64_t, std::pair<double, double>> grids;  // bytes -> (bulk us, wide us); 0: none
+  for (const Measurement& m : data)
+    if (m.pinned && m.coll == CollKind::kAllGather && m.algo == Algo::kSymmetric) {
+      auto& g = grids[m.bytes];
+      if (m.protocol == Protocol::kZeroCopy) g.first = m.timeUs;
+      if (m.protocol == Protocol::kZeroCopyWide) g.second = m.timeUs;
+    }
+  double limit = -1;
+  bool any = false;
+  for (auto it = grids.rbegin(); it != grids.rend(); ++it) {
+    const auto [bulk, wide] = it->second;
+    if (bulk <= 0 || wide <= 0) continue;
+    any = true;
+    if (bulk < wide) {
+      limit = 1;  // dropped here and above; 1 byte: below every size measured so far
+      continue;
+    }
+    return limit < 0 ? 0 : static_cast<double>(it->first);
+  }
+  return any ? limit : keep;
+}
+
 }  // namespace
 
 sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const TunerProfile& start,
@@ -133,6 +161,8 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
   ProfileVariant v = profile.variantFor(topo.maxPartitions());
   v.partitionsPerGpu = topo.maxPartitions();
   if (copyGBps > 0) v.copyGBps = copyGBps;
+  // One rank has no grid to choose (every call is one copy).
+  if (topo.nranks() > 1) v.wideGridMaxBytes = wideGridLimit(data, v.wideGridMaxBytes);
   bool everUsed[kPairs] = {}, everStored[kPairs] = {}, everCalled[kNumProtocols] = {};
   // Least squares alone settles the many points well and leaves a few far off; the target is
   // also a worst case. Points that stay beyond kTolerance weigh more in each next round

@@ -231,6 +231,12 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
       e.why = "the wide grid serves only all-gather's zero-copy push";
       return e;
     }
+    if (*as == Protocol::kZeroCopyWide && variant_->wideGridMaxBytes > 0 &&
+        static_cast<double>(bytes) > variant_->wideGridMaxBytes) {
+      e.why = fmt::format("the wide grid was measured slower than the bulk grid above {} bytes "
+                          "(the profile's wide_grid_max_bytes)", variant_->wideGridMaxBytes);
+      return e;
+    }
   }
   const bool ll = sym && (as != nullptr ? *as == Protocol::kLL : llFits);
   e.protocol = !sym ? Protocol::kFifo : ll ? Protocol::kLL : Protocol::kZeroCopy;

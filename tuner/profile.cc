@@ -30,7 +30,7 @@ constexpr size_t kMaxProfileBytes = 1u << 20;
 constexpr const char* kTierKeys[kNumTiers] = {"usr", "xgmi", "net"};
 constexpr const char* kProtoKeys[kNumProtocols] = {"fifo", "ll", "zero_copy", "zero_copy_wide"};
 // Sanity bounds: a typo (1e9 us, 0 GB/s) fails with a message rather than steering every choice.
-constexpr double kMaxLatencyUs = 1e6, kMaxBandwidthGBps = 1e6, kMaxCacheMB = 1e6;
+constexpr double kMaxLatencyUs = 1e6, kMaxBandwidthGBps = 1e6, kMaxCacheMB = 1e6, kMaxBytes = 1e15;
 constexpr int kMaxPartitions = 1024;
 
 // Parse context: the origin, the text (for line numbers of fields) and the field path.
@@ -107,7 +107,8 @@ sscResult_t getNumber(const Ctx& c, const Json& obj, const std::string& path, co
 
 sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, ProfileVariant* out) {
   if (!v.is_object()) return c.bad(path, "variants", "must be an object");
-  SSC_CHECK(onlyKeys(c, v, path, {"partitions_per_gpu", "launch_us", "launch_extra_us", "copy_gbps", "cache_mb", "tiers"}));
+  SSC_CHECK(onlyKeys(c, v, path, {"partitions_per_gpu", "launch_us", "launch_extra_us", "copy_gbps", "cache_mb",
+                                   "wide_grid_max_bytes", "tiers"}));
   double parts = 0;
   SSC_CHECK(getNumber(c, v, path, "partitions_per_gpu", 0, kMaxPartitions, false, &parts));
   if (parts != std::floor(parts))
@@ -123,6 +124,7 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
   }
   SSC_CHECK(getNumber(c, v, path, "copy_gbps", 0, kMaxBandwidthGBps, false, &out->copyGBps));
   SSC_CHECK(getNumber(c, v, path, "cache_mb", 0, kMaxCacheMB, false, &out->cacheMB));
+  SSC_CHECK(getNumber(c, v, path, "wide_grid_max_bytes", 0, kMaxBytes, false, &out->wideGridMaxBytes));
   auto tiers = v.find("tiers");
   if (tiers == v.end()) return c.bad(path + ".tiers", "launch_us", "missing (an object of usr, xgmi, net)");
   if (!tiers->is_object()) return c.bad(path + ".tiers", "tiers", "must be an object");
@@ -311,6 +313,7 @@ std::string profileToJson(const TunerProfile& profile) {
     if (!extra.empty()) jv["launch_extra_us"] = extra;
     if (v.copyGBps > 0) jv["copy_gbps"] = rounded(v.copyGBps);
     if (v.cacheMB > 0) jv["cache_mb"] = rounded(v.cacheMB);
+    if (v.wideGridMaxBytes > 0) jv["wide_grid_max_bytes"] = v.wideGridMaxBytes;
     Json tiers = Json::object();
     for (int t = 0; t < kNumTiers; ++t) {
       Json jt = Json::object();

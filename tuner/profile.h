@@ -53,6 +53,12 @@ struct ProfileVariant {
   // launch at the zero-copy calls' whole time (15 us at K = 8), so the push kernel's 1 - 2 us
   // smaller fixed cost could not show (perf/RESULTS.md, session 10). 0: none.
   std::array<double, kNumProtocols> launchExtraUs{};
+  // The largest all-gather (bytes of output) the wide grid is costed for; beyond it the model
+  // does not choose it. 0: any size. The wide grid's rate is not one number: on the H200 at K = 4
+  // and 8 it beat the bulk grid up to 128 MiB and lost to it from 256 MiB on (by 10-20 % at
+  // K = 4 through nccl-tests), which no (latency, bandwidth) pair can follow; starscream-tune
+  // sets it from the sweep's two grids (perf/RESULTS.md, session 10).
+  double wideGridMaxBytes = 0;
   double copyGBps = 0;       // local copy/reduce steps and staging copies; 0: from the USR tier
   // The GPU's last-level cache: a one-rank call (one copy) whose input and output fit in it
   // costs its launch only (the data stays in the cache across back-to-back calls). 0: none.

@@ -205,6 +205,17 @@ TEST(TunerModel, FitRecoversAKnownProfile) {
   EXPECT_NEAR(fitted.tiers[0][2].storeBandwidthGBps, 300, 3);
   EXPECT_NEAR(fitted.tiers[0][3].bandwidthGBps, 250, 2.5);
   EXPECT_NEAR(fitted.tiers[0][3].storeBandwidthGBps, 250, 2.5);
+  // The wide grid is kept up to the largest size where it was not slower than the bulk grid.
+  uint64_t lastWideWin = 0;
+  for (uint64_t b = 64; b <= (256u << 20); b *= 8) {
+    const Protocol bulk = Protocol::kZeroCopy, wide = Protocol::kZeroCopyWide;
+    if (oracle.estimate(CollKind::kAllGather, b, Algo::kSymmetric, true, &wide).timeUs <=
+        oracle.estimate(CollKind::kAllGather, b, Algo::kSymmetric, true, &bulk).timeUs)
+      lastWideWin = b;
+  }
+  ASSERT_GT(lastWideWin, 0u);
+  ASSERT_LT(lastWideWin, uint64_t{256} << 20) << "the truth's grids must cross for this check";
+  EXPECT_DOUBLE_EQ(fitted.wideGridMaxBytes, static_cast<double>(lastWideWin));
   // The lightest kernel's extra is 0: the launch is its.
   double least = 1e9;
   for (int p = 0; p < kNumProtocols; ++p) least = std::min(least, fitted.launchExtraUs[p]);
@@ -300,6 +311,18 @@ TEST(TunerModel, AllGatherTakesTheFasterZeroCopyGrid) {
   // The two figures cross: wide for the small call, bulk for the large one.
   EXPECT_EQ(tuner.choose(CollKind::kAllGather, 4096, true).protocol, wide);
   EXPECT_EQ(tuner.choose(CollKind::kAllGather, uint64_t{1} << 30, true).protocol, bulk);
+  // A wide_grid_max_bytes below a size takes the wide grid out there, whatever its figures.
+  {
+    TunerProfile capped = p;
+    capped.variants[0].wideGridMaxBytes = 1 << 20;
+    const Tuner t2(t, capped);
+    EXPECT_EQ(t2.choose(CollKind::kAllGather, 4096, true, Algo::kSymmetric).protocol, wide);
+    EXPECT_EQ(t2.choose(CollKind::kAllGather, 1 << 20, true, Algo::kSymmetric).protocol, wide);
+    const Estimate over = t2.estimate(CollKind::kAllGather, 2 << 20, Algo::kSymmetric, true, &wide);
+    EXPECT_FALSE(over.valid);
+    EXPECT_NE(over.why.find("wide_grid_max_bytes"), std::string::npos) << over.why;
+    EXPECT_EQ(t2.choose(CollKind::kAllGather, 2 << 20, true, Algo::kSymmetric).protocol, bulk);
+  }
   // Forced to the symmetric algorithm, the grid is still the model's.
   EXPECT_EQ(tuner.choose(CollKind::kAllGather, 4096, true, Algo::kSymmetric), (Choice{Algo::kSymmetric, wide}));
   // The wide grid has no kernel for other collectives; LL serves only small all-reduces; the

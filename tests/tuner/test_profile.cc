@@ -19,7 +19,7 @@ const char* kGood = R"({
   "gpu_model": "MI300X",
   "source": "unit test",
   "variants": [
-    {"partitions_per_gpu": 8, "launch_us": 4, "copy_gbps": 500, "cache_mb": 50,
+    {"partitions_per_gpu": 8, "launch_us": 4, "copy_gbps": 500, "cache_mb": 50, "wide_grid_max_bytes": 134217728,
      "launch_extra_us": {"fifo": 12, "zero_copy_wide": 0.25},
      "tiers": {"usr": {"fifo": {"latency_us": 1.5, "bandwidth_gbps": 300},
                        "zero_copy": {"latency_us": 1, "bandwidth_gbps": 900, "store_bandwidth_gbps": 700},
@@ -63,6 +63,8 @@ TEST(TunerProfile, ParsesGoodFile) {
   EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kZeroCopyWide)], 0.25);
   EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kLL)], 0);  // not given
   EXPECT_DOUBLE_EQ(p.variants[1].launchExtraUs[0], 0);
+  EXPECT_DOUBLE_EQ(v.wideGridMaxBytes, 134217728);
+  EXPECT_DOUBLE_EQ(p.variants[1].wideGridMaxBytes, 0);  // any size
   for (int i = 0; i < kNumProtocols; ++i) {
     Protocol back;
     ASSERT_TRUE(parseProtocolName(protocolName(static_cast<Protocol>(i)), &back)) << i;
@@ -129,6 +131,8 @@ TEST(TunerProfile, HostileFilesFailNamingFieldAndLine) {
       {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bandwidth_gbps\": 0"),
        "'variants[0].tiers.usr.zero_copy.store_bandwidth_gbps': 0 is outside"},
       {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bw\": 700"), "zero_copy.store_bw': unknown field"},
+      {replaced(kGood, "\"wide_grid_max_bytes\": 134217728", "\"wide_grid_max_bytes\": -1"),
+       "'variants[0].wide_grid_max_bytes': -1 is outside"},
       {replaced(kGood, "\"fifo\": 12", "\"fifo\": -2"), "'variants[0].launch_extra_us.fifo': -2 is outside"},
       {replaced(kGood, "\"fifo\": 12", "\"simple\": 2"), "'variants[0].launch_extra_us.simple': unknown field"},
       {replaced(kGood, "\"launch_extra_us\": {\"fifo\": 12, \"zero_copy_wide\": 0.25}", "\"launch_extra_us\": 3"),
