@@ -5,8 +5,9 @@
 // Two kernels:
 //  - bulk (symKernel): the plan's steps as written. Every peer step is split over ALL blocks of
 //    the launch (grid-stride over 16-byte vectors); barriers are per block (below). Reductions
-//    and the 2-rank all-gather run in kernels of their own (sym_bulk.cuh: kAnyDataOp,
-//    symPushKernel), for speed; the host sees one entry point, launchSymKernel.
+//    and the all-gather on the wide grid (the tuner's choice per call) run in kernels of their
+//    own (sym_bulk.cuh: kAnyDataOp, symPushKernel), for speed; the host sees one entry point,
+//    launchSymKernel.
 //  - LL (llAllReduceKernel): a one-shot all-reduce of at most kLLMaxBytes runs without touching
 //    peers' buffers at all: each rank pushes its input as LL packets (data and flag in one 8-byte
 //    store) into every peer's inbox in the IPC segment and reduces what arrives. One one-way
