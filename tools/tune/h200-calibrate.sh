@@ -16,14 +16,14 @@
 # (the device tool returns only a few files), a summary last.
 # Then, here: starscream-tune --fifo-blocks 8=4 --fifo-blocks 4=8 --fifo-blocks 2=16 --fifo-blocks 1=32
 #   --cache-mb 50 --topo 'tools/topologies/h200-mps-{K}.json' --out p.json --from h200-k8.json ... (docs/tuner.md).
-#   OUT=dir [BUDGET=270] [CAL_KS="8 4 2 1"] [CAL_MAX=1073741824] [CHOICE_KS="8 4"] [PLUGIN=0]
+#   OUT=dir [BUDGET=270] [CAL_KS="8 4 2 1"] [CAL_MAX=1073741824] [CHOICE_KS="8 4" ("": none)] [PLUGIN=0]
 #     tools/tune/h200-calibrate.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/ssc-calibrate}
 BUDGET=${BUDGET:-270}
 CAL_KS=${CAL_KS:-8 4 2 1}
 CAL_MAX=${CAL_MAX:-1073741824}
-CHOICE_KS=${CHOICE_KS:-8 4}
+CHOICE_KS=${CHOICE_KS-8 4}  # set and empty: no choice sweep
 CHOICE_ITERS=${CHOICE_ITERS:-50}
 CHOICE_WARMUP=${CHOICE_WARMUP:-10}
 PLUGIN=${PLUGIN:-0}
