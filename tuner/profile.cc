@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -72,7 +73,7 @@ sscResult_t parseJsonText(const Ctx& c, Json* out) {
 
 // Keys other than `allowed` (and the free-text "source"/"note") are typos: refused.
 sscResult_t onlyKeys(const Ctx& c, const Json& obj, const std::string& path,
-                     std::initializer_list<const char*> allowed) {
+                     std::span<const char* const> allowed) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string& k = it.key();
     bool ok = k == "source" || k == "note";
@@ -87,6 +88,10 @@ sscResult_t onlyKeys(const Ctx& c, const Json& obj, const std::string& path,
       return c.bad(path.empty() ? k : path + "." + k, k, "must be a string");
   }
   return sscSuccess;
+}
+sscResult_t onlyKeys(const Ctx& c, const Json& obj, const std::string& path,
+                     std::initializer_list<const char*> allowed) {
+  return onlyKeys(c, obj, path, std::span<const char* const>(allowed.begin(), allowed.size()));
 }
 
 sscResult_t getNumber(const Ctx& c, const Json& obj, const std::string& path, const char* key,
@@ -118,7 +123,7 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
   if (auto extra = v.find("launch_extra_us"); extra != v.end()) {
     const std::string epath = path + ".launch_extra_us";
     if (!extra->is_object()) return c.bad(epath, "launch_extra_us", "must be an object");
-    SSC_CHECK(onlyKeys(c, *extra, epath, {"fifo", "ll", "zero_copy", "zero_copy_wide"}));
+    SSC_CHECK(onlyKeys(c, *extra, epath, kProtoKeys));
     for (int p = 0; p < kNumProtocols; ++p)
       SSC_CHECK(getNumber(c, *extra, epath, kProtoKeys[p], 0, kMaxLatencyUs, false, &out->launchExtraUs[p]));
   }
@@ -134,7 +139,7 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
     if (tier == tiers->end()) continue;
     const std::string tpath = path + ".tiers." + kTierKeys[t];
     if (!tier->is_object()) return c.bad(tpath, kTierKeys[t], "must be an object");
-    SSC_CHECK(onlyKeys(c, *tier, tpath, {"fifo", "ll", "zero_copy", "zero_copy_wide"}));
+    SSC_CHECK(onlyKeys(c, *tier, tpath, kProtoKeys));
     for (int p = 0; p < kNumProtocols; ++p) {
       auto proto = tier->find(kProtoKeys[p]);
       if (proto == tier->end()) continue;
@@ -181,15 +186,6 @@ sscResult_t readProfileText(const std::string& path, std::string* text) {
 const char* protocolName(Protocol p) {
   const int i = static_cast<int>(p);
   return i >= 0 && i < kNumProtocols ? kProtoKeys[i] : "?";
-}
-
-bool parseProtocolName(const std::string& name, Protocol* out) {
-  for (int p = 0; p < kNumProtocols; ++p)
-    if (name == kProtoKeys[p]) {
-      *out = static_cast<Protocol>(p);
-      return true;
-    }
-  return false;
 }
 
 const ProfileVariant& TunerProfile::variantFor(int partitionsPerGpu) const {

@@ -26,8 +26,6 @@ enum class Protocol : uint8_t { kFifo = 0, kLL = 1, kZeroCopy = 2, kZeroCopyWide
 inline constexpr int kNumProtocols = 4;
 inline constexpr int kNumTiers = 3;
 const char* protocolName(Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_wide" (the profile's keys)
-// The protocol of a profile key (protocolName's inverse); false for any other text.
-bool parseProtocolName(const std::string& name, Protocol* out);
 
 // One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps;
 // bytes a zero-copy step stores into peers' memory move at storeBandwidthGBps. The H200 stores

@@ -65,13 +65,6 @@ TEST(TunerProfile, ParsesGoodFile) {
   EXPECT_DOUBLE_EQ(p.variants[1].launchExtraUs[0], 0);
   EXPECT_DOUBLE_EQ(v.wideGridMaxBytes, 134217728);
   EXPECT_DOUBLE_EQ(p.variants[1].wideGridMaxBytes, 0);  // any size
-  for (int i = 0; i < kNumProtocols; ++i) {
-    Protocol back;
-    ASSERT_TRUE(parseProtocolName(protocolName(static_cast<Protocol>(i)), &back)) << i;
-    EXPECT_EQ(static_cast<int>(back), i);
-  }
-  Protocol none;
-  EXPECT_FALSE(parseProtocolName("zero_copy_narrow", &none));
 }
 
 TEST(TunerProfile, VariantForPrefersExactThenAnyThenNearest) {
