@@ -21,6 +21,24 @@ constexpr double kTolerance = 0.3;     // relative error a point may keep withou
 constexpr double kMaxEmphasis = 30;
 constexpr double kMaxFitBandwidthGBps = 1e5;  // a bandwidth the data cannot see: effectively free
 
+// gpu_coll_perf's rows that pin the symmetric algorithm's protocol, by name: read from its JSON
+// (readPerfJson) and written back in the error rows (modelError).
+struct PinnedRow {
+  const char* name;
+  Protocol protocol;
+};
+constexpr PinnedRow kPinnedRows[] = {{"symmetric_ll", Protocol::kLL},
+                                     {"symmetric_bulk", Protocol::kZeroCopy},
+                                     {"symmetric_wide", Protocol::kZeroCopyWide}};
+
+// The name a measurement's row had in the benchmark.
+std::string rowName(const Measurement& m) {
+  if (m.pinned)
+    for (const PinnedRow& p : kPinnedRows)
+      if (p.protocol == m.protocol) return p.name;
+  return algoName(m.algo);
+}
+
 // Solves min ||A x - y|| with x >= 0 by fixing negative coefficients at 0 and solving again
 // (an active-set loop; the systems here have at most 1 + 4 + 3 x 12 columns).
 std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::vector<double>& y) {
@@ -94,12 +112,7 @@ ErrorStats modelError(const Tuner& tuner, const std::vector<Measurement>& data) 
     if (!e.valid || m.timeUs <= 0) continue;
     const double err = std::fabs(e.timeUs - m.timeUs) / m.timeUs;
     errs.push_back(err);
-    // Pinned rows keep the benchmark's name (symmetric_wide...).
-    const std::string algo = m.pinned ? fmt::format("{}_{}", algoName(m.algo),
-                                                    m.protocol == Protocol::kLL         ? "ll"
-                                                    : m.protocol == Protocol::kZeroCopy ? "bulk"
-                                                                                        : "wide")
-                                      : std::string(algoName(m.algo));
+    const std::string algo = rowName(m);  // pinned rows keep the benchmark's name
     s.rows.push_back(fmt::format("{} {} {} {:.2f} {:.2f} {:+.1f}%", collName(m.coll), algo, m.bytes,
                                  e.timeUs, m.timeUs, 100 * (e.timeUs - m.timeUs) / m.timeUs));
     if (err >= s.worst) {
@@ -283,12 +296,10 @@ sscResult_t readPerfJson(const std::string& path, std::vector<Measurement>* out,
       Algo a;
       if (!parseColl(r.at("coll").get<std::string>(), &m.coll)) continue;
       std::string algo = r.at("algo").get<std::string>();
-      for (const auto& [name, proto] : {std::pair{"symmetric_ll", Protocol::kLL},
-                                        std::pair{"symmetric_bulk", Protocol::kZeroCopy},
-                                        std::pair{"symmetric_wide", Protocol::kZeroCopyWide}})
-        if (algo == name) {
+      for (const PinnedRow& p : kPinnedRows)
+        if (algo == p.name) {
           m.pinned = true;
-          m.protocol = proto;
+          m.protocol = p.protocol;
           algo = "symmetric";
         }
       if (algo == "default" || !parseAlgoName(algo, &a) || a == Algo::kAuto) continue;
