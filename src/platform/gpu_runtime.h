@@ -80,6 +80,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipIpcCloseMemHandle cudaIpcCloseMemHandle
 #define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define hipLaunchKernel cudaLaunchKernel
 #define hipErrorAlreadyMapped cudaErrorAlreadyMapped
 #define hipEventQuery cudaEventQuery
 #define hipErrorNotReady cudaErrorNotReady

@@ -12,25 +12,11 @@
 
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_device.cuh"
+#include "src/kernels/gpu/attention_finish.cuh"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {
 namespace {
-
-// A load of a row a peer wrote: never served from a stale L1 line (L1 is not coherent with other
-// processes' stores; AMD's vL1D is invalidated by the acquire, a volatile load is enough there).
-__device__ __forceinline__ float loadFresh(const float* p) {
-#if defined(SSC_GPU_IS_CUDA)
-  return __ldcg(p);  // L2 only (.cg); this line called loadFresh itself (endless recursion)
-#else
-  return *reinterpret_cast<const volatile float*>(p);
-#endif
-}
-
-__device__ __forceinline__ void releaseFlag(uint64_t* f, uint64_t v, int deviceScope) {
-  if (deviceScope) sscStoreReleaseGpu(f, v);
-  else sscStoreReleaseSys(f, v);
-}
 
 // Polls *f until it holds `epoch`. False when the wait passed the timeout (recorded in the
 // host-mapped word), another wait already did, or the communicator was aborted.
@@ -88,55 +74,15 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
 }
 
 // Block (b, head), one thread per element: this rank's partial row (its split-K partials merged,
-// exactly as attnMergeKernel does; one split is copied unchanged) stored into the rows area of
-// every rank that returns this head, then one flag per receiver.
+// exactly as attnMergeKernel does) stored into the rows area of every rank that returns this
+// head, then one flag per receiver. The decode's partial kernel does this in its last block
+// (kAttnFinishPush); the prefill, whose kernel has no finish, launches this.
 __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
   extern __shared__ float weight[];  // [splits]
   __shared__ float red[128];
-  const int b = blockIdx.x, h = blockIdx.y, e = threadIdx.x, D = p.headDim;
-  const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (D + 1);
-  float o, lse;
-  if (p.splits == 1) {
-    o = p.partials[at + e];
-    lse = p.partials[at + D];
-  } else {
-    float mMax = negInf();
-    for (int r = e; r < p.splits; r += blockDim.x) mMax = fmaxf(mMax, p.partials[r * p.splitStride + at + D]);
-    mMax = blockReduce(mMax, red, true);
-    if (mMax == negInf()) {
-      o = 0.0f;
-      lse = negInf();
-    } else {
-      float part = 0.0f;
-      for (int r = e; r < p.splits; r += blockDim.x) {
-        const float l = p.partials[r * p.splitStride + at + D];
-        weight[r] = l != negInf() ? expf(l - mMax) : 0.0f;
-        part += weight[r];
-      }
-      const float total = blockReduce(part, red, false);
-      float acc = 0.0f;
-      for (int r = 0; r < p.splits; ++r) acc += weight[r] * p.partials[r * p.splitStride + at + e];
-      o = acc / total;
-      lse = mMax + logf(total);
-    }
-  }
-  const int outHeads = p.outSharded ? p.numQHeads / p.nranks : p.numQHeads;
-  const int first = p.outSharded ? h / outHeads : 0, last = p.outSharded ? first : p.nranks - 1;
-  const size_t slot = static_cast<size_t>(b) * outHeads + (p.outSharded ? h % outHeads : h);
-  const size_t mine = static_cast<size_t>(p.rank) * p.senderStride + slot * p.rowFloats;
-  for (int r = first; r <= last; ++r) {
-    float* row = p.peerRows[r] + mine;
-    row[e] = o;
-    if (e == 0) row[D] = lse;
-  }
-  // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
-  // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
-  if (p.deviceScope) __threadfence();
-  else __threadfence_system();
-  __syncthreads();
-  const int r = first + e;
-  if (r <= last)
-    releaseFlag(reinterpret_cast<uint64_t*>(p.peerRows[r] + mine + D + 2), p.epoch, p.deviceScope);
+  const int b = blockIdx.x, h = blockIdx.y;
+  const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
+  pushMergedRow(p.target, p.numQHeads, b, h, p.partials + at, p.splitStride, p.splits, p.headDim, weight, red);
 }
 
 // Block (b, slot j), one thread per element: waits for the row of every sender (thread s polls
@@ -159,28 +105,9 @@ __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams 
     if (t == 0 && p.lse != nullptr) p.lse[row] = __int_as_float(0x7fc00000);
     return;
   }
-  const bool sink = p.sinks != nullptr;
-  float mMax = sink ? p.sinks[h] : negInf();
-  for (int r = t; r < p.nranks; r += blockDim.x) mMax = fmaxf(mMax, loadFresh(p.rows + r * p.senderStride + slot + D));
-  mMax = blockReduce(mMax, red, true);
-  if (mMax == negInf()) {
-    for (int e = t; e < D; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, 0.0f);
-    if (t == 0 && p.lse != nullptr) p.lse[row] = negInf();
-    return;
-  }
-  float part = 0.0f;
-  for (int r = t; r < p.nranks; r += blockDim.x) {
-    const float l = loadFresh(p.rows + r * p.senderStride + slot + D);
-    weight[r] = l != negInf() ? expf(l - mMax) : 0.0f;
-    part += weight[r];
-  }
-  const float total = blockReduce(part, red, false) + (sink ? expf(p.sinks[h] - mMax) : 0.0f);
-  for (int e = t; e < D; e += blockDim.x) {
-    float acc = 0.0f;
-    for (int r = 0; r < p.nranks; ++r) acc += weight[r] * loadFresh(p.rows + r * p.senderStride + slot + e);
-    storeIo(p.out, o + e, p.outDtype, acc / total);
-  }
-  if (t == 0 && p.lse != nullptr) p.lse[row] = mMax + logf(total);
+  const float lse = mergeRows(p.rows + slot, p.senderStride, p.nranks, D, p.sinks != nullptr ? p.sinks[h] : negInf(),
+                              weight, red, [&](int e, float v) { storeIo(p.out, o + e, p.outDtype, v); });
+  if (t == 0 && p.lse != nullptr) p.lse[row] = lse;
 }
 
 }  // namespace

@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "src/kernels/gpu/attention_kernel.h"
+
 namespace ssc::gpu {
 
-constexpr int kAttnExchangeMaxPeers = 64;
+constexpr int kAttnExchangeMaxPeers = kAttnMaxPeers;
 
 // Where waits report: a host-mapped word set to 1 by a wait that passed the timeout (the host
 // turns it into sscTimeout on the next call), read by every wait so the others end early too.
@@ -44,14 +46,7 @@ struct AttnPushParams {
   int batch;
   int numQHeads;
   int headDim;
-  int nranks;
-  int rank;
-  int outSharded;         // rows go to their head's owner only (else to every rank)
-  float* peerRows[kAttnExchangeMaxPeers];  // every rank's rows area of this parity, sender 0
-  size_t senderStride;    // floats between two senders' rows
-  size_t rowFloats;       // exchange.h rowFloats
-  uint64_t epoch;
-  int deviceScope;
+  AttnPushTarget target;
 };
 
 struct AttnRecvMergeParams {

@@ -8,6 +8,7 @@
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/attention_device.cuh"
+#include "src/kernels/gpu/attention_finish.cuh"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {
@@ -153,10 +154,8 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
     const int g = i / kD, e = i % kD;
     float mMax = negInf();
     for (int w = 0; w < kGroups; ++w) mMax = fmaxf(mMax, ms[w][g]);
-    float* out = p.partials + split * p.splitStride + (static_cast<size_t>(b) * p.numQHeads + head0 + g) * (kD + 1);
     if (mMax == negInf()) {  // this rank holds no token of the sequence: an empty partial
-      out[e] = 0.0f;
-      if (e == 0) out[kD] = negInf();
+      emitPartialRow<kD>(p, split, b, head0 + g, e, 0.0f, negInf());
       continue;
     }
     float sum = 0.0f, o = 0.0f;
@@ -166,57 +165,36 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
       sum += ls[w][g] * c;
       o += accs[w][g][e] * c;
     }
-    out[e] = o / sum;
-    if (e == 0) out[kD] = mMax + logf(sum);
+    emitPartialRow<kD>(p, split, b, head0 + g, e, o / sum, mMax + logf(sum));
   }
+  finishPartialRows<kD>(p, b, head0, G);
 }
 
 #endif
 
 // Block (b, output head), one thread per element (blockDim = head_dim, a power of two): the
 // merge of mergePartials (merge.cc), over the ranks' partials or (packed) over one rank's
-// split-K partials. The threads share out the partials for the max and the weights (kept in
-// shared memory), so the element loop has no dependent loads: a split-K merge over hundreds of
-// partials stays short.
+// split-K partials (mergeRows).
 __global__ void attnMergeKernel(const AttnMergeParams p) {
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j;
   const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
-  const bool sink = p.sinks != nullptr;
-  float mMax = sink ? p.sinks[h] : negInf();
-  for (int r = threadIdx.x; r < p.nranks; r += blockDim.x)
-    mMax = fmaxf(mMax, p.partials[r * p.rankStride + at + p.headDim]);
-  mMax = blockReduce(mMax, red, true);
   const size_t row = static_cast<size_t>(b) * p.outHeads + j;
   const size_t o = row * (p.packed ? p.headDim + 1 : p.headDim);
   float* lse = p.packed ? static_cast<float*>(p.out) + o + p.headDim
                         : (p.lse != nullptr ? p.lse + row : nullptr);
-  if (mMax == negInf()) {
-    for (int e = threadIdx.x; e < p.headDim; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, 0.0f);
-    if (threadIdx.x == 0 && lse != nullptr) *lse = negInf();
-    return;
-  }
-  float part = 0.0f;
-  for (int r = threadIdx.x; r < p.nranks; r += blockDim.x) {
-    const float l = p.partials[r * p.rankStride + at + p.headDim];
-    weight[r] = l != negInf() ? expf(l - mMax) : 0.0f;  // an empty partial weighs nothing
-    part += weight[r];
-  }
-  const float total = blockReduce(part, red, false) + (sink ? expf(p.sinks[h] - mMax) : 0.0f);
-  for (int e = threadIdx.x; e < p.headDim; e += blockDim.x) {
-    float acc = 0.0f;
-    for (int r = 0; r < p.nranks; ++r) acc += weight[r] * p.partials[r * p.rankStride + at + e];
-    storeIo(p.out, o + e, p.outDtype, acc / total);
-  }
-  if (threadIdx.x == 0 && lse != nullptr) *lse = mMax + logf(total);
+  const float l = mergeRows(p.partials + at, p.rankStride, p.nranks, p.headDim,
+                            p.sinks != nullptr ? p.sinks[h] : negInf(), weight, red,
+                            [&](int e, float v) { storeIo(p.out, o + e, p.outDtype, v); });
+  if (threadIdx.x == 0 && lse != nullptr) *lse = l;
 }
 
 }  // namespace
 }  // namespace ssc::gpu
 
-// The tensor-core partial kernel (CUDA only; uses loadIo, negInf above).
-#include "src/kernels/gpu/attention_partial_mma.cuh"
+// The tensor-core decode kernel (CUDA only; uses loadIo, negInf above).
+#include "src/kernels/gpu/attention_decode_mma.cuh"
 
 namespace ssc::gpu {
 
@@ -226,34 +204,69 @@ int launchKvAppend(const KvAppendParams& p, void* stream) {
   return static_cast<int>(hipGetLastError());
 }
 
-int launchAttnPartial(const AttnPartialParams& p, void* stream) {
-  const int ratio = p.numQHeads / p.numKvHeads;
-  const int chunks = (ratio + kAttnMaxHeadsPerBlock - 1) / kAttnMaxHeadsPerBlock;
-  const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
-  auto s = static_cast<hipStream_t>(stream);
+namespace {
+
+// The partial kernel for p's types and head dim, with its block size and dynamic shared memory.
+struct PartialKernel {
+  const void* fn;
+  int threads;
+  size_t smem;
+};
+
+#if defined(SSC_GPU_IS_CUDA)
+template <int kD, bool kHalf, bool kSplit>
+PartialKernel decodeKernel() {
+  const void* fn = reinterpret_cast<const void*>(&attnDecodeMmaKernel<kD, kHalf, kSplit>);
+  // The ring is above the 48 KiB a kernel gets without asking; asked once per instantiation.
+  static const hipError_t optIn = hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(decodeSmemBytes<kD>()));
+  (void)optIn;  // a failure shows at the launch
+  return {fn, kMmaThreads, decodeSmemBytes<kD>()};
+}
+#endif
+
+PartialKernel partialKernel(const AttnPartialParams& p) {
   const bool half = p.kvDtype == sscFloat16;
 #if defined(SSC_GPU_IS_CUDA)
   // fp32 queries need the split (hi + lo) products to stay within fp32 accuracy.
   const bool split = p.qDtype == sscFloat32;
-#define SSC_ATTN_MMA(D, H, S) attnPartialMmaKernel<D, H, S><<<grid, kMmaThreads, 0, s>>>(p)
   if (p.headDim == 64) {
-    if (half) split ? SSC_ATTN_MMA(64, true, true) : SSC_ATTN_MMA(64, true, false);
-    else split ? SSC_ATTN_MMA(64, false, true) : SSC_ATTN_MMA(64, false, false);
-  } else {
-    if (half) split ? SSC_ATTN_MMA(128, true, true) : SSC_ATTN_MMA(128, true, false);
-    else split ? SSC_ATTN_MMA(128, false, true) : SSC_ATTN_MMA(128, false, false);
+    if (half) return split ? decodeKernel<64, true, true>() : decodeKernel<64, true, false>();
+    return split ? decodeKernel<64, false, true>() : decodeKernel<64, false, false>();
   }
-#undef SSC_ATTN_MMA
+  if (half) return split ? decodeKernel<128, true, true>() : decodeKernel<128, true, false>();
+  return split ? decodeKernel<128, false, true>() : decodeKernel<128, false, false>();
 #else
-  if (p.headDim == 64) {
-    if (half) attnPartialKernel<64, HalfTraits><<<grid, kPartialThreads, 0, s>>>(p);
-    else attnPartialKernel<64, Bf16Traits><<<grid, kPartialThreads, 0, s>>>(p);
-  } else {
-    if (half) attnPartialKernel<128, HalfTraits><<<grid, kPartialThreads, 0, s>>>(p);
-    else attnPartialKernel<128, Bf16Traits><<<grid, kPartialThreads, 0, s>>>(p);
-  }
+  const void* fn;
+  if (p.headDim == 64)
+    fn = half ? reinterpret_cast<const void*>(&attnPartialKernel<64, HalfTraits>)
+              : reinterpret_cast<const void*>(&attnPartialKernel<64, Bf16Traits>);
+  else
+    fn = half ? reinterpret_cast<const void*>(&attnPartialKernel<128, HalfTraits>)
+              : reinterpret_cast<const void*>(&attnPartialKernel<128, Bf16Traits>);
+  return {fn, kPartialThreads, 0};
 #endif
-  return static_cast<int>(hipGetLastError());
+}
+
+}  // namespace
+
+int attnPartialBlocksPerSm(const AttnPartialParams& p) {
+  const PartialKernel k = partialKernel(p);
+  int n = 0;
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, k.fn, k.threads, k.smem) != hipSuccess) {
+    (void)hipGetLastError();
+    return 1;
+  }
+  return n > 0 ? n : 1;
+}
+
+int launchAttnPartial(const AttnPartialParams& p, void* stream) {
+  const int ratio = p.numQHeads / p.numKvHeads;
+  const int chunks = (ratio + kAttnMaxHeadsPerBlock - 1) / kAttnMaxHeadsPerBlock;
+  const PartialKernel k = partialKernel(p);
+  const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
+  void* args[] = {const_cast<AttnPartialParams*>(&p)};
+  return static_cast<int>(hipLaunchKernel(k.fn, grid, dim3(k.threads), args, k.smem, static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnMerge(const AttnMergeParams& p, void* stream) {

@@ -11,6 +11,10 @@ namespace ssc::gpu {
 // The largest group of query heads one block of the partial kernel handles; bigger GQA groups
 // are split over blockIdx.z.
 constexpr int kAttnMaxHeadsPerBlock = 16;
+// The most split-K blocks one (sequence, KV head) row group is split over.
+constexpr int kAttnMaxSplits = 256;
+// The most ranks one exchange reaches.
+constexpr int kAttnMaxPeers = 64;
 
 struct KvAppendParams {
   void* kPool;             // [page][kv head][row][head_dim], 2-byte elements
@@ -22,6 +26,41 @@ struct KvAppendParams {
   int numKvHeads;
   int headDim;
   int pageSize;
+};
+
+// Where a finished partial row goes in the fused exchange: the rows area of every rank that
+// returns its head (all ranks, or the head's owner with outSharded), then one flag per receiver
+// (layout and epochs: src/ops/attention/exchange.h).
+struct AttnPushTarget {
+  int nranks;
+  int rank;
+  int outSharded;
+  float* peerRows[kAttnMaxPeers];  // every rank's rows area of this parity, sender 0
+  size_t senderStride;             // floats between two senders' rows
+  size_t rowFloats;                // exchange.h rowFloats
+  uint64_t epoch;
+  int deviceScope;                 // 1: every rank on this GPU (device-scope release)
+};
+
+// Where a partial kernel block that is its row group's only split (splits == 1: many sequences,
+// or long ones on a rank with few SMs) puts its final rows, so that no launch follows the
+// kernel for them (a launch costs 4 us on the whole H200 and 8 us with 8 MPS clients,
+// perf/RESULTS.md session 6). With more splits the blocks write their partials and a merge
+// launch follows, as with kAttnFinishNone; merged by the last block instead, the 16 heads'
+// merges ran one after another on one SM and cost a decode step 20 us or more (session 11).
+enum AttnFinishMode : int {
+  kAttnFinishNone = 0,    // into partials (this rank's partial, for the all-gather exchange)
+  kAttnFinishOutput = 1,  // merged with the sinks into out / lse: a one-rank decode's result
+  kAttnFinishPush = 2,    // into the rows of the ranks that return the head, then their flags
+};
+
+struct AttnPartialFinish {
+  int mode;                // AttnFinishMode
+  const float* sinks;      // kAttnFinishOutput: [numQHeads] or null
+  void* out;               // kAttnFinishOutput: [batch][numQHeads][head_dim] of outDtype
+  int outDtype;
+  float* lse;              // kAttnFinishOutput: [batch][numQHeads] or null
+  AttnPushTarget push;     // kAttnFinishPush
 };
 
 struct AttnPartialParams {
@@ -44,6 +83,7 @@ struct AttnPartialParams {
   int splits;
   size_t splitStride;       // floats between two splits' blocks
   float* partials;          // [split][batch][numQHeads][head_dim + 1]: output then LSE (-inf: empty)
+  AttnPartialFinish finish;
 };
 
 struct AttnMergeParams {
@@ -67,6 +107,9 @@ struct AttnMergeParams {
 // Each returns 0 or the runtime's launch error.
 int launchKvAppend(const KvAppendParams& p, void* stream);
 int launchAttnPartial(const AttnPartialParams& p, void* stream);
+// How many blocks of the partial kernel for p's types and head dim fit on one multiprocessor
+// (at least 1): the split-K rule sizes its waves with it.
+int attnPartialBlocksPerSm(const AttnPartialParams& p);
 int launchAttnMerge(const AttnMergeParams& p, void* stream);
 
 }  // namespace ssc::gpu

@@ -1,17 +1,17 @@
-// The partial-attention kernel on NVIDIA tensor cores (sm_80+, mma.sync m16n8k16 with fp32
-// accumulation), included by attention_kernel.cu on the CUDA build only; HIP builds keep the
-// portable fp32 kernel there. Why tensor cores: at GQA 8 a KV element feeds 8 multiply-adds for
-// QK and 8 for PV, which at HBM speed is more than half of the fp32 units' issue rate once the
-// per-token reductions are counted (measured: the fp32 kernel reached 0.4 TB/s of the H200's
-// ~4.3). Here a warp takes 16 tokens at a time: S = Q K^T is two mma per 16 dims (the 16 mma
-// rows are the block's query heads, padded), the online softmax runs on the accumulator
-// fragments, and P V is one mma per 8 output dims, so each KV byte is loaded once, by 16-byte
-// loads, straight into the registers the mma reads.
+// The tensor-core attention step shared by the decode kernel (attention_decode_mma.cuh) and the
+// prefill kernel (attention_prefill_kernel.cu), CUDA builds only (sm_80+, mma.sync m16n8k16 with
+// fp32 accumulation); HIP builds keep the portable fp32 kernels. Why tensor cores: at GQA 8 a KV
+// element feeds 8 multiply-adds for QK and 8 for PV, which at HBM speed is more than half of the
+// fp32 units' issue rate once the per-token reductions are counted (measured: the fp32 kernel
+// reached 0.4 TB/s of the H200's ~4.3). A warp takes 16 tokens at a time: S = Q K^T is two mma
+// per 16 dims (the 16 mma rows are query heads or (token, head) rows, padded), the online
+// softmax runs on the accumulator fragments, and P V is one mma per 8 output dims, so each KV
+// byte is loaded once, in 16-byte pieces, into the registers the mma reads.
 //
 // Both operands can be permuted along the reduction dimension as long as both use the same
 // permutation, and the output dims can be permuted if the write-back undoes it: that lets every
-// lane load whole 16-byte pieces of K and V rows (no shared-memory staging, no transposes but a
-// byte permute for V).
+// lane load whole 16-byte pieces of K and V rows (no transposes but a byte permute for V),
+// from global memory (prefill) or from a shared-memory ring the decode kernel fills ahead.
 //
 // Precision: K and V are exact in bf16/fp16. Q and P are rounded to the KV type; when the
 // caller's queries are fp32 (kSplit) both are split into a high and a low part and each product
@@ -117,32 +117,20 @@ __device__ __forceinline__ void mmaQFragments(const QAt& qAt, int t, uint32_t (&
   }
 }
 
-// One warp step over n <= 16 keys (K and V rows at kb and vb): S = Q K^T in log2 units, keys past
-// n or that visible(row, col) rejects (row 0: mma row g, 1: g + 8; col: the key's index in the
-// step) masked to -inf, the online softmax of the lane's two rows (m, l: this lane's share of l),
-// acc rescaled, then acc += P V. A row that has seen no key yet keeps m = -inf, its exponentials
-// taken against 0 (all zero). The decode and prefill kernels differ only in `visible`.
+// One warp step over n <= 16 keys whose fragments are already in registers (kr: K rows g and
+// g + 8 at dims [32c + 8t, +8); vr: V rows 2t, 2t + 1, 2t + 8, 2t + 9 at dims [64h + 8g, +8);
+// rows past n zero): S = Q K^T in log2 units, keys past n or that visible(row, col) rejects
+// (row 0: mma row g, 1: g + 8; col: the key's index in the step) masked to -inf, the online
+// softmax of the lane's two rows (m, l: this lane's share of l), acc rescaled, then acc += P V.
+// A row that has seen no key yet keeps m = -inf, its exponentials taken against 0 (all zero).
+// The decode and prefill kernels differ only in `visible` and in where the fragments come from.
 template <int kD, bool kHalf, bool kSplit, class Visible>
-__device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t* vb, int n, int g, int t,
-                                              const uint32_t (&qa)[kD / 16][4],
-                                              const uint32_t (&ql)[kD / 16][4], float scale2,
-                                              const Visible& visible, float (&m)[2], float (&l)[2],
-                                              float (&acc)[kD / 8][4]) {
-  constexpr int kSteps = kD / 16, kChunks = kD / 32, kHalves = kD / 64, kTiles = kD / 8;
-  // Every load of the step first (16 x 16 bytes per lane in flight), rows past n never read.
-  uint4 kr[2][kChunks], vr[4][kHalves];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-      kr[i][c] = loadOrZero(kb + (g + 8 * i) * kD + 32 * c + 8 * t, g + 8 * i < n);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int row = 2 * t + (i & 1) + 8 * (i >> 1);
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
-  }
-
+__device__ __forceinline__ void mmaAttendFragments(const uint4 (&kr)[2][kD / 32], const uint4 (&vr)[4][kD / 64],
+                                                   int n, int t, const uint32_t (&qa)[kD / 16][4],
+                                                   const uint32_t (&ql)[kD / 16][4], float scale2,
+                                                   const Visible& visible, float (&m)[2], float (&l)[2],
+                                                   float (&acc)[kD / 8][4]) {
+  constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
   float sc[2][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -182,12 +170,18 @@ __device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t
       }
     l[r] = l[r] * corr[r] + sum;  // this lane's share; the group's lanes are summed at the end
   }
+  // Once a row's maximum has settled (most steps of a long span) corr is exactly 1: the warp
+  // skips the 2 x kD / 8 multiplies of the rescale when that holds for all its rows, a warp-
+  // uniform branch (the instruction issue, not memory, bounds a step once its loads are in
+  // flight ahead: session 11).
+  if (!__all_sync(0xffffffffu, corr[0] == 1.0f && corr[1] == 1.0f)) {
 #pragma unroll
-  for (int nt = 0; nt < kTiles; ++nt) {
-    acc[nt][0] *= corr[0];
-    acc[nt][1] *= corr[0];
-    acc[nt][2] *= corr[1];
-    acc[nt][3] *= corr[1];
+    for (int nt = 0; nt < kTiles; ++nt) {
+      acc[nt][0] *= corr[0];
+      acc[nt][1] *= corr[0];
+      acc[nt][2] *= corr[1];
+      acc[nt][3] *= corr[1];
+    }
   }
 
   uint32_t pa[4], pl[4];
@@ -208,109 +202,28 @@ __device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t
     }
 }
 
-// Block (b, kv head, head chunk x split) as the fp32 kernel; the block's spans are dealt to its
-// warps (span j to warp j % 4), and a warp walks each span 16 rows at a time. Lane (g, t) =
-// (lane / 4, lane % 4), the mma's groupID and thread-in-group. In a 16-token step:
-//  - QK: the lane loads K rows g and g + 8 at dims [32c + 8t, +8) for every 32-dim chunk c;
-//    mma step 2c + hf reads words 2hf, 2hf + 1 of chunk c (logical k 2t.. <-> those dims), and
-//    the Q fragments were built with the same map. Scores: s[i][e] = head g + 8 (e / 2), token
-//    8i + 2t + (e % 2).
-//  - PV: the lane loads V rows 2t, 2t + 1, 2t + 8, 2t + 9 at dims [64h + 8g, +8); output tile
-//    (h, j) takes element j of each, so its column n is dim 64h + 8n + j.
-template <int kD, bool kHalf, bool kSplit>
-__global__ void __launch_bounds__(kMmaThreads) attnPartialMmaKernel(const AttnPartialParams p) {
-  constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
-  constexpr int kH = kAttnMaxHeadsPerBlock;
-  static_assert(kH == 16, "the mma's 16 rows are the block's query heads");
-  __shared__ float ms[kMmaWarps][kH];
-  __shared__ float ls[kMmaWarps][kH];
-  __shared__ float accs[kMmaWarps][kH][kD];
-
-  const int b = blockIdx.x, kvHead = blockIdx.y;
-  const int ratio = p.numQHeads / p.numKvHeads;
-  const int chunks = (ratio + kH - 1) / kH;
-  const int chunk = static_cast<int>(blockIdx.z) % chunks, split = static_cast<int>(blockIdx.z) / chunks;
-  const int head0 = kvHead * ratio + chunk * kH;
-  const int G = min(kH, ratio - chunk * kH);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-
-  // Q fragments of heads g and g + 8 (zero past G), scaled later on the scores.
-  uint32_t qa[kSteps][4], ql[kSteps][4];
-  auto qAt = [&](int gi, int e) -> float {
-    if (gi >= G) return 0.0f;
-    const int h = head0 + gi;
-    const size_t qi = ((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
-                       h % p.qHeadsPerRank) * kD + e;
-    return loadIo(p.q, qi, p.qDtype);
-  };
-  mmaQFragments<kD, kHalf, kSplit>([&](int r, int e) { return qAt(g + 8 * r, e); }, t, qa, ql);
-
-  float acc[kTiles][4];
+// The same step with the fragments loaded straight from global memory (K and V rows at kb and
+// vb; rows past n never read): every load of the step first, 16 x 16 bytes per lane in flight.
+template <int kD, bool kHalf, bool kSplit, class Visible>
+__device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t* vb, int n, int g, int t,
+                                              const uint32_t (&qa)[kD / 16][4],
+                                              const uint32_t (&ql)[kD / 16][4], float scale2,
+                                              const Visible& visible, float (&m)[2], float (&l)[2],
+                                              float (&acc)[kD / 8][4]) {
+  constexpr int kChunks = kD / 32, kHalves = kD / 64;
+  uint4 kr[2][kChunks], vr[4][kHalves];
 #pragma unroll
-  for (int n = 0; n < kTiles; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-  float m[2] = {negInf(), negInf()}, l[2] = {0.0f, 0.0f};  // m in log2 units
-  const float scale2 = p.scale * 1.4426950408889634f;
-
-  const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
-  const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
-  const int end = p.spanStart[b + 1];
-  for (int s = p.spanStart[b] + split + warp * p.splits; s < end; s += kMmaWarps * p.splits) {
-    const int page = p.spans[3 * s], rowEnd = p.spans[3 * s + 2];
-    const size_t pageBase = (static_cast<size_t>(page) * p.numKvHeads + kvHead) * p.pageSize;
-    for (int r0 = p.spans[3 * s + 1]; r0 < rowEnd; r0 += kMmaTokens) {
-      const int n = min(kMmaTokens, rowEnd - r0);
-      mmaAttendStep<kD, kHalf, kSplit>(kPool + (pageBase + r0) * kD, vPool + (pageBase + r0) * kD,
-                                       n, g, t, qa, ql, scale2, [](int, int) { return true; }, m, l,
-                                       acc);
-    }
-  }
-
-  // The warps' states into shared memory (undoing the output-dim permutation), then merged.
+  for (int i = 0; i < 2; ++i)
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-  }
-  if (t == 0) {
-    ms[warp][g] = m[0];
-    ms[warp][g + 8] = m[1];
-    ls[warp][g] = l[0];
-    ls[warp][g + 8] = l[1];
-  }
+    for (int c = 0; c < kChunks; ++c)
+      kr[i][c] = loadOrZero(kb + (g + 8 * i) * kD + 32 * c + 8 * t, g + 8 * i < n);
 #pragma unroll
-  for (int h = 0; h < kHalves; ++h)
+  for (int i = 0; i < 4; ++i) {
+    const int row = 2 * t + (i & 1) + 8 * (i >> 1);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int d = 64 * h + 16 * t + j;
-      accs[warp][g][d] = acc[8 * h + j][0];
-      accs[warp][g][d + 8] = acc[8 * h + j][1];
-      accs[warp][g + 8][d] = acc[8 * h + j][2];
-      accs[warp][g + 8][d + 8] = acc[8 * h + j][3];
-    }
-  __syncthreads();
-
-  constexpr float kLn2 = 0.6931471805599453f;
-  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
-    const int gi = i / kD, e = i % kD;
-    float mMax = negInf();
-    for (int w = 0; w < kMmaWarps; ++w) mMax = fmaxf(mMax, ms[w][gi]);
-    float* out = p.partials + split * p.splitStride +
-                 (static_cast<size_t>(b) * p.numQHeads + head0 + gi) * (kD + 1);
-    if (mMax == negInf()) {  // no token of the sequence in this block: an empty partial
-      out[e] = 0.0f;
-      if (e == 0) out[kD] = negInf();
-      continue;
-    }
-    float sum = 0.0f, o = 0.0f;
-    for (int w = 0; w < kMmaWarps; ++w) {
-      if (ms[w][gi] == negInf()) continue;
-      const float c = exp2f(ms[w][gi] - mMax);
-      sum += ls[w][gi] * c;
-      o += accs[w][gi][e] * c;
-    }
-    out[e] = o / sum;
-    if (e == 0) out[kD] = mMax * kLn2 + logf(sum);
+    for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
   }
+  mmaAttendFragments<kD, kHalf, kSplit>(kr, vr, n, t, qa, ql, scale2, visible, m, l, acc);
 }
 
 }  // namespace

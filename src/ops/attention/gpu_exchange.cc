@@ -121,30 +121,39 @@ sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* strea
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)), "the query push kernel launch");
 }
 
+void FusedExchange::pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) const {
+  const int parity = parityOf(epoch_), n = layout_.nranks;
+  *t = gpu::AttnPushTarget{};
+  t->nranks = n;
+  t->rank = rank_;
+  t->outSharded = a.outSharded ? 1 : 0;
+  for (int r = 0; r < n; ++r)
+    t->peerRows[r] = reinterpret_cast<float*>(peers_[r]) + layout_.rowOffset(parity, 0, 0);
+  t->senderStride = layout_.rowOffset(0, 1 % n, 0) - layout_.rowOffset(0, 0, 0);
+  t->rowFloats = layout_.rowFloats();
+  t->epoch = epoch_;
+  t->deviceScope = deviceScope_;
+}
+
 sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
                                         size_t splitStride, int splits, void* stream) {
-  const int parity = parityOf(epoch_), n = layout_.nranks, H = a.numQHeads;
-  const size_t senderStride = layout_.rowOffset(0, 1 % n, 0) - layout_.rowOffset(0, 0, 0);
   gpu::AttnPushParams p{};
   p.partials = partials;
   p.splitStride = splitStride;
   p.splits = splits;
   p.batch = a.batch;
-  p.numQHeads = H;
+  p.numQHeads = a.numQHeads;
   p.headDim = c->config.head_dim;
-  p.nranks = n;
-  p.rank = rank_;
-  p.outSharded = a.outSharded ? 1 : 0;
-  for (int r = 0; r < n; ++r)
-    p.peerRows[r] = reinterpret_cast<float*>(peers_[r]) + layout_.rowOffset(parity, 0, 0);
-  p.senderStride = senderStride;
-  p.rowFloats = layout_.rowFloats();
-  p.epoch = epoch_;
-  p.deviceScope = deviceScope_;
+  pushTarget(a, &p.target);
   SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPush(p, stream)), "the partial push kernel launch"));
+  return mergeArrived(c, a, stream);
+}
+
+sscResult_t FusedExchange::mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream) {
+  const int parity = parityOf(epoch_), n = layout_.nranks, H = a.numQHeads;
   gpu::AttnRecvMergeParams m{};
   m.rows = static_cast<const float*>(scratch_) + layout_.rowOffset(parity, 0, 0);
-  m.senderStride = senderStride;
+  m.senderStride = layout_.rowOffset(0, 1 % n, 0) - layout_.rowOffset(0, 0, 0);
   m.rowFloats = layout_.rowFloats();
   m.nranks = n;
   m.batch = a.batch;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/kernels/gpu/attention_kernel.h"
 #include "src/ops/attention/exchange.h"
 #include "src/ops/attention/kv_cache.h"
 
@@ -31,6 +32,10 @@ class FusedExchange {
   // way) into the scratch of the ranks that return them, then the merge of what arrives.
   sscResult_t pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
                            size_t splitStride, int splits, void* stream);
+  // Where this call's rows go, for a kernel that pushes them itself (the decode's partial
+  // kernel, kAttnFinishPush); then mergeArrived merges what arrives.
+  void pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) const;
+  sscResult_t mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream);
 
  private:
   ExchangeLayout layout_;

@@ -60,21 +60,26 @@ struct Upload {
 // Tokens per append kernel (bounds the slot upload).
 constexpr int kAppendChunk = 4096;
 // Split-K (flash-decoding): a rank's pages of a sequence are split over several blocks whose
-// partials are merged like ranks' partials. The partial kernel keeps kBlocksPerSm blocks resident
-// per SM (168 registers x 128 threads), and blocks of one call are about equal, so what matters
-// is the last wave: `blocks x splits / slots` waves run in ceil(that) wave times. splitCount
+// partials are merged like ranks' partials. The partial kernel keeps a few blocks resident per SM
+// (its shared-memory ring bounds them: gpu::attnPartialBlocksPerSm), and blocks of one call are
+// about equal, so what matters is the last wave: `blocks x splits / slots` waves run in
+// ceil(that) wave times. splitCount
 // takes the fewest splits (the biggest blocks: each block pays a prologue, an epilogue and a
 // partial to merge) whose waves are at least kWaveEfficiency full, never under
 // kMinSpansPerSplit spans a split. Measured on the H200 (perf/RESULTS.md, session 4): 1.13
 // waves left the whole GPU at 61 % of the copy roofline; 8+ waves of 10-span blocks were slower
 // still (the per-block overheads).
-constexpr int kMaxSplits = 256;
+constexpr int kMaxSplits = gpu::kAttnMaxSplits;
 constexpr int kMinSpansPerSplit = 16;
-constexpr int kBlocksPerSm = 3;
 constexpr double kWaveEfficiency = 0.9;
 
-int64_t splitCount(int64_t blocks, int64_t longest, int multiprocessors, int64_t cap) {
-  const double slots = static_cast<double>(kBlocksPerSm) * multiprocessors;
+// Blocks of the partial kernel per (sequence, KV head): query heads of one KV head, 16 a block.
+int headChunks(int numQHeads, int numKvHeads) {
+  return (std::max(numQHeads / numKvHeads, 1) + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
+}
+
+int64_t splitCount(int64_t blocks, int64_t longest, int64_t residentBlocks, int64_t cap) {
+  const double slots = static_cast<double>(std::max<int64_t>(residentBlocks, 1));
   cap = std::max<int64_t>(1, std::min({cap, longest / kMinSpansPerSplit, int64_t{kMaxSplits}}));
   int64_t best = 1;
   double bestEfficiency = 0;
@@ -313,36 +318,66 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   pp.headDim = D;
   pp.pageSize = cfg.page_size;
   pp.scale = a.scale;
-  const int chunks = (H / cfg.num_kv_heads + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
-  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * chunks;
-  const int64_t splits = splitCount(blocks, g.listLongest, g.multiprocessors,
+  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * headChunks(H, cfg.num_kv_heads);
+  const int64_t splits = splitCount(blocks, g.listLongest,
+                                    int64_t{gpu::attnPartialBlocksPerSm(pp)} * g.multiprocessors,
                                     static_cast<int64_t>(g.splitFloats / count));
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
   pp.splitStride = count;
   pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
+  // Where the kernel puts rows it finishes alone (a row group of one split): into the peers'
+  // exchange scratch (fused) or straight into the caller's output (one rank); no launch follows
+  // for them. Split rows are merged by the launches below.
+  gpu::AttnPartialFinish& f = pp.finish;
+  if (fused) {
+    f.mode = gpu::kAttnFinishPush;
+    g.exchange.pushTarget(a, &f.push);
+  } else if (nranks == 1) {
+    f.mode = gpu::kAttnFinishOutput;
+    f.sinks = a.sinks;
+    f.out = a.out;
+    f.outDtype = a.ioType;
+    f.lse = a.lse;
+  }
   SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)), "the partial attention kernel launch"));
+  const bool finished = pp.splits == 1;
   // Fused: the splits are merged inside the push, which stores the rows straight into the ranks
   // that return them; the merge there starts as they arrive (no collective call, no barrier).
-  if (fused) return g.exchange.pushAndMerge(c, a, pp.partials, count, pp.splits, stream);
-  if (pp.splits > 1) {  // the splits' partials into this rank's one, exactly as ranks merge
-    gpu::AttnMergeParams lp{};
-    lp.partials = c->gpu->splitPartials;
-    lp.rankStride = count;
-    lp.nranks = pp.splits;
-    lp.batch = a.batch;
-    lp.numQHeads = H;
-    lp.headDim = D;
-    lp.firstHead = 0;
-    lp.outHeads = H;
-    lp.out = mine;
-    lp.outDtype = sscFloat32;
-    lp.packed = true;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(lp, s)), "the split merge kernel launch"));
+  if (fused)
+    return finished ? g.exchange.mergeArrived(c, a, stream)
+                    : g.exchange.pushAndMerge(c, a, pp.partials, count, pp.splits, stream);
+  gpu::AttnMergeParams mp{};
+  mp.batch = a.batch;
+  mp.numQHeads = H;
+  mp.headDim = D;
+  if (nranks == 1) {  // the splits merged with the sinks, straight into the output
+    if (finished) return sscSuccess;
+    mp.partials = c->gpu->splitPartials;
+    mp.rankStride = count;
+    mp.nranks = pp.splits;
+    mp.firstHead = 0;
+    mp.outHeads = H;
+    mp.sinks = a.sinks;
+    mp.out = a.out;
+    mp.outDtype = a.ioType;
+    mp.lse = a.lse;
+    return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
+  }
+  if (!finished) {  // the splits' partials into this rank's one, exactly as ranks merge
+    mp.partials = c->gpu->splitPartials;
+    mp.rankStride = count;
+    mp.nranks = pp.splits;
+    mp.firstHead = 0;
+    mp.outHeads = H;
+    mp.out = mine;
+    mp.outDtype = sscFloat32;
+    mp.packed = true;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the split merge kernel launch"));
   }
 
   // 3. Every rank's partials (in place), then the merge of the heads this rank returns.
-  if (nranks > 1) SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
-  gpu::AttnMergeParams mp{};
+  SSC_CHECK(sscAllGather(mine, c->partials, count, sscFloat32, comm, stream));
+  mp = gpu::AttnMergeParams{};
   mp.partials = c->partials;
   mp.rankStride = count;
   mp.nranks = nranks;

@@ -1,0 +1,159 @@
+// Device code shared by the attention kernels that merge partial rows (attention_kernel.cu: the
+// rank merge and the partial kernels' finish; attention_exchange.cu: the push and the merge on
+// arrival): the fp32 merge of one (sequence, head) row over n partials (merge.cc's arithmetic),
+// the stores of a row into the fused exchange's receivers with their flags, and where a partial
+// kernel block puts its rows (AttnPartialFinish). Device compilers only; each including file gets its
+// own copy (unnamed namespace).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "src/kernels/gpu/attention_device.cuh"
+#include "src/kernels/gpu/attention_kernel.h"
+
+namespace ssc::gpu {
+namespace {
+
+// A load of data another block or process wrote: never served from a stale L1 line (L1 is not
+// coherent; on AMD a volatile load, after the acquire that invalidates vL1D, is enough).
+__device__ __forceinline__ float loadL2(const float* p) {
+#if defined(SSC_GPU_IS_CUDA)
+  return __ldcg(p);
+#else
+  return *reinterpret_cast<const volatile float*>(p);
+#endif
+}
+
+// The merge of n partial rows (row r at rows + r * stride: D outputs, then the LSE, -inf for an
+// empty one) and an optional sink logit (-inf: none; one term of the denominator without a
+// value): out(e, value) for e = threadIdx.x, += blockDim.x. Returns the merged LSE (-inf and all
+// zeros when every partial is empty and there is no sink). The block's threads share out the
+// partials for the max and the weights, so the element loop has no dependent loads: a merge of
+// hundreds of split-K partials stays short. w: n floats, red: blockDim.x floats (<= 128, a power
+// of two), both shared and free again on return.
+template <class Out>
+__device__ float mergeRows(const float* rows, size_t stride, int n, int D, float sink, float* w, float* red,
+                           const Out& out) {
+  float mMax = sink;
+  for (int r = threadIdx.x; r < n; r += blockDim.x) mMax = fmaxf(mMax, loadL2(rows + r * stride + D));
+  mMax = blockReduce(mMax, red, true);
+  if (mMax == negInf()) {
+    for (int e = threadIdx.x; e < D; e += blockDim.x) out(e, 0.0f);
+    return negInf();
+  }
+  float part = 0.0f;
+  for (int r = threadIdx.x; r < n; r += blockDim.x) {
+    const float l = loadL2(rows + r * stride + D);
+    w[r] = l != negInf() ? expf(l - mMax) : 0.0f;  // an empty partial weighs nothing
+    part += w[r];
+  }
+  const float total = blockReduce(part, red, false) + (sink != negInf() ? expf(sink - mMax) : 0.0f);
+  for (int e = threadIdx.x; e < D; e += blockDim.x) {
+    float acc = 0.0f;
+    for (int r = 0; r < n; ++r) acc += w[r] * loadL2(rows + r * stride + e);
+    out(e, acc / total);
+  }
+  __syncthreads();  // w is read above by every thread: free only after this
+  return mMax + logf(total);
+}
+
+__device__ __forceinline__ void releaseFlag(uint64_t* f, uint64_t v, int deviceScope) {
+  if (deviceScope) sscStoreReleaseGpu(f, v);
+  else sscStoreReleaseSys(f, v);
+}
+
+// Row (b, h)'s receivers [first, last] and its offset in a receiver's rows area (this rank's rows).
+struct PushSlot {
+  int first, last;
+  size_t mine;
+};
+
+__device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHeads, int b, int h) {
+  const int outHeads = t.outSharded ? numQHeads / t.nranks : numQHeads;
+  PushSlot s;
+  s.first = t.outSharded ? h / outHeads : 0;
+  s.last = t.outSharded ? s.first : t.nranks - 1;
+  const size_t slot = static_cast<size_t>(b) * outHeads + (t.outSharded ? h % outHeads : h);
+  s.mine = static_cast<size_t>(t.rank) * t.senderStride + slot * t.rowFloats;
+  return s;
+}
+
+// After the row's stores (every thread its own): one flag per receiver, holding the epoch.
+__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, const PushSlot& s, int D) {
+  // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
+  // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
+  if (t.deviceScope) __threadfence();
+  else __threadfence_system();
+  __syncthreads();
+  const int r = s.first + static_cast<int>(threadIdx.x);
+  if (r <= s.last) releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[r] + s.mine + D + 2), t.epoch, t.deviceScope);
+}
+
+// The merge of the rows' n partials stored into every receiver of the row, then its flags.
+__device__ __forceinline__ void pushMergedRow(const AttnPushTarget& t, int numQHeads, int b, int h, const float* rows,
+                                              size_t stride, int n, int D, float* w, float* red) {
+  const PushSlot s = pushSlot(t, numQHeads, b, h);
+  const float lse = mergeRows(rows, stride, n, D, negInf(), w, red, [&](int e, float v) {
+    for (int r = s.first; r <= s.last; ++r) t.peerRows[r][s.mine + e] = v;
+  });
+  if (threadIdx.x == 0)
+    for (int r = s.first; r <= s.last; ++r) t.peerRows[r][s.mine + D] = lse;
+  pushFlags(t, s, D);
+}
+
+// Where a partial kernel block puts element e of its row (b, h): o is the normalised output of
+// its tokens and lse their LSE (-inf and o = 0: none). When the block is its row group's only
+// split (p.splits == 1) the element is final for this rank and goes where p.finish says, with
+// no launch after the kernel for it; else into its split's partial, for a merge launch.
+template <int kD>
+__device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int split, int b, int h, int e, float o,
+                                               float lse) {
+  const AttnPartialFinish& f = p.finish;
+  const size_t row = static_cast<size_t>(b) * p.numQHeads + h;
+  if (p.splits != 1 || f.mode == kAttnFinishNone) {
+    float* out = p.partials + split * p.splitStride + row * (kD + 1);
+    out[e] = o;
+    if (e == 0) out[kD] = lse;
+  } else if (f.mode == kAttnFinishOutput) {
+    // mergeRows over this one partial and the sink (a term of the denominator without a value).
+    const float sink = f.sinks != nullptr ? f.sinks[h] : negInf();
+    const float mMax = fmaxf(lse, sink);
+    float v = 0.0f, l = negInf();
+    if (mMax != negInf()) {
+      const float w = lse != negInf() ? expf(lse - mMax) : 0.0f;
+      const float total = w + (sink != negInf() ? expf(sink - mMax) : 0.0f);
+      v = w * o / total;
+      l = mMax + logf(total);
+    }
+    storeIo(f.out, row * kD + e, f.outDtype, v);
+    if (e == 0 && f.lse != nullptr) f.lse[row] = l;
+  } else {
+    const PushSlot s = pushSlot(f.push, p.numQHeads, b, h);
+    for (int r = s.first; r <= s.last; ++r) {
+      f.push.peerRows[r][s.mine + e] = o;
+      if (e == 0) f.push.peerRows[r][s.mine + kD] = lse;
+    }
+  }
+}
+
+// After every element of heads head0 .. head0 + G - 1 was emitted: a push's flags, one per
+// (head, receiver). Every thread of the block calls it.
+template <int kD>
+__device__ __forceinline__ void finishPartialRows(const AttnPartialParams& p, int b, int head0, int G) {
+  const AttnPartialFinish& f = p.finish;
+  if (p.splits != 1 || f.mode != kAttnFinishPush) return;
+  const AttnPushTarget& t = f.push;
+  if (t.deviceScope) __threadfence();  // this thread's row stores, before the barrier (pushFlags)
+  else __threadfence_system();
+  __syncthreads();
+  const int receivers = t.outSharded ? 1 : t.nranks;
+  for (int i = threadIdx.x; i < G * receivers; i += blockDim.x) {
+    const PushSlot s = pushSlot(t, p.numQHeads, b, head0 + i / receivers);
+    const int r = s.first + i % receivers;
+    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[r] + s.mine + kD + 2), t.epoch, t.deviceScope);
+  }
+}
+
+}  // namespace
+}  // namespace ssc::gpu
