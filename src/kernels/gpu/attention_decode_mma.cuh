@@ -17,8 +17,8 @@
 //
 // Bank conflicts: a fragment load reads 16-byte pieces of 2 rows (K) or 4 rows (V) at the same
 // column in each quarter warp; rows are 128 or 256 bytes, so unswizzled they would share banks.
-// The 16-byte piece c of row r is stored at c ^ swizzle(r), which makes every quarter warp of
-// both patterns, and of the copies, hit 8 distinct bank groups (derivation at decodeSwizzle).
+// The 16-byte piece c of row r is stored at c ^ attnDecodeSwizzle(r), which makes every quarter
+// warp of both patterns, and of the copies, hit 8 distinct bank groups (attention_kernel.h).
 #pragma once
 
 #if defined(SSC_GPU_IS_CUDA)
@@ -45,16 +45,6 @@ constexpr int decodeSlotElems() {
 template <int kD>
 constexpr size_t decodeSmemBytes() {
   return static_cast<size_t>(kMmaWarps) * kDecodeStages * decodeSlotElems<kD>() * 2;
-}
-
-// piece c of row r lives at c ^ decodeSwizzle(r). Bits: 1 <- bit 1 of r, 2 <- bit 2 of r xor bit 0.
-//  - K fragments: a quarter warp reads rows 2q + 8i and 2q + 8i + 1 at pieces 4c + t (t = 0..3):
-//    their swizzles differ in bit 2, so the two rows land in different halves of the 8 groups.
-//  - V fragments: a quarter warp reads rows 2t + p + 8j (t = 0..3) at pieces 8h + 2q + e (e = 0, 1):
-//    the four rows' swizzles are 4 distinct values of bits 1-2, and e sets bit 0.
-//  - Copies: 8 consecutive lanes write 8 consecutive pieces of one row (a permutation of them).
-__device__ __forceinline__ int decodeSwizzle(int r) {
-  return (r & 2) | ((((r >> 2) ^ r) & 1) << 2);
 }
 
 __device__ __forceinline__ void cpAsync16(void* smem, const void* gmem, bool valid) {
@@ -179,7 +169,7 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
 #pragma unroll
     for (int it = 0; it < kMmaTokens * kPieces / 32; ++it) {
       const int piece = it * 32 + lane, row = piece / kPieces, col = piece % kPieces;
-      const int at = row * kD + (col ^ decodeSwizzle(row)) * 8;
+      const int at = row * kD + (col ^ attnDecodeSwizzle(row)) * 8;
       const bool ok = row < n;
       cpAsync16(kDst + at, ok ? kSrc + row * kD + col * 8 : kSrc, ok);
       cpAsync16(vDst + at, ok ? vSrc + row * kD + col * 8 : vSrc, ok);
@@ -234,14 +224,14 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
       const int row = g + 8 * i;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c)
-        kr[i][c] = *reinterpret_cast<const uint4*>(kS + row * kD + ((4 * c + t) ^ decodeSwizzle(row)) * 8);
+        kr[i][c] = *reinterpret_cast<const uint4*>(kS + row * kD + ((4 * c + t) ^ attnDecodeSwizzle(row)) * 8);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int row = 2 * t + (i & 1) + 8 * (i >> 1);
 #pragma unroll
       for (int h = 0; h < kHalves; ++h)
-        vr[i][h] = *reinterpret_cast<const uint4*>(vS + row * kD + ((8 * h + g) ^ decodeSwizzle(row)) * 8);
+        vr[i][h] = *reinterpret_cast<const uint4*>(vS + row * kD + ((8 * h + g) ^ attnDecodeSwizzle(row)) * 8);
     }
     mmaAttendFragments<kD, kHalf, kSplit>(kr, vr, min(kMmaTokens, use.rowEnd - use.row), t, qa, ql, scale2,
                                           [](int, int) { return true; }, m, l, acc);

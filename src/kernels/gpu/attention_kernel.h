@@ -16,6 +16,16 @@ constexpr int kAttnMaxSplits = 256;
 // The most ranks one exchange reaches.
 constexpr int kAttnMaxPeers = 64;
 
+// The decode kernel's copy ring (attention_decode_mma.cuh) holds a 16-token step of K or V as
+// 16 rows of head_dim 2-byte elements; the 16-byte piece c of row r is stored at piece
+// c ^ attnDecodeSwizzle(r) of its row. Unswizzled, the fragment reads of a quarter warp (K: rows
+// g and g + 1 at one column; V: 4 rows at one column) would share banks (rows are 128 or 256
+// bytes); with it, every quarter warp's reads and copies hit 8 distinct 16-byte bank groups.
+// Bit 1 of the swizzle is bit 1 of r, bit 2 is bit 2 of r xor bit 0: rows g and g + 1 differ in
+// bit 2, and the 4 rows 2t + p (t = 0..3) take 4 distinct values of bits 1-2. Checked on the
+// host for both head dims (test_attention_layout).
+constexpr int attnDecodeSwizzle(int r) { return (r & 2) | ((((r >> 2) ^ r) & 1) << 2); }
+
 struct KvAppendParams {
   void* kPool;             // [page][kv head][row][head_dim], 2-byte elements
   void* vPool;
