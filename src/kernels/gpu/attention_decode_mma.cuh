@@ -267,24 +267,7 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
     }
   __syncthreads();
 
-  constexpr float kLn2 = 0.6931471805599453f;
-  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
-    const int gi = i / kD, e = i % kD;
-    float mMax = negInf();
-    for (int w = 0; w < kMmaWarps; ++w) mMax = fmaxf(mMax, ms[w][gi]);
-    if (mMax == negInf()) {  // no token of the sequence in this block: an empty partial
-      emitPartialRow<kD>(p, split, b, head0 + gi, e, 0.0f, negInf());
-      continue;
-    }
-    float sum = 0.0f, o = 0.0f;
-    for (int w = 0; w < kMmaWarps; ++w) {
-      if (ms[w][gi] == negInf()) continue;
-      const float c = exp2f(ms[w][gi] - mMax);
-      sum += ls[w][gi] * c;
-      o += accs[w][gi][e] * c;
-    }
-    emitPartialRow<kD>(p, split, b, head0 + gi, e, o / sum, mMax * kLn2 + logf(sum));
-  }
+  emitBlockRows<kD, kMmaWarps, kH, true>(p, split, b, head0, G, ms, ls, accs);
   finishPartialRows<kD>(p, b, head0, G);
 }
 

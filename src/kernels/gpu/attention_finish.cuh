@@ -137,6 +137,35 @@ __device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int s
   }
 }
 
+// The end of a partial kernel block whose kWarps warps (or lane groups) each kept an online
+// softmax over their share of the block's keys: per head, the warps' states (m: max, in log2
+// units when kLog2; l: sum; accs: unnormalised outputs) merged into the block's row, each
+// element emitted (emitPartialRow; finishPartialRows follows). Every thread of the block calls
+// it, after a barrier behind the states' stores.
+template <int kD, int kWarps, int kH, bool kLog2>
+__device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int split, int b, int head0, int G,
+                                              const float (&ms)[kWarps][kH], const float (&ls)[kWarps][kH],
+                                              const float (*accs)[kH][kD]) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
+    const int gi = i / kD, e = i % kD;
+    float mMax = negInf();
+    for (int w = 0; w < kWarps; ++w) mMax = fmaxf(mMax, ms[w][gi]);
+    if (mMax == negInf()) {  // no token of the sequence in this block: an empty partial
+      emitPartialRow<kD>(p, split, b, head0 + gi, e, 0.0f, negInf());
+      continue;
+    }
+    float sum = 0.0f, o = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      if (ms[w][gi] == negInf()) continue;
+      const float c = kLog2 ? exp2f(ms[w][gi] - mMax) : expf(ms[w][gi] - mMax);
+      sum += ls[w][gi] * c;
+      o += accs[w][gi][e] * c;
+    }
+    emitPartialRow<kD>(p, split, b, head0 + gi, e, o / sum, (kLog2 ? mMax * kLn2 : mMax) + logf(sum));
+  }
+}
+
 // After every element of heads head0 .. head0 + G - 1 was emitted: a push's flags, one per
 // (head, receiver). Every thread of the block calls it.
 template <int kD>

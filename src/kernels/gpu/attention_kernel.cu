@@ -150,23 +150,7 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
   }
   __syncthreads();
 
-  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
-    const int g = i / kD, e = i % kD;
-    float mMax = negInf();
-    for (int w = 0; w < kGroups; ++w) mMax = fmaxf(mMax, ms[w][g]);
-    if (mMax == negInf()) {  // this rank holds no token of the sequence: an empty partial
-      emitPartialRow<kD>(p, split, b, head0 + g, e, 0.0f, negInf());
-      continue;
-    }
-    float sum = 0.0f, o = 0.0f;
-    for (int w = 0; w < kGroups; ++w) {
-      if (ms[w][g] == negInf()) continue;
-      const float c = expf(ms[w][g] - mMax);
-      sum += ls[w][g] * c;
-      o += accs[w][g][e] * c;
-    }
-    emitPartialRow<kD>(p, split, b, head0 + g, e, o / sum, mMax + logf(sum));
-  }
+  emitBlockRows<kD, kGroups, kH, false>(p, split, b, head0, G, ms, ls, accs);
   finishPartialRows<kD>(p, b, head0, G);
 }
 
