@@ -140,12 +140,8 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
   __shared__ float ls[kMmaWarps][kH];
   __shared__ float qs[kH][kD];  // the block's queries (zero past G)
 
-  const int b = blockIdx.x, kvHead = blockIdx.y;
-  const int ratio = p.numQHeads / p.numKvHeads;
-  const int chunks = (ratio + kH - 1) / kH;
-  const int chunk = static_cast<int>(blockIdx.z) % chunks, split = static_cast<int>(blockIdx.z) / chunks;
-  const int head0 = kvHead * ratio + chunk * kH;
-  const int G = min(kH, ratio - chunk * kH);
+  const PartialBlock blk = partialBlock(p);
+  const int b = blk.b, kvHead = blk.kvHead, split = blk.split, head0 = blk.head0, G = blk.G;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint16_t* ring = reinterpret_cast<uint16_t*>(decodeSmem) + warp * kDecodeStages * decodeSlotElems<kD>();
 

@@ -102,6 +102,26 @@ __device__ __forceinline__ void pushMergedRow(const AttnPushTarget& t, int numQH
   pushFlags(t, s, D);
 }
 
+// A partial kernel block's place in the grid: sequence b, KV head, head chunk and split
+// (blockIdx.z = split * chunks + chunk), and its query heads head0 .. head0 + G - 1.
+struct PartialBlock {
+  int b, kvHead, chunk, split, head0, G;
+};
+
+__device__ __forceinline__ PartialBlock partialBlock(const AttnPartialParams& p) {
+  constexpr int kH = kAttnMaxHeadsPerBlock;
+  PartialBlock k;
+  k.b = blockIdx.x;
+  k.kvHead = blockIdx.y;
+  const int ratio = p.numQHeads / p.numKvHeads;
+  const int chunks = (ratio + kH - 1) / kH;
+  k.chunk = static_cast<int>(blockIdx.z) % chunks;
+  k.split = static_cast<int>(blockIdx.z) / chunks;
+  k.head0 = k.kvHead * ratio + k.chunk * kH;
+  k.G = min(kH, ratio - k.chunk * kH);
+  return k;
+}
+
 // Where a partial kernel block puts element e of its row (b, h): o is the normalised output of
 // its tokens and lse their LSE (-inf and o = 0: none). When the block is its row group's only
 // split (p.splits == 1) the element is final for this rank and goes where p.finish says, with

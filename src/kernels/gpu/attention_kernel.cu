@@ -80,12 +80,8 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
   __shared__ float ls[kGroups][kH];
   __shared__ float accs[kGroups][kH][kD];
 
-  const int b = blockIdx.x, kvHead = blockIdx.y;
-  const int ratio = p.numQHeads / p.numKvHeads;
-  const int chunks = (ratio + kH - 1) / kH;
-  const int chunk = static_cast<int>(blockIdx.z) % chunks, split = static_cast<int>(blockIdx.z) / chunks;
-  const int head0 = kvHead * ratio + chunk * kH;
-  const int G = min(kH, ratio - chunk * kH);
+  const PartialBlock blk = partialBlock(p);
+  const int b = blk.b, kvHead = blk.kvHead, split = blk.split, head0 = blk.head0, G = blk.G;
   const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
 
   for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
