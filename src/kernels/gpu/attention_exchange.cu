@@ -75,8 +75,8 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
 
 // Block (b, head), one thread per element: this rank's partial row (its split-K partials merged,
 // exactly as attnMergeKernel does) stored into the rows area of every rank that returns this
-// head, then one flag per receiver. The decode's partial kernel does this in its last block
-// (kAttnFinishPush); the prefill, whose kernel has no finish, launches this.
+// head, then one flag per receiver. Where a rank's row group is one split, the decode's partial
+// kernel pushes its rows itself (kAttnFinishPush); split rows and the prefill's come here.
 __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
   extern __shared__ float weight[];  // [splits]
   __shared__ float red[128];

@@ -1,9 +1,9 @@
-// Device code shared by the attention kernels that merge partial rows (attention_kernel.cu: the
-// rank merge and the partial kernels' finish; attention_exchange.cu: the push and the merge on
-// arrival): the fp32 merge of one (sequence, head) row over n partials (merge.cc's arithmetic),
-// the stores of a row into the fused exchange's receivers with their flags, and where a partial
-// kernel block puts its rows (AttnPartialFinish). Device compilers only; each including file gets its
-// own copy (unnamed namespace).
+// Device code shared by the attention kernels (attention_kernel.cu: the rank merge and the
+// partial kernels' epilogue; attention_exchange.cu: the push and the merge on arrival): the fp32
+// merge of one (sequence, head) row over n partials (merge.cc's arithmetic), the stores of a row
+// into the fused exchange's receivers with their flags, a partial kernel block's place in the
+// grid, and where such a block puts its rows (AttnPartialFinish). Device compilers only; each
+// including file gets its own copy (unnamed namespace).
 #pragma once
 
 #include <cstddef>

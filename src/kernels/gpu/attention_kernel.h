@@ -11,8 +11,6 @@ namespace ssc::gpu {
 // The largest group of query heads one block of the partial kernel handles; bigger GQA groups
 // are split over blockIdx.z.
 constexpr int kAttnMaxHeadsPerBlock = 16;
-// The most split-K blocks one (sequence, KV head) row group is split over.
-constexpr int kAttnMaxSplits = 256;
 // The most ranks one exchange reaches.
 constexpr int kAttnMaxPeers = 64;
 
@@ -56,8 +54,8 @@ struct AttnPushTarget {
 // or long ones on a rank with few SMs) puts its final rows, so that no launch follows the
 // kernel for them (a launch costs 4 us on the whole H200 and 8 us with 8 MPS clients,
 // perf/RESULTS.md session 6). With more splits the blocks write their partials and a merge
-// launch follows, as with kAttnFinishNone; merged by the last block instead, the 16 heads'
-// merges ran one after another on one SM and cost a decode step 20 us or more (session 11).
+// launch follows, as with kAttnFinishNone: merging them in the last block of the row group
+// instead was tried in two designs and cost more than the launch (session 11).
 enum AttnFinishMode : int {
   kAttnFinishNone = 0,    // into partials (this rank's partial, for the all-gather exchange)
   kAttnFinishOutput = 1,  // merged with the sinks into out / lse: a one-rank decode's result

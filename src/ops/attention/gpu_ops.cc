@@ -61,15 +61,14 @@ struct Upload {
 constexpr int kAppendChunk = 4096;
 // Split-K (flash-decoding): a rank's pages of a sequence are split over several blocks whose
 // partials are merged like ranks' partials. The partial kernel keeps a few blocks resident per SM
-// (its shared-memory ring bounds them: gpu::attnPartialBlocksPerSm), and blocks of one call are
-// about equal, so what matters is the last wave: `blocks x splits / slots` waves run in
-// ceil(that) wave times. splitCount
-// takes the fewest splits (the biggest blocks: each block pays a prologue, an epilogue and a
-// partial to merge) whose waves are at least kWaveEfficiency full, never under
-// kMinSpansPerSplit spans a split. Measured on the H200 (perf/RESULTS.md, session 4): 1.13
+// (gpu::attnPartialBlocksPerSm: 3 for the tensor-core kernel at head dim 128), and blocks of
+// one call are about equal, so what matters is the last wave: `blocks x splits / slots` waves
+// run in ceil(that) wave times. splitCount takes the fewest splits (the biggest blocks: each
+// block pays a prologue, an epilogue and a partial to merge) whose waves are at least
+// kWaveEfficiency full, never under kMinSpansPerSplit spans a split. Measured on the H200 (perf/RESULTS.md, session 4): 1.13
 // waves left the whole GPU at 61 % of the copy roofline; 8+ waves of 10-span blocks were slower
 // still (the per-block overheads).
-constexpr int kMaxSplits = gpu::kAttnMaxSplits;
+constexpr int kMaxSplits = 256;
 constexpr int kMinSpansPerSplit = 16;
 constexpr double kWaveEfficiency = 0.9;
 
