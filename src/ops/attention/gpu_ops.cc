@@ -15,6 +15,7 @@
 #include "src/kernels/gpu/attention_prefill_kernel.h"
 #include "src/ops/attention/gpu_exchange.h"
 #include "src/ops/attention/kv_cache.h"
+#include "src/ops/attention/decode_plan.h"
 #include "src/ops/attention/prefill_plan.h"
 
 namespace ssc::attn {
@@ -59,40 +60,11 @@ struct Upload {
 
 // Tokens per append kernel (bounds the slot upload).
 constexpr int kAppendChunk = 4096;
-// Split-K (flash-decoding): a rank's pages of a sequence are split over several blocks whose
-// partials are merged like ranks' partials. The partial kernel keeps a few blocks resident per SM
-// (gpu::attnPartialBlocksPerSm: 3 for the tensor-core kernel at head dim 128), and blocks of
-// one call are about equal, so what matters is the last wave: `blocks x splits / slots` waves
-// run in ceil(that) wave times. splitCount takes the fewest splits (the biggest blocks: each
-// block pays a prologue, an epilogue and a partial to merge) whose waves are at least
-// kWaveEfficiency full, never under kMinSpansPerSplit spans a split. Measured on the H200 (perf/RESULTS.md, session 4): 1.13
-// waves left the whole GPU at 61 % of the copy roofline; 8+ waves of 10-span blocks were slower
-// still (the per-block overheads).
-constexpr int kMaxSplits = 256;
-constexpr int kMinSpansPerSplit = 16;
-constexpr double kWaveEfficiency = 0.9;
-
 // Blocks of the partial kernel per (sequence, KV head): query heads of one KV head, 16 a block.
 int headChunks(int numQHeads, int numKvHeads) {
   return (std::max(numQHeads / numKvHeads, 1) + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
 }
 
-int64_t splitCount(int64_t blocks, int64_t longest, int64_t residentBlocks, int64_t cap) {
-  const double slots = static_cast<double>(std::max<int64_t>(residentBlocks, 1));
-  cap = std::max<int64_t>(1, std::min({cap, longest / kMinSpansPerSplit, int64_t{kMaxSplits}}));
-  int64_t best = 1;
-  double bestEfficiency = 0;
-  for (int64_t s = 1; s <= cap; ++s) {
-    const double waves = static_cast<double>(blocks * s) / slots;
-    const double efficiency = waves / std::ceil(waves);
-    if (efficiency >= kWaveEfficiency) return s;
-    if (efficiency > bestEfficiency + 1e-9) {
-      best = s;
-      bestEfficiency = efficiency;
-    }
-  }
-  return best;
-}
 constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
 
 }  // namespace
@@ -146,7 +118,7 @@ sscResult_t gpuCreate(sscKvCache* c) {
                      "hipDeviceGetAttribute(multiprocessors)"));
   c->gpu->multiprocessors = std::max(sms, 1);
   c->gpu->splitFloats = std::min(kMaxSplitScratchFloats,
-                                 static_cast<size_t>(kMaxSplits) * c->config.max_batch *
+                                 static_cast<size_t>(kDecodeMaxSplits) * c->config.max_batch *
                                      c->config.max_q_heads * (c->config.head_dim + 1));
   void* split = nullptr;
   SSC_CHECK(gpuCheck(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)), "hipMalloc"));
@@ -318,7 +290,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   pp.pageSize = cfg.page_size;
   pp.scale = a.scale;
   const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * headChunks(H, cfg.num_kv_heads);
-  const int64_t splits = splitCount(blocks, g.listLongest,
+  const int64_t splits = decodeSplits(blocks, g.listLongest,
                                     int64_t{gpu::attnPartialBlocksPerSm(pp)} * g.multiprocessors,
                                     static_cast<int64_t>(g.splitFloats / count));
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
