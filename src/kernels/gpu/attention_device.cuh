@@ -1,6 +1,7 @@
 // Device helpers of the attention kernels (attention_kernel.cu, attention_exchange.cu,
-// attention_partial_mma.cuh): -inf, loads and stores of the io types, a block reduction. Device
-// compilers only; each including file gets its own copy (unnamed namespace).
+// attention_prefill_kernel.cu and the headers they include): -inf, loads and stores of the io
+// types, a block reduction. Device compilers only; each including file gets its own copy
+// (unnamed namespace).
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,7 @@ namespace {
 
 // A "lane group" is 32 threads whatever the hardware's warp (AMD wavefronts are 64 wide: two
 // groups per wavefront); the shuffles below stay within one group.
-// The portable fp32 partial kernel's helpers (HIP only: CUDA runs attention_partial_mma.cuh).
+// The portable fp32 partial kernel's helpers (HIP only: CUDA runs attention_decode_mma.cuh).
 #if !defined(SSC_GPU_IS_CUDA)
 constexpr int kGroup = 32;
 constexpr int kPartialThreads = 128;
