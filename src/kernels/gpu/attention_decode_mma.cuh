@@ -9,7 +9,7 @@
 // whole GPU at 32K context, batch 8, and attention_perf at K = 8 and 1):
 //  - the queries were the largest fixed cost: built behind a per-element type switch, a lane's
 //    64 loads issued one after another: about 31 us a block, estimated from the 32K and 128K
-//    timings (stageDecodeQ);
+//    timings (stageBlockQ);
 //  - once loads run ahead, a step is bound by the warps' instruction issue, so warps per SM
 //    matter more than depth: 2 slots at 3 blocks an SM beat 3 slots at 2 blocks by 10-23 %;
 //  - the ring alone (3 slots, 2 blocks) halved the cycles between a warp's issues (15.3 -> 7.6)
@@ -99,30 +99,6 @@ struct DecodeCursor {
   }
 };
 
-// The block's queries (G heads of kD) into shared memory as floats, one coalesced pass with the
-// type's branch outside the loop, so every thread's loads are in flight together. Why: built
-// element by element behind a per-element type switch (the first version), the 64 loads of a
-// lane's Q fragments issued one after another and cost each block about 31 us, the time of ten
-// 16-token steps (Nsight Compute and the 32K / 128K timings, perf/RESULTS.md, session 11).
-template <int kD, class Load>
-__device__ __forceinline__ void stageDecodeQ(const AttnPartialParams& p, int b, int head0, int G, const Load& load,
-                                             float (*qs)[kD]) {
-  constexpr int kPerThread = kAttnMaxHeadsPerBlock * kD / kMmaThreads;
-  float x[kPerThread];
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = k * kMmaThreads + static_cast<int>(threadIdx.x), gi = i / kD, e = i % kD, h = head0 + gi;
-    x[k] = gi < G ? load(((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
-                          h % p.qHeadsPerRank) * kD + e)
-                  : 0.0f;
-  }
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = k * kMmaThreads + static_cast<int>(threadIdx.x);
-    qs[i / kD][i % kD] = x[k];
-  }
-}
-
 // Block (b, kv head, head chunk x split); the block's spans are dealt to its warps (span j to
 // warp j % 4). Lane (g, t) = (lane / 4, lane % 4), the mma's groupID and thread-in-group; the
 // fragment map is mmaAttendFragments'.
@@ -180,16 +156,7 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
     issue(st);
     cpAsyncCommit();
   }
-  if (p.qDtype == sscFloat32) {
-    const float* q = static_cast<const float*>(p.q);
-    stageDecodeQ<kD>(p, b, head0, G, [&](size_t i) { return q[i]; }, qs);
-  } else if (p.qDtype == sscFloat16) {
-    const uint16_t* q = static_cast<const uint16_t*>(p.q);
-    stageDecodeQ<kD>(p, b, head0, G, [&](size_t i) { return HalfTraits::load(q[i]); }, qs);
-  } else {
-    const uint16_t* q = static_cast<const uint16_t*>(p.q);
-    stageDecodeQ<kD>(p, b, head0, G, [&](size_t i) { return Bf16Traits::load(q[i]); }, qs);
-  }
+  stageBlockQ<kD, kMmaThreads>(p, b, head0, G, qs);
   __syncthreads();
   uint32_t qa[kSteps][4], ql[kSteps][4];
   mmaQFragments<kD, kHalf, kSplit>([&](int r, int e) { return qs[g + 8 * r][e]; }, t, qa, ql);

@@ -79,27 +79,34 @@ __device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHe
   return s;
 }
 
-// After the row's stores (every thread its own): one flag per receiver, holding the epoch.
-__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, const PushSlot& s, int D) {
+// Element e of a row (e = D: its LSE) into every receiver of its slot.
+__device__ __forceinline__ void pushElement(const AttnPushTarget& t, const PushSlot& s, int e, float v) {
+  for (int r = s.first; r <= s.last; ++r) t.peerRows[r][s.mine + e] = v;
+}
+
+// After the stores of rows (b, head0 .. head0 + G - 1), every thread its own: one flag per
+// (row, receiver), holding the epoch. Every thread of the block calls it.
+__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads, int b, int head0, int G, int D) {
   // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
   // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
   if (t.deviceScope) __threadfence();
   else __threadfence_system();
   __syncthreads();
-  const int r = s.first + static_cast<int>(threadIdx.x);
-  if (r <= s.last) releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[r] + s.mine + D + 2), t.epoch, t.deviceScope);
+  const int receivers = t.outSharded ? 1 : t.nranks;
+  for (int i = threadIdx.x; i < G * receivers; i += blockDim.x) {
+    const PushSlot s = pushSlot(t, numQHeads, b, head0 + i / receivers);
+    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine + D + 2), t.epoch,
+                t.deviceScope);
+  }
 }
 
-// The merge of the rows' n partials stored into every receiver of the row, then its flags.
+// The merge of the row's n partials stored into every receiver of the row, then its flags.
 __device__ __forceinline__ void pushMergedRow(const AttnPushTarget& t, int numQHeads, int b, int h, const float* rows,
                                               size_t stride, int n, int D, float* w, float* red) {
   const PushSlot s = pushSlot(t, numQHeads, b, h);
-  const float lse = mergeRows(rows, stride, n, D, negInf(), w, red, [&](int e, float v) {
-    for (int r = s.first; r <= s.last; ++r) t.peerRows[r][s.mine + e] = v;
-  });
-  if (threadIdx.x == 0)
-    for (int r = s.first; r <= s.last; ++r) t.peerRows[r][s.mine + D] = lse;
-  pushFlags(t, s, D);
+  const float lse = mergeRows(rows, stride, n, D, negInf(), w, red, [&](int e, float v) { pushElement(t, s, e, v); });
+  if (threadIdx.x == 0) pushElement(t, s, D, lse);
+  pushFlags(t, numQHeads, b, h, 1, D);
 }
 
 // A partial kernel block's place in the grid: sequence b, KV head, head chunk and split
@@ -120,6 +127,32 @@ __device__ __forceinline__ PartialBlock partialBlock(const AttnPartialParams& p)
   k.head0 = k.kvHead * ratio + k.chunk * kH;
   k.G = min(kH, ratio - k.chunk * kH);
   return k;
+}
+
+// The block's queries (G heads of kD; zero past G) into shared memory as floats, one coalesced
+// pass through withIoLoader, so every thread's loads are in flight together. Built element by
+// element behind a per-element type switch (the first decode kernel), a lane's 64 loads issued
+// one after another: about 31 us a block, the time of ten 16-token steps (Nsight Compute and the
+// 32K / 128K timings, perf/RESULTS.md, session 11). kThreads: the block's threads.
+template <int kD, int kThreads>
+__device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, int head0, int G, float (*qs)[kD]) {
+  constexpr int kElems = kAttnMaxHeadsPerBlock * kD;
+  static_assert(kElems % kThreads == 0, "every thread stages the same count");
+  withIoLoader(p.q, p.qDtype, [&](const auto& load) {
+    float x[kElems / kThreads];
+#pragma unroll
+    for (int k = 0; k < kElems / kThreads; ++k) {
+      const int i = k * kThreads + static_cast<int>(threadIdx.x), gi = i / kD, e = i % kD, h = head0 + gi;
+      x[k] = gi < G ? load(((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
+                            h % p.qHeadsPerRank) * kD + e)
+                    : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kElems / kThreads; ++k) {
+      const int i = k * kThreads + static_cast<int>(threadIdx.x);
+      qs[i / kD][i % kD] = x[k];
+    }
+  });
 }
 
 // Where a partial kernel block puts element e of its row (b, h): o is the normalised output of
@@ -150,10 +183,8 @@ __device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int s
     if (e == 0 && f.lse != nullptr) f.lse[row] = l;
   } else {
     const PushSlot s = pushSlot(f.push, p.numQHeads, b, h);
-    for (int r = s.first; r <= s.last; ++r) {
-      f.push.peerRows[r][s.mine + e] = o;
-      if (e == 0) f.push.peerRows[r][s.mine + kD] = lse;
-    }
+    pushElement(f.push, s, e, o);
+    if (e == 0) pushElement(f.push, s, kD, lse);
   }
 }
 
@@ -190,18 +221,7 @@ __device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int sp
 // (head, receiver). Every thread of the block calls it.
 template <int kD>
 __device__ __forceinline__ void finishPartialRows(const AttnPartialParams& p, int b, int head0, int G) {
-  const AttnPartialFinish& f = p.finish;
-  if (p.splits != 1 || f.mode != kAttnFinishPush) return;
-  const AttnPushTarget& t = f.push;
-  if (t.deviceScope) __threadfence();  // this thread's row stores, before the barrier (pushFlags)
-  else __threadfence_system();
-  __syncthreads();
-  const int receivers = t.outSharded ? 1 : t.nranks;
-  for (int i = threadIdx.x; i < G * receivers; i += blockDim.x) {
-    const PushSlot s = pushSlot(t, p.numQHeads, b, head0 + i / receivers);
-    const int r = s.first + i % receivers;
-    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[r] + s.mine + kD + 2), t.epoch, t.deviceScope);
-  }
+  if (p.splits == 1 && p.finish.mode == kAttnFinishPush) pushFlags(p.finish.push, p.numQHeads, b, head0, G, kD);
 }
 
 }  // namespace

@@ -84,12 +84,7 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
   const int b = blk.b, kvHead = blk.kvHead, split = blk.split, head0 = blk.head0, G = blk.G;
   const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
 
-  for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
-    const int g = i / kD, e = i % kD, h = head0 + g;
-    const size_t qi = ((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
-                       h % p.qHeadsPerRank) * kD + e;
-    qs[g][e] = loadIo(p.q, qi, p.qDtype);
-  }
+  stageBlockQ<kD, kPartialThreads>(p, b, head0, G, qs);
   __syncthreads();
 
   float m[kH], l[kH], acc[kH][kE];
@@ -173,7 +168,7 @@ __global__ void attnMergeKernel(const AttnMergeParams p) {
 }  // namespace
 }  // namespace ssc::gpu
 
-// The tensor-core decode kernel (CUDA only; uses loadIo, negInf above).
+// The tensor-core decode kernel (CUDA only; uses the helpers above).
 #include "src/kernels/gpu/attention_decode_mma.cuh"
 
 namespace ssc::gpu {

@@ -29,7 +29,7 @@ static_assert(kAttnPrefillTileRows == 16, "a tile is the mma's 16 rows");
 #if defined(SSC_GPU_IS_CUDA)
 
 // Warp w of block (x, kv head) takes tile 4x + w. Fragment layout as attnDecodeMmaKernel.
-// Registers capped for 3 blocks an SM (168; a few bytes spill, in the prologue) except with
+// Registers capped for 3 blocks an SM (168; about 50 bytes spill, in the query prologue) except with
 // fp32 queries (twice the Q and P fragments: 2 blocks, no spill). Lanes:
 // lane (g, t) holds rows g and g + 8 of the tile.
 template <int kD, bool kHalf, bool kSplit>
@@ -43,20 +43,15 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
   const PrefillRow ri[2] = {prefillRow(p.pieces, tr, g, kvHead, ratio, p.window),
                             prefillRow(p.pieces, tr, g + 8, kvHead, ratio, p.window)};
 
-  // The type's branch outside the element loads, so a lane's 64 loads are in flight together
-  // (behind a per-element switch they issued one after another: session 11's decode finding).
+  // Through withIoLoader, so a lane's 64 loads are in flight together.
   uint32_t qa[kSteps][4], ql[kSteps][4];
-  auto fragments = [&](const auto& load) {
+  withIoLoader(p.q, p.qDtype, [&](const auto& load) {
     mmaQFragments<kD, kHalf, kSplit>(
         [&](int r, int e) -> float {
           return ri[r].pos < 0 ? 0.0f : load((static_cast<size_t>(ri[r].token) * p.numQHeads + ri[r].head) * kD + e);
         },
         t, qa, ql);
-  };
-  const uint16_t* q16 = static_cast<const uint16_t*>(p.q);
-  if (p.qDtype == sscFloat32) fragments([&](size_t i) { return static_cast<const float*>(p.q)[i]; });
-  else if (p.qDtype == sscFloat16) fragments([&](size_t i) { return HalfTraits::load(q16[i]); });
-  else fragments([&](size_t i) { return Bf16Traits::load(q16[i]); });
+  });
 
   float acc[kTiles][4];
 #pragma unroll
