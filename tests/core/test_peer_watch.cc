@@ -81,9 +81,11 @@ TEST(PeerWatch, AClosedConnectionWithoutANoticeIsADeathEveryRankHearsOfOnce) {
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].kind, PeerEventKind::kDied);
     EXPECT_EQ(events[0].rank, 2);
-    // Its neighbours saw it themselves; the others heard it from one of them.
-    if (r == 1 || r == 3) EXPECT_EQ(events[0].origin, r);
-    else EXPECT_TRUE(events[0].origin == 1 || events[0].origin == 3) << events[0].origin;
+    // Only its neighbours (1 and 3) can see the death; every rank hears it first from one of
+    // them. A neighbour may hear it from the other neighbour before it sees the closed socket
+    // itself (its thread can be late on a loaded machine: CI saw rank 1 hear it from rank 3),
+    // and what matters is that it hears it once, so either origin is right.
+    EXPECT_TRUE(events[0].origin == 1 || events[0].origin == 3) << events[0].origin;
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5);
   std::this_thread::sleep_for(100ms);
