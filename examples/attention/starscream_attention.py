@@ -71,6 +71,8 @@ class Library:
         so.sscKvCacheDestroy.argtypes = [vp]
         so.sscKvCacheAppend.argtypes = [vp, i, ctypes.POINTER(ctypes.c_int32), vp, vp, vp]
         so.sscKvCacheSequenceLength.argtypes = [vp, i, ctypes.POINTER(i)]
+        so.sscKvCacheReleaseSequence.argtypes = [vp, i]
+        so.sscKvCacheTrimSequence.argtypes = [vp, i, i]
         so.sscAttentionDecode.argtypes = [vp, vp, i, i, i, ctypes.POINTER(ctypes.c_int32), f, vp,
                                           i, i, vp, vp, vp]
         so.sscAttentionPrefill.argtypes = [vp, vp, i, i, i, ctypes.POINTER(ctypes.c_int32),
@@ -149,6 +151,15 @@ class KvCache:
         n = ctypes.c_int()
         self.lib.check(self.lib.so.sscKvCacheSequenceLength(self.handle, seq_id, ctypes.byref(n)))
         return n.value
+
+    def release(self, seq_id):
+        """Empties the sequence and returns its pages to the pools (every rank alike)."""
+        self.lib.check(self.lib.so.sscKvCacheReleaseSequence(self.handle, seq_id))
+
+    def trim(self, seq_id, position):
+        """Frees the sequence's pages that hold only tokens before `position` (a sliding-window
+        layer: position = length - window); later windows must start at or after it."""
+        self.lib.check(self.lib.so.sscKvCacheTrimSequence(self.handle, seq_id, position))
 
     def decode(self, q, seq_ids, scale, *, sinks=None, window=0, flags=0, out=None, lse=None):
         """One decode step: q [batch][heads][head dim] (this rank's slice of the heads with

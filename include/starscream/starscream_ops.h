@@ -61,7 +61,8 @@ typedef enum {
   /* Not sharded: all pages of sequence s live on rank s % nranks. For sliding-window layers,
      whose window fits one partition: the decode then computes each sequence on one rank, the
      other ranks contribute empty partials, and the merge returns that rank's result unchanged
-     (sequences of a batch still spread over the ranks by id). */
+     (sequences of a batch still spread over the ranks by id). The window fits one partition
+     because sscKvCacheTrimSequence frees the pages that fell out of it. */
   SSC_KV_SEQUENCE_OWNER = 2
 } sscKvInterleave_t;
 
@@ -142,8 +143,22 @@ sscResult_t sscKvCacheDestroy(sscKvCache_t cache);
 sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const int32_t* seq_ids,
                              const void* k, const void* v, sscStream_t stream);
 
-/** Empties sequence seq_id (length 0) and returns its pages to the pools. */
+/** Empties sequence seq_id (length 0) and returns its pages to the pools; clears its trim. */
 sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id);
+
+/**
+ * Forgets the tokens of sequence seq_id before `position`, for a sliding-window layer whose
+ * oldest tokens fell out of the window: the pages holding only such tokens go back to their
+ * ranks' pools, so a sliding-window sequence keeps about window / page_size + 1 pages however
+ * long it grows. Positions, the length and the placement stay as they were; appends continue at
+ * the end. Every rank makes the same calls (as for sscKvCacheAppend), so the replicated
+ * bookkeeping agrees. Afterwards a decode or prefill of seq_id whose window reaches below
+ * `position` (window 0, the whole sequence, included) fails with sscInvalidUsage. A position at
+ * or below an earlier trim changes nothing; a position outside 0 .. the sequence's length is
+ * sscInvalidArgument. As after a release, the next append may reuse the freed pages: work that
+ * still reads them on another stream must have finished.
+ */
+sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int position);
 
 /** Writes the number of tokens appended to seq_id (since its last release) to *length. */
 sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seq_id, int* length);

@@ -7,6 +7,7 @@
 
 #include "src/api/api.h"
 #include "src/ops/attention/kv_cache.h"
+#include "src/ops/attention/prefill_plan.h"
 
 using namespace ssc;
 using namespace ssc::attn;
@@ -133,6 +134,16 @@ sscResult_t checkHeads(const char* fn, const sscKvCache* c, sscDataType_t ioType
   return sscSuccess;
 }
 
+// A trimmed sequence (sscKvCacheTrimSequence) no longer holds its tokens before the trim, so an
+// attention window that starts below it would read pages that other sequences may own by now.
+sscResult_t checkTrim(const char* fn, const sscKvCache* c, int seq, int64_t start, int window) {
+  const int64_t from = c->table->trimmedFrom(seq);
+  if (start >= from) return sscSuccess;
+  return fail(sscInvalidUsage, "{}: sequence {} was trimmed before position {} "
+              "(sscKvCacheTrimSequence) but window = {} attends from position {}", fn, seq, from,
+              window, start);
+}
+
 sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   SSC_CHECK(checkHeads(fn, c, a.ioType, a.numQHeads, a.qSharded || a.outSharded));
@@ -150,6 +161,7 @@ sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream
     if (!seen.insert(a.seqIds[b]).second)
       return fail(sscInvalidArgument, "{}: sequence {} appears twice in seq_ids", fn,
                   a.seqIds[b]);
+    SSC_CHECK(checkTrim(fn, c, a.seqIds[b], windowStart(c, a.seqIds[b], a.window), a.window));
   }
   return c->onGpu ? gpuDecode(c, a, stream) : hostDecode(c, a, stream);
 }
@@ -181,6 +193,10 @@ sscResult_t prefill(const char* fn, sscKvCache* c, PrefillArgs& a, sscStream_t s
     if (n > a.lengths[b])
       return fail(sscInvalidArgument, "{}: sequence {} has {} new tokens in cu_seqlens but only "
                   "{} cached (append the chunk's K/V first)", fn, a.seqIds[b], n, a.lengths[b]);
+    // The chunk's first token reaches back the furthest.
+    if (n > 0)
+      SSC_CHECK(checkTrim(fn, c, a.seqIds[b], prefillWindowStart(a.lengths[b] - n, a.window),
+                          a.window));
   }
   if (a.cuSeqlens[a.batch] == 0) return sscSuccess;
   if (a.q == nullptr) return fail(sscInvalidArgument, "{}: q is NULL", fn);
@@ -243,6 +259,20 @@ SSC_API sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id) {
     SSC_CHECK(checkCache(fn, cache));
     SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
     cache->table->release(seq_id);
+    return sscSuccess;
+  });
+}
+
+SSC_API sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int position) {
+  const char* fn = "sscKvCacheTrimSequence";
+  return guarded(fn, [&] {
+    SSC_CHECK(checkCache(fn, cache));
+    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
+    const int64_t length = cache->table->length(seq_id);
+    if (position < 0 || position > length)
+      return fail(sscInvalidArgument, "{}: position = {} is outside sequence {} (0 .. its "
+                  "length {})", fn, position, seq_id, length);
+    cache->table->trim(seq_id, position);
     return sscSuccess;
   });
 }

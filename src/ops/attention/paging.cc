@@ -36,7 +36,7 @@ int64_t Placement::pagesOwned(int seq, int64_t length, int rank) const {
 
 PageTable::PageTable(const Placement& placement, int rank, int maxSeqs, int maxPages)
     : placement_(placement), rank_(rank), maxPages_(maxPages), lengths_(maxSeqs, 0),
-      used_(placement.nranks, 0), pages_(maxSeqs) {
+      trimmed_(maxSeqs, 0), used_(placement.nranks, 0), pages_(maxSeqs) {
   // Hand out low page numbers first (a stack popped from the back).
   free_.reserve(maxPages);
   for (int p = maxPages - 1; p >= 0; --p) free_.push_back(p);
@@ -65,7 +65,7 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
   for (int r = 0; r < placement_.nranks; ++r)
     if (used_[r] + need[r] > maxPages_)
       return fail(sscInvalidUsage, "{}: rank {} would need {} more page(s) but has {} of {} "
-                  "free; release sequences or create the cache with more max_pages", fn, r,
+                  "free; release or trim sequences or create the cache with more max_pages", fn, r,
                   need[r], maxPages_ - used_[r], maxPages_);
   for (int r = 0; r < placement_.nranks; ++r) used_[r] += need[r];
   if (n > 0) ++version_;
@@ -90,17 +90,44 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
 
 void PageTable::release(int seq) {
   ++version_;
+  // The pages a trim freed were counted off already.
+  const int64_t gone = trimmed_[seq] / placement_.pageSize * placement_.pageSize;
   for (int r = 0; r < placement_.nranks; ++r)
-    used_[r] -= placement_.pagesOwned(seq, lengths_[seq], r);
-  for (auto it = pages_[seq].rbegin(); it != pages_[seq].rend(); ++it) free_.push_back(*it);
+    used_[r] -= placement_.pagesOwned(seq, lengths_[seq], r) - placement_.pagesOwned(seq, gone, r);
+  for (auto it = pages_[seq].rbegin(); it != pages_[seq].rend(); ++it)
+    if (*it >= 0) free_.push_back(*it);
   pages_[seq].clear();
   lengths_[seq] = 0;
+  trimmed_[seq] = 0;
+}
+
+void PageTable::trim(int seq, int64_t position) {
+  if (position <= trimmed_[seq]) return;
+  const int64_t ps = placement_.pageSize;
+  const int64_t from = trimmed_[seq] / ps, to = position / ps;  // pages [from, to) go
+  trimmed_[seq] = position;
+  if (to == from) return;  // the same pages hold the same tokens: the page lists stand
+  ++version_;
+  for (int r = 0; r < placement_.nranks; ++r)
+    used_[r] -= placement_.pagesOwned(seq, to * ps, r) - placement_.pagesOwned(seq, from * ps, r);
+  // The slots stay (as -1), so later pages keep their slot numbers and appends their order.
+  auto& list = pages_[seq];
+  for (int64_t page = from; page < to; ++page) {
+    if (placement_.pageOwner(seq, page) != rank_) continue;
+    int32_t& held = list[placement_.localSlot(seq, page)];
+    free_.push_back(held);
+    held = -1;
+  }
 }
 
 void PageTable::spans(int seq, int64_t begin, std::vector<PageSpan>* out) const {
   const int64_t length = lengths_[seq], ps = placement_.pageSize;
   const auto& list = pages_[seq];
-  for (size_t slot = 0; slot < list.size(); ++slot) {
+  // Slots are in page order, so the first one that can hold `begin` is the count of this
+  // rank's pages before begin's page: a window over a long sequence skips the rest unread.
+  const int64_t firstSlot = placement_.pagesOwned(seq, begin / ps * ps, rank_);
+  for (size_t slot = static_cast<size_t>(std::max<int64_t>(firstSlot, 0)); slot < list.size(); ++slot) {
+    if (list[slot] < 0) continue;  // trimmed: never reached when begin >= trimmedFrom(seq)
     const int64_t page = placement_.pageOfSlot(seq, rank_, static_cast<int64_t>(slot));
     const int64_t first = std::max(page * ps, begin), last = std::min((page + 1) * ps, length);
     if (first >= last) continue;

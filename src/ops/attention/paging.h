@@ -65,8 +65,15 @@ class PageTable {
   // failure: sscInvalidArgument for a bad id, sscInvalidUsage when a pool would overflow), then
   // fills (*slots)[i] with token i's place here. `fn` prefixes the error messages.
   sscResult_t append(const char* fn, const int32_t* seqIds, int n, std::vector<TokenSlot>* slots);
-  // Forgets seq: length 0, pages back to the pools.
+  // Forgets seq: length 0, pages back to the pools, no trim.
   void release(int seq);
+  // Forgets the tokens of seq before `position` (0 <= position <= length(seq), checked by the
+  // caller): the pages holding only such tokens go back to their owners' pools (every rank's
+  // count, this rank's pool), while positions, the length and the placement stay as they were.
+  // Attention over seq must then start at or after trimmedFrom(seq) (the API refuses windows
+  // that reach below it). A position at or below an earlier trim changes nothing.
+  void trim(int seq, int64_t position);
+  int64_t trimmedFrom(int seq) const { return trimmed_[seq]; }
 
   int64_t length(int seq) const { return lengths_[seq]; }
   // Changes whenever an append or a release changed anything, so a decode can reuse the page
@@ -74,9 +81,10 @@ class PageTable {
   uint64_t version() const { return version_; }
   int64_t pagesUsed(int rank) const { return used_[rank]; }
   int64_t freePages() const { return static_cast<int64_t>(free_.size()); }
-  // This rank's pool pages of seq, by local slot.
+  // This rank's pool pages of seq, by local slot (-1: trimmed).
   const std::vector<int32_t>& pages(int seq) const { return pages_[seq]; }
   // This rank's tokens of seq at positions [begin, length), page by page in position order.
+  // begin >= trimmedFrom(seq): a trimmed page is never part of a span.
   void spans(int seq, int64_t begin, std::vector<PageSpan>* out) const;
 
  private:
@@ -85,6 +93,7 @@ class PageTable {
   int maxPages_;
   uint64_t version_ = 0;
   std::vector<int64_t> lengths_;             // [seq]
+  std::vector<int64_t> trimmed_;             // [seq] tokens before this position are gone
   std::vector<int64_t> used_;                // [rank] pool pages in use
   std::vector<std::vector<int32_t>> pages_;  // [seq][local slot] this rank's pool page
   std::vector<int32_t> free_;                // this rank's free pool pages (a stack)

@@ -139,4 +139,56 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
   EXPECT_EQ(sscKvCacheDestroy(nullptr), sscSuccess);
 }
 
+// sscKvCacheTrimSequence: its own arguments, then the windows it rules out (a refused call
+// changes nothing), and a release that clears it.
+TEST_F(AttnApi, TrimRefusesBadPositionsAndWindowsThatReachBelowIt) {
+  sscKvCache_t c = nullptr;
+  ASSERT_EQ(sscKvCacheCreate(comm_, &cfg_, &c), sscSuccess) << sscGetLastError(nullptr);
+  std::vector<uint16_t> kv(2 * 64 * 16, 0x3f80);
+  std::vector<int32_t> ten(10, 1);
+  ASSERT_EQ(sscKvCacheAppend(c, 10, ten.data(), kv.data(), kv.data(), nullptr), sscSuccess);
+  expectError(sscKvCacheTrimSequence(c, 3, 0), sscInvalidArgument, "seq_id");
+  expectError(sscKvCacheTrimSequence(c, 1, -1), sscInvalidArgument, "position = -1");
+  expectError(sscKvCacheTrimSequence(c, 1, 11), sscInvalidArgument, "length 10");
+  expectError(sscKvCacheTrimSequence(nullptr, 1, 0), sscInvalidArgument, "cache");
+  ASSERT_EQ(sscKvCacheTrimSequence(c, 1, 6), sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscKvCacheTrimSequence(c, 1, 2), sscSuccess);  // below the trim: nothing changes
+  int len = -1;
+  ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
+  EXPECT_EQ(len, 10);
+
+  // All keys and values are 1: every output is 1 and the LSE of n equal scores s is s + log n.
+  std::vector<float> q(4 * 64, 0.5f), out(4 * 64), lse(4);
+  const int32_t one[] = {1};
+  const float s = 0.125f * 0.5f * 64;
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+              sscInvalidUsage, "trimmed before position 6");
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 5, 0, out.data(), lse.data(), nullptr),
+              sscInvalidUsage, "window = 5 attends from position 5");
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 4, 0, out.data(), lse.data(), nullptr),
+            sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_NEAR(lse[0], s + std::log(4.0f), 1e-5);
+  // A prefill of the last 2 tokens under window 4 reaches back to position 5.
+  const int32_t cu[] = {0, 2};
+  std::vector<float> pq(2 * 4 * 64, 0.5f), pout(2 * 4 * 64), plse(8);
+  expectError(sscAttentionPrefill(c, pq.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 4, 0, pout.data(),
+                                  plse.data(), nullptr),
+              sscInvalidUsage, "attends from position 5");
+  ASSERT_EQ(sscAttentionPrefill(c, pq.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 3, 0, pout.data(),
+                                plse.data(), nullptr),
+            sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_NEAR(plse[0], s + std::log(3.0f), 1e-5);
+  // Trimming to the length is allowed (nothing left to attend to but what comes next).
+  ASSERT_EQ(sscKvCacheTrimSequence(c, 1, 10), sscSuccess);
+  // A release clears the trim: the whole sequence is attended to again.
+  ASSERT_EQ(sscKvCacheReleaseSequence(c, 1), sscSuccess);
+  ASSERT_EQ(sscKvCacheAppend(c, 10, ten.data(), kv.data(), kv.data(), nullptr), sscSuccess);
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+            sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_NEAR(lse[0], s + std::log(10.0f), 1e-5);
+  ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
+  expectError(sscKvCacheTrimSequence(c, 1, 0), sscInvalidUsage, "not a live KV cache");
+}
+
 }  // namespace

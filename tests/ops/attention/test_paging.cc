@@ -2,6 +2,7 @@
 // every interleave, rank count, run length, page size and length in a small range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -237,4 +238,99 @@ TEST(AttnPageTable, FlattenedSpansMatchAndFitTheReservation) {
         EXPECT_EQ(flat.size(), static_cast<size_t>(7 + 3 * flat[6]));
       }
     }
+}
+
+// Trims (sscKvCacheTrimSequence) interleaved with appends, on every rank's table: the pages that
+// hold only trimmed tokens go back to their owners' pools, every rank's counts agree with the
+// pools, the spans from the trim on still cover each token once at the place its append
+// reported (also after the freed pages went to other sequences), the version changes only when
+// a page was freed, and a release after a trim returns the rest.
+TEST(AttnPageTable, TrimFreesOnlyWholePagesBeforeThePositionOnEveryRank) {
+  for (Interleave mode : kModes)
+    for (int n : {1, 2, 3})
+      for (int ps : {1, 3}) {
+        SCOPED_TRACE(testing::Message() << "mode " << int(mode) << " n " << n << " ps " << ps);
+        const Placement p = makePlacement(mode, n, ps, 2);
+        std::vector<PageTable> tables;
+        for (int r = 0; r < n; ++r) tables.emplace_back(p, r, 3, 40);
+        std::vector<std::map<std::pair<int, int64_t>, TokenSlot>> where(n);
+        std::vector<int64_t> len(3, 0), trimmed(3, 0);
+        for (int step = 0; step < 30; ++step) {
+          // Sequences 0 and 1 grow a token a step (1 every other step), 2 three a step; 0 and 2
+          // keep a window of 5 and 7 tokens, 1 is trimmed by a page and a half every 6 steps.
+          std::vector<int32_t> round = {0, 2, 2, 2};
+          if (step % 2 == 0) round.push_back(1);
+          std::vector<int64_t> pos;
+          for (int32_t s : round) pos.push_back(len[s]++);
+          for (int r = 0; r < n; ++r) {
+            std::vector<TokenSlot> slots;
+            ASSERT_EQ(tables[r].append("t", round.data(), static_cast<int>(round.size()), &slots), sscSuccess)
+                << "step " << step;
+            for (size_t i = 0; i < round.size(); ++i)
+              if (slots[i].page >= 0) where[r][{round[i], pos[i]}] = slots[i];
+          }
+          std::vector<int64_t> to = {std::max<int64_t>(0, len[0] - 5), trimmed[1], std::max<int64_t>(0, len[2] - 7)};
+          if (step % 6 == 5) to[1] = std::min(len[1], trimmed[1] + ps + ps / 2 + 1);
+          for (int s = 0; s < 3; ++s) {
+            const bool freesAPage = to[s] / ps > trimmed[s] / ps;
+            for (int r = 0; r < n; ++r) {
+              const uint64_t v = tables[r].version();
+              tables[r].trim(s, to[s]);
+              EXPECT_EQ(tables[r].version() != v, freesAPage) << "seq " << s << " step " << step;
+              EXPECT_EQ(tables[r].trimmedFrom(s), std::max(trimmed[s], to[s]));
+            }
+            trimmed[s] = std::max(trimmed[s], to[s]);
+          }
+          // Trimming back to an earlier position changes nothing.
+          for (int r = 0; r < n; ++r) {
+            const uint64_t v = tables[r].version();
+            tables[r].trim(0, 0);
+            EXPECT_EQ(tables[r].version(), v);
+            EXPECT_EQ(tables[r].trimmedFrom(0), trimmed[0]);
+          }
+          for (int r = 0; r < n; ++r) {
+            std::set<int32_t> pool;
+            int64_t held = 0;
+            for (int s = 0; s < 3; ++s)
+              for (size_t slot = 0; slot < tables[r].pages(s).size(); ++slot) {
+                const int32_t page = tables[r].pages(s)[slot];
+                const int64_t seqPage = p.pageOfSlot(s, r, static_cast<int64_t>(slot));
+                EXPECT_EQ(page < 0, seqPage < trimmed[s] / ps) << "seq " << s << " page " << seqPage;
+                if (page < 0) continue;
+                EXPECT_TRUE(pool.insert(page).second);
+                ++held;
+              }
+            EXPECT_EQ(held, tables[r].maxPages() - tables[r].freePages());
+            for (int q = 0; q < n; ++q)
+              EXPECT_EQ(tables[r].pagesUsed(q), tables[q].maxPages() - tables[q].freePages()) << "rank " << r;
+          }
+          for (int s = 0; s < 3; ++s)
+            for (int64_t begin : {trimmed[s], trimmed[s] + 1, len[s]}) {
+              std::vector<int> seen(len[s], 0);
+              for (int r = 0; r < n; ++r) {
+                std::vector<PageSpan> spans;
+                tables[r].spans(s, begin, &spans);
+                for (const PageSpan& sp : spans)
+                  for (int32_t row = sp.rowBegin; row < sp.rowEnd; ++row) {
+                    const int64_t at = sp.firstPosition + (row - sp.rowBegin);
+                    ASSERT_LT(at, len[s]);
+                    ++seen[at];
+                    const TokenSlot t = where[r].at({s, at});
+                    EXPECT_EQ(t.page, sp.page);
+                    EXPECT_EQ(t.row, row);
+                  }
+              }
+              for (int64_t at = 0; at < len[s]; ++at)
+                ASSERT_EQ(seen[at], at >= begin ? 1 : 0) << "seq " << s << " pos " << at << " step " << step;
+            }
+        }
+        // Without the trims sequence 2 alone (90 tokens) would not have fit some configurations'
+        // pools; a release after a trim returns exactly what was left.
+        for (int r = 0; r < n; ++r) {
+          for (int s = 0; s < 3; ++s) tables[r].release(s);
+          EXPECT_EQ(tables[r].freePages(), tables[r].maxPages());
+          for (int q = 0; q < n; ++q) EXPECT_EQ(tables[r].pagesUsed(q), 0);
+          EXPECT_EQ(tables[r].trimmedFrom(0), 0);
+        }
+      }
 }
