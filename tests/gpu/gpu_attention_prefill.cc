@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_attention_check.h"
 #include "tests/gpu/gpu_test_setup.h"
 #include "tests/support/attention_reference.h"
 
@@ -46,15 +47,6 @@ struct PrefillCase {
 using ref::interleaveName;
 using ref::typeName;
 
-template <class T>
-T* toDevice(const std::vector<T>& h) {
-  T* d = nullptr;
-  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)));
-  if (!h.empty()) CHECK_GPU(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice));
-  CHECK_GPU(hipDeviceSynchronize());  // the test's stream does not wait for the null stream
-  return d;
-}
-
 int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t seed, int exchange) {
   const int H = c.kvHeads * c.ratio, D = c.headDim, B = static_cast<int>(c.batch.size());
   const ref::Workload w = ref::makeWorkload(seed, c.kvHeads, D, c.dtype, c.lengths, 3);
@@ -79,8 +71,8 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
   for (const auto& round : w.rounds) {
-    uint16_t* k = toDevice(round.k);
-    uint16_t* v = toDevice(round.v);
+    uint16_t* k = toDevice(round.k, g_rank);
+    uint16_t* v = toDevice(round.v, g_rank);
     CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(), k, v, stream));
     CHECK_GPU(hipStreamSynchronize(stream));
     CHECK_GPU(hipFree(k));
@@ -100,8 +92,8 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
   }
   std::vector<float> sinks(H);
   for (int h = 0; h < H; ++h) sinks[h] = -1.0f + 0.2f * (h % 16);
-  float* dSinks = toDevice(sinks);
-  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF)) : static_cast<void*>(toDevice(qH));
+  float* dSinks = toDevice(sinks, g_rank);
+  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF, g_rank)) : static_cast<void*>(toDevice(qH, g_rank));
   const size_t outElems = static_cast<size_t>(T) * outHeads * D;
   void* dOut = nullptr;
   float* dLse = nullptr;
@@ -113,16 +105,14 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
     r = sscAttentionPrefill(cache, dQ, c.io, H, B, c.batch.data(), cu.data(), scale, c.sinks ? dSinks : nullptr,
                             c.window, c.flags, dOut, dLse, stream);
   const hipError_t se = hipStreamSynchronize(stream);
-  std::vector<float> outF(c.io == sscFloat32 ? outElems : 0), lse(static_cast<size_t>(T) * outHeads);
-  std::vector<uint16_t> outH(c.io == sscFloat32 ? 0 : outElems);
-  if (r == sscSuccess && se == hipSuccess && T > 0) {
-    if (c.io == sscFloat32) CHECK_GPU(hipMemcpy(outF.data(), dOut, outElems * 4, hipMemcpyDeviceToHost));
-    else CHECK_GPU(hipMemcpy(outH.data(), dOut, outElems * 2, hipMemcpyDeviceToHost));
+  bool ok = r == sscSuccess && se == hipSuccess;
+  std::vector<float> outF, lse(static_cast<size_t>(T) * outHeads);
+  if (ok && T > 0) {
+    outF = readOutput(dOut, outElems, c.io, g_rank);
     CHECK_GPU(hipMemcpy(lse.data(), dLse, lse.size() * 4, hipMemcpyDeviceToHost));
   }
 
-  double maxErr = 0, maxLseErr = 0;
-  bool ok = r == sscSuccess && se == hipSuccess;
+  AttnErrors err;
   std::vector<float> expect(D);
   for (int b = 0; ok && b < B; ++b)
     for (int t = 0; t < c.newTokens[b]; ++t) {
@@ -132,39 +122,28 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
         const int h = outFirst + j;
         const float el = ref::referenceAttention(w, seq, h / c.ratio, &qFull[(static_cast<size_t>(token) * H + h) * D],
                                                  scale, c.window, c.sinks ? &sinks[h] : nullptr, expect.data(), pos + 1);
-        for (int i = 0; i < D; ++i) {
-          const size_t o = (static_cast<size_t>(token) * outHeads + j) * D + i;
-          const float got = c.io == sscFloat32 ? outF[o] : ref::fromStorage(outH[o], c.io);
-          const double e = std::fabs(static_cast<double>(got) - expect[i]);
-          maxErr = std::isnan(got) ? INFINITY : std::max(maxErr, e);
-        }
-        const float gl = lse[static_cast<size_t>(token) * outHeads + j];
-        if (std::isinf(el)) maxLseErr = std::max(maxLseErr, gl == el ? 0.0 : INFINITY);
-        else maxLseErr = std::max(maxLseErr, std::fabs(static_cast<double>(gl) - el) / std::max(1.0f, std::fabs(el)));
+        for (int i = 0; i < D; ++i) err.addOut(outF[(static_cast<size_t>(token) * outHeads + j) * D + i], expect[i]);
+        err.addLse(lse[static_cast<size_t>(token) * outHeads + j], el);
       }
     }
-  const double tol = c.io == sscFloat32 ? 1e-4 : 1e-2;
-  ok = ok && maxErr <= tol && maxLseErr <= 1e-4;
-  int bad = ok ? 0 : 1, anyBad = 0;
-  double worst[2] = {maxErr, maxLseErr}, worstAll[2];
-  MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(worst, worstAll, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  ok = ok && err.pass(c.io);
+  AttnErrors worst;
+  const bool pass = allRanksPass(ok, err, &worst);
   if (!ok)
     std::fprintf(stderr, "rank %d: prefill %s%s\n", g_rank, sscGetErrorString(r),
                  r != sscSuccess ? (std::string(": ") + sscGetLastError(nullptr)).c_str() : "");
   if (g_rank == 0)
     std::printf("%s PREFILL K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s seqs=%d tokens=%d window=%d sinks=%d "
                 "flags=%d max_batch=%d %s: max |out err| %.3g, max lse rel err %.3g\n",
-                anyBad ? "FAIL" : "PASS", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
+                pass ? "PASS" : "FAIL", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
                 c.pageSize, typeName(c.dtype), typeName(c.io), B, T, c.window, c.sinks, c.flags, cfg.max_batch,
-                cfg.exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather"
-                : cfg.exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto", worstAll[0], worstAll[1]);
+                exchangeName(cfg.exchange), worst.out, worst.lse);
   CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(dQ));
   CHECK_GPU(hipFree(dOut));
   CHECK_GPU(hipFree(dLse));
   CHECK_GPU(hipFree(dSinks));
-  return anyBad;
+  return pass ? 0 : 1;
 }
 
 }  // namespace

@@ -16,7 +16,8 @@
 //   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
 //   mpirun -np 4 build/bin/gpu_attention_test --fused
 //   mpirun -np 4 build/bin/gpu_attention_test --prefill      (only the prefill cases)
-// The prefill cases (sscAttentionPrefill, gpu_attention_prefill.cc) run after the decode ones.
+// After the decode cases, a sliding-window layer trimmed as it grows (gpu_attention_trim.cc),
+// then the prefill cases (sscAttentionPrefill, gpu_attention_prefill.cc).
 #include <mpi.h>
 
 #include <cmath>
@@ -27,7 +28,9 @@
 #include <vector>
 
 #include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_attention_check.h"
 #include "tests/gpu/gpu_attention_prefill.h"
+#include "tests/gpu/gpu_attention_trim.h"
 #include "tests/gpu/gpu_test_setup.h"
 #include "tests/support/attention_reference.h"
 
@@ -56,19 +59,6 @@ struct Case {
 using ref::interleaveName;
 using ref::typeName;
 
-template <class T>
-T* toDevice(const std::vector<T>& h) {
-  T* d = nullptr;
-  CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)));
-  if (!h.empty()) CHECK_GPU(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice));
-  // From pageable memory hipMemcpy returns once the data is staged, before the DMA to the device
-  // has landed, and the test's stream is non-blocking (not ordered after the null stream): without
-  // this the append and decode kernels could read K, V, Q or sinks still being written (seen on
-  // the H200: 1-3 runs in 10 failed with wrong outputs or LSEs).
-  CHECK_GPU(hipDeviceSynchronize());
-  return d;
-}
-
 void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   const int H = c.kvHeads * c.ratio, D = c.headDim, B = static_cast<int>(c.batch.size());
   const ref::Workload w = ref::makeWorkload(seed, c.kvHeads, D, c.dtype, c.lengths, 3);
@@ -90,8 +80,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
   for (const auto& round : w.rounds) {
-    uint16_t* k = toDevice(round.k);
-    uint16_t* v = toDevice(round.v);
+    uint16_t* k = toDevice(round.k, g_rank);
+    uint16_t* v = toDevice(round.v, g_rank);
     CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(), k, v, stream));
     CHECK_GPU(hipStreamSynchronize(stream));  // before the inputs are freed
     CHECK_GPU(hipFree(k));
@@ -117,8 +107,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
       }
   std::vector<float> sinks(H);
   for (int h = 0; h < H; ++h) sinks[h] = -1.0f + 0.2f * (h % 16);
-  float* dSinks = toDevice(sinks);
-  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF)) : static_cast<void*>(toDevice(qH));
+  float* dSinks = toDevice(sinks, g_rank);
+  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF, g_rank)) : static_cast<void*>(toDevice(qH, g_rank));
   const size_t outElems = static_cast<size_t>(B) * outHeads * D;
   void* dOut = nullptr;
   float* dLse = nullptr;
@@ -132,50 +122,36 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
     r = sscAttentionDecode(cache, dQ, c.io, H, B, c.batch.data(), scale, c.sinks ? dSinks : nullptr,
                            c.window, c.flags, dOut, dLse, stream);
   const hipError_t se = hipStreamSynchronize(stream);
-  std::vector<float> outF(c.io == sscFloat32 ? outElems : 0), lse(static_cast<size_t>(B) * outHeads);
-  std::vector<uint16_t> outH(c.io == sscFloat32 ? 0 : outElems);
-  if (r == sscSuccess && se == hipSuccess) {
-    if (c.io == sscFloat32) CHECK_GPU(hipMemcpy(outF.data(), dOut, outElems * 4, hipMemcpyDeviceToHost));
-    else CHECK_GPU(hipMemcpy(outH.data(), dOut, outElems * 2, hipMemcpyDeviceToHost));
+  bool ok = r == sscSuccess && se == hipSuccess;
+  std::vector<float> outF, lse(static_cast<size_t>(B) * outHeads);
+  if (ok) {
+    outF = readOutput(dOut, outElems, c.io, g_rank);
     CHECK_GPU(hipMemcpy(lse.data(), dLse, lse.size() * 4, hipMemcpyDeviceToHost));
   }
 
-  // Compare: output within the io type's rounding plus fp32 accumulation; LSE relative.
-  double maxErr = 0, maxLseErr = 0;
-  bool ok = r == sscSuccess && se == hipSuccess;
+  AttnErrors err;
   std::vector<float> expect(D);
   for (int b = 0; ok && b < B; ++b)
     for (int j = 0; j < outHeads; ++j) {
       const int h = outFirst + j;
       const float el = ref::referenceAttention(w, c.batch[b], h / c.ratio, &qFull[(static_cast<size_t>(b) * H + h) * D],
                                                scale, c.window, c.sinks ? &sinks[h] : nullptr, expect.data());
-      for (int i = 0; i < D; ++i) {
-        const size_t o = (static_cast<size_t>(b) * outHeads + j) * D + i;
-        const float got = c.io == sscFloat32 ? outF[o] : ref::fromStorage(outH[o], c.io);
-        const double e = std::fabs(static_cast<double>(got) - expect[i]);
-        maxErr = std::isnan(got) ? INFINITY : std::max(maxErr, e);
-      }
-      const float gl = lse[static_cast<size_t>(b) * outHeads + j];
-      if (std::isinf(el)) maxLseErr = std::max(maxLseErr, gl == el ? 0.0 : INFINITY);
-      else maxLseErr = std::max(maxLseErr, std::fabs(static_cast<double>(gl) - el) / std::max(1.0f, std::fabs(el)));
+      for (int i = 0; i < D; ++i) err.addOut(outF[(static_cast<size_t>(b) * outHeads + j) * D + i], expect[i]);
+      err.addLse(lse[static_cast<size_t>(b) * outHeads + j], el);
     }
-  const double tol = c.io == sscFloat32 ? 1e-4 : 1e-2;
-  ok = ok && maxErr <= tol && maxLseErr <= 1e-4;
-  int bad = ok ? 0 : 1, anyBad = 0;
-  double worst[2] = {maxErr, maxLseErr}, worstAll[2];
-  MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(worst, worstAll, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  ok = ok && err.pass(c.io);
+  AttnErrors worst;
+  const bool pass = allRanksPass(ok, err, &worst);
   if (!ok)
     std::fprintf(stderr, "rank %d: decode %s%s\n", g_rank, sscGetErrorString(r),
                  r != sscSuccess ? (std::string(": ") + sscGetLastError(nullptr)).c_str() : "");
   if (g_rank == 0)
     std::printf("%s K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s batch=%d window=%d sinks=%d flags=%d %s: "
                 "max |out err| %.3g, max lse rel err %.3g\n",
-                anyBad ? "FAIL" : "PASS", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
+                pass ? "PASS" : "FAIL", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
                 c.pageSize, typeName(c.dtype), typeName(c.io), B, c.window, c.sinks, c.flags,
-                cfg.exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather"
-                : cfg.exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto", worstAll[0], worstAll[1]);
-  g_failures += anyBad;
+                exchangeName(cfg.exchange), worst.out, worst.lse);
+  g_failures += pass ? 0 : 1;
   CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(dQ));
   CHECK_GPU(hipFree(dOut));
@@ -208,9 +184,9 @@ void skippedCall(sscComm_t comm, hipStream_t stream) {
   if (!ok) std::fprintf(stderr, "rank %d: create: %s\n", g_rank, sscGetLastError(nullptr));
   const int32_t seq = 0;
   std::vector<uint16_t> kvH(8 * 64, ref::toStorage(0.5f, sscBfloat16));
-  uint16_t* kv = toDevice(kvH);
+  uint16_t* kv = toDevice(kvH, g_rank);
   std::vector<float> qH(64, 0.25f);
-  float* q = toDevice(qH);
+  float* q = toDevice(qH, g_rank);
   float *out = nullptr, *lse = nullptr;
   CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&out), 64 * 4));
   CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&lse), 4));
@@ -266,7 +242,7 @@ void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (auto& x : kv) x = ref::toStorage(u(rng), sscBfloat16);
-  uint16_t* dKv = toDevice(kv);
+  uint16_t* dKv = toDevice(kv, g_rank);
   std::vector<int32_t> seqs;
   for (int s = 0; s < batch; ++s)
     for (int t = 0; t < context; ++t) {
@@ -278,7 +254,7 @@ void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters
     }
   std::vector<uint16_t> q(static_cast<size_t>(batch) * H * D);
   for (auto& x : q) x = ref::toStorage(u(rng), sscBfloat16);
-  uint16_t* dQ = toDevice(q);
+  uint16_t* dQ = toDevice(q, g_rank);
   void* dOut = nullptr;
   CHECK_GPU(hipMalloc(&dOut, q.size() * 2));
   std::vector<int32_t> ids(batch);
@@ -389,6 +365,7 @@ int main(int argc, char** argv) {
   }
 
   if (!prefillOnly) decodeCases(comm, stream);
+  if (!prefillOnly) g_failures += runTrimCases(comm, stream, g_rank, g_nranks, g_exchange);
   g_failures += runPrefillCases(comm, stream, g_rank, g_nranks, g_exchange);
   if (g_nranks > 1 && g_exchange == SSC_KV_EXCHANGE_FUSED) skippedCall(comm, stream);
 

@@ -3,9 +3,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
@@ -61,6 +63,22 @@ inline void checkSscOrAbort(sscResult_t r, const char* what, int rank) {
   std::fprintf(stderr, "rank %d: %s failed: %s\n", rank, what, sscGetLastError(nullptr));
   MPI_Abort(MPI_COMM_WORLD, 3);
 }
+// A device copy of h (room for one element at least, so an empty vector still gets a pointer).
+// From pageable memory hipMemcpy returns once the data is staged, before the DMA to the device
+// has landed, and the tests' streams are non-blocking (not ordered after the null stream):
+// without the synchronize a kernel could read inputs still being written (seen on the H200:
+// 1-3 runs in 10 of gpu_attention_test failed with wrong outputs or LSEs).
+template <class T>
+T* toDevice(const std::vector<T>& h, int rank) {
+  T* d = nullptr;
+  checkGpuOrAbort(hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)),
+                  "hipMalloc", rank);
+  if (!h.empty())
+    checkGpuOrAbort(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice), "hipMemcpy", rank);
+  checkGpuOrAbort(hipDeviceSynchronize(), "hipDeviceSynchronize", rank);
+  return d;
+}
+
 // The largest of every rank's x (a timing: the slowest rank's).
 inline double maxOverRanks(double x) {
   double m = 0;

@@ -1,0 +1,60 @@
+// How gpu_attention_test's cases (decode, prefill, trimmed windows) judge a result against the
+// fp32 host reference (tests/support/attention_reference.h): the largest output error, the
+// largest LSE error, and one verdict that every rank agrees on.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tests/gpu/gpu_test_setup.h"
+#include "starscream/starscream_ops.h"
+#include "tests/support/attention_reference.h"
+
+struct AttnErrors {
+  double out = 0;  // largest |got - want| of an output element (NaN: infinite)
+  double lse = 0;  // largest LSE error relative to max(1, |want|); an infinite want must match
+
+  void addOut(float got, float want) {
+    out = std::isnan(got) ? INFINITY : std::max(out, std::fabs(static_cast<double>(got) - want));
+  }
+  void addLse(float got, float want) {
+    if (std::isnan(got)) lse = INFINITY;
+    else if (std::isinf(want)) lse = std::max(lse, got == want ? 0.0 : INFINITY);
+    else lse = std::max(lse, std::fabs(static_cast<double>(got) - want) / std::max(1.0f, std::fabs(want)));
+  }
+  // Outputs within the io type's rounding plus fp32 accumulation; LSEs within fp32's.
+  bool pass(sscDataType_t io) const { return out <= (io == sscFloat32 ? 1e-4 : 1e-2) && lse <= 1e-4; }
+};
+
+// Collective over MPI_COMM_WORLD: whether every rank's `ok` holds, with the largest errors of all
+// ranks in *worst.
+inline bool allRanksPass(bool ok, const AttnErrors& mine, AttnErrors* worst) {
+  int bad = ok ? 0 : 1, anyBad = 0;
+  double e[2] = {mine.out, mine.lse}, all[2] = {0, 0};
+  MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(e, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  worst->out = all[0];
+  worst->lse = all[1];
+  return anyBad == 0;
+}
+
+inline const char* exchangeName(int exchange) {
+  return exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather" : exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto";
+}
+
+// `elems` outputs of io type on the device, as floats on the host.
+inline std::vector<float> readOutput(const void* dOut, size_t elems, sscDataType_t io, int rank) {
+  std::vector<float> f(elems);
+  if (io == sscFloat32) {
+    checkGpuOrAbort(hipMemcpy(f.data(), dOut, elems * 4, hipMemcpyDeviceToHost), "hipMemcpy", rank);
+    return f;
+  }
+  std::vector<uint16_t> h(elems);
+  checkGpuOrAbort(hipMemcpy(h.data(), dOut, elems * 2, hipMemcpyDeviceToHost), "hipMemcpy", rank);
+  for (size_t i = 0; i < elems; ++i) f[i] = ssc::test::attn::fromStorage(h[i], io);
+  return f;
+}
