@@ -74,6 +74,40 @@ sscResult_t grouped(Post&& post) {
   return r != sscSuccess ? r : end;
 }
 
+// Gather (toRoot) and scatter, mirror images: root's buffer holds nranks blocks of count
+// elements, block r being rank r's; every other rank sends (gather) or receives (scatter) one.
+// Root's own block is a send to itself paired with a receive from itself (a local copy), unless
+// in place (the other buffer is that block).
+ncclResult_t rootBlocks(const char* fn, const Call& c, bool toRoot, const void* sendbuff, void* recvbuff,
+                        size_t count, int root) {
+  NCCL_SHIM_CHECK(checkRoot(fn, root, c.comm.nranks));
+  NCCL_SHIM_CHECK(checkBlocks(fn, count, c));
+  if (count == 0) return ncclSuccess;
+  const size_t block = count * c.elemBytes;
+  char* blocks = static_cast<char*>(toRoot ? recvbuff : const_cast<void*>(sendbuff));
+  if (c.comm.rank == root && blocks == nullptr)
+    return fail(ncclInvalidArgument, "{}: {} is NULL on the root", fn, toRoot ? "recvbuff" : "sendbuff");
+  return viaSsc(fn, c, grouped([&](auto step) {
+    if (c.comm.rank != root) {
+      step(toRoot ? sscSend(sendbuff, count, c.type, root, c.comm.ssc, c.stream)
+                  : sscRecv(recvbuff, count, c.type, root, c.comm.ssc, c.stream));
+      return;
+    }
+    for (int peer = 0; peer < c.comm.nranks; ++peer) {
+      char* slot = blocks + static_cast<size_t>(peer) * block;
+      const void* from = toRoot ? sendbuff : slot;
+      void* to = toRoot ? slot : recvbuff;
+      if (peer != root) {
+        step(toRoot ? sscRecv(slot, count, c.type, peer, c.comm.ssc, c.stream)
+                    : sscSend(slot, count, c.type, peer, c.comm.ssc, c.stream));
+      } else if (from != to) {
+        step(sscSend(from, count, c.type, root, c.comm.ssc, c.stream));
+        step(sscRecv(to, count, c.type, root, c.comm.ssc, c.stream));
+      }
+    }
+  }));
+}
+
 }  // namespace
 
 NCCL_SHIM_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
@@ -224,77 +258,32 @@ ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[], cons
 #endif
 
 #if SSC_NCCL_HAS_ncclGather
-// Every rank sends count elements to root, which stores rank r's at recvbuff + r * count.
-// Root's own block is a send to itself paired with a receive from itself (a local copy), unless
-// in place (sendbuff == recvbuff + root * count).
+// Every rank sends count elements to root, which stores rank r's at recvbuff + r * count (in
+// place when sendbuff == recvbuff + root * count).
 NCCL_SHIM_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, VendorStream stream);
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         int root, ncclComm_t comm, VendorStream stream) {
   return guarded("ncclGather", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream);
-    const char* fn = "ncclGather";
-    return runCall(fn, comm, datatype, stream, [&](const Call& c) -> ncclResult_t {
-      NCCL_SHIM_CHECK(checkRoot(fn, root, c.comm.nranks));
-      NCCL_SHIM_CHECK(checkBlocks(fn, count, c));
-      if (count == 0) return ncclSuccess;
-      const size_t block = count * c.elemBytes;
-      char* out = static_cast<char*>(recvbuff);
-      if (c.comm.rank == root && out == nullptr)
-        return fail(ncclInvalidArgument, "{}: recvbuff is NULL on the root", fn);
-      return viaSsc(fn, c, grouped([&](auto step) {
-        if (c.comm.rank != root) {
-          step(sscSend(sendbuff, count, c.type, root, c.comm.ssc, c.stream));
-          return;
-        }
-        for (int peer = 0; peer < c.comm.nranks; ++peer) {
-          char* slot = out + static_cast<size_t>(peer) * block;
-          if (peer != root) {
-            step(sscRecv(slot, count, c.type, peer, c.comm.ssc, c.stream));
-          } else if (sendbuff != slot) {
-            step(sscSend(sendbuff, count, c.type, root, c.comm.ssc, c.stream));
-            step(sscRecv(slot, count, c.type, root, c.comm.ssc, c.stream));
-          }
-        }
-      }));
+    return runCall("ncclGather", comm, datatype, stream, [&](const Call& c) {
+      return rootBlocks("ncclGather", c, /*toRoot=*/true, sendbuff, recvbuff, count, root);
     });
   });
 }
 #endif
 
 #if SSC_NCCL_HAS_ncclScatter
-// Root sends sendbuff + r * count to rank r; in place on root if recvbuff == sendbuff + root *
-// count.
+// Root sends sendbuff + r * count to rank r (in place on root when recvbuff == sendbuff + root *
+// count).
 NCCL_SHIM_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, VendorStream stream);
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                          int root, ncclComm_t comm, VendorStream stream) {
   return guarded("ncclScatter", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
-    const char* fn = "ncclScatter";
-    return runCall(fn, comm, datatype, stream, [&](const Call& c) -> ncclResult_t {
-      NCCL_SHIM_CHECK(checkRoot(fn, root, c.comm.nranks));
-      NCCL_SHIM_CHECK(checkBlocks(fn, count, c));
-      if (count == 0) return ncclSuccess;
-      const size_t block = count * c.elemBytes;
-      const char* in = static_cast<const char*>(sendbuff);
-      if (c.comm.rank == root && in == nullptr)
-        return fail(ncclInvalidArgument, "{}: sendbuff is NULL on the root", fn);
-      return viaSsc(fn, c, grouped([&](auto step) {
-        if (c.comm.rank != root) {
-          step(sscRecv(recvbuff, count, c.type, root, c.comm.ssc, c.stream));
-          return;
-        }
-        for (int peer = 0; peer < c.comm.nranks; ++peer) {
-          const char* slot = in + static_cast<size_t>(peer) * block;
-          if (peer != root) {
-            step(sscSend(slot, count, c.type, peer, c.comm.ssc, c.stream));
-          } else if (recvbuff != slot) {
-            step(sscSend(slot, count, c.type, root, c.comm.ssc, c.stream));
-            step(sscRecv(recvbuff, count, c.type, root, c.comm.ssc, c.stream));
-          }
-        }
-      }));
+    return runCall("ncclScatter", comm, datatype, stream, [&](const Call& c) {
+      return rootBlocks("ncclScatter", c, /*toRoot=*/false, sendbuff, recvbuff, count, root);
     });
   });
 }
