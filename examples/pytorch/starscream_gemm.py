@@ -53,7 +53,7 @@ class GemmArgs(ctypes.Structure):  # sscGemmArgs_v1
                 ("dtype", ctypes.c_int), ("out_dtype", ctypes.c_int),
                 ("x", ctypes.c_void_p), ("w", ctypes.c_void_p), ("y", ctypes.c_void_p),
                 ("flags", ctypes.c_int), ("variant", ctypes.c_int), ("chunks", ctypes.c_int),
-                ("x_gathered", ctypes.c_void_p)]
+                ("x_gathered", ctypes.c_void_p), ("bias", ctypes.c_void_p)]
 
 
 class StarscreamError(RuntimeError):
@@ -133,7 +133,7 @@ class Gemm:
         _check(lib().sscCommUserRank(comm.handle, ctypes.byref(self.rank)), "sscCommUserRank")
         _check(lib().sscCommCount(comm.handle, ctypes.byref(self.nranks)), "sscCommCount")
 
-    def _args(self, m, n, k, x, w, y, weight_kn, variant, chunks, out_dtype):
+    def _args(self, m, n, k, x, w, y, weight_kn, variant, chunks, out_dtype, bias=None):
         a = GemmArgs()
         a.size, a.magic, a.version = ctypes.sizeof(GemmArgs), 0x53534741, _version()
         a.m, a.n, a.k = m, n, k
@@ -144,30 +144,38 @@ class Gemm:
         a.y = y.data_ptr() if y.numel() else None
         a.flags = _WEIGHT_KN if weight_kn else 0
         a.variant, a.chunks, a.x_gathered = variant, chunks, None
+        if bias is not None:
+            if bias.dtype != out_dtype or not bias.is_contiguous() or bias.numel() != n:
+                raise ValueError("bias must be a contiguous [%d] tensor of the output's dtype" % n)
+            a.bias = bias.data_ptr()
         return a
 
     def _stream(self):
         return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
-    def reduce_scatter(self, x, w, weight_kn=False, variant=AUTO, chunks=0, out=None, out_dtype=None):
-        """x [M][K_r], w [N][K_r] (this rank's K-slice): this rank's rows of sum_r x_r @ w_r.T."""
+    def reduce_scatter(self, x, w, weight_kn=False, variant=AUTO, chunks=0, out=None, out_dtype=None,
+                       bias=None):
+        """x [M][K_r], w [N][K_r] (this rank's K-slice): this rank's rows of sum_r x_r @ w_r.T,
+        plus bias [N] (the layer's, the same on every rank) once."""
         assert x.is_contiguous() and w.is_contiguous() and x.dtype == w.dtype
         m, k = x.shape
         n = w.shape[1] if weight_kn else w.shape[0]
         _, rows = row_shard(m, self.nranks.value, self.rank.value)
         y = out if out is not None else torch.empty(rows, n, dtype=out_dtype or x.dtype, device=x.device)
-        a = self._args(m, n, k, x, w, y, weight_kn, variant, chunks, y.dtype)
+        a = self._args(m, n, k, x, w, y, weight_kn, variant, chunks, y.dtype, bias)
         _check(lib().sscGemmReduceScatter(self.handle, ctypes.byref(a), self._stream()),
                "sscGemmReduceScatter", self.comm.handle)
         return y
 
-    def all_gather(self, x_rows, w, m, weight_kn=False, variant=AUTO, chunks=0, out=None, out_dtype=None):
-        """x_rows: this rank's rows of X [m][K]; w [N][K]: all_gather(X) @ w.T, [m][N]."""
+    def all_gather(self, x_rows, w, m, weight_kn=False, variant=AUTO, chunks=0, out=None, out_dtype=None,
+                   bias=None):
+        """x_rows: this rank's rows of X [m][K]; w [N][K]: all_gather(X) @ w.T (+ bias [N], this
+        rank's slice of the layer's), [m][N]."""
         assert x_rows.is_contiguous() and w.is_contiguous() and x_rows.dtype == w.dtype
         k = w.shape[0] if weight_kn else w.shape[1]
         n = w.shape[1] if weight_kn else w.shape[0]
         y = out if out is not None else torch.empty(m, n, dtype=out_dtype or w.dtype, device=w.device)
-        a = self._args(m, n, k, x_rows, w, y, weight_kn, variant, chunks, y.dtype)
+        a = self._args(m, n, k, x_rows, w, y, weight_kn, variant, chunks, y.dtype, bias)
         _check(lib().sscAllGatherGemm(self.handle, ctypes.byref(a), self._stream()),
                "sscAllGatherGemm", self.comm.handle)
         return y

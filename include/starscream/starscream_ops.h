@@ -334,11 +334,18 @@ typedef struct sscGemmArgs_v1 {
                              receives the gathered X as well (sequence-parallel backward needs
                              it); x may point at this rank's rows inside it (in place). Costs
                              one device copy of X per call. */
+  const void* bias;       /* NULL, or [n] of y's type (nn.Linear's bias): added to every row of
+                             y in fp32 and rounded to y's type once more (one pass over the rows
+                             y holds; not an epilogue yet). sscGemmReduceScatter: the layer's
+                             bias, the same on every rank, added once to the sum;
+                             sscAllGatherGemm: this rank's N-slice of it. Arguments built by an
+                             older header, without this field (size up to x_gathered), mean
+                             NULL. */
 } sscGemmArgs_t;
 #define SSC_GEMM_ARGS_MAGIC 0x53534741u
 #define SSC_GEMM_ARGS_INITIALIZER                                                         \
   { sizeof(sscGemmArgs_t), SSC_GEMM_ARGS_MAGIC, SSC_VERSION_CODE, 0, 0, 0, sscBfloat16,  \
-    SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, SSC_GEMM_AUTO, 0, 0 }
+    SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, SSC_GEMM_AUTO, 0, 0, 0 }
 
 typedef struct sscGemmContext* sscGemm_t;
 

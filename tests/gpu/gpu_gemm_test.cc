@@ -47,6 +47,7 @@ struct Case {
   size_t workspace;  // 0: default
   int sampleRows;    // 0: check every row, else this many sampled rows (plus the first and last)
   int gathered = 0;  // all-gather: 1 x_gathered separate, 2 in place (x at its rows inside it)
+  bool bias = false;  // nn.Linear's bias, in y's type (sscGemmArgs_t.bias)
 };
 
 void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
@@ -91,6 +92,20 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
       a.x = static_cast<char*>(gathered) + first * c.k * 2;
     }
   }
+  // The bias: the layer's, the same on every rank (reduce-scatter), or this rank's N-slice.
+  std::vector<float> biasF(c.bias ? c.n : 0);
+  std::vector<uint16_t> biasH;
+  for (int64_t j = 0; j < static_cast<int64_t>(biasF.size()); ++j) {
+    biasF[j] = 0.25f * static_cast<float>((j * 7 + (c.rs ? 0 : g_rank) * 3) % 11) - 1.0f;
+    if (c.out != sscFloat32) {
+      biasH.push_back(ssc::test::toStorage(biasF[j], c.out));
+      biasF[j] = fromStorage(biasH.back(), c.out);
+    }
+  }
+  void* bias = nullptr;
+  if (c.bias)
+    bias = c.out == sscFloat32 ? toDevice(biasF.data(), biasF.size() * 4) : toDevice(biasH.data(), biasH.size() * 2);
+  a.bias = bias;
   a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
   a.variant = c.variant;
   a.chunks = c.chunks;
@@ -129,6 +144,10 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
           val += term;
           mag += std::fabs(term);
         }
+      if (c.bias) {  // once, after the sum (one more rounding to y's type: covered by the + 2)
+        val += biasF[j];
+        mag += std::fabs(biasF[j]);
+      }
       const size_t idx = static_cast<size_t>(i * c.n + j);
       const double v = ob == 4 ? reinterpret_cast<const float*>(got.data())[idx]
                                : fromStorage(reinterpret_cast<const uint16_t*>(got.data())[idx], c.out);
@@ -147,17 +166,18 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   const bool ok = all <= 1.0;
   if (!ok) ++g_failures;
   if (g_rank == 0)
-    std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
+    std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
                 ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
                 (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
                 c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
-                c.gathered == 1 ? " x_gathered" : c.gathered == 2 ? " in-place" : "", c.variant,
+                c.gathered == 1 ? " x_gathered" : c.gathered == 2 ? " in-place" : "", c.bias ? " bias" : "", c.variant,
                 variant == SSC_GEMM_FUSED ? "fused" : variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused",
                 chunks, c.workspace, all);
   CHECK_SSC(sscGemmDestroy(gemm));
   CHECK_GPU(hipFree(x));
   CHECK_GPU(hipFree(w));
   CHECK_GPU(hipFree(y));
+  if (bias != nullptr) CHECK_GPU(hipFree(bias));
 }
 
 }  // namespace
@@ -206,6 +226,16 @@ int main(int argc, char** argv) {
     runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 0, gathered});
     runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 0, gathered});
   }
+  // nn.Linear's bias through every variant of both ops, fp32 y and W as [K][N], and an empty
+  // sum (k = 0: y is the bias).
+  for (bool rs : {true, false})
+    for (int variant : {SSC_GEMM_UNFUSED, SSC_GEMM_CHUNKED, SSC_GEMM_FUSED}) {
+      const int chunks = variant == SSC_GEMM_CHUNKED ? 3 : 0;
+      runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, chunks, 0, 0, 0, true});
+      runCase(comm, stream, {rs, 37, 29, 19, sscFloat16, sscFloat32, true, variant, chunks, 0, 0, 0, true});
+    }
+  for (bool rs : {true, false})
+    runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 0, 0, true});
   // Shapes where the rule picks chunks by itself (>= 2 x 16 MiB moved), rows sampled.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 
@@ -154,6 +156,30 @@ __global__ void fusedReduceVec(uint4* dst, SrcList srcs, int count, size_t vecs)
 
 constexpr int kReduceThreads = 256;
 
+// One row per y-index of the grid (strided), the row's columns over x: bias[j] stays in L1/L2
+// across rows. Scalar: rows of odd n are not 16-byte aligned, and the pass is bound by HBM.
+template <class Traits>
+__global__ void addBiasKernel(typename Traits::Storage* y, const typename Traits::Storage* bias,
+                              int64_t rows, int64_t n) {
+  using S = typename Traits::Storage;
+  const int64_t colStride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    S* row = y + r * n;
+    for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += colStride)
+      row[j] = static_cast<S>(Traits::store(Traits::load(row[j]) + Traits::load(bias[j])));
+  }
+}
+
+template <class Traits>
+int addBiasAs(void* y, const void* bias, int64_t rows, int64_t n, hipStream_t s) {
+  using S = typename Traits::Storage;
+  const int64_t colBlocks = std::min<int64_t>((n + kReduceThreads - 1) / kReduceThreads, 64);
+  const int64_t rowBlocks = std::min<int64_t>(rows, 4096);
+  addBiasKernel<Traits><<<dim3(static_cast<unsigned>(colBlocks), static_cast<unsigned>(rowBlocks)),
+                          dim3(kReduceThreads), 0, s>>>(static_cast<S*>(y), static_cast<const S*>(bias), rows, n);
+  return static_cast<int>(hipGetLastError());
+}
+
 template <class Traits>
 int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlocks, hipStream_t s) {
   using S = typename Traits::Storage;
@@ -238,6 +264,14 @@ int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elem
   if (elemBytes == 4) return reduceAs<F32Traits<float>>(dst, l, count, elems, maxBlocks, s);
   return bf16 ? reduceAs<Bf16Traits>(dst, l, count, elems, maxBlocks, s)
               : reduceAs<HalfTraits>(dst, l, count, elems, maxBlocks, s);
+}
+
+int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes, bool bf16,
+                  void* stream) {
+  if (rows <= 0 || n <= 0) return 0;
+  const auto s = static_cast<hipStream_t>(stream);
+  if (elemBytes == 4) return addBiasAs<F32Traits<float>>(y, bias, rows, n, s);
+  return bf16 ? addBiasAs<Bf16Traits>(y, bias, rows, n, s) : addBiasAs<HalfTraits>(y, bias, rows, n, s);
 }
 
 }  // namespace ssc::gpu

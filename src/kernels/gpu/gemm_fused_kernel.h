@@ -52,4 +52,10 @@ int launchFusedSignal(uint32_t* const* flags, int count, uint32_t value, void* s
 int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elems, int elemBytes,
                       bool bf16, int maxBlocks, void* stream);
 
+// y[r][j] = round_to_type(y[r][j] + bias[j]) for r < rows, j < n (y row-major, ld n), fp32
+// arithmetic; elemBytes and bf16 as for launchFusedReduce. The GEMM ops' bias (sscGemmArgs_t):
+// one pass over y on `stream`, no wait, so any grid is safe.
+int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes, bool bf16,
+                  void* stream);
+
 }  // namespace ssc::gpu

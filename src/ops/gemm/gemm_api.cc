@@ -4,6 +4,7 @@
 // half (host_gemm.cc or gpu_gemm.cc).
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -92,7 +93,9 @@ sscResult_t checkMatrix(const char* fn, const char* what, int64_t rows, int64_t 
 sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c,
                     bool checkPointers = true) {
   if (a == nullptr) return fail(sscInvalidArgument, "{}: args is NULL", fn);
-  if (a->size != sizeof(sscGemmArgs_t) || a->magic != SSC_GEMM_ARGS_MAGIC)
+  // Arguments from a header before `bias` end at x_gathered: accepted, without a bias.
+  const bool hasBias = a->size == sizeof(sscGemmArgs_t);
+  if ((!hasBias && a->size != offsetof(sscGemmArgs_t, bias)) || a->magic != SSC_GEMM_ARGS_MAGIC)
     return fail(sscInvalidArgument, "{}: args were not initialised with SSC_GEMM_ARGS_INITIALIZER "
                 "(size {}, magic {:#x})", fn, a->size, a->magic);
   if (a->dtype != sscBfloat16 && a->dtype != sscFloat16)
@@ -126,6 +129,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->w = a->w;
   c->y = a->y;
   c->xGathered = a->x_gathered;
+  c->bias = hasBias ? a->bias : nullptr;
   c->p.gatherOut = op == Op::kAllGather && a->x_gathered != nullptr;
   std::string why;
   const bool fusedAvailable = !g->fusedTried || !g->fusedPeers.empty();

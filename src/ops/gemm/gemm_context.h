@@ -32,6 +32,7 @@ struct Call {
   const void* w = nullptr;
   void* y = nullptr;
   void* xGathered = nullptr;  // all-gather: also receives the gathered X (or NULL)
+  const void* bias = nullptr;  // [n] of outType added to the rows of y this rank holds (or NULL)
 };
 
 }  // namespace ssc::gemm
@@ -60,6 +61,12 @@ struct sscGemmContext {
 namespace ssc::gemm {
 
 sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream);
+
+// The rows of y this rank holds after a call: its block of the sum (reduce-scatter), or all m
+// (all-gather). The bias goes into these.
+inline int64_t heldRows(const Call& c) {
+  return c.p.op == Op::kReduceScatter ? rowShard(c.p.m, c.p.nranks, c.rank).count : c.p.m;
+}
 
 // The fused variant's flags in rank q's workspace (fusedPeers[q]; q = own rank: local).
 uint32_t* fusedReady(sscGemmContext* g, int q, int slot);

@@ -442,12 +442,12 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
 }  // namespace
 #endif
 
-sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
-#if !defined(STARSCREAM_HAVE_BLASLT)
-  (void)g, (void)c, (void)stream;
-  return fail(sscInvalidUsage, "gemm: built without a vendor BLAS");
-#else
-  gpu::DeviceGuard onDevice(g->device);
+#if defined(STARSCREAM_HAVE_BLASLT)
+namespace {
+
+// The op without its bias, everything it writes into y ordered before the caller's stream's
+// next work (the schedule ends on the caller's stream; the fused variants end there too).
+sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
   GpuGemmState* gs = g->gpu;
   const Problem& p = c.p;
   const Plan& pl = c.plan;
@@ -455,7 +455,7 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   if (p.m == 0 || p.n == 0) return sscSuccess;
   if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
-    const int64_t rows = p.op == Op::kReduceScatter ? rowShard(p.m, p.nranks, c.rank).count : p.m;
+    const int64_t rows = heldRows(c);
     return rows == 0 ? sscSuccess : gpuCheck(hipMemsetAsync(c.y, 0, rows * p.n * ob, s), "hipMemsetAsync");
   }
   if (pl.direct) {
@@ -531,6 +531,26 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
     }
   }
   return sscSuccess;
+}
+
+}  // namespace
+#endif
+
+sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
+#if !defined(STARSCREAM_HAVE_BLASLT)
+  (void)g, (void)c, (void)stream;
+  return fail(sscInvalidUsage, "gemm: built without a vendor BLAS");
+#else
+  gpu::DeviceGuard onDevice(g->device);
+  SSC_CHECK(runOp(g, c, stream));
+  const int64_t rows = heldRows(c);
+  if (c.bias == nullptr || rows == 0 || c.p.n == 0) return sscSuccess;
+  // A pass of its own over y for now: cuBLASLt / hipBLASLt's bias epilogue would save it, but
+  // the reduce-scatter's sum happens after the GEMM, and the epilogue needs the heuristic run
+  // again with it (docs/gemm.md, Left).
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
+                                                            c.outType == sscBfloat16, stream)),
+                  "the bias kernel");
 #endif
 }
 

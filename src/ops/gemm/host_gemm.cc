@@ -170,18 +170,15 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
   return sscSuccess;
 }
 
-}  // namespace
-
-sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
+// The op without its bias.
+sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
   Backend* be = g->backend;
-  SSC_CHECK(be->streamSynchronize(stream));  // x and w may come from queued work
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
-  const RowRange own = rowShard(p.m, p.nranks, c.rank);
   if (p.m == 0 || p.n == 0) return sscSuccess;
   if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
-    const int64_t rows = p.op == Op::kReduceScatter ? own.count : p.m;
+    const int64_t rows = heldRows(c);
     if (rows > 0) std::memset(c.y, 0, rows * p.n * ob);
     return sscSuccess;
   }
@@ -234,6 +231,26 @@ sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
         break;
     }
   }
+  return sscSuccess;
+}
+
+// y[r][j] += bias[j] over the rows of y this rank holds, in fp32, rounded to y's type (as the
+// GPU half's launchAddBias).
+void addBias(const Call& c) {
+  const int64_t rows = heldRows(c), n = c.p.n;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t i = static_cast<size_t>(r * n + j);
+      storeAs(c.y, i, c.outType, loadAs(c.y, i, c.outType) + loadAs(c.bias, static_cast<size_t>(j), c.outType));
+    }
+}
+
+}  // namespace
+
+sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
+  SSC_CHECK(g->backend->streamSynchronize(stream));  // x and w may come from queued work
+  SSC_CHECK(runOp(g, c, stream));
+  if (c.bias != nullptr && c.p.n > 0) addBias(c);
   return sscSuccess;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "src/kernels/host/reduce.h"
@@ -46,12 +47,13 @@ struct Case {
   int variant, chunks;
   bool tinyWorkspace;
   int gathered = 0;  // all-gather: 0 no x_gathered, 1 a separate one, 2 in place (x inside it)
+  bool bias = false;
   std::string name() const {
-    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}", rs ? "gemm_rs" : "ag_gemm",
+    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}{}", rs ? "gemm_rs" : "ag_gemm",
                        m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
                        out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", variant, chunks,
                        tinyWorkspace ? " tiny-workspace" : "",
-                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "");
+                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "", bias ? " bias" : "");
   }
 };
 
@@ -91,6 +93,15 @@ void runCase(const Case& c, sscGemm_t gemm) {
   a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
   a.variant = c.variant;
   a.chunks = c.chunks;
+  // The bias in y's type: the layer's, the same on every rank (reduce-scatter), or this rank's
+  // N-slice (all-gather: any values of its own).
+  std::vector<float> biasF(c.bias ? c.n : 0);
+  std::vector<uint16_t> biasH;
+  for (int64_t j = 0; j < static_cast<int64_t>(biasF.size()); ++j) {
+    biasF[j] = 0.25f * static_cast<float>((j * 7 + (c.rs ? 0 : g_rank) * 3) % 11) - 1.0f;
+    if (c.out != sscFloat32) biasH.push_back(ssc::test::toStorage(biasF[j], c.out));
+  }
+  if (c.bias) a.bias = c.out == sscFloat32 ? static_cast<const void*>(biasF.data()) : biasH.data();
   // W as [K][N] when asked: the same matrix transposed, so the reference is unchanged.
   std::vector<uint16_t> wkn;
   if (c.kn) {
@@ -120,6 +131,11 @@ void runCase(const Case& c, sscGemm_t gemm) {
       const int64_t row = c.rs ? first + i : i;
       double val = 0, mag = 0;
       for (size_t q = 0; q < xs.size(); ++q) dot(xs[q], ws[q], row, j, c.n, c.k, false, c.dtype, &val, &mag);
+      if (c.bias) {  // once, after the sum (one more rounding to y's type: the +2 below covers it)
+        const double b = c.out == sscFloat32 ? biasF[j] : fromStorage(biasH[j], c.out);
+        val += b;
+        mag += std::fabs(b);
+      }
       const size_t idx = static_cast<size_t>(i * c.n + j);
       const double got = ob == 4 ? reinterpret_cast<const float*>(y.data())[idx]
                                  : fromStorage(reinterpret_cast<const uint16_t*>(y.data())[idx], c.out);
@@ -149,6 +165,7 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
         const int mode = index++ % 4;
         Case c{rs, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2,
                SSC_GEMM_AUTO, 0, false};
+        c.bias = index % 3 != 0;
         runCase(c, big);
         c.variant = SSC_GEMM_CHUNKED;
         c.chunks = 3;
@@ -199,6 +216,7 @@ TEST_F(GemmMpi, FusedOddShapes) {
     for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
       const int mode = index++ % 4;
       Case c{true, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
+      c.bias = index % 3 != 0;
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
       c.chunks = 3;
       runCase(c, big);
@@ -215,6 +233,7 @@ TEST_F(GemmMpi, FusedOddShapes) {
     for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
       const int mode = index++ % 4;
       Case c{false, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
+      c.bias = index % 3 != 0;
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
       c.chunks = 2;  // per rank
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
@@ -278,6 +297,17 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   bad = a;
   bad.size = 8;
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  {  // arguments from a header before `bias` (size up to x_gathered) run, and without a bias
+    std::vector<uint16_t> zeros(8 * 4, 0), y(8 * 4, 0x7777), ones(4, 0x3f80);
+    sscGemmArgs_t old = a;
+    old.x = old.w = zeros.data();
+    old.y = y.data();
+    old.size = offsetof(sscGemmArgs_t, bias);
+    old.bias = ones.data();  // past the older struct's end: must not be read
+    ASSERT_EQ(sscAllGatherGemm(g, &old, g_stream), sscSuccess) << sscGetLastError(nullptr);
+    ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess);
+    EXPECT_EQ(std::count(y.begin(), y.end(), 0), 8 * 4) << "the bias of an older struct was read";
+  }
   bad = a;
   bad.x_gathered = buf.data();  // reduce-scatter has no gathered X
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
