@@ -12,6 +12,11 @@ of Llama-3-70B at TP 8 (8 query heads, 1 KV head, head dim 128), bf16, batch 8, 
     tools/emulate/partition-run.sh 8 env SSC_LIB=$PWD/build/lib/libstarscream.so \\
         python3 examples/attention/decode_step.py [--batch 8] [--context 32768] [--shard-heads]
 
+--window W runs a sliding-window layer instead (GPT-OSS: 128 on alternate layers): the cache is
+not sharded (each sequence on one rank), every append is followed by a trim to the last W tokens
+(KvCache.trim, sscKvCacheTrimSequence), so the pool holds only the windows, and the reference is
+SDPA over each sequence's last W tokens.
+
 The communicator's unique id travels over a gloo group (torch.distributed, env:// from Open MPI's
 variables). Exit status 0 when every rank's check passed.
 """
@@ -62,6 +67,8 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--shard-heads", action="store_true",
                     help="each rank passes and gets its slice of the query heads (a TP layer)")
+    ap.add_argument("--window", type=int, default=0,
+                    help="a sliding-window layer of this window, trimmed as it is appended (0: full)")
     ap.add_argument("--exchanges", default="auto",
                     help="sscKvExchange_t values to run, one cache each: auto, allgather, fused "
                          "(auto: the fused exchange where the peers' scratch maps, else the all-gather)")
@@ -88,7 +95,9 @@ def main():
     q = torch.randn((a.batch, a.q_heads, a.head_dim), generator=g, device="cuda").to(torch.bfloat16)
     scale = 1.0 / math.sqrt(a.head_dim)
     ids = list(range(a.batch))
-    ref = [reference(q[b], ks[b], vs[b], scale) for b in range(a.batch)]
+    w = a.window
+    ref = [reference(q[b], ks[b][-w:] if w else ks[b], vs[b][-w:] if w else vs[b], scale)
+           for b in range(a.batch)]
     ref_out = torch.stack([r[0] for r in ref])
     ref_lse = torch.stack([r[1] for r in ref])
 
@@ -96,18 +105,23 @@ def main():
     share = a.q_heads // world
     q_in = q[:, rank * share:(rank + 1) * share].contiguous() if a.shard_heads else q
     heads = slice(rank * share, (rank + 1) * share) if a.shard_heads else slice(0, a.q_heads)
-    pages = max(1, math.ceil(max(lengths) / a.page))
+    chunk = max(w, 1024) if w else 16384
+    if w:  # a window and one appended chunk per sequence, all sequences on one rank at worst
+        max_pages = a.batch * (math.ceil((w + chunk) / a.page) + 1)
+    else:
+        max_pages = a.batch * math.ceil(max(1, math.ceil(max(lengths) / a.page)) / world) + a.batch
     failures = 0
     for exchange in a.exchanges.split(","):
         cache = KvCache(lib, comm, num_kv_heads=a.kv_heads, head_dim=a.head_dim, page_size=a.page,
-                        max_pages=a.batch * math.ceil(pages / world) + a.batch, max_seqs=a.batch,
-                        max_batch=a.batch, max_q_heads=a.q_heads, exchange=exchange)
-        chunk = 16384
+                        max_pages=max_pages, max_seqs=a.batch, max_batch=a.batch, max_q_heads=a.q_heads,
+                        interleave="sequence_owner" if w else "round_robin", exchange=exchange)
         for b, n in enumerate(lengths):
             for t in range(0, n, chunk):
                 m = min(chunk, n - t)
                 cache.append([b] * m, ks[b][t:t + m], vs[b][t:t + m])
-        out, lse = cache.decode(q_in, ids, scale, flags=flags)
+                if w:
+                    cache.trim(b, max(0, t + m - w))
+        out, lse = cache.decode(q_in, ids, scale, flags=flags, window=w)
         torch.cuda.synchronize()
         err = (out.float() - ref_out[:, heads]).abs().max().item()
         lse_err = (lse - ref_lse[:, heads]).abs().max().item()
@@ -115,12 +129,12 @@ def main():
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         for _ in range(3):
-            cache.decode(q_in, ids, scale, flags=flags, out=out, lse=lse)
+            cache.decode(q_in, ids, scale, flags=flags, window=w, out=out, lse=lse)
         torch.cuda.synchronize()
         dist.barrier()
         start.record()
         for _ in range(a.iters):
-            cache.decode(q_in, ids, scale, flags=flags, out=out, lse=lse)
+            cache.decode(q_in, ids, scale, flags=flags, window=w, out=out, lse=lse)
         end.record()
         end.synchronize()
         us = 1000.0 * start.elapsed_time(end) / a.iters
@@ -133,7 +147,7 @@ def main():
             kv_mb = 2 * sum(lengths) * a.kv_heads * a.head_dim * 2 / 1e6
             print(f"{'PASS' if stats[3] == 0 else 'FAIL'} K={world} exchange={exchange} batch={a.batch} "
                   f"tokens={lengths[-1]}..{lengths[0]} q_heads={a.q_heads} kv_heads={a.kv_heads} "
-                  f"d={a.head_dim} shard_heads={int(a.shard_heads)}: max |out - SDPA| {stats[0]:.3g}, "
+                  f"d={a.head_dim} shard_heads={int(a.shard_heads)} window={w}: max |out - SDPA| {stats[0]:.3g}, "
                   f"max |lse - ref| {stats[1]:.3g}; decode step {stats[2]:.1f} us (max over ranks; "
                   f"{kv_mb:.0f} MB of KV, {kv_mb / world:.0f} MB per rank)", flush=True)
     lib.comm_destroy(comm)
