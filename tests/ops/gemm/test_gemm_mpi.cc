@@ -147,6 +147,14 @@ void runCase(const Case& c, sscGemm_t gemm) {
     }
 }
 
+// Whether any rank has failed so far (collective): the loops stop on every rank together, or a
+// rank that stopped alone would leave the others in a collective until STARSCREAM_TIMEOUT.
+bool anyRankFailed() {
+  int mine = testing::Test::HasFailure() ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
+}
+
 class GemmMpi : public testing::Test {};
 
 TEST_F(GemmMpi, OddShapesAllVariants) {
@@ -184,7 +192,7 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
           c.tinyWorkspace = false;
           runCase(c, big);
         }
-        if (HasFailure()) break;
+        if (anyRankFailed()) break;
       }
   int variant = -1, chunks = -1;
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
@@ -223,7 +231,7 @@ TEST_F(GemmMpi, FusedOddShapes) {
       c.chunks = 0;
       c.tinyWorkspace = true;
       for (int rep = 0; rep < 2; ++rep) runCase(c, tiny);
-      if (HasFailure()) break;
+      if (anyRankFailed()) break;
     }
   // The fused all-gather + GEMM, both forms (push + one GEMM; one GEMM per source rank reading
   // the peers' slots in place), interleaved with the reduce-scatter's fused calls on the same
@@ -247,7 +255,7 @@ TEST_F(GemmMpi, FusedOddShapes) {
       c.gathered = 0;
       c.chunks = 2;
       runCase(c, big);
-      if (HasFailure()) break;
+      if (anyRankFailed()) break;
     }
   if (g_n > 1) {  // what the ops report for a fused plan
     int variant = -1, chunks = -1;
