@@ -25,6 +25,31 @@ Placement makePlacement(Interleave mode, int nranks, int pageSize, int blockPage
 const Interleave kModes[] = {Interleave::kRoundRobin, Interleave::kContiguous,
                              Interleave::kSequenceOwner};
 
+// Where each rank's appends put each token: where[rank][(seq, position)].
+using TokenPlaces = std::vector<std::map<std::pair<int, int64_t>, TokenSlot>>;
+
+// Every rank's spans of seq from `begin` together cover positions [begin, length) exactly once,
+// each at the page and row its append reported, and nothing before begin.
+void expectSpansCoverOnce(const std::vector<PageTable>& tables, const TokenPlaces& where, int seq,
+                          int64_t begin, int64_t length) {
+  std::vector<int> seen(length, 0);
+  for (size_t r = 0; r < tables.size(); ++r) {
+    std::vector<PageSpan> spans;
+    tables[r].spans(seq, begin, &spans);
+    for (const PageSpan& sp : spans)
+      for (int32_t row = sp.rowBegin; row < sp.rowEnd; ++row) {
+        const int64_t pos = sp.firstPosition + (row - sp.rowBegin);
+        ASSERT_LT(pos, length);
+        ++seen[pos];
+        const TokenSlot t = where[r].at({seq, pos});
+        EXPECT_EQ(t.page, sp.page);
+        EXPECT_EQ(t.row, row);
+      }
+  }
+  for (int64_t pos = 0; pos < length; ++pos)
+    EXPECT_EQ(seen[pos], pos >= begin ? 1 : 0) << "seq " << seq << " pos " << pos << " from " << begin;
+}
+
 }  // namespace
 
 TEST(AttnPlacement, OwnersFollowTheDocumentedRules) {
@@ -108,7 +133,7 @@ TEST(AttnPageTable, RanksTogetherCoverEveryTokenOnce) {
           const std::vector<std::vector<int32_t>> rounds = {
               {0, 1, 0, 1, 4, 0, 1, 4, 3}, {1, 1, 1, 1, 1, 0, 4, 4, 4, 4, 4, 4, 4}, {0, 1, 4}};
           // positions[rank] = (seq, position) -> (page, row) as the append reported
-          std::vector<std::map<std::pair<int, int64_t>, TokenSlot>> where(n);
+          TokenPlaces where(n);
           std::vector<int64_t> len(5, 0);
           for (const auto& round : rounds) {
             std::vector<int64_t> pos;
@@ -134,24 +159,8 @@ TEST(AttnPageTable, RanksTogetherCoverEveryTokenOnce) {
               EXPECT_EQ(tables[r].pagesUsed(q), static_cast<int64_t>(tables[q].maxPages() - tables[q].freePages()));
           }
           for (int s = 0; s < 5; ++s)
-            for (int64_t begin : {int64_t{0}, int64_t{3}, len[s]}) {
-              std::vector<int> seen(len[s], 0);
-              for (int r = 0; r < n; ++r) {
-                std::vector<PageSpan> spans;
-                tables[r].spans(s, begin, &spans);
-                for (const PageSpan& sp : spans)
-                  for (int32_t row = sp.rowBegin; row < sp.rowEnd; ++row) {
-                    const int64_t pos = sp.firstPosition + (row - sp.rowBegin);
-                    ASSERT_LT(pos, len[s]);
-                    ++seen[pos];
-                    const TokenSlot t = where[r].at({s, pos});
-                    EXPECT_EQ(t.page, sp.page);
-                    EXPECT_EQ(t.row, row);
-                  }
-              }
-              for (int64_t pos = 0; pos < len[s]; ++pos)
-                EXPECT_EQ(seen[pos], pos >= begin ? 1 : 0) << "seq " << s << " pos " << pos;
-            }
+            for (int64_t begin : {int64_t{0}, int64_t{3}, len[s]})
+              expectSpansCoverOnce(tables, where, s, begin, len[s]);
         }
 }
 
@@ -253,7 +262,7 @@ TEST(AttnPageTable, TrimFreesOnlyWholePagesBeforeThePositionOnEveryRank) {
         const Placement p = makePlacement(mode, n, ps, 2);
         std::vector<PageTable> tables;
         for (int r = 0; r < n; ++r) tables.emplace_back(p, r, 3, 40);
-        std::vector<std::map<std::pair<int, int64_t>, TokenSlot>> where(n);
+        TokenPlaces where(n);
         std::vector<int64_t> len(3, 0), trimmed(3, 0);
         for (int step = 0; step < 30; ++step) {
           // Sequences 0 and 1 grow a token a step (1 every other step), 2 three a step; 0 and 2
@@ -306,22 +315,8 @@ TEST(AttnPageTable, TrimFreesOnlyWholePagesBeforeThePositionOnEveryRank) {
           }
           for (int s = 0; s < 3; ++s)
             for (int64_t begin : {trimmed[s], trimmed[s] + 1, len[s]}) {
-              std::vector<int> seen(len[s], 0);
-              for (int r = 0; r < n; ++r) {
-                std::vector<PageSpan> spans;
-                tables[r].spans(s, begin, &spans);
-                for (const PageSpan& sp : spans)
-                  for (int32_t row = sp.rowBegin; row < sp.rowEnd; ++row) {
-                    const int64_t at = sp.firstPosition + (row - sp.rowBegin);
-                    ASSERT_LT(at, len[s]);
-                    ++seen[at];
-                    const TokenSlot t = where[r].at({s, at});
-                    EXPECT_EQ(t.page, sp.page);
-                    EXPECT_EQ(t.row, row);
-                  }
-              }
-              for (int64_t at = 0; at < len[s]; ++at)
-                ASSERT_EQ(seen[at], at >= begin ? 1 : 0) << "seq " << s << " pos " << at << " step " << step;
+              SCOPED_TRACE(testing::Message() << "step " << step);
+              expectSpansCoverOnce(tables, where, s, begin, len[s]);
             }
         }
         // Without the trims sequence 2 alone (90 tokens) would not have fit some configurations'
