@@ -185,13 +185,7 @@ double runCase(const Case& c, bool viaAbort) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (setUpGpuRank("gpu_abort_test", g_rank, g_nranks) < 0) {
-    MPI_Finalize();
-    return 0;
-  }
+  if (!startGpuRank(&argc, &argv, "gpu_abort_test", &g_rank, &g_nranks)) return 0;
   if (g_nranks < 2) {
     if (g_rank == 0) std::printf("SKIPPED: gpu_abort_test: needs at least 2 ranks\n");
     MPI_Finalize();

@@ -265,13 +265,7 @@ void timing(sscComm_t comm, cudaStream_t s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (setUpGpuRank("gpu_capture_test", g_rank, g_nranks) < 0) {
-    MPI_Finalize();
-    return 0;
-  }
+  if (!startGpuRank(&argc, &argv, "gpu_capture_test", &g_rank, &g_nranks)) return 0;
 #if defined(SSC_GPU_IS_CUDA)
   const bool time = !(argc > 1 && std::strcmp(argv[1], "--no-time") == 0);
   sscComm_t comm = newMpiComm(g_rank, g_nranks);

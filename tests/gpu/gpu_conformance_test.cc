@@ -263,13 +263,7 @@ void warmupThenSmall(sscComm_t comm, hipStream_t s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (setUpGpuRank("gpu_conformance_test", g_rank, g_nranks) < 0) {
-    MPI_Finalize();
-    return 0;
-  }
+  if (!startGpuRank(&argc, &argv, "gpu_conformance_test", &g_rank, &g_nranks)) return 0;
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t s;
   CHECK_GPU(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));

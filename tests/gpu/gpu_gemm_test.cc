@@ -183,13 +183,7 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (setUpGpuRank("gpu_gemm_test", g_rank, g_nranks) < 0) {
-    MPI_Finalize();
-    return 0;
-  }
+  if (!startGpuRank(&argc, &argv, "gpu_gemm_test", &g_rank, &g_nranks)) return 0;
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));

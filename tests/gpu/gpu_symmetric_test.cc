@@ -112,13 +112,7 @@ void mismatch(size_t count, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-  if (setUpGpuRank("gpu_symmetric_test", g_rank, g_nranks) < 0) {
-    MPI_Finalize();
-    return 0;
-  }
+  if (!startGpuRank(&argc, &argv, "gpu_symmetric_test", &g_rank, &g_nranks)) return 0;
   setenv("STARSCREAM_ALGO", "symmetric", 1);
   if (std::getenv("STARSCREAM_TIMEOUT") == nullptr) setenv("STARSCREAM_TIMEOUT", "20", 1);
 

@@ -37,6 +37,18 @@ inline int setUpGpuRank(const char* program, int rank, int nranks) {
   return device;
 }
 
+// The start every GPU test program shares: MPI up, this rank's place in MPI_COMM_WORLD, its
+// device picked (setUpGpuRank). False, after MPI_Finalize, when no GPU is visible: the program
+// then returns 0, having printed its SKIPPED line (which ctest reports as a skip).
+inline bool startGpuRank(int* argc, char*** argv, const char* program, int* rank, int* nranks) {
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, nranks);
+  if (setUpGpuRank(program, *rank, *nranks) >= 0) return true;
+  MPI_Finalize();
+  return false;
+}
+
 // A communicator over MPI_COMM_WORLD (rank 0's unique id broadcast over MPI); aborts the job
 // when init fails, since no check can run without one.
 inline sscComm_t newMpiComm(int rank, int nranks) {
