@@ -42,6 +42,24 @@ inline bool allRanksPass(bool ok, const AttnErrors& mine, AttnErrors* worst) {
   return anyBad == 0;
 }
 
+// A cache of cfg on comm holding w's tokens: each round appended from device copies, freed once
+// the append has run.
+inline sscKvCache_t cacheWithWorkload(sscComm_t comm, hipStream_t stream, const sscKvCacheConfig_t& cfg,
+                                      const ssc::test::attn::Workload& w, int rank) {
+  sscKvCache_t cache = nullptr;
+  checkSscOrAbort(sscKvCacheCreate(comm, &cfg, &cache), "sscKvCacheCreate", rank);
+  for (const auto& round : w.rounds) {
+    uint16_t* k = toDevice(round.k, rank);
+    uint16_t* v = toDevice(round.v, rank);
+    checkSscOrAbort(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(), k, v, stream),
+                    "sscKvCacheAppend", rank);
+    checkGpuOrAbort(hipStreamSynchronize(stream), "hipStreamSynchronize", rank);
+    checkGpuOrAbort(hipFree(k), "hipFree", rank);
+    checkGpuOrAbort(hipFree(v), "hipFree", rank);
+  }
+  return cache;
+}
+
 inline const char* exchangeName(int exchange) {
   return exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather" : exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto";
 }

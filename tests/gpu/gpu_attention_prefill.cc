@@ -68,16 +68,7 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
   cfg.interleave = c.interleave;
   cfg.block_pages = 3;
   cfg.exchange = c.exchange >= 0 ? c.exchange : exchange;
-  sscKvCache_t cache = nullptr;
-  CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
-  for (const auto& round : w.rounds) {
-    uint16_t* k = toDevice(round.k, g_rank);
-    uint16_t* v = toDevice(round.v, g_rank);
-    CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(), k, v, stream));
-    CHECK_GPU(hipStreamSynchronize(stream));
-    CHECK_GPU(hipFree(k));
-    CHECK_GPU(hipFree(v));
-  }
+  sscKvCache_t cache = cacheWithWorkload(comm, stream, cfg, w, g_rank);
 
   const bool outSharded = c.flags & SSC_ATTN_OUT_SHARDED_HEADS;
   const int outHeads = outSharded ? H / g_nranks : H, outFirst = outSharded ? g_rank * outHeads : 0;

@@ -77,16 +77,7 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   cfg.interleave = c.interleave;
   cfg.block_pages = 3;
   cfg.exchange = c.exchange == SSC_KV_EXCHANGE_AUTO ? g_exchange : c.exchange;
-  sscKvCache_t cache = nullptr;
-  CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
-  for (const auto& round : w.rounds) {
-    uint16_t* k = toDevice(round.k, g_rank);
-    uint16_t* v = toDevice(round.v, g_rank);
-    CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(), k, v, stream));
-    CHECK_GPU(hipStreamSynchronize(stream));  // before the inputs are freed
-    CHECK_GPU(hipFree(k));
-    CHECK_GPU(hipFree(v));
-  }
+  sscKvCache_t cache = cacheWithWorkload(comm, stream, cfg, w, g_rank);
 
   // Queries (this rank's slice when sharded), sinks, outputs.
   const bool qSharded = c.flags & SSC_ATTN_Q_SHARDED_HEADS, outSharded = c.flags & SSC_ATTN_OUT_SHARDED_HEADS;
