@@ -548,9 +548,8 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   // A pass of its own over y for now: cuBLASLt / hipBLASLt's bias epilogue would save it, but
   // the reduce-scatter's sum happens after the GEMM, and the epilogue needs the heuristic run
   // again with it (docs/gemm.md, Left).
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
-                                                            c.outType == sscBfloat16, stream)),
-                  "the bias kernel");
+  return launched(gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
+                                     c.outType == sscBfloat16, stream), "the bias kernel");
 #endif
 }
 
