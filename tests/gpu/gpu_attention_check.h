@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "tests/gpu/gpu_test_setup.h"
 #include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_test_setup.h"
 #include "tests/support/attention_reference.h"
 
 struct AttnErrors {
