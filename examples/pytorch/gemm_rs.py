@@ -10,6 +10,7 @@ Each rank holds a K-slice x_r [M][K/P] of the activations and w_r [N][K/P] of th
 nn.Linear stores it); the layer's output is sum_r x_r @ w_r.T, of which each rank keeps its
 rows (torch.chunk's split). Rank 0 prints the worst error against torch and the time per call
 of each variant. The unique id and torch's reference reduce-scatter travel over a gloo group.
+--bias adds nn.Linear's bias [N] (the layer's, the same on every rank), added once to the sum.
 """
 import argparse
 import os
@@ -56,6 +57,7 @@ def main():
     ap.add_argument("--k", type=int, default=3584, help="the layer's K (split over the ranks)")
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--bias", action="store_true", help="the layer has a bias (nn.Linear's default)")
     args = ap.parse_args()
     rank, world = mpi_environment()
     torch.cuda.set_device(0 if torch.cuda.device_count() == 1 else rank % torch.cuda.device_count())
@@ -78,17 +80,22 @@ def main():
     x = torch.randn(args.m, kr, device="cuda", dtype=dtype, generator=g)
     w = torch.randn(args.n, kr, device="cuda", dtype=dtype, generator=g) / kr ** 0.5
     first, rows = sg.row_shard(args.m, world, rank)
+    # The bias: the same on every rank (its own seed), in y's type.
+    bias = (torch.randn(args.n, device="cuda", dtype=dtype, generator=torch.Generator(device="cuda").manual_seed(7))
+            if args.bias else None)
 
     # Reference: torch.matmul of the partial product, then torch's reduce-scatter of the rows
     # (fp32 on the CPU over gloo; gloo has no reduce-scatter, so all-reduce and keep ours).
     partial = torch.matmul(x.float(), w.float().T).cpu()
     dist.all_reduce(partial)
     ref = partial[first:first + rows]
+    if bias is not None:
+        ref = ref + bias.float().cpu()
 
     worst = 0.0
     for name, variant in (("auto", sg.AUTO), ("unfused", sg.UNFUSED), ("fused", sg.FUSED)):
         try:
-            y = gemm.reduce_scatter(x, w, variant=variant)
+            y = gemm.reduce_scatter(x, w, variant=variant, bias=bias)
         except sg.StarscreamError as e:
             if rank == 0:
                 print("%-8s not run: %s" % (name, e))
@@ -98,11 +105,12 @@ def main():
         e = torch.tensor([err])
         dist.all_reduce(e, op=dist.ReduceOp.MAX)
         worst = max(worst, e.item())
-        us = time_us(lambda: gemm.reduce_scatter(x, w, variant=variant, out=y), args.iters)
+        us = time_us(lambda: gemm.reduce_scatter(x, w, variant=variant, out=y, bias=bias), args.iters)
         plan = gemm.query_plan(0, args.m, args.n, kr, dtype, variant)
         if rank == 0:
-            print("starscream %-8s M=%d N=%d K=%d over %d ranks: %8.1f us per call, max rel. error %.2e "
-                  "(ran variant %d x %d chunks)" % (name, args.m, args.n, args.k, world, us, e.item(), *plan))
+            print("starscream %-8s M=%d N=%d K=%d%s over %d ranks: %8.1f us per call, max rel. error %.2e "
+                  "(ran variant %d x %d chunks)" % (name, args.m, args.n, args.k, " +bias" if args.bias else "",
+                                                   world, us, e.item(), *plan))
     mm = time_us(lambda: torch.matmul(x, w.T), args.iters)
     if rank == 0:
         print("torch.matmul alone (the partial product, no collective): %8.1f us per call" % mm)
