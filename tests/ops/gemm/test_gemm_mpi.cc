@@ -1,8 +1,10 @@
 // The fused GEMM-collectives end to end on the host backend under mpirun (1-4 ranks): both ops,
 // odd M/N/K (M not a multiple of the rank count, ranks that own one row or none), bf16 and
-// fp16, y in the input type or fp32, W stored [N][K] or [K][N], the unfused and chunked
-// variants (and the fused ones: both all-gather forms), and a workspace so small that a call runs
-// in many chunks, against an fp32 reference of the same rounded inputs. Also the argument checks every rank must agree on.
+// fp16, y in the input type or fp32, W stored [N][K] or [K][N], with and without nn.Linear's
+// bias, the unfused and chunked variants (and the fused ones: both all-gather forms), and a
+// workspace so small that a call runs in many chunks, against an fp32 reference of the same
+// rounded inputs. Also the argument checks every rank must agree on, and an older header's
+// arguments (without the bias).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
