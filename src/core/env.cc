@@ -59,6 +59,12 @@ constexpr Variable kVariables[] = {
      "buffers and runs zero-copy (one node, one rank per process; all-reduces small enough for "
      "packets never need to; point-to-point and in-place all-to-all never do); smaller calls use "
      "staging or the FIFOs. Negative turns it off."},
+    {"STARSCREAM_ATTN_PREFILL", "auto",
+     "How sscAttentionPrefill splits a round of query tokens over the ranks: partials (every "
+     "rank over its own KV pages, then the partials exchanged and merged), kv (each rank its "
+     "share of the query heads over every rank's pages, read in place: one node, pools mapped "
+     "at sscKvCacheCreate) or auto (kv once a rank's rows fill its SMs, docs/attention.md). "
+     "Read at sscKvCacheCreate; kv where it cannot run falls back to partials."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_CHECK", "0",
      "1: checked mode. Before any data of a collective moves, its ranks compare the call "
@@ -94,6 +100,7 @@ constexpr Rule kRules[] = {
     {"STARSCREAM_DEBUG", Shape::kChoice, "WARN,INFO,TRACE", true},
     {"STARSCREAM_BACKEND", Shape::kChoice, "auto,gpu,host"},
     {"STARSCREAM_ZERO_COPY_GRID", Shape::kChoice, "auto,bulk,wide"},
+    {"STARSCREAM_ATTN_PREFILL", Shape::kChoice, "auto,partials,kv"},
     {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},

@@ -1,5 +1,6 @@
 // The partial attention of a prefill over this rank's paged KV: causal by absolute position,
-// rows = (query token, query head) pairs of one KV head, 16 rows a tile (prefill_plan.h).
+// rows = (query token, query head) pairs of one KV head, 16 rows a tile (prefill_plan.h). The
+// spans may be any rank's pages, read in place through the peers' mapped pools (KV side).
 //
 // CUDA: one warp per tile on the tensor cores, the decode kernel's fragments and loads
 // (attention_partial_mma.cuh) with the 16 mma rows holding tokens x heads of the GQA group
@@ -37,11 +38,16 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
   constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int tile = blockIdx.x * kMmaWarps + warp;
+  // The pool table in shared memory: a span's pool is then a shared load, not one more global
+  // load that its K/V addresses wait for.
+  __shared__ const void* pools[2 * kAttnPrefillMaxPools];
+  for (int i = threadIdx.x; i < 2 * p.numPools; i += blockDim.x) pools[i] = p.pools[i];
+  __syncthreads();
   if (tile >= p.numTiles) return;  // warp-uniform: no block-wide synchronisation below
-  const int kvHead = blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
-  const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, ratio, p.window);
-  const PrefillRow ri[2] = {prefillRow(p.pieces, tr, g, kvHead, ratio, p.window),
-                            prefillRow(p.pieces, tr, g + 8, kvHead, ratio, p.window)};
+  const int kvHead = p.kvHeadFirst + blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
+  const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, p.rowHeads, p.window);
+  const PrefillRow ri[2] = {prefillRow(p.pieces, tr, g, kvHead, ratio, p.rowHeads, p.headOffset, p.window),
+                            prefillRow(p.pieces, tr, g + 8, kvHead, ratio, p.rowHeads, p.headOffset, p.window)};
 
   // Through withIoLoader, so a lane's 64 loads are in flight together.
   uint32_t qa[kSteps][4], ql[kSteps][4];
@@ -59,13 +65,14 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
   float m[2] = {negInf(), negInf()}, l[2] = {0.0f, 0.0f};  // m in log2 units
   const float scale2 = p.scale * 1.4426950408889634f;
 
-  const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
-  const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
   const int32_t* pc = p.pieces + 5 * tr.piece;
   for (int s = pc[3]; s < pc[4]; ++s) {
-    const PrefillSpanRows sr = prefillSpanRows(p.spans + 4 * s, tr);
+    const int32_t* sp = p.spans + kPrefillSpanInts * s;
+    const PrefillSpanRows sr = prefillSpanRows(sp, tr);
     if (sr.stop) break;  // spans come in position order
-    const size_t pageBase = (static_cast<size_t>(p.spans[4 * s]) * p.numKvHeads + kvHead) * p.pageSize;
+    const uint16_t* kPool = static_cast<const uint16_t*>(pools[sp[4]]);
+    const uint16_t* vPool = static_cast<const uint16_t*>(pools[p.numPools + sp[4]]);
+    const size_t pageBase = (static_cast<size_t>(sp[0]) * p.numKvHeads + kvHead) * p.pageSize;
     for (int r0 = sr.from; r0 < sr.to; r0 += kMmaTokens) {
       const int n = min(kMmaTokens, sr.to - r0), kp0 = sr.firstPos + (r0 - sr.from);
       // Key col of the step is at position kp0 + col: the row sees it when causal and in window.
@@ -123,15 +130,17 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   constexpr int kE = kD / kGroup, kR = kAttnPrefillTileRows;
   __shared__ float qs[kR][kD];
   __shared__ int rowPos[kR], rowStart[kR];
+  __shared__ const void* pools[2 * kAttnPrefillMaxPools];
   __shared__ float ms[kGroups][kR];
   __shared__ float ls[kGroups][kR];
   __shared__ float accs[kGroups][kR][kD];
-  const int tile = blockIdx.x, kvHead = blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
+  for (int i = threadIdx.x; i < 2 * p.numPools; i += blockDim.x) pools[i] = p.pools[i];  // read after the sync below
+  const int tile = blockIdx.x, kvHead = p.kvHeadFirst + blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
   const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
-  const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, ratio, p.window);
+  const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, p.rowHeads, p.window);
   for (int i = threadIdx.x; i < kR * kD; i += blockDim.x) {
     const int r = i / kD, e = i % kD;
-    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.window);
+    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.rowHeads, p.headOffset, p.window);
     qs[r][e] = ri.pos < 0 ? 0.0f
                           : loadIo(p.q, (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * kD + e, p.qDtype);
     if (e == 0) {
@@ -149,13 +158,14 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
 #pragma unroll
     for (int e = 0; e < kE; ++e) acc[r][e] = 0.0f;
   }
-  const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
-  const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
   const int32_t* pc = p.pieces + 5 * tr.piece;
   for (int s = pc[3]; s < pc[4]; ++s) {
-    const PrefillSpanRows sr = prefillSpanRows(p.spans + 4 * s, tr);
+    const int32_t* sp = p.spans + kPrefillSpanInts * s;
+    const PrefillSpanRows sr = prefillSpanRows(sp, tr);
     if (sr.stop) break;
-    const size_t pageBase = (static_cast<size_t>(p.spans[4 * s]) * p.numKvHeads + kvHead) * p.pageSize;
+    const uint16_t* kPool = static_cast<const uint16_t*>(pools[sp[4]]);
+    const uint16_t* vPool = static_cast<const uint16_t*>(pools[p.numPools + sp[4]]);
+    const size_t pageBase = (static_cast<size_t>(sp[0]) * p.numKvHeads + kvHead) * p.pageSize;
     for (int row = sr.from + group; row < sr.to; row += kGroups) {
       const int kp = sr.firstPos + (row - sr.from);
       const size_t off = (pageBase + row) * kD + lane * kE;
@@ -189,7 +199,7 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   __syncthreads();
   for (int i = threadIdx.x; i < kR * kD; i += blockDim.x) {
     const int r = i / kD, e = i % kD;
-    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.window);
+    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.rowHeads, p.headOffset, p.window);
     if (ri.pos < 0) continue;
     float* out = p.partials + (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * (kD + 1);
     float mMax = negInf();
@@ -249,7 +259,7 @@ int launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
   auto s = static_cast<hipStream_t>(stream);
   const bool half = p.kvDtype == sscFloat16;
 #if defined(SSC_GPU_IS_CUDA)
-  const dim3 grid((p.numTiles + kMmaWarps - 1) / kMmaWarps, p.numKvHeads);
+  const dim3 grid((p.numTiles + kMmaWarps - 1) / kMmaWarps, p.kvHeads);
   const bool split = p.qDtype == sscFloat32;  // fp32 queries: hi + lo products, as the decode
 #define SSC_PREFILL_MMA(D, H, S) attnPrefillMmaKernel<D, H, S><<<grid, kMmaThreads, 0, s>>>(p)
   if (p.headDim == 64) {
@@ -261,7 +271,7 @@ int launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
   }
 #undef SSC_PREFILL_MMA
 #else
-  const dim3 grid(p.numTiles, p.numKvHeads);
+  const dim3 grid(p.numTiles, p.kvHeads);
   if (p.headDim == 64) {
     if (half) attnPrefillKernel<64, HalfTraits><<<grid, kPrefillThreads, 0, s>>>(p);
     else attnPrefillKernel<64, Bf16Traits><<<grid, kPrefillThreads, 0, s>>>(p);

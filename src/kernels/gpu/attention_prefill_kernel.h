@@ -9,19 +9,31 @@
 
 namespace ssc::gpu {
 
+// Pools one prefill launch can read (the kernel keeps their table in shared memory).
+constexpr int kAttnPrefillMaxPools = 64;
+
 struct AttnPrefillParams {
-  const void* kPool;        // [page][kv head][row][head_dim], 2-byte elements
-  const void* vPool;
+  // The pools the spans name ([page][kv head][row][head_dim], 2-byte elements), a table in
+  // device memory: pools[i] the K pool of a span whose pool field is i, pools[numPools + i] its
+  // V pool. This rank's alone (partials), or every rank's as mapped here, by rank (KV side).
+  const void* const* pools;
+  int numPools;  // 1 .. kAttnPrefillMaxPools
   int kvDtype;              // sscFloat16 or sscBfloat16
   const void* q;            // [token][numQHeads][head_dim] from the chunk's first token
   int qDtype;               // sscFloat32, sscFloat16 or sscBfloat16
   // The lists of src/ops/attention/prefill_plan.h (buildPrefillLists), on the device.
   const int32_t* pieces;    // [piece][5]: first token, tokens, first position, first span, end span
-  const int32_t* spans;     // [span][4]: pool page, first row, end row, position of the first row
-  const int32_t* tiles;     // [tile][2]: piece, first row (row = token * ratio + head in group)
+  const int32_t* spans;     // [span][5]: pool page, first row, end row, position of the first row, pool
+  const int32_t* tiles;     // [tile][2]: piece, first row (row = token * rowHeads + head - headOffset)
   int numTiles;
   int numQHeads;
   int numKvHeads;
+  // The KV heads this launch runs (the grid's y) and, per KV head, the query heads it computes:
+  // rowHeads of them from kvHead * ratio + headOffset (all: first 0, numKvHeads, ratio, 0).
+  int kvHeadFirst;
+  int kvHeads;
+  int rowHeads;
+  int headOffset;
   int headDim;              // 64 or 128
   int pageSize;
   float scale;

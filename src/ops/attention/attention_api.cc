@@ -6,7 +6,10 @@
 #include <unordered_set>
 
 #include "src/api/api.h"
+#include "src/core/env.h"
+#include "src/core/log.h"
 #include "src/ops/attention/kv_cache.h"
+#include "src/ops/attention/peer_pools.h"
 #include "src/ops/attention/prefill_plan.h"
 
 using namespace ssc;
@@ -76,6 +79,11 @@ sscResult_t checkConfig(const char* fn, const sscKvCacheConfig_t* cfg) {
 }
 
 void freeCache(sscKvCache* c) {
+  if (c->peers != nullptr) {  // deregistered before the pools go
+    c->peers->destroy(c);
+    delete c->peers;
+    c->peers = nullptr;
+  }
   if (c->onGpu) gpuDestroy(c);  // frees the buffers too, on the cache's device
   else freeBuffers(c);
   c->magic = 0;
@@ -103,7 +111,12 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   pl.mode = static_cast<Interleave>(cfg->interleave);
   pl.blockPages = cfg->interleave == SSC_KV_CONTIGUOUS ? cfg->block_pages : 1;
   c->table = std::make_unique<PageTable>(pl, comm->rank, cfg->max_seqs, cfg->max_pages);
+  const std::string mode = env::getString("STARSCREAM_ATTN_PREFILL");  // validated at comm init
+  c->prefillMode = static_cast<int>(mode == "kv"         ? PrefillMode::kKvSide
+                                    : mode == "partials" ? PrefillMode::kPartials
+                                                         : PrefillMode::kAuto);
   sscResult_t r = c->onGpu ? gpuCreate(c) : allocBuffers(c);
+  if (r == sscSuccess && !c->onGpu) r = setupPeerPools(c);  // gpuCreate sets them up itself
   if (r != sscSuccess) {
     freeCache(c);
     return r;
@@ -248,6 +261,7 @@ SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const i
     if (cache->onGpu && (reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) % 16 != 0)
       return fail(sscInvalidArgument, "{}: k and v must be 16-byte aligned on the GPU backend", fn);
     SSC_CHECK(cache->table->append(fn, seq_ids, num_tokens, &cache->slots));
+    if (cache->peers != nullptr) cache->peers->append(seq_ids, num_tokens);
     return cache->onGpu ? gpuAppend(cache, num_tokens, k, v, stream)
                         : hostAppend(cache, num_tokens, k, v, stream);
   });
@@ -259,6 +273,7 @@ SSC_API sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id) {
     SSC_CHECK(checkCache(fn, cache));
     SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
     cache->table->release(seq_id);
+    if (cache->peers != nullptr) cache->peers->release(seq_id);
     return sscSuccess;
   });
 }
@@ -273,6 +288,7 @@ SSC_API sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int p
       return fail(sscInvalidArgument, "{}: position = {} is outside sequence {} (0 .. its "
                   "length {})", fn, position, seq_id, length);
     cache->table->trim(seq_id, position);
+    if (cache->peers != nullptr) cache->peers->trim(seq_id, position);
     return sscSuccess;
   });
 }
@@ -355,6 +371,22 @@ sscResult_t allocBuffers(sscKvCache* c) {
   void* partials = nullptr;
   SSC_CHECK(b->memAlloc(&partials, rows * (cfg.head_dim + 1) * sizeof(float)));
   c->partials = static_cast<float*>(partials);
+  return sscSuccess;
+}
+
+sscResult_t setupPeerPools(sscKvCache* c) {
+  if (static_cast<PrefillMode>(c->prefillMode) == PrefillMode::kPartials || c->comm->nranks < 2)
+    return sscSuccess;
+  auto* peers = new PeerPools;
+  c->peers = peers;  // freeCache deregisters whatever setup registered, also after a failure
+  std::string why;
+  SSC_CHECK(peers->setup(c, kMaxPoolRanks, &why));
+  if (!peers->enabled()) {
+    SSC_LOG(kInfo, "sscKvCacheCreate: prefill reads only this rank's pages ({})", why);
+    peers->destroy(c);
+    delete peers;
+    c->peers = nullptr;
+  }
   return sscSuccess;
 }
 

@@ -13,9 +13,11 @@
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_kernel.h"
 #include "src/kernels/gpu/attention_prefill_kernel.h"
+#include "src/kernels/gpu/attention_prefill_rows.h"
 #include "src/ops/attention/gpu_exchange.h"
 #include "src/ops/attention/kv_cache.h"
 #include "src/ops/attention/decode_plan.h"
+#include "src/ops/attention/peer_pools.h"
 #include "src/ops/attention/prefill_plan.h"
 
 namespace ssc::attn {
@@ -67,6 +69,9 @@ int headChunks(int numQHeads, int numKvHeads) {
 
 constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
 
+static_assert(gpu::kPrefillSpanInts == PrefillLists::kSpanInts, "the kernel walks the plan's spans");
+static_assert(kMaxPoolRanks <= gpu::kAttnPrefillMaxPools, "a KV-side launch names every rank's pools");
+
 }  // namespace
 
 class GpuCacheState {
@@ -75,8 +80,13 @@ class GpuCacheState {
   Upload spans;  // int32 [max_batch + 1] span starts, then [spans][3]
   Upload prefill;  // int32: one prefill round's lists (prefill_plan.h), at most prefillInts
   size_t prefillInts = 0;
+  // The prefill kernel's pool tables (AttnPrefillParams::pools), one allocation: this rank's
+  // K and V pools (partials), then every rank's K pools and V pools as mapped here (KV side,
+  // when the peers' pools are mapped).
+  void** poolTable = nullptr;
   size_t maxSpanInts = 0;
   int multiprocessors = 1;
+  int fewestMultiprocessors = 1;  // over the communicator's ranks
   float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
   size_t splitFloats = 0;
   // The page lists of the last decode, still in spans.device: reused while the page table's
@@ -102,6 +112,26 @@ sscResult_t gpuCreate(sscKvCache* c) {
   gpu::DeviceGuard onDevice(c->device);
   SSC_CHECK(allocBuffers(c));
   c->gpu = new GpuCacheState;
+  SSC_CHECK(setupPeerPools(c));  // collective, the same branch on every rank
+  const int nranks = c->comm->nranks;
+  {
+    std::vector<const void*> table{c->kPool, c->vPool};
+    if (c->peers != nullptr) {
+      for (int q = 0; q < nranks; ++q) table.push_back(c->peers->k(q));
+      for (int q = 0; q < nranks; ++q) table.push_back(c->peers->v(q));
+    }
+    void* dev = nullptr;
+    SSC_CHECK(gpuCheck(hipMalloc(&dev, table.size() * sizeof(void*)), "hipMalloc"));
+    c->gpu->poolTable = static_cast<void**>(dev);
+    // On a private stream: the null stream could wait for another communicator's kernel that
+    // waits for a peer (as the exchange's zeroing, gpu_exchange.cc).
+    hipStream_t copy = nullptr;
+    SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&copy, hipStreamNonBlocking), "hipStreamCreate"));
+    hipError_t e = hipMemcpyAsync(dev, table.data(), table.size() * sizeof(void*), hipMemcpyHostToDevice, copy);
+    if (e == hipSuccess) e = hipStreamSynchronize(copy);
+    (void)hipStreamDestroy(copy);
+    SSC_CHECK(gpuCheck(e, "hipMemcpyAsync(the pool table)"));
+  }
   SSC_CHECK(c->gpu->slots.create(kAppendChunk * sizeof(int64_t)));
   // A call's spans: at most one per pool page of this rank (the batch's sequences are distinct
   // and their pages disjoint) plus, per sequence, the starts.
@@ -109,14 +139,25 @@ sscResult_t gpuCreate(sscKvCache* c) {
   SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
   // A prefill round holds at most max_batch * max_q_heads rows, i.e. that / num_kv_heads rows
   // of one KV head whatever the call's head count (the bound at GQA ratio 1).
+  // Reading the peers' pages in place, a round's spans may come from every rank's pool.
   c->gpu->prefillInts = prefillListsBound(
       static_cast<int64_t>(c->config.max_batch) * c->config.max_q_heads / c->config.num_kv_heads,
-      c->config.max_seqs, 1, c->config.max_pages);
+      c->config.max_seqs, 1, static_cast<int64_t>(c->config.max_pages) * (c->peers != nullptr ? nranks : 1));
   SSC_CHECK(c->gpu->prefill.create(c->gpu->prefillInts * sizeof(int32_t)));
   int sms = 0;
   SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
                      "hipDeviceGetAttribute(multiprocessors)"));
   c->gpu->multiprocessors = std::max(sms, 1);
+  // The prefill's split depends on the SMs a rank has, and every rank must choose alike (the
+  // choice decides which collectives run): the fewest any rank has (collective, bootstrap).
+  if (nranks > 1) {
+    std::vector<int> all(nranks, 0);
+    all[c->comm->rank] = c->gpu->multiprocessors;
+    SSC_CHECK(c->comm->bootstrap->allGather(all.data(), sizeof(int)));
+    c->gpu->fewestMultiprocessors = *std::min_element(all.begin(), all.end());
+  } else {
+    c->gpu->fewestMultiprocessors = c->gpu->multiprocessors;
+  }
   c->gpu->splitFloats = std::min(kMaxSplitScratchFloats,
                                  static_cast<size_t>(kDecodeMaxSplits) * c->config.max_batch *
                                      c->config.max_q_heads * (c->config.head_dim + 1));
@@ -150,6 +191,7 @@ void gpuDestroy(sscKvCache* c) {
     c->gpu->spans.destroy();
     c->gpu->prefill.destroy();
     if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
+    if (c->gpu->poolTable != nullptr) (void)hipFree(c->gpu->poolTable);
     delete c->gpu;
     c->gpu = nullptr;
   }
@@ -364,28 +406,68 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
 }
 
-// A prefill: the call's tokens in rounds that fit the exchange scratch; per round this rank's
-// causal partials of every (token, head) row over its pages, then the decode's exchange and
-// merge with rows = tokens x heads (a round is one "batch" of round.tokens rows of H heads).
+// Output on every rank, after each rank put its H / K heads of a round's rows into its slot
+// of qGather ([rank][token][hk][D], io type) and their LSEs into splitPartials: all-gather the
+// slots (bf16/fp16 rows, not fp32 partials) and permute them into [token][head].
+sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int hk, void* out,
+                        float* lse, hipStream_t s) {
+  sscComm* comm = c->comm;
+  const int nranks = comm->nranks, D = c->config.head_dim;
+  const size_t ioBytes = dtypeSize(a.ioType), slice = static_cast<size_t>(tokens) * hk;
+  char* gathered = static_cast<char*>(c->qGather);
+  SSC_CHECK(sscAllGather(gathered + comm->rank * slice * D * ioBytes, gathered, slice * D, a.ioType,
+                         comm, s));
+  gpu::AttnHeadPermuteParams hp{gathered, out, nranks, static_cast<int>(tokens), hk,
+                                static_cast<int>(D * ioBytes)};
+  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
+  if (lse == nullptr) return sscSuccess;
+  float* lses = c->gpu->splitPartials;
+  SSC_CHECK(sscAllGather(lses + comm->rank * slice, lses, slice, sscFloat32, comm, s));
+  hp = {lses, lse, nranks, static_cast<int>(tokens), hk, 4};
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch");
+}
+
+// A prefill: the call's tokens in rounds that fit the exchange scratch. Per round, either
+// (partials) this rank's causal partials of every (token, head) row over its pages, then the
+// decode's exchange and merge with rows = tokens x heads (a round is one "batch" of
+// round.tokens rows of H heads); or (KV side, prefill_plan.h) this rank's heads over every
+// rank's pages read in place, finished here, then only the finished rows gathered.
 sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, bool capturing) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
-  const int ratio = H / cfg.num_kv_heads, outHeads = a.outSharded ? H / nranks : H;
+  const int outHeads = a.outSharded ? H / nranks : H;
   const size_t ioBytes = dtypeSize(a.ioType);
   auto s = static_cast<hipStream_t>(stream);
   GpuCacheState& g = *c->gpu;
   const bool fused = g.fused && !capturing;  // as a decode: epochs come from the host
   std::vector<PrefillChunk> chunks;
   planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
-  // Output on every rank through the fused exchange: merge by heads, then gather the merged
-  // rows (when the heads divide and the scratch holds a round's rows: qGather holds
-  // rows x head_dim x 4 bytes, splitPartials the LSEs).
-  const bool viaHeads = fused && !a.outSharded && nranks > 1 && H % nranks == 0 &&
-                        static_cast<size_t>(a.chunkTokens) * H <= g.splitFloats;
+  // Gathering heads (output on every rank): qGather holds a round's rows x head_dim x 4 bytes,
+  // splitPartials must hold its LSEs.
+  const bool headsGather = !a.outSharded && nranks > 1 && H % nranks == 0 &&
+                           static_cast<size_t>(a.chunkTokens) * H <= g.splitFloats;
+  // Output on every rank through the fused exchange: merge by heads, then gather them.
+  const bool viaHeads = fused && headsGather;
+  // KV side: tiles of 16 rows this rank runs at once (3 blocks of 4 warps an SM, prefill kernel).
+  const int64_t warpSlots = int64_t{12} * g.fewestMultiprocessors;
+  std::vector<const PageTable*> tables{c->table.get()};
   PrefillLists lists;
+  bool readsPeers = false;
   for (const PrefillChunk& ch : chunks) {
-    buildPrefillLists(*c->table, a.seqIds, ch, ratio, a.window, &lists);
+    const PrefillSplit split = choosePrefillSplit(
+        static_cast<PrefillMode>(c->prefillMode), c->peers != nullptr && (a.outSharded || headsGather),
+        nranks, rank, H, cfg.num_kv_heads, ch.tokens, warpSlots);
+    tables.assign(1, c->table.get());
+    if (split.kvSide) {
+      // The peers' appends of this call's tokens before the first read of their pages (every
+      // rank decides alike: the same arguments and the fewest SMs of any rank).
+      if (!readsPeers) SSC_CHECK(c->peers->barrier(c, stream));
+      readsPeers = true;
+      tables.clear();
+      for (int q = 0; q < nranks; ++q) tables.push_back(&c->peers->table(q));
+    }
+    buildPrefillLists(tables, a.seqIds, ch, split.width, a.window, &lists);
     if (lists.flat.size() > g.prefillInts)
       return fail(sscInternalError, "sscAttentionPrefill: {} list ints exceed the {} reserved",
                   lists.flat.size(), g.prefillInts);
@@ -394,8 +476,8 @@ sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, b
     const size_t count = static_cast<size_t>(ch.tokens) * H * (D + 1);
     float* mine = c->partials + rank * count;
     gpu::AttnPrefillParams pp{};
-    pp.kPool = c->kPool;
-    pp.vPool = c->vPool;
+    pp.pools = const_cast<const void* const*>(g.poolTable) + (split.kvSide ? 2 : 0);
+    pp.numPools = split.kvSide ? nranks : 1;
     pp.kvDtype = cfg.dtype;
     pp.q = static_cast<const char*>(a.q) + static_cast<size_t>(ch.firstToken) * H * D * ioBytes;
     pp.qDtype = a.ioType;
@@ -405,6 +487,10 @@ sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, b
     pp.numTiles = lists.numTiles;
     pp.numQHeads = H;
     pp.numKvHeads = cfg.num_kv_heads;
+    pp.kvHeadFirst = split.kvFirst;
+    pp.kvHeads = split.kvHeads;
+    pp.rowHeads = split.width;
+    pp.headOffset = split.offset;
     pp.headDim = D;
     pp.pageSize = cfg.page_size;
     pp.scale = a.scale;
@@ -413,28 +499,39 @@ sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, b
     SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPrefill(pp, s)), "the prefill kernel launch"));
     void* out = static_cast<char*>(a.out) + static_cast<size_t>(ch.firstToken) * outHeads * D * ioBytes;
     float* lse = a.lse != nullptr ? a.lse + static_cast<size_t>(ch.firstToken) * outHeads : nullptr;
+    const int hk = H / nranks;
+    const size_t slice = static_cast<size_t>(ch.tokens) * hk;  // rows of one rank's heads
+    void* myOut = static_cast<char*>(c->qGather) + rank * slice * D * ioBytes;
+    float* myLse = lse != nullptr ? g.splitPartials + rank * slice : nullptr;
+    if (split.kvSide) {
+      // This rank's rows saw every key: a merge of one "rank" applies the sinks and converts
+      // them, straight into the output (sharded heads) or into this rank's slot for the gather.
+      gpu::AttnMergeParams mp{};
+      mp.partials = mine;
+      mp.rankStride = count;
+      mp.nranks = 1;
+      mp.batch = static_cast<int>(ch.tokens);
+      mp.numQHeads = H;
+      mp.headDim = D;
+      mp.firstHead = split.firstHead;
+      mp.outHeads = split.heads;
+      mp.sinks = a.sinks;
+      mp.out = a.outSharded ? out : myOut;
+      mp.outDtype = a.ioType;
+      mp.lse = a.outSharded ? lse : myLse;
+      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
+      if (!a.outSharded) SSC_CHECK(gatherHeads(c, a, ch.tokens, hk, out, lse, s));
+      continue;
+    }
     if (fused && viaHeads) {
       // Every rank merges its H / K heads (the push moves each row once, to its head's owner),
       // then the merged heads are all-gathered (bf16/fp16 rows, not fp32 partials: K x 2 to
       // 4 x fewer bytes than pushing every partial row to every rank) and put in place.
       SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
-      const int hk = H / nranks;
-      const size_t slice = static_cast<size_t>(ch.tokens) * hk;  // rows of one rank's heads
-      char* gathered = static_cast<char*>(c->qGather);  // [rank][token][hk][D], io type
-      void* myOut = gathered + rank * slice * D * ioBytes;
-      float* myLse = lse != nullptr ? g.splitPartials + rank * slice : nullptr;
       DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
                     false, true, myOut, myLse};
       SSC_CHECK(g.exchange.pushAndMerge(c, da, mine, count, 1, stream));
-      SSC_CHECK(sscAllGather(myOut, gathered, slice * D, a.ioType, comm, stream));
-      gpu::AttnHeadPermuteParams hp{gathered, out, nranks, static_cast<int>(ch.tokens), hk,
-                                    static_cast<int>(D * ioBytes)};
-      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
-      if (lse != nullptr) {
-        SSC_CHECK(sscAllGather(myLse, g.splitPartials, slice, sscFloat32, comm, stream));
-        hp = {g.splitPartials, lse, nranks, static_cast<int>(ch.tokens), hk, 4};
-        SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
-      }
+      SSC_CHECK(gatherHeads(c, a, ch.tokens, hk, out, lse, s));
       continue;
     }
     if (fused) {
@@ -460,6 +557,9 @@ sscResult_t prefillOn(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, b
     mp.lse = lse;
     SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
   }
+  // With sharded output heads no gather followed the reads: a peer must not reuse a page this
+  // rank may still be reading (a release, then an append into it on that peer's stream).
+  if (readsPeers && a.outSharded) SSC_CHECK(c->peers->barrier(c, stream));
   return sscSuccess;
 }
 

@@ -4,6 +4,7 @@
 // The host backend runs a collective on the stream's progress thread; the CPU work here needs
 // its inputs ready, so each step waits for the stream first. The calls are therefore
 // synchronous on this backend (the header says so); the GPU backend queues everything.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "src/api/api.h"
 #include "src/ops/attention/kv_cache.h"
 #include "src/ops/attention/merge.h"
+#include "src/ops/attention/peer_pools.h"
 #include "src/ops/attention/prefill_plan.h"
 
 namespace ssc::attn {
@@ -155,47 +157,77 @@ sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
 
 sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
-  const int rank = c->comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int nranks = c->comm->nranks, rank = c->comm->rank, D = cfg.head_dim, H = a.numQHeads;
   const int group = H / cfg.num_kv_heads;
   SSC_CHECK(c->backend->streamSynchronize(stream));
   std::vector<PrefillChunk> chunks;
   planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
+  struct OwnedSpan {
+    PageSpan s;
+    const void *k, *v;
+  };
   std::vector<PageSpan> spans;
+  std::vector<OwnedSpan> owned;
   std::vector<float> q(static_cast<size_t>(group) * D), kRow(D), vRow(D);
   std::vector<PartialAccumulator> acc;
+  bool synced = false;
   for (const PrefillChunk& ch : chunks) {
+    // The GPU's split (no SM count bounds it here): partials, or this rank's heads over every
+    // rank's pages read through the mapped pools; then the rows of the other heads are empty
+    // (LSE -inf) and the same merge as for partials gives each head its one full row.
+    const PrefillSplit split = choosePrefillSplit(static_cast<PrefillMode>(c->prefillMode),
+                                                  c->peers != nullptr, nranks, rank, H,
+                                                  cfg.num_kv_heads, ch.tokens, 0);
     // This rank's partials of the chunk's rows, [token][H][D + 1], causal by position.
     const size_t count = static_cast<size_t>(ch.tokens) * H * (D + 1);
     float* mine = c->partials + rank * count;
+    if (split.kvSide && !synced) {  // the peers' appends first (the merge below ends the reads)
+      SSC_CHECK(c->peers->barrier(c, stream));
+      SSC_CHECK(c->backend->streamSynchronize(stream));
+      synced = true;
+    }
+    if (split.kvSide)
+      for (size_t row = 0; row < count; row += D + 1) {
+        std::fill(mine + row, mine + row + D, 0.0f);
+        mine[row + D] = -INFINITY;
+      }
     for (const PrefillPiece& p : ch.pieces) {
-      spans.clear();
-      c->table->spans(a.seqIds[p.b], prefillWindowStart(p.firstPos, a.window), &spans);
+      owned.clear();
+      for (int o = 0; o < (split.kvSide ? nranks : 1); ++o) {
+        const PageTable& t = split.kvSide ? c->peers->table(o) : *c->table;
+        spans.clear();
+        t.spans(a.seqIds[p.b], prefillWindowStart(p.firstPos, a.window), &spans);
+        for (const PageSpan& s : spans)
+          owned.push_back({s, split.kvSide ? c->peers->k(o) : c->kPool,
+                           split.kvSide ? c->peers->v(o) : c->vPool});
+      }
       for (int64_t t = 0; t < p.tokens; ++t) {
         const int64_t token = p.firstToken + t, pos = p.firstPos + t;
         const int64_t start = prefillWindowStart(pos, a.window);
-        for (int kvh = 0; kvh < cfg.num_kv_heads; ++kvh) {
-          for (int g = 0; g < group; ++g)
+        for (int kvh = split.kvFirst; kvh < split.kvFirst + split.kvHeads; ++kvh) {
+          for (int g = 0; g < split.width; ++g)
             for (int i = 0; i < D; ++i)
               q[static_cast<size_t>(g) * D + i] = loadElem(
-                  a.q, ((static_cast<size_t>(ch.firstToken + token) * H) + kvh * group + g) * D + i, a.ioType);
-          acc.assign(group, PartialAccumulator(D));
-          for (const PageSpan& s : spans)
-            for (int32_t row = s.rowBegin; row < s.rowEnd; ++row) {
-              const int64_t kvPos = s.firstPosition + (row - s.rowBegin);
+                  a.q, ((static_cast<size_t>(ch.firstToken + token) * H) + kvh * group + split.offset + g) * D + i,
+                  a.ioType);
+          acc.assign(split.width, PartialAccumulator(D));
+          for (const OwnedSpan& o : owned)
+            for (int32_t row = o.s.rowBegin; row < o.s.rowEnd; ++row) {
+              const int64_t kvPos = o.s.firstPosition + (row - o.s.rowBegin);
               if (kvPos < start || kvPos > pos) continue;
-              const size_t off = poolOffset(cfg, s.page, kvh, row);
+              const size_t off = poolOffset(cfg, o.s.page, kvh, row);
               for (int i = 0; i < D; ++i) {
-                kRow[i] = loadElem(c->kPool, off + i, cfg.dtype);
-                vRow[i] = loadElem(c->vPool, off + i, cfg.dtype);
+                kRow[i] = loadElem(o.k, off + i, cfg.dtype);
+                vRow[i] = loadElem(o.v, off + i, cfg.dtype);
               }
-              for (int g = 0; g < group; ++g) {
+              for (int g = 0; g < split.width; ++g) {
                 float dot = 0.0f;
                 for (int i = 0; i < D; ++i) dot += q[static_cast<size_t>(g) * D + i] * kRow[i];
                 acc[g].add(a.scale * dot, vRow.data());
               }
             }
-          for (int g = 0; g < group; ++g) {
-            float* out = mine + (static_cast<size_t>(token) * H + kvh * group + g) * (D + 1);
+          for (int g = 0; g < split.width; ++g) {
+            float* out = mine + (static_cast<size_t>(token) * H + kvh * group + split.offset + g) * (D + 1);
             out[D] = acc[g].finish(out);
           }
         }

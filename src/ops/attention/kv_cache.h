@@ -19,6 +19,7 @@ class Backend;
 namespace ssc::attn {
 
 class GpuCacheState;  // gpu_ops.cc: upload buffers, events
+class PeerPools;      // peer_pools.h: the peers' pools and page tables (prefill's KV side)
 
 // A decode call's arguments, validated (attention_api.cc).
 struct DecodeArgs {
@@ -78,6 +79,10 @@ struct sscKvCache {
   void* qGather = nullptr;
   float* partials = nullptr;
   ssc::attn::GpuCacheState* gpu = nullptr;
+  // The peers' pools mapped here and their page tables mirrored (null unless the prefill may
+  // read them in place: STARSCREAM_ATTN_PREFILL not "partials", one node, several ranks).
+  ssc::attn::PeerPools* peers = nullptr;
+  int prefillMode = 0;  // ssc::attn::PrefillMode, from STARSCREAM_ATTN_PREFILL at create
   std::vector<ssc::attn::TokenSlot> slots;  // reused by appends
 };
 
@@ -101,6 +106,11 @@ inline int64_t windowStart(const sscKvCache* c, int seq, int window) {
 // Allocates / frees the pools and the exchange scratch with the cache's backend (the GPU half
 // calls them with the cache's device current).
 sscResult_t allocBuffers(sscKvCache* c);
+// After allocBuffers, collective: maps the peers' pools (c->peers) unless the prefill mode is
+// partials or they cannot be mapped (then c->peers stays null; logged at INFO).
+sscResult_t setupPeerPools(sscKvCache* c);
+// Ranks whose pools a cache can map (the prefill kernel's pool table is per rank).
+constexpr int kMaxPoolRanks = 64;
 void freeBuffers(sscKvCache* c);
 
 // Host backend: stores this rank's tokens (c->slots filled by the page table) / runs a decode.

@@ -133,13 +133,26 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
 
 }  // namespace
 
+// STARSCREAM_ATTN_PREFILL as the cache reads it at create: auto takes the KV side wherever the
+// heads split over the ranks (2 and 4 ranks here; 1 and 3 take partials), the second suite
+// forces partials at 2 and 4 ranks, so both splits run at every rank count that has both.
 class AttnHostPrefill : public testing::TestWithParam<ref::RanksCase> {
  protected:
-  void SetUp() override { setenv("STARSCREAM_TIMEOUT", "60", 1); }
+  void SetUp() override {
+    setenv("STARSCREAM_TIMEOUT", "60", 1);
+    unsetenv("STARSCREAM_ATTN_PREFILL");
+  }
+};
+class AttnHostPrefillPartials : public AttnHostPrefill {
+ protected:
+  void SetUp() override {
+    AttnHostPrefill::SetUp();
+    setenv("STARSCREAM_ATTN_PREFILL", "partials", 1);
+  }
+  void TearDown() override { unsetenv("STARSCREAM_ATTN_PREFILL"); }
 };
 
-TEST_P(AttnHostPrefill, MatchesReference) {
-  const ref::RanksCase pc = GetParam();
+void matchesReference(const ref::RanksCase& pc) {
   runRanks(pc.nranks, [&](int rank, sscComm_t comm, sscStream_t stream) {
     int i = 0;
     for (int headDim : {64, 128})
@@ -156,11 +169,20 @@ TEST_P(AttnHostPrefill, MatchesReference) {
   });
 }
 
+TEST_P(AttnHostPrefill, MatchesReference) { matchesReference(GetParam()); }
+TEST_P(AttnHostPrefillPartials, MatchesReference) { matchesReference(GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnHostPrefill,
     testing::Values(ref::RanksCase{1, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN},
                     ref::RanksCase{3, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN},
                     ref::RanksCase{3, SSC_KV_CONTIGUOUS}, ref::RanksCase{2, SSC_KV_SEQUENCE_OWNER}),
+    [](const testing::TestParamInfo<ref::RanksCase>& i) {
+      return ref::ranksCaseName(i.param.nranks, i.param.interleave);
+    });
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, AttnHostPrefillPartials,
+    testing::Values(ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_CONTIGUOUS}),
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });
