@@ -140,6 +140,49 @@ def collective_checks(checks, dist, torch, rank, world, dev):
         return close(torch, x, values(root))
     checks.run("broadcast", broadcast)
 
+    def reduce():
+        # To a root that is neither first nor last where there are three ranks or more.
+        root = n // 2
+        x = values(rank)
+        dist.reduce(x, dst=root, op=dist.ReduceOp.SUM)
+        return close(torch, x.double(), total("sum")) if rank == root else None
+    checks.run("reduce", reduce)
+
+    def all_gather_list():
+        # The list form: PyTorch gathers into one flat buffer, then copies out per rank.
+        outs = [torch.empty(count, device=dev) for _ in range(n)]
+        dist.all_gather(outs, values(rank))
+        return close(torch, torch.cat(outs), torch.cat([values(r) for r in range(n)]))
+    checks.run("all_gather (list)", all_gather_list)
+
+    def gather():
+        # ProcessGroupNCCL's gather: grouped point-to-point to the root (every root in turn).
+        for root in range(n):
+            outs = [torch.empty(count, device=dev) for _ in range(n)] if rank == root else None
+            dist.gather(values(rank), gather_list=outs, dst=root)
+            if rank == root:
+                why = close(torch, torch.cat(outs), torch.cat([values(r) for r in range(n)]))
+                if why is not None:
+                    return f"root {root}: {why}"
+        return None
+    checks.run("gather (every root)", gather)
+
+    def scatter():
+        for root in range(n):
+            ins = [values(100 * root + r) for r in range(n)] if rank == root else None
+            out = torch.empty(count, device=dev)
+            dist.scatter(out, scatter_list=ins, src=root)
+            why = close(torch, out, values(100 * root + rank))
+            if why is not None:
+                return f"root {root}: {why}"
+        return None
+    checks.run("scatter (every root)", scatter)
+
+    def barrier():
+        dist.barrier()
+        return None
+    checks.run("barrier", barrier)
+
     def all_to_all(uneven):
         # Block sent from rank s to rank d holds s*1000 + d; with uneven splits rank s sends
         # d+1 elements to rank d.
