@@ -89,6 +89,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_runtime_info.cc
   src/device/gpu/gpu_symmetric.cc
   src/ops/attention/gpu_ops.cc
+  src/ops/attention/gpu_prefill.cc
   src/ops/attention/gpu_exchange.cc
   src/ops/gemm/gpu_gemm.cc
   transports/usr/ipc_segment.cc

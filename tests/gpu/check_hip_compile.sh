@@ -49,6 +49,7 @@ for src in "$repo"/src/kernels/gpu/*.cu; do
 done
 host=("$repo"/src/device/gpu/*.cc "$repo"/transports/usr/*.cc "$repo"/transports/xgmi/*.cc
       "$repo"/perf/common/device_buffer.cc "$repo"/src/ops/attention/gpu_ops.cc
+      "$repo"/src/ops/attention/gpu_prefill.cc
       "$repo"/src/ops/gemm/gpu_gemm.cc)
 mpi=()
 if command -v mpicxx >/dev/null 2>&1; then

@@ -1,0 +1,91 @@
+// The GPU backend's per-cache state (gpu_ops.cc creates it; gpu_prefill.cc uses it too): the
+// upload areas of page lists, the split-K scratch, the pool tables of the prefill kernel, the
+// fused exchange and the order of calls. Internal to src/ops/attention.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "src/api/api.h"
+#include "src/platform/gpu_runtime.h"
+#include "src/ops/attention/gpu_exchange.h"
+#include "src/ops/attention/kv_cache.h"
+
+namespace ssc::attn {
+
+inline sscResult_t gpuCheck(hipError_t e, const char* what) {
+  if (e == hipSuccess) return sscSuccess;
+  return fail(sscUnhandledDeviceError, "KV cache: {} failed: {}", what, hipGetErrorString(e));
+}
+
+// A host-to-device upload area of fixed size: pinned staging plus a device buffer, and the
+// event of the last copy out of the staging (the next upload waits for it before refilling).
+// Sizes are fixed at create: growing would mean hipFree, which waits for the whole device,
+// where another communicator's kernel may be waiting for a peer.
+struct Upload {
+  void* host = nullptr;
+  void* device = nullptr;
+  size_t bytes = 0;
+  hipEvent_t done = nullptr;
+
+  sscResult_t create(size_t n) {
+    bytes = n;
+    SSC_CHECK(gpuCheck(hipHostMalloc(&host, n, 0), "hipHostMalloc"));
+    SSC_CHECK(gpuCheck(hipMalloc(&device, n), "hipMalloc"));
+    return gpuCheck(hipEventCreateWithFlags(&done, hipEventDisableTiming), "hipEventCreate");
+  }
+  void destroy() {
+    if (done != nullptr) (void)hipEventDestroy(done);
+    if (device != nullptr) (void)hipFree(device);
+    if (host != nullptr) (void)hipHostFree(host);
+  }
+  // Copies n <= bytes bytes from src to `device`, in stream order.
+  sscResult_t put(const void* src, size_t n, hipStream_t stream) {
+    SSC_CHECK(gpuCheck(hipEventSynchronize(done), "hipEventSynchronize"));
+    std::memcpy(host, src, n);
+    SSC_CHECK(gpuCheck(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream),
+                       "hipMemcpyAsync"));
+    return gpuCheck(hipEventRecord(done, stream), "hipEventRecord");
+  }
+};
+
+class GpuCacheState {
+ public:
+  Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
+  Upload spans;  // int32 [max_batch + 1] span starts, then [spans][3]
+  Upload prefill;  // int32: one prefill round's lists (prefill_plan.h), at most prefillInts
+  size_t prefillInts = 0;
+  // The prefill kernel's pool tables (AttnPrefillParams::pools), one allocation: this rank's
+  // K and V pools (partials), then every rank's K pools and V pools as mapped here (KV side,
+  // when the peers' pools are mapped).
+  void** poolTable = nullptr;
+  size_t maxSpanInts = 0;
+  int multiprocessors = 1;
+  int fewestMultiprocessors = 1;  // over the communicator's ranks
+  float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
+  size_t splitFloats = 0;
+  // The page lists of the last decode, still in spans.device: reused while the page table's
+  // version, the sequences and their window starts are unchanged (repeated decodes over the
+  // same cache, e.g. one per layer sharing it, skip the host walk and the upload).
+  bool listValid = false;
+  uint64_t listVersion = 0;
+  std::vector<int32_t> listSeqs;
+  std::vector<int64_t> listStarts;
+  int32_t listLongest = 0;
+  // The fused exchange (SSC_KV_EXCHANGE_FUSED, or AUTO where the peers' scratch maps).
+  bool fused = false;
+  FusedExchange exchange;
+  // The end of the last decode, and its stream: the cache's buffers (partials, the exchange
+  // scratch's parities, the query gather) are reused call after call, so a decode on another
+  // stream first waits for the last one, as calls on one stream do by stream order.
+  hipEvent_t lastDone = nullptr;
+  hipStream_t lastStream = nullptr;
+  bool haveLast = false;
+};
+
+// A prefill's rounds on the caller's stream (gpu_prefill.cc), ordered after the cache's last
+// call by gpuPrefill; capturing: the stream is being captured into a graph.
+sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, bool capturing);
+
+}  // namespace ssc::attn
