@@ -10,7 +10,7 @@ error text; the launcher prints one line per rank and a summary with the slowest
 
     K=8; nvidia-cuda-mps-control -d
     LD_PRELOAD=$PWD/build/lib/libstarscream-nccl.so python3 tests/nccl/torch_fault.py \\
-        --ranks $K --mode kill --mps-percent $((100 / K))
+        --ranks $K --mode kill --mps-percent $(awk -v k=$K 'BEGIN { print 100 / k }')
 
 Exit status 0 when every survivor raised within --limit seconds (default 1.0) with the victim's
 rank in the message. PyTorch's own watchdog teardown is turned off
@@ -149,7 +149,7 @@ def main():
     p.add_argument("--limit", type=float, default=1.0, help="seconds a survivor may take")
     p.add_argument("--timeout", type=float, default=120, help="seconds for the whole job")
     p.add_argument("--port", type=int, default=29517)
-    p.add_argument("--mps-percent", type=int, default=0)
+    p.add_argument("--mps-percent", type=float, default=0)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--dir", help=argparse.SUPPRESS)
     args = p.parse_args()

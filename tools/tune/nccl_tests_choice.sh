@@ -74,7 +74,7 @@ for k in $KS; do
       (( UNTIL > 0 )) && limit=$(( UNTIL + 20 - $(date +%s) )) && (( limit > 60 )) && limit=60
       (( limit < 10 )) && limit=10
       timeout -k 5 "$limit" mpirun "${root_flag[@]}" --oversubscribe --bind-to none -np "$k" \
-        -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / k)) \
+        -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$(awk -v k="$k" 'BEGIN { printf "%.6g", 100 / k }')" \
         -x NCCL_NVLS_ENABLE -x NCCL_TESTS_DEVICE -x STARSCREAM_TIMEOUT "${forced[@]}" \
         env -u LD_PRELOAD LD_PRELOAD="$SHIM" LD_LIBRARY_PATH="$SHIM_DIR/nccl-compat:$SHIM_DIR:${LD_LIBRARY_PATH:-}" \
         "$BIN/${coll}_perf" -b 8 -e "$MAX" -f 8 -n "$ITERS" -w "$WARMUP" -c 0 >"$log" 2>&1

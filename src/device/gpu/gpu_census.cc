@@ -70,7 +70,7 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
       sharing += std::strncmp(q.host, r.host, sizeof(r.host)) == 0 && std::memcmp(q.uuid, r.uuid, 16) == 0;
     same = same && sharing == comm->nranks;
     // Under an MPS cap the runtime already reports the capped count (measured on the H200:
-    // 14, 32, 66 SMs at 12, 25, 50%), so that count is the share; without a cap, ranks on one
+    // 14, 16, 32, 66 SMs at 12, 12.5, 25, 50%), so that count is the share; without a cap, ranks on one
     // GPU split its SMs.
     const int share = std::max(1, r.mpsPercent < 100 ? r.sms : r.sms / sharing);
     shareMin = std::min(shareMin, share);
