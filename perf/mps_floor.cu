@@ -45,30 +45,14 @@ struct BigParams {
 
 __global__ void emptyKernel() {}
 
-#if defined(SSC_GPU_IS_CUDA)
-// The same empty kernel as a programmatic dependent launch (sm_90): the next kernel in the
-// stream may be launched before this one ends and waits in griddepcontrol.wait instead, so
-// the launch's latency overlaps the previous kernel. Whether that survives MPS is the question.
+// The same empty kernel as a programmatic dependent launch (sscLaunchDependent, CUDA sm_90): the
+// next kernel in the stream may be launched before this one ends and waits in its own
+// sscGridDependencyWait() instead. Whether that takes the launch floor away under MPS is the
+// question.
 __global__ void pdlKernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  sscGridDependencyWait();
+  sscGridLaunchDependents();
 }
-
-void launchPdl(cudaStream_t stream) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(1);
-  cfg.blockDim = dim3(32);
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  check(cudaLaunchKernelEx(&cfg, pdlKernel), "PDL launch");
-}
-#endif
 
 __global__ void bigParamKernel(const SSC_GRID_CONSTANT BigParams p) {
   if (threadIdx.x == 0 && p.bytes[0] == 42) __threadfence();  // keeps the parameter alive
@@ -165,15 +149,17 @@ int main(int argc, char** argv) {
   };
   timed("launch", [&] { emptyKernel<<<1, 32, 0, stream>>>(); });
   // A step of 4 dependent kernels (the attention decode's fused K-rank step): plain launches,
-  // programmatic dependent launches, and one graph of the 4 (CUDA only; a graph launch is one
-  // submission).
+  // programmatic dependent launches (plain ones on HIP), and one graph of the 4 (CUDA only here;
+  // a graph launch is one submission).
   timed("4 launches", [&] {
     for (int i = 0; i < 4; ++i) emptyKernel<<<1, 32, 0, stream>>>();
   });
-#if defined(SSC_GPU_IS_CUDA)
   timed("4 launches PDL", [&] {
-    for (int i = 0; i < 4; ++i) launchPdl(stream);
+    for (int i = 0; i < 4; ++i)
+      check(sscLaunchDependent(reinterpret_cast<const void*>(&pdlKernel), dim3(1), dim3(32), nullptr, 0, stream),
+            "dependent launch");
   });
+#if defined(SSC_GPU_IS_CUDA)
   {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;

@@ -285,6 +285,37 @@ inline double sscGpuTimerTicksPerSecond(int device) {
 #endif
 }
 
+// Programmatic dependent launch (CUDA, sm_90+): the kernel may be launched while the one before
+// it in the stream is still running, and its blocks wait in sscGridDependencyWait() until that
+// one has finished and its memory is visible. A chain of short dependent kernels then overlaps
+// each launch's latency with the previous kernel, rather than paying it between them. A kernel
+// launched this way must call sscGridDependencyWait() before it reads or writes anything an
+// earlier launch in the stream touches. HIP, and GPUs before sm_90: a plain launch.
+inline hipError_t sscLaunchDependent(const void* fn, dim3 grid, dim3 block, void** args, size_t smem,
+                                     hipStream_t stream) {
+#if defined(SSC_GPU_IS_CUDA)
+  static const bool supported = [] {
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+  }();
+  if (supported) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelExC(&cfg, fn, args);
+  }
+#endif
+  return hipLaunchKernel(fn, grid, block, args, smem, stream);
+}
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 // ---------------------------------------------------------------- device-side helpers
 
@@ -296,6 +327,21 @@ inline double sscGpuTimerTicksPerSecond(int device) {
 #else
 #define SSC_GRID_CONSTANT
 #endif
+
+// The device side of sscLaunchDependent: wait for the kernels before this one in the stream
+// (a no-op when it was launched plainly), and let the next kernel launch now (its blocks still
+// wait for this whole grid in their own sscGridDependencyWait()).
+__device__ __forceinline__ void sscGridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void sscGridLaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 // Flags are 64-bit counters written by one side and polled by the other, in another process
 // and possibly on another GPU: acquire/release at system scope, so the data written before a

@@ -46,6 +46,9 @@ __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w
 // (receiver, chunk), then the chunk i of every sender awaited here (so when the kernel ends,
 // this rank holds every slice).
 __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  sscGridLaunchDependents();
   const size_t lo = static_cast<size_t>(blockIdx.x) * p.chunkBytes;
   const size_t hi = lo + p.chunkBytes < p.bytes ? lo + p.chunkBytes : p.bytes;
   const char* src = static_cast<const char*>(p.q);
@@ -78,6 +81,9 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
 // head, then one flag per receiver. Where a rank's row group is one split, the decode's partial
 // kernel pushes its rows itself (kAttnFinishPush); split rows and the prefill's come here.
 __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  sscGridLaunchDependents();
   extern __shared__ float weight[];  // [splits]
   __shared__ float red[128];
   const int b = blockIdx.x, h = blockIdx.y;
@@ -88,6 +94,9 @@ __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
 // Block (b, slot j), one thread per element: waits for the row of every sender (thread s polls
 // sender s), then merges them with the sink as attnMergeKernel does. A timed-out wait writes NaN.
 __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams p) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  sscGridLaunchDependents();
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j, D = p.headDim;
@@ -112,21 +121,26 @@ __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams 
 
 }  // namespace
 
+// The decode's kernels follow one another in the stream: each is a programmatic dependent of the
+// one before (sscLaunchDependent), so its launch overlaps that kernel.
 int launchAttnQPush(const AttnQPushParams& p, void* stream) {
-  attnQPushKernel<<<dim3(p.chunks), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(p);
-  return static_cast<int>(hipGetLastError());
+  void* args[] = {const_cast<AttnQPushParams*>(&p)};
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnQPushKernel), dim3(p.chunks),
+                                             dim3(256), args, 0, static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnPush(const AttnPushParams& p, void* stream) {
-  attnPushKernel<<<dim3(p.batch, p.numQHeads), dim3(p.headDim), p.splits * sizeof(float),
-                   static_cast<hipStream_t>(stream)>>>(p);
-  return static_cast<int>(hipGetLastError());
+  void* args[] = {const_cast<AttnPushParams*>(&p)};
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnPushKernel),
+                                             dim3(p.batch, p.numQHeads), dim3(p.headDim), args,
+                                             p.splits * sizeof(float), static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream) {
-  attnRecvMergeKernel<<<dim3(p.batch, p.outHeads), dim3(p.headDim), p.nranks * sizeof(float),
-                        static_cast<hipStream_t>(stream)>>>(p);
-  return static_cast<int>(hipGetLastError());
+  void* args[] = {const_cast<AttnRecvMergeParams*>(&p)};
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnRecvMergeKernel),
+                                             dim3(p.batch, p.outHeads), dim3(p.headDim), args,
+                                             p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
 }
 
 }  // namespace ssc::gpu

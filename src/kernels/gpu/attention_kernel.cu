@@ -73,6 +73,9 @@ __global__ void kvAppendKernel(const KvAppendParams p) {
 // [i * kE, (i + 1) * kE)); the groups' states are merged in shared memory at the end.
 template <int kD, class KvTraits>
 __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnPartialParams p) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  sscGridLaunchDependents();
   constexpr int kE = kD / kGroup;
   constexpr int kH = kAttnMaxHeadsPerBlock;
   __shared__ float qs[kH][kD];
@@ -151,6 +154,9 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
 // merge of mergePartials (merge.cc), over the ranks' partials or (packed) over one rank's
 // split-K partials (mergeRows).
 __global__ void attnMergeKernel(const AttnMergeParams p) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  sscGridLaunchDependents();
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j;
@@ -241,13 +247,15 @@ int launchAttnPartial(const AttnPartialParams& p, void* stream) {
   const PartialKernel k = partialKernel(p);
   const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
   void* args[] = {const_cast<AttnPartialParams*>(&p)};
-  return static_cast<int>(hipLaunchKernel(k.fn, grid, dim3(k.threads), args, k.smem, static_cast<hipStream_t>(stream)));
+  return static_cast<int>(
+      sscLaunchDependent(k.fn, grid, dim3(k.threads), args, k.smem, static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnMerge(const AttnMergeParams& p, void* stream) {
-  attnMergeKernel<<<dim3(p.batch, p.outHeads), dim3(p.headDim), p.nranks * sizeof(float),
-                    static_cast<hipStream_t>(stream)>>>(p);
-  return static_cast<int>(hipGetLastError());
+  void* args[] = {const_cast<AttnMergeParams*>(&p)};
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnMergeKernel),
+                                             dim3(p.batch, p.outHeads), dim3(p.headDim), args,
+                                             p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
 }
 
 }  // namespace ssc::gpu
