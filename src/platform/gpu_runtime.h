@@ -299,7 +299,10 @@ inline hipError_t sscLaunchDependent(const void* fn, dim3 grid, dim3 block, void
     return cudaGetDevice(&device) == cudaSuccess &&
            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
   }();
-  if (supported) {
+  // Inside a stream capture the launch stays plain: a graph's replays pay no launch per kernel
+  // to hide, and captured programmatic edges have not been tested here.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (supported && cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone) {
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
