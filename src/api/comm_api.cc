@@ -90,7 +90,7 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
       comm->backend->bindDevice(comm->device);
       sscResult_t r = commInit(comm, id, nranks, rank);
       if (r == sscSuccess) comm->asyncError.store(sscSuccess);
-      else commSetAsyncError(comm, r, commFailureText(comm, lastError()));
+      else commSetAsyncError(comm, r, commRingFailureText(comm, r, lastError()));
     });
     *out = comm;
     return sscInProgress;
@@ -99,7 +99,10 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   sscResult_t r = commInit(comm, id, nranks, rank);
   if (parent != nullptr) commUnlinkChild(parent, comm);
   if (r != sscSuccess) {
-    std::string why = commFailureText(comm, lastError());
+    // A peer that failed its own init (a malformed STARSCREAM_* value, say) announces it on the
+    // peer watch and then closes its ring connections; a send to it can see the closed socket
+    // first. commRingFailureText gives the watch a moment, so the message names the rank and why.
+    std::string why = commRingFailureText(comm, r, lastError());
     commUnregisterLive(comm);
     deleteComm(comm);
     return setError(r, why);
