@@ -46,12 +46,11 @@ struct BigParams {
 __global__ void emptyKernel() {}
 
 // The same empty kernel as a programmatic dependent launch (sscLaunchDependent, CUDA sm_90): the
-// next kernel in the stream may be launched before this one ends and waits in its own
-// sscGridDependencyWait() instead. Whether that takes the launch floor away under MPS is the
-// question.
+// next kernel in the stream is launched once this one's blocks have exited, without waiting for
+// its completion to be signalled, and waits in its own sscGridDependencyWait() instead. Whether
+// that takes the launch floor away under MPS is the question.
 __global__ void pdlKernel() {
   sscGridDependencyWait();
-  sscGridLaunchDependents();
 }
 
 __global__ void bigParamKernel(const SSC_GRID_CONSTANT BigParams p) {

@@ -107,7 +107,6 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
     attnDecodeMmaKernel(const AttnPartialParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
-  sscGridLaunchDependents();
   constexpr int kSteps = kD / 16, kChunks = kD / 32, kHalves = kD / 64, kTiles = kD / 8;
   constexpr int kPieces = kD / 8;  // 16-byte pieces per row
   constexpr int kH = kAttnMaxHeadsPerBlock;

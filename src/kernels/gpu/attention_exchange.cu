@@ -48,7 +48,6 @@ __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w
 __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
-  sscGridLaunchDependents();
   const size_t lo = static_cast<size_t>(blockIdx.x) * p.chunkBytes;
   const size_t hi = lo + p.chunkBytes < p.bytes ? lo + p.chunkBytes : p.bytes;
   const char* src = static_cast<const char*>(p.q);
@@ -83,7 +82,6 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
 __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
-  sscGridLaunchDependents();
   extern __shared__ float weight[];  // [splits]
   __shared__ float red[128];
   const int b = blockIdx.x, h = blockIdx.y;
@@ -96,7 +94,6 @@ __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
 __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
-  sscGridLaunchDependents();
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j, D = p.headDim;

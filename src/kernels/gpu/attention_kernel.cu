@@ -75,7 +75,6 @@ template <int kD, class KvTraits>
 __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnPartialParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
-  sscGridLaunchDependents();
   constexpr int kE = kD / kGroup;
   constexpr int kH = kAttnMaxHeadsPerBlock;
   __shared__ float qs[kH][kD];
@@ -156,7 +155,6 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
 __global__ void attnMergeKernel(const AttnMergeParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
-  sscGridLaunchDependents();
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];
   const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j;
