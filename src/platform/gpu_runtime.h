@@ -293,8 +293,8 @@ inline double sscGpuTimerTicksPerSecond(int device) {
 // must call sscGridDependencyWait() before it reads or writes anything an earlier launch in the
 // stream touches. No kernel of ours triggers its dependents early (griddepcontrol.
 // launch_dependents): measured on the sharded decode at batch 8-32, blocks of the next kernel
-// resident early made the step up to 30 % slower than plain launches, where the exit-time launch
-// is never slower (perf/RESULTS.md, session 14). HIP, and GPUs before sm_90: a plain launch.
+// resident early made the step up to 32 % slower than plain launches, where the exit-time launch
+// is never slower (perf/RESULTS.md, session 15). HIP, and GPUs before sm_90: a plain launch.
 inline hipError_t sscLaunchDependent(const void* fn, dim3 grid, dim3 block, void** args, size_t smem,
                                      hipStream_t stream) {
 #if defined(SSC_GPU_IS_CUDA)
