@@ -289,9 +289,9 @@ inline double sscGpuTimerTicksPerSecond(int device) {
 // the one before it in the stream has exited, without waiting for that kernel's completion to
 // be signalled, and its blocks wait in sscGridDependencyWait() until that kernel's memory is
 // visible. A chain of short kernels then pays less than a full launch between them (under MPS at
-// 16 SMs a rank, 4 empty kernels: 31.7 us plain, 14.6 us dependent). A kernel launched this way
-// must call sscGridDependencyWait() before it reads or writes anything an earlier launch in the
-// stream touches. No kernel of ours triggers its dependents early (griddepcontrol.
+// 16 SMs a rank, 4 empty kernels: 31.7-32.8 us plain, 14.6-17.8 us dependent). A kernel launched
+// this way must call sscGridDependencyWait() before it reads or writes anything an earlier launch
+// in the stream touches. No kernel of ours triggers its dependents early (griddepcontrol.
 // launch_dependents): measured on the sharded decode at batch 8-32, blocks of the next kernel
 // resident early made the step up to 32 % slower than plain launches, where the exit-time launch
 // is never slower (perf/RESULTS.md, session 15). HIP, and GPUs before sm_90: a plain launch.
