@@ -33,7 +33,10 @@
  * Streams: calls on one cache must be issued on one stream (or synchronized in between): the
  * cache keeps small per-call scratch buffers (page lists) that the next call reuses. On the host
  * backend sscKvCacheAppend, sscAttentionDecode and sscAttentionPrefill finish their work before
- * they return (they first wait for the work already queued on `stream`).
+ * they return (they first wait for the work already queued on `stream`). Those three are refused
+ * (sscInvalidUsage, nothing changed) on a stream being captured into a CUDA/HIP graph: each call
+ * builds its page lists on the host from the cache as it is then, so a replay would reuse stale
+ * ones. Call them outside the graph.
  */
 #ifndef STARSCREAM_STARSCREAM_OPS_H_
 #define STARSCREAM_STARSCREAM_OPS_H_

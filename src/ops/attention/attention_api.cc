@@ -30,6 +30,18 @@ sscResult_t checkCache(const char* fn, sscKvCache* c) {
   return sscSuccess;
 }
 
+// Append, decode and prefill compute their page lists (and an append its slots) on the host from
+// the page table as it is at the call, then upload them: a graph's replays would repeat the
+// captured lists, missing every token appended since, and an append would rewrite its captured
+// slots. A silently stale answer is worse than none, so a call on a stream being captured is
+// refused before it changes anything (docs/attention.md, "Not yet": device-side page lists).
+sscResult_t checkNotCapturing(const char* fn, const sscKvCache* c, sscStream_t stream) {
+  if (!c->backend->streamCapturing(stream)) return sscSuccess;
+  return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, and KV cache calls "
+              "cannot be: each call builds its page lists on the host from the cache as it is "
+              "then, so a replay would reuse the captured ones. Run it outside the graph.", fn);
+}
+
 sscResult_t checkSeq(const char* fn, const sscKvCache* c, int seq, const char* what) {
   if (seq < 0 || seq >= c->config.max_seqs)
     return fail(sscInvalidArgument, "{}: {} = {} is not a sequence id (0 .. {})", fn, what, seq,
@@ -252,6 +264,7 @@ SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const i
     SSC_CHECK(checkComm(fn, cache->comm));
     if (num_tokens < 0) return fail(sscInvalidArgument, "{}: num_tokens = {} is negative", fn,
                                     num_tokens);
+    SSC_CHECK(checkNotCapturing(fn, cache, stream));
     if (num_tokens == 0) return sscSuccess;
     if (seq_ids == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
     if (k == nullptr || v == nullptr)
@@ -329,6 +342,7 @@ SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDat
     SSC_CHECK(checkComm(fn, cache->comm));
     if ((flags & ~(SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS)) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
+    SSC_CHECK(checkNotCapturing(fn, cache, stream));
     DecodeArgs a{q, io_dtype, num_q_heads, batch, seq_ids, scale, sinks, window,
                  (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
                  out, lse};
@@ -351,6 +365,7 @@ SSC_API sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDa
                   "queries are replicated (every rank passes all of them)", fn);
     if ((flags & ~SSC_ATTN_OUT_SHARDED_HEADS) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
+    SSC_CHECK(checkNotCapturing(fn, cache, stream));
     PrefillArgs a{q, io_dtype, num_q_heads, batch, seq_ids, cu_seqlens, scale, sinks, window,
                   (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0, out, lse, {}, 1};
     return prefill(fn, cache, a, stream);

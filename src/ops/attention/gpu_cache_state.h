@@ -85,7 +85,7 @@ class GpuCacheState {
 };
 
 // A prefill's rounds on the caller's stream (gpu_prefill.cc), ordered after the cache's last
-// call by gpuPrefill; capturing: the stream is being captured into a graph.
-sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, bool capturing);
+// call by gpuPrefill.
+sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t stream);
 
 }  // namespace ssc::attn

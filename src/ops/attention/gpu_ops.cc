@@ -156,21 +156,18 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
 
 namespace {
 
-sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing);
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
 
-// Runs one call (decode or prefill) ordered after the cache's last one.
+// Runs one call (decode or prefill) ordered after the cache's last one. Never inside a stream
+// capture: the API refuses those calls (attention_api.cc, checkNotCapturing).
 template <class F>
 sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
   const auto s = static_cast<hipStream_t>(stream);
-  // A captured call (a CUDA/HIP graph) orders itself inside the graph, and cannot wait on an
-  // event recorded outside it; its replays run whenever the caller launches them.
-  const bool capturing = c->comm->backend->streamCapturing(stream);
-  if (!capturing && g.haveLast && g.lastStream != s)
+  if (g.haveLast && g.lastStream != s)
     SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g.lastDone, 0), "hipStreamWaitEvent"));
-  const sscResult_t r = run(capturing);
-  if (capturing) return r;
+  const sscResult_t r = run();
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
   // the buffers.
   SSC_CHECK(gpuCheck(hipEventRecord(g.lastDone, s), "hipEventRecord"));
@@ -182,16 +179,16 @@ sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
 }  // namespace
 
 sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
-  return ordered(c, stream, [&](bool capturing) { return decodeOn(c, a, stream, capturing); });
+  return ordered(c, stream, [&] { return decodeOn(c, a, stream); });
 }
 
 sscResult_t gpuPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
-  return ordered(c, stream, [&](bool capturing) { return gpuPrefillRounds(c, a, stream, capturing); });
+  return ordered(c, stream, [&] { return gpuPrefillRounds(c, a, stream); });
 }
 
 namespace {
 
-sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing) {
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
@@ -200,10 +197,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
 
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
-  // The fused exchange's call epochs come from the host, so a graph's replays would repeat them:
-  // a captured decode takes the all-gather (the core's captured collectives are replay-safe).
-  // Every rank captures alike (as the core's collectives already assume), so all take it.
-  const bool fused = g.fused && !capturing;
+  const bool fused = g.fused;
   if (fused) SSC_CHECK(g.exchange.begin("sscAttentionDecode"));
 
   // 1. Query slices all-gathered into [rank][batch][qHeads][D].

@@ -45,7 +45,7 @@ sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int
 // rank's pages read in place, finished here, then only the finished rows gathered.
 }  // namespace
 
-sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t stream, bool capturing) {
+sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
@@ -53,7 +53,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
   const size_t ioBytes = dtypeSize(a.ioType);
   auto s = static_cast<hipStream_t>(stream);
   GpuCacheState& g = *c->gpu;
-  const bool fused = g.fused && !capturing;  // as a decode: epochs come from the host
+  const bool fused = g.fused;
   std::vector<PrefillChunk> chunks;
   planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
   // Gathering heads (output on every rank): qGather holds a round's rows x head_dim x 4 bytes,

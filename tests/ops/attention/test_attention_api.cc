@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "src/device/host/host_stream.h"
 #include "starscream/starscream_ops.h"
 
 namespace {
@@ -189,6 +190,52 @@ TEST_F(AttnApi, TrimRefusesBadPositionsAndWindowsThatReachBelowIt) {
   EXPECT_NEAR(lse[0], s + std::log(10.0f), 1e-5);
   ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
   expectError(sscKvCacheTrimSequence(c, 1, 0), sscInvalidUsage, "not a live KV cache");
+}
+
+// Append, decode and prefill build their page lists on the host at each call: a graph's replays
+// would reuse the captured ones (tokens appended since missing, an append's rows rewritten). On
+// a stream being captured they are refused, name the reason and change nothing; off capture the
+// same calls run. The host backend's test hook stands in for a CUDA/HIP capture.
+TEST_F(AttnApi, CallsOnAStreamBeingCapturedAreRefusedAndChangeNothing) {
+  sscKvCache_t c = nullptr;
+  ASSERT_EQ(sscKvCacheCreate(comm_, &cfg_, &c), sscSuccess) << sscGetLastError(nullptr);
+  sscStream_t s = nullptr;
+  ASSERT_EQ(sscStreamCreate(&s), sscSuccess);
+  ssc::HostStream* host = ssc::HostStream::fromHandle(s);
+  if (host == nullptr) {  // a GPU backend's stream: the hook is the host backend's
+    sscStreamDestroy(s);
+    sscKvCacheDestroy(c);
+    GTEST_SKIP() << "needs the host backend's streams (STARSCREAM_BACKEND=host)";
+  }
+  std::vector<uint16_t> kv(2 * 64 * 4, 0x3f80);
+  std::vector<int32_t> seqs(4, 1);
+  std::vector<float> q(4 * 4 * 64, 0.5f), out(4 * 4 * 64, -7.0f), lse(16, -7.0f);
+  const int32_t one[] = {1};
+  const int32_t cu[] = {0, 4};
+
+  host->pretendCapture(true);
+  expectError(sscKvCacheAppend(c, 4, seqs.data(), kv.data(), kv.data(), s), sscInvalidUsage,
+              "captured into a graph");
+  int len = -1;
+  ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
+  EXPECT_EQ(len, 0) << "a refused append changed the page table";
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), s),
+              sscInvalidUsage, "captured into a graph");
+  expectError(sscAttentionPrefill(c, q.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 0, 0, out.data(),
+                                  lse.data(), s),
+              sscInvalidUsage, "captured into a graph");
+  ASSERT_EQ(sscStreamSynchronize(s), sscSuccess);
+  EXPECT_EQ(out[0], -7.0f) << "a refused call wrote its output";
+
+  host->pretendCapture(false);
+  ASSERT_EQ(sscKvCacheAppend(c, 4, seqs.data(), kv.data(), kv.data(), s), sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), s),
+            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscStreamSynchronize(s), sscSuccess);
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_NEAR(lse[0], 0.125f * 0.5f * 64 + std::log(4.0f), 1e-5);
+  ASSERT_EQ(sscStreamDestroy(s), sscSuccess);
+  ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
 }
 
 }  // namespace
