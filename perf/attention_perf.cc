@@ -22,6 +22,9 @@
 //              sequence, all q heads: the sharded step without any exchange;
 //   naive      K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
 //              its own) and computes its share of the q heads; "OOM" where the K copies do not fit.
+// --graph: every mode's decode step captured once into a CUDA/HIP graph and replayed (what a
+// serving engine does: vLLM replays its decode step as a graph); the mode is then reported as
+// "<mode>+graph" (whole+graph at K = 1).
 // Columns: time per decode step (max over ranks, stream events), KV bytes the step reads (all
 // ranks), GB/s of that, % of the copy roofline (device-to-device copies by all ranks at once,
 // read + write bytes per second, measured at start), KV bytes per rank, and for sharded and
@@ -64,6 +67,7 @@ struct Options {
   std::vector<int> batches = {1, 8, 16, 64};
   std::vector<std::string> modes = {"local", "sharded", "naive"};
   int iters = 20;
+  bool graph = false;
   std::string json;
 };
 
@@ -132,12 +136,12 @@ struct Row {
 // a whole copy on a communicator of one), fills it, times decode steps. qHeads: the heads this
 // process decodes (all of the model's for sharded, its share for naive).
 Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
-             int commRanks, hipStream_t stream, int iters) {
+             int commRanks, hipStream_t stream, int iters, bool graph) {
   const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused";
   const bool local = mode == "local";
   Row row;
   row.model = m.name;
-  row.mode = sharded && g_nranks == 1 ? "whole" : mode;
+  row.mode = std::string(sharded && g_nranks == 1 ? "whole" : mode) + (graph ? "+graph" : "");
   row.context = context;
   row.batch = batch;
   const int D = m.headDim, ps = 16, kvHeads = 1;
@@ -212,10 +216,27 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   std::vector<int32_t> ids(batch);
   for (int s = 0; s < batch; ++s) ids[s] = s;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  row.us = timeUs(stream, iters, [&] {
+  const auto step = [&] {
     CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, qHeads, batch, ids.data(), scale,
                                  m.sinks ? dSinks : nullptr, m.window, flags, dOut, nullptr, stream));
+  };
+  hipGraphExec_t exec = nullptr;
+  if (graph) {
+    hipGraph_t g = nullptr;
+    CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+    step();
+    CHECK_GPU(hipStreamEndCapture(stream, &g));
+    CHECK_GPU(hipGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK_GPU(hipGraphDestroy(g));
+  }
+  row.us = timeUs(stream, iters, [&] {
+    if (exec != nullptr) CHECK_GPU(hipGraphLaunch(exec, stream));
+    else step();
   });
+  if (exec != nullptr) {
+    CHECK_GPU(hipStreamSynchronize(stream));
+    CHECK_GPU(hipGraphExecDestroy(exec));
+  }
   if (mode == "sharded-ag" && commRanks > 1) {  // the op's two all-gathers, alone
     const size_t qCount = static_cast<size_t>(batch) * myHeads * D;
     const size_t pCount = static_cast<size_t>(batch) * qHeads * (D + 1);
@@ -267,10 +288,14 @@ int main(int argc, char** argv) {
     else if (v != nullptr && a == "--modes") o.modes = splitList(v);
     else if (v != nullptr && a == "--iters") o.iters = std::atoi(v);
     else if (v != nullptr && a == "--json") o.json = v;
-    else {
+    else if (a == "--graph") {
+      o.graph = true;
+      continue;
+    } else {
       if (g_rank == 0)
         std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,naive] [--iters N] [--json FILE]\n");
+                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,naive] [--iters N] [--graph] "
+                             "[--json FILE]\n");
       MPI_Finalize();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -311,7 +336,7 @@ int main(int argc, char** argv) {
             continue;
           const bool alone = mode == "naive" || mode == "local";
           Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
-                           stream, o.iters);
+                           stream, o.iters, o.graph);
           if (mode == "local" && !r.oom) localUs = r.us;
           if (isSharded(mode) && g_nranks > 1 && localUs > 0 && !r.oom)
             r.exchangeUs = std::max(0.0, r.us - localUs);
@@ -331,7 +356,7 @@ int main(int argc, char** argv) {
                              {"batch", batch}, {"oom", r.oom}, {"time_us", r.us}, {"kv_bytes", r.kvBytes},
                              {"kv_bytes_per_rank", r.kvPerRank}, {"gbps", gbs}, {"roofline_gbps", roof},
                              {"roofline_pct", r.oom ? 0 : 100.0 * gbs / roof}, {"exchange_us", r.exchangeUs},
-                             {"sms_reported", sms}});
+                             {"sms_reported", sms}, {"graph", o.graph}});
         }
       }
   }

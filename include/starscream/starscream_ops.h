@@ -33,10 +33,11 @@
  * Streams: calls on one cache must be issued on one stream (or synchronized in between): the
  * cache keeps small per-call scratch buffers (page lists) that the next call reuses. On the host
  * backend sscKvCacheAppend, sscAttentionDecode and sscAttentionPrefill finish their work before
- * they return (they first wait for the work already queued on `stream`). Those three are refused
- * (sscInvalidUsage, nothing changed) on a stream being captured into a CUDA/HIP graph: each call
- * builds its page lists on the host from the cache as it is then, so a replay would reuse stale
- * ones. Call them outside the graph.
+ * they return (they first wait for the work already queued on `stream`). sscKvCacheAppend and
+ * sscAttentionPrefill are refused (sscInvalidUsage, nothing changed) on a stream being captured
+ * into a CUDA/HIP graph: each builds its page lists on the host from the cache as it is then, so
+ * a replay would reuse stale ones; call them outside the graph. sscAttentionDecode can be
+ * captured (GPU backends; see its comment).
  */
 #ifndef STARSCREAM_STARSCREAM_OPS_H_
 #define STARSCREAM_STARSCREAM_OPS_H_
@@ -202,6 +203,18 @@ sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position, i
  * destroyed communicator, plus whatever the all-gathers report. With the fused exchange a wait
  * for a peer's rows is bounded by STARSCREAM_TIMEOUT: a rank whose peer never sent (a rank that
  * skipped the call) writes NaN rows and its next call on the cache fails with sscTimeout.
+ *
+ * Graphs: on the GPU backends a decode may be captured into a CUDA/HIP graph (as serving engines
+ * capture their decode step). The graph is bound to the call's seq_ids, window, flags and
+ * buffers; each replay reads those sequences as they are when it runs: every sscKvCacheAppend
+ * (made outside the graph) refreshes the bound page lists on its stream, so replays must run on
+ * the stream of the appends or be ordered after them, and sscKvCacheReleaseSequence and
+ * sscKvCacheTrimSequence refresh them on the stream of the last append. A trim below a captured
+ * decode's window start (any trim, for window 0) is refused with sscInvalidUsage. Every rank
+ * replays the same graphs the same number of times, as with any collective. The split-K shape
+ * is fixed at the capture, from the lengths then. At most 64 distinct captured decodes (sequence
+ * lists and windows) per cache; their page lists are kept until the cache is destroyed, which
+ * must come after the graphs' last replay. The host backend refuses a captured decode.
  */
 sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
                                int num_q_heads, int batch, const int32_t* seq_ids, float scale,

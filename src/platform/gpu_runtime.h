@@ -94,6 +94,14 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
 #define hipStreamCaptureStatusActive cudaStreamCaptureStatusActive
 #define hipGraph_t cudaGraph_t
+#define hipGraphExec_t cudaGraphExec_t
+#define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipGraphDestroy cudaGraphDestroy
 #define hipUserObject_t cudaUserObject_t
 #define hipUserObjectCreate cudaUserObjectCreate
 #define hipUserObjectNoDestructorSync cudaUserObjectNoDestructorSync

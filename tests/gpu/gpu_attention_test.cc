@@ -16,7 +16,9 @@
 //   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
 //   mpirun -np 4 build/bin/gpu_attention_test --fused
 //   mpirun -np 4 build/bin/gpu_attention_test --prefill      (only the prefill cases)
+//   mpirun -np 4 build/bin/gpu_attention_test --graph        (only the captured decodes)
 // After the decode cases, a sliding-window layer trimmed as it grows (gpu_attention_trim.cc),
+// decodes captured into graphs and replayed as their sequences grow (gpu_attention_graph.cc),
 // then the prefill cases (sscAttentionPrefill, gpu_attention_prefill.cc).
 #include <mpi.h>
 
@@ -29,6 +31,7 @@
 
 #include "starscream/starscream_ops.h"
 #include "tests/gpu/gpu_attention_check.h"
+#include "tests/gpu/gpu_attention_graph.h"
 #include "tests/gpu/gpu_attention_prefill.h"
 #include "tests/gpu/gpu_attention_trim.h"
 #include "tests/gpu/gpu_test_setup.h"
@@ -339,6 +342,7 @@ int main(int argc, char** argv) {
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
   if (argc > 1 && std::string(argv[1]) == "--fused") g_exchange = SSC_KV_EXCHANGE_FUSED;
   const bool prefillOnly = argc > 1 && std::string(argv[1]) == "--prefill";
+  const bool graphOnly = argc > 1 && std::string(argv[1]) == "--graph";
   if (argc > 1 && std::string(argv[1]) == "--bench") {
     bench(comm, stream, argc > 2 ? std::atoi(argv[2]) : 32, argc > 3 ? std::atoi(argv[3]) : 8192,
           argc > 4 ? std::atoi(argv[4]) : 50);
@@ -349,9 +353,10 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (!prefillOnly) decodeCases(comm, stream);
-  if (!prefillOnly) g_failures += runTrimCases(comm, stream, g_rank, g_nranks, g_exchange);
-  g_failures += runPrefillCases(comm, stream, g_rank, g_nranks, g_exchange);
+  if (!prefillOnly && !graphOnly) decodeCases(comm, stream);
+  if (!prefillOnly && !graphOnly) g_failures += runTrimCases(comm, stream, g_rank, g_nranks, g_exchange);
+  if (!prefillOnly) g_failures += runGraphCases(comm, stream, g_rank, g_nranks);
+  if (!graphOnly) g_failures += runPrefillCases(comm, stream, g_rank, g_nranks, g_exchange);
   if (g_nranks > 1 && g_exchange == SSC_KV_EXCHANGE_FUSED) skippedCall(comm, stream);
 
   CHECK_GPU(hipStreamDestroy(stream));

@@ -48,12 +48,14 @@ __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w
 __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
+  const uint64_t epoch = callEpoch(p.epoch);
+  const size_t qOffset = p.qOffset + (epoch & 1) * p.qParityBytes;
   const size_t lo = static_cast<size_t>(blockIdx.x) * p.chunkBytes;
   const size_t hi = lo + p.chunkBytes < p.bytes ? lo + p.chunkBytes : p.bytes;
   const char* src = static_cast<const char*>(p.q);
   const bool vec = ((reinterpret_cast<uintptr_t>(src + lo) | (hi - lo)) & 15u) == 0;
   for (int r = 0; r < p.nranks; ++r) {
-    char* dst = p.peerBase[r] + p.qOffset + static_cast<size_t>(p.rank) * p.bytes;
+    char* dst = p.peerBase[r] + qOffset + static_cast<size_t>(p.rank) * p.bytes;
     if (vec) {
       for (size_t i = lo + 16 * threadIdx.x; i < hi; i += 16 * blockDim.x)
         *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(src + i);
@@ -66,11 +68,11 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   const int t = static_cast<int>(threadIdx.x);
   int ok = 1;
   if (t < p.nranks) {
-    const size_t flag = p.qFlagOffset + static_cast<size_t>(blockIdx.x) * 8;
-    releaseFlag(reinterpret_cast<uint64_t*>(p.peerBase[t] + flag + p.rank * p.qFlagStride), p.epoch,
+    const size_t flag = p.qFlagOffset + (epoch & 1) * p.qFlagParityBytes + static_cast<size_t>(blockIdx.x) * 8;
+    releaseFlag(reinterpret_cast<uint64_t*>(p.peerBase[t] + flag + p.rank * p.qFlagStride), epoch,
                 p.wait.deviceScope);
     ok = waitFlag(reinterpret_cast<const uint64_t*>(p.peerBase[p.rank] + flag + t * p.qFlagStride),
-                  p.epoch, p.wait);
+                  epoch, p.wait);
   }
   (void)__syncthreads_and(ok);
 }
@@ -91,17 +93,32 @@ __global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
 
 // Block (b, slot j), one thread per element: waits for the row of every sender (thread s polls
 // sender s), then merges them with the sink as attnMergeKernel does. A timed-out wait writes NaN.
+// The call's last kernel: once every block has read the call's epoch, the last one to read it
+// stores it as the counter's `done` (AttnEpochWord), for the next call's kernels.
 __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
   extern __shared__ float weight[];  // [nranks]
   __shared__ float red[128];
-  const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j, D = p.headDim;
+  __shared__ uint64_t callShared;
   const int t = static_cast<int>(threadIdx.x);
-  const size_t slot = (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
+  if (t == 0) {
+    const uint64_t e = callEpoch(p.epoch);
+    callShared = e;
+    __threadfence();  // the read above before the count below
+    const uint32_t blocks = gridDim.x * gridDim.y;
+    if (atomicAdd(&p.epoch->readers, 1u) == blocks - 1) {
+      p.epoch->readers = 0;
+      *reinterpret_cast<volatile uint64_t*>(&p.epoch->done) = e;
+    }
+  }
+  __syncthreads();
+  const uint64_t epoch = callShared;
+  const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j, D = p.headDim;
+  const size_t slot = (epoch & 1) * p.parityFloats + (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
   int ok = 1;
   if (t < p.nranks)
-    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2), p.epoch, p.wait);
+    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2), epoch, p.wait);
   ok = __syncthreads_and(ok);
   __threadfence();  // the rows' loads below stay after the pollers' acquires
   const size_t row = static_cast<size_t>(b) * p.outHeads + j;

@@ -32,10 +32,12 @@ struct AttnQPushParams {
   int nranks;
   int rank;
   char* peerBase[kAttnExchangeMaxPeers];  // every rank's exchange scratch, mapped here
-  size_t qOffset;         // bytes: this call's parity's query area; a slice goes at rank * bytes
-  size_t qFlagOffset;     // bytes: flag (parity, sender 0, chunk 0); qFlagStride per sender
+  size_t qOffset;         // bytes: parity 0's query area (a slice goes at rank * bytes), and
+  size_t qParityBytes;    // parity 1's this much further
+  size_t qFlagOffset;     // bytes: flag (parity 0, sender 0, chunk 0); qFlagStride per sender,
   size_t qFlagStride;
-  uint64_t epoch;
+  size_t qFlagParityBytes;  // parity 1's this much further
+  const AttnEpochWord* epoch;  // the call is epoch->done + 1 (attention_kernel.h)
   AttnWaitCtl wait;
 };
 
@@ -50,7 +52,8 @@ struct AttnPushParams {
 };
 
 struct AttnRecvMergeParams {
-  const float* rows;      // this rank's rows area of this parity, sender 0
+  const float* rows;      // this rank's rows area of parity 0, sender 0
+  size_t parityFloats;    // parity 1's rows this much further
   size_t senderStride;
   size_t rowFloats;
   int nranks;
@@ -63,7 +66,8 @@ struct AttnRecvMergeParams {
   void* out;              // [batch][outHeads][head_dim] of outDtype
   int outDtype;
   float* lse;             // [batch][outHeads] or null
-  uint64_t epoch;
+  // The call is epoch->done + 1; this kernel, the call's last, advances epoch->done to it.
+  AttnEpochWord* epoch;
   AttnWaitCtl wait;
 };
 

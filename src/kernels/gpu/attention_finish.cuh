@@ -63,19 +63,24 @@ __device__ __forceinline__ void releaseFlag(uint64_t* f, uint64_t v, int deviceS
   else sscStoreReleaseSys(f, v);
 }
 
-// Row (b, h)'s receivers [first, last] and its offset in a receiver's rows area (this rank's rows).
+// The fused exchange's epoch of this call (AttnEpochWord, attention_kernel.h): a volatile load,
+// since the word changes between kernels (the last call's merge advanced it).
+__device__ __forceinline__ uint64_t callEpoch(const AttnEpochWord* w) { return sscLoadVolatile(&w->done) + 1; }
+
+// Row (b, h)'s receivers [first, last] and its offset in a receiver's rows area (this rank's rows
+// of the call's parity).
 struct PushSlot {
   int first, last;
   size_t mine;
 };
 
-__device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHeads, int b, int h) {
+__device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHeads, int b, int h, uint64_t epoch) {
   const int outHeads = t.outSharded ? numQHeads / t.nranks : numQHeads;
   PushSlot s;
   s.first = t.outSharded ? h / outHeads : 0;
   s.last = t.outSharded ? s.first : t.nranks - 1;
   const size_t slot = static_cast<size_t>(b) * outHeads + (t.outSharded ? h % outHeads : h);
-  s.mine = static_cast<size_t>(t.rank) * t.senderStride + slot * t.rowFloats;
+  s.mine = (epoch & 1) * t.parityFloats + static_cast<size_t>(t.rank) * t.senderStride + slot * t.rowFloats;
   return s;
 }
 
@@ -85,8 +90,9 @@ __device__ __forceinline__ void pushElement(const AttnPushTarget& t, const PushS
 }
 
 // After the stores of rows (b, head0 .. head0 + G - 1), every thread its own: one flag per
-// (row, receiver), holding the epoch. Every thread of the block calls it.
-__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads, int b, int head0, int G, int D) {
+// (row, receiver), holding the call's epoch. Every thread of the block calls it.
+__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads, int b, int head0, int G, int D,
+                                          uint64_t epoch) {
   // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
   // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
   if (t.deviceScope) __threadfence();
@@ -94,8 +100,8 @@ __device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads
   __syncthreads();
   const int receivers = t.outSharded ? 1 : t.nranks;
   for (int i = threadIdx.x; i < G * receivers; i += blockDim.x) {
-    const PushSlot s = pushSlot(t, numQHeads, b, head0 + i / receivers);
-    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine + D + 2), t.epoch,
+    const PushSlot s = pushSlot(t, numQHeads, b, head0 + i / receivers, epoch);
+    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine + D + 2), epoch,
                 t.deviceScope);
   }
 }
@@ -103,10 +109,11 @@ __device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads
 // The merge of the row's n partials stored into every receiver of the row, then its flags.
 __device__ __forceinline__ void pushMergedRow(const AttnPushTarget& t, int numQHeads, int b, int h, const float* rows,
                                               size_t stride, int n, int D, float* w, float* red) {
-  const PushSlot s = pushSlot(t, numQHeads, b, h);
+  const uint64_t epoch = callEpoch(t.epoch);
+  const PushSlot s = pushSlot(t, numQHeads, b, h, epoch);
   const float lse = mergeRows(rows, stride, n, D, negInf(), w, red, [&](int e, float v) { pushElement(t, s, e, v); });
   if (threadIdx.x == 0) pushElement(t, s, D, lse);
-  pushFlags(t, numQHeads, b, h, 1, D);
+  pushFlags(t, numQHeads, b, h, 1, D, epoch);
 }
 
 // A partial kernel block's place in the grid: sequence b, KV head, head chunk and split
@@ -138,7 +145,11 @@ template <int kD, int kThreads>
 __device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, int head0, int G, float (*qs)[kD]) {
   constexpr int kElems = kAttnMaxHeadsPerBlock * kD;
   static_assert(kElems % kThreads == 0, "every thread stages the same count");
-  withIoLoader(p.q, p.qDtype, [&](const auto& load) {
+  // The fused exchange's query area: the call's parity picks the half.
+  const void* q = p.qEpoch == nullptr
+                      ? p.q
+                      : static_cast<const char*>(p.q) + (callEpoch(p.qEpoch) & 1) * p.qParityBytes;
+  withIoLoader(q, p.qDtype, [&](const auto& load) {
     float x[kElems / kThreads];
 #pragma unroll
     for (int k = 0; k < kElems / kThreads; ++k) {
@@ -158,10 +169,11 @@ __device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, i
 // Where a partial kernel block puts element e of its row (b, h): o is the normalised output of
 // its tokens and lse their LSE (-inf and o = 0: none). When the block is its row group's only
 // split (p.splits == 1) the element is final for this rank and goes where p.finish says, with
-// no launch after the kernel for it; else into its split's partial, for a merge launch.
+// no launch after the kernel for it; else into its split's partial, for a merge launch. epoch:
+// the exchange's call (callEpoch) where p.finish pushes.
 template <int kD>
 __device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int split, int b, int h, int e, float o,
-                                               float lse) {
+                                               float lse, uint64_t epoch) {
   const AttnPartialFinish& f = p.finish;
   const size_t row = static_cast<size_t>(b) * p.numQHeads + h;
   if (p.splits != 1 || f.mode == kAttnFinishNone) {
@@ -182,7 +194,7 @@ __device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int s
     storeIo(f.out, row * kD + e, f.outDtype, v);
     if (e == 0 && f.lse != nullptr) f.lse[row] = l;
   } else {
-    const PushSlot s = pushSlot(f.push, p.numQHeads, b, h);
+    const PushSlot s = pushSlot(f.push, p.numQHeads, b, h, epoch);
     pushElement(f.push, s, e, o);
     if (e == 0) pushElement(f.push, s, kD, lse);
   }
@@ -198,12 +210,14 @@ __device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int sp
                                               const float (&ms)[kWarps][kH], const float (&ls)[kWarps][kH],
                                               const float (*accs)[kH][kD]) {
   constexpr float kLn2 = 0.6931471805599453f;
+  const uint64_t epoch =
+      p.splits == 1 && p.finish.mode == kAttnFinishPush ? callEpoch(p.finish.push.epoch) : 0;
   for (int i = threadIdx.x; i < G * kD; i += blockDim.x) {
     const int gi = i / kD, e = i % kD;
     float mMax = negInf();
     for (int w = 0; w < kWarps; ++w) mMax = fmaxf(mMax, ms[w][gi]);
     if (mMax == negInf()) {  // no token of the sequence in this block: an empty partial
-      emitPartialRow<kD>(p, split, b, head0 + gi, e, 0.0f, negInf());
+      emitPartialRow<kD>(p, split, b, head0 + gi, e, 0.0f, negInf(), epoch);
       continue;
     }
     float sum = 0.0f, o = 0.0f;
@@ -213,7 +227,7 @@ __device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int sp
       sum += ls[w][gi] * c;
       o += accs[w][gi][e] * c;
     }
-    emitPartialRow<kD>(p, split, b, head0 + gi, e, o / sum, (kLog2 ? mMax * kLn2 : mMax) + logf(sum));
+    emitPartialRow<kD>(p, split, b, head0 + gi, e, o / sum, (kLog2 ? mMax * kLn2 : mMax) + logf(sum), epoch);
   }
 }
 
@@ -221,7 +235,8 @@ __device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int sp
 // (head, receiver). Every thread of the block calls it.
 template <int kD>
 __device__ __forceinline__ void finishPartialRows(const AttnPartialParams& p, int b, int head0, int G) {
-  if (p.splits == 1 && p.finish.mode == kAttnFinishPush) pushFlags(p.finish.push, p.numQHeads, b, head0, G, kD);
+  if (p.splits == 1 && p.finish.mode == kAttnFinishPush)
+    pushFlags(p.finish.push, p.numQHeads, b, head0, G, kD, callEpoch(p.finish.push.epoch));
 }
 
 }  // namespace

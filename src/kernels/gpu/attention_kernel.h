@@ -36,6 +36,18 @@ struct KvAppendParams {
   int pageSize;
 };
 
+// The fused exchange's call counter, in device memory (one per cache and rank), so that the
+// replays of a captured decode count their calls as eager calls do. `done` is the epoch of the
+// last call whose merge kernel started on this rank: a call's kernels all use done + 1 (its
+// parity picks the scratch half, exchange.h), and its merge kernel, always the call's last,
+// advances `done` once each of its blocks has read it (`readers` counts them). Kernels of one
+// call follow one another in stream order, so each reads the value the last call left.
+struct AttnEpochWord {
+  uint64_t done;
+  uint32_t readers;
+  uint32_t pad;
+};
+
 // Where a finished partial row goes in the fused exchange: the rows area of every rank that
 // returns its head (all ranks, or the head's owner with outSharded), then one flag per receiver
 // (layout and epochs: src/ops/attention/exchange.h).
@@ -43,10 +55,11 @@ struct AttnPushTarget {
   int nranks;
   int rank;
   int outSharded;
-  float* peerRows[kAttnMaxPeers];  // every rank's rows area of this parity, sender 0
+  float* peerRows[kAttnMaxPeers];  // every rank's rows area of parity 0, sender 0
+  size_t parityFloats;             // floats from parity 0's rows to parity 1's
   size_t senderStride;             // floats between two senders' rows
   size_t rowFloats;                // exchange.h rowFloats
-  uint64_t epoch;
+  const AttnEpochWord* epoch;      // this rank's call counter: the call is epoch->done + 1
   int deviceScope;                 // 1: every rank on this GPU (device-scope release)
 };
 
@@ -76,6 +89,10 @@ struct AttnPartialParams {
   const void* vPool;
   int kvDtype;              // sscFloat16 or sscBfloat16
   const void* q;            // [qRank][batch][qHeadsPerRank][head_dim]; one qRank when not sharded
+  // Set when q is the fused exchange's query area of parity 0: the call's parity (qEpoch->done +
+  // 1) then moves it by qParityBytes per parity.
+  const AttnEpochWord* qEpoch;
+  size_t qParityBytes;
   int qDtype;               // sscFloat32, sscFloat16 or sscBfloat16
   int qHeadsPerRank;
   const int32_t* spanStart; // [batch + 1]: sequence b's spans are [spanStart[b], spanStart[b+1])

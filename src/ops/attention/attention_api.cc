@@ -3,6 +3,7 @@
 // collective starts), then hand over to the backend's half (host_ops.cc or gpu_ops.cc).
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <unordered_set>
 
 #include "src/api/api.h"
@@ -30,16 +31,33 @@ sscResult_t checkCache(const char* fn, sscKvCache* c) {
   return sscSuccess;
 }
 
-// Append, decode and prefill compute their page lists (and an append its slots) on the host from
-// the page table as it is at the call, then upload them: a graph's replays would repeat the
-// captured lists, missing every token appended since, and an append would rewrite its captured
-// slots. A silently stale answer is worse than none, so a call on a stream being captured is
-// refused before it changes anything (docs/attention.md, "Not yet": device-side page lists).
+// Append and prefill compute their slots and page lists on the host from the page table as it is
+// at the call, then upload them: a graph's replays would repeat the captured ones (an append
+// rewriting its captured slots, a prefill missing every token appended since). A silently stale
+// answer is worse than none, so such a call on a stream being captured is refused before it
+// changes anything. A decode can be captured on the GPU backends: its page lists live in a
+// buffer of its own that every later append refreshes (gpu_ops.cc, GraphList), and the fused
+// exchange counts calls on the device.
 sscResult_t checkNotCapturing(const char* fn, const sscKvCache* c, sscStream_t stream) {
   if (!c->backend->streamCapturing(stream)) return sscSuccess;
-  return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, and KV cache calls "
-              "cannot be: each call builds its page lists on the host from the cache as it is "
-              "then, so a replay would reuse the captured ones. Run it outside the graph.", fn);
+  if (std::string_view(fn) == "sscAttentionDecode")
+    return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, which only the GPU "
+                "backends can replay; run it outside the graph", fn);
+  return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, and this call cannot "
+              "be: it builds its page lists (an append its rows) on the host from the cache as it "
+              "is then, so a replay would reuse the captured ones. Run it outside the graph (a "
+              "decode can be captured).", fn);
+}
+
+// A trim below what a captured decode's replays read (its window start, which only grows) would
+// free pages its page lists still name: refused, nothing changed.
+sscResult_t checkTrimAgainstGraphs(const char* fn, const sscKvCache* c, int seq, int64_t position) {
+  if (!c->onGpu) return sscSuccess;
+  int window = 0;
+  if (!gpuGraphReadsBelow(c, seq, position, &window)) return sscSuccess;
+  return fail(sscInvalidUsage, "{}: sequence {} is read by a decode captured into a graph with window {} "
+              "(0: whole), whose replays would read below position {}; trim at most to its window "
+              "start, or destroy the cache", fn, seq, window, position);
 }
 
 sscResult_t checkSeq(const char* fn, const sscKvCache* c, int seq, const char* what) {
@@ -287,7 +305,7 @@ SSC_API sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id) {
     SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
     cache->table->release(seq_id);
     if (cache->peers != nullptr) cache->peers->release(seq_id);
-    return sscSuccess;
+    return cache->onGpu ? gpuTableChanged(cache) : sscSuccess;
   });
 }
 
@@ -300,9 +318,10 @@ SSC_API sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int p
     if (position < 0 || position > length)
       return fail(sscInvalidArgument, "{}: position = {} is outside sequence {} (0 .. its "
                   "length {})", fn, position, seq_id, length);
+    SSC_CHECK(checkTrimAgainstGraphs(fn, cache, seq_id, position));
     cache->table->trim(seq_id, position);
     if (cache->peers != nullptr) cache->peers->trim(seq_id, position);
-    return sscSuccess;
+    return cache->onGpu ? gpuTableChanged(cache) : sscSuccess;
   });
 }
 
@@ -342,7 +361,7 @@ SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDat
     SSC_CHECK(checkComm(fn, cache->comm));
     if ((flags & ~(SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS)) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
-    SSC_CHECK(checkNotCapturing(fn, cache, stream));
+    if (!cache->onGpu) SSC_CHECK(checkNotCapturing(fn, cache, stream));
     DecodeArgs a{q, io_dtype, num_q_heads, batch, seq_ids, scale, sinks, window,
                  (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
                  out, lse};
@@ -427,6 +446,10 @@ sscResult_t gpuAppend(sscKvCache*, int, const void*, const void*, sscStream_t) {
 sscResult_t gpuDecode(sscKvCache*, const DecodeArgs&, sscStream_t) {
   return fail(sscInternalError, "KV cache: GPU backend not built");
 }
+sscResult_t gpuTableChanged(sscKvCache*) {
+  return fail(sscInternalError, "KV cache: GPU backend not built");
+}
+bool gpuGraphReadsBelow(const sscKvCache*, int, int64_t, int*) { return false; }
 sscResult_t gpuPrefill(sscKvCache*, const PrefillArgs&, sscStream_t) {
   return fail(sscInternalError, "KV cache: GPU backend not built");
 }

@@ -8,7 +8,7 @@
 //         LSE, a pad float, then a 64-bit flag (the call's epoch, stored last with release)
 //   q     [parity][sender slice]              the query slices, densely packed for the call
 //   qflag [parity][sender][chunk]             uint64 epochs, one per query chunk a sender pushed
-// Call number e (epochs start at 1) uses parity e & 1. A sender overwrites parity p only at
+// Call number e (epochs start at 1, counted on the device: gpu::AttnEpochWord) uses parity e & 1. A sender overwrites parity p only at
 // call e + 2, after its own merge of call e + 1 saw every peer's rows of e + 1, which each peer
 // sent after it had finished reading call e (stream order): two buffers and no barrier suffice.
 #pragma once

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "src/api/api.h"
@@ -50,6 +51,27 @@ struct Upload {
   }
 };
 
+// The page lists of a decode captured into a CUDA/HIP graph: a buffer of its own that the graph's
+// kernels read when they run, refreshed in stream order after every change of the page table
+// (refreshGraphLists), so each replay sees its sequences as they are then. Bound to the
+// captured call's sequences and window; kept until the cache is destroyed.
+struct GraphList {
+  std::vector<int32_t> seqs;
+  int window = 0;
+  Upload spans;
+  uint64_t version = 0;  // the page table's version at the last upload
+  std::vector<int64_t> starts;
+  int32_t longest = 0;   // spans of the longest sequence at the capture (the split-K choice)
+
+  GraphList() = default;
+  GraphList(const GraphList&) = delete;
+  GraphList& operator=(const GraphList&) = delete;
+  ~GraphList() { spans.destroy(); }
+};
+// Distinct captured decodes one cache keeps lists for (each costs its buffers and a refresh
+// per append).
+constexpr size_t kMaxGraphLists = 64;
+
 class GpuCacheState {
  public:
   Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
@@ -73,6 +95,12 @@ class GpuCacheState {
   std::vector<int32_t> listSeqs;
   std::vector<int64_t> listStarts;
   int32_t listLongest = 0;
+  // Captured decodes' lists, and the stream of the last append: the refresh after a release or a
+  // trim (calls without a stream) goes there, where the replays run (starscream_ops.h).
+  std::vector<std::unique_ptr<GraphList>> graphLists;
+  hipStream_t appendStream = nullptr;
+  bool haveAppendStream = false;
+  hipStream_t sideStream = nullptr;  // the first upload of a list, during a capture
   // The fused exchange (SSC_KV_EXCHANGE_FUSED, or AUTO where the peers' scratch maps).
   bool fused = false;
   FusedExchange exchange;
@@ -83,6 +111,10 @@ class GpuCacheState {
   hipStream_t lastStream = nullptr;
   bool haveLast = false;
 };
+
+// Re-uploads every captured decode's page lists the page table changed since their last upload,
+// on `stream` (in order with the replays that follow).
+sscResult_t refreshGraphLists(sscKvCache* c, hipStream_t stream);
 
 // A prefill's rounds on the caller's stream (gpu_prefill.cc), ordered after the cache's last
 // call by gpuPrefill.

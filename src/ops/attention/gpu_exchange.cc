@@ -38,12 +38,16 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   layout_.headDim = c->config.head_dim;
   const size_t bytes = layout_.totalBytes();
   SSC_CHECK(c->backend->memAlloc(&scratch_, bytes));
-  // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches. On a
-  // private stream: a device-wide synchronize could wait for another communicator's kernel that
-  // waits for a peer (see Upload in gpu_ops.cc).
+  void* word = nullptr;
+  SSC_CHECK(gpuCheck(hipMalloc(&word, sizeof(gpu::AttnEpochWord)), "hipMalloc"));
+  epoch_ = static_cast<gpu::AttnEpochWord*>(word);
+  // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches; the counter
+  // too. On a private stream: a device-wide synchronize could wait for another communicator's
+  // kernel that waits for a peer (see Upload in gpu_ops.cc).
   hipStream_t zero = nullptr;
   SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&zero, hipStreamNonBlocking), "hipStreamCreate"));
   hipError_t ze = hipMemsetAsync(scratch_, 0, bytes, zero);
+  if (ze == hipSuccess) ze = hipMemsetAsync(epoch_, 0, sizeof(gpu::AttnEpochWord), zero);
   if (ze == hipSuccess) ze = hipStreamSynchronize(zero);
   (void)hipStreamDestroy(zero);
   SSC_CHECK(gpuCheck(ze, "hipMemsetAsync"));
@@ -67,7 +71,7 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
 #if defined(SSC_GPU_IS_HIP)
   deviceScope_ = 0;
 #endif
-  void* word = nullptr;
+  word = nullptr;
   SSC_CHECK(gpuCheck(hipHostMalloc(&word, sizeof(uint32_t), hipHostMallocMapped), "hipHostMalloc"));
   timedOutHost_ = static_cast<uint32_t*>(word);
   *timedOutHost_ = 0;
@@ -88,21 +92,22 @@ void FusedExchange::destroy(sscKvCache* c) {
   regHandle_ = nullptr;
   if (scratch_ != nullptr) (void)c->backend->memFree(scratch_);
   scratch_ = nullptr;
+  if (epoch_ != nullptr) (void)hipFree(epoch_);
+  epoch_ = nullptr;
   if (timedOutHost_ != nullptr) (void)hipHostFree(timedOutHost_);
   timedOutHost_ = nullptr;
 }
 
-sscResult_t FusedExchange::begin(const char* fn) {
+sscResult_t FusedExchange::begin(const char* fn) const {
   if (*reinterpret_cast<volatile uint32_t*>(timedOutHost_) != 0)
     return fail(sscTimeout, "{}: an earlier decode on this cache waited for a peer's rows past "
                 "STARSCREAM_TIMEOUT (a rank skipped a call?); the cache's exchange is out of "
                 "step: destroy it", fn);
-  ++epoch_;
   return sscSuccess;
 }
 
-sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered) {
-  const int parity = parityOf(epoch_);
+sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered,
+                                   size_t* parityBytes, const gpu::AttnEpochWord** epoch) {
   gpu::AttnQPushParams p{};
   p.q = q;
   p.bytes = sliceBytes;
@@ -112,23 +117,28 @@ sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* strea
   p.nranks = layout_.nranks;
   p.rank = rank_;
   for (int r = 0; r < layout_.nranks; ++r) p.peerBase[r] = peers_[r];
-  p.qOffset = layout_.qOffsetBytes(parity);
-  p.qFlagOffset = layout_.qFlagOffsetBytes(parity, 0, 0);
-  p.qFlagStride = layout_.qFlagOffsetBytes(parity, 1 % layout_.nranks, 0) - p.qFlagOffset;
+  p.qOffset = layout_.qOffsetBytes(0);
+  p.qParityBytes = layout_.qOffsetBytes(1) - p.qOffset;
+  p.qFlagOffset = layout_.qFlagOffsetBytes(0, 0, 0);
+  p.qFlagStride = layout_.qFlagOffsetBytes(0, 1 % layout_.nranks, 0) - p.qFlagOffset;
+  p.qFlagParityBytes = layout_.qFlagOffsetBytes(1, 0, 0) - p.qFlagOffset;
   p.epoch = epoch_;
   p.wait = {timedOutDevice_, timeoutTicks_, deviceScope_, abort_};
   *gathered = static_cast<char*>(scratch_) + p.qOffset;
+  *parityBytes = p.qParityBytes;
+  *epoch = epoch_;
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)), "the query push kernel launch");
 }
 
 void FusedExchange::pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) const {
-  const int parity = parityOf(epoch_), n = layout_.nranks;
+  const int n = layout_.nranks;
   *t = gpu::AttnPushTarget{};
   t->nranks = n;
   t->rank = rank_;
   t->outSharded = a.outSharded ? 1 : 0;
   for (int r = 0; r < n; ++r)
-    t->peerRows[r] = reinterpret_cast<float*>(peers_[r]) + layout_.rowOffset(parity, 0, 0);
+    t->peerRows[r] = reinterpret_cast<float*>(peers_[r]) + layout_.rowOffset(0, 0, 0);
+  t->parityFloats = layout_.rowOffset(1, 0, 0) - layout_.rowOffset(0, 0, 0);
   t->senderStride = layout_.rowOffset(0, 1 % n, 0) - layout_.rowOffset(0, 0, 0);
   t->rowFloats = layout_.rowFloats();
   t->epoch = epoch_;
@@ -150,9 +160,10 @@ sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a
 }
 
 sscResult_t FusedExchange::mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream) {
-  const int parity = parityOf(epoch_), n = layout_.nranks, H = a.numQHeads;
+  const int n = layout_.nranks, H = a.numQHeads;
   gpu::AttnRecvMergeParams m{};
-  m.rows = static_cast<const float*>(scratch_) + layout_.rowOffset(parity, 0, 0);
+  m.rows = static_cast<const float*>(scratch_) + layout_.rowOffset(0, 0, 0);
+  m.parityFloats = layout_.rowOffset(1, 0, 0) - layout_.rowOffset(0, 0, 0);
   m.senderStride = layout_.rowOffset(0, 1 % n, 0) - layout_.rowOffset(0, 0, 0);
   m.rowFloats = layout_.rowFloats();
   m.nranks = n;

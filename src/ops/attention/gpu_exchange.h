@@ -1,7 +1,10 @@
 // The host side of the fused decode exchange (SSC_KV_EXCHANGE_FUSED) on the GPU backend: the
-// cache's exchange scratch registered on the communicator (its peers map it), the call epochs,
-// the timeout word, and the launches of the exchange kernels (src/kernels/gpu/attention_exchange.cu)
-// on the caller's stream. Layout and reuse rules: exchange.h.
+// cache's exchange scratch registered on the communicator (its peers map it), the call counter
+// (in device memory: the kernels number the calls, so a captured decode's replays count as calls
+// too; gpu::AttnEpochWord), the timeout word, and the launches of the exchange kernels
+// (src/kernels/gpu/attention_exchange.cu) on the caller's stream. Layout and reuse rules:
+// exchange.h. The host never knows a call's epoch or parity: every offset it passes is parity
+// 0's, with the distance to parity 1's.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +26,13 @@ class FusedExchange {
   void destroy(sscKvCache* c);
 
   // Starts a call: fails (sticky) once a wait of an earlier call timed out, since the ranks'
-  // epochs no longer agree; else takes the next epoch.
-  sscResult_t begin(const char* fn);
+  // epochs no longer agree. (The call's epoch is taken on the device.)
+  sscResult_t begin(const char* fn) const;
   // The query slices of every rank, [rank][slice] packed, into this rank's scratch in one
-  // launch; *gathered points at them (device memory) for the partial kernel.
-  sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered);
+  // launch; the partial kernel reads them through *gathered (parity 0's area) moved by
+  // *parityBytes per parity, as p.qEpoch says.
+  sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered, size_t* parityBytes,
+                      const gpu::AttnEpochWord** epoch);
   // This rank's partial rows ([splits] blocks of [batch][heads][head_dim + 1], merged on the
   // way) into the scratch of the ranks that return them, then the merge of what arrives.
   sscResult_t pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
@@ -48,7 +53,7 @@ class FusedExchange {
   uint64_t timeoutTicks_ = 0;
   int deviceScope_ = 0;
   const uint32_t* abort_ = nullptr;  // the communicator's abort word (device view)
-  uint64_t epoch_ = 0;
+  gpu::AttnEpochWord* epoch_ = nullptr;  // device memory, zeroed at setup: the first call is 1
 };
 
 }  // namespace ssc::attn

@@ -111,6 +111,8 @@ void gpuDestroy(sscKvCache* c) {
   gpu::DeviceGuard onDevice(c->device);
   if (c->gpu != nullptr) {
     c->gpu->exchange.destroy(c);
+    c->gpu->graphLists.clear();
+    if (c->gpu->sideStream != nullptr) (void)hipStreamDestroy(c->gpu->sideStream);
     if (c->gpu->lastDone != nullptr) (void)hipEventDestroy(c->gpu->lastDone);
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
@@ -151,23 +153,59 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
     p.pageSize = cfg.page_size;
     SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchKvAppend(p, s)), "the KV append kernel launch"));
   }
+  c->gpu->appendStream = s;
+  c->gpu->haveAppendStream = true;
+  return refreshGraphLists(c, s);
+}
+
+sscResult_t gpuTableChanged(sscKvCache* c) {
+  GpuCacheState& g = *c->gpu;
+  if (g.graphLists.empty() || !g.haveAppendStream) return sscSuccess;
+  gpu::DeviceGuard onDevice(c->device);
+  return refreshGraphLists(c, g.appendStream);
+}
+
+bool gpuGraphReadsBelow(const sscKvCache* c, int seq, int64_t position, int* window) {
+  for (const auto& l : c->gpu->graphLists)
+    if (std::find(l->seqs.begin(), l->seqs.end(), seq) != l->seqs.end() &&
+        windowStart(c, seq, l->window) < position) {
+      *window = l->window;
+      return true;
+    }
+  return false;
+}
+
+sscResult_t refreshGraphLists(sscKvCache* c, hipStream_t stream) {
+  std::vector<int32_t> list;
+  for (auto& l : c->gpu->graphLists) {
+    std::vector<int64_t> starts(l->seqs.size());
+    for (size_t b = 0; b < starts.size(); ++b) starts[b] = windowStart(c, l->seqs[b], l->window);
+    if (l->version == c->table->version() && starts == l->starts) continue;
+    flattenSpans(*c->table, l->seqs.data(), starts.data(), static_cast<int>(l->seqs.size()), &list);
+    SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), stream));
+    l->version = c->table->version();
+    l->starts = std::move(starts);
+  }
   return sscSuccess;
 }
 
 namespace {
 
-sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing);
 
-// Runs one call (decode or prefill) ordered after the cache's last one. Never inside a stream
-// capture: the API refuses those calls (attention_api.cc, checkNotCapturing).
+// Runs one call (decode or prefill) ordered after the cache's last one. A decode being captured
+// into a graph (the API refuses a captured prefill) orders itself inside the graph: it cannot
+// wait for an event recorded outside it, and its replays run where the caller launches them.
 template <class F>
 sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
   const auto s = static_cast<hipStream_t>(stream);
-  if (g.haveLast && g.lastStream != s)
+  const bool capturing = gpu::streamCapturing(s);
+  if (!capturing && g.haveLast && g.lastStream != s)
     SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g.lastDone, 0), "hipStreamWaitEvent"));
-  const sscResult_t r = run();
+  const sscResult_t r = run(capturing);
+  if (capturing) return r;
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
   // the buffers.
   SSC_CHECK(gpuCheck(hipEventRecord(g.lastDone, s), "hipEventRecord"));
@@ -179,16 +217,81 @@ sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
 }  // namespace
 
 sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
-  return ordered(c, stream, [&] { return decodeOn(c, a, stream); });
+  return ordered(c, stream, [&](bool capturing) { return decodeOn(c, a, stream, capturing); });
 }
 
 sscResult_t gpuPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
-  return ordered(c, stream, [&] { return gpuPrefillRounds(c, a, stream); });
+  return ordered(c, stream, [&](bool) { return gpuPrefillRounds(c, a, stream); });
 }
 
 namespace {
 
-sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
+// An eager decode's page lists into the cache's upload area, unless the last upload still holds
+// them (the page table's version, the sequences and their window starts unchanged).
+sscResult_t eagerList(sscKvCache* c, const DecodeArgs& a, hipStream_t s) {
+  GpuCacheState& g = *c->gpu;
+  std::vector<int64_t> starts(a.batch);
+  for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
+  if (g.listValid && g.listVersion == c->table->version() && starts == g.listStarts &&
+      std::equal(a.seqIds, a.seqIds + a.batch, g.listSeqs.begin(), g.listSeqs.end()))
+    return sscSuccess;
+  std::vector<int32_t> list;
+  flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
+  if (list.size() > g.maxSpanInts)
+    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
+                list.size(), g.maxSpanInts);
+  g.listValid = false;
+  SSC_CHECK(g.spans.put(list.data(), list.size() * sizeof(int32_t), s));
+  g.listLongest = 0;
+  for (int b = 0; b < a.batch; ++b) g.listLongest = std::max(g.listLongest, list[b + 1] - list[b]);
+  g.listVersion = c->table->version();
+  g.listSeqs.assign(a.seqIds, a.seqIds + a.batch);
+  g.listStarts = std::move(starts);
+  g.listValid = true;
+  return sscSuccess;
+}
+
+// The page lists of a decode being captured: those of an earlier capture of the same sequences
+// and window, else a new GraphList filled now on the cache's side stream and waited for (the
+// graph's first replay may come before any append refreshes it). Its split-K choice is fixed at
+// the capture, from the lengths then (split z takes every splits-th span, so longer sequences
+// stay correct, in fewer, longer blocks).
+sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
+  GpuCacheState& g = *c->gpu;
+  for (auto& l : g.graphLists)
+    if (l->window == a.window && std::equal(a.seqIds, a.seqIds + a.batch, l->seqs.begin(), l->seqs.end())) {
+      *out = l.get();
+      return sscSuccess;
+    }
+  if (g.graphLists.size() >= kMaxGraphLists)
+    return fail(sscInvalidUsage, "sscAttentionDecode: {} decodes of distinct sequences or windows were "
+                "captured into graphs on this cache already (the most it keeps page lists for)",
+                kMaxGraphLists);
+  gpu::RelaxedCapture relaxed;  // allocations and a private stream's copy while capturing
+  auto l = std::make_unique<GraphList>();
+  SSC_CHECK(l->spans.create(g.maxSpanInts * sizeof(int32_t)));
+  SSC_CHECK(gpuCheck(hipEventRecord(l->spans.done, nullptr), "hipEventRecord"));
+  if (g.sideStream == nullptr)
+    SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking), "hipStreamCreate"));
+  l->seqs.assign(a.seqIds, a.seqIds + a.batch);
+  l->window = a.window;
+  l->starts.resize(a.batch);
+  for (int b = 0; b < a.batch; ++b) l->starts[b] = windowStart(c, a.seqIds[b], a.window);
+  std::vector<int32_t> list;
+  flattenSpans(*c->table, a.seqIds, l->starts.data(), a.batch, &list);
+  if (list.size() > g.maxSpanInts)
+    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved", list.size(),
+                g.maxSpanInts);
+  for (int b = 0; b < a.batch; ++b) l->longest = std::max(l->longest, list[b + 1] - list[b]);
+  SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), g.sideStream));
+  SSC_CHECK(gpuCheck(hipStreamSynchronize(g.sideStream), "hipStreamSynchronize"));
+  l->version = c->table->version();
+  *out = l.get();
+  g.graphLists.push_back(std::move(l));
+  return sscSuccess;
+}
+
+sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
@@ -202,43 +305,41 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
 
   // 1. Query slices all-gathered into [rank][batch][qHeads][D].
   const void* q = a.q;
+  const gpu::AttnEpochWord* qEpoch = nullptr;
+  size_t qParityBytes = 0;
   if (a.qSharded && nranks > 1 && fused) {
     SSC_CHECK(g.exchange.gatherQ(a.q, static_cast<size_t>(a.batch) * qHeads * D * dtypeSize(a.ioType),
-                                 stream, &q));
+                                 stream, &q, &qParityBytes, &qEpoch));
   } else if (a.qSharded && nranks > 1) {
     SSC_CHECK(sscAllGather(a.q, c->qGather, static_cast<size_t>(a.batch) * qHeads * D, a.ioType,
                            comm, stream));
     q = c->qGather;
   }
 
-  // 2. This rank's spans of each sequence (uploaded unless the last upload still holds them),
-  // then the partial kernel into this rank's block.
-  std::vector<int64_t> starts(a.batch);
-  for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
-  if (!g.listValid || g.listVersion != c->table->version() || starts != g.listStarts ||
-      !std::equal(a.seqIds, a.seqIds + a.batch, g.listSeqs.begin(), g.listSeqs.end())) {
-    std::vector<int32_t> list;
-    flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
-    if (list.size() > g.maxSpanInts)
-      return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
-                  list.size(), g.maxSpanInts);
-    g.listValid = false;
-    SSC_CHECK(g.spans.put(list.data(), list.size() * sizeof(int32_t), s));
-    g.listLongest = 0;
-    for (int b = 0; b < a.batch; ++b) g.listLongest = std::max(g.listLongest, list[b + 1] - list[b]);
-    g.listVersion = c->table->version();
-    g.listSeqs.assign(a.seqIds, a.seqIds + a.batch);
-    g.listStarts = starts;
-    g.listValid = true;
+  // 2. This rank's spans of each sequence (an eager call's uploaded unless the last upload still
+  // holds them; a captured call's its own, which every append keeps current), then the partial
+  // kernel into this rank's block.
+  const int32_t* dev = nullptr;
+  int32_t longest = 0;
+  if (capturing) {
+    GraphList* l = nullptr;
+    SSC_CHECK(graphList(c, a, &l));
+    dev = static_cast<const int32_t*>(l->spans.device);
+    longest = l->longest;
+  } else {
+    SSC_CHECK(eagerList(c, a, s));
+    dev = static_cast<const int32_t*>(g.spans.device);
+    longest = g.listLongest;
   }
   const size_t count = partialCount(c, a.batch, H);
   float* mine = c->partials + rank * count;
-  const auto* dev = static_cast<const int32_t*>(g.spans.device);
   gpu::AttnPartialParams pp{};
   pp.kPool = c->kPool;
   pp.vPool = c->vPool;
   pp.kvDtype = cfg.dtype;
   pp.q = q;
+  pp.qEpoch = qEpoch;
+  pp.qParityBytes = qParityBytes;
   pp.qDtype = a.ioType;
   pp.qHeadsPerRank = a.qSharded && nranks > 1 ? qHeads : H;
   pp.spanStart = dev;
@@ -250,7 +351,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   pp.pageSize = cfg.page_size;
   pp.scale = a.scale;
   const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * headChunks(H, cfg.num_kv_heads);
-  const int64_t splits = decodeSplits(blocks, g.listLongest,
+  const int64_t splits = decodeSplits(blocks, longest,
                                     int64_t{gpu::attnPartialBlocksPerSm(pp)} * g.multiprocessors,
                                     static_cast<int64_t>(g.splitFloats / count));
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));

@@ -125,6 +125,12 @@ void gpuDestroy(sscKvCache* c);
 sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v,
                       sscStream_t stream);
 sscResult_t gpuDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream);
+// After a release or a trim (calls without a stream): captured decodes' page lists refreshed on
+// the stream of the last append.
+sscResult_t gpuTableChanged(sscKvCache* c);
+// Whether a decode captured into a graph reads sequence `seq` from a window start below
+// `position` (*window: that decode's window).
+bool gpuGraphReadsBelow(const sscKvCache* c, int seq, int64_t position, int* window);
 sscResult_t gpuPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream);
 
 }  // namespace ssc::attn

@@ -192,10 +192,12 @@ TEST_F(AttnApi, TrimRefusesBadPositionsAndWindowsThatReachBelowIt) {
   expectError(sscKvCacheTrimSequence(c, 1, 0), sscInvalidUsage, "not a live KV cache");
 }
 
-// Append, decode and prefill build their page lists on the host at each call: a graph's replays
-// would reuse the captured ones (tokens appended since missing, an append's rows rewritten). On
-// a stream being captured they are refused, name the reason and change nothing; off capture the
-// same calls run. The host backend's test hook stands in for a CUDA/HIP capture.
+// Append and prefill build their page lists on the host at each call: a graph's replays would
+// reuse the captured ones (tokens appended since missing, an append's rows rewritten). On a
+// stream being captured they are refused, name the reason and change nothing; off capture the
+// same calls run. A decode is capturable on the GPU backends only (its own page lists, refreshed
+// by every append; gpu_attention_test --graph replays them): the host backend, which has no
+// graphs, refuses it. The host backend's test hook stands in for a CUDA/HIP capture.
 TEST_F(AttnApi, CallsOnAStreamBeingCapturedAreRefusedAndChangeNothing) {
   sscKvCache_t c = nullptr;
   ASSERT_EQ(sscKvCacheCreate(comm_, &cfg_, &c), sscSuccess) << sscGetLastError(nullptr);
@@ -220,7 +222,7 @@ TEST_F(AttnApi, CallsOnAStreamBeingCapturedAreRefusedAndChangeNothing) {
   ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
   EXPECT_EQ(len, 0) << "a refused append changed the page table";
   expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), s),
-              sscInvalidUsage, "captured into a graph");
+              sscInvalidUsage, "only the GPU backends can replay");
   expectError(sscAttentionPrefill(c, q.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 0, 0, out.data(),
                                   lse.data(), s),
               sscInvalidUsage, "captured into a graph");
