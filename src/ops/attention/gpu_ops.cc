@@ -182,6 +182,9 @@ sscResult_t refreshGraphLists(sscKvCache* c, hipStream_t stream) {
     for (size_t b = 0; b < starts.size(); ++b) starts[b] = windowStart(c, l->seqs[b], l->window);
     if (l->version == c->table->version() && starts == l->starts) continue;
     flattenSpans(*c->table, l->seqs.data(), starts.data(), static_cast<int>(l->seqs.size()), &list);
+    if (list.size() > c->gpu->maxSpanInts)
+      return fail(sscInternalError, "KV cache: a captured decode's {} span ints exceed the {} reserved",
+                  list.size(), c->gpu->maxSpanInts);
     SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), stream));
     l->version = c->table->version();
     l->starts = std::move(starts);
@@ -268,11 +271,13 @@ sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
                 "captured into graphs on this cache already (the most it keeps page lists for)",
                 kMaxGraphLists);
   gpu::RelaxedCapture relaxed;  // allocations and a private stream's copy while capturing
-  auto l = std::make_unique<GraphList>();
-  SSC_CHECK(l->spans.create(g.maxSpanInts * sizeof(int32_t)));
-  SSC_CHECK(gpuCheck(hipEventRecord(l->spans.done, nullptr), "hipEventRecord"));
   if (g.sideStream == nullptr)
     SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking), "hipStreamCreate"));
+  auto l = std::make_unique<GraphList>();
+  SSC_CHECK(l->spans.create(g.maxSpanInts * sizeof(int32_t)));
+  // On the side stream, never the null stream: that one synchronizes with a blocking stream
+  // being captured, which would invalidate the capture.
+  SSC_CHECK(gpuCheck(hipEventRecord(l->spans.done, g.sideStream), "hipEventRecord"));
   l->seqs.assign(a.seqIds, a.seqIds + a.batch);
   l->window = a.window;
   l->starts.resize(a.batch);
