@@ -3,7 +3,6 @@
 // collective starts), then hand over to the backend's half (host_ops.cc or gpu_ops.cc).
 #include <mutex>
 #include <set>
-#include <string_view>
 #include <unordered_set>
 
 #include "src/api/api.h"
@@ -40,9 +39,6 @@ sscResult_t checkCache(const char* fn, sscKvCache* c) {
 // exchange counts calls on the device.
 sscResult_t checkNotCapturing(const char* fn, const sscKvCache* c, sscStream_t stream) {
   if (!c->backend->streamCapturing(stream)) return sscSuccess;
-  if (std::string_view(fn) == "sscAttentionDecode")
-    return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, which only the GPU "
-                "backends can replay; run it outside the graph", fn);
   return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, and this call cannot "
               "be: it builds its page lists (an append its rows) on the host from the cache as it "
               "is then, so a replay would reuse the captured ones. Run it outside the graph (a "
@@ -361,7 +357,9 @@ SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDat
     SSC_CHECK(checkComm(fn, cache->comm));
     if ((flags & ~(SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS)) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
-    if (!cache->onGpu) SSC_CHECK(checkNotCapturing(fn, cache, stream));
+    if (!cache->onGpu && cache->backend->streamCapturing(stream))
+      return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, which only the GPU "
+                  "backends can replay; run it outside the graph", fn);
     DecodeArgs a{q, io_dtype, num_q_heads, batch, seq_ids, scale, sinks, window,
                  (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
                  out, lse};

@@ -118,7 +118,7 @@ sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* strea
   p.rank = rank_;
   for (int r = 0; r < layout_.nranks; ++r) p.peerBase[r] = peers_[r];
   p.qOffset = layout_.qOffsetBytes(0);
-  p.qParityBytes = layout_.qOffsetBytes(1) - p.qOffset;
+  p.qParityBytes = layout_.qParityBytes();
   p.qFlagOffset = layout_.qFlagOffsetBytes(0, 0, 0);
   p.qFlagStride = layout_.qFlagOffsetBytes(0, 1 % layout_.nranks, 0) - p.qFlagOffset;
   p.qFlagParityBytes = layout_.qFlagOffsetBytes(1, 0, 0) - p.qFlagOffset;

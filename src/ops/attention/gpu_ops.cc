@@ -175,16 +175,38 @@ bool gpuGraphReadsBelow(const sscKvCache* c, int seq, int64_t position, int* win
   return false;
 }
 
+namespace {
+
+// Each sequence's first position under `window` (windowStart), as a decode's page lists take it.
+std::vector<int64_t> windowStarts(const sscKvCache* c, const int32_t* seqIds, int batch, int window) {
+  std::vector<int64_t> starts(batch);
+  for (int b = 0; b < batch; ++b) starts[b] = windowStart(c, seqIds[b], window);
+  return starts;
+}
+
+// This rank's page lists of the sequences from `starts` (flattenSpans), checked against the
+// spans buffers' size; *longest: the most spans one sequence has (the split-K choice).
+sscResult_t spanList(const sscKvCache* c, const int32_t* seqIds, const int64_t* starts, int batch,
+                     std::vector<int32_t>* list, int32_t* longest) {
+  flattenSpans(*c->table, seqIds, starts, batch, list);
+  if (list->size() > c->gpu->maxSpanInts)
+    return fail(sscInternalError, "KV cache: a decode's {} span ints exceed the {} reserved", list->size(),
+                c->gpu->maxSpanInts);
+  *longest = 0;
+  for (int b = 0; b < batch; ++b) *longest = std::max(*longest, (*list)[b + 1] - (*list)[b]);
+  return sscSuccess;
+}
+
+}  // namespace
+
 sscResult_t refreshGraphLists(sscKvCache* c, hipStream_t stream) {
   std::vector<int32_t> list;
   for (auto& l : c->gpu->graphLists) {
-    std::vector<int64_t> starts(l->seqs.size());
-    for (size_t b = 0; b < starts.size(); ++b) starts[b] = windowStart(c, l->seqs[b], l->window);
+    const int batch = static_cast<int>(l->seqs.size());
+    std::vector<int64_t> starts = windowStarts(c, l->seqs.data(), batch, l->window);
     if (l->version == c->table->version() && starts == l->starts) continue;
-    flattenSpans(*c->table, l->seqs.data(), starts.data(), static_cast<int>(l->seqs.size()), &list);
-    if (list.size() > c->gpu->maxSpanInts)
-      return fail(sscInternalError, "KV cache: a captured decode's {} span ints exceed the {} reserved",
-                  list.size(), c->gpu->maxSpanInts);
+    int32_t longest = 0;  // the split-K choice stays the capture's
+    SSC_CHECK(spanList(c, l->seqs.data(), starts.data(), batch, &list, &longest));
     SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), stream));
     l->version = c->table->version();
     l->starts = std::move(starts);
@@ -233,20 +255,14 @@ namespace {
 // them (the page table's version, the sequences and their window starts unchanged).
 sscResult_t eagerList(sscKvCache* c, const DecodeArgs& a, hipStream_t s) {
   GpuCacheState& g = *c->gpu;
-  std::vector<int64_t> starts(a.batch);
-  for (int b = 0; b < a.batch; ++b) starts[b] = windowStart(c, a.seqIds[b], a.window);
+  std::vector<int64_t> starts = windowStarts(c, a.seqIds, a.batch, a.window);
   if (g.listValid && g.listVersion == c->table->version() && starts == g.listStarts &&
       std::equal(a.seqIds, a.seqIds + a.batch, g.listSeqs.begin(), g.listSeqs.end()))
     return sscSuccess;
   std::vector<int32_t> list;
-  flattenSpans(*c->table, a.seqIds, starts.data(), a.batch, &list);
-  if (list.size() > g.maxSpanInts)
-    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved",
-                list.size(), g.maxSpanInts);
   g.listValid = false;
+  SSC_CHECK(spanList(c, a.seqIds, starts.data(), a.batch, &list, &g.listLongest));
   SSC_CHECK(g.spans.put(list.data(), list.size() * sizeof(int32_t), s));
-  g.listLongest = 0;
-  for (int b = 0; b < a.batch; ++b) g.listLongest = std::max(g.listLongest, list[b + 1] - list[b]);
   g.listVersion = c->table->version();
   g.listSeqs.assign(a.seqIds, a.seqIds + a.batch);
   g.listStarts = std::move(starts);
@@ -280,14 +296,9 @@ sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
   SSC_CHECK(gpuCheck(hipEventRecord(l->spans.done, g.sideStream), "hipEventRecord"));
   l->seqs.assign(a.seqIds, a.seqIds + a.batch);
   l->window = a.window;
-  l->starts.resize(a.batch);
-  for (int b = 0; b < a.batch; ++b) l->starts[b] = windowStart(c, a.seqIds[b], a.window);
+  l->starts = windowStarts(c, a.seqIds, a.batch, a.window);
   std::vector<int32_t> list;
-  flattenSpans(*c->table, a.seqIds, l->starts.data(), a.batch, &list);
-  if (list.size() > g.maxSpanInts)
-    return fail(sscInternalError, "sscAttentionDecode: {} span ints exceed the {} reserved", list.size(),
-                g.maxSpanInts);
-  for (int b = 0; b < a.batch; ++b) l->longest = std::max(l->longest, list[b + 1] - list[b]);
+  SSC_CHECK(spanList(c, a.seqIds, l->starts.data(), a.batch, &list, &l->longest));
   SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), g.sideStream));
   SSC_CHECK(gpuCheck(hipStreamSynchronize(g.sideStream), "hipStreamSynchronize"));
   l->version = c->table->version();
