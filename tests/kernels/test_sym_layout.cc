@@ -135,5 +135,55 @@ TEST(SymKernelChoice, LargeWideAllGathersAreCutIntoPushLaunchesThatCoverTheStepE
   EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerGather}, 2, 1000)));
 }
 
+// Which plans leave the bulk kernels for the shifted-load kernel (sym_unaligned.cuh): those where
+// some step's pointers disagree at 16 bytes. The pointers are made-up addresses (never read): two
+// registered buffers per rank at 64 KiB-aligned bases, as allocations and their IPC mappings are.
+TEST(SymKernelChoice, PlansWhosePointersDisagreeAt16BytesTakeTheUnalignedKernel) {
+  const auto withBuffers = [](SymArgs a, int rank) {
+    a.rank = rank;
+    for (int q = 0; q < a.nranks; ++q) {
+      a.peer[0][q] = reinterpret_cast<void*>(uintptr_t{0x100000} * (q + 1));
+      a.peer[1][q] = reinterpret_cast<void*>(uintptr_t{0x100000} * (q + 1) + 0x80000);
+    }
+    a.local[0] = a.peer[0][rank];
+    a.local[1] = a.peer[1][rank];
+    return a;
+  };
+  for (int n : {2, 3, 5, 8}) {
+    for (int rank : {0, 1}) {
+      for (uint64_t count : {uint64_t{1000}, uint64_t{1001}, uint64_t{1002}, uint64_t{1004}}) {
+        for (uint32_t es : {2u, 4u}) {
+          // Blocks of count elements: rank r's block of every input at r x count, the output at 0
+          // (reduce-scatter); this rank's input into every output at rank x count (all-gather's
+          // push); block q of the output from every peer's input at 0 (gather).
+          const bool blockAligned = count * es % 16 == 0;
+          SymArgs rs = withBuffers(planOf({kOpPeerReduce}, n, count, es), rank);
+          rs.steps[1].srcBuf = 0;
+          rs.steps[1].dstBuf = 1;
+          rs.steps[1].srcOff = rank * count;
+          rs.steps[1].recvPeer = rs.steps[1].sendPeer = -1;
+          EXPECT_EQ(symVectorAligned(rs), rank == 0 || blockAligned) << n << " " << rank << " " << count << " " << es;
+          SymArgs ag = withBuffers(planOf({kOpPeerPush}, n, count, es), rank);
+          ag.steps[1].srcBuf = 0;
+          ag.steps[1].dstBuf = 1;
+          ag.steps[1].dstOff = rank * count;
+          EXPECT_EQ(symVectorAligned(ag), rank == 0 || blockAligned) << n << " " << rank << " " << count << " " << es;
+          SymArgs ga = withBuffers(planOf({kOpPeerGather}, n, count, es), rank);
+          ga.steps[1].srcBuf = 0;
+          ga.steps[1].dstBuf = 1;
+          EXPECT_EQ(symVectorAligned(ga), blockAligned) << n << " " << rank << " " << count << " " << es;
+        }
+      }
+    }
+  }
+  // An empty step has nothing to move; a pointer off its element's alignment never vectorizes.
+  SymArgs none = withBuffers(planOf({kOpPeerPush}, 4, 0), 1);
+  none.steps[1].dstOff = 3;
+  EXPECT_TRUE(symVectorAligned(none));
+  SymArgs odd = withBuffers(planOf({kOpPeerPush}, 4, 64), 0);
+  odd.local[0] = reinterpret_cast<void*>(uintptr_t{0x100002});
+  EXPECT_FALSE(symVectorAligned(odd));
+}
+
 }  // namespace
 }  // namespace ssc::gpu

@@ -163,6 +163,55 @@ inline uint64_t symPushChunkElems(const SymArgs& a) {
   return kSymPushMaxBytes / outPerElem / align * align;
 }
 
+// Whether every data step of a plan can run on the bulk kernels' 16-byte vectors: the pointers a
+// step reads and writes together share one 16-byte misalignment, a multiple of the element size
+// (sym_bulk.cuh, headOf). Otherwise those kernels would go element by element (an all-gather or
+// reduce-scatter whose per-rank block is not a multiple of 16 bytes), and the plan runs in the
+// kernel of sym_unaligned.cuh instead. Ranks may disagree (a push checks the rank's own source);
+// that is harmless: both kernels take the same grid and block size and meet at the same
+// barriers (IPC mappings keep an allocation's offsets, so peers' pointers are judged alike).
+inline bool symVectorAligned(const SymArgs& a) {
+  const uint64_t es = a.elemBytes;
+  const auto mis = [](const void* p) { return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u); };
+  const auto peerAt = [&](uint16_t buf, int q, uint64_t off) { return static_cast<const char*>(a.peer[buf][q]) + off * es; };
+  const auto localAt = [&](uint16_t buf, uint64_t off) { return static_cast<const char*>(a.local[buf]) + off * es; };
+  for (int i = 0; i < a.nsteps; ++i) {
+    const DevStep& s = a.steps[i];
+    if (s.count == 0) continue;
+    switch (s.op) {
+      case kOpPeerReduce:
+      case kOpPeerReduceBcast: {
+        const bool bcast = s.op == kOpPeerReduceBcast;
+        const char* d0 = bcast ? peerAt(s.dstBuf, 0, s.dstOff)
+                         : s.sendPeer >= 0 ? peerAt(s.dstBuf, s.sendPeer, s.dstOff) : localAt(s.dstBuf, s.dstOff);
+        const uint32_t m = mis(d0);
+        if (m % es != 0) return false;
+        for (int q = s.recvPeer >= 0 ? s.recvPeer : 0; q < (s.recvPeer >= 0 ? s.recvPeer + 1 : a.nranks); ++q)
+          if (mis(peerAt(s.srcBuf, q, s.srcOff)) != m) return false;
+        for (int k = 1; bcast && k < a.nranks; ++k)
+          if (mis(peerAt(s.dstBuf, k, s.dstOff)) != m) return false;
+        break;
+      }
+      case kOpPeerPush: {
+        const uint32_t m = mis(localAt(s.srcBuf, s.srcOff));
+        if (m % es != 0) return false;
+        for (int k = 0; k < a.nranks; ++k)
+          if (mis(peerAt(s.dstBuf, k, s.dstOff)) != m) return false;
+        break;
+      }
+      case kOpPeerGather:
+        for (int q = 0; q < a.nranks; ++q) {
+          const uint32_t m = mis(localAt(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count));
+          if (m % es != 0 || mis(peerAt(s.srcBuf, q, s.srcOff)) != m) return false;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
 // Launches the bulk kernel with `blocks` blocks (equal on all ranks). 0 or the runtime's error.
 int launchSymKernel(const SymArgs& args, int blocks, void* stream);
 // Launches the LL one-shot all-reduce; args.steps[args.nsteps == 1 ? 0 : 1] is its kPeerReduce.

@@ -12,6 +12,7 @@
 #include "src/kernels/gpu/ll_kernel.cuh"
 #include "src/kernels/gpu/sym_bulk.cuh"
 #include "src/kernels/gpu/sym_kernel.h"
+#include "src/kernels/gpu/sym_unaligned.cuh"
 
 namespace ssc::gpu {
 
@@ -40,6 +41,10 @@ namespace {
 template <class Tr, int kKind>
 struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
+    if (!symVectorAligned(a)) {  // the grid the replaced kernel was sized for, its block size
+      symUnalignedKernel<Tr, kKind><<<g, symUsesPushKernel(a) ? dim3(kSymPushThreads) : b, 0, st>>>(a);
+      return;
+    }
     if (symUsesPushKernel(a)) {  // the host sized the grid for it (gpu_symmetric.cc)
       symPushKernel<Tr><<<g, dim3(kSymPushThreads), 0, st>>>(a);
       return;
