@@ -18,6 +18,7 @@
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/sym_barrier.cuh"
+#include "src/kernels/gpu/sym_bulk.cuh"
 #include "src/kernels/gpu/sym_kernel.h"
 #include "src/kernels/gpu/sym_ops.cuh"
 
@@ -55,41 +56,27 @@ __device__ __forceinline__ uint4 loadShifted(const ShiftedSrc& s, uint64_t i) {
   return funnel16(lo, sscLoadCg(s.base + i + 1), s.shift);
 }
 
+// SymRunner's pointers and element loops (sym_bulk.cuh), with data paths of its own: SymRunner
+// itself is left exactly as it is, since any change to it changes how its loops are compiled.
 template <class Tr, int kKind>
-struct SymShiftedRunner {
-  using Ops = SymOps<Tr, kKind>;
-  using S = typename Ops::S;
-  using C = typename Ops::C;
-  using Vec = typename Ops::Vec;
-  static constexpr int kPerVec = Ops::kPerVec;
+struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
+  using Base = SymRunner<Tr, kKind, 0>;
+  using S = typename Base::S;
+  using C = typename Base::C;
+  using Vec = typename Base::Vec;
+  using Base::a;
+  using Base::gthreads;
+  using Base::gtid;
+  using Base::headOf;
+  using Base::localPtr;
+  using Base::mis;
+  using Base::ops;
+  using Base::peerPtr;
+  static constexpr int kPerVec = Base::kPerVec;
   static constexpr int kReduceUnroll = 2;  // vectors per thread and source in flight
   static constexpr int kCopyUnroll = 4;
 
-  const SymArgs& a;
-  Ops ops;
-  uint64_t gtid, gthreads;
-
-  __device__ SymShiftedRunner(const SymArgs& args)
-      : a(args), ops(args.reduce),
-        gtid(static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x),
-        gthreads(static_cast<uint64_t>(gridDim.x) * blockDim.x) {}
-
-  __device__ __forceinline__ S* peerPtr(uint16_t buf, int q, uint64_t off) const {
-    return static_cast<S*>(a.peer[buf][q]) + off;
-  }
-  __device__ __forceinline__ S* localPtr(uint16_t buf, uint64_t off) const {
-    return static_cast<S*>(a.local[buf]) + off;
-  }
-  static __device__ __forceinline__ uint32_t mis(const void* p) {
-    return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u);
-  }
-  // Elements before the destinations' first 16-byte boundary; ~0 when the destinations disagree
-  // (or one is not aligned to its element): then element by element.
-  __device__ uint64_t headOf(uint32_t m, bool same, uint64_t count) const {
-    if (!same || m % sizeof(S) != 0) return ~0ull;
-    const uint64_t h = ((16u - m) & 15u) / sizeof(S);
-    return h < count ? h : count;
-  }
+  __device__ explicit SymShiftedRunner(const SymArgs& args) : Base(args) {}
 
   // As SymRunner::reduce (sym_bulk.cuh), sources at any misalignment.
   __device__ void reduce(const DevStep& s, bool bcast) const {
