@@ -18,6 +18,10 @@
 //   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER named (two sscAllGather calls, a merge);
 //   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (reported as refused where the peers'
 //              scratch does not map; not checked here: gpu_attention_test --fused is);
+//   sharded-rq the default exchange with the queries replicated (every rank passes the whole q,
+//              as when each partition computes the q projection of its GPU's heads itself): no
+//              query exchange, so one wait for the other ranks a step instead of two; out heads
+//              sharded;
 //   local      K > 1 only: each rank alone (a communicator of one) over a cache of 1/K of each
 //              sequence, all q heads: the sharded step without any exchange;
 //   naive      K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
@@ -137,7 +141,7 @@ struct Row {
 // process decodes (all of the model's for sharded, its share for naive).
 Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
              int commRanks, hipStream_t stream, int iters, bool graph) {
-  const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused";
+  const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused" || mode == "sharded-rq";
   const bool local = mode == "local";
   Row row;
   row.model = m.name;
@@ -198,17 +202,20 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
         seqs.clear();
       }
     }
-  // Queries: this rank's slice of the heads when sharded over K > 1 (all-gathered by the op).
-  const bool shardHeads = sharded && commRanks > 1 && m.qHeads % commRanks == 0;
-  const int flags = shardHeads ? SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS : 0;
+  // Queries: this rank's slice of the heads when sharded over K > 1 (all-gathered by the op),
+  // the whole q with sharded-rq; out heads sharded either way.
+  const bool shardOut = sharded && commRanks > 1 && m.qHeads % commRanks == 0;
+  const bool shardHeads = shardOut && mode != "sharded-rq";
+  const int flags = (shardHeads ? SSC_ATTN_Q_SHARDED_HEADS : 0) | (shardOut ? SSC_ATTN_OUT_SHARDED_HEADS : 0);
   const int myHeads = shardHeads ? qHeads / commRanks : qHeads;
+  const int outHeads = shardOut ? qHeads / commRanks : qHeads;
   std::vector<uint16_t> q(static_cast<size_t>(batch) * myHeads * D);
   for (auto& x : q) x = bf16(u(rng));
   std::vector<float> sinks(qHeads, 0.5f);
   void *dQ = nullptr, *dOut = nullptr;
   float* dSinks = nullptr;
   CHECK_GPU(hipMalloc(&dQ, q.size() * 2));
-  CHECK_GPU(hipMalloc(&dOut, q.size() * 2));
+  CHECK_GPU(hipMalloc(&dOut, static_cast<size_t>(batch) * outHeads * D * 2));
   CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dSinks), sinks.size() * 4));
   CHECK_GPU(hipMemcpy(dQ, q.data(), q.size() * 2, hipMemcpyHostToDevice));
   CHECK_GPU(hipMemcpy(dSinks, sinks.data(), sinks.size() * 4, hipMemcpyHostToDevice));
@@ -294,7 +301,7 @@ int main(int argc, char** argv) {
     } else {
       if (g_rank == 0)
         std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,naive] [--iters N] [--graph] "
+                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,sharded-rq,naive] [--iters N] [--graph] "
                              "[--json FILE]\n");
       MPI_Finalize();
       return a == "--help" || a == "-h" ? 0 : 2;
@@ -330,9 +337,9 @@ int main(int argc, char** argv) {
         for (const auto& mode : o.modes) {
           if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
           if (mode == "local" && (g_nranks == 1 || m.window > 0)) continue;
-          if ((mode == "sharded-ag" || mode == "sharded-fused") && g_nranks == 1) continue;
+          if ((mode == "sharded-ag" || mode == "sharded-fused" || mode == "sharded-rq") && g_nranks == 1) continue;
           if (mode != "naive" && mode != "sharded" && mode != "sharded-ag" && mode != "sharded-fused" &&
-              mode != "local")
+              mode != "sharded-rq" && mode != "local")
             continue;
           const bool alone = mode == "naive" || mode == "local";
           Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
