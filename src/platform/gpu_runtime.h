@@ -411,6 +411,17 @@ __device__ __forceinline__ T sscLoadCg(const T* p) {
 #endif
 }
 
+// A pause of a few hundred nanoseconds between two polls of a flag that did not yet hold its
+// value, so that waiting blocks do not take issue slots and L2 bandwidth from the blocks that
+// are still computing (on this rank, or on another MPS partition sharing the SMs).
+__device__ __forceinline__ void sscPollPause() {
+#if defined(SSC_GPU_IS_HIP)
+  __builtin_amdgcn_s_sleep(4);  // 4 x 64 clocks
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  __nanosleep(256);
+#endif
+}
+
 __device__ __forceinline__ uint64_t sscGpuTimer() {
 #if defined(SSC_GPU_IS_HIP)
 #if defined(__GFX9__) || !defined(__HIP_DEVICE_COMPILE__)

@@ -1,11 +1,12 @@
 // The fused decode exchange (attention_exchange.h): no collective call, no barrier. A sender
 // stores its data into the receivers' mapped scratch and then, per row (partials) or per chunk
 // (queries), a flag holding the call's epoch with a release store; a receiver polls the flags it
-// needs with acquire loads and reads the data after them. The push kernels never wait for a
-// peer, and the kernel that waits for rows runs after this rank's push in stream order, so a
-// grid that is not all resident cannot deadlock: every row a receiver waits for is pushed by a
-// kernel that depends on nothing remote. Buffer reuse is safe by the epoch parity argument in
-// src/ops/attention/exchange.h.
+// needs (relaxed polls with a pause, then an acquire) and reads the data after them. Rows are
+// pushed by blocks that never wait for a peer: the partial kernel's, or the first blocks (by
+// start ticket) of the push-and-merge kernel, whose later blocks wait; a waiting block runs
+// only once every pushing block of its rank runs or ran, so a grid that is not all resident
+// cannot deadlock: every row a receiver waits for is pushed by a block that depends on nothing
+// remote. Buffer reuse is safe by the epoch parity argument in src/ops/attention/exchange.h.
 #include "src/kernels/gpu/attention_exchange.h"
 
 #include <cstdint>
@@ -23,8 +24,15 @@ namespace {
 __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w) {
   uint64_t start = 0;
   for (uint32_t it = 1;; ++it) {
-    const uint64_t v = w.deviceScope ? sscLoadAcquireGpu(f) : sscLoadAcquireSys(f);
-    if (v == epoch) return true;
+    // Relaxed polls with a pause, then one acquire: acquire loads back to back from the
+    // waiting blocks of K ranks compete with the ranks still computing (the step with
+    // replicated queries at 128K batch 16: 373-377 -> 326-336 us, perf/RESULTS.md session 17).
+    if (sscLoadVolatile(f) != epoch) {
+      sscPollPause();
+    } else {
+      const uint64_t v = w.deviceScope ? sscLoadAcquireGpu(f) : sscLoadAcquireSys(f);
+      if (v == epoch) return true;
+    }
     if ((it & 255u) == 0) {
       volatile uint32_t* t = w.timedOut;
       if (*t != 0) return false;
@@ -77,44 +85,32 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   (void)__syncthreads_and(ok);
 }
 
-// Block (b, head), one thread per element: this rank's partial row (its split-K partials merged,
-// exactly as attnMergeKernel does) stored into the rows area of every rank that returns this
-// head, then one flag per receiver. Where a rank's row group is one split, the decode's partial
-// kernel pushes its rows itself (kAttnFinishPush); split rows and the prefill's come here.
-__global__ void attnPushKernel(const SSC_GRID_CONSTANT AttnPushParams p) {
-  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
-  sscGridDependencyWait();
-  extern __shared__ float weight[];  // [splits]
-  __shared__ float red[128];
-  const int b = blockIdx.x, h = blockIdx.y;
-  const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
-  pushMergedRow(p.target, p.numQHeads, b, h, p.partials + at, p.splitStride, p.splits, p.headDim, weight, red);
-}
-
-// Block (b, slot j), one thread per element: waits for the row of every sender (thread s polls
-// sender s), then merges them with the sink as attnMergeKernel does. A timed-out wait writes NaN.
-// The call's last kernel: once every block has read the call's epoch, the last one to read it
-// stores it as the counter's `done` (AttnEpochWord), for the next call's kernels.
-__global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams p) {
-  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
-  sscGridDependencyWait();
-  extern __shared__ float weight[];  // [nranks]
-  __shared__ float red[128];
-  __shared__ uint64_t callShared;
-  const int t = static_cast<int>(threadIdx.x);
-  if (t == 0) {
-    const uint64_t e = callEpoch(p.epoch);
-    callShared = e;
-    __threadfence();  // the read above before the count below
+// The call's epoch, read once by each block of the call's last kernel (thread 0; others read
+// it from *shared after a barrier). Once every block of the grid has read it, the last reader
+// stores it as the counter's `done` (AttnEpochWord), for the next call's kernels, and resets
+// the ticket count. *ticket: the block's place in the order blocks started (atomic), so that a
+// block may wait for blocks with smaller tickets: they are running or done.
+__device__ __forceinline__ void takeCall(AttnEpochWord* w, uint64_t* epoch, uint32_t* ticket) {
+  if (threadIdx.x == 0) {
     const uint32_t blocks = gridDim.x * gridDim.y;
-    if (atomicAdd(&p.epoch->readers, 1u) == blocks - 1) {
-      p.epoch->readers = 0;
-      *reinterpret_cast<volatile uint64_t*>(&p.epoch->done) = e;
+    *ticket = atomicAdd(&w->tickets, 1u);
+    const uint64_t e = callEpoch(w);
+    *epoch = e;
+    __threadfence();  // the read above before the count below
+    if (atomicAdd(&w->readers, 1u) == blocks - 1) {  // every block took its ticket and read e
+      w->readers = 0;
+      w->tickets = 0;
+      *reinterpret_cast<volatile uint64_t*>(&w->done) = e;
     }
   }
   __syncthreads();
-  const uint64_t epoch = callShared;
-  const int b = blockIdx.x, j = blockIdx.y, h = p.firstHead + j, D = p.headDim;
+}
+
+// Slot (b, j) of this rank's rows area, one thread per element: waits for the row of every
+// sender (thread s polls sender s), then merges them with the sink as attnMergeKernel does. A
+// timed-out wait writes NaN.
+__device__ void mergeSlot(const AttnRecvMergeParams& p, int b, int j, uint64_t epoch, float* weight, float* red) {
+  const int t = static_cast<int>(threadIdx.x), h = p.firstHead + j, D = p.headDim;
   const size_t slot = (epoch & 1) * p.parityFloats + (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
   int ok = 1;
   if (t < p.nranks)
@@ -133,6 +129,47 @@ __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams 
   if (t == 0 && p.lse != nullptr) p.lse[row] = lse;
 }
 
+// Block (b, slot j): mergeSlot. The call's last kernel where the partial kernel pushed its rows
+// itself (one split a row group).
+__global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams p) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  extern __shared__ float weight[];  // [nranks]
+  __shared__ float red[128];
+  __shared__ uint64_t epoch;
+  __shared__ uint32_t ticket;
+  takeCall(p.epoch, &epoch, &ticket);
+  mergeSlot(p, blockIdx.x, blockIdx.y, epoch, weight, red);
+}
+
+// The push and the merge on arrival in one launch (the call's last kernel where the partial
+// kernel left split partials): the first batch x numQHeads blocks to start (by ticket) each
+// merge one row's split-K partials, exactly as attnMergeKernel does, and store the row into the
+// rows area of every rank that returns its head, then one flag per receiver; the blocks after
+// them each take one slot of this rank's rows (mergeSlot). A block waits only once every push
+// block of its rank has started, and push blocks never wait, so every row a rank waits for is
+// pushed whatever the number of resident blocks. Saves the launch between a push kernel and a
+// merge kernel (3.6-4.5 us as dependents under 8 MPS clients, perf/RESULTS.md session 15).
+__global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p, const SSC_GRID_CONSTANT AttnRecvMergeParams m) {
+  // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
+  sscGridDependencyWait();
+  extern __shared__ float weight[];  // [max(splits, nranks)]
+  __shared__ float red[128];
+  __shared__ uint64_t epoch;
+  __shared__ uint32_t ticket;
+  takeCall(m.epoch, &epoch, &ticket);
+  const uint32_t pushes = static_cast<uint32_t>(p.batch) * p.numQHeads;
+  if (ticket < pushes) {
+    const int b = static_cast<int>(ticket) / p.numQHeads, h = static_cast<int>(ticket) % p.numQHeads;
+    const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
+    pushMergedRowAt(p.target, p.numQHeads, b, h, p.partials + at, p.splitStride, p.splits, p.headDim, weight, red,
+                    epoch);
+  } else {
+    const int slot = static_cast<int>(ticket - pushes);
+    mergeSlot(m, slot / m.outHeads, slot % m.outHeads, epoch, weight, red);
+  }
+}
+
 }  // namespace
 
 // The decode's kernels follow one another in the stream: each is a programmatic dependent of the
@@ -143,11 +180,12 @@ int launchAttnQPush(const AttnQPushParams& p, void* stream) {
                                              dim3(256), args, 0, static_cast<hipStream_t>(stream)));
 }
 
-int launchAttnPush(const AttnPushParams& p, void* stream) {
-  void* args[] = {const_cast<AttnPushParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnPushKernel),
-                                             dim3(p.batch, p.numQHeads), dim3(p.headDim), args,
-                                             p.splits * sizeof(float), static_cast<hipStream_t>(stream)));
+int launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m, void* stream) {
+  void* args[] = {const_cast<AttnPushParams*>(&p), const_cast<AttnRecvMergeParams*>(&m)};
+  const int blocks = p.batch * p.numQHeads + m.batch * m.outHeads;
+  const size_t weights = static_cast<size_t>(p.splits > m.nranks ? p.splits : m.nranks) * sizeof(float);
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnPushMergeKernel), dim3(blocks),
+                                             dim3(p.headDim), args, weights, static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream) {

@@ -73,7 +73,8 @@ struct AttnRecvMergeParams {
 
 // Each returns 0 or the runtime's launch error.
 int launchAttnQPush(const AttnQPushParams& p, void* stream);
-int launchAttnPush(const AttnPushParams& p, void* stream);
+// The push of p's rows and the merge on arrival of m's slots, one launch (the call's last).
+int launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m, void* stream);
 int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream);
 
 }  // namespace ssc::gpu

@@ -106,10 +106,10 @@ __device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads
   }
 }
 
-// The merge of the row's n partials stored into every receiver of the row, then its flags.
-__device__ __forceinline__ void pushMergedRow(const AttnPushTarget& t, int numQHeads, int b, int h, const float* rows,
-                                              size_t stride, int n, int D, float* w, float* red) {
-  const uint64_t epoch = callEpoch(t.epoch);
+// The merge of the row's n partials stored into every receiver of the row, then its flags,
+// for the call `epoch`.
+__device__ __forceinline__ void pushMergedRowAt(const AttnPushTarget& t, int numQHeads, int b, int h, const float* rows,
+                                                size_t stride, int n, int D, float* w, float* red, uint64_t epoch) {
   const PushSlot s = pushSlot(t, numQHeads, b, h, epoch);
   const float lse = mergeRows(rows, stride, n, D, negInf(), w, red, [&](int e, float v) { pushElement(t, s, e, v); });
   if (threadIdx.x == 0) pushElement(t, s, D, lse);

@@ -42,10 +42,11 @@ struct KvAppendParams {
 // parity picks the scratch half, exchange.h), and its merge kernel, always the call's last,
 // advances `done` once each of its blocks has read it (`readers` counts them). Kernels of one
 // call follow one another in stream order, so each reads the value the last call left.
+// `tickets` numbers the last kernel's blocks in the order they start (attention_exchange.cu).
 struct AttnEpochWord {
   uint64_t done;
   uint32_t readers;
-  uint32_t pad;
+  uint32_t tickets;
 };
 
 // Where a finished partial row goes in the fused exchange: the rows area of every rank that

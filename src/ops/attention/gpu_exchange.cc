@@ -145,21 +145,8 @@ void FusedExchange::pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) cons
   t->deviceScope = deviceScope_;
 }
 
-sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
-                                        size_t splitStride, int splits, void* stream) {
-  gpu::AttnPushParams p{};
-  p.partials = partials;
-  p.splitStride = splitStride;
-  p.splits = splits;
-  p.batch = a.batch;
-  p.numQHeads = a.numQHeads;
-  p.headDim = c->config.head_dim;
-  pushTarget(a, &p.target);
-  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPush(p, stream)), "the partial push kernel launch"));
-  return mergeArrived(c, a, stream);
-}
-
-sscResult_t FusedExchange::mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream) {
+// The merge on arrival of this call's slots (its kernel parameters).
+gpu::AttnRecvMergeParams FusedExchange::mergeParams(const sscKvCache* c, const DecodeArgs& a) const {
   const int n = layout_.nranks, H = a.numQHeads;
   gpu::AttnRecvMergeParams m{};
   m.rows = static_cast<const float*>(scratch_) + layout_.rowOffset(0, 0, 0);
@@ -178,7 +165,26 @@ sscResult_t FusedExchange::mergeArrived(const sscKvCache* c, const DecodeArgs& a
   m.lse = a.lse;
   m.epoch = epoch_;
   m.wait = {timedOutDevice_, timeoutTicks_, deviceScope_, abort_};
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnRecvMerge(m, stream)), "the exchange merge kernel launch");
+  return m;
+}
+
+sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
+                                        size_t splitStride, int splits, void* stream) {
+  gpu::AttnPushParams p{};
+  p.partials = partials;
+  p.splitStride = splitStride;
+  p.splits = splits;
+  p.batch = a.batch;
+  p.numQHeads = a.numQHeads;
+  p.headDim = c->config.head_dim;
+  pushTarget(a, &p.target);
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnPushMerge(p, mergeParams(c, a), stream)),
+                  "the exchange push and merge kernel launch");
+}
+
+sscResult_t FusedExchange::mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream) {
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnRecvMerge(mergeParams(c, a), stream)),
+                  "the exchange merge kernel launch");
 }
 
 }  // namespace ssc::attn

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "src/kernels/gpu/attention_exchange.h"
 #include "src/kernels/gpu/attention_kernel.h"
 #include "src/ops/attention/exchange.h"
 #include "src/ops/attention/kv_cache.h"
@@ -34,7 +35,8 @@ class FusedExchange {
   sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered, size_t* parityBytes,
                       const gpu::AttnEpochWord** epoch);
   // This rank's partial rows ([splits] blocks of [batch][heads][head_dim + 1], merged on the
-  // way) into the scratch of the ranks that return them, then the merge of what arrives.
+  // way) into the scratch of the ranks that return them, then the merge of what arrives: one
+  // launch.
   sscResult_t pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
                            size_t splitStride, int splits, void* stream);
   // Where this call's rows go, for a kernel that pushes them itself (the decode's partial
@@ -43,6 +45,8 @@ class FusedExchange {
   sscResult_t mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream);
 
  private:
+  gpu::AttnRecvMergeParams mergeParams(const sscKvCache* c, const DecodeArgs& a) const;
+
   ExchangeLayout layout_;
   int rank_ = 0;
   void* scratch_ = nullptr;         // this rank's registered scratch
