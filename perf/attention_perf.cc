@@ -13,8 +13,8 @@
 //         sharded, each sequence whole on one partition.
 // Modes, each timed in the same run:
 //   sharded    the op over the K ranks with its default exchange (SSC_KV_EXCHANGE_AUTO: the
-//              all-gather today), KV pages round-robin, Q and out heads sharded (K = 1: "whole",
-//              the op over the whole GPU in one process);
+//              fused exchange where the peers' scratch maps), KV pages round-robin, Q and out
+//              heads sharded (K = 1: "whole", the op over the whole GPU in one process);
 //   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER named (two sscAllGather calls, a merge);
 //   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (reported as refused where the peers'
 //              scratch does not map; not checked here: gpu_attention_test --fused is);
@@ -301,7 +301,8 @@ int main(int argc, char** argv) {
     } else {
       if (g_rank == 0)
         std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,sharded-rq,naive] [--iters N] [--graph] "
+                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,sharded-rq,naive] "
+                             "[--iters N] [--graph] "
                              "[--json FILE]\n");
       MPI_Finalize();
       return a == "--help" || a == "-h" ? 0 : 2;

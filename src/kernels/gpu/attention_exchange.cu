@@ -150,7 +150,8 @@ __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams 
 // block of its rank has started, and push blocks never wait, so every row a rank waits for is
 // pushed whatever the number of resident blocks. Saves the launch between a push kernel and a
 // merge kernel (3.6-4.5 us as dependents under 8 MPS clients, perf/RESULTS.md session 15).
-__global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p, const SSC_GRID_CONSTANT AttnRecvMergeParams m) {
+__global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p,
+                                    const SSC_GRID_CONSTANT AttnRecvMergeParams m) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
   extern __shared__ float weight[];  // [max(splits, nranks)]
