@@ -3,7 +3,8 @@
 // decode, and compare every rank's output and LSE with the fp32 host reference
 // (tests/support/attention_reference.h). Covers every interleave, GQA ratios 1/8/16, head dims
 // 64/128, bf16 and fp16 storage, fp32 and bf16 queries/outputs, odd lengths, an empty sequence,
-// one token (empty shards), sinks, a sliding window, full and sharded heads; then one larger
+// one token (empty shards), sinks, a sliding window, full and sharded heads (queries, output,
+// both; replicated queries with sharded output is attention_perf's sharded-rq); then one larger
 // case (8 KV heads, 64 query heads, thousands of tokens). Rank 0 prints one PASS/FAIL line per
 // case with the largest error over all ranks; SKIPPED without a GPU. Most cases split each
 // rank's pages over several blocks (split-K); the many-sequence case does not. Every case
@@ -307,6 +308,11 @@ void decodeCases(sscComm_t comm, hipStream_t stream) {
             c.flags = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS;
             c.window = 0;
             runCase(comm, stream, c, seed++);
+            // One flag alone, in turn: replicated queries with sharded output (every rank
+            // passes the whole q, the exchange an all-to-all: attention_perf's sharded-rq), and
+            // sharded queries with every head returned.
+            c.flags = i % 2 == 0 ? SSC_ATTN_OUT_SHARDED_HEADS : SSC_ATTN_Q_SHARDED_HEADS;
+            runCase(comm, stream, c, seed++);
           }
         }
   // Many sequences: enough (sequence, KV head) blocks that the partial kernel runs without
@@ -329,6 +335,11 @@ void decodeCases(sscComm_t comm, hipStream_t stream) {
   runCase(comm, stream, big, seed++);
   if ((8 * 8) % g_nranks == 0) {
     big.flags = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS;
+    runCase(comm, stream, big, seed++);
+    // Replicated queries, sharded output, through the default exchange (the fused one where
+    // the scratch maps): attention_perf's sharded-rq at a size that splits each rank's pages.
+    big.exchange = SSC_KV_EXCHANGE_AUTO;
+    big.flags = SSC_ATTN_OUT_SHARDED_HEADS;
     runCase(comm, stream, big, seed++);
   }
 }
