@@ -24,6 +24,9 @@
 //              sharded;
 //   local      K > 1 only: each rank alone (a communicator of one) over a cache of 1/K of each
 //              sequence, all q heads: the sharded step without any exchange;
+//   local-sync K > 1 only: the local step, then an 8-byte sscAllReduce over all K ranks: what
+//              tying the ranks together once a step costs without the exchange's data (against
+//              sharded-rq, whose step also ends when the slowest rank's rows arrive);
 //   naive      K > 1 only: every rank holds a replicated copy of the whole KV (a communicator of
 //              its own) and computes its share of the q heads; "OOM" where the K copies do not fit.
 // --graph: every mode's decode step captured once into a CUDA/HIP graph and replayed (what a
@@ -57,6 +60,7 @@
 namespace {
 
 int g_rank = 0, g_nranks = 1;
+sscComm_t g_world = nullptr;  // every rank: local-sync's all-reduce
 
 struct Model {
   std::string name;
@@ -142,7 +146,7 @@ struct Row {
 Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
              int commRanks, hipStream_t stream, int iters, bool graph) {
   const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused" || mode == "sharded-rq";
-  const bool local = mode == "local";
+  const bool local = mode == "local" || mode == "local-sync";
   Row row;
   row.model = m.name;
   row.mode = std::string(sharded && g_nranks == 1 ? "whole" : mode) + (graph ? "+graph" : "");
@@ -223,9 +227,15 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   std::vector<int32_t> ids(batch);
   for (int s = 0; s < batch; ++s) ids[s] = s;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  float* dTie = nullptr;  // local-sync: 8 bytes all-reduced over every rank after each step
+  if (mode == "local-sync") {
+    CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dTie), 2 * sizeof(float)));
+    CHECK_GPU(hipMemset(dTie, 0, 2 * sizeof(float)));
+  }
   const auto step = [&] {
     CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, qHeads, batch, ids.data(), scale,
                                  m.sinks ? dSinks : nullptr, m.window, flags, dOut, nullptr, stream));
+    if (dTie != nullptr) CHECK_SSC(sscAllReduce(dTie, dTie, 2, sscFloat32, sscSum, g_world, stream));
   };
   hipGraphExec_t exec = nullptr;
   if (graph) {
@@ -263,6 +273,7 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   CHECK_GPU(hipFree(dQ));
   CHECK_GPU(hipFree(dOut));
   CHECK_GPU(hipFree(dSinks));
+  if (dTie != nullptr) CHECK_GPU(hipFree(dTie));
   return row;
 }
 
@@ -301,7 +312,7 @@ int main(int argc, char** argv) {
     } else {
       if (g_rank == 0)
         std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes local,sharded,sharded-ag,sharded-fused,sharded-rq,naive] "
+                             "[--batches 1,8,...] [--modes local,local-sync,sharded,sharded-ag,sharded-fused,sharded-rq,naive] "
                              "[--iters N] [--graph] "
                              "[--json FILE]\n");
       MPI_Finalize();
@@ -315,6 +326,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   sscComm_t world = newMpiComm(g_rank, g_nranks);
+  g_world = world;
   sscComm_t self = nullptr;  // naive: every rank alone with a whole copy
   CHECK_SSC(sscCommSplit(world, g_rank, 0, &self, nullptr));
   hipStream_t stream = nullptr;
@@ -337,12 +349,12 @@ int main(int argc, char** argv) {
         double localUs = 0;  // this shape's local step, when "local" ran (it runs first)
         for (const auto& mode : o.modes) {
           if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
-          if (mode == "local" && (g_nranks == 1 || m.window > 0)) continue;
+          if ((mode == "local" || mode == "local-sync") && (g_nranks == 1 || m.window > 0)) continue;
           if ((mode == "sharded-ag" || mode == "sharded-fused" || mode == "sharded-rq") && g_nranks == 1) continue;
           if (mode != "naive" && mode != "sharded" && mode != "sharded-ag" && mode != "sharded-fused" &&
-              mode != "sharded-rq" && mode != "local")
+              mode != "sharded-rq" && mode != "local" && mode != "local-sync")
             continue;
-          const bool alone = mode == "naive" || mode == "local";
+          const bool alone = mode == "naive" || mode == "local" || mode == "local-sync";
           Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
                            stream, o.iters, o.graph);
           if (mode == "local" && !r.oom) localUs = r.us;
