@@ -97,7 +97,15 @@ Model modelOf(const std::string& n) {
   return {};
 }
 
+// Every mode the header lists; main skips any other name.
+bool isMode(const std::string& mode) {
+  for (const char* m : {"local", "local-sync", "sharded", "sharded-ag", "sharded-fused", "sharded-rq", "naive"})
+    if (mode == m) return true;
+  return false;
+}
 bool isSharded(const std::string& mode) { return mode.rfind("sharded", 0) == 0; }
+// Each rank alone over its 1/K of each sequence (local-sync then ties the ranks each step).
+bool isLocal(const std::string& mode) { return mode.rfind("local", 0) == 0; }
 
 bool anyRank(bool x) {
   int v = x ? 1 : 0, any = 0;
@@ -145,8 +153,8 @@ struct Row {
 // process decodes (all of the model's for sharded, its share for naive).
 Row runShape(const Model& m, const std::string& mode, int context, int batch, sscComm_t comm,
              int commRanks, hipStream_t stream, int iters, bool graph) {
-  const bool sharded = mode == "sharded" || mode == "sharded-ag" || mode == "sharded-fused" || mode == "sharded-rq";
-  const bool local = mode == "local" || mode == "local-sync";
+  const bool sharded = isSharded(mode);
+  const bool local = isLocal(mode);
   Row row;
   row.model = m.name;
   row.mode = std::string(sharded && g_nranks == 1 ? "whole" : mode) + (graph ? "+graph" : "");
@@ -349,12 +357,10 @@ int main(int argc, char** argv) {
         double localUs = 0;  // this shape's local step, when "local" ran (it runs first)
         for (const auto& mode : o.modes) {
           if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
-          if ((mode == "local" || mode == "local-sync") && (g_nranks == 1 || m.window > 0)) continue;
-          if ((mode == "sharded-ag" || mode == "sharded-fused" || mode == "sharded-rq") && g_nranks == 1) continue;
-          if (mode != "naive" && mode != "sharded" && mode != "sharded-ag" && mode != "sharded-fused" &&
-              mode != "sharded-rq" && mode != "local" && mode != "local-sync")
-            continue;
-          const bool alone = mode == "naive" || mode == "local" || mode == "local-sync";
+          if (isLocal(mode) && (g_nranks == 1 || m.window > 0)) continue;
+          if (isSharded(mode) && mode != "sharded" && g_nranks == 1) continue;
+          if (!isMode(mode)) continue;
+          const bool alone = mode == "naive" || isLocal(mode);
           Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
                            stream, o.iters, o.graph);
           if (mode == "local" && !r.oom) localUs = r.us;
