@@ -97,7 +97,7 @@ Model modelOf(const std::string& n) {
   return {};
 }
 
-// Every mode the header lists; main skips any other name.
+// Every mode the header lists; main refuses any other name.
 bool isMode(const std::string& mode) {
   for (const char* m : {"local", "local-sync", "sharded", "sharded-ag", "sharded-fused", "sharded-rq", "naive"})
     if (mode == m) return true;
@@ -328,6 +328,12 @@ int main(int argc, char** argv) {
     }
     ++i;
   }
+  for (const auto& mode : o.modes)
+    if (!isMode(mode)) {  // a mistyped mode would otherwise leave its rows out of the table unnoticed
+      if (g_rank == 0) std::fprintf(stderr, "attention_perf: unknown mode '%s' (see --help)\n", mode.c_str());
+      MPI_Finalize();
+      return 2;
+    }
   localFirst();
   if (setUpGpuRank("attention_perf", g_rank, g_nranks) < 0) {
     MPI_Finalize();
@@ -359,7 +365,6 @@ int main(int argc, char** argv) {
           if (mode == "naive" && (g_nranks == 1 || m.qHeads % g_nranks != 0)) continue;
           if (isLocal(mode) && (g_nranks == 1 || m.window > 0)) continue;
           if (isSharded(mode) && mode != "sharded" && g_nranks == 1) continue;
-          if (!isMode(mode)) continue;
           const bool alone = mode == "naive" || isLocal(mode);
           Row r = runShape(m, mode, context, batch, alone ? self : world, alone ? 1 : g_nranks,
                            stream, o.iters, o.graph);

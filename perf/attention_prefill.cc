@@ -172,6 +172,11 @@ int prefillMain(int argc, char** argv, int first) {
     }
     ++i;
   }
+  for (const auto& mode : modes)
+    if (mode != "sharded" && mode != "sharded-heads" && mode != "sharded-ag" && mode != "sharded-fused") {
+      if (g_rank == 0) std::fprintf(stderr, "attention_perf --prefill: unknown mode '%s' (see --help)\n", mode.c_str());
+      return 2;
+    }
   if (setUpGpuRank("attention_perf", g_rank, g_nranks) < 0) return 0;
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
