@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Table and plot of perf/attention_perf records (its --json output).
 
-Takes the K-partition run (modes local, sharded, sharded-ag, naive) and optionally the whole-GPU
+Takes the K-partition run (modes local, local-sync, sharded, sharded-ag, sharded-rq, naive) and
+optionally the whole-GPU
 run (K = 1, mode "whole"), prints one Markdown row per (model, context, batch) and, with --png,
 draws per model: decode time against batch for every mode and context (log-log), and the
 exchange share (step - local step) / step of the fused and all-gather exchanges.
@@ -9,8 +10,10 @@ exchange share (step - local step) / step of the fused and all-gather exchanges.
     python3 perf/attention_plot.py --parts k8.json [--whole k1.json] [--png attention.png]
 
 Columns: sharded (fused exchange) time and % of the copy roofline, its exchange share, the same
-for sharded-ag (SSC_KV_EXCHANGE_ALLGATHER), the local step (each rank alone over its 1/K), naive
-(replicated KV) and naive / sharded, whole GPU and sharded speed / whole.
+for sharded-ag (SSC_KV_EXCHANGE_ALLGATHER) and sharded-rq (queries replicated by the caller), the
+local step (each rank alone over its 1/K) and local-sync (the local step tied to the other ranks
+by an 8-byte all-reduce), naive (replicated KV) and naive / sharded, whole GPU and the speed of
+sharded and of sharded-rq against it.
 """
 import argparse
 import json
@@ -43,6 +46,10 @@ def share(r):
     return "%.0f" % (100.0 * r["exchange_us"] / r["time_us"])
 
 
+def plain(r):
+    return "-" if r is None or r.get("oom") else "%.0f" % r["time_us"]
+
+
 def ratio(a, b):
     if a is None or b is None or a.get("oom") or b.get("oom") or not b["time_us"]:
         return "-"
@@ -55,18 +62,21 @@ def table(parts, whole):
                   key=lambda k: (k[0], k[1], k[2]))
     k = parts[0]["K"] if parts else 0
     lines = ["| model | context | batch | sharded K=%d us (%% roof) | exch %% | sharded-ag us (%% roof) "
-             "| exch %% | local us | naive us | naive / sharded | whole us (%% roof) | sharded speed / whole |" % k,
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| exch %% | sharded-rq us (%% roof) | exch %% | local us | local-sync us | naive us | naive / sharded "
+             "| whole us (%% roof) | sharded speed / whole | sharded-rq speed / whole |" % k,
+             "|" + " --- |" * 16]
     for model, ctx, batch in keys:
         s = ix.get((model, "sharded", ctx, batch))
         ag = ix.get((model, "sharded-ag", ctx, batch))
+        rq = ix.get((model, "sharded-rq", ctx, batch))
         loc = ix.get((model, "local", ctx, batch))
+        tied = ix.get((model, "local-sync", ctx, batch))
         nv = ix.get((model, "naive", ctx, batch))
         wh = wx.get((model, "whole", ctx, batch))
-        lines.append("| %s | %dK | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            model, ctx // 1024, batch, fmt_time(s), share(s), fmt_time(ag), share(ag),
-            "-" if loc is None else "%.0f" % loc["time_us"], fmt_time(nv), ratio(nv, s), fmt_time(wh),
-            ratio(wh, s)))
+        lines.append("|" + " %s |" * 16 % (
+            model, "%dK" % (ctx // 1024), batch, fmt_time(s), share(s), fmt_time(ag), share(ag), fmt_time(rq),
+            share(rq), plain(loc), plain(tied), fmt_time(nv), ratio(nv, s), fmt_time(wh), ratio(wh, s),
+            ratio(wh, rq)))
     return "\n".join(lines)
 
 
@@ -80,19 +90,19 @@ def plot(parts, whole, png):
         return False
     models = sorted({r["model"] for r in parts})
     fig, axes = plt.subplots(2, len(models), figsize=(6 * len(models), 8), squeeze=False)
-    styles = {"sharded": "-o", "sharded-ag": "--s", "sharded-fused": "-v", "local": ":^", "naive": "-.x",
-              "whole": "-d"}
+    styles = {"sharded": "-o", "sharded-ag": "--s", "sharded-fused": "-v", "sharded-rq": "-*", "local": ":^",
+              "local-sync": ":>", "naive": "-.x", "whole": "-d"}
     for col, model in enumerate(models):
         ax, ex = axes[0][col], axes[1][col]
         for ctx in sorted({r["context"] for r in parts if r["model"] == model}):
-            for mode in ("sharded", "sharded-ag", "sharded-fused", "local", "naive", "whole"):
+            for mode in styles:
                 pts = sorted((r["batch"], r["time_us"]) for r in parts + whole
                              if r["model"] == model and r["mode"] == mode and r["context"] == ctx
                              and not r.get("oom"))
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], styles[mode],
                             label="%s %dK" % (mode, ctx // 1024))
-            for mode in ("sharded", "sharded-ag", "sharded-fused"):
+            for mode in ("sharded", "sharded-ag", "sharded-fused", "sharded-rq"):
                 pts = sorted((r["batch"], 100.0 * r["exchange_us"] / r["time_us"]) for r in parts
                              if r["model"] == model and r["mode"] == mode and r["context"] == ctx
                              and not r.get("oom") and r.get("exchange_us"))

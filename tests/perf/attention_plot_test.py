@@ -22,6 +22,7 @@ def rec(mode, ctx, batch, us, exch=0.0, oom=False, k=8):
 with open(parts, "w") as f:
     json.dump([rec("local", 32768, 8, 80.0), rec("sharded", 32768, 8, 100.0, 20.0),
                rec("sharded-ag", 32768, 8, 160.0, 80.0), rec("naive", 32768, 8, 400.0),
+               rec("sharded-rq", 32768, 8, 96.0, 16.0), rec("local-sync", 32768, 8, 120.0),
                rec("local", 131072, 1, 50.0), rec("sharded", 131072, 1, 60.0, 10.0),
                rec("naive", 131072, 1, 0.0, oom=True)], f)
 with open(whole, "w") as f:
@@ -33,12 +34,17 @@ assert r.returncode == 0, r.stderr
 rows = [l for l in r.stdout.splitlines() if l.startswith("| 70b")]
 assert len(rows) == 2, r.stdout
 cells = [c.strip() for c in rows[0].strip("|").split("|")]
-# model, context, batch, sharded, exch, sharded-ag, exch, local, naive, naive/sharded, whole, ratio
+# model, context, batch, sharded, exch, sharded-ag, exch, sharded-rq, exch, local, local-sync, naive,
+# naive/sharded, whole, sharded/whole, sharded-rq/whole
+assert len(cells) == 16, cells
 assert cells[:3] == ["70b", "32K", "8"], cells
 assert cells[3] == "100 (50 %)" and cells[4] == "20", cells
 assert cells[5] == "160 (50 %)" and cells[6] == "50", cells
-assert cells[7] == "80" and cells[9] == "4.00" and cells[11] == "0.90", cells
-assert "OOM" in rows[1] and rows[1].split("|")[10].strip() == "-", rows[1]
+assert cells[7] == "96 (50 %)" and cells[8] == "17", cells
+assert cells[9] == "80" and cells[10] == "120" and cells[12] == "4.00", cells
+assert cells[14] == "0.90" and cells[15] == "0.94", cells
+other = [c.strip() for c in rows[1].strip("|").split("|")]
+assert other[11] == "OOM" and other[12] == "-" and other[7] == "-" and other[10] == "-", other
 assert os.path.exists(png) or "matplotlib is not installed" in r.stderr, r.stderr
 r = subprocess.run([sys.executable, script, "--parts", os.path.join(tmp, "missing.json")],
                    capture_output=True, text=True)
