@@ -2,10 +2,9 @@
 """Table and plot of perf/attention_perf records (its --json output).
 
 Takes the K-partition run (modes local, local-sync, sharded, sharded-ag, sharded-rq, naive) and
-optionally the whole-GPU
-run (K = 1, mode "whole"), prints one Markdown row per (model, context, batch) and, with --png,
-draws per model: decode time against batch for every mode and context (log-log), and the
-exchange share (step - local step) / step of the fused and all-gather exchanges.
+optionally the whole-GPU run (K = 1, mode "whole"), prints one Markdown row per (model, context,
+batch) and, with --png, draws per model: decode time against batch for every mode and context
+(log-log), and the exchange share (step - local step) / step of every sharded mode.
 
     python3 perf/attention_plot.py --parts k8.json [--whole k1.json] [--png attention.png]
 
