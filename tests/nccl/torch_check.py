@@ -119,19 +119,28 @@ def collective_checks(checks, dist, torch, rank, world, dev):
     checks.run("all_reduce premul_sum (host scalar)", lambda: premul(False))
     checks.run("all_reduce premul_sum (device scalar)", lambda: premul(True))
 
-    def all_gather():
-        out = torch.empty(n * count, device=dev)
-        dist.all_gather_into_tensor(out, values(rank))
-        return close(torch, out, torch.cat([values(r) for r in range(n)]))
-    checks.run("all_gather_into_tensor", all_gather)
+    def all_gather(block):
+        out = torch.empty(n * block, device=dev)
+        dist.all_gather_into_tensor(out, values(rank, block))
+        return close(torch, out, torch.cat([values(r, block) for r in range(n)]))
 
-    def reduce_scatter():
-        inp = values(rank, n * count)
-        out = torch.empty(count, device=dev)
+    def reduce_scatter(block):
+        inp = values(rank, n * block)
+        out = torch.empty(block, device=dev)
         dist.reduce_scatter_tensor(out, inp, op=dist.ReduceOp.SUM)
-        want = sum(values(r, n * count, torch.float64) for r in range(n))[rank * count:(rank + 1) * count]
-        return close(torch, out.double(), want)
-    checks.run("reduce_scatter_tensor", reduce_scatter)
+        # Element i of every rank's input is i % 13 + r + 1: this rank's slice of the sum.
+        mine = torch.arange(rank * block, (rank + 1) * block, device=dev, dtype=torch.float64) % 13
+        return close(torch, out.double(), n * (mine + 1) + sum(range(n)))
+
+    checks.run("all_gather_into_tensor", lambda: all_gather(count))
+    checks.run("reduce_scatter_tensor", lambda: reduce_scatter(count))
+    # Blocks of 4 MiB + 12 bytes a rank: large enough for the zero-copy kernels, and every rank's
+    # block but the first starts off a 16-byte boundary of the gathered tensor, which sends them to
+    # the misaligned kernel (docs/zero-copy.md). nccl-tests cannot make such blocks: it rounds
+    # each rank's block down to 16 bytes.
+    big = (1 << 20) + 3
+    checks.run("all_gather_into_tensor, 4 MiB + 12 B a rank", lambda: all_gather(big))
+    checks.run("reduce_scatter_tensor, 4 MiB + 12 B a rank", lambda: reduce_scatter(big))
 
     def broadcast():
         root = n - 1
