@@ -134,10 +134,10 @@ def collective_checks(checks, dist, torch, rank, world, dev):
 
     checks.run("all_gather_into_tensor", lambda: all_gather(count))
     checks.run("reduce_scatter_tensor", lambda: reduce_scatter(count))
-    # Blocks of 4 MiB + 12 bytes a rank: large enough for the zero-copy kernels, and every rank's
-    # block but the first starts off a 16-byte boundary of the gathered tensor, which sends them to
-    # the misaligned kernel (docs/zero-copy.md). nccl-tests cannot make such blocks: it rounds
-    # each rank's block down to 16 bytes.
+    # Blocks of 4 MiB + 12 bytes a rank: large enough for the zero-copy kernels, and rank r's
+    # block starts 12 r bytes past a 16-byte boundary of the gathered tensor, so most blocks are
+    # misaligned and the call runs the misaligned kernel (docs/zero-copy.md). nccl-tests cannot
+    # make such blocks: it rounds each rank's block down to 16 bytes.
     big = (1 << 20) + 3
     checks.run("all_gather_into_tensor, 4 MiB + 12 B a rank", lambda: all_gather(big))
     checks.run("reduce_scatter_tensor, 4 MiB + 12 B a rank", lambda: reduce_scatter(big))
