@@ -27,7 +27,7 @@ for k in 8 3; do
   grep -E "^(FAIL|OK|FAILED)|4 MiB" $L/torch.k$k.log | head -8
 done
 ( which nsys ncu; ls /usr/local/cuda/bin | grep -E "nsys|ncu" ) > $L/profilers.txt 2>&1; cat $L/profilers.txt
-BUILD=$PWD/build OUT=$L/gemm RS_BEFORE_S=330 STARSCREAM_TIMEOUT=30 perf/gemm_h200.sh ag > $L/gemm.log 2>&1
+BUILD=$PWD/build OUT=$L/gemm RS_BEFORE_S=230 STARSCREAM_TIMEOUT=30 perf/gemm_h200.sh ag > $L/gemm.log 2>&1
 el "gemm rc=$?"
 tail -c 5000 $L/gemm.log
 el done
