@@ -60,6 +60,33 @@ inline sscKvCache_t cacheWithWorkload(sscComm_t comm, hipStream_t stream, const 
   return cache;
 }
 
+// Grows every sequence of w by up to `step` tokens, none past its final length: w's bf16 K/V of
+// the positions they land on, appended from device copies that are freed once the append has
+// run; advances *len. *appended: how many tokens went in (0: nothing left, nothing called).
+inline sscResult_t appendGrowth(sscKvCache_t cache, hipStream_t stream, const ssc::test::attn::Workload& w,
+                                const std::vector<int>& finalLengths, int kvHeads, int dim, int step,
+                                std::vector<int>* len, int* appended, int rank) {
+  std::vector<int32_t> ids;
+  std::vector<uint16_t> k, v;
+  for (int s = 0; s < static_cast<int>(finalLengths.size()); ++s)
+    for (int t = 0; t < step && (*len)[s] < finalLengths[s]; ++t, ++(*len)[s]) {
+      ids.push_back(s);
+      for (int i = 0; i < kvHeads * dim; ++i) {
+        k.push_back(ssc::test::attn::toStorage(w.k(s, (*len)[s], 0)[i], sscBfloat16));
+        v.push_back(ssc::test::attn::toStorage(w.v(s, (*len)[s], 0)[i], sscBfloat16));
+      }
+    }
+  *appended = static_cast<int>(ids.size());
+  if (ids.empty()) return sscSuccess;
+  uint16_t* dK = toDevice(k, rank);
+  uint16_t* dV = toDevice(v, rank);
+  const sscResult_t r = sscKvCacheAppend(cache, static_cast<int>(ids.size()), ids.data(), dK, dV, stream);
+  checkGpuOrAbort(hipStreamSynchronize(stream), "hipStreamSynchronize", rank);  // before the frees
+  checkGpuOrAbort(hipFree(dK), "hipFree", rank);
+  checkGpuOrAbort(hipFree(dV), "hipFree", rank);
+  return r;
+}
+
 inline const char* exchangeName(int exchange) {
   return exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather" : exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto";
 }

@@ -35,27 +35,12 @@ struct GraphCase {
   int window;  // 0: whole sequences; else trimmed to the window after every append
 };
 
-// Appends up to kStep more tokens of every sequence below its final length (w's tokens at the
-// positions they land on). False with *what set when the append failed.
+// Appends up to kStep more tokens of every sequence below its final length. False with *what set
+// when the append failed.
 bool grow(sscKvCache_t cache, hipStream_t stream, const ref::Workload& w, const std::vector<int>& finalLengths,
           std::vector<int>* len, std::string* what) {
-  std::vector<int32_t> ids;
-  std::vector<uint16_t> k, v;
-  for (int s = 0; s < static_cast<int>(finalLengths.size()); ++s)
-    for (int t = 0; t < kStep && (*len)[s] < finalLengths[s]; ++t, ++(*len)[s]) {
-      ids.push_back(s);
-      for (int i = 0; i < kKvHeads * kDim; ++i) {
-        k.push_back(ref::toStorage(w.k(s, (*len)[s], 0)[i], sscBfloat16));
-        v.push_back(ref::toStorage(w.v(s, (*len)[s], 0)[i], sscBfloat16));
-      }
-    }
-  if (ids.empty()) return true;
-  uint16_t* dK = toDevice(k, g_rank);
-  uint16_t* dV = toDevice(v, g_rank);
-  const sscResult_t r = sscKvCacheAppend(cache, static_cast<int>(ids.size()), ids.data(), dK, dV, stream);
-  CHECK_GPU(hipStreamSynchronize(stream));  // before the inputs are freed
-  CHECK_GPU(hipFree(dK));
-  CHECK_GPU(hipFree(dV));
+  int appended = 0;
+  const sscResult_t r = appendGrowth(cache, stream, w, finalLengths, kKvHeads, kDim, kStep, len, &appended, g_rank);
   if (r != sscSuccess) *what = std::string("append: ") + sscGetLastError(nullptr);
   return r == sscSuccess;
 }

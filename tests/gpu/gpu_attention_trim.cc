@@ -69,28 +69,13 @@ int runTrimCase(sscComm_t comm, hipStream_t stream, sscKvInterleave_t interleave
   std::string what;
   int steps = 0;
   for (bool growing = true; growing && ok; ++steps) {
-    growing = false;
-    std::vector<int32_t> ids;
-    std::vector<uint16_t> k, v;
-    for (int s = 0; s < nseqs; ++s)
-      for (int t = 0; t < kStep && len[s] < finalLengths[s]; ++t, ++len[s]) {
-        ids.push_back(s);
-        for (int i = 0; i < kKvHeads * kDim; ++i) {
-          k.push_back(ref::toStorage(w.k(s, len[s], 0)[i], sscBfloat16));
-          v.push_back(ref::toStorage(w.v(s, len[s], 0)[i], sscBfloat16));
-        }
-        growing = true;
-      }
-    if (!ids.empty()) {
-      uint16_t* dK = toDevice(k, g_rank);
-      uint16_t* dV = toDevice(v, g_rank);
-      sscResult_t r = sscKvCacheAppend(cache, static_cast<int>(ids.size()), ids.data(), dK, dV, stream);
-      CHECK_GPU(hipStreamSynchronize(stream));  // before the inputs are freed
-      CHECK_GPU(hipFree(dK));
-      CHECK_GPU(hipFree(dV));
-      for (int s = 0; s < nseqs && r == sscSuccess; ++s)
-        r = sscKvCacheTrimSequence(cache, s, std::max(0, len[s] - kWindow));
-      if (r != sscSuccess) {
+    int appended = 0;
+    sscResult_t grown = appendGrowth(cache, stream, w, finalLengths, kKvHeads, kDim, kStep, &len, &appended, g_rank);
+    growing = appended > 0;
+    if (growing) {
+      for (int s = 0; s < nseqs && grown == sscSuccess; ++s)
+        grown = sscKvCacheTrimSequence(cache, s, std::max(0, len[s] - kWindow));
+      if (grown != sscSuccess) {
         ok = false;
         what = std::string("append or trim: ") + sscGetLastError(nullptr);
         break;
