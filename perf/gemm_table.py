@@ -45,12 +45,18 @@ def plot(cells, meta, path):
             pts = [(m, cells[(layer, m)].get(one_d + ".unfused"), cells[(layer, m)].get(cfg_of(m))) for m in ms]
             pts = [(m, a["us"] / b["us"]) for m, a, b in pts if a and b]
             return [p[0] for p in pts], [p[1] for p in pts]
-        ax.plot(*series(lambda m: meta[(layer, m)]["helper_op"] + ".auto"), "o-", label="helper pick (auto)")
-        ax.plot(*series(lambda m: one_d + ".chunked"), "s--", label="1D chunked")
-        ax.plot(*series(lambda m: one_d + ".fused"), "^:", label="1D fused")
-        ax.plot(*series(lambda m: "ag.fused" if one_d == "rs" else "none"), "v-.", label="2D fused ag (push)")
+        lines = [(lambda m: meta[(layer, m)]["helper_op"] + ".auto", "o-", "helper pick (auto)"),
+                 (lambda m: one_d + ".chunked", "s--", "1D chunked"),
+                 (lambda m: one_d + ".fused", "^:", "1D fused"),
+                 (lambda m: "ag.fused" if one_d == "rs" else "none", "v-.", "2D fused ag (push)")]
+        drawn = 0
+        for cfg_of, style, label in lines:
+            xs, ys = series(cfg_of)
+            drawn += len(xs)
+            ax.plot(xs, ys, style, label=label)
         ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set_xscale("log", base=2)
+        if drawn:  # a layer whose cells all failed has no point: a log axis of nothing fails
+            ax.set_xscale("log", base=2)
         ax.set_title(layer, fontsize=9)
         ax.set_xlabel("M")
         ax.set_ylabel("speedup vs naive 1D")

@@ -3,7 +3,7 @@
 the target lines are computed (a chunked op faster than unfused shows up as a speedup, an auto
 choice slower than unfused is named, fused records get their own lines, a timed-out call is left
 out and named, --auto-as recomputes the auto figures), and --plot writes a PNG (or says
-matplotlib is missing)."""
+matplotlib is missing; a layer with nothing to plot does not stop it)."""
 import json
 import os
 import subprocess
@@ -34,12 +34,18 @@ with open(k1, "w") as f1, open(k8, "w") as f8:
             f8.write(json.dumps(dict(base, P=8, config="ag.fusedpr", us=300.0 if m == 4096 else 6.0,
                                      variant="fused", chunks=8)) + "\n")
     f8.write(json.dumps(dict(base, P=8, config="ag.chunked", M=256, us=3.0e7)) + "\n")  # a hang
+    # A column-parallel layer with only its rs records (its ag run stopped): no point to plot
+    # against naive 1D (the ag op), which must not fail the plot (call AD, session 19).
+    up = dict(base, layer="l.up", inter="column", M=16, helper_op="ag")
+    f1.write(json.dumps(dict(up, P=1, config="whole", us=50.0)) + "\n")
+    for cfg, us in {"gemm": 10.0, "unfused": 12.0, "auto": 12.0, "chunked": 20.0}.items():
+        f8.write(json.dumps(dict(up, P=8, config="rs." + cfg, us=us)) + "\n")
 png = os.environ.get("GEMM_TABLE_PLOT", os.path.join(tmp, "plot.png"))
 out = subprocess.run([sys.executable, script, k1, k8, "--plot", png], capture_output=True, text=True)
 print(out.stdout, out.stderr)
 assert out.returncode == 0, out.returncode
 rows = [l for l in out.stdout.splitlines() if l.startswith("| l.")]
-assert len(rows) == 4, rows
+assert len(rows) == 5, rows
 assert "120 (c4)" in out.stdout, "chunk counts of auto cells"
 assert "75 (f2)" in out.stdout, "fused cells"
 assert "rs.fused vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 2.00x over 2 cells" in out.stdout
