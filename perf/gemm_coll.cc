@@ -20,7 +20,8 @@
 // Flags: -m M list (default 16,64,256,1024,4096,16384), -s shape-name filter (substring),
 // -n timed iterations (5), -w warm-up iterations (2), -d bf16|fp16, -J JSON Lines file (rank 0),
 // -o rs|ag|rs,ag (which splits to time; default both), -F 0|1 (also time the fused variants,
-// forced; default 1).
+// forced; default 1), -c configs (comma list, e.g. rs.gemm,rs.fused: time only these),
+// -v 1 (rank 0 names each cell on stderr before timing it: where a hang happened).
 // Time per call: the slowest rank's mean over the timed iterations (events on its stream).
 #include <mpi.h>
 
@@ -73,7 +74,15 @@ struct Options {
   int iters = 5, warmup = 2;
   sscDataType_t dtype = sscBfloat16;
   std::string json;
+  std::string configs;  // -c: empty = all
+  bool verbose = false;
 };
+
+bool wanted(const Options& o, const std::string& config) {
+  if (o.configs.empty()) return true;
+  const std::string list = "," + o.configs + ",";
+  return list.find("," + config + ",") != std::string::npos;
+}
 
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
@@ -96,6 +105,8 @@ bool parse(int argc, char** argv, Options* o) {
     else if (f == "-w") o->warmup = std::max(0, std::atoi(v.c_str()));
     else if (f == "-d") o->dtype = v == "fp16" ? sscFloat16 : sscBfloat16;
     else if (f == "-J") o->json = v;
+    else if (f == "-c") o->configs = v;
+    else if (f == "-v") o->verbose = std::atoi(v.c_str()) != 0;
     else return false;
   }
   return true;
@@ -153,7 +164,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   Options o;
   if (!parse(argc, argv, &o)) {
-    if (g_rank == 0) std::fprintf(stderr, "usage: gemm_coll_perf [-m M,...] [-s filter] [-o rs,ag] [-F 0|1] [-n iters] [-w warmup] [-d bf16|fp16] [-J file]\n");
+    if (g_rank == 0) std::fprintf(stderr, "usage: gemm_coll_perf [-m M,...] [-s filter] [-o rs,ag] [-F 0|1] [-n iters] [-w warmup] [-d bf16|fp16] [-J file] [-c configs] [-v 0|1]\n");
     MPI_Finalize();
     return 2;
   }
@@ -200,6 +211,8 @@ int main(int argc, char** argv) {
         return a;
       };
       auto record = [&](const char* config, sscGemm_t g, bool rs, const sscGemmArgs_t& a) {
+        if (!wanted(o, config)) return;
+        if (o.verbose && g_rank == 0) std::fprintf(stderr, "# timing %s M=%lld %s\n", L.name, (long long)M, config);
         Row r{config, 0, 0, 0};
         CHECK_SSC(sscGemmQueryPlan(g, rs ? 0 : 1, &a, &r.variant, &r.chunks));
         r.us = timeOp(g, rs, a, s, o);
