@@ -42,6 +42,9 @@ __device__ void waitLane(int i, const FlagList& flags, int count, const FusedErr
       else if (sink.timeoutTicks != 0 && now - start > sink.timeoutTicks) {
         volatile uint32_t* w = sink.word;
         w[1] = static_cast<uint32_t>(i);
+        w[2] = loadVolatile(flags.p[i]);
+        w[3] = target;
+        w[4] = sink.site;
         __threadfence_system();
         w[0] = 1;
         return;

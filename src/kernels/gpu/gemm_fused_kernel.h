@@ -12,13 +12,16 @@ namespace ssc::gpu {
 
 constexpr int kFusedMaxRanks = 16;
 
-// Where a fused wait reports a timeout: pinned, host-mapped words {code, peer} (code 1 =
-// timeout). Every wait polls `word` and gives up at once when another wait already failed.
+// Where a fused wait reports a timeout: pinned, host-mapped words {code, lane, value seen,
+// target, site} (code 1 = timeout), so the host can say which flag stopped moving and how far
+// behind it was. Every wait polls `word` and gives up at once when another wait already failed.
 struct FusedErrorSink {
   uint32_t* word;  // device address of the host-mapped words
   uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: wait forever
   const uint32_t* abort;  // the communicator's abort word (non-zero: sscCommAbort ran); may be null
+  uint32_t site = 0;  // which wait of the op this launch is (the host's names: gpu_gemm.cc)
 };
+constexpr int kFusedErrWords = 5;
 
 constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
 

@@ -114,7 +114,9 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
       *plan = pl;
       return true;
     }
-    chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(1, byRule);
+    // One chunk unless asked, or unless the workspace holds less (clamped below): chunks do not
+    // overlap within a rank (schedule(), gemm_plan.h), so each one only adds its waits.
+    chunks = requestChunks > 0 ? requestChunks : 1;
     pl.variant = SSC_GEMM_FUSED;
   } else if (requestVariant == SSC_GEMM_CHUNKED) {
     chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(2, byRule);
@@ -322,42 +324,20 @@ namespace ssc::gemm {
 std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut) {
   std::vector<Step> out;
   if (plan.direct || plan.chunks == 0) return out;
-  const bool overlap = plan.variant == SSC_GEMM_CHUNKED && plan.chunks > 1;
-  const int gs = overlap ? 1 : 0;  // where the GEMMs run
-  auto add = [&](StepKind k, int stream, int chunk, int event = -1) { out.push_back({k, stream, chunk, event}); };
-  if (overlap) {  // the side stream starts after the work queued before the call
-    add(StepKind::kRecord, 0, -1, kEvStart);
-    add(StepKind::kWait, 1, -1, kEvStart);
-  }
   const bool rs = p.op == Op::kReduceScatter;
   for (int j = 0; j < plan.chunks; ++j) {
-    const int slot = j % plan.slots;
     const bool padded = ownChunkRows(p, plan, j, rank) < chunkRows(plan, j).rows;
     if (rs) {
-      if (overlap && j >= plan.slots) add(StepKind::kWait, 1, j, kEvCollDone + slot);  // slot read
-      add(StepKind::kGemm, gs, j);
-      if (overlap) {
-        add(StepKind::kRecord, 1, j, kEvGemmDone + slot);
-        add(StepKind::kWait, 0, j, kEvGemmDone + slot);
-      }
-      add(StepKind::kColl, 0, j);
-      if (padded) add(StepKind::kPadOut, 0, j);
-      if (overlap) add(StepKind::kRecord, 0, j, kEvCollDone + slot);
+      out.push_back({StepKind::kGemm, j});
+      out.push_back({StepKind::kColl, j});
+      if (padded) out.push_back({StepKind::kPadOut, j});
     } else {
-      if (overlap && j >= plan.slots) add(StepKind::kWait, 0, j, kEvGemmDone + slot);  // slot read
-      if (padded) add(StepKind::kPadIn, 0, j);
-      add(StepKind::kColl, 0, j);
-      if (gatherOut) add(StepKind::kGatherOut, 0, j);  // on the caller's stream, before the slot's next fill
-      if (overlap) {
-        add(StepKind::kRecord, 0, j, kEvCollDone + slot);
-        add(StepKind::kWait, 1, j, kEvCollDone + slot);
-      }
-      add(StepKind::kGemm, gs, j);
-      if (overlap) add(StepKind::kRecord, 1, j, kEvGemmDone + slot);
+      if (padded) out.push_back({StepKind::kPadIn, j});
+      out.push_back({StepKind::kColl, j});
+      if (gatherOut) out.push_back({StepKind::kGatherOut, j});  // before the slot's next fill
+      out.push_back({StepKind::kGemm, j});
     }
   }
-  if (overlap && !rs)  // the caller's stream ends after the last GEMM (the side runs them in order)
-    add(StepKind::kWait, 0, -1, kEvGemmDone + (plan.chunks - 1) % plan.slots);
   return out;
 }
 

@@ -156,28 +156,30 @@ bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::st
 
 namespace ssc::gemm {
 
-// The order of a call's work on the caller's stream (main) and the side stream, as the GPU half
-// issues it (the host half runs the same list in order, ignoring streams). Chunk j's slot is
-// j % plan.slots. Events: kEvStart, then per slot s kEvGemmDone + s and kEvCollDone + s.
+// The order of a call's work, all of it on the caller's stream, as the GPU half issues it (the
+// host half runs the same list in order). Chunk j's slot is j % plan.slots.
+//
+// One stream, never a side stream for the GEMMs: a vendor GEMM running beside a kernel that waits
+// on the peers (the core's zero-copy collectives, the fused waits) in the same process can hang
+// every rank. On the H200 under MPS (16 SMs a rank) both overlapped forms did, at random: the
+// chunked all-gather (a core kernel's blocks waiting on a rank whose SMs the GEMM held) and the
+// fused reduce-scatter of more than one chunk (a producer's GEMM never finishing beside its own
+// stream's wait); CUDA_MODULE_LOADING=EAGER did not change it, so it is not lazy loading
+// (perf/RESULTS.md, session 19; docs/gemm.md). The overlap had not paid either: the chunked
+// variant ran at 0.58x of unfused.
 enum class StepKind {
   kGemm,     // chunk's GEMM pieces (RS: x -> slot; AG: slot -> y)
   kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
   kPadIn,    // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
   kPadOut,   // RS: pad -> this rank's rows of y
-  kGatherOut,  // AG with x_gathered: the chunk's gathered rows, slot -> x_gathered
-  kRecord,   // record `event` on `stream`
-  kWait      // `stream` waits for the last record of `event`
+  kGatherOut  // AG with x_gathered: the chunk's gathered rows, slot -> x_gathered
 };
-constexpr int kEvStart = 0, kEvGemmDone = 1, kEvCollDone = 3, kNumEvents = 5;
 struct Step {
   StepKind kind;
-  int stream;  // 0: the caller's, 1: the side stream
-  int chunk;   // -1 for the start/end steps
-  int event;   // kRecord / kWait only
+  int chunk;
 };
-// The chunked variant with more than one chunk overlaps (GEMMs on the side stream, ordered by
-// events); everything else runs on the caller's stream. Direct (one-rank) plans have no steps.
-// gatherOut: the all-gather's rows are also copied out (sscGemmArgs_t.x_gathered).
+// Direct (one-rank) plans have no steps. gatherOut: the all-gather's rows are also copied out
+// (sscGemmArgs_t.x_gathered).
 std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut = false);
 
 }  // namespace ssc::gemm

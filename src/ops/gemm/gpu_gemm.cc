@@ -1,13 +1,8 @@
 // The GPU backend's half of the fused GEMM-collectives: the chunks' GEMMs on the vendor BLAS
 // (cuBLASLt / hipBLASLt through src/platform/gpu_runtime.h), the collectives through the
-// core's sscReduceScatter / sscAllGather on the caller's stream (zero-copy on registered and
-// plain buffers where the core can), and for the chunked variant the GEMMs on a side stream:
-//
-//   reduce-scatter: GEMM j (side) -> event -> RS j (stream), while GEMM j+1 runs on the side;
-//   all-gather:     AG j (stream) -> event -> GEMM j (side), while AG j+1 runs on the stream.
-//
-// Two workspace slots alternate; a slot is refilled only after the event of the work that read
-// it two chunks ago (the order and the events: schedule() in gemm_plan.cc). Nothing here waits
+// core's sscReduceScatter / sscAllGather (zero-copy on registered and plain buffers where the
+// core can) or the fused kernels, everything on the caller's stream in schedule()'s order
+// (gemm_plan.h says why a vendor GEMM never runs beside a waiting kernel). Nothing here waits
 // for the device on the host.
 #include <algorithm>
 #include <cmath>
@@ -69,10 +64,9 @@ struct Shape {
 
 class GpuGemmState {
  public:
+  // The context's own copies (zeroing the flags, reading them back at destroy): not the null
+  // stream, which could wait behind another communicator's kernel. No op work runs here.
   hipStream_t side = nullptr;
-  hipEvent_t start = nullptr;
-  hipEvent_t gemmDone[2] = {nullptr, nullptr};
-  hipEvent_t collDone[2] = {nullptr, nullptr};
   // The fused variant's wait timeouts: pinned host words {code, peer}, as the kernels see them.
   volatile uint32_t* errHost = nullptr;
   uint32_t* errDevice = nullptr;
@@ -211,8 +205,6 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18) s->timeoutTicks = static_cast<uint64_t>(ticks);
   s->abort = g->comm->backend->deviceAbortWord(g->comm);
   if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) != hipSuccess) s->sms = 1;
-  for (hipEvent_t* e : {&s->start, &s->gemmDone[0], &s->gemmDone[1], &s->collDone[0], &s->collDone[1]})
-    SSC_CHECK(gpuCheck(hipEventCreateWithFlags(e, hipEventDisableTiming), "hipEventCreateWithFlags"));
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
   SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
   return sscSuccess;
@@ -235,8 +227,6 @@ void gpuDestroy(sscGemmContext* g) {
   g->workspace = nullptr;
   GpuGemmState* s = g->gpu;
   if (s == nullptr) return;
-  for (hipEvent_t e : {s->start, s->gemmDone[0], s->gemmDone[1], s->collDone[0], s->collDone[1]})
-    if (e != nullptr) (void)hipEventDestroy(e);
   if (s->side != nullptr) (void)hipStreamDestroy(s->side);
   if (s->errHost != nullptr) (void)hipHostFree(const_cast<uint32_t*>(s->errHost));
 #if defined(STARSCREAM_HAVE_BLASLT)
@@ -251,15 +241,6 @@ namespace {
 
 sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
 
-// The fused GEMM + reduce-scatter (gemm_plan.h). Per chunk: wait until every owner has read
-// what this rank's slot held before (done flags), the chunk's GEMM pieces into the local slot,
-// publish it (ready flag); wait for every rank's ready flag, sum this rank's rows out of the K
-// slots in place (peer mappings) into y, tell each producer (done flag in its workspace). One
-// chunk runs all of it on the caller's stream (publishing and waiting in one launch: at small M
-// every kernel boundary shows); more chunks run the GEMMs on the side stream, so GEMM j + 1
-// overlaps the sum of chunk j. The waits are one-warp kernels, so they never hold the SMs a
-// GEMM needs. Nothing waits at the end for the owners to finish reading: the next call's first
-// wait covers both slots (its plan may lay the slots out differently), and destroy waits too.
 // One GEMM piece of a chunk. A strided batch (one side strided over the ranks' blocks: the
 // reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
 // scratch it becomes one 2D copy and ONE GEMM that reads W once (Plan::scratchBytes).
@@ -296,27 +277,46 @@ void* scratchOf(sscGemmContext* g, const Plan& pl) {
                               : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
 }
 
-sscResult_t earlierTimeout(const GpuGemmState* gs) {
+// The fused waits, as FusedErrorSink::site names them in a timeout's report. The lanes of the
+// gates are readers (q = lane % nranks, two earlier uses at most), of the others producers.
+enum FusedSite : uint32_t { kSiteRsGate = 1, kSiteRsReady, kSiteAgGate, kSiteAgRows };
+
+sscResult_t earlierTimeout(const GpuGemmState* gs, int nranks) {
   if (gs->errHost[0] == 0) return sscSuccess;
-  return fail(sscTimeout, "gemm: an earlier fused call's wait (flag {}) passed STARSCREAM_TIMEOUT: a "
-              "peer is missing or hung; the context's results since then are not valid (destroy it)",
-              gs->errHost[1]);
+  const uint32_t lane = gs->errHost[1], seen = gs->errHost[2], want = gs->errHost[3];
+  const char* what = "a fused wait";
+  switch (gs->errHost[4]) {
+    case kSiteRsGate: what = "GEMM + reduce-scatter, before refilling a slot: the done flag of reader"; break;
+    case kSiteRsReady: what = "GEMM + reduce-scatter, before the sum: the ready flag of producer"; break;
+    case kSiteAgGate: what = "all-gather + GEMM, before the push: the done flag of reader"; break;
+    case kSiteAgRows: what = "all-gather + GEMM, before the GEMM: the rows flag of producer"; break;
+    default: break;
+  }
+  return fail(sscTimeout, "gemm: an earlier fused call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
+              "holds use {}, the wait needs {}): a peer is missing or hung; the context's results "
+              "since then are not valid (destroy it)", what, nranks > 0 ? lane % nranks : lane, seen, want);
 }
 
+gpu::FusedErrorSink sinkAt(const GpuGemmState* gs, FusedSite site) {
+  return gpu::FusedErrorSink{gs->errDevice, gs->timeoutTicks, gs->abort, site};
+}
+
+// The fused GEMM + reduce-scatter (gemm_plan.h), all on the caller's stream. Per chunk: wait
+// until every owner has read what this rank's slot held before (done flags), the chunk's GEMM
+// pieces into the local slot; publish it (ready flag) and wait for every rank's in one launch
+// (at small M every kernel boundary shows), sum this rank's rows out of the K slots in place
+// (peer mappings) into y, tell each producer (done flag in its workspace). More chunks bound
+// the workspace a call needs; they do not overlap within a rank (gemm_plan.h says why), only
+// across ranks (the two slots let a fast rank run one chunk ahead). Nothing waits at the end
+// for the owners to finish reading: the next call's first wait covers both slots (its plan may
+// lay the slots out differently), and destroy waits too.
 sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
   GpuGemmState* gs = g->gpu;
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ob = typeBytes(c.outType);
   const int me = c.rank, K = p.nranks;
-  SSC_CHECK(earlierTimeout(gs));
-  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks, gs->abort};
-  const bool overlap = pl.chunks > 1;
-  const hipStream_t gemmStream = overlap ? gs->side : s;
-  if (overlap) {
-    SSC_CHECK(gpuCheck(hipEventRecord(gs->start, s), "hipEventRecord"));
-    SSC_CHECK(gpuCheck(hipStreamWaitEvent(gs->side, gs->start, 0), "hipStreamWaitEvent"));
-  }
+  SSC_CHECK(earlierTimeout(gs, K));
   const uint32_t* flags[gpu::kFusedMaxWaits];
   uint32_t targets[gpu::kFusedMaxWaits];
   uint32_t* doneAt[gpu::kFusedMaxRanks];
@@ -336,9 +336,10 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
         targets[n] = prev;
       }
     }
-    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sink, gemmStream), "fused wait"));
+    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sinkAt(gs, kSiteRsGate), s),
+                       "fused wait"));
     for (const GemmPiece& piece : chunkPieces(p, pl, j))
-      SSC_CHECK(runPiece(gs, c, c.x, mySlot, piece, scratchOf(g, pl), gemmStream));
+      SSC_CHECK(runPiece(gs, c, c.x, mySlot, piece, scratchOf(g, pl), s));
     uint32_t* myReady = fusedReady(g, me, slot);
     for (int q = 0; q < K; ++q) {
       flags[q] = fusedReady(g, q, slot);
@@ -346,8 +347,7 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
       doneAt[q] = fusedDone(g, q, slot, me);
       srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
     }
-    if (overlap) SSC_CHECK(launched(gpu::launchFusedSignal(&myReady, 1, use, gs->side), "fused signal"));
-    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, K, overlap ? nullptr : myReady, use, sink, s),
+    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, K, myReady, use, sinkAt(gs, kSiteRsReady), s),
                        "fused wait"));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     if (mine > 0)
@@ -356,14 +356,10 @@ sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
                                                 c.outType == sscBfloat16, 4 * gs->sms, s), "fused reduce"));
     SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
   }
-  if (!overlap) return sscSuccess;
-  // The caller's stream ends after the side stream's last work (it reads x and w).
-  SSC_CHECK(gpuCheck(hipEventRecord(gs->gemmDone[0], gs->side), "hipEventRecord"));
-  return gpuCheck(hipStreamWaitEvent(s, gs->gemmDone[0], 0), "hipStreamWaitEvent");
+  return sscSuccess;
 }
 
-// The fused all-gather + GEMM (gemm_plan.h), all on the caller's stream: no collective call, no
-// side stream (on MPS partitions the SMs are shared, so a second stream hides nothing).
+// The fused all-gather + GEMM (gemm_plan.h), all on the caller's stream: no collective call.
 //   push:     [wait the slot's readers, then store my rows into every rank's slot] ->
 //             [from flags in every rank, wait for every rank's] -> one GEMM over my slot -> done
 //   per rank: [wait the slot's readers, then copy my rows into my slot] -> from flags ->
@@ -378,8 +374,7 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
   const Plan& pl = c.plan;
   const size_t ib = typeBytes(c.inType);
   const int me = c.rank, K = p.nranks;
-  SSC_CHECK(earlierTimeout(gs));
-  const gpu::FusedErrorSink sink{gs->errDevice, gs->timeoutTicks, gs->abort};
+  SSC_CHECK(earlierTimeout(gs, K));
   const uint32_t use = ++g->fusedUses;
   const int fi = static_cast<int>(use % 2);
   const size_t slotOff = (use % pl.slots) * pl.slotBytes;
@@ -396,7 +391,7 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
   int nd = 0;
   for (int q = 0; q < K; ++q)
     if (!pl.agPerRank || q == me) dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
-  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sink, c.x, dsts, nd, own.count * p.k * ib,
+  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sinkAt(gs, kSiteAgGate), c.x, dsts, nd, own.count * p.k * ib,
                                           4 * gs->sms, s), "fused push"));
   uint32_t* from[gpu::kFusedMaxRanks];
   const uint32_t* mine[gpu::kFusedMaxRanks];
@@ -408,7 +403,8 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
   }
   const void* local = cbyte(g->workspace, slotOff);
   if (!pl.agPerRank) {
-    SSC_CHECK(launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sink, s), "fused wait"));
+    SSC_CHECK(launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s),
+                       "fused wait"));
     GemmPiece all;
     all.rows = p.m;
     SSC_CHECK(gs->matmul(c, local, c.y, all, s));
@@ -423,7 +419,7 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
       g0.dRow = own.first;
       SSC_CHECK(gs->matmul(c, c.x, c.y, g0, s));
     }
-    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sink, s), "fused wait"));
+    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s), "fused wait"));
     for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
       const int q = (me + i) % K;
       const RowRange r = rowShard(p.m, K, q);
@@ -470,21 +466,11 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
     return p.op == Op::kAllGather ? runFusedAllGather(g, c, s) : runFused(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
-  hipEvent_t events[kNumEvents] = {gs->start, gs->gemmDone[0], gs->gemmDone[1], gs->collDone[0], gs->collDone[1]};
   const bool rs = p.op == Op::kReduceScatter;
-  // The order and the events come from schedule() (gemm_plan.cc), whose happens-before
-  // guarantees tests/ops/gemm checks: a chunk's collective after its GEMM (or the reverse), a
-  // slot refilled only after the work that read it, the caller's stream last.
+  // The order comes from schedule() (gemm_plan.cc), whose guarantees tests/ops/gemm checks: a
+  // chunk's collective after its GEMM (or the reverse), a slot refilled only after the work that
+  // read it.
   for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
-    const hipStream_t on = st.stream == 0 ? s : gs->side;
-    if (st.kind == StepKind::kRecord) {
-      SSC_CHECK(gpuCheck(hipEventRecord(events[st.event], on), "hipEventRecord"));
-      continue;
-    }
-    if (st.kind == StepKind::kWait) {
-      SSC_CHECK(gpuCheck(hipStreamWaitEvent(on, events[st.event], 0), "hipStreamWaitEvent"));
-      continue;
-    }
     const int j = st.chunk;
     const ChunkRows cr = chunkRows(pl, j);
     void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
@@ -493,10 +479,10 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
     switch (st.kind) {
       case StepKind::kGemm:
         for (const GemmPiece& piece : chunkPieces(p, pl, j))
-          SSC_CHECK(rs ? runPiece(gs, c, c.x, slot, piece, scratchOf(g, pl), on)
-                       : runPiece(gs, c, slot, c.y, piece, scratchOf(g, pl), on));
+          SSC_CHECK(rs ? runPiece(gs, c, c.x, slot, piece, scratchOf(g, pl), s)
+                       : runPiece(gs, c, slot, c.y, piece, scratchOf(g, pl), s));
         break;
-      case StepKind::kColl:  // always on the caller's stream, where the communicator orders it
+      case StepKind::kColl:
         if (rs) {
           void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
           SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
@@ -508,7 +494,7 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
       case StepKind::kPadIn:
         if (mine > 0)
           SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
-                                            hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
+                                            hipMemcpyDeviceToDevice, s), "hipMemcpyAsync"));
         break;
       case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
         for (const GemmPiece& g : chunkPieces(p, pl, j)) {
@@ -517,16 +503,14 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
                                               std::max<size_t>(g.dStride, g.rows) * rowBytes,
                                               cbyte(slot, g.aRow * rowBytes),
                                               std::max<size_t>(g.aStride, g.rows) * rowBytes,
-                                              g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, on),
+                                              g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, s),
                              "hipMemcpy2DAsync"));
         }
         break;
       case StepKind::kPadOut:
         if (mine > 0)
           SSC_CHECK(gpuCheck(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
-                                            hipMemcpyDeviceToDevice, on), "hipMemcpyAsync"));
-        break;
-      default:
+                                            hipMemcpyDeviceToDevice, s), "hipMemcpyAsync"));
         break;
     }
   }

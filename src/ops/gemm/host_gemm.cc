@@ -191,10 +191,8 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
     return p.op == Op::kAllGather ? hostRunFusedAllGather(g, c) : hostRunFused(g, c);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
-  // The GPU half's schedule, run in its list order (a valid serial order); streams and events
-  // mean nothing here.
+  // The GPU half's schedule, in its order.
   for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
-    if (st.kind == StepKind::kRecord || st.kind == StepKind::kWait) continue;
     const int j = st.chunk;
     const ChunkRows cr = chunkRows(pl, j);
     void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;

@@ -130,6 +130,14 @@ TEST(GemmPlanRule, FusedReduceScatterOnly) {
   EXPECT_EQ(pl.slots, 2);
   ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
   EXPECT_EQ(pl.chunks, 3);
+  // Large: still one chunk where the workspace holds it (chunks do not overlap, they only add
+  // waits); as many as the workspace needs where it does not.
+  const Problem big = problem(Op::kReduceScatter, 4096, 7168, 64, 8);
+  ASSERT_TRUE(makePlan(big, SSC_GEMM_FUSED, 0, size_t{1} << 30, &pl, &why)) << why;
+  EXPECT_EQ(pl.chunks, 1);
+  ASSERT_TRUE(makePlan(big, SSC_GEMM_FUSED, 0, size_t{40} << 20, &pl, &why)) << why;
+  EXPECT_GE(pl.chunks, 3);
+  EXPECT_LE(static_cast<size_t>(pl.slots) * pl.slotBytes + pl.padBytes + pl.scratchBytes, size_t{40} << 20);
   // Refused where it is not built, with the reason.
   EXPECT_FALSE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
   EXPECT_NE(why.find("mapped"), std::string::npos) << why;
