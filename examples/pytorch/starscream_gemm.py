@@ -117,7 +117,7 @@ def _dtype(t):
 
 
 class Gemm:
-    """An sscGemm_t context on comm (its scratch, BLAS handle and side stream)."""
+    """An sscGemm_t context on comm (its workspace and BLAS handle)."""
 
     def __init__(self, comm, workspace_bytes=0):
         class Config(ctypes.Structure):

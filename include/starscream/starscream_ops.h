@@ -280,9 +280,8 @@ sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t
  * Both ops are collective over the context's communicator: every rank calls with the same m, n,
  * k, types, flags, variant and chunks, and its own pointers (device memory on the GPU backends).
  * Calls on one context must be issued on one stream (or synchronized in between): the context
- * owns the scratch they use. The GPU backend queues everything on `stream` (the GEMMs of the
- * chunked variant on a side stream ordered by events) and never waits for the device; the host
- * backend finishes before returning.
+ * owns the scratch they use. The GPU backend queues everything on `stream` and never waits for
+ * the device; the host backend finishes before returning.
  */
 
 /** Rows [*first_row, *first_row + *num_rows) of an m-row matrix owned by rank of nranks (the
@@ -292,11 +291,11 @@ sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
 
 /** How a call runs. */
 typedef enum {
-  SSC_GEMM_AUTO = 0,     /* the measured rule in docs/gemm.md (on the H200: unfused; chunks
-                            when args.chunks >= 2 asks for them) */
+  SSC_GEMM_AUTO = 0,     /* the measured rule in docs/gemm.md (on the H200 at 8 ranks: fused
+                            at large M, else unfused; chunks when args.chunks >= 2 asks) */
   SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
-  SSC_GEMM_CHUNKED = 2,  /* row chunks: the GEMM of one chunk on a side stream overlaps the
-                            collective of another */
+  SSC_GEMM_CHUNKED = 2,  /* row chunks, each its GEMM and its collective in turn (no overlap
+                            within a rank: docs/gemm.md says why) */
   SSC_GEMM_FUSED = 3     /* up to 16 ranks, no collective call; the context's workspace is mapped
                             into the peers and per-chunk flags order the ranks.
                             sscGemmReduceScatter: each rank's GEMM writes a chunk into its
@@ -366,7 +365,7 @@ typedef struct sscGemmArgs_v1 {
 typedef struct sscGemmContext* sscGemm_t;
 
 /** Creates a context on comm (local: no communication): scratch, and on the GPU backends the
-    BLAS handle (cuBLASLt / hipBLASLt), a side stream and events. comm must outlive it. */
+    BLAS handle (cuBLASLt / hipBLASLt) and a stream for its own setup copies. comm must outlive it. */
 sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config, sscGemm_t* gemm);
 /** Frees it; work queued with it must have finished. NULL is a no-op. */
 sscResult_t sscGemmDestroy(sscGemm_t gemm);

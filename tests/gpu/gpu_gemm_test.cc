@@ -231,7 +231,8 @@ int main(int argc, char** argv) {
     }
   for (bool rs : {true, false})
     runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 0, 0, true});
-  // Shapes where the rule picks chunks by itself (>= 2 x 16 MiB moved), rows sampled.
+  // Large shapes under AUTO and forced fused, rows sampled. At 8 ranks AUTO runs the two
+  // all-gathers with M >= 4096 and K >= 3584 in the fused per-rank form (autoPicksFused).
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
   runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24});

@@ -27,10 +27,25 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 }  // namespace
 
+// Measured on the H200 at K = 8 MPS partitions, bf16 (perf/RESULTS.md session 19, call AF: the
+// whole TP8 table, every variant of both ops in one run). Where a fused form beat unfused:
+//  - all-gather, one GEMM per source rank reading the peers' rows in place: at M = 16384 in
+//    every layer (1.11-1.86x) and at M = 4096 where K >= 3584 (1.14-1.75x); it lost at
+//    M <= 1024 everywhere and at M = 4096 with K <= 2880 (its 8 GEMM launches and W read 8
+//    times outweigh the copy it saves);
+//  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
+//    below.
+// Other rank counts were not measured: unfused there. The push form never won.
 bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank) {
-  (void)p, (void)otherwise;
   *perRank = false;
-  return false;
+  if (p.nranks != 8 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1) return false;
+  if (p.op == Op::kAllGather) {
+    // x_gathered needs the push form, which never won.
+    if (p.gatherOut || !(p.m >= 16384 || (p.m >= 4096 && p.k >= 3584))) return false;
+    *perRank = true;
+    return true;
+  }
+  return p.m >= 16384 && p.n >= 7168;
 }
 
 namespace {
@@ -162,7 +177,9 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
       p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank)) {
     Plan fused;
     std::string ignored;
-    if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true)) {
+    // The measured fused reduce-scatter ran in one chunk: a workspace that needs more keeps unfused.
+    if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
+        (p.op == Op::kAllGather || fused.chunks == 1)) {
       fused.reason = "the measured rule picks the fused variant (" + pl.reason + ")";
       pl = fused;
     }

@@ -58,10 +58,12 @@ TEST(GemmPlanRule, SmallCallsRunUnfused) {
 TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   Plan pl;
   std::string why;
-  // 16384 x 8192 bf16 = 256 MiB reduce-scattered. AUTO: unfused (chunking measured slower on
-  // the H200); forced chunked: at most kMaxChunks chunks of at least kMinChunkBytes.
+  // 16384 x 8192 bf16 = 256 MiB reduce-scattered. AUTO: never chunked (measured slower on the
+  // H200; this shape runs fused where the workspace holds it in one chunk, unfused elsewhere:
+  // AutoPicksFusedWhereMeasured); forced chunked: at most kMaxChunks chunks of at least
+  // kMinChunkBytes.
   const Problem p = problem(Op::kReduceScatter, 16384, 8192, 128, 8);
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why));
+  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why, false));
   EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
   EXPECT_EQ(pl.chunks, 1);
   ASSERT_TRUE(makePlan(p, SSC_GEMM_CHUNKED, 0, size_t{1} << 30, &pl, &why));
@@ -118,6 +120,57 @@ TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes, size_t{(4 + 1) * 20 * 7});
   EXPECT_FALSE(makePlan(p, SSC_GEMM_UNFUSED, 0, 99, &pl, &why));
   EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
+}
+
+TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
+  // The shapes of session 19's table (autoPicksFused, gemm_plan.cc) and their neighbours.
+  struct Want {
+    Op op;
+    int64_t m, n, k;
+    int nranks;
+    size_t workspace;
+    int variant;    // what AUTO runs
+    bool perRank;   // all-gather: the per-rank form
+  };
+  const size_t gib = size_t{1} << 30;
+  const Want cases[] = {
+      {Op::kAllGather, 4096, 896, 8192, 8, gib, SSC_GEMM_FUSED, true},     // 70b.gate_up, 1.75x
+      {Op::kAllGather, 4096, 1024, 3584, 8, gib, SSC_GEMM_FUSED, true},    // 70b.down, 1.25x
+      {Op::kAllGather, 16384, 360, 512, 8, gib, SSC_GEMM_FUSED, true},     // gptoss.o, 1.11x
+      {Op::kAllGather, 4096, 80, 2880, 8, gib, SSC_GEMM_UNFUSED, false},   // gptoss.qkv lost
+      {Op::kAllGather, 1024, 896, 8192, 8, gib, SSC_GEMM_UNFUSED, false},  // every M = 1024 lost
+      {Op::kAllGather, 4096, 896, 8192, 4, gib, SSC_GEMM_UNFUSED, false},  // K = 4: not measured
+      {Op::kAllGather, 16384, 1664, 16384, 8, kDefaultWorkspaceBytes, SSC_GEMM_UNFUSED, false},  // X > workspace
+      {Op::kReduceScatter, 16384, 7168, 1024, 8, gib, SSC_GEMM_FUSED, false},  // 70b.gate_up, 1.09x
+      {Op::kReduceScatter, 16384, 2304, 2048, 8, gib, SSC_GEMM_UNFUSED, false},  // 405b.qkv lost
+      {Op::kReduceScatter, 4096, 8192, 128, 8, gib, SSC_GEMM_UNFUSED, false},    // M = 4096 lost
+      {Op::kReduceScatter, 16384, 8192, 128, 8, kDefaultWorkspaceBytes, SSC_GEMM_UNFUSED, false},  // 2+ chunks
+  };
+  for (const Want& w : cases) {
+    SCOPED_TRACE(testing::Message() << (w.op == Op::kAllGather ? "ag" : "rs") << " m " << w.m << " n " << w.n
+                                    << " k " << w.k << " ranks " << w.nranks << " workspace " << w.workspace);
+    Plan pl;
+    std::string why;
+    ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 0, w.workspace, &pl, &why)) << why;
+    EXPECT_EQ(pl.variant, w.variant) << pl.reason;
+    if (w.variant == SSC_GEMM_FUSED) {
+      EXPECT_EQ(pl.agPerRank, w.perRank);
+      EXPECT_EQ(pl.chunks, w.perRank ? w.nranks : 1);
+      EXPECT_NE(pl.reason.find("measured rule"), std::string::npos) << pl.reason;
+    }
+    // Never where the workspace cannot be mapped into the peers, nor with chunks asked for.
+    ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 0, w.workspace, &pl, &why, false));
+    EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
+    ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 2, w.workspace, &pl, &why));
+    EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  }
+  // x_gathered wants the push form, which never won: unfused.
+  Problem g = problem(Op::kAllGather, 4096, 896, 8192, 8);
+  g.gatherOut = true;
+  Plan pl;
+  std::string why;
+  ASSERT_TRUE(makePlan(g, SSC_GEMM_AUTO, 0, gib, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
 }
 
 TEST(GemmPlanRule, FusedReduceScatterOnly) {
