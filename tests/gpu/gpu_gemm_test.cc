@@ -244,9 +244,12 @@ int main(int argc, char** argv) {
   // side stream beside a kernel waiting on the peers; the fused reduce-scatter of llama70b.o and
   // gate_up at M = 4096 in 4 and 3 chunks, the chunked all-gather of llama70b.qkv), 20 calls
   // back to back each: a hang here fails the run at STARSCREAM_TIMEOUT.
-  runCase(comm, stream, {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 4, 0, 8, 0, false, 20});
-  runCase(comm, stream, {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 3, 0, 8, 0, false, 20});
-  runCase(comm, stream, {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 4, 0, 8, 0, false, 20});
+  runCase(comm, stream, {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 4, 0, 8, 0, false,
+                         20});
+  runCase(comm, stream, {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 3, 0, 8, 0, false,
+                         20});
+  runCase(comm, stream, {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 4, 0, 8, 0, false,
+                         20});
   // Chunked with a scratch (one GEMM per chunk), rows sampled.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});

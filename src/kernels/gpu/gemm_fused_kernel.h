@@ -21,7 +21,6 @@ struct FusedErrorSink {
   const uint32_t* abort;  // the communicator's abort word (non-zero: sscCommAbort ran); may be null
   uint32_t site = 0;  // which wait of the op this launch is (the host's names: gpu_gemm.cc)
 };
-constexpr int kFusedErrWords = 5;
 
 constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
 

@@ -67,7 +67,8 @@ class GpuGemmState {
   // The context's own copies (zeroing the flags, reading them back at destroy): not the null
   // stream, which could wait behind another communicator's kernel. No op work runs here.
   hipStream_t side = nullptr;
-  // The fused variant's wait timeouts: pinned host words {code, peer}, as the kernels see them.
+  // The fused variant's wait timeouts: pinned host words {code, lane, seen, target, site}
+  // (FusedErrorSink), as the kernels see them.
   volatile uint32_t* errHost = nullptr;
   uint32_t* errDevice = nullptr;
   uint64_t timeoutTicks = 0;
@@ -391,8 +392,8 @@ sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
   int nd = 0;
   for (int q = 0; q < K; ++q)
     if (!pl.agPerRank || q == me) dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
-  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sinkAt(gs, kSiteAgGate), c.x, dsts, nd, own.count * p.k * ib,
-                                          4 * gs->sms, s), "fused push"));
+  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sinkAt(gs, kSiteAgGate), c.x, dsts, nd,
+                                          own.count * p.k * ib, 4 * gs->sms, s), "fused push"));
   uint32_t* from[gpu::kFusedMaxRanks];
   const uint32_t* mine[gpu::kFusedMaxRanks];
   uint32_t at[gpu::kFusedMaxRanks];
