@@ -8,6 +8,8 @@
 // PASS/FAIL line per case with the worst error over all ranks; SKIPPED without a GPU.
 //
 //   mpirun -np 4 build/bin/gpu_gemm_test        (or tools/emulate/partition-run.sh 4 ...)
+//   ... gpu_gemm_test --only 'gemm_rs m=4096'    (the cases whose name contains the text: a
+//                                                 failing case alone, e.g. under a profiler)
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@ namespace {
 
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
+std::string g_only;  // --only: run the cases whose name contains this
 
 using ssc::test::fromStorage;
 using ssc::test::seededMatrix;
@@ -51,7 +54,18 @@ struct Case {
   int calls = 2;      // back to back on the stream before the check
 };
 
+// The name --only matches: op, shape, types and the variant and chunks asked for.
+std::string caseName(const Case& c) {
+  char b[200];
+  std::snprintf(b, sizeof(b), "%s m=%lld n=%lld k=%lld %s->%s variant=%d chunks=%d ws=%zu",
+                c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m, (long long)c.n, (long long)c.k,
+                c.dtype == sscBfloat16 ? "bf16" : "fp16", c.out == sscFloat32 ? "fp32" : "same", c.variant,
+                c.chunks, c.workspace);
+  return b;
+}
+
 void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
+  if (!g_only.empty() && caseName(c).find(g_only) == std::string::npos) return;
   int64_t first = 0, rows = 0;
   CHECK_SSC(sscGemmRowShard(c.m, g_nranks, g_rank, &first, &rows));
   const uint32_t base = static_cast<uint32_t>(c.m * 1000003 + c.n * 1009 + c.k * 13 + c.kn);
@@ -185,6 +199,15 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
 
 int main(int argc, char** argv) {
   if (!startGpuRank(&argc, &argv, "gpu_gemm_test", &g_rank, &g_nranks)) return 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
+      g_only = argv[++i];
+    } else {
+      if (g_rank == 0) std::fprintf(stderr, "usage: gpu_gemm_test [--only TEXT]\n");
+      MPI_Finalize();
+      return 2;
+    }
+  }
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
