@@ -14,26 +14,13 @@
 namespace ssc::gemm {
 namespace {
 
-// reach[a][b]: a happens before b (a comes first in the list: one stream runs it in order).
-struct Graph {
-  std::vector<Step> steps;
-  std::vector<std::vector<bool>> reach;
-};
+// One stream runs the list in order: step a happens before step b when a comes first.
+bool before(size_t a, size_t b) { return a < b; }
 
-Graph build(const std::vector<Step>& list) {
-  Graph g;
-  g.steps = list;
-  const size_t n = g.steps.size();
-  g.reach.assign(n, std::vector<bool>(n, false));
-  for (size_t a = 0; a < n; ++a)
-    for (size_t b = a + 1; b < n; ++b) g.reach[a][b] = true;
-  return g;
-}
-
-std::vector<size_t> find(const Graph& g, StepKind k, int chunk) {
+std::vector<size_t> find(const std::vector<Step>& g, StepKind k, int chunk) {
   std::vector<size_t> out;
-  for (size_t i = 0; i < g.steps.size(); ++i)
-    if (g.steps[i].kind == k && g.steps[i].chunk == chunk) out.push_back(i);
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i].kind == k && g[i].chunk == chunk) out.push_back(i);
   return out;
 }
 
@@ -47,13 +34,13 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool
   Plan pl;
   std::string why;
   ASSERT_TRUE(makePlan(p, variant, chunks, size_t{1} << 20, &pl, &why)) << why;
-  const Graph g = build(schedule(p, pl, rank, gatherOut));
+  const std::vector<Step> g = schedule(p, pl, rank, gatherOut);
   const bool rs = op == Op::kReduceScatter;
   for (int j = 0; j < pl.chunks; ++j) {
     const auto gemm = find(g, StepKind::kGemm, j), coll = find(g, StepKind::kColl, j);
     ASSERT_EQ(gemm.size(), 1u);
     ASSERT_EQ(coll.size(), 1u);
-    EXPECT_TRUE(rs ? g.reach[gemm[0]][coll[0]] : g.reach[coll[0]][gemm[0]]) << "chunk " << j;
+    EXPECT_TRUE(rs ? before(gemm[0], coll[0]) : before(coll[0], gemm[0])) << "chunk " << j;
     const bool padded = ownChunkRows(p, pl, j, rank) < chunkRows(pl, j).rows;
     const auto padIn = find(g, StepKind::kPadIn, j), padOut = find(g, StepKind::kPadOut, j);
     EXPECT_EQ(padIn.size(), !rs && padded ? 1u : 0u);
@@ -62,16 +49,16 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool
     const auto out = find(g, StepKind::kGatherOut, j);
     EXPECT_EQ(out.size(), gatherOut ? 1u : 0u);
     if (!out.empty()) {
-      EXPECT_TRUE(g.reach[coll[0]][out[0]]);
+      EXPECT_TRUE(before(coll[0], out[0]));
       if (j + pl.slots < pl.chunks) {
-        EXPECT_TRUE(g.reach[out[0]][find(g, StepKind::kColl, j + pl.slots)[0]]);
+        EXPECT_TRUE(before(out[0], find(g, StepKind::kColl, j + pl.slots)[0]));
       }
     }
     if (!padIn.empty()) {
-      EXPECT_TRUE(g.reach[padIn[0]][coll[0]]);
+      EXPECT_TRUE(before(padIn[0], coll[0]));
     }
     if (!padOut.empty()) {
-      EXPECT_TRUE(g.reach[coll[0]][padOut[0]]);
+      EXPECT_TRUE(before(coll[0], padOut[0]));
     }
     // Every later chunk on the same slot writes it only after this chunk's reader, and every
     // later use of the pad comes after this chunk's.
@@ -79,11 +66,11 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool
       const size_t writer = rs ? find(g, StepKind::kGemm, later)[0] : find(g, StepKind::kColl, later)[0];
       const size_t reader = rs ? coll[0] : gemm[0];
       if (later % pl.slots == j % pl.slots) {
-        EXPECT_TRUE(g.reach[reader][writer]) << "slot of chunk " << j << " rewritten by chunk " << later;
+        EXPECT_TRUE(before(reader, writer)) << "slot of chunk " << j << " rewritten by chunk " << later;
       }
       for (size_t a : padIn.empty() ? padOut : padIn)
         for (StepKind k : {StepKind::kPadIn, StepKind::kPadOut})
-          for (size_t b : find(g, k, later)) EXPECT_TRUE(g.reach[a][b]);
+          for (size_t b : find(g, k, later)) EXPECT_TRUE(before(a, b));
     }
   }
 }
