@@ -295,7 +295,7 @@ sscResult_t earlierTimeout(const GpuGemmState* gs, int nranks) {
   }
   return fail(sscTimeout, "gemm: an earlier fused call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
               "holds use {}, the wait needs {}): a peer is missing or hung; the context's results "
-              "since then are not valid (destroy it)", what, nranks > 0 ? lane % nranks : lane, seen, want);
+              "since then are not valid (destroy it)", what, lane % nranks, seen, want);
 }
 
 gpu::FusedErrorSink sinkAt(const GpuGemmState* gs, FusedSite site) {
