@@ -10,11 +10,14 @@
 //   mpirun -np 4 build/bin/gpu_gemm_test        (or tools/emulate/partition-run.sh 4 ...)
 //   ... gpu_gemm_test --only 'gemm_rs m=4096'    (the cases whose name contains the text: a
 //                                                 failing case alone, e.g. under a profiler)
+//   ... gpu_gemm_test --calls 1 --rows 0         (every case one call, every row checked)
+// A failed case also prints, rank by rank, which checked rows were wrong.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +32,8 @@ namespace {
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
 std::string g_only;  // --only: run the cases whose name contains this
+int g_calls = 0;     // --calls N: every case runs N calls (0: the case's own count)
+int g_rows = -1;     // --rows N: check N sampled rows of every case, 0 every row (-1: the case's)
 
 using ssc::test::fromStorage;
 using ssc::test::seededMatrix;
@@ -62,6 +67,33 @@ std::string caseName(const Case& c) {
                 c.dtype == sscBfloat16 ? "bf16" : "fp16", c.out == sscFloat32 ? "fp32" : "same", c.variant,
                 c.chunks, c.workspace);
   return b;
+}
+
+// A failed case: each rank in turn says which of the rows it checked were wrong (row of y; an
+// all-gather's row also as block q of the row shard, offset within it), so a failure points at
+// the chunk and the rank block whose data went wrong.
+void reportBadRows(const Case& c, size_t checked, const std::vector<int64_t>& bad, int64_t nans, int64_t own) {
+  const int64_t block = (c.m + g_nranks - 1) / g_nranks;
+  for (int r = 0; r < g_nranks; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (r != g_rank) continue;
+    std::string rows;
+    char b[64];
+    for (size_t i = 0; i < bad.size() && i < 12; ++i) {
+      if (c.rs) std::snprintf(b, sizeof(b), " %lld", (long long)bad[i]);
+      else std::snprintf(b, sizeof(b), " %lld(%lld:%lld)", (long long)bad[i], (long long)(bad[i] / block),
+                         (long long)(bad[i] % block));
+      rows += b;
+    }
+    if (bad.size() > 12) {
+      std::snprintf(b, sizeof(b), " ... %lld", (long long)bad.back());
+      rows += b;
+    }
+    std::printf("  rank %d (owns %lld rows): %zu of %zu checked rows wrong, %lld NaN elements;%s\n", g_rank,
+                (long long)own, bad.size(), checked, (long long)nans, rows.c_str());
+    std::fflush(stdout);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
@@ -127,7 +159,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   int variant = -1, chunks = -1;
   CHECK_SSC(sscGemmQueryPlan(gemm, c.rs ? 0 : 1, &a, &variant, &chunks));
   // At least twice: the second call reuses the workspace slots and flags of the first.
-  for (int rep = 0; rep < c.calls; ++rep)
+  const int calls = g_calls > 0 ? g_calls : c.calls;
+  for (int rep = 0; rep < calls; ++rep)
     CHECK_SSC(c.rs ? sscGemmReduceScatter(gemm, &a, stream) : sscAllGatherGemm(gemm, &a, stream));
   CHECK_GPU(hipStreamSynchronize(stream));
   std::vector<unsigned char> got(yRows * c.n * ob);
@@ -141,15 +174,21 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
     ws.push_back(c.rs ? wOf(q) : wMine);
   }
   std::vector<int64_t> check;
-  if (c.sampleRows == 0 || yRows <= c.sampleRows + 2) {
+  const int sampleRows = g_rows >= 0 ? g_rows : c.sampleRows;
+  if (sampleRows == 0 || yRows <= sampleRows + 2) {
     for (int64_t i = 0; i < yRows; ++i) check.push_back(i);
   } else {
     std::mt19937 rng(99 + g_rank);
     check = {0, yRows - 1};
-    for (int s = 0; s < c.sampleRows; ++s) check.push_back(std::uniform_int_distribution<int64_t>(0, yRows - 1)(rng));
+    for (int s = 0; s < sampleRows; ++s) check.push_back(std::uniform_int_distribution<int64_t>(0, yRows - 1)(rng));
   }
+  std::sort(check.begin(), check.end());
+  check.erase(std::unique(check.begin(), check.end()), check.end());
   double worst = 0;  // error / tolerance
-  for (int64_t i : check)
+  std::vector<int64_t> badRows;  // rows of y with an element past its tolerance
+  int64_t nans = 0;
+  for (int64_t i : check) {
+    bool bad = false;
     for (int64_t j = 0; j < c.n; ++j) {
       const int64_t row = c.rs ? first + i : i;
       double val = 0, mag = 0;
@@ -169,7 +208,11 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
       const double tol = mag * eps * (terms + 2) + 1e-5;
       const double e = std::fabs(v - val) / tol;
       worst = std::isfinite(e) ? std::max(worst, e) : 1e30;
+      bad = bad || !(e <= 1.0);
+      nans += std::isfinite(v) ? 0 : 1;
     }
+    if (bad) badRows.push_back(i);
+  }
   if (gathered != nullptr) {  // the gathered X, bit for bit
     std::vector<uint16_t> gx(c.m * c.k);
     if (!gx.empty()) CHECK_GPU(hipMemcpy(gx.data(), gathered, gx.size() * 2, hipMemcpyDeviceToHost));
@@ -180,6 +223,7 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   MPI_Allreduce(&worst, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   const bool ok = all <= 1.0;
   if (!ok && g_rank == 0) ++g_failures;  // every rank knows the verdict (all): count it once
+  if (!ok) reportBadRows(c, check.size(), badRows, nans, rows);
   if (g_rank == 0)
     std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
                 ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
@@ -200,10 +244,15 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
 int main(int argc, char** argv) {
   if (!startGpuRank(&argc, &argv, "gpu_gemm_test", &g_rank, &g_nranks)) return 0;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
+    const std::string arg = argv[i];
+    if (arg == "--only" && i + 1 < argc) {
       g_only = argv[++i];
+    } else if (arg == "--calls" && i + 1 < argc) {
+      g_calls = std::atoi(argv[++i]);
+    } else if (arg == "--rows" && i + 1 < argc) {
+      g_rows = std::atoi(argv[++i]);
     } else {
-      if (g_rank == 0) std::fprintf(stderr, "usage: gpu_gemm_test [--only TEXT]\n");
+      if (g_rank == 0) std::fprintf(stderr, "usage: gpu_gemm_test [--only TEXT] [--calls N] [--rows N]\n");
       MPI_Finalize();
       return 2;
     }
