@@ -65,6 +65,13 @@ constexpr Variable kVariables[] = {
      "share of the query heads over every rank's pages, read in place: one node, pools mapped "
      "at sscKvCacheCreate) or auto (kv once a rank's rows fill its SMs, docs/attention.md). "
      "Read at sscKvCacheCreate; kv where it cannot run falls back to partials."},
+    {"STARSCREAM_GEMM_PROBE", "auto",
+     "Whether the GEMM ops (starscream_ops.h) run the vendor BLAS's algorithm for each new GEMM "
+     "shape once on zero inputs and take the heuristic's next one when it leaves output "
+     "unwritten: on, off, or auto (on when CUDA_MPS_ACTIVE_THREAD_PERCENTAGE caps the process "
+     "below 100 %: under such a cap the H200's cuBLASLt returned algorithms that skip whole "
+     "tiles and report success, docs/gemm.md). Costs one GEMM and a stream sync per new shape. "
+     "Read at sscGemmCreate."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_CHECK", "0",
      "1: checked mode. Before any data of a collective moves, its ranks compare the call "
@@ -101,6 +108,7 @@ constexpr Rule kRules[] = {
     {"STARSCREAM_BACKEND", Shape::kChoice, "auto,gpu,host"},
     {"STARSCREAM_ZERO_COPY_GRID", Shape::kChoice, "auto,bulk,wide"},
     {"STARSCREAM_ATTN_PREFILL", Shape::kChoice, "auto,partials,kv"},
+    {"STARSCREAM_GEMM_PROBE", Shape::kChoice, "auto,on,off"},
     {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},

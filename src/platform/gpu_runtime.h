@@ -50,6 +50,8 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree
+#define hipMallocAsync cudaMallocAsync
+#define hipFreeAsync cudaFreeAsync
 #define hipMemset cudaMemset
 #define hipMemsetAsync cudaMemsetAsync
 #define hipMemcpy cudaMemcpy

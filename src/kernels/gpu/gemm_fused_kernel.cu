@@ -277,4 +277,27 @@ int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBy
   return bf16 ? addBiasAs<Bf16Traits>(y, bias, rows, n, s) : addBiasAs<HalfTraits>(y, bias, rows, n, s);
 }
 
+namespace {
+
+__global__ void countNonZeroKernel(const unsigned char* base, size_t entryBytes, size_t strideBytes,
+                                   size_t total, unsigned long long* count) {
+  unsigned long long mine = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    mine += base[(i / entryBytes) * strideBytes + i % entryBytes] != 0;
+  if (mine != 0) atomicAdd(count, mine);
+}
+
+}  // namespace
+
+int launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, int entries,
+                       unsigned long long* count, int maxBlocks, void* stream) {
+  const size_t total = entryBytes * static_cast<size_t>(entries > 0 ? entries : 0);
+  if (total == 0) return 0;
+  size_t blocks = std::min<size_t>((total + 255) / 256, static_cast<size_t>(std::max(1, maxBlocks)));
+  countNonZeroKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(
+      static_cast<const unsigned char*>(base), entryBytes, strideBytes, total, count);
+  return static_cast<int>(hipGetLastError());
+}
+
 }  // namespace ssc::gpu

@@ -60,4 +60,10 @@ int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elem
 int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes, bool bf16,
                   void* stream);
 
+// *count += the bytes that are not zero in `entries` runs of entryBytes bytes, run e starting at
+// base + e * strideBytes (the rows a strided-batch GEMM writes). The GEMM ops' probe of a vendor
+// algorithm (gpu_gemm_probe.h): *count must be device memory the caller zeroed.
+int launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, int entries,
+                       unsigned long long* count, int maxBlocks, void* stream);
+
 }  // namespace ssc::gpu

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "src/api/api.h"
+#include "src/core/env.h"
 #include "src/core/futex_wait.h"
 #include "src/core/log.h"
 #include "src/device/backend.h"
@@ -253,6 +255,8 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->backend = comm->backend;
     g->device = comm->device;
     g->onGpu = comm->backend->deviceIndex() >= 0;
+    // Validated at communicator init (env::validate), like every STARSCREAM_* choice.
+    g->probe = probeWanted(env::getString("STARSCREAM_GEMM_PROBE"), std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     g->workspaceBytes = cfg.workspace_bytes != 0 ? cfg.workspace_bytes : kDefaultWorkspaceBytes;
     // Rounded so the flags after it sit 16-byte aligned; every rank rounds alike.
     g->workspaceBytes = (g->workspaceBytes + 15) / 16 * 16;

@@ -46,6 +46,9 @@ struct sscGemmContext {
   int device = -1;
   bool onGpu = false;
   size_t workspaceBytes = 0;
+  // The GPU half vets the vendor BLAS's algorithm for each new GEMM shape (STARSCREAM_GEMM_PROBE,
+  // probeWanted in gemm_plan.h; gpu_gemm_probe.h).
+  bool probe = false;
   // backend memory: [slot 0][slot 1][pad] in workspaceBytes, then kFusedFlagBytes of flags
   // (zeroed at creation) for the fused variant
   void* workspace = nullptr;

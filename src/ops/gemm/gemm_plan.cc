@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "src/kernels/host/reduce.h"
@@ -46,6 +47,17 @@ bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank) {
     return true;
   }
   return p.m >= 16384 && p.n >= 7168;
+}
+
+bool probeWanted(const std::string& mode, const char* mpsPercent) {
+  if (mode == "on") return true;
+  if (mode == "off" || mpsPercent == nullptr) return false;
+  // The cap as MPS reads it: a number of percent; an unreadable one is taken as a cap (probing
+  // costs one GEMM per new shape, a wrong answer costs more).
+  char* end = nullptr;
+  const double pct = std::strtod(mpsPercent, &end);
+  if (end == mpsPercent) return std::string(mpsPercent).find_first_not_of(" \t") != std::string::npos;
+  return pct < 100.0;
 }
 
 namespace {

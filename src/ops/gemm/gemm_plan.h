@@ -101,6 +101,13 @@ constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed
 // rule, docs/gemm.md and perf/RESULTS.md sessions 5 and 6); *perRank: which all-gather form.
 bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank);
 
+// Whether the GPU half probes the vendor BLAS's algorithm for each new GEMM shape
+// (gpu_gemm_probe.h): mode is STARSCREAM_GEMM_PROBE ("on", "off", "auto"; anything else reads as
+// "auto"), mpsPercent CUDA_MPS_ACTIVE_THREAD_PERCENTAGE or null. auto probes when that cap is
+// set below 100 %: only there were algorithms seen to leave output unwritten (perf/RESULTS.md
+// session 20).
+bool probeWanted(const std::string& mode, const char* mpsPercent);
+
 // Chooses the plan for `requestVariant` (an sscGemmVariant_t) and `requestChunks` (0 or a
 // minimum) within workspaceBytes. Returns false with *why set when the call cannot run (the
 // workspace cannot hold one row per rank, or the fused variant is asked for where it is not

@@ -16,6 +16,8 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
+#include "src/ops/gemm/gpu_gemm_probe.h"
+#include "src/core/log.h"
 
 namespace ssc::gemm {
 
@@ -57,7 +59,10 @@ struct Shape {
   hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   hipblasLtMatmulAlgo_t algo{};
   bool found = false;
+  int rejected = 0;  // the heuristic's algorithms whose probe left output unwritten
 };
+// How many of the heuristic's algorithms a probed shape may try (gpu_gemm_probe.h).
+constexpr int kProbeCandidates = 8;
 #endif
 
 }  // namespace
@@ -79,12 +84,17 @@ class GpuGemmState {
   void* blasWorkspace = nullptr;
   std::map<ShapeKey, Shape> shapes;
 
+  // STARSCREAM_GEMM_PROBE said to vet each new shape's algorithm (sscGemmContext::probe).
+  bool probe = false;
+
+  static void destroyShape(Shape& s) {
+    if (s.desc != nullptr) (void)hipblasLtMatmulDescDestroy(s.desc);
+    for (auto* l : {s.a, s.b, s.d})
+      if (l != nullptr) (void)hipblasLtMatrixLayoutDestroy(l);
+  }
+
   ~GpuGemmState() {
-    for (auto& [key, s] : shapes) {
-      if (s.desc != nullptr) (void)hipblasLtMatmulDescDestroy(s.desc);
-      for (auto* l : {s.a, s.b, s.d})
-        if (l != nullptr) (void)hipblasLtMatrixLayoutDestroy(l);
-    }
+    for (auto& [key, s] : shapes) destroyShape(s);
     if (lt != nullptr) (void)hipblasLtDestroy(lt);
   }
 
@@ -103,12 +113,18 @@ class GpuGemmState {
     auto it = shapes.find(key);
     if (it == shapes.end()) {
       Shape s;
-      SSC_CHECK(describe(c, g, key, &s));
+      const sscResult_t r = describe(c, g, key, stream, &s);
+      if (r != sscSuccess) {
+        destroyShape(s);
+        return r;
+      }
       it = shapes.emplace(key, s).first;
     }
     const Shape& s = it->second;
     if (!s.found) {
-      if (g.batch > 1) {  // no batched algorithm for this shape: one GEMM per rank
+      // No batched algorithm for this shape (or none that computed every element in its probe):
+      // one GEMM per rank.
+      if (g.batch > 1) {
         for (int i = 0; i < g.batch; ++i) {
           GemmPiece one = g;
           one.batch = 1;
@@ -119,6 +135,11 @@ class GpuGemmState {
         }
         return sscSuccess;
       }
+      if (s.rejected > 0)
+        return fail(sscUnhandledDeviceError, "gemm: none of the BLAS's {} algorithms for {} x {} x {} "
+                    "(rows x n x k) computed every output element in its probe (STARSCREAM_GEMM_PROBE, "
+                    "docs/gemm.md): the vendor library is not usable for this shape here", s.rejected,
+                    g.rows, n, k);
       return fail(sscUnhandledDeviceError, "gemm: the BLAS has no algorithm for {} x {} x {} "
                   "(rows x n x k)", g.rows, n, k);
     }
@@ -129,7 +150,7 @@ class GpuGemmState {
   }
 
  private:
-  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, Shape* s) {
+  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, hipStream_t stream, Shape* s) {
     const int64_t n = c.p.n, k = c.p.k;
     const hipblasOperation_t opA = c.weightKN ? HIPBLAS_OP_N : HIPBLAS_OP_T, opB = HIPBLAS_OP_N;
     SSC_CHECK(blasCheck(hipblasLtMatmulDescCreate(&s->desc, HIPBLAS_COMPUTE_32F, HIP_R_32F), "hipblasLtMatmulDescCreate"));
@@ -166,13 +187,34 @@ class GpuGemmState {
 #else
     (void)key;
 #endif
-    hipblasLtMatmulHeuristicResult_t result{};
+    // Probing: the heuristic's first results in its order, the first that computes every
+    // element wins (gpu_gemm_probe.h says why).
+    hipblasLtMatmulHeuristicResult_t results[kProbeCandidates]{};
     int found = 0;
     if (st == HIPBLAS_STATUS_SUCCESS)
-      st = hipblasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->d, s->d, pref, 1, &result, &found);
+      st = hipblasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->d, s->d, pref,
+                                           probe ? kProbeCandidates : 1, results, &found);
     (void)hipblasLtMatmulPreferenceDestroy(pref);
-    s->found = st == HIPBLAS_STATUS_SUCCESS && found > 0;
-    if (s->found) s->algo = result.algo;
+    if (st != HIPBLAS_STATUS_SUCCESS) found = 0;
+    ProbeShape ps;
+    ps.n = n, ps.k = k, ps.rows = g.rows, ps.batch = g.batch, ps.aStride = g.aStride, ps.dStride = g.dStride;
+    ps.inBytes = typeBytes(c.inType), ps.outBytes = typeBytes(c.outType);
+    ps.alignW = std::get<9>(key), ps.alignX = std::get<10>(key), ps.alignD = std::get<11>(key);
+    for (int i = 0; i < found && !s->found; ++i) {
+      uint64_t unwritten = 0;
+      if (probe)
+        SSC_CHECK(probeAlgorithm(lt, s->desc, s->a, s->b, s->d, results[i].algo, ps, blasWorkspace,
+                                 kBlasWorkspaceBytes, sms, stream, &unwritten));
+      if (unwritten == 0) {
+        s->found = true;
+        s->algo = results[i].algo;
+      } else {
+        ++s->rejected;
+        SSC_LOG(kInfo, "gemm: the BLAS's algorithm {} of {} for {} x {} x {} (rows x n x k, batch {}) "
+                "left {} output bytes unwritten in its probe: skipped", i + 1, found, g.rows, n, k,
+                g.batch, unwritten);
+      }
+    }
     return sscSuccess;
   }
 #endif
@@ -206,6 +248,7 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18) s->timeoutTicks = static_cast<uint64_t>(ticks);
   s->abort = g->comm->backend->deviceAbortWord(g->comm);
   if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) != hipSuccess) s->sms = 1;
+  s->probe = g->probe;
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
   SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
   return sscSuccess;

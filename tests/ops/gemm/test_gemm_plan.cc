@@ -372,3 +372,21 @@ TEST(GemmShard2d, RefusesBadQueries) {
 
 }  // namespace
 }  // namespace ssc::gemm
+
+// STARSCREAM_GEMM_PROBE: on and off win; auto probes only under an MPS cap below 100 % (the one
+// place the vendor BLAS was seen leaving output unwritten, perf/RESULTS.md session 20).
+TEST(GemmProbe, WantedWhereTheCapIs) {
+  using ssc::gemm::probeWanted;
+  EXPECT_TRUE(probeWanted("on", nullptr));
+  EXPECT_TRUE(probeWanted("on", "100"));
+  EXPECT_FALSE(probeWanted("off", "20"));
+  EXPECT_FALSE(probeWanted("auto", nullptr));
+  EXPECT_FALSE(probeWanted("auto", ""));
+  EXPECT_FALSE(probeWanted("auto", "100"));
+  EXPECT_FALSE(probeWanted("auto", "100.0"));
+  EXPECT_TRUE(probeWanted("auto", "20"));
+  EXPECT_TRUE(probeWanted("auto", "12.5"));
+  EXPECT_TRUE(probeWanted("auto", "33.3333"));
+  EXPECT_TRUE(probeWanted("auto", "garbage"));  // unreadable: taken as a cap
+  EXPECT_TRUE(probeWanted("", "20"));           // unset reads as auto
+}

@@ -1,0 +1,69 @@
+#include "src/ops/gemm/gpu_gemm_probe.h"
+
+#if defined(STARSCREAM_HAVE_BLASLT)
+#include "src/core/errors.h"
+#include "src/kernels/gpu/gemm_fused_kernel.h"
+
+namespace ssc::gemm {
+
+namespace {
+
+sscResult_t check(hipError_t e, const char* what) {
+  if (e == hipSuccess) return sscSuccess;
+  return fail(sscUnhandledDeviceError, "gemm: probing the BLAS algorithm: {} failed: {}", what,
+              hipGetErrorString(e));
+}
+
+// Bytes of a 256-byte-aligned region whose data starts `align` bytes in (so its address has
+// exactly the call's alignment, which the heuristic was told), with room for `bytes`.
+size_t region(size_t bytes) { return (bytes + 256 + 255) / 256 * 256; }
+size_t skew(uint32_t align) { return align >= 256 ? 0 : align; }
+
+}  // namespace
+
+sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hipblasLtMatrixLayout_t a,
+                           hipblasLtMatrixLayout_t b, hipblasLtMatrixLayout_t d,
+                           const hipblasLtMatmulAlgo_t& algo, const ProbeShape& s, void* blasWorkspace,
+                           size_t blasWorkspaceBytes, int sms, hipStream_t stream, uint64_t* unwritten) {
+  const size_t last = static_cast<size_t>(s.batch > 1 ? s.batch - 1 : 0);
+  const size_t wBytes = static_cast<size_t>(s.n) * s.k * s.inBytes;
+  const size_t xBytes = (last * s.aStride + s.rows) * s.k * s.inBytes;
+  const size_t dBytes = (last * s.dStride + s.rows) * s.n * s.outBytes;
+  const size_t total = region(wBytes) + region(xBytes) + region(dBytes) + 256;
+  char* base = nullptr;
+  // Stream-ordered: a plain allocation or free may wait for the whole device, where another
+  // stream of this process can hold a kernel waiting on the peers.
+  SSC_CHECK(check(hipMallocAsync(reinterpret_cast<void**>(&base), total, stream), "hipMallocAsync"));
+  char* w = base + skew(s.alignW);
+  char* x = base + region(wBytes) + skew(s.alignX);
+  char* y = base + region(wBytes) + region(xBytes) + skew(s.alignD);
+  auto* count = reinterpret_cast<unsigned long long*>(base + total - 256);
+  sscResult_t r = check(hipMemsetAsync(base, 0, total - 256 + sizeof(*count), stream), "hipMemsetAsync");
+  if (r == sscSuccess) r = check(hipMemsetAsync(y, 0xFF, dBytes, stream), "hipMemsetAsync");
+  if (r == sscSuccess) {
+    const float alpha = 1.0f, beta = 0.0f;
+    const hipblasStatus_t st = hipblasLtMatmul(lt, desc, &alpha, w, a, x, b, &beta, y, d, y, d, &algo,
+                                               blasWorkspace, blasWorkspaceBytes, stream);
+    if (st != HIPBLAS_STATUS_SUCCESS)
+      r = fail(sscUnhandledDeviceError, "gemm: probing the BLAS algorithm: hipblasLtMatmul failed: {} ({})",
+               sscBlasStatusString(st), static_cast<int>(st));
+  }
+  const size_t rowBytes = static_cast<size_t>(s.n) * s.outBytes;
+  if (r == sscSuccess)
+    r = check(static_cast<hipError_t>(gpu::launchCountNonZero(y, s.rows * rowBytes, s.dStride * rowBytes,
+                                                              s.batch, count, 4 * sms, stream)),
+              "the count kernel");
+  unsigned long long left = 0;
+  if (r == sscSuccess)
+    r = check(hipMemcpyAsync(&left, count, sizeof(left), hipMemcpyDeviceToHost, stream), "hipMemcpyAsync");
+  const sscResult_t freed = check(hipFreeAsync(base, stream), "hipFreeAsync");
+  const sscResult_t synced = check(hipStreamSynchronize(stream), "hipStreamSynchronize");
+  SSC_CHECK(r);
+  SSC_CHECK(freed);
+  SSC_CHECK(synced);
+  *unwritten = left;
+  return sscSuccess;
+}
+
+}  // namespace ssc::gemm
+#endif

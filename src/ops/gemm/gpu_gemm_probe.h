@@ -1,0 +1,39 @@
+// The GPU half's check of a vendor BLAS algorithm before the GEMM ops trust it (gpu_gemm.cc):
+// under an MPS SM cap the H200's cuBLASLt returned algorithms that leave whole tiles or batch
+// entries of the output unwritten and report success (perf/RESULTS.md session 20: one process
+// at a 20 % cap, m = 1000, n = 96, k = 200, 488 of 1000 rows never written; no communication
+// involved). STARSCREAM_GEMM_PROBE (docs/environment.md) says when the ops probe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "src/platform/gpu_runtime.h"
+#include "starscream/starscream.h"
+
+#if defined(STARSCREAM_HAVE_BLASLT)
+namespace ssc::gemm {
+
+// One GEMM shape as the call runs it (gpu_gemm.cc's ShapeKey): D[rows][n] = X[rows][k] W^T,
+// `batch` times with X and D advanced by aStride and dStride rows.
+struct ProbeShape {
+  int64_t n = 0, k = 0, rows = 0;
+  int batch = 1;
+  int64_t aStride = 0, dStride = 0;
+  size_t inBytes = 2, outBytes = 2;
+  uint32_t alignW = 256, alignX = 256, alignD = 256;  // the call's pointer alignments (<= 256)
+};
+
+// Runs `algo` once on `stream` over zero inputs of this shape, laid out and aligned as the call's
+// (stream-ordered allocations of its own), into a D whose bytes start at 0xFF, waits for the
+// stream, and returns in *unwritten the output bytes the GEMM should have set to zero but did not
+// (0: the algorithm computed every element). The caller's stream holds only work whose peers'
+// part is already queued (the ops probe before a GEMM, in their one ordered list), so the wait
+// cannot stall a peer.
+sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hipblasLtMatrixLayout_t a,
+                           hipblasLtMatrixLayout_t b, hipblasLtMatrixLayout_t d,
+                           const hipblasLtMatmulAlgo_t& algo, const ProbeShape& shape, void* blasWorkspace,
+                           size_t blasWorkspaceBytes, int sms, hipStream_t stream, uint64_t* unwritten);
+
+}  // namespace ssc::gemm
+#endif
