@@ -281,7 +281,10 @@ sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t
  * k, types, flags, variant and chunks, and its own pointers (device memory on the GPU backends).
  * Calls on one context must be issued on one stream (or synchronized in between): the context
  * owns the scratch they use. The GPU backend queues everything on `stream` and never waits for
- * the device; the host backend finishes before returning.
+ * the device, but for one thing: where STARSCREAM_GEMM_PROBE is on (by default under an NVIDIA MPS
+ * SM cap, docs/gemm.md), the first call that runs a new GEMM shape waits for `stream` once while
+ * it checks the vendor BLAS's algorithm (such a call on a stream being captured into a graph fails
+ * with sscInvalidUsage: run it once before capturing). The host backend finishes before returning.
  */
 
 /** Rows [*first_row, *first_row + *num_rows) of an m-row matrix owned by rank of nranks (the

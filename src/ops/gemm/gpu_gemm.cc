@@ -3,7 +3,8 @@
 // core's sscReduceScatter / sscAllGather (zero-copy on registered and plain buffers where the
 // core can) or the fused kernels, everything on the caller's stream in schedule()'s order
 // (gemm_plan.h says why a vendor GEMM never runs beside a waiting kernel). Nothing here waits
-// for the device on the host.
+// for the device on the host but the probe of a new GEMM shape's algorithm (gpu_gemm_probe.h),
+// once per shape and only where STARSCREAM_GEMM_PROBE is on.
 #include <algorithm>
 #include <cmath>
 #include <map>

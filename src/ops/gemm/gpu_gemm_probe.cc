@@ -25,6 +25,14 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
                            hipblasLtMatrixLayout_t b, hipblasLtMatrixLayout_t d,
                            const hipblasLtMatmulAlgo_t& algo, const ProbeShape& s, void* blasWorkspace,
                            size_t blasWorkspaceBytes, int sms, hipStream_t stream, uint64_t* unwritten) {
+  // The probe waits for the stream, which a stream being captured into a graph cannot do (and
+  // the capture would be lost): refuse, so the caller runs the shape once outside the graph.
+  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
+  SSC_CHECK(check(hipStreamIsCapturing(stream, &capture), "hipStreamIsCapturing"));
+  if (capture != hipStreamCaptureStatusNone)
+    return fail(sscInvalidUsage, "gemm: a new GEMM shape ({} x {} x {}, rows x n x k) on a stream being "
+                "captured into a graph: STARSCREAM_GEMM_PROBE checks its BLAS algorithm first, which "
+                "waits for the stream; run the call once before capturing it", s.rows, s.n, s.k);
   const size_t last = static_cast<size_t>(s.batch > 1 ? s.batch - 1 : 0);
   const size_t wBytes = static_cast<size_t>(s.n) * s.k * s.inBytes;
   const size_t xBytes = (last * s.aStride + s.rows) * s.k * s.inBytes;
