@@ -295,6 +295,53 @@ inline double sscGpuTimerTicksPerSecond(int device) {
 #endif
 }
 
+// Stream memory operations: the stream itself, no kernel and no SM, waits until the 32-bit word
+// at `addr` (device memory, a peer's mapped through IPC included) has reached `value`, or writes
+// `value` there once the stream's earlier work is done. CUDA: cuStreamWaitValue32 (GEQ: the
+// difference read as int32 is >= 0, so counters may wrap) and cuStreamWriteValue32, through the
+// runtime's entry-point query (the library does not link libcuda); HIP: hipStreamWaitValue32
+// (Gte, unsigned; the docs ask for the word in signal memory: hipExtMallocWithFlags with
+// hipMallocSignalMemory) and hipStreamWriteValue32. hipErrorNotSupported (CUDA: cudaErrorNotSupported)
+// where the driver lacks them.
+#if defined(SSC_GPU_IS_HIP)
+inline hipError_t sscStreamWaitValueGeq32(hipStream_t stream, uint32_t* addr, uint32_t value) {
+  return hipStreamWaitValue32(stream, addr, value, hipStreamWaitValueGte, 0xFFFFFFFFu);
+}
+inline hipError_t sscStreamWriteValue32(hipStream_t stream, uint32_t* addr, uint32_t value) {
+  return hipStreamWriteValue32(stream, addr, value, 0);
+}
+#else
+namespace ssc_detail {
+using StreamValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+inline StreamValue32 streamValueCall(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<StreamValue32>(fn);
+}
+inline hipError_t streamValueResult(CUresult r) {
+  return r == CUDA_SUCCESS ? cudaSuccess : r == CUDA_ERROR_NOT_SUPPORTED ? cudaErrorNotSupported
+                                                                          : cudaErrorUnknown;
+}
+}  // namespace ssc_detail
+inline hipError_t sscStreamWaitValueGeq32(hipStream_t stream, uint32_t* addr, uint32_t value) {
+  static const ssc_detail::StreamValue32 wait = ssc_detail::streamValueCall("cuStreamWaitValue32");
+  if (wait == nullptr) return cudaErrorNotSupported;
+  return ssc_detail::streamValueResult(wait(reinterpret_cast<CUstream>(stream),
+                                            reinterpret_cast<CUdeviceptr>(addr), value, CU_STREAM_WAIT_VALUE_GEQ));
+}
+inline hipError_t sscStreamWriteValue32(hipStream_t stream, uint32_t* addr, uint32_t value) {
+  static const ssc_detail::StreamValue32 write = ssc_detail::streamValueCall("cuStreamWriteValue32");
+  if (write == nullptr) return cudaErrorNotSupported;
+  return ssc_detail::streamValueResult(write(reinterpret_cast<CUstream>(stream),
+                                             reinterpret_cast<CUdeviceptr>(addr), value, CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+#endif
+
 // Programmatic dependent launch (CUDA, sm_90+): the kernel is launched as soon as every block of
 // the one before it in the stream has exited, without waiting for that kernel's completion to
 // be signalled, and its blocks wait in sscGridDependencyWait() until that kernel's memory is

@@ -4,11 +4,13 @@
 # cases before its time ran out), then gemm_coll_perf at K = 8 over M = 1024-16384 (auto against
 # unfused and the forced fused forms in one run) with STARSCREAM_DEBUG=INFO, so the log names
 # every algorithm the probe skipped (a skipped one could have made a session 19 cell look fast),
-# then the PyTorch example through the library. Copy to .devcarry/ and run with carry
-# [".devcarry"] (nothing else is needed from there).
+# then the PyTorch example through the library. First sm_free at K = 8 and 2 (can a partition
+# copy and wait without its SMs: the next design's facts, docs/perf.md). Copy to .devcarry/ and
+# run with carry [".devcarry"] (nothing else is needed from there).
 set -uo pipefail
 source tools/emulate/device-call.sh "$0"
-build gpu_gemm_test gemm_coll_perf starscream || exit 1
+build gpu_gemm_test gemm_coll_perf starscream sm_free || exit 1
+for k in 8 2; do prun 60 $k smfree.k$k.log build/bin/sm_free 64; grep -vE "^\[|^$" "$L/smfree.k$k.log" | head -14; done
 prun 90 8 gemmtest.k8.log build/bin/gpu_gemm_test
 grep -E "^(FAIL|ALL PASS|FAILED)" "$L/gemmtest.k8.log" | head -8
 STARSCREAM_DEBUG=INFO prun 250 8 bench.k8.log build/bin/gemm_coll_perf -m 1024,4096,16384 -v 1 \
