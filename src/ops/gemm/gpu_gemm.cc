@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "src/api/api.h"
@@ -211,9 +212,10 @@ class GpuGemmState {
         s->algo = results[i].algo;
       } else {
         ++s->rejected;
-        SSC_LOG(kInfo, "gemm: the BLAS's algorithm {} of {} for {} x {} x {} (rows x n x k, batch {}) "
-                "left {} output bytes unwritten in its probe: skipped", i + 1, found, g.rows, n, k,
-                g.batch, unwritten);
+        SSC_LOG(kInfo, "gemm: the BLAS's algorithm {} of {} for {} x {} x {} (rows x n x k, batch {}) {} "
+                "in its probe: skipped", i + 1, found, g.rows, n, k, g.batch,
+                unwritten == kProbeRefused ? std::string("did not launch")
+                                           : fmt::format("left {} output bytes unwritten", unwritten));
       }
     }
     return sscSuccess;

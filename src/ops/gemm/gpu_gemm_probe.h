@@ -24,10 +24,13 @@ struct ProbeShape {
   uint32_t alignW = 256, alignX = 256, alignD = 256;  // the call's pointer alignments (<= 256)
 };
 
+// *unwritten when the library refused to launch the algorithm.
+constexpr uint64_t kProbeRefused = ~uint64_t{0};
+
 // Runs `algo` once on `stream` over zero inputs of this shape, laid out and aligned as the call's
 // (stream-ordered allocations of its own), into a D whose bytes start at 0xFF, waits for the
 // stream, and returns in *unwritten the output bytes the GEMM should have set to zero but did not
-// (0: the algorithm computed every element). The caller's stream holds only work whose peers'
+// (0: the algorithm computed every element; kProbeRefused: it did not launch). The caller's stream holds only work whose peers'
 // part is already queued (the ops probe before a GEMM, in their one ordered list), so the wait
 // cannot stall a peer.
 sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hipblasLtMatrixLayout_t a,
