@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/common/gemm_args.h"
 #include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
 #include "starscream/starscream_ops.h"
@@ -47,24 +48,6 @@ void check(bool ok, const char* what) {
 }
 #define CHECK_SSC(x) check((x) == sscSuccess, #x)
 #define CHECK_GPU(x) check((x) == hipSuccess, #x)
-
-struct Layer {
-  const char* name;
-  int64_t k, n;
-  int inter;  // sscLinearParallel_t
-};
-const Layer kLayers[] = {
-    {"llama70b.qkv", 8192, 1280, SSC_LINEAR_COLUMN_PARALLEL},
-    {"llama70b.o", 1024, 8192, SSC_LINEAR_ROW_PARALLEL},
-    {"llama70b.gate_up", 8192, 7168, SSC_LINEAR_COLUMN_PARALLEL},
-    {"llama70b.down", 3584, 8192, SSC_LINEAR_ROW_PARALLEL},
-    {"llama405b.qkv", 16384, 2304, SSC_LINEAR_COLUMN_PARALLEL},
-    {"llama405b.o", 2048, 16384, SSC_LINEAR_ROW_PARALLEL},
-    {"llama405b.gate_up", 16384, 13312, SSC_LINEAR_COLUMN_PARALLEL},
-    {"llama405b.down", 6656, 16384, SSC_LINEAR_ROW_PARALLEL},
-    {"gptoss120b.qkv", 2880, 640, SSC_LINEAR_COLUMN_PARALLEL},
-    {"gptoss120b.o", 512, 2880, SSC_LINEAR_ROW_PARALLEL},
-};
 
 struct Options {
   std::vector<int64_t> ms = {16, 64, 256, 1024, 4096, 16384};
@@ -198,7 +181,7 @@ int main(int argc, char** argv) {
     std::printf("# gemm_coll_perf: K = %d partitions, %s, us per call (slowest rank), chunks in ()\n", P,
                 o.dtype == sscFloat16 ? "fp16" : "bf16");
   const bool doRs = o.ops.find("rs") != std::string::npos, doAg = o.ops.find("ag") != std::string::npos;
-  for (const Layer& L : kLayers) {
+  for (const ssc::perf::GemmLayer& L : ssc::perf::gemmLayers()) {  // issue 18's TP8 layers
     if (!o.filter.empty() && std::string(L.name).find(o.filter) == std::string::npos) continue;
     for (int64_t M : o.ms) {
       std::vector<Row> rows;
@@ -249,7 +232,7 @@ int main(int argc, char** argv) {
         }
       }
       sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
-      q.inter = L.inter;
+      q.inter = L.columnParallel ? SSC_LINEAR_COLUMN_PARALLEL : SSC_LINEAR_ROW_PARALLEL;
       q.m = M, q.n = L.n, q.k = L.k;
       q.partitions = P;
       sscGemmShard2dPlan_t h{};
@@ -268,7 +251,7 @@ int main(int argc, char** argv) {
           std::fprintf(json, "{\"layer\":\"%s\",\"inter\":\"%s\",\"K\":%lld,\"N\":%lld,\"M\":%lld,\"P\":%d,"
                        "\"config\":\"%s\",\"us\":%.3f,\"variant\":\"%s\",\"chunks\":%d,\"helper_op\":\"%s\","
                        "\"helper_2d\":%d,\"helper_est_us\":%.1f,\"helper_other_us\":%.1f}\n",
-                       L.name, L.inter == SSC_LINEAR_COLUMN_PARALLEL ? "column" : "row", (long long)L.k,
+                       L.name, L.columnParallel ? "column" : "row", (long long)L.k,
                        (long long)L.n, (long long)M, P, r.config.c_str(), r.us,
                        r.variant == SSC_GEMM_FUSED ? "fused" : r.variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", r.chunks,
                        h.op == SSC_GEMM_OP_REDUCE_SCATTER ? "rs" : "ag", h.two_d, h.est_us, h.other_est_us);

@@ -5,6 +5,7 @@
 #include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -260,6 +261,47 @@ ParseResult parseArgs(int argc, char* const argv[], Options* options) {
   }
   *options = o;
   return result;
+}
+
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+}
+
+std::string programName(const char* argv0) {
+  const std::string p = argv0 != nullptr ? argv0 : "perf";
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string versionString(int code) {
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
+
+// -A and -T become the library's environment variables. Every rank parses the same argv, so
+// every rank sets the same values, and before sscGetUniqueId/sscCommInitRank read them.
+// Returns "" or why the environment cannot be set up.
+std::string applyEnvironment(const Options& options) {
+  // A STARSCREAM_ALGO from the environment (no -A) is checked as -A would be: a typo must not run
+  // the library's own choice under the typo's name.
+  std::string why;
+  const std::string inherited = envOr("STARSCREAM_ALGO", "");
+  if (options.algo.empty() && !inherited.empty() && !validAlgoSpec(inherited, &why))
+    return "STARSCREAM_ALGO: " + why;
+  if (options.algo == "auto") {
+    unsetenv("STARSCREAM_ALGO");  // the library's own selection
+  } else if (!options.algo.empty()) {
+    setenv("STARSCREAM_ALGO", options.algo.c_str(), 1);
+  }
+  if (!options.topoFile.empty()) {
+    // A missing file would otherwise surface as an init failure on every rank.
+    std::FILE* f = std::fopen(options.topoFile.c_str(), "r");
+    if (f == nullptr) return "-T: cannot read topology file '" + options.topoFile + "'";
+    std::fclose(f);
+    setenv("STARSCREAM_TOPO_FILE", options.topoFile.c_str(), 1);
+  }
+  return "";
 }
 
 std::string usage(std::string_view program) {

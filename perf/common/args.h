@@ -56,6 +56,19 @@ std::string usage(std::string_view program);
 // -e and -i; fractions are allowed ("1.5M"). nullopt for anything else.
 std::optional<size_t> parseSize(std::string_view text);
 
+// -A and -T become the library's environment variables (STARSCREAM_ALGO, STARSCREAM_TOPO_FILE),
+// before the communicator exists; -A auto unsets STARSCREAM_ALGO. Returns "" or why the
+// environment cannot be set up (an inherited STARSCREAM_ALGO that -A would refuse, an unreadable
+// -T file). Every rank parses the same argv, so every rank sets the same values.
+std::string applyEnvironment(const Options& options);
+
+// The environment variable's value, or `fallback` when it is unset or empty.
+std::string envOr(const char* name, const std::string& fallback);
+// argv[0] without its directories ("perf" for NULL): the program name the output shows.
+std::string programName(const char* argv0);
+// "major.minor.patch" of an SSC_VERSION_CODE-style number (10203 -> "1.2.3").
+std::string versionString(int code);
+
 // The algorithm names -A accepts: one name, or comma-separated collective=name pairs as
 // STARSCREAM_ALGO takes them (allreduce=hierarchical,allgather=ring).
 bool validAlgoSpec(std::string_view spec, std::string* why);

@@ -13,47 +13,6 @@
 namespace ssc::perf {
 namespace {
 
-std::string baseName(const char* path) {
-  const std::string p = path != nullptr ? path : "perf";
-  const size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
-std::string versionString(int code) {
-  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
-         std::to_string(code % 100);
-}
-
-std::string envOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
-// -A and -T become the library's environment variables. Every rank parses the same argv, so
-// every rank sets the same values, and before sscGetUniqueId/sscCommInitRank read them.
-// Returns "" or why the environment cannot be set up.
-std::string applyEnvironment(const Options& options) {
-  // A STARSCREAM_ALGO from the environment (no -A) is checked as -A would be: a typo must not run
-  // the library's own choice under the typo's name.
-  std::string why;
-  const std::string inherited = envOr("STARSCREAM_ALGO", "");
-  if (options.algo.empty() && !inherited.empty() && !validAlgoSpec(inherited, &why))
-    return "STARSCREAM_ALGO: " + why;
-  if (options.algo == "auto") {
-    unsetenv("STARSCREAM_ALGO");  // the library's own selection
-  } else if (!options.algo.empty()) {
-    setenv("STARSCREAM_ALGO", options.algo.c_str(), 1);
-  }
-  if (!options.topoFile.empty()) {
-    // A missing file would otherwise surface as an init failure on every rank.
-    std::FILE* f = std::fopen(options.topoFile.c_str(), "r");
-    if (f == nullptr) return "-T: cannot read topology file '" + options.topoFile + "'";
-    std::fclose(f);
-    setenv("STARSCREAM_TOPO_FILE", options.topoFile.c_str(), 1);
-  }
-  return "";
-}
-
 std::vector<sscDataType_t> typesToRun(const Options& o) {
   if (o.type) return {*o.type};
   const auto all = allTypes();
@@ -79,7 +38,7 @@ std::vector<int> rootsToRun(const Options& o, CollKind kind, int nranks) {
 
 int perfMain(int argc, char** argv, const Collective& collective) {
   setlinebuf(stdout);  // rows appear as they finish, also through mpirun's pipes
-  const std::string program = baseName(argv[0]);
+  const std::string program = programName(argv[0]);
   const World world = startMpi(&argc, &argv);
   const bool printer = world.rank == 0;
 

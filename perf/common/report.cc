@@ -117,15 +117,8 @@ std::string rowRecordJson(const RunInfo& run, const Options& o, const RowKey& ke
                           int cycle, const std::string& date) {
   // Key names of the row follow nccl-tests' -J output (size, count, type, redop, root,
   // out_of_place/in_place with time, alg_bw, bus_bw, nwrong); the rest says what ran where.
-  nlohmann::ordered_json record = {
-      {"program", run.program},
-      {"collective", run.collective},
-      {"algorithm", run.algorithm},
-      {"topology", run.topology},
-      {"nranks", run.nranks},
-      {"hostname", run.hostname},
-      {"date", date},
-      {"starscream_version", run.version},
+  nlohmann::ordered_json record = nlohmann::ordered_json::parse(runIdentityJson(run, date));
+  record.update(nlohmann::ordered_json{
       {"size", key.bytes},
       {"count", key.count},
       {"type", key.type},
@@ -143,8 +136,22 @@ std::string rowRecordJson(const RunInfo& run, const Options& o, const RowKey& ke
       {"check", o.check},
       {"local_register", o.localRegister},
       {"cycle", cycle},
-  };
+  });
   return record.dump();
+}
+
+std::string runIdentityJson(const RunInfo& run, const std::string& date) {
+  const nlohmann::ordered_json identity = {
+      {"program", run.program},
+      {"collective", run.collective},
+      {"algorithm", run.algorithm},
+      {"topology", run.topology},
+      {"nranks", run.nranks},
+      {"hostname", run.hostname},
+      {"date", date},
+      {"starscream_version", run.version},
+  };
+  return identity.dump();
 }
 
 JsonLinesWriter::~JsonLinesWriter() {

@@ -59,6 +59,9 @@ std::string footer(int64_t errors, double avgBusBw);
 
 // "2025-01-31T12:34:56Z" (UTC) for now.
 std::string isoDateUtcNow();
+// The run's identity as a JSON object's text (program, collective, algorithm, topology, nranks,
+// hostname, date, starscream_version): the first keys of every record, of every perf tool.
+std::string runIdentityJson(const RunInfo& run, const std::string& date);
 // One JSON object (no newline) with every column of the row, the run's identity and settings.
 std::string rowRecordJson(const RunInfo& run, const Options& options, const RowKey& key,
                           const PlacementResult& outOfPlace, const PlacementResult& inPlace,
