@@ -62,20 +62,24 @@ struct Shape {
 uint64_t xSeed(const Shape& s, int q) { return 1000 + (s.rs ? 7 * q : 0); }
 uint64_t wSeed(int q) { return 5000 + 7 * q; }
 
-// Wrong elements among up to 8 rows x 64 columns of this rank's y (the first and last row and
-// column included), against the fp64 sum of the same rounded inputs. y holds `rows` rows of n.
+// Wrong elements among up to 9 rows x 65 columns of this rank's y (spread over it, the first and
+// last row and column included), against the fp64 sum of the same rounded inputs. y holds `rows` rows of n.
 int64_t checkRows(const Shape& s, const std::vector<unsigned char>& y, int64_t rows, sscDataType_t type) {
   if (rows == 0 || s.n == 0) return 0;
-  std::vector<int64_t> rs, cs;
-  for (int i = 0; i < 8; ++i) rs.push_back(std::min(rows - 1, i * std::max<int64_t>(1, rows / 7)));
-  rs.push_back(rows - 1);
-  for (int j = 0; j < 64; ++j) cs.push_back(std::min(s.n - 1, j * std::max<int64_t>(1, s.n / 63)));
-  cs.push_back(s.n - 1);
+  std::vector<int64_t> at, cols;
+  for (int i = 0; i < 8; ++i) at.push_back(std::min(rows - 1, i * std::max<int64_t>(1, rows / 7)));
+  at.push_back(rows - 1);
+  for (int j = 0; j < 64; ++j) cols.push_back(std::min(s.n - 1, j * std::max<int64_t>(1, s.n / 63)));
+  cols.push_back(s.n - 1);
+  for (auto* v : {&at, &cols}) {  // small outputs: each element once
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
   const int terms = s.rs ? s.nranks : 1;
   const double eps = unitRoundoff(type);
   int64_t wrong = 0;
-  for (int64_t i : rs)
-    for (int64_t j : cs) {
+  for (int64_t i : at)
+    for (int64_t j : cols) {
       const int64_t row = s.rs ? s.first + i : i;  // the row of the M-row problem
       double sum = 0, mag = 0, partials = 0;  // partials: sum over ranks of |rank's product|
       for (int q = 0; q < terms; ++q) {

@@ -217,7 +217,7 @@ std::string gemmUsage(std::string_view program) {
       "[-f,--stepfactor <M factor>] (default 4)",
       "[-n,--iters <iteration count>] (default 10)",
       "[-w,--warmup_iters <warmup iteration count>] (default 3)",
-      "[-c,--check <0/1> 1: check 8 rows x 64 columns of each rank's output] (default 1)",
+      "[-c,--check <0/1> 1: check up to 9 rows x 65 columns of each rank's output] (default 1)",
       "[-d,--datatype <bfloat16/half/all>] (default bfloat16)",
       "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] (default 1)",
       "[-A,--algo <...>] sets STARSCREAM_ALGO (the collectives of the unfused and chunked variants)",
