@@ -131,10 +131,7 @@ int gemmPerfMain(int argc, char** argv, bool reduceScatter) {
     return problem.empty() ? kExitOk : kExitUsage;
   }
   JsonLinesWriter json;
-  std::string why;
-  const bool jsonOk = !printer || options.jsonFile.empty() || json.open(options.jsonFile, &why);
-  if (!rootSays(jsonOk)) {
-    if (printer) std::fprintf(stderr, "%s: -J: %s\n", program.c_str(), why.c_str());
+  if (!openJsonOnRank0(world, options.jsonFile, program, &json)) {
     stopMpi();
     return kExitUsage;
   }

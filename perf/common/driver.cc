@@ -62,10 +62,7 @@ int perfMain(int argc, char** argv, const Collective& collective) {
 
   // -J is written by rank 0 only; every rank learns whether it could open the file.
   JsonLinesWriter json;
-  std::string why;
-  const bool jsonOk = !printer || options.jsonFile.empty() || json.open(options.jsonFile, &why);
-  if (!rootSays(jsonOk)) {
-    if (printer) std::fprintf(stderr, "%s: -J: %s\n", program.c_str(), why.c_str());
+  if (!openJsonOnRank0(world, options.jsonFile, program, &json)) {
     stopMpi();
     return kExitUsage;
   }

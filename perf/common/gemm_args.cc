@@ -1,7 +1,6 @@
 #include "perf/common/gemm_args.h"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
@@ -32,16 +31,6 @@ constexpr VariantName kVariants[] = {
     {"chunked", SSC_GEMM_CHUNKED, false}, {"fused", SSC_GEMM_FUSED, false},
     {"fused_per_rank", SSC_GEMM_FUSED, true},
 };
-
-std::string line(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string line(const char* format, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, format);
-  const int n = std::vsnprintf(buffer, sizeof(buffer), format, args);
-  va_end(args);
-  return n < 0 ? std::string() : std::string(buffer, std::min<size_t>(n, sizeof(buffer) - 1));
-}
 
 std::string setVariant(std::string_view text, GemmVariant* out) {
   for (const VariantName& v : kVariants) {
@@ -145,17 +134,17 @@ std::vector<sscDataType_t> gemmTypes(const Options& o) {
 }
 
 std::string gemmTableHeader() {
-  std::string text = line("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "layer", "M",
+  std::string text = printfString("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "layer", "M",
                           "N", "K", "rankN", "rankK", "type", "variant", "time", "TFLOP/s", "algbw", "busbw",
                           "#wrong");
-  text += line("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "", "(rows)", "", "", "",
+  text += printfString("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "", "(rows)", "", "", "",
                "", "", "(ran)", "(us)", "", "(GB/s)", "(GB/s)", "");
   return text;
 }
 
 std::string gemmRowText(const GemmRow& r) {
-  const std::string wrong = r.checked ? line("%6lld", static_cast<long long>(r.wrong)) : std::string("   N/A");
-  return line("  %-18s  %6lld  %6lld  %6lld  %6lld  %6lld  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", r.layer.c_str(),
+  const std::string wrong = r.checked ? printfString("%6lld", static_cast<long long>(r.wrong)) : std::string("   N/A");
+  return printfString("  %-18s  %6lld  %6lld  %6lld  %6lld  %6lld  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", r.layer.c_str(),
               static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k),
               static_cast<long long>(r.rankN), static_cast<long long>(r.rankK), r.type, r.variant.c_str(),
               formatFloat(r.timeUs, 8).c_str(), formatFloat(r.tflops, 7).c_str(), formatFloat(r.bw.algBw, 6).c_str(),
@@ -164,7 +153,7 @@ std::string gemmRowText(const GemmRow& r) {
 
 std::string gemmRunHeader(const Options& o, const GemmFlags& f) {
   const bool factor = o.stepFactor > 1;
-  return line("# nThread %d nGpus %d minRows %zu maxRows %zu step: %zu(%s) warmup iters: %d iters: %d "
+  return printfString("# nThread %d nGpus %d minRows %zu maxRows %zu step: %zu(%s) warmup iters: %d iters: %d "
               "validation: %d variant: %s layers: %s\n",
               o.nThreads, o.nGpus, o.minBytes, o.maxBytes, factor ? o.stepFactor : o.stepBytes,
               factor ? "factor" : "rows", o.warmupIters, o.iters, o.check, f.variant.name.c_str(),

@@ -129,4 +129,15 @@ std::string gatherLines(const std::string& line) {
   return text;
 }
 
+bool openJsonOnRank0(const World& world, const std::string& path, const std::string& program,
+                     JsonLinesWriter* json) {
+  std::string why;
+  const bool ok = world.rank != 0 || path.empty() || json->open(path, &why);
+  if (!rootSays(ok)) {
+    if (world.rank == 0) std::fprintf(stderr, "%s: -J: %s\n", program.c_str(), why.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace ssc::perf

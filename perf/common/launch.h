@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/common/report.h"
 #include "starscream/starscream.h"
 
 namespace ssc::perf {
@@ -51,6 +52,10 @@ int64_t sumOverRanks(int64_t value);
 // True on every rank iff `ok` on rank 0. Collective.
 bool rootSays(bool ok);
 void barrier();
+// -J: rank 0 opens `path` (truncating it) into *json; "" opens nothing. True on every rank when
+// it could; false on every rank after rank 0 printed "<program>: -J: <why>" on stderr. Collective.
+bool openJsonOnRank0(const World& world, const std::string& path, const std::string& program,
+                     JsonLinesWriter* json);
 // Rank 0 gets every rank's `line` in rank order ("" elsewhere). Collective.
 std::string gatherLines(const std::string& line);
 

@@ -12,16 +12,6 @@
 namespace ssc::perf {
 namespace {
 
-std::string printfString(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string printfString(const char* format, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, format);
-  const int n = std::vsnprintf(buffer, sizeof(buffer), format, args);
-  va_end(args);
-  return n < 0 ? std::string() : std::string(buffer, std::min<size_t>(n, sizeof(buffer) - 1));
-}
-
 nlohmann::ordered_json halfRecord(const PlacementResult& r) {
   if (!r.ran) return nullptr;
   nlohmann::ordered_json half = {{"time", r.timeUs}, {"alg_bw", r.bw.algBw}, {"bus_bw", r.bw.busBw}};
@@ -30,6 +20,15 @@ nlohmann::ordered_json halfRecord(const PlacementResult& r) {
 }
 
 }  // namespace
+
+std::string printfString(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  return n < 0 ? std::string() : std::string(buffer, std::min<size_t>(n, sizeof(buffer) - 1));
+}
 
 std::string formatFloat(double value, int width) {
   if (!std::isfinite(value)) return printfString("%*s", width, std::isnan(value) ? "nan" : "inf");

@@ -41,6 +41,9 @@ struct RunInfo {
   int nranks = 1;
 };
 
+// printf into a std::string (at most 511 characters: one line of a table or header).
+std::string printfString(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 // nccl-tests' getFloatStr: `value` in `width` characters with as many decimals as fit.
 std::string formatFloat(double value, int width);
 
