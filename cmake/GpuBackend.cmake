@@ -92,6 +92,8 @@ set(SSC_GPU_HOST_SOURCES
   src/ops/attention/gpu_prefill.cc
   src/ops/attention/gpu_exchange.cc
   src/ops/gemm/gpu_gemm.cc
+  src/ops/gemm/gpu_gemm_ce.cc
+  src/ops/gemm/gpu_gemm_fused.cc
   src/ops/gemm/gpu_gemm_probe.cc
   transports/usr/ipc_segment.cc
   transports/xgmi/peer_link.cc)

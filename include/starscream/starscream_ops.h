@@ -315,6 +315,17 @@ typedef enum {
 
 /** sscGemmArgs_t.flags */
 #define SSC_GEMM_WEIGHT_KN 0x1 /* w is stored [K][N] (Y = X W) instead of [N][K] (Y = X W^T) */
+#define SSC_GEMM_COPY_ENGINE 0x2 /* SSC_GEMM_FUSED (or AUTO where it runs fused): the ranks order
+                                    themselves with stream memory operations instead of waiting
+                                    kernels, and the all-gather's rows move by copy engine on a
+                                    stream of the context's, so no kernel of the op waits on a
+                                    peer and the partition's SMs run only the GEMMs (and the
+                                    reduce-scatter's sum). Its waits have no timeout of their
+                                    own: a watchdog thread releases them after STARSCREAM_TIMEOUT
+                                    or an abort, and the next call fails with sscTimeout. Refused
+                                    (sscInvalidUsage) on a stream being captured into a graph and
+                                    where the driver lacks stream memory operations; other
+                                    variants ignore it */
 
 /** out_dtype value: Y has the input type. */
 #define SSC_GEMM_OUT_AS_INPUT ((sscDataType_t)-1)
@@ -343,7 +354,7 @@ typedef struct sscGemmArgs_v1 {
   const void* x;
   const void* w;
   void* y;
-  int flags;              /* SSC_GEMM_WEIGHT_KN or 0 */
+  int flags;              /* SSC_GEMM_WEIGHT_KN, SSC_GEMM_COPY_ENGINE, or 0 */
   int variant;            /* an sscGemmVariant_t (default SSC_GEMM_AUTO) */
   int chunks;             /* 0: chosen by the rule; >= 1: this many (capped at one row of a
                              rank's block per chunk, raised where the workspace needs it); with

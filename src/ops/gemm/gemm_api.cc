@@ -110,7 +110,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   if (a->m < 0 || a->n < 0 || a->k < 0)
     return fail(sscInvalidArgument, "{}: args m = {}, n = {}, k = {}: each must be >= 0", fn, a->m,
                 a->n, a->k);
-  if ((a->flags & ~SSC_GEMM_WEIGHT_KN) != 0)
+  if ((a->flags & ~(SSC_GEMM_WEIGHT_KN | SSC_GEMM_COPY_ENGINE)) != 0)
     return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, a->flags);
   SSC_CHECK(checkMatrix(fn, "x", a->m, a->k));
   SSC_CHECK(checkMatrix(fn, "w", a->n, a->k));
@@ -127,6 +127,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->inType = a->dtype;
   c->outType = out;
   c->weightKN = (a->flags & SSC_GEMM_WEIGHT_KN) != 0;
+  c->copyEngineAsked = (a->flags & SSC_GEMM_COPY_ENGINE) != 0;
   c->x = a->x;
   c->w = a->w;
   c->y = a->y;
@@ -137,6 +138,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   const bool fusedAvailable = !g->fusedTried || !g->fusedPeers.empty();
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable))
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
+  c->copyEngine = c->copyEngineAsked || c->plan.copyEngine;
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
   if (!checkPointers) return sscSuccess;
   const int64_t own = rowShard(a->m, comm->nranks, comm->rank).count;
@@ -192,8 +194,9 @@ sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a
     SSC_CHECK(mapWorkspace(fn, g));
     if (g->fusedPeers.empty()) SSC_CHECK(prepare(fn, g, op, args, &c));  // refused, or AUTO re-plans
   }
-  SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {} ({})", fn, c.p.m, c.p.n, c.p.k,
-          variantName(c.plan.variant), c.plan.chunks, c.plan.reason);
+  SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {}{} ({})", fn, c.p.m, c.p.n, c.p.k,
+          variantName(c.plan.variant), c.plan.chunks,
+          c.copyEngine && c.plan.variant == SSC_GEMM_FUSED ? ", copy engine" : "", c.plan.reason);
   return g->onGpu ? gpuRun(g, c, stream) : hostRun(g, c, stream);
 }
 
@@ -213,6 +216,9 @@ uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner) {
 }
 uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedFromOff) + slot * kFusedMaxRanks + producer;
+}
+uint32_t* fusedReadyFrom(sscGemmContext* g, int q, int fi, int producer) {
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedReadyFromOff) + fi * kFusedMaxRanks + producer;
 }
 uint32_t* fusedBell(sscGemmContext* g, int q) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedBellOff);

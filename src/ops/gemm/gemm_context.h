@@ -18,7 +18,7 @@ class Backend;
 
 namespace ssc::gemm {
 
-class GpuGemmState;  // gpu_gemm.cc: BLAS handle, side stream, events, cached algorithms
+class GpuGemmState;  // gpu_gemm.cc: BLAS handle, side stream, cached algorithms
 
 // A validated call.
 struct Call {
@@ -33,6 +33,11 @@ struct Call {
   void* y = nullptr;
   void* xGathered = nullptr;  // all-gather: also receives the gathered X (or NULL)
   const void* bias = nullptr;  // [n] of outType added to the rows of y this rank holds (or NULL)
+  // SSC_GEMM_COPY_ENGINE: the fused variant orders the ranks with stream memory operations
+  // (gpu_gemm_ce.cc); the host backend runs the same flag protocol. Asked for by the caller's
+  // flag, or chosen by SSC_GEMM_AUTO (Plan::copyEngine).
+  bool copyEngine = false;
+  bool copyEngineAsked = false;
 };
 
 }  // namespace ssc::gemm
@@ -59,6 +64,9 @@ struct sscGemmContext {
   bool fusedTried = false;
   std::vector<void*> fusedPeers;
   uint32_t fusedUses = 0;
+  // The index of the done flags the latest fused use wrote (the reduce-scatter's slot, the
+  // all-gather's use % 2): SSC_GEMM_COPY_ENGINE's gate waits on that word only (gpu_gemm_ce.cc).
+  int lastDoneIndex = 0;
 };
 
 namespace ssc::gemm {
@@ -78,6 +86,8 @@ uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner);
 // or in the producer's own slot (per rank), for the use number it holds.
 uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer);
 uint32_t* fusedBell(sscGemmContext* g, int q);
+// SSC_GEMM_COPY_ENGINE's reduce-scatter: readyFrom[fi][producer] in rank q's flags.
+uint32_t* fusedReadyFrom(sscGemmContext* g, int q, int fi, int producer);
 
 // GPU backend (built only with one; the API reports sscInternalError otherwise).
 sscResult_t gpuCreate(sscGemmContext* g);

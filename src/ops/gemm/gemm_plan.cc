@@ -37,13 +37,19 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 //  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
 //    below.
 // Other rank counts were not measured: unfused there. The push form never won.
-bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank) {
+bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine) {
   *perRank = false;
+  *copyEngine = false;
   if (p.nranks != 8 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1) return false;
   if (p.op == Op::kAllGather) {
     // x_gathered needs the push form, which never won.
     if (p.gatherOut || !(p.m >= 16384 || (p.m >= 4096 && p.k >= 3584))) return false;
     *perRank = true;
+    // Session 21 (call AN): the copy-engine form's stream operations cost about 100 us a call
+    // at 8 partitions, and it won over the waiting-kernel form in every cell of at least
+    // kCopyEngineMinFlops (1.0-1.47x) and lost or tied below.
+    *copyEngine = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) >=
+                  kCopyEngineMinFlops;
     return true;
   }
   return p.m >= 16384 && p.n >= 7168;
@@ -184,15 +190,17 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.slotBytes = static_cast<size_t>(p.nranks) * cr * rowBytes;
   pl.padBytes = cr * rowBytes;
   pl.scratchBytes = pl.chunks > 1 ? cr * scratchRow : 0;
-  bool perRank = false;
+  bool perRank = false, copyEngine = false;
   if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable &&
-      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank)) {
+      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank, &copyEngine)) {
     Plan fused;
     std::string ignored;
     // The measured fused reduce-scatter ran in one chunk: a workspace that needs more keeps unfused.
     if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
         (p.op == Op::kAllGather || fused.chunks == 1)) {
-      fused.reason = "the measured rule picks the fused variant (" + pl.reason + ")";
+      fused.reason = std::string("the measured rule picks the fused variant") +
+                     (copyEngine ? " with copy engines" : "") + " (" + pl.reason + ")";
+      fused.copyEngine = copyEngine;
       pl = fused;
     }
   }

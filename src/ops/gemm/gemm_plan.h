@@ -67,6 +67,9 @@ struct Plan {
   // The fused all-gather (chunks 1: push + one GEMM; chunks = nranks: one GEMM per source rank
   // reading the peers' rows in place, own rows first): the fused all-gather below.
   bool agPerRank = false;
+  // SSC_GEMM_AUTO chose SSC_GEMM_COPY_ENGINE's form of the fused variant (autoPicksFused); the
+  // GPU half runs the waiting-kernel form instead on a stream under capture (gpu_gemm.cc).
+  bool copyEngine = false;
   std::string reason;     // why this variant and chunk count (logged at INFO)
 };
 
@@ -83,6 +86,9 @@ constexpr size_t kFusedDoneOff = 128;   // uint32 done[slot][owner]: owner finis
 constexpr size_t kFusedFromOff = 512;   // uint32 from[slot][producer]: the fused all-gather's
                                         // producer wrote (push) or published (per rank) its rows
 constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed out (host backend: unused)
+constexpr size_t kFusedReadyFromOff = 1536;  // uint32 readyFrom[use % 2][producer]: SSC_GEMM_COPY_ENGINE's
+                                             // reduce-scatter; each producer writes it in every
+                                             // owner, so every wait reads local memory
 
 // The fused all-gather + GEMM: a slot holds the whole gathered X, [nranks x block][k], in each
 // rank's registered workspace (two slots when they fit, else one). Two forms:
@@ -98,8 +104,11 @@ constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed
 // does) before writing it again. x_gathered asks for the push form (the gathered X is there).
 
 // Whether SSC_GEMM_AUTO runs a call fused, given the plan the rule chose otherwise (the measured
-// rule, docs/gemm.md and perf/RESULTS.md sessions 5 and 6); *perRank: which all-gather form.
-bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank);
+// rule, docs/gemm.md and perf/RESULTS.md sessions 19 and 21); *perRank: which all-gather form;
+// *copyEngine: SSC_GEMM_COPY_ENGINE's form (the per-rank all-gather of at least
+// kCopyEngineMinFlops, 2 m n k).
+constexpr double kCopyEngineMinFlops = 4e10;
+bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine);
 
 // Whether the GPU half probes the vendor BLAS's algorithm for each new GEMM shape
 // (gpu_gemm_probe.h): mode is STARSCREAM_GEMM_PROBE ("on", "off", "auto"; anything else reads as

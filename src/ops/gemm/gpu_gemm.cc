@@ -18,6 +18,7 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
+#include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/ops/gemm/gpu_gemm_probe.h"
 #include "src/core/log.h"
 
@@ -81,6 +82,7 @@ class GpuGemmState {
   uint64_t timeoutTicks = 0;
   const uint32_t* abort = nullptr;  // the communicator's abort word (Backend::deviceAbortWord)
   int sms = 1;
+  CopyEngine* ce = nullptr;  // SSC_GEMM_COPY_ENGINE's state (gpu_gemm_ce.cc), on first use
 #if defined(STARSCREAM_HAVE_BLASLT)
   hipblasLtHandle_t lt = nullptr;
   void* blasWorkspace = nullptr;
@@ -258,6 +260,13 @@ sscResult_t gpuCreate(sscGemmContext* g) {
 #endif
 }
 
+int gpuSms(sscGemmContext* g) { return g->gpu->sms; }
+FusedWaitState gpuFusedWaitState(sscGemmContext* g) {
+  const GpuGemmState* s = g->gpu;
+  return FusedWaitState{s->errHost, s->errDevice, s->timeoutTicks, s->abort};
+}
+CopyEngine** gpuCopyEngine(sscGemmContext* g) { return &g->gpu->ce; }
+
 bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes) {
   gpu::DeviceGuard onDevice(g->device);
   GpuGemmState* s = g->gpu;
@@ -270,6 +279,7 @@ bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes) {
 
 void gpuDestroy(sscGemmContext* g) {
   gpu::DeviceGuard onDevice(g->device);
+  if (g->gpu != nullptr) ceDestroy(g->gpu->ce);  // its watchdog reads the workspace's flags
   if (g->workspace != nullptr) (void)g->backend->memFree(g->workspace);  // on the context's device
   g->workspace = nullptr;
   GpuGemmState* s = g->gpu;
@@ -324,165 +334,12 @@ void* scratchOf(sscGemmContext* g, const Plan& pl) {
                               : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
 }
 
-// The fused waits, as FusedErrorSink::site names them in a timeout's report. The lanes of the
-// gates are readers (q = lane % nranks, two earlier uses at most), of the others producers.
-enum FusedSite : uint32_t { kSiteRsGate = 1, kSiteRsReady, kSiteAgGate, kSiteAgRows };
-
-sscResult_t earlierTimeout(const GpuGemmState* gs, int nranks) {
-  if (gs->errHost[0] == 0) return sscSuccess;
-  const uint32_t lane = gs->errHost[1], seen = gs->errHost[2], want = gs->errHost[3];
-  const char* what = "a fused wait";
-  switch (gs->errHost[4]) {
-    case kSiteRsGate: what = "GEMM + reduce-scatter, before refilling a slot: the done flag of reader"; break;
-    case kSiteRsReady: what = "GEMM + reduce-scatter, before the sum: the ready flag of producer"; break;
-    case kSiteAgGate: what = "all-gather + GEMM, before the push: the done flag of reader"; break;
-    case kSiteAgRows: what = "all-gather + GEMM, before the GEMM: the rows flag of producer"; break;
-    default: break;
-  }
-  return fail(sscTimeout, "gemm: an earlier fused call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
-              "holds use {}, the wait needs {}): a peer is missing or hung; the context's results "
-              "since then are not valid (destroy it)", what, lane % nranks, seen, want);
-}
-
-gpu::FusedErrorSink sinkAt(const GpuGemmState* gs, FusedSite site) {
-  return gpu::FusedErrorSink{gs->errDevice, gs->timeoutTicks, gs->abort, site};
-}
-
-// The fused GEMM + reduce-scatter (gemm_plan.h), all on the caller's stream. Per chunk: wait
-// until every owner has read what this rank's slot held before (done flags), the chunk's GEMM
-// pieces into the local slot; publish it (ready flag) and wait for every rank's in one launch
-// (at small M every kernel boundary shows), sum this rank's rows out of the K slots in place
-// (peer mappings) into y, tell each producer (done flag in its workspace). More chunks bound
-// the workspace a call needs; they do not overlap within a rank (gemm_plan.h says why), only
-// across ranks (the two slots let a fast rank run one chunk ahead). Nothing waits at the end
-// for the owners to finish reading: the next call's first wait covers both slots (its plan may
-// lay the slots out differently), and destroy waits too.
-sscResult_t runFused(sscGemmContext* g, const Call& c, hipStream_t s) {
-  GpuGemmState* gs = g->gpu;
-  const Problem& p = c.p;
-  const Plan& pl = c.plan;
-  const size_t ob = typeBytes(c.outType);
-  const int me = c.rank, K = p.nranks;
-  SSC_CHECK(earlierTimeout(gs, K));
-  const uint32_t* flags[gpu::kFusedMaxWaits];
-  uint32_t targets[gpu::kFusedMaxWaits];
-  uint32_t* doneAt[gpu::kFusedMaxRanks];
-  const void* srcs[gpu::kFusedMaxRanks];
-  for (int j = 0; j < pl.chunks; ++j) {
-    const uint32_t use = ++g->fusedUses;
-    const int slot = static_cast<int>(use % pl.slots);
-    const ChunkRows cr = chunkRows(pl, j);
-    void* mySlot = static_cast<char*>(g->workspace) + slot * pl.slotBytes;
-    // Before the GEMM: every owner read this slot's previous use; on the first chunk also the
-    // other slot's (the last call's plan may have laid its slots over this one).
-    int n = 0;
-    for (int back = 0; back < (j == 0 ? pl.slots : 1); ++back) {
-      const uint32_t prev = use - pl.slots + back;  // the earlier use of slot (use + back) % slots
-      for (int q = 0; q < K; ++q, ++n) {
-        flags[n] = fusedDone(g, me, static_cast<int>(prev % pl.slots), q);
-        targets[n] = prev;
-      }
-    }
-    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sinkAt(gs, kSiteRsGate), s),
-                       "fused wait"));
-    for (const GemmPiece& piece : chunkPieces(p, pl, j))
-      SSC_CHECK(runPiece(gs, c, c.x, mySlot, piece, scratchOf(g, pl), s));
-    uint32_t* myReady = fusedReady(g, me, slot);
-    for (int q = 0; q < K; ++q) {
-      flags[q] = fusedReady(g, q, slot);
-      targets[q] = use;
-      doneAt[q] = fusedDone(g, q, slot, me);
-      srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
-    }
-    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, K, myReady, use, sinkAt(gs, kSiteRsReady), s),
-                       "fused wait"));
-    const int64_t mine = ownChunkRows(p, pl, j, me);
-    if (mine > 0)
-      SSC_CHECK(launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
-                                                static_cast<size_t>(mine * p.n), static_cast<int>(ob),
-                                                c.outType == sscBfloat16, 4 * gs->sms, s), "fused reduce"));
-    SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
-  }
-  return sscSuccess;
-}
-
-// The fused all-gather + GEMM (gemm_plan.h), all on the caller's stream: no collective call.
-//   push:     [wait the slot's readers, then store my rows into every rank's slot] ->
-//             [from flags in every rank, wait for every rank's] -> one GEMM over my slot -> done
-//   per rank: [wait the slot's readers, then copy my rows into my slot] -> from flags ->
-//             GEMM of my rows from x -> [wait every rank's from] -> one GEMM per peer, reading
-//             its slot in place -> done
-// The flags' index is use % 2 whatever the slot count (so destroy's wait reads the same words);
-// the gate waits for the readers of both earlier uses, as a slot may overlap either (an earlier
-// call's plan may differ, the reduce-scatter shares the workspace).
-sscResult_t runFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
-  GpuGemmState* gs = g->gpu;
-  const Problem& p = c.p;
-  const Plan& pl = c.plan;
-  const size_t ib = typeBytes(c.inType);
-  const int me = c.rank, K = p.nranks;
-  SSC_CHECK(earlierTimeout(gs, K));
-  const uint32_t use = ++g->fusedUses;
-  const int fi = static_cast<int>(use % 2);
-  const size_t slotOff = (use % pl.slots) * pl.slotBytes;
-  const RowRange own = rowShard(p.m, K, me);
-  const uint32_t* gate[gpu::kFusedMaxWaits];
-  uint32_t gateAt[gpu::kFusedMaxWaits];
-  int n = 0;
-  for (uint32_t back = 2; back >= 1; --back)
-    for (int q = 0; q < K; ++q, ++n) {
-      gate[n] = fusedDone(g, me, static_cast<int>((use - back) % 2), q);
-      gateAt[n] = use - back;
-    }
-  void* dsts[gpu::kFusedMaxRanks];
-  int nd = 0;
-  for (int q = 0; q < K; ++q)
-    if (!pl.agPerRank || q == me) dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
-  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sinkAt(gs, kSiteAgGate), c.x, dsts, nd,
-                                          own.count * p.k * ib, 4 * gs->sms, s), "fused push"));
-  uint32_t* from[gpu::kFusedMaxRanks];
-  const uint32_t* mine[gpu::kFusedMaxRanks];
-  uint32_t at[gpu::kFusedMaxRanks];
-  for (int q = 0; q < K; ++q) {
-    from[q] = fusedFrom(g, q, fi, me);
-    mine[q] = fusedFrom(g, me, fi, q);
-    at[q] = use;
-  }
-  const void* local = cbyte(g->workspace, slotOff);
-  if (!pl.agPerRank) {
-    SSC_CHECK(launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s),
-                       "fused wait"));
-    GemmPiece all;
-    all.rows = p.m;
-    SSC_CHECK(gs->matmul(c, local, c.y, all, s));
-    if (c.xGathered != nullptr)  // the slot's rows are X's rows (x in place inside it: same bytes)
-      SSC_CHECK(gpuCheck(hipMemcpyAsync(c.xGathered, local, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
-                         "hipMemcpyAsync"));
-  } else {
-    SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
-    if (own.count > 0) {  // my rows first, straight from x: no wait
-      GemmPiece g0;
-      g0.rows = own.count;
-      g0.dRow = own.first;
-      SSC_CHECK(gs->matmul(c, c.x, c.y, g0, s));
-    }
-    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s), "fused wait"));
-    for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
-      const int q = (me + i) % K;
-      const RowRange r = rowShard(p.m, K, q);
-      if (r.count == 0) continue;
-      GemmPiece gq;
-      gq.rows = r.count;
-      gq.aRow = gq.dRow = r.first;
-      SSC_CHECK(gs->matmul(c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, s));
-    }
-  }
-  uint32_t* doneAt[gpu::kFusedMaxRanks];
-  for (int q = 0; q < K; ++q) doneAt[q] = fusedDone(g, q, fi, me);
-  return launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal");
-}
-
 }  // namespace
+
+sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d, const GemmPiece& piece,
+                     bool scratch, hipStream_t s) {
+  return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
+}
 #endif
 
 #if defined(STARSCREAM_HAVE_BLASLT)
@@ -509,8 +366,16 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
                          "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
+  if (pl.variant == SSC_GEMM_FUSED && c.copyEngine) {
+    // AUTO's choice gives way on a stream under capture (the copy-engine form refuses it): the
+    // waiting-kernel form of the same plan.
+    hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
+    if (c.copyEngineAsked || (hipStreamIsCapturing(s, &capture) == hipSuccess && capture == hipStreamCaptureStatusNone))
+      return p.op == Op::kAllGather ? ceRunFusedAllGather(g, c, s) : ceRunFusedReduceScatter(g, c, s);
+    SSC_LOG(kInfo, "gemm: under stream capture: the waiting-kernel form instead of the copy engines");
+  }
   if (pl.variant == SSC_GEMM_FUSED)
-    return p.op == Op::kAllGather ? runFusedAllGather(g, c, s) : runFused(g, c, s);
+    return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s) : kernelRunFusedReduceScatter(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   const bool rs = p.op == Op::kReduceScatter;
@@ -573,6 +438,7 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   return fail(sscInvalidUsage, "gemm: built without a vendor BLAS");
 #else
   gpu::DeviceGuard onDevice(g->device);
+  SSC_CHECK(ceEarlierTimeout(g->gpu->ce));  // a released stream wait: nothing since is valid
   SSC_CHECK(runOp(g, c, stream));
   const int64_t rows = heldRows(c);
   if (c.bias == nullptr || rows == 0 || c.p.n == 0) return sscSuccess;

@@ -96,11 +96,22 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
                           abort, "reuse a GEMM slot read by", q));
     }
     SSC_CHECK(runPieces(g, c, j, c.x, mySlot));
-    word(fusedReady(g, me, slot)).store(use, std::memory_order_release);
-    shmNotify(bell(me));
+    // SSC_GEMM_COPY_ENGINE: the GPU half's stream waits read local words only, so each producer
+    // writes its readyFrom word in every owner instead of its own ready word; the same here.
+    const int fi = static_cast<int>(use % 2);
+    if (c.copyEngine) {
+      for (int q = 0; q < K; ++q) {
+        word(fusedReadyFrom(g, q, fi, me)).store(use, std::memory_order_release);
+        shmNotify(bell(q));
+      }
+    } else {
+      word(fusedReady(g, me, slot)).store(use, std::memory_order_release);
+      shmNotify(bell(me));
+    }
     for (int q = 0; q < K; ++q)
-      SSC_CHECK(shmWait(bell(q), [&] { return reached(word(fusedReady(g, q, slot)).load(std::memory_order_acquire), use); },
-                        abort, "wait for the GEMM chunk of", q));
+      SSC_CHECK(shmWait(c.copyEngine ? bell(me) : bell(q), [&] {
+        return reached(word(c.copyEngine ? fusedReadyFrom(g, me, fi, q) : fusedReady(g, q, slot))
+                           .load(std::memory_order_acquire), use); }, abort, "wait for the GEMM chunk of", q));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     const size_t elems = static_cast<size_t>(mine * p.n);
     char* dst = byte(c.y, cr.begin * p.n * ob);

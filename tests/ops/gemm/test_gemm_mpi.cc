@@ -50,12 +50,14 @@ struct Case {
   bool tinyWorkspace;
   int gathered = 0;  // all-gather: 0 no x_gathered, 1 a separate one, 2 in place (x inside it)
   bool bias = false;
+  bool ce = false;  // SSC_GEMM_COPY_ENGINE (the host backend runs its flag protocol)
   std::string name() const {
-    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}{}", rs ? "gemm_rs" : "ag_gemm",
+    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}{}{}", rs ? "gemm_rs" : "ag_gemm",
                        m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
                        out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", variant, chunks,
                        tinyWorkspace ? " tiny-workspace" : "",
-                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "", bias ? " bias" : "");
+                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "", bias ? " bias" : "",
+                       ce ? " copy-engine" : "");
   }
 };
 
@@ -92,7 +94,7 @@ void runCase(const Case& c, sscGemm_t gemm) {
   }
   a.w = wMine.data();
   a.y = yRows * c.n == 0 ? nullptr : y.data();
-  a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
+  a.flags = (c.kn ? SSC_GEMM_WEIGHT_KN : 0) | (c.ce ? SSC_GEMM_COPY_ENGINE : 0);
   a.variant = c.variant;
   a.chunks = c.chunks;
   // The bias in y's type: the layer's, the same on every rank (reduce-scatter), or this rank's
@@ -227,12 +229,20 @@ TEST_F(GemmMpi, FusedOddShapes) {
       const int mode = index++ % 4;
       Case c{true, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
       c.bias = index % 3 != 0;
-      for (int rep = 0; rep < 2; ++rep) runCase(c, big);
+      // Waiting kernels' flags and SSC_GEMM_COPY_ENGINE's (readyFrom) alternate on one context.
+      for (int rep = 0; rep < 4; ++rep) {
+        c.ce = rep % 2 == 1;
+        runCase(c, big);
+      }
       c.chunks = 3;
+      runCase(c, big);
+      c.ce = true;
       runCase(c, big);
       c.chunks = 0;
       c.tinyWorkspace = true;
       for (int rep = 0; rep < 2; ++rep) runCase(c, tiny);
+      c.ce = false;
+      runCase(c, tiny);
       if (anyRankFailed()) break;
     }
   // The fused all-gather + GEMM, both forms (push + one GEMM; one GEMM per source rank reading
@@ -247,6 +257,11 @@ TEST_F(GemmMpi, FusedOddShapes) {
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
       c.chunks = 2;  // per rank
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
+      c.ce = true;  // both forms with SSC_GEMM_COPY_ENGINE, on the same slots
+      runCase(c, big);
+      c.chunks = 0;
+      runCase(c, big);
+      c.ce = false;
       c.chunks = 0;
       c.gathered = 1 + mode % 2;
       runCase(c, big);
@@ -333,6 +348,7 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   bad = a;
   bad.flags = 0x10;
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("unknown flags 0x10"), std::string::npos);
   EXPECT_EQ(sscGemmReduceScatter(nullptr, &a, g_stream), sscInvalidArgument);
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
   cfg.workspace_bytes = 16;  // cannot hold one row per rank

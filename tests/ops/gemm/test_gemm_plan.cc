@@ -131,10 +131,15 @@ TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
     size_t workspace;
     int variant;    // what AUTO runs
     bool perRank;   // all-gather: the per-rank form
+    bool copyEngine = false;  // ... with SSC_GEMM_COPY_ENGINE (2 m n k >= kCopyEngineMinFlops)
   };
   const size_t gib = size_t{1} << 30;
   const Want cases[] = {
-      {Op::kAllGather, 4096, 896, 8192, 8, gib, SSC_GEMM_FUSED, true},     // 70b.gate_up, 1.75x
+      {Op::kAllGather, 4096, 896, 8192, 8, gib, SSC_GEMM_FUSED, true, true},  // 70b.gate_up, 6.0e10 flops
+      {Op::kAllGather, 16384, 1664, 16384, 8, gib, SSC_GEMM_FUSED, true, true},  // 405b.gate_up, 1.47x (s21)
+      {Op::kAllGather, 16384, 160, 8192, 8, gib, SSC_GEMM_FUSED, true, true},  // 70b.qkv, 4.3e10 flops
+      {Op::kAllGather, 16384, 2048, 2048, 8, gib, SSC_GEMM_FUSED, true, true},  // 405b.o, 1.4e11 flops
+      {Op::kAllGather, 16384, 1024, 1024, 8, gib, SSC_GEMM_FUSED, true, false},  // 70b.o, 3.4e10: a tie
       {Op::kAllGather, 4096, 1024, 3584, 8, gib, SSC_GEMM_FUSED, true},    // 70b.down, 1.25x
       {Op::kAllGather, 16384, 360, 512, 8, gib, SSC_GEMM_FUSED, true},     // gptoss.o, 1.11x
       {Op::kAllGather, 4096, 80, 2880, 8, gib, SSC_GEMM_UNFUSED, false},   // gptoss.qkv lost
@@ -153,6 +158,8 @@ TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
     std::string why;
     ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 0, w.workspace, &pl, &why)) << why;
     EXPECT_EQ(pl.variant, w.variant) << pl.reason;
+    EXPECT_EQ(pl.copyEngine, w.copyEngine) << pl.reason;
+    EXPECT_EQ(pl.reason.find("copy engines") != std::string::npos, w.copyEngine) << pl.reason;
     if (w.variant == SSC_GEMM_FUSED) {
       EXPECT_EQ(pl.agPerRank, w.perRank);
       EXPECT_EQ(pl.chunks, w.perRank ? w.nranks : 1);

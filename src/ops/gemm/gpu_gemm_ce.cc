@@ -1,0 +1,428 @@
+// SSC_GEMM_COPY_ENGINE: the fused forms with no kernel that waits on a peer (issue #18).
+//
+// Why: under an SM cap (an MPS partition, a CPX XCD) every waiting or copying kernel of the
+// fused forms takes SMs and a kernel boundary from the partition's GEMM, and a vendor GEMM
+// beside a waiting kernel of the same process hung (gemm_plan.h). Measured on the H200 at 8 MPS
+// partitions (perf/sm_free.cu, perf/RESULTS.md session 21): a device-to-device copy runs on a
+// copy engine beside a kernel holding every SM of the partition (64 MiB: 281 us alone, 380 us
+// beside it, against a 2 ms kernel), and stream memory operations pass a flag between MPS
+// clients in 10.8 us each way with or without such a kernel. So here the ranks order themselves
+// with sscStreamWriteValue32 / sscStreamWaitValueGeq32 (every wait on a word of this rank's own
+// flags: peers write into it), the all-gather's rows move by copy engine on the context's copy
+// stream, and the only kernels are the GEMMs and the reduce-scatter's sum.
+//
+// A stream wait has no timeout. The watchdog thread (one per context, started with the first
+// such call) gives each call STARSCREAM_TIMEOUT from the moment its stream reaches it; past that,
+// or once the communicator is aborted, it writes this rank's flag words so every wait passes,
+// records what was missing, and the context's next call fails with sscTimeout saying so.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/api/api.h"
+#include "src/comm/comm.h"
+#include "src/core/futex_wait.h"
+#include "src/core/log.h"
+#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gpu_gemm_internal.h"
+
+namespace ssc::gemm {
+
+namespace {
+
+sscResult_t ceCheck(hipError_t e, const char* what) {
+  if (e == hipSuccess) return sscSuccess;
+  if (e == hipErrorNotSupported)
+    return fail(sscInvalidUsage, "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
+                "this driver does not offer ({})", what);
+  return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
+}
+
+size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
+const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
+char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
+
+// The words of this rank's flag tail that a copy-engine call's waits read, as 32-bit offsets:
+// done[2][kFusedMaxRanks], from[2][kFusedMaxRanks], readyFrom[2][kFusedMaxRanks].
+constexpr size_t kWordsPerArray = 2 * kFusedMaxRanks;
+
+}  // namespace
+
+class CopyEngine {
+ public:
+  enum class Kind { kReduceScatter, kAllGather };
+
+  explicit CopyEngine(sscGemmContext* g) : g_(g) {}
+
+  sscResult_t init() {
+    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&release_, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+    void* h = nullptr;
+    SSC_CHECK(ceCheck(hipHostMalloc(&h, kFusedFlagBytes, hipHostMallocMapped), "hipHostMalloc"));
+    host_ = static_cast<uint32_t*>(h);
+    timeoutSeconds_ = shmTimeoutSeconds();
+    watcher_ = std::thread([this] { watch(); });
+    return sscSuccess;
+  }
+
+  ~CopyEngine() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (watcher_.joinable()) watcher_.join();
+    for (auto& p : pending_) free_.insert(free_.end(), {p.begin, p.copied, p.end});
+    for (hipEvent_t e : free_) (void)hipEventDestroy(e);
+    if (copies != nullptr) (void)hipStreamDestroy(copies);
+    if (release_ != nullptr) (void)hipStreamDestroy(release_);
+    if (host_ != nullptr) (void)hipHostFree(host_);
+  }
+
+  // Three events for a call: begin (the caller's stream reached it), copied (the copy stream's
+  // part done), end (the call done on the caller's stream).
+  sscResult_t events(hipEvent_t* out) {
+    std::lock_guard<std::mutex> lk(mu_);
+    while (free_.size() < 3) {
+      hipEvent_t e = nullptr;
+      SSC_CHECK(ceCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
+      free_.push_back(e);
+    }
+    for (int i = 0; i < 3; ++i) {
+      out[i] = free_.back();
+      free_.pop_back();
+    }
+    return sscSuccess;
+  }
+
+  // The call of `use` is queued: begin and end recorded (or abandoned: track with ok false
+  // returns the events).
+  void track(const hipEvent_t* ev, uint32_t use, Kind kind, bool ok) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!ok) {
+        free_.insert(free_.end(), ev, ev + 3);
+        return;
+      }
+      pending_.push_back(Pending{ev[0], ev[1], ev[2], use, kind});
+    }
+    cv_.notify_all();
+  }
+
+  sscResult_t earlier() const {
+    if (!failed_.load(std::memory_order_acquire)) return sscSuccess;
+    std::lock_guard<std::mutex> lk(mu_);
+    return fail(sscTimeout, "gemm: {}; the context's results since then are not valid (destroy it)",
+                failure_);
+  }
+
+  hipStream_t copies = nullptr;
+
+ private:
+  struct Pending {
+    hipEvent_t begin, copied, end;
+    uint32_t use;
+    Kind kind;
+    bool begun = false;
+    std::chrono::steady_clock::time_point since{};
+  };
+
+  void watch() {
+    // The runtime's current device is per thread: this one's must be the context's.
+    (void)hipSetDevice(g_->device);
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      // Idle: sleep until a call is queued. Else poll every 2 ms.
+      const bool idle = pending_.empty();
+      cv_.wait_for(lk, std::chrono::milliseconds(idle ? 200 : 2),
+                   [&] { return stop_ || (idle && !pending_.empty()); });
+      if (stop_) return;
+      while (!pending_.empty()) {
+        Pending& f = pending_.front();
+        if (hipEventQuery(f.end) == hipSuccess) {
+          free_.insert(free_.end(), {f.begin, f.copied, f.end});
+          pending_.pop_front();
+          continue;
+        }
+        (void)hipGetLastError();  // not ready is not an error; this thread's record only
+        const auto now = std::chrono::steady_clock::now();
+        if (!f.begun && hipEventQuery(f.begin) == hipSuccess) {
+          f.begun = true;
+          f.since = now;
+        }
+        (void)hipGetLastError();
+        bool aborted = true;  // a communicator already freed counts as aborted
+        {
+          CommUse use(g_->comm);  // abort frees comm only once no thread uses it
+          if (use.live()) aborted = use.comm()->abortFlag.load();
+        }
+        const bool late = f.begun && timeoutSeconds_ > 0 &&
+                          std::chrono::duration<double>(now - f.since).count() > timeoutSeconds_;
+        if ((aborted || late) && !failed_.load()) releaseWaits(f, aborted);
+        break;
+      }
+    }
+  }
+
+  // Every wait of the pending calls passes once this rank's words hold the newest pending use.
+  // First reads them, to say which peer's word was behind.
+  void releaseWaits(const Pending& f, bool aborted) {
+    const uint32_t use = pending_.back().use;
+    const int K = static_cast<int>(g_->fusedPeers.size());
+    uint32_t* tail = reinterpret_cast<uint32_t*>(static_cast<char*>(g_->workspace) + g_->workspaceBytes);
+    std::string missing;
+    if (hipMemcpyAsync(host_, tail, kFusedFlagBytes, hipMemcpyDeviceToHost, release_) == hipSuccess &&
+        settled()) {
+      const size_t arrived = (f.kind == Kind::kAllGather ? kFusedFromOff : kFusedReadyFromOff) / 4 +
+                             (f.use % 2) * kFusedMaxRanks;
+      for (int q = 0; q < K; ++q)
+        if (static_cast<int32_t>(host_[arrived + q] - f.use) < 0)
+          missing += fmt::format("{}rank {} ({} of use {})", missing.empty() ? "" : ", ", q,
+                                 f.kind == Kind::kAllGather ? "its rows of X" : "its partial product", f.use);
+      for (uint32_t back = 1; back <= 2 && back < f.use; ++back)
+        for (int q = 0; q < K; ++q)
+          if (static_cast<int32_t>(host_[kFusedDoneOff / 4 + ((f.use - back) % 2) * kFusedMaxRanks + q] -
+                                   (f.use - back)) < 0)
+            missing += fmt::format("{}rank {} (had not finished reading use {})", missing.empty() ? "" : ", ",
+                                   q, f.use - back);
+    }
+    for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
+      for (size_t i = 0; i < kWordsPerArray; ++i) host_[off / 4 + i] = use;
+    for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
+      (void)hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4, hipMemcpyHostToDevice, release_);
+    failure_ = fmt::format("a {} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
+                           f.kind == Kind::kAllGather ? "all-gather + GEMM" : "GEMM + reduce-scatter",
+                           aborted ? "because the communicator was aborted" : "after STARSCREAM_TIMEOUT",
+                           missing.empty() ? "unknown" : missing);
+    failed_.store(true, std::memory_order_release);
+    SSC_LOG(kWarn, "{}", failure_);
+  }
+
+  // The release stream's copy done within a second (a device that no longer answers: give up).
+  bool settled() {
+    for (int i = 0; i < 1000; ++i) {
+      if (hipStreamQuery(release_) == hipSuccess) return true;
+      (void)hipGetLastError();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+
+  sscGemmContext* g_;
+  hipStream_t release_ = nullptr;  // the watchdog's own copies
+  uint32_t* host_ = nullptr;       // pinned: the flags read back, the values written
+  double timeoutSeconds_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;
+  std::vector<hipEvent_t> free_;
+  bool stop_ = false;
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+  std::thread watcher_;
+};
+
+#if defined(STARSCREAM_HAVE_BLASLT)
+namespace {
+
+// The context's copy-engine state, created on first use; refuses a stream under capture (the
+// watchdog's events cannot be queried there).
+sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
+  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
+  SSC_CHECK(ceCheck(hipStreamIsCapturing(s, &capture), "hipStreamIsCapturing"));
+  if (capture != hipStreamCaptureStatusNone)
+    return fail(sscInvalidUsage, "gemm: SSC_GEMM_COPY_ENGINE cannot run on a stream being captured "
+                "into a graph (its watchdog follows each call by events): leave the flag off there");
+  CopyEngine*& ce = *gpuCopyEngine(g);
+  if (ce == nullptr) {
+    auto* fresh = new CopyEngine(g);
+    const sscResult_t r = fresh->init();
+    if (r != sscSuccess) {
+      delete fresh;
+      return r;
+    }
+    ce = fresh;
+  }
+  SSC_CHECK(ce->earlier());
+  *out = ce;
+  return sscSuccess;
+}
+
+// One submission of stream memory operations (sscStreamBatchValue32): under MPS each submission
+// costs the stream several microseconds whatever it holds (perf/RESULTS.md, session 21).
+class Ops {
+ public:
+  // A wait for a target at or before use 0 (the flags' initial value, or use - 1 wrapped on a
+  // context's first call) is met already: left out, since HIP's wait compares unsigned.
+  void wait(uint32_t* word, uint32_t value) {
+    if (static_cast<int32_t>(value) > 0) ops_.push_back({word, value, false});
+  }
+  void write(uint32_t* word, uint32_t value) { ops_.push_back({word, value, true}); }
+  sscResult_t submit(hipStream_t s) {
+    const sscResult_t r = ceCheck(sscStreamBatchValue32(s, ops_.data(), static_cast<int>(ops_.size())),
+                                  "sscStreamBatchValue32");
+    ops_.clear();
+    return r;
+  }
+
+ private:
+  std::vector<SscStreamValueOp> ops_;
+};
+
+// The gate before a rank writes what its peers read (its slot: a chunk's partials, its rows of
+// X): every peer has finished reading the previous use. A reader writes its done flags in stream
+// order, so its done of use - 1 means it is done with every earlier use too, and one word per
+// peer suffices (the word the previous use's form wrote: g->lastDoneIndex). This rank's own
+// reads are earlier work on the caller's stream.
+void gate(sscGemmContext* g, int me, int K, uint32_t use, Ops* ops) {
+  for (int q = 0; q < K; ++q)
+    if (q != me) ops->wait(fusedDone(g, me, g->lastDoneIndex, q), use - 1);
+}
+
+// The reduce-scatter, chunk by chunk on the caller's stream: [gate] -> the chunk's GEMM pieces
+// into the local slot -> [readyFrom[me] in every peer (the write's barrier orders the GEMM's
+// tile before it), then every peer's readyFrom here] -> the sum of this rank's rows out of the K
+// slots in place -> [done[me] in every rank, this one included (destroy reads its own)].
+sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine* ce) {
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ob = typeBytes(c.outType);
+  const int me = c.rank, K = p.nranks;
+  Ops ops;
+  for (int j = 0; j < pl.chunks; ++j) {
+    const uint32_t use = ++g->fusedUses;
+    const int slot = static_cast<int>(use % pl.slots), fi = static_cast<int>(use % 2);
+    const ChunkRows cr = chunkRows(pl, j);
+    void* mySlot = byte(g->workspace, slot * pl.slotBytes);
+    hipEvent_t ev[3];
+    SSC_CHECK(ce->events(ev));
+    auto body = [&]() -> sscResult_t {
+      SSC_CHECK(ceCheck(hipEventRecord(ev[0], s), "hipEventRecord"));
+      gate(g, me, K, use, &ops);
+      SSC_CHECK(ops.submit(s));
+      for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gpuPiece(g, c, c.x, mySlot, piece, true, s));
+      for (int q = 0; q < K; ++q)
+        if (q != me) ops.write(fusedReadyFrom(g, q, fi, me), use);
+      for (int q = 0; q < K; ++q)
+        if (q != me) ops.wait(fusedReadyFrom(g, me, fi, q), use);
+      SSC_CHECK(ops.submit(s));
+      const int64_t mine = ownChunkRows(p, pl, j, me);
+      if (mine > 0) {
+        const void* srcs[kFusedMaxRanks];
+        for (int q = 0; q < K; ++q) srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
+        SSC_CHECK(ceCheck(static_cast<hipError_t>(gpu::launchFusedReduce(
+                              byte(c.y, cr.begin * p.n * ob), srcs, K, static_cast<size_t>(mine * p.n),
+                              static_cast<int>(ob), c.outType == sscBfloat16, 4 * gpuSms(g), s)),
+                          "the fused reduce kernel"));
+      }
+      for (int q = 0; q < K; ++q) ops.write(fusedDone(g, q, slot, me), use);
+      SSC_CHECK(ops.submit(s));
+      g->lastDoneIndex = slot;
+      // ev[1] (the copy stream's part) on the caller's stream too: this op copies nothing.
+      SSC_CHECK(ceCheck(hipEventRecord(ev[1], s), "hipEventRecord"));
+      return ceCheck(hipEventRecord(ev[2], s), "hipEventRecord");
+    };
+    const sscResult_t r = body();
+    ce->track(ev, use, CopyEngine::Kind::kReduceScatter, r == sscSuccess);
+    SSC_CHECK(r);
+  }
+  return sscSuccess;
+}
+
+}  // namespace
+
+sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s) {
+  CopyEngine* ce = nullptr;
+  SSC_CHECK(prepareCall(g, s, &ce));
+  return rsChunks(g, c, s, ce);
+}
+
+// The all-gather. Copy stream (after the caller's earlier work, so x is ready): [gate] -> this
+// rank's rows of X by copy engine (push: into every rank's slot; per rank: into its own) ->
+// [from[me] in every peer]. Caller's stream: per rank: the GEMM of my rows straight from x; then
+// [every peer's from here] -> push: the copy stream's end, ONE GEMM over the local slot; per
+// rank: one GEMM per peer reading its rows in place from its slot. Then the copy stream's end
+// and [done[me] in every rank].
+sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
+  CopyEngine* ce = nullptr;
+  SSC_CHECK(prepareCall(g, s, &ce));
+  const Problem& p = c.p;
+  const Plan& pl = c.plan;
+  const size_t ib = typeBytes(c.inType);
+  const int me = c.rank, K = p.nranks;
+  const uint32_t use = ++g->fusedUses;
+  const int fi = static_cast<int>(use % 2);
+  const size_t slotOff = (use % pl.slots) * pl.slotBytes;
+  const RowRange own = rowShard(p.m, K, me);
+  hipStream_t cs = ce->copies;
+  hipEvent_t ev[3];
+  SSC_CHECK(ce->events(ev));
+  Ops ops;
+  auto body = [&]() -> sscResult_t {
+    SSC_CHECK(ceCheck(hipEventRecord(ev[0], s), "hipEventRecord"));
+    SSC_CHECK(ceCheck(hipStreamWaitEvent(cs, ev[0], 0), "hipStreamWaitEvent"));
+    gate(g, me, K, use, &ops);
+    SSC_CHECK(ops.submit(cs));
+    for (int i = 0; i < K; ++i) {  // rotated, so the ranks do not all write into one peer at once
+      const int q = (me + i) % K;
+      if ((!pl.agPerRank || q == me) && own.count > 0)
+        SSC_CHECK(ceCheck(hipMemcpyAsync(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x,
+                                         own.count * p.k * ib, hipMemcpyDeviceToDevice, cs), "hipMemcpyAsync"));
+    }
+    for (int q = 0; q < K; ++q)
+      if (q != me) ops.write(fusedFrom(g, q, fi, me), use);
+    SSC_CHECK(ops.submit(cs));
+    SSC_CHECK(ceCheck(hipEventRecord(ev[1], cs), "hipEventRecord"));
+    if (pl.agPerRank && own.count > 0) {  // my rows first, straight from x: no wait
+      GemmPiece g0;
+      g0.rows = own.count;
+      g0.dRow = own.first;
+      SSC_CHECK(gpuPiece(g, c, c.x, c.y, g0, false, s));
+    }
+    for (int q = 0; q < K; ++q)
+      if (q != me) ops.wait(fusedFrom(g, me, fi, q), use);
+    SSC_CHECK(ops.submit(s));
+    if (!pl.agPerRank) {
+      SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));  // my own rows too
+      const void* local = cbyte(g->workspace, slotOff);
+      GemmPiece all;
+      all.rows = p.m;
+      SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
+      if (c.xGathered != nullptr)  // the slot's rows are X's rows (x in place inside it: same bytes)
+        SSC_CHECK(ceCheck(hipMemcpyAsync(c.xGathered, local, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
+                          "hipMemcpyAsync"));
+    } else {
+      for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
+        const int q = (me + i) % K;
+        const RowRange r = rowShard(p.m, K, q);
+        if (r.count == 0) continue;
+        GemmPiece gq;
+        gq.rows = r.count;
+        gq.aRow = gq.dRow = r.first;
+        SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, false, s));
+      }
+      // x must stay readable until the call ends on the caller's stream.
+      SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));
+    }
+    for (int q = 0; q < K; ++q) ops.write(fusedDone(g, q, fi, me), use);
+    SSC_CHECK(ops.submit(s));
+    g->lastDoneIndex = fi;
+    return ceCheck(hipEventRecord(ev[2], s), "hipEventRecord");
+  };
+  const sscResult_t r = body();
+  ce->track(ev, use, CopyEngine::Kind::kAllGather, r == sscSuccess);
+  return r;
+}
+
+#endif
+
+sscResult_t ceEarlierTimeout(const CopyEngine* ce) { return ce == nullptr ? sscSuccess : ce->earlier(); }
+
+void ceDestroy(CopyEngine* ce) { delete ce; }
+
+}  // namespace ssc::gemm

@@ -1,0 +1,45 @@
+// What the GPU half's files share (gpu_gemm.cc, gpu_gemm_fused.cc, gpu_gemm_ce.cc): one GEMM piece on the context's
+// vendor BLAS, and the copy-engine form's state behind the GpuGemmState. Built only with a GPU
+// backend; nothing outside src/ops/gemm includes it.
+#pragma once
+
+#include "src/ops/gemm/gemm_context.h"
+#include "src/platform/gpu_runtime.h"
+
+namespace ssc::gemm {
+
+// gpu_gemm.cc: a GEMM piece of call c from A rows of `a` into D rows of `d` on stream s (the
+// BLAS's algorithm vetted once per shape where STARSCREAM_GEMM_PROBE is on). With `scratch`, a
+// strided batch runs as one 2D copy and one GEMM through the plan's scratch (runPiece).
+sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d, const GemmPiece& piece,
+                     bool scratch, hipStream_t s);
+// The context's SMs as the runtime reports them (the MPS share under a cap).
+int gpuSms(sscGemmContext* g);
+// What the waiting kernels need to bound and report a wait (GpuGemmState): the pinned words a
+// timed-out wait fills {code, lane, seen, target, site}, their device address, the bound in GPU
+// timer ticks (0: none) and the communicator's abort word.
+struct FusedWaitState {
+  volatile uint32_t* errHost;
+  uint32_t* errDevice;
+  uint64_t timeoutTicks;
+  const uint32_t* abort;
+};
+FusedWaitState gpuFusedWaitState(sscGemmContext* g);
+
+// gpu_gemm_fused.cc: the fused forms ordered by waiting kernels.
+sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);
+sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s);
+
+// gpu_gemm_ce.cc: SSC_GEMM_COPY_ENGINE's fused forms, and their state (a stream for the copies,
+// events, the watchdog that releases a stream wait stuck past STARSCREAM_TIMEOUT), created on
+// the context's first such call and freed with the context.
+class CopyEngine;
+CopyEngine** gpuCopyEngine(sscGemmContext* g);  // gpu_gemm.cc: its slot in the GpuGemmState
+sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);
+sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s);
+// sscTimeout naming what a stream wait waited for when the watchdog released one (the results
+// since are not valid), else sscSuccess. ce may be null.
+sscResult_t ceEarlierTimeout(const CopyEngine* ce);
+void ceDestroy(CopyEngine* ce);
+
+}  // namespace ssc::gemm
