@@ -4,13 +4,16 @@
 // inputs. Odd M/N/K (M not a multiple of K ranks, ranks owning one row or none), bf16 and fp16,
 // y in the input type or fp32, W stored [N][K] or [K][N], the unfused, chunked and fused variants
 // (both forms of the fused all-gather; forced chunk counts and a workspace small enough for many
-// chunks), and larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
+// chunks; each with waiting kernels and with SSC_GEMM_COPY_ENGINE), and larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
 // PASS/FAIL line per case with the worst error over all ranks; SKIPPED without a GPU.
 //
 //   mpirun -np 4 build/bin/gpu_gemm_test        (or tools/emulate/partition-run.sh 4 ...)
 //   ... gpu_gemm_test --only 'gemm_rs m=4096'    (the cases whose name contains the text: a
 //                                                 failing case alone, e.g. under a profiler)
+//   ... gpu_gemm_test --skip ' ce'               (all but the cases whose name contains the text)
 //   ... gpu_gemm_test --calls 1 --rows 0         (every case one call, every row checked)
+//   STARSCREAM_TIMEOUT=5 ... gpu_gemm_test --missing-rank   (SSC_GEMM_COPY_ENGINE's stream waits
+//                                                 released when a rank never calls)
 // A failed case also prints, rank by rank, which checked rows were wrong.
 #include <mpi.h>
 
@@ -32,8 +35,10 @@ namespace {
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
 std::string g_only;  // --only: run the cases whose name contains this
+std::string g_skip;  // --skip: leave out the cases whose name contains this
 int g_calls = 0;     // --calls N: every case runs N calls (0: the case's own count)
 int g_rows = -1;     // --rows N: check N sampled rows of every case, 0 every row (-1: the case's)
+bool g_missingRank = false;  // --missing-rank: only the watchdog's check (runMissingRank)
 
 using ssc::test::fromStorage;
 using ssc::test::seededMatrix;
@@ -57,15 +62,16 @@ struct Case {
   int gathered = 0;  // all-gather: 1 x_gathered separate, 2 in place (x at its rows inside it)
   bool bias = false;  // nn.Linear's bias, in y's type (sscGemmArgs_t.bias)
   int calls = 2;      // back to back on the stream before the check
+  bool ce = false;    // SSC_GEMM_COPY_ENGINE: the fused forms ordered by stream memory operations
 };
 
 // The name --only matches: op, shape, types and the variant and chunks asked for.
 std::string caseName(const Case& c) {
   char b[200];
-  std::snprintf(b, sizeof(b), "%s m=%lld n=%lld k=%lld %s->%s variant=%d chunks=%d ws=%zu",
+  std::snprintf(b, sizeof(b), "%s m=%lld n=%lld k=%lld %s->%s variant=%d chunks=%d ws=%zu%s",
                 c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m, (long long)c.n, (long long)c.k,
                 c.dtype == sscBfloat16 ? "bf16" : "fp16", c.out == sscFloat32 ? "fp32" : "same", c.variant,
-                c.chunks, c.workspace);
+                c.chunks, c.workspace, c.ce ? " ce" : "");
   return b;
 }
 
@@ -98,6 +104,7 @@ void reportBadRows(const Case& c, size_t checked, const std::vector<int64_t>& ba
 
 void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   if (!g_only.empty() && caseName(c).find(g_only) == std::string::npos) return;
+  if (!g_skip.empty() && caseName(c).find(g_skip) != std::string::npos) return;
   int64_t first = 0, rows = 0;
   CHECK_SSC(sscGemmRowShard(c.m, g_nranks, g_rank, &first, &rows));
   const uint32_t base = static_cast<uint32_t>(c.m * 1000003 + c.n * 1009 + c.k * 13 + c.kn);
@@ -153,7 +160,7 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   if (c.bias)
     bias = c.out == sscFloat32 ? toDevice(biasF.data(), biasF.size() * 4) : toDevice(biasH.data(), biasH.size() * 2);
   a.bias = bias;
-  a.flags = c.kn ? SSC_GEMM_WEIGHT_KN : 0;
+  a.flags = (c.kn ? SSC_GEMM_WEIGHT_KN : 0) | (c.ce ? SSC_GEMM_COPY_ENGINE : 0);
   a.variant = c.variant;
   a.chunks = c.chunks;
   int variant = -1, chunks = -1;
@@ -239,6 +246,54 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   if (bias != nullptr) CHECK_GPU(hipFree(bias));
 }
 
+// --missing-rank (run with a small STARSCREAM_TIMEOUT): the last rank skips one
+// SSC_GEMM_COPY_ENGINE all-gather that its peers make. Their stream waits have no timeout of
+// their own; the context's watchdog must release them after STARSCREAM_TIMEOUT, so the stream
+// completes, and the next call must fail with sscTimeout naming the missing rank. Returns the
+// failures of this rank.
+int runMissingRank(sscComm_t comm, hipStream_t stream) {
+  sscGemm_t gemm = nullptr;
+  CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
+  const int64_t m = 64 * g_nranks, n = 32, k = 64;
+  void *x = nullptr, *w = nullptr, *y = nullptr;
+  CHECK_GPU(hipMalloc(&x, 64 * k * 2));
+  CHECK_GPU(hipMalloc(&w, n * k * 2));
+  CHECK_GPU(hipMalloc(&y, m * n * 2));
+  CHECK_GPU(hipMemset(x, 0, 64 * k * 2));
+  CHECK_GPU(hipMemset(w, 0, n * k * 2));
+  CHECK_GPU(hipDeviceSynchronize());
+  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+  a.m = m, a.n = n, a.k = k;
+  a.x = x, a.w = w, a.y = y;
+  a.variant = SSC_GEMM_FUSED;
+  a.chunks = g_nranks;  // the per-rank form: every rank waits for each peer's rows
+  a.flags = SSC_GEMM_COPY_ENGINE;
+  CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));  // every rank: the flags start in step
+  CHECK_GPU(hipStreamSynchronize(stream));
+  MPI_Barrier(MPI_COMM_WORLD);
+  int failures = 0;
+  const int missing = g_nranks - 1;
+  if (g_rank != missing) {
+    const double t0 = MPI_Wtime();
+    CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));
+    CHECK_GPU(hipStreamSynchronize(stream));  // a hang here is the defect
+    const double waited = MPI_Wtime() - t0;
+    const sscResult_t r = sscAllGatherGemm(gemm, &a, stream);
+    const std::string msg = sscGetLastError(nullptr);
+    const bool ok = r == sscTimeout && msg.find("rank " + std::to_string(missing)) != std::string::npos;
+    std::printf("%s: missing rank, rank %d: the stream completed after %.1f s; next call: %s (%s)\n",
+                ok ? "PASS" : "FAIL", g_rank, waited, sscGetErrorString(r), msg.c_str());
+    failures += ok ? 0 : 1;
+  }
+  std::fflush(stdout);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_SSC(sscGemmDestroy(gemm));
+  CHECK_GPU(hipFree(x));
+  CHECK_GPU(hipFree(w));
+  CHECK_GPU(hipFree(y));
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -247,12 +302,17 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--only" && i + 1 < argc) {
       g_only = argv[++i];
+    } else if (arg == "--skip" && i + 1 < argc) {
+      g_skip = argv[++i];
     } else if (arg == "--calls" && i + 1 < argc) {
       g_calls = std::atoi(argv[++i]);
     } else if (arg == "--rows" && i + 1 < argc) {
       g_rows = std::atoi(argv[++i]);
+    } else if (arg == "--missing-rank") {
+      g_missingRank = true;
     } else {
-      if (g_rank == 0) std::fprintf(stderr, "usage: gpu_gemm_test [--only TEXT] [--calls N] [--rows N]\n");
+      if (g_rank == 0)
+        std::fprintf(stderr, "usage: gpu_gemm_test [--only TEXT] [--skip TEXT] [--calls N] [--rows N] [--missing-rank]\n");
       MPI_Finalize();
       return 2;
     }
@@ -260,6 +320,10 @@ int main(int argc, char** argv) {
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
+  if (g_missingRank && g_nranks > 1) {
+    g_failures += runMissingRank(comm, stream);
+    g_only = "(no case has this name)";  // nothing else
+  }
   struct Shape {
     int64_t m, n, k;
   };
@@ -276,14 +340,17 @@ int main(int argc, char** argv) {
         const size_t row = static_cast<size_t>(rs ? s.n * (out == sscFloat32 ? 4 : 2) : s.k * 2);
         runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 0,
                                (2 * g_nranks + 1) * row * 5, 0});
-        if (rs) {  // the fused variant: one chunk, three, and many through two reused slots
-          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0});
-          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 3, 0, 0});
-          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0,
-                                 (2 * g_nranks + 1) * row * 5, 0});
-        } else {  // the fused all-gather: push + one GEMM, and one GEMM per source rank in place
-          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0});
-          runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 2, 0, 0});
+        // The fused variant, with waiting kernels and with SSC_GEMM_COPY_ENGINE (stream waits).
+        for (bool ce : {false, true}) {
+          if (rs) {  // one chunk, three, and many through two reused slots
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 3, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0,
+                                   (2 * g_nranks + 1) * row * 5, 0, 0, false, 2, ce});
+          } else {  // push + one GEMM, and one GEMM per source rank in place
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 2, 0, 0, 0, false, 2, ce});
+          }
         }
       }
   // The gathered X returned as well, separately and in place.
@@ -292,6 +359,8 @@ int main(int argc, char** argv) {
     runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, SSC_GEMM_AUTO, 0, 0, 0, gathered});
     runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 0, gathered});
     runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 0, 0, 0, gathered,
+                           false, 2, true});
   }
   // nn.Linear's bias through every variant of both ops, fp32 y and W as [K][N], and an empty
   // sum (k = 0: y is the bias).
@@ -300,6 +369,9 @@ int main(int argc, char** argv) {
       const int chunks = variant == SSC_GEMM_CHUNKED ? 3 : 0;
       runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, chunks, 0, 0, 0, true});
       runCase(comm, stream, {rs, 37, 29, 19, sscFloat16, sscFloat32, true, variant, chunks, 0, 0, 0, true});
+      if (variant == SSC_GEMM_FUSED)
+        runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, rs ? 0 : 2, 0, 0, 0,
+                               true, 2, true});
     }
   for (bool rs : {true, false})
     runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 0, 0, true});
@@ -312,6 +384,17 @@ int main(int argc, char** argv) {
   runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
   runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 24});
+  // The same with SSC_GEMM_COPY_ENGINE, 20 calls back to back (the stream waits' flags reused).
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24, 0,
+                         false, 20, true});
+  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24, 0,
+                         false, 2, true});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24, 0,
+                         false, 2, true});
+  runCase(comm, stream, {false, 4096, 1024, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 8, 0, 24, 0,
+                         false, 20, true});
+  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 24, 0,
+                         false, 2, true});
   // The shapes whose overlapped forms hung at K = 8 on the H200 (session 19: a vendor GEMM on a
   // side stream beside a kernel waiting on the peers; the fused reduce-scatter of llama70b.o and
   // gate_up at M = 4096 in 4 and 3 chunks, the chunked all-gather of llama70b.qkv), 20 calls
