@@ -8,7 +8,8 @@
 //
 // each as the GEMM alone (the same shape on a one-rank communicator, all ranks at once), unfused,
 // auto (the rule), forced chunked and forced fused (ag: both forms, "ag.fused" = push + one
-// GEMM, "ag.fusedpr" = one GEMM per source rank reading the peers' rows in place). Which of rs/ag is "1D" (the
+// GEMM, "ag.fusedpr" = one GEMM per source rank reading the peers' rows in place; a "ce" suffix:
+// the same form with SSC_GEMM_COPY_ENGINE, copy engines and stream waits). Which of rs/ag is "1D" (the
 // dimension the GPUs already split) depends on the layer: column-parallel layers (qkv, gate_up)
 // split N across GPUs, so ag is their 1D and rs their 2D; row-parallel layers (o, down) the
 // reverse. With -np 1 the program times the whole per-GPU GEMM (the unpartitioned baseline).
@@ -215,6 +216,11 @@ int main(int argc, char** argv) {
           for (auto [name, v] : {std::pair{"rs.unfused", SSC_GEMM_UNFUSED}, {"rs.auto", SSC_GEMM_AUTO},
                                  {"rs.chunked", SSC_GEMM_CHUNKED}, {"rs.fused", SSC_GEMM_FUSED}})
             if (v != SSC_GEMM_FUSED || o.fused) record(name, gemm, true, args(M, L.n, kp, b, v));
+          if (o.fused) {  // the same fused form ordered by stream memory operations
+            sscGemmArgs_t a = args(M, L.n, kp, b, SSC_GEMM_FUSED);
+            a.flags = SSC_GEMM_COPY_ENGINE;
+            record("rs.fusedce", gemm, true, a);
+          }
         }
         if (doAg) {  // ag: split N
           Buffers b(std::max(c, M) * L.k * 2, np * L.k * 2, M * np * 2);
@@ -228,6 +234,10 @@ int main(int argc, char** argv) {
             sscGemmArgs_t a = args(M, np, L.k, b, SSC_GEMM_FUSED);
             a.chunks = P;
             record("ag.fusedpr", gemm, false, a);
+            a.flags = SSC_GEMM_COPY_ENGINE;  // both forms with copy engines and stream waits
+            record("ag.fusedprce", gemm, false, a);
+            a.chunks = 0;
+            record("ag.fusedce", gemm, false, a);
           }
         }
       }

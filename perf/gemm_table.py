@@ -94,7 +94,7 @@ def main():
                 if op + "." + args.auto_as in c:
                     c[op + ".auto"] = c[op + "." + args.auto_as]
     print("| layer (TP8 per GPU, K x N) | M | whole GPU | rs: GEMM alone / unfused / auto / chunked / fused | "
-          "ag: GEMM alone / unfused / auto / chunked / fused (push) / fused (per rank) | helper pick | "
+          "ag: GEMM alone / unfused / auto / chunked / fused (push) / fused (per rank) / per rank with copy engines | helper pick | "
           "pick vs naive 1D | whole / pick |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     hidden, hidden_small, fused, slower, helper, helper_bad, vs_whole = [], [], [], [], [], [], []
@@ -126,7 +126,7 @@ def main():
         print("| %s %s (%dx%d) | %d | %s | %s | %s | %s (%s) | %s | %s |" % (
             key[0], m["inter"], m["K"], m["N"], key[1], "%.0f" % w if w else "-",
             group("rs", ("gemm", "unfused", "auto", "chunked", "fused")),
-            group("ag", ("gemm", "unfused", "auto", "chunked", "fused", "fusedpr")),
+            group("ag", ("gemm", "unfused", "auto", "chunked", "fused", "fusedpr", "fusedprce")),
             pick, "2D" if m["helper_2d"] else "1D", ratio, "%.2fx" % (w / chosen) if w and chosen else "-"))
         for op in ("rs", "ag"):
             if t(op + ".gemm") is None:
@@ -136,9 +136,9 @@ def main():
                 (hidden if key[1] >= 256 else hidden_small).append(t(op + ".chunked") / t(op + ".gemm"))
                 if share >= 0.2:
                     fused.append(t(op + ".unfused") / t(op + ".chunked"))
-            if t(op + ".auto") > 1.03 * t(op + ".unfused"):
+            if t(op + ".auto") is not None and t(op + ".auto") > 1.03 * t(op + ".unfused"):
                 slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
-            for cfg in ("fused", "fusedpr"):
+            for cfg in ("fused", "fusedpr", "fusedce", "fusedprce"):
                 f = t(op + "." + cfg)
                 if f is None:
                     continue

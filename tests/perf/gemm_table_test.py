@@ -40,12 +40,19 @@ with open(k1, "w") as f1, open(k8, "w") as f8:
     f1.write(json.dumps(dict(up, P=1, config="whole", us=50.0)) + "\n")
     for cfg, us in {"gemm": 10.0, "unfused": 12.0, "auto": 12.0, "chunked": 20.0}.items():
         f8.write(json.dumps(dict(up, P=8, config="rs." + cfg, us=us)) + "\n")
+    # A run of chosen columns (-c) without auto, with the copy-engine per-rank form (call AN).
+    sub = dict(base, layer="l.sub", M=4096)
+    for cfg, us in {"gemm": 100.0, "unfused": 200.0, "fusedprce": 125.0}.items():
+        f8.write(json.dumps(dict(sub, P=8, config="ag." + cfg, us=us,
+                                 variant="fused" if "fused" in cfg else "unfused", chunks=8)) + "\n")
 png = os.environ.get("GEMM_TABLE_PLOT", os.path.join(tmp, "plot.png"))
 out = subprocess.run([sys.executable, script, k1, k8, "--plot", png], capture_output=True, text=True)
 print(out.stdout, out.stderr)
 assert out.returncode == 0, out.returncode
 rows = [l for l in out.stdout.splitlines() if l.startswith("| l.")]
-assert len(rows) == 5, rows
+assert len(rows) == 6, rows
+assert "125 (f8)" in out.stdout, "the copy-engine per-rank column"
+assert "ag.fusedprce / GEMM alone (target <= 1.15), geomean M >= 256: 1.25" in out.stdout
 assert "120 (c4)" in out.stdout, "chunk counts of auto cells"
 assert "75 (f2)" in out.stdout, "fused cells"
 assert "rs.fused vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 2.00x over 2 cells" in out.stdout
