@@ -295,7 +295,8 @@ sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
 /** How a call runs. */
 typedef enum {
   SSC_GEMM_AUTO = 0,     /* the measured rule in docs/gemm.md (on the H200 at 8 ranks: fused
-                            at large M, else unfused; chunks when args.chunks >= 2 asks) */
+                            at large M, the longest all-gathers with SSC_GEMM_COPY_ENGINE's form,
+                            else unfused; chunks when args.chunks >= 2 asks) */
   SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
   SSC_GEMM_CHUNKED = 2,  /* row chunks, each its GEMM and its collective in turn (no overlap
                             within a rank: docs/gemm.md says why) */

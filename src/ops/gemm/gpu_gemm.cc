@@ -1,10 +1,11 @@
 // The GPU backend's half of the fused GEMM-collectives: the chunks' GEMMs on the vendor BLAS
 // (cuBLASLt / hipBLASLt through src/platform/gpu_runtime.h), the collectives through the
 // core's sscReduceScatter / sscAllGather (zero-copy on registered and plain buffers where the
-// core can) or the fused kernels, everything on the caller's stream in schedule()'s order
-// (gemm_plan.h says why a vendor GEMM never runs beside a waiting kernel). Nothing here waits
-// for the device on the host but the probe of a new GEMM shape's algorithm (gpu_gemm_probe.h),
-// once per shape and only where STARSCREAM_GEMM_PROBE is on.
+// core can), everything on the caller's stream in schedule()'s order (gemm_plan.h says why a
+// vendor GEMM never runs beside a waiting kernel); the fused variants are gpu_gemm_fused.cc
+// (waiting kernels) and gpu_gemm_ce.cc (SSC_GEMM_COPY_ENGINE). Nothing here waits for the
+// device on the host but the probe of a new GEMM shape's algorithm (gpu_gemm_probe.h), once per
+// shape and only where STARSCREAM_GEMM_PROBE is on.
 #include <algorithm>
 #include <cmath>
 #include <map>
