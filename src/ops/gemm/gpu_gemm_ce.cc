@@ -378,12 +378,7 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
       if (q != me) ops.write(fusedFrom(g, q, fi, me), use);
     SSC_CHECK(ops.submit(cs));
     SSC_CHECK(ceCheck(hipEventRecord(ev[1], cs), "hipEventRecord"));
-    if (pl.agPerRank && own.count > 0) {  // my rows first, straight from x: no wait
-      GemmPiece g0;
-      g0.rows = own.count;
-      g0.dRow = own.first;
-      SSC_CHECK(gpuPiece(g, c, c.x, c.y, g0, false, s));
-    }
+    if (pl.agPerRank) SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait
     for (int q = 0; q < K; ++q)
       if (q != me) ops.wait(fusedFrom(g, me, fi, q), use);
     SSC_CHECK(ops.submit(s));
@@ -397,15 +392,7 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
         SSC_CHECK(ceCheck(hipMemcpyAsync(c.xGathered, local, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
                           "hipMemcpyAsync"));
     } else {
-      for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
-        const int q = (me + i) % K;
-        const RowRange r = rowShard(p.m, K, q);
-        if (r.count == 0) continue;
-        GemmPiece gq;
-        gq.rows = r.count;
-        gq.aRow = gq.dRow = r.first;
-        SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, false, s));
-      }
+      SSC_CHECK(gemmPeersInPlace(g, c, slotOff, s));
       // x must stay readable until the call ends on the caller's stream.
       SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));
     }

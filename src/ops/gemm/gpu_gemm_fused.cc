@@ -47,6 +47,31 @@ gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
   return gpu::FusedErrorSink{gs.errDevice, gs.timeoutTicks, gs.abort, site};
 }
 
+}  // namespace
+
+sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
+  const RowRange own = rowShard(c.p.m, c.p.nranks, c.rank);
+  if (own.count == 0) return sscSuccess;
+  GemmPiece g0;
+  g0.rows = own.count;
+  g0.dRow = own.first;
+  return gpuPiece(g, c, c.x, c.y, g0, false, s);
+}
+
+sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s) {
+  const int K = c.p.nranks;
+  for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
+    const int q = (c.rank + i) % K;
+    const RowRange r = rowShard(c.p.m, K, q);
+    if (r.count == 0) continue;
+    GemmPiece gq;
+    gq.rows = r.count;
+    gq.aRow = gq.dRow = r.first;
+    SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, false, s));
+  }
+  return sscSuccess;
+}
+
 // The fused GEMM + reduce-scatter (gemm_plan.h), all on the caller's stream. Per chunk: wait
 // until every owner has read what this rank's slot held before (done flags), the chunk's GEMM
 // pieces into the local slot; publish it (ready flag) and wait for every rank's in one launch
@@ -56,7 +81,6 @@ gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
 // across ranks (the two slots let a fast rank run one chunk ahead). Nothing waits at the end
 // for the owners to finish reading: the next call's first wait covers both slots (its plan may
 // lay the slots out differently), and destroy waits too.
-}  // namespace
 
 sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s) {
   const FusedWaitState gs = gpuFusedWaitState(g);
@@ -162,22 +186,9 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
                          "hipMemcpyAsync"));
   } else {
     SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
-    if (own.count > 0) {  // my rows first, straight from x: no wait
-      GemmPiece g0;
-      g0.rows = own.count;
-      g0.dRow = own.first;
-      SSC_CHECK(gpuPiece(g, c, c.x, c.y, g0, false, s));
-    }
+    SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait
     SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s), "fused wait"));
-    for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
-      const int q = (me + i) % K;
-      const RowRange r = rowShard(p.m, K, q);
-      if (r.count == 0) continue;
-      GemmPiece gq;
-      gq.rows = r.count;
-      gq.aRow = gq.dRow = r.first;
-      SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, false, s));
-    }
+    SSC_CHECK(gemmPeersInPlace(g, c, slotOff, s));
   }
   uint32_t* doneAt[gpu::kFusedMaxRanks];
   for (int q = 0; q < K; ++q) doneAt[q] = fusedDone(g, q, fi, me);

@@ -26,6 +26,11 @@ struct FusedWaitState {
 };
 FusedWaitState gpuFusedWaitState(sscGemmContext* g);
 
+// gpu_gemm_fused.cc: the per-rank all-gather's GEMMs, which both of its forms run: this rank's
+// rows straight from x into their rows of y, and each peer's rows read in place from its slot
+// (at slotOff in its mapped workspace) into theirs.
+sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s);
+sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
 // gpu_gemm_fused.cc: the fused forms ordered by waiting kernels.
 sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);
 sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s);
