@@ -5,6 +5,7 @@
 // Both execute the same Plan (gemm_plan.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -73,6 +74,11 @@ struct sscGemmContext {
 namespace ssc::gemm {
 
 sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream);
+
+// Element size of x, w or y, and byte offsets into them (the host and GPU halves alike).
+inline size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
+inline const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
+inline char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
 // The rows of y this rank holds after a call: its block of the sum (reduce-scatter), or all m
 // (all-gather). The bias goes into these.

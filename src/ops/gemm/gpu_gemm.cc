@@ -25,16 +25,12 @@
 
 namespace ssc::gemm {
 
-namespace {
-
 sscResult_t gpuCheck(hipError_t e, const char* what) {
   if (e == hipSuccess) return sscSuccess;
   return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
 }
 
-size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
-const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
-char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
+namespace {
 
 #if defined(STARSCREAM_HAVE_BLASLT)
 constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;

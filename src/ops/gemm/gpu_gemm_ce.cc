@@ -43,9 +43,6 @@ sscResult_t ceCheck(hipError_t e, const char* what) {
   return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
 }
 
-size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
-const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
-char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
 // The words of this rank's flag tail that a copy-engine call's waits read, as 32-bit offsets:
 // done[2][kFusedMaxRanks], from[2][kFusedMaxRanks], readyFrom[2][kFusedMaxRanks].
@@ -248,8 +245,7 @@ sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
     }
     ce = fresh;
   }
-  SSC_CHECK(ce->earlier());
-  *out = ce;
+  *out = ce;  // gpuRun has checked ceEarlierTimeout
   return sscSuccess;
 }
 
@@ -384,13 +380,7 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
     SSC_CHECK(ops.submit(s));
     if (!pl.agPerRank) {
       SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));  // my own rows too
-      const void* local = cbyte(g->workspace, slotOff);
-      GemmPiece all;
-      all.rows = p.m;
-      SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
-      if (c.xGathered != nullptr)  // the slot's rows are X's rows (x in place inside it: same bytes)
-        SSC_CHECK(ceCheck(hipMemcpyAsync(c.xGathered, local, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
-                          "hipMemcpyAsync"));
+      SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
     } else {
       SSC_CHECK(gemmPeersInPlace(g, c, slotOff, s));
       // x must stay readable until the call ends on the caller's stream.

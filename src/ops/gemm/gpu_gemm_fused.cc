@@ -13,15 +13,7 @@ namespace ssc::gemm {
 #if defined(STARSCREAM_HAVE_BLASLT)
 namespace {
 
-sscResult_t gpuCheck(hipError_t e, const char* what) {
-  if (e == hipSuccess) return sscSuccess;
-  return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
-}
 sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
-
-size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
-const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
-char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
 // The fused waits, as FusedErrorSink::site names them in a timeout's report. The lanes of the
 // gates are readers (q = lane % nranks, two earlier uses at most), of the others producers.
@@ -56,6 +48,17 @@ sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
   g0.rows = own.count;
   g0.dRow = own.first;
   return gpuPiece(g, c, c.x, c.y, g0, false, s);
+}
+
+sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s) {
+  const void* local = cbyte(g->workspace, slotOff);
+  GemmPiece all;
+  all.rows = c.p.m;
+  SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
+  if (c.xGathered == nullptr) return sscSuccess;
+  // The slot's rows are X's rows (x in place inside it: the same bytes).
+  return gpuCheck(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType), hipMemcpyDeviceToDevice, s),
+                  "hipMemcpyAsync");
 }
 
 sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s) {
@@ -174,16 +177,10 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
     mine[q] = fusedFrom(g, me, fi, q);
     at[q] = use;
   }
-  const void* local = cbyte(g->workspace, slotOff);
   if (!pl.agPerRank) {
     SSC_CHECK(launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s),
                        "fused wait"));
-    GemmPiece all;
-    all.rows = p.m;
-    SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
-    if (c.xGathered != nullptr)  // the slot's rows are X's rows (x in place inside it: same bytes)
-      SSC_CHECK(gpuCheck(hipMemcpyAsync(c.xGathered, local, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
-                         "hipMemcpyAsync"));
+    SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
   } else {
     SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
     SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait

@@ -8,6 +8,8 @@
 
 namespace ssc::gemm {
 
+// gpu_gemm.cc: sscUnhandledDeviceError naming `what` unless e is hipSuccess.
+sscResult_t gpuCheck(hipError_t e, const char* what);
 // gpu_gemm.cc: a GEMM piece of call c from A rows of `a` into D rows of `d` on stream s (the
 // BLAS's algorithm vetted once per shape where STARSCREAM_GEMM_PROBE is on). With `scratch`, a
 // strided batch runs as one 2D copy and one GEMM through the plan's scratch (runPiece).
@@ -30,6 +32,9 @@ FusedWaitState gpuFusedWaitState(sscGemmContext* g);
 // rows straight from x into their rows of y, and each peer's rows read in place from its slot
 // (at slotOff in its mapped workspace) into theirs.
 sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s);
+// The push form's GEMM: ONE over the gathered X in the local slot (at slotOff), and the slot
+// copied to x_gathered where asked.
+sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
 sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
 // gpu_gemm_fused.cc: the fused forms ordered by waiting kernels.
 sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);

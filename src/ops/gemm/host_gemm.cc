@@ -17,11 +17,6 @@ namespace ssc::gemm {
 
 namespace {
 
-size_t typeBytes(sscDataType_t t) { return t == sscFloat32 ? 4 : 2; }
-
-const char* cbyte(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
-char* byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
-
 // A chunk's GEMM pieces. A strided batch goes through the plan's scratch as the GPU half does it
 // (gpu_gemm.cc runPiece: the strided side copied, one GEMM), so CI runs the scratch's place in
 // the workspace and its sizes; without a scratch, one GEMM per batch entry.
