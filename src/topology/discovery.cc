@@ -32,19 +32,6 @@ std::string readFirstLine(const std::string& path) {
   return line;
 }
 
-// Partitions the compute mode splits a GPU into; CPX is one per XCD, a property of the model.
-int hardwarePartitions(std::string_view mode, std::string_view model) {
-  if (mode == "SPX") return 1;
-  if (mode == "DPX") return 2;
-  if (mode == "TPX") return 3;
-  if (mode == "QPX") return 4;
-  if (mode == "CPX") {
-    if (model == "MI300X" || model == "MI325X" || model == "MI355X" || model == "MI350X") return 8;
-    if (model == "MI300A") return 6;
-  }
-  return 0;
-}
-
 // The memory domain (GPU-local) of a rank: the hardware partition index (the PCI function on
 // AMD) spread over the domains the memory mode makes.
 int rankMemoryDomain(const LocalRankInfo& info) {

@@ -53,6 +53,25 @@ const LinkSpec& Topology::link(LinkTier tier) const {
   return network;
 }
 
+int hardwarePartitions(std::string_view mode, std::string_view model) {
+  if (mode == "SPX") return 1;
+  if (mode == "DPX") return 2;
+  if (mode == "TPX") return 3;
+  if (mode == "QPX") return 4;
+  if (mode == "CPX") {
+    if (model == "MI300X" || model == "MI325X" || model == "MI355X" || model == "MI350X") return 8;
+    if (model == "MI300A") return 6;
+  }
+  return 0;
+}
+
+bool ranksShareComputeUnits(const Topology& topo) {
+  for (const GpuInfo& g : topo.gpus)
+    if (static_cast<int>(g.ranks.size()) > std::max(1, hardwarePartitions(g.computePartition, g.model)))
+      return true;
+  return false;
+}
+
 int memoryDomainsOf(const std::string& memoryPartition) {
   if (memoryPartition.size() < 4 || memoryPartition.compare(0, 3, "NPS") != 0) return 0;
   int domains = 0;

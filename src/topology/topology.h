@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "starscream/starscream.h"
@@ -81,6 +82,15 @@ Topology makeFlatTopology(int nranks);
 // nnodes x gpusPerNode GPUs of partitionsPerGpu partitions each, ranks packed node-major,
 // GPU-major, partition-minor, default (MI300X) link figures: a file-less shape for tests.
 Topology makeUniformTopology(int nnodes, int gpusPerNode, int partitionsPerGpu);
+
+// Partitions a compute partition mode splits a GPU into ("CPX" on an MI300X: 8, one per XCD; a
+// property of the model there); 0 for a mode that is no hardware partitioning ("", "MPS").
+int hardwarePartitions(std::string_view mode, std::string_view model);
+// Whether two ranks of this topology run on the same compute units: some GPU holds more ranks
+// than its compute mode makes hardware partitions (MPS clients or plain processes sharing one
+// GPU's SMs, the H200 emulation of tools/emulate/partition-run.sh). A kernel of one rank that
+// waits for another then holds SMs the other may need (docs/gemm.md, the arrival barrier).
+bool ranksShareComputeUnits(const Topology& topo);
 
 // Memory (NUMA) domains per GPU a memory partition mode implies: "NPS4" -> 4; 0 if unknown.
 int memoryDomainsOf(const std::string& memoryPartition);

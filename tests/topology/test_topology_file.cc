@@ -465,5 +465,31 @@ TEST(TopoBuiltIn, MemoryDomainHelpers) {
   EXPECT_EQ(partitionMemoryDomain(0, 4, 0), -1);
 }
 
+// Which shapes make ranks share SMs/CUs (the GEMM ops' arrival barrier, docs/gemm.md): more
+// ranks on a GPU than its compute mode makes hardware partitions.
+TEST(TopoBuiltIn, RanksShareComputeUnits) {
+  EXPECT_EQ(hardwarePartitions("CPX", "MI300X"), 8);
+  EXPECT_EQ(hardwarePartitions("CPX", "MI300A"), 6);
+  EXPECT_EQ(hardwarePartitions("CPX", "H200"), 0);
+  EXPECT_EQ(hardwarePartitions("DPX", ""), 2);
+  EXPECT_EQ(hardwarePartitions("MPS", "H200"), 0);
+  EXPECT_EQ(hardwarePartitions("", ""), 0);
+  EXPECT_FALSE(ranksShareComputeUnits(makeFlatTopology(4)));  // a GPU per rank
+  EXPECT_FALSE(ranksShareComputeUnits(makeFlatTopology(1)));
+  for (const char* mode : {"", "MPS", "SPX"}) {  // 8 ranks on one GPU's SMs
+    Topology t = makeUniformTopology(1, 1, 8);
+    for (GpuInfo& g : t.gpus) g.computePartition = mode, g.model = "H200";
+    EXPECT_TRUE(ranksShareComputeUnits(t)) << mode;
+  }
+  Topology cpx = makeUniformTopology(2, 2, 8);  // 8 XCD partitions a GPU, one rank each
+  for (GpuInfo& g : cpx.gpus) g.computePartition = "CPX", g.model = "MI300X";
+  EXPECT_FALSE(ranksShareComputeUnits(cpx));
+  cpx.gpus[3].computePartition = "QPX";  // 8 ranks on 4 partitions of one GPU
+  EXPECT_TRUE(ranksShareComputeUnits(cpx));
+  Topology dpx = makeUniformTopology(1, 2, 2);
+  for (GpuInfo& g : dpx.gpus) g.computePartition = "DPX", g.model = "MI300X";
+  EXPECT_FALSE(ranksShareComputeUnits(dpx));
+}
+
 }  // namespace
 }  // namespace ssc
