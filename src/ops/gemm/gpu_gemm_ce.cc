@@ -54,7 +54,7 @@ class CopyEngine {
  public:
   enum class Kind { kReduceScatter, kAllGather };
 
-  explicit CopyEngine(sscGemmContext* g) : g_(g) {}
+  explicit CopyEngine(sscGemmContext* g) : g_(g), me_(g->comm->rank) {}
 
   sscResult_t init() {
     SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
@@ -177,8 +177,9 @@ class CopyEngine {
         settled()) {
       const size_t arrived = (f.kind == Kind::kAllGather ? kFusedFromOff : kFusedReadyFromOff) / 4 +
                              (f.use % 2) * kFusedMaxRanks;
+      // Its own word: no wait reads it (the per-rank all-gather never writes it).
       for (int q = 0; q < K; ++q)
-        if (static_cast<int32_t>(host_[arrived + q] - f.use) < 0)
+        if (q != me_ && static_cast<int32_t>(host_[arrived + q] - f.use) < 0)
           missing += fmt::format("{}rank {} ({} of use {})", missing.empty() ? "" : ", ", q,
                                  f.kind == Kind::kAllGather ? "its rows of X" : "its partial product", f.use);
       for (uint32_t back = 1; back <= 2 && back < f.use; ++back)
@@ -192,8 +193,8 @@ class CopyEngine {
       for (size_t i = 0; i < kWordsPerArray; ++i) host_[off / 4 + i] = use;
     for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
       (void)hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4, hipMemcpyHostToDevice, release_);
-    failure_ = fmt::format("a {} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
-                           f.kind == Kind::kAllGather ? "all-gather + GEMM" : "GEMM + reduce-scatter",
+    failure_ = fmt::format("{} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
+                           f.kind == Kind::kAllGather ? "an all-gather + GEMM" : "a GEMM + reduce-scatter",
                            aborted ? "because the communicator was aborted" : "after STARSCREAM_TIMEOUT",
                            missing.empty() ? "unknown" : missing);
     failed_.store(true, std::memory_order_release);
@@ -211,6 +212,7 @@ class CopyEngine {
   }
 
   sscGemmContext* g_;
+  int me_;  // this rank (the watchdog must not touch a communicator an abort may free)
   hipStream_t release_ = nullptr;  // the watchdog's own copies
   uint32_t* host_ = nullptr;       // pinned: the flags read back, the values written
   double timeoutSeconds_ = 0;
