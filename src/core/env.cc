@@ -72,6 +72,12 @@ constexpr Variable kVariables[] = {
      "below 100 %: under such a cap the H200's cuBLASLt returned algorithms that skip whole "
      "tiles and report success, docs/gemm.md). Costs one GEMM and a stream sync per new shape. "
      "Read at sscGemmCreate."},
+    {"STARSCREAM_GEMM_BARRIER", "auto",
+     "Whether the GEMM ops' unfused and chunked variants hold each collective on the stream "
+     "until every rank's GEMM before it is done (a one-warp barrier kernel): on, off, or "
+     "auto (on when ranks share a GPU's compute units, e.g. MPS partitions: a peer's waiting "
+     "collective kernel can otherwise hold the SMs a late rank's GEMM needs until "
+     "STARSCREAM_TIMEOUT, docs/gemm.md). Must be alike on every rank. Read at sscGemmCreate."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_CHECK", "0",
      "1: checked mode. Before any data of a collective moves, its ranks compare the call "
@@ -109,6 +115,7 @@ constexpr Rule kRules[] = {
     {"STARSCREAM_ZERO_COPY_GRID", Shape::kChoice, "auto,bulk,wide"},
     {"STARSCREAM_ATTN_PREFILL", Shape::kChoice, "auto,partials,kv"},
     {"STARSCREAM_GEMM_PROBE", Shape::kChoice, "auto,on,off"},
+    {"STARSCREAM_GEMM_BARRIER", Shape::kChoice, "auto,on,off"},
     {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},

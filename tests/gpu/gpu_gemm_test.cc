@@ -13,7 +13,8 @@
 //   ... gpu_gemm_test --skip ' ce'               (all but the cases whose name contains the text)
 //   ... gpu_gemm_test --calls 1 --rows 0         (every case one call, every row checked)
 //   STARSCREAM_TIMEOUT=5 ... gpu_gemm_test --missing-rank   (SSC_GEMM_COPY_ENGINE's stream waits
-//                                                 released when a rank never calls)
+//                                                 and the arrival barrier's released when a
+//                                                 rank never calls)
 // A failed case also prints, rank by rank, which checked rows were wrong.
 #include <mpi.h>
 
@@ -256,10 +257,10 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
   const int64_t m = 64 * g_nranks, n = 32, k = 64;
   void *x = nullptr, *w = nullptr, *y = nullptr;
-  CHECK_GPU(hipMalloc(&x, 64 * k * 2));
+  CHECK_GPU(hipMalloc(&x, m * k * 2));  // all m rows: the reduce-scatter's x (the all-gather's: 64)
   CHECK_GPU(hipMalloc(&w, n * k * 2));
   CHECK_GPU(hipMalloc(&y, m * n * 2));
-  CHECK_GPU(hipMemset(x, 0, 64 * k * 2));
+  CHECK_GPU(hipMemset(x, 0, m * k * 2));
   CHECK_GPU(hipMemset(w, 0, n * k * 2));
   CHECK_GPU(hipDeviceSynchronize());
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
@@ -288,6 +289,38 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   std::fflush(stdout);
   MPI_Barrier(MPI_COMM_WORLD);
   CHECK_SSC(sscGemmDestroy(gemm));
+  // The same with an unfused reduce-scatter, last: on plain buffers the core agrees on each
+  // call's buffers on the host, so the call itself fails after STARSCREAM_TIMEOUT; were it
+  // queued, its arrival barrier (STARSCREAM_GEMM_BARRIER, on by itself where ranks share a GPU's
+  // SMs) or the core's kernel would time out and the next call fail. Either way: no hang, and an
+  // error naming the missing rank. The communicator is left failed.
+  CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
+  a.variant = SSC_GEMM_UNFUSED;
+  a.chunks = 0;
+  a.flags = 0;
+  CHECK_SSC(sscGemmReduceScatter(gemm, &a, stream));  // every rank: the workspace mapped alike
+  CHECK_GPU(hipStreamSynchronize(stream));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank != missing) {
+    const double t0 = MPI_Wtime();
+    sscResult_t r = sscGemmReduceScatter(gemm, &a, stream);
+    std::string msg = sscGetLastError(nullptr);
+    CHECK_GPU(hipStreamSynchronize(stream));  // a hang here is the defect
+    const double waited = MPI_Wtime() - t0;
+    if (r == sscSuccess) {
+      r = sscGemmReduceScatter(gemm, &a, stream);
+      msg = sscGetLastError(nullptr);
+    }
+    const std::string who = std::to_string(missing);
+    const bool ok = r != sscSuccess && (msg.find("rank " + who) != std::string::npos ||
+                                        msg.find("rank(s) " + who) != std::string::npos);
+    std::printf("%s: missing rank (unfused), rank %d: after %.1f s: %s (%s)\n",
+                ok ? "PASS" : "FAIL", g_rank, waited, sscGetErrorString(r), msg.c_str());
+    failures += ok ? 0 : 1;
+  }
+  std::fflush(stdout);
+  MPI_Barrier(MPI_COMM_WORLD);
+  (void)sscGemmDestroy(gemm);  // the communicator has failed: destroy may say so
   CHECK_GPU(hipFree(x));
   CHECK_GPU(hipFree(w));
   CHECK_GPU(hipFree(y));
@@ -409,8 +442,13 @@ int main(int argc, char** argv) {
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
   CHECK_GPU(hipStreamDestroy(stream));
-  CHECK_SSC(sscCommFinalize(comm));
-  CHECK_SSC(sscCommDestroy(comm));
+  if (g_missingRank) {  // its last check leaves the communicator failed on purpose
+    (void)sscCommFinalize(comm);
+    (void)sscCommDestroy(comm);
+  } else {
+    CHECK_SSC(sscCommFinalize(comm));
+    CHECK_SSC(sscCommDestroy(comm));
+  }
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) std::printf("%s: %d case(s) failed\n", failures == 0 ? "ALL PASS" : "FAILED", failures);

@@ -18,6 +18,7 @@
 #include "src/core/log.h"
 #include "src/device/backend.h"
 #include "src/ops/gemm/gemm_context.h"
+#include "src/topology/topology.h"
 
 using namespace ssc;
 using namespace ssc::gemm;
@@ -167,9 +168,10 @@ const char* variantName(int v) {
   return v == SSC_GEMM_FUSED ? "fused" : v == SSC_GEMM_CHUNKED ? "chunked" : "unfused";
 }
 
-// The first fused call maps the context's workspace into every peer: collective, and reached on
-// every rank at the same call (the plan depends only on the arguments and on this state). An
-// empty fusedPeers afterwards (the backend cannot share it) rules the fused variant out.
+// The first fused call (or, with the arrival barrier, the first call with a collective) maps the
+// context's workspace into every peer: collective, and reached on every rank at the same call
+// (the plan depends only on the arguments and on this state). An empty fusedPeers afterwards
+// (the backend cannot share it) rules the fused variant and the barrier out.
 sscResult_t mapWorkspace(const char* fn, sscGemmContext* g) {
   g->fusedTried = true;
   SSC_CHECK(g->backend->registerBuffer(g->comm, g->workspace, g->workspaceBytes + kFusedFlagBytes,
@@ -179,7 +181,8 @@ sscResult_t mapWorkspace(const char* fn, sscGemmContext* g) {
     g->fusedPeers.clear();
   }
   if (g->fusedPeers.empty())
-    SSC_LOG(kInfo, "{}: the workspace cannot be mapped into the peers: no fused variant", fn);
+    SSC_LOG(kInfo, "{}: the workspace cannot be mapped into the peers: no fused variant, no arrival "
+            "barrier", fn);
   return sscSuccess;
 }
 
@@ -190,9 +193,12 @@ sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a
   SSC_CHECK(checkComm(fn, g->comm));
   Call c;
   SSC_CHECK(prepare(fn, g, op, args, &c));
-  if (c.plan.variant == SSC_GEMM_FUSED && !g->fusedTried) {
+  // The fused forms and the arrival barrier need the workspace's flags in the peers: mapped at
+  // the first call that uses them (the same call on every rank: plan and barrier decided alike).
+  if (!c.plan.direct && !g->fusedTried && (c.plan.variant == SSC_GEMM_FUSED || g->barrier)) {
     SSC_CHECK(mapWorkspace(fn, g));
-    if (g->fusedPeers.empty()) SSC_CHECK(prepare(fn, g, op, args, &c));  // refused, or AUTO re-plans
+    if (c.plan.variant == SSC_GEMM_FUSED && g->fusedPeers.empty())
+      SSC_CHECK(prepare(fn, g, op, args, &c));  // refused, or AUTO re-plans
   }
   SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {}{} ({})", fn, c.p.m, c.p.n, c.p.k,
           variantName(c.plan.variant), c.plan.chunks,
@@ -219,6 +225,9 @@ uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer) {
 }
 uint32_t* fusedReadyFrom(sscGemmContext* g, int q, int fi, int producer) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedReadyFromOff) + fi * kFusedMaxRanks + producer;
+}
+uint32_t* fusedArrive(sscGemmContext* g, int q, int producer) {
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedArriveOff) + producer;
 }
 uint32_t* fusedBell(sscGemmContext* g, int q) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedBellOff);
@@ -263,6 +272,9 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->onGpu = comm->backend->deviceIndex() >= 0;
     // Validated at communicator init (env::validate), like every STARSCREAM_* choice.
     g->probe = probeWanted(env::getString("STARSCREAM_GEMM_PROBE"), std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    // The topology is the same on every rank, so auto decides alike everywhere.
+    g->barrier = g->onGpu && comm->nranks > 1 && comm->nranks <= kFusedMaxRanks &&
+                 barrierWanted(env::getString("STARSCREAM_GEMM_BARRIER"), ranksShareComputeUnits(comm->topo));
     g->workspaceBytes = cfg.workspace_bytes != 0 ? cfg.workspace_bytes : kDefaultWorkspaceBytes;
     // Rounded so the flags after it sit 16-byte aligned; every rank rounds alike.
     g->workspaceBytes = (g->workspaceBytes + 15) / 16 * 16;

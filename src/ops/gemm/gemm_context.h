@@ -56,13 +56,20 @@ struct sscGemmContext {
   // The GPU half vets the vendor BLAS's algorithm for each new GEMM shape (STARSCREAM_GEMM_PROBE,
   // probeWanted in gemm_plan.h; gpu_gemm_probe.h).
   bool probe = false;
+  // The unfused and chunked variants hold each collective until every rank reached it
+  // (STARSCREAM_GEMM_BARRIER, barrierWanted in gemm_plan.h; kernelArrivalBarrier in
+  // gpu_gemm_fused.cc): the workspace is then mapped into the peers at the first such call, and
+  // arriveUses counts the barriers (the value of the arrive flags; the same on every rank).
+  bool barrier = false;
+  uint32_t arriveUses = 0;
   // backend memory: [slot 0][slot 1][pad] in workspaceBytes, then kFusedFlagBytes of flags
   // (zeroed at creation) for the fused variant
   void* workspace = nullptr;
   ssc::gemm::GpuGemmState* gpu = nullptr;
-  // The fused variant: the workspace mapped into every peer (registered on the first fused call,
-  // collectively; fusedPeers[q] is rank q's workspace as mapped here) and the number of chunks
-  // run fused so far (the flags' values; the same on every rank, as calls are collective).
+  // The workspace mapped into every peer (registered at the first fused call, or the first call
+  // with a collective when `barrier` is on, collectively; fusedPeers[q] is rank q's workspace as
+  // mapped here) and the number of chunks run fused so far (the flags' values; the same on every
+  // rank, as calls are collective).
   bool fusedTried = false;
   std::vector<void*> fusedPeers;
   uint32_t fusedUses = 0;
@@ -93,6 +100,8 @@ uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner);
 // or in the producer's own slot (per rank), for the use number it holds.
 uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer);
 uint32_t* fusedBell(sscGemmContext* g, int q);
+// The arrival barrier's arrive[producer] in rank q's flags.
+uint32_t* fusedArrive(sscGemmContext* g, int q, int producer);
 // SSC_GEMM_COPY_ENGINE's reduce-scatter: readyFrom[fi][producer] in rank q's flags.
 uint32_t* fusedReadyFrom(sscGemmContext* g, int q, int fi, int producer);
 

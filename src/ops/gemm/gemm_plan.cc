@@ -66,6 +66,12 @@ bool probeWanted(const std::string& mode, const char* mpsPercent) {
   return pct < 100.0;
 }
 
+bool barrierWanted(const std::string& mode, bool shared) {
+  if (mode == "on") return true;
+  if (mode == "off") return false;
+  return shared;
+}
+
 namespace {
 
 // The fused all-gather's plan (gemm_plan.h): one slot is the whole gathered X; two when they fit.

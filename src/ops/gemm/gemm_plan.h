@@ -89,6 +89,8 @@ constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed
 constexpr size_t kFusedReadyFromOff = 1536;  // uint32 readyFrom[use % 2][producer]: SSC_GEMM_COPY_ENGINE's
                                              // reduce-scatter; each producer writes it in every
                                              // owner, so every wait reads local memory
+constexpr size_t kFusedArriveOff = 2048;  // uint32 arrive[producer]: the arrival barrier's count
+                                          // (monotonic: a wait passes at >= the barrier's use)
 
 // The fused all-gather + GEMM: a slot holds the whole gathered X, [nranks x block][k], in each
 // rank's registered workspace (two slots when they fit, else one). Two forms:
@@ -116,6 +118,15 @@ bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool
 // set below 100 %: only there were algorithms seen to leave output unwritten (perf/RESULTS.md
 // session 20).
 bool probeWanted(const std::string& mode, const char* mpsPercent);
+
+// Whether the GPU half holds each collective of the unfused and chunked variants until every
+// rank has reached it in stream order (gpu_gemm_fused.cc, kernelArrivalBarrier): mode is
+// STARSCREAM_GEMM_BARRIER ("on", "off", "auto"; anything else reads as "auto"), shared whether
+// ranks run on the same compute units (ranksShareComputeUnits). auto holds them where they do:
+// there a peer's collective kernel, launched while this rank's GEMM is still queued, spins on SMs
+// that GEMM needs, and at 8 MPS partitions of the H200 it starved it past STARSCREAM_TIMEOUT
+// (perf/RESULTS.md session 22). Must come out alike on every rank (the barrier is collective).
+bool barrierWanted(const std::string& mode, bool shared);
 
 // Chooses the plan for `requestVariant` (an sscGemmVariant_t) and `requestChunks` (0 or a
 // minimum) within workspaceBytes. Returns false with *why set when the call cannot run (the

@@ -395,6 +395,9 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
                        : runPiece(gs, c, slot, c.y, piece, scratchOf(g, pl), s));
         break;
       case StepKind::kColl:
+        // Where ranks share SMs, the core's kernel (16 blocks a rank) would wait for a late peer
+        // on the SMs its GEMM needs: a one-warp barrier waits for every rank first.
+        if (g->barrier && !g->fusedPeers.empty()) SSC_CHECK(kernelArrivalBarrier(g, s));
         if (rs) {
           void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
           SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));

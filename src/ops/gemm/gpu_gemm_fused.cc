@@ -17,7 +17,7 @@ sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipE
 
 // The fused waits, as FusedErrorSink::site names them in a timeout's report. The lanes of the
 // gates are readers (q = lane % nranks, two earlier uses at most), of the others producers.
-enum FusedSite : uint32_t { kSiteRsGate = 1, kSiteRsReady, kSiteAgGate, kSiteAgRows };
+enum FusedSite : uint32_t { kSiteRsGate = 1, kSiteRsReady, kSiteAgGate, kSiteAgRows, kSiteArrive };
 
 sscResult_t earlierTimeout(const FusedWaitState& gs, int nranks) {
   if (gs.errHost[0] == 0) return sscSuccess;
@@ -28,9 +28,12 @@ sscResult_t earlierTimeout(const FusedWaitState& gs, int nranks) {
     case kSiteRsReady: what = "GEMM + reduce-scatter, before the sum: the ready flag of producer"; break;
     case kSiteAgGate: what = "all-gather + GEMM, before the push: the done flag of reader"; break;
     case kSiteAgRows: what = "all-gather + GEMM, before the GEMM: the rows flag of producer"; break;
+    case kSiteArrive:
+      what = "the arrival barrier before a collective (STARSCREAM_GEMM_BARRIER): the arrive flag of";
+      break;
     default: break;
   }
-  return fail(sscTimeout, "gemm: an earlier fused call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
+  return fail(sscTimeout, "gemm: an earlier call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
               "holds use {}, the wait needs {}): a peer is missing or hung; the context's results "
               "since then are not valid (destroy it)", what, lane % nranks, seen, want);
 }
@@ -40,6 +43,28 @@ gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
 }
 
 }  // namespace
+
+// One warp: this rank's arrive count into every rank's flags (its own included, so lane q is rank
+// q), then a wait for every rank's count here. While a late peer's GEMM runs, an early rank now
+// waits with one warp instead of the core collective's 16 blocks. (Stream memory operations
+// would hold no SM at all, but such a barrier cost 26-37 us a call at 8 MPS partitions:
+// perf/RESULTS.md session 22.)
+sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
+  const FusedWaitState gs = gpuFusedWaitState(g);
+  const int me = g->comm->rank, K = g->comm->nranks;
+  SSC_CHECK(earlierTimeout(gs, K));
+  const uint32_t use = ++g->arriveUses;
+  uint32_t* signals[gpu::kFusedMaxRanks];
+  const uint32_t* flags[gpu::kFusedMaxRanks];
+  uint32_t at[gpu::kFusedMaxRanks];
+  for (int q = 0; q < K; ++q) {
+    signals[q] = fusedArrive(g, q, me);
+    flags[q] = fusedArrive(g, me, q);
+    at[q] = use;
+  }
+  return launched(gpu::launchFusedSignalWait(signals, K, use, flags, at, K, sinkAt(gs, kSiteArrive), s),
+                  "the arrival barrier");
+}
 
 sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
   const RowRange own = rowShard(c.p.m, c.p.nranks, c.rank);

@@ -36,6 +36,10 @@ sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s);
 // copied to x_gathered where asked.
 sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
 sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
+// gpu_gemm_fused.cc: the arrival barrier (STARSCREAM_GEMM_BARRIER) on stream s: after this
+// rank's earlier work, its arrive count into every rank's flags; the stream goes on once every
+// rank's is here (one waiting warp). A wait past STARSCREAM_TIMEOUT fails the context's next call.
+sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s);
 // gpu_gemm_fused.cc: the fused forms ordered by waiting kernels.
 sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);
 sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s);
@@ -47,6 +51,11 @@ class CopyEngine;
 CopyEngine** gpuCopyEngine(sscGemmContext* g);  // gpu_gemm.cc: its slot in the GpuGemmState
 sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);
 sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s);
+// The arrival barrier (STARSCREAM_GEMM_BARRIER) on stream s: this rank's arrive count written
+// into every peer, then a stream wait for every peer's in this rank's flags; stream memory
+// operations only, so the waiting rank holds no SM while a late peer's GEMM runs. Watched like
+// the copy-engine forms (released after STARSCREAM_TIMEOUT). Skipped on a stream under capture.
+sscResult_t ceArrivalBarrier(sscGemmContext* g, hipStream_t s);
 // sscTimeout naming what a stream wait waited for when the watchdog released one (the results
 // since are not valid), else sscSuccess. ce may be null.
 sscResult_t ceEarlierTimeout(const CopyEngine* ce);

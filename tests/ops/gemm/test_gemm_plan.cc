@@ -397,3 +397,17 @@ TEST(GemmProbe, WantedWhereTheCapIs) {
   EXPECT_TRUE(probeWanted("auto", "garbage"));  // unreadable: taken as a cap
   EXPECT_TRUE(probeWanted("", "20"));           // unset reads as auto
 }
+
+// STARSCREAM_GEMM_BARRIER: on and off win; auto holds the collectives where ranks share compute
+// units (ranksShareComputeUnits: MPS partitions of one GPU), the one place a peer's waiting
+// kernel starved a late rank's GEMM (perf/RESULTS.md session 22).
+TEST(GemmBarrier, WantedWhereRanksShareComputeUnits) {
+  using ssc::gemm::barrierWanted;
+  EXPECT_TRUE(barrierWanted("on", false));
+  EXPECT_TRUE(barrierWanted("on", true));
+  EXPECT_FALSE(barrierWanted("off", true));
+  EXPECT_TRUE(barrierWanted("auto", true));
+  EXPECT_FALSE(barrierWanted("auto", false));
+  EXPECT_TRUE(barrierWanted("", true));  // unset reads as auto
+  EXPECT_FALSE(barrierWanted("", false));
+}
