@@ -98,6 +98,9 @@ def main():
           "pick vs naive 1D | whole / pick |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     hidden, hidden_small, fused, slower, helper, helper_bad, vs_whole = [], [], [], [], [], [], []
+    # auto (the library's own choice, what a caller gets): [/ GEMM alone M >= 256, M < 256, vs
+    # unfused where the collective is >= 20 %]
+    auto_stats = ([], [], [])
     # per fused config: [hidden M >= 256, hidden M < 256, vs unfused where the collective is >= 20 %,
     # cells > 3 % slower than unfused, vs unfused in every cell]
     fstats = defaultdict(lambda: ([], [], [], [], []))
@@ -136,6 +139,10 @@ def main():
                 (hidden if key[1] >= 256 else hidden_small).append(t(op + ".chunked") / t(op + ".gemm"))
                 if share >= 0.2:
                     fused.append(t(op + ".unfused") / t(op + ".chunked"))
+            if t(op + ".auto") is not None:
+                auto_stats[0 if key[1] >= 256 else 1].append(t(op + ".auto") / t(op + ".gemm"))
+                if share >= 0.2:
+                    auto_stats[2].append(t(op + ".unfused") / t(op + ".auto"))
             if t(op + ".auto") is not None and t(op + ".auto") > 1.03 * t(op + ".unfused"):
                 slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
             for cfg in ("fused", "fusedpr", "fusedce", "fusedprce"):
@@ -169,6 +176,11 @@ def main():
               "(all cells: %.2fx over %d, best %.2fx); > 3 %% slower than unfused in %d cell(s)%s"
               % (name, geomean(st[2]), len(st[2]), geomean(st[4]), len(st[4]), max(st[4]) if st[4] else float("nan"),
                  len(st[3]), ": " + ", ".join(st[3]) if st[3] else ""))
+    if auto_stats[0] or auto_stats[1]:
+        print("- auto / GEMM alone (target <= 1.15), geomean M >= 256: %.2f; M < 256: %.2f"
+              % (geomean(auto_stats[0]), geomean(auto_stats[1])))
+        print("- auto vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells"
+              % (geomean(auto_stats[2]), len(auto_stats[2])))
     print("- auto > 3 %% slower than unfused: %d cell(s)%s" % (len(slower), ": " + "; ".join(slower) if slower else ""))
     print("- helper pick vs naive 1D (target >= 1.1x): geomean %.2fx; > 3 %% slower than the best 1D: %d%s"
           % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))

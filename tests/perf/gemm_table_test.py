@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """perf/gemm_table.py on synthetic gemm_coll_perf records: the table has a row per (layer, M),
 the target lines are computed (a chunked op faster than unfused shows up as a speedup, an auto
-choice slower than unfused is named, fused records get their own lines, a timed-out call is left
+choice slower than unfused is named, auto's own target figures, fused records get their own lines, a timed-out call is left
 out and named, --auto-as recomputes the auto figures), and --plot writes a PNG (or says
 matplotlib is missing; a layer with nothing to plot does not stop it)."""
 import json
@@ -65,5 +65,8 @@ again = subprocess.run([sys.executable, script, k1, k8, "--auto-as", "unfused"],
 assert "auto > 3 % slower than unfused: 0 cell(s)" in again.stdout, again.stdout
 assert "1.25x over 4 cells" in out.stdout, "chunked vs unfused speedup where the collective is >= 20 %"
 assert "auto > 3 % slower than unfused: 4 cell(s)" in out.stdout
+# auto, what a caller gets: 120 / 100 at M = 4096 (4 cells), 13 / 10 and 12 / 10 at M = 16
+assert "auto / GEMM alone (target <= 1.15), geomean M >= 256: 1.20; M < 256: 1.28" in out.stdout
+assert "auto vs unfused where the collective is >= 20 % of unfused (target >= 1.2x): 1.25x over 4 cells" in out.stdout
 assert os.path.exists(png) or "matplotlib is not installed" in out.stdout
 print("gemm_table_test: ok")

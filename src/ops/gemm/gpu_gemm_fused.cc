@@ -47,8 +47,8 @@ gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
 // One warp: this rank's arrive count into every rank's flags (its own included, so lane q is rank
 // q), then a wait for every rank's count here. While a late peer's GEMM runs, an early rank now
 // waits with one warp instead of the core collective's 16 blocks. (Stream memory operations
-// would hold no SM at all, but such a barrier cost 26-37 us a call at 8 MPS partitions:
-// perf/RESULTS.md session 22.)
+// would hold no SM at all, but such a barrier cost 26-37 us a call at 8 MPS partitions, this one
+// 14-16 us at the smallest M: perf/RESULTS.md session 22.)
 sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
   const FusedWaitState gs = gpuFusedWaitState(g);
   const int me = g->comm->rank, K = g->comm->nranks;
