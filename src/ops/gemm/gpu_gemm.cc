@@ -211,9 +211,8 @@ class GpuGemmState {
         s->algo = results[i].algo;
       } else {
         ++s->rejected;
-        // A warning: a defect of the vendor's worked around, at most a few lines per shape; and a
-        // rank that skips runs more GEMMs than its peers before their collective (the open
-        // timeout of perf/RESULTS.md session 21 may start there).
+        // A warning: a defect of the vendor's worked around, at most a few lines per shape (and
+        // a rank that skips runs more GEMMs than its peers before their collective).
         SSC_LOG(kWarn, "gemm: the BLAS's algorithm {} of {} for {} x {} x {} (rows x n x k, batch {}) {} "
                 "in its probe: skipped", i + 1, found, g.rows, n, k, g.batch,
                 unwritten == kProbeRefused ? std::string("did not launch")
