@@ -51,11 +51,6 @@ class CopyEngine;
 CopyEngine** gpuCopyEngine(sscGemmContext* g);  // gpu_gemm.cc: its slot in the GpuGemmState
 sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s);
 sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s);
-// The arrival barrier (STARSCREAM_GEMM_BARRIER) on stream s: this rank's arrive count written
-// into every peer, then a stream wait for every peer's in this rank's flags; stream memory
-// operations only, so the waiting rank holds no SM while a late peer's GEMM runs. Watched like
-// the copy-engine forms (released after STARSCREAM_TIMEOUT). Skipped on a stream under capture.
-sscResult_t ceArrivalBarrier(sscGemmContext* g, hipStream_t s);
 // sscTimeout naming what a stream wait waited for when the watchdog released one (the results
 // since are not valid), else sscSuccess. ce may be null.
 sscResult_t ceEarlierTimeout(const CopyEngine* ce);
