@@ -35,14 +35,13 @@ namespace ssc::gemm {
 
 namespace {
 
+// gpuCheck, but a driver without stream memory operations is the caller's choice of flag.
 sscResult_t ceCheck(hipError_t e, const char* what) {
-  if (e == hipSuccess) return sscSuccess;
   if (e == hipErrorNotSupported)
     return fail(sscInvalidUsage, "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
                 "this driver does not offer ({})", what);
-  return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
+  return gpuCheck(e, what);
 }
-
 
 // The words of this rank's flag tail that a copy-engine call's waits read, as 32-bit offsets:
 // done[2][kFusedMaxRanks], from[2][kFusedMaxRanks], readyFrom[2][kFusedMaxRanks].
