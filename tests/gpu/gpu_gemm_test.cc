@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -247,6 +248,38 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   if (bias != nullptr) CHECK_GPU(hipFree(bias));
 }
 
+// On every rank but `missing`: `call` (one the missing rank never makes), a wait for the stream
+// (a hang there is the defect), and the verdict: with `queued` the call must be accepted and the
+// next one fail with sscTimeout naming the missing rank (a stream wait the watchdog released);
+// otherwise the call may fail at once (a host-side agreement) or the next one, with any error
+// naming it. Then every rank meets. Returns this rank's failures.
+int expectMissing(const char* label, int missing, const std::function<sscResult_t()>& call, hipStream_t stream,
+                  bool queued) {
+  int failures = 0;
+  if (g_rank != missing) {
+    const double t0 = MPI_Wtime();
+    sscResult_t r = call();
+    std::string msg = sscGetLastError(nullptr);
+    if (queued) CHECK_SSC(r);
+    CHECK_GPU(hipStreamSynchronize(stream));  // a hang here is the defect
+    const double waited = MPI_Wtime() - t0;
+    if (r == sscSuccess) {
+      r = call();
+      msg = sscGetLastError(nullptr);
+    }
+    const std::string who = std::to_string(missing);
+    const bool named = msg.find("rank " + who) != std::string::npos ||
+                       (!queued && msg.find("rank(s) " + who) != std::string::npos);
+    const bool ok = named && (queued ? r == sscTimeout : r != sscSuccess);
+    std::printf("%s: missing rank%s, rank %d: after %.1f s: %s (%s)\n", ok ? "PASS" : "FAIL", label, g_rank,
+                waited, sscGetErrorString(r), msg.c_str());
+    failures += ok ? 0 : 1;
+  }
+  std::fflush(stdout);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return failures;
+}
+
 // --missing-rank (run with a small STARSCREAM_TIMEOUT): the last rank skips one
 // SSC_GEMM_COPY_ENGINE all-gather that its peers make. Their stream waits have no timeout of
 // their own; the context's watchdog must release them after STARSCREAM_TIMEOUT, so the stream
@@ -272,22 +305,8 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));  // every rank: the flags start in step
   CHECK_GPU(hipStreamSynchronize(stream));
   MPI_Barrier(MPI_COMM_WORLD);
-  int failures = 0;
   const int missing = g_nranks - 1;
-  if (g_rank != missing) {
-    const double t0 = MPI_Wtime();
-    CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));
-    CHECK_GPU(hipStreamSynchronize(stream));  // a hang here is the defect
-    const double waited = MPI_Wtime() - t0;
-    const sscResult_t r = sscAllGatherGemm(gemm, &a, stream);
-    const std::string msg = sscGetLastError(nullptr);
-    const bool ok = r == sscTimeout && msg.find("rank " + std::to_string(missing)) != std::string::npos;
-    std::printf("%s: missing rank, rank %d: the stream completed after %.1f s; next call: %s (%s)\n",
-                ok ? "PASS" : "FAIL", g_rank, waited, sscGetErrorString(r), msg.c_str());
-    failures += ok ? 0 : 1;
-  }
-  std::fflush(stdout);
-  MPI_Barrier(MPI_COMM_WORLD);
+  int failures = expectMissing("", missing, [&] { return sscAllGatherGemm(gemm, &a, stream); }, stream, true);
   CHECK_SSC(sscGemmDestroy(gemm));
   // The same with an unfused reduce-scatter, last: on plain buffers the core agrees on each
   // call's buffers on the host, so the call itself fails after STARSCREAM_TIMEOUT; were it
@@ -301,25 +320,8 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   CHECK_SSC(sscGemmReduceScatter(gemm, &a, stream));  // every rank: the workspace mapped alike
   CHECK_GPU(hipStreamSynchronize(stream));
   MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank != missing) {
-    const double t0 = MPI_Wtime();
-    sscResult_t r = sscGemmReduceScatter(gemm, &a, stream);
-    std::string msg = sscGetLastError(nullptr);
-    CHECK_GPU(hipStreamSynchronize(stream));  // a hang here is the defect
-    const double waited = MPI_Wtime() - t0;
-    if (r == sscSuccess) {
-      r = sscGemmReduceScatter(gemm, &a, stream);
-      msg = sscGetLastError(nullptr);
-    }
-    const std::string who = std::to_string(missing);
-    const bool ok = r != sscSuccess && (msg.find("rank " + who) != std::string::npos ||
-                                        msg.find("rank(s) " + who) != std::string::npos);
-    std::printf("%s: missing rank (unfused), rank %d: after %.1f s: %s (%s)\n",
-                ok ? "PASS" : "FAIL", g_rank, waited, sscGetErrorString(r), msg.c_str());
-    failures += ok ? 0 : 1;
-  }
-  std::fflush(stdout);
-  MPI_Barrier(MPI_COMM_WORLD);
+  failures += expectMissing(" (unfused)", missing, [&] { return sscGemmReduceScatter(gemm, &a, stream); }, stream,
+                            false);
   (void)sscGemmDestroy(gemm);  // the communicator has failed: destroy may say so
   CHECK_GPU(hipFree(x));
   CHECK_GPU(hipFree(w));
