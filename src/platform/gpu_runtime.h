@@ -173,6 +173,16 @@ using hipDataType = cudaDataType_t;
 #define hipblasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
 #define hipblasLtMatmul cublasLtMatmul
 inline const char* sscBlasStatusString(cublasStatus_t s) { return cublasLtGetStatusString(s); }
+// Pointer-array batches (each batch entry's matrices anywhere, read from device arrays of
+// pointers): cuBLASLt's CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, present in the CUDA 13 headers this
+// was built and measured with (perf/RESULTS.md session 23). hipBLASLt's equivalent
+// (HIPBLASLT_MATRIX_LAYOUT_BATCH_MODE, newer ROCm) is not wired: without SSC_BLAS_POINTER_ARRAY
+// the per-rank all-gather runs one GEMM per peer, as before.
+#if CUBLAS_VER_MAJOR >= 13
+#define SSC_BLAS_POINTER_ARRAY 1
+#define HIPBLASLT_MATRIX_LAYOUT_BATCH_MODE CUBLASLT_MATRIX_LAYOUT_BATCH_MODE
+#define HIPBLASLT_BATCH_MODE_POINTER_ARRAY CUBLASLT_BATCH_MODE_POINTER_ARRAY
+#endif
 #endif
 #endif  // STARSCREAM_HAVE_BLASLT
 

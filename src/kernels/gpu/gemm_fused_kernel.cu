@@ -56,8 +56,10 @@ __device__ void waitLane(int i, const FlagList& flags, int count, const FusedErr
 // One warp: lane 0 first stores signalValue into every signals.p[j] (after a fence that orders
 // the stream's earlier kernels' writes before them), then lane i polls flag i.
 __global__ void fusedWaitKernel(FlagList flags, int count, OutFlagList signals, int nsig,
-                                uint32_t signalValue, FusedErrorSink sink) {
+                                uint32_t signalValue, FusedErrorSink sink, PointerStore store) {
   const int i = threadIdx.x;
+  // Plain stores: only later kernels of this stream read them (the BLAS's pointer arrays).
+  for (int j = i; j < store.count; j += 32) store.dst[j] = const_cast<void*>(store.v[j]);
   if (nsig > 0 && i == 0) {
     __threadfence_system();  // the stream's earlier kernels' writes before the flags
     for (int j = 0; j < nsig; ++j) *reinterpret_cast<volatile uint32_t*>(signals.p[j]) = signalValue;
@@ -73,18 +75,9 @@ struct DstList {
   void* p[kFusedMaxRanks];
 };
 
-// The fused all-gather's push: warp 0 of every block waits for the gate (the readers of the
-// destinations' last uses are done), then the grid copies src to every destination, each
-// element loaded once. vec: every pointer and the size are 16-byte multiples.
-__global__ void fusedPushKernel(FlagList gate, int gateCount, FusedErrorSink sink, const void* src,
-                                DstList dsts, int ndst, size_t bytes, bool vec) {
-  if (gateCount > 0) {
-    if (threadIdx.x < 32) {
-      waitLane(static_cast<int>(threadIdx.x), gate, gateCount, sink);
-      __threadfence_system();  // the readers' done before this block's stores into their slots
-    }
-    __syncthreads();
-  }
+// The fused all-gather's push: the grid copies src to every destination, each element loaded
+// once. vec: every pointer and the size are 16-byte multiples.
+__global__ void fusedPushKernel(const void* src, DstList dsts, int ndst, size_t bytes, bool vec) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (vec) {
@@ -205,9 +198,14 @@ int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlo
 
 int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
                           const uint32_t* const* flags, const uint32_t* targets, int count,
-                          FusedErrorSink sink, void* stream) {
+                          FusedErrorSink sink, void* stream, const PointerStore* store) {
   FlagList l{};
   OutFlagList out{};
+  PointerStore st{};
+  if (store != nullptr && store->dst != nullptr) {
+    st = *store;
+    st.count = std::min(std::max(st.count, 0), kFusedMaxStores);
+  }
   if (count > kFusedMaxWaits) count = kFusedMaxWaits;
   if (nsig > kFusedMaxRanks) nsig = kFusedMaxRanks;
   for (int i = 0; i < count; ++i) {
@@ -215,27 +213,20 @@ int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalVal
     l.target[i] = targets[i];
   }
   for (int i = 0; i < nsig; ++i) out.p[i] = signals[i];
-  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, out, nsig, signalValue, sink);
+  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, out, nsig, signalValue, sink, st);
   return static_cast<int>(hipGetLastError());
 }
 
 int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
-                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream) {
+                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream,
+                    const PointerStore* store) {
   return launchFusedSignalWait(&signal, signal != nullptr ? 1 : 0, signalValue, flags, targets, count,
-                               sink, stream);
+                               sink, stream, store);
 }
 
-int launchFusedPush(const uint32_t* const* gate, const uint32_t* targets, int gateCount,
-                    FusedErrorSink sink, const void* src, void* const* dsts, int ndst, size_t bytes,
-                    int maxBlocks, void* stream) {
-  FlagList l{};
+int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks, void* stream) {
   DstList d{};
-  if (gateCount > kFusedMaxWaits) gateCount = kFusedMaxWaits;
   if (ndst > kFusedMaxRanks) ndst = kFusedMaxRanks;
-  for (int i = 0; i < gateCount; ++i) {
-    l.p[i] = gate[i];
-    l.target[i] = targets[i];
-  }
   bool vec = bytes % 16 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0;
   for (int i = 0; i < ndst; ++i) {
     d.p[i] = dsts[i];
@@ -247,7 +238,7 @@ int launchFusedPush(const uint32_t* const* gate, const uint32_t* targets, int ga
   if (blocks > static_cast<size_t>(maxBlocks)) blocks = static_cast<size_t>(maxBlocks);
   if (blocks < 1) blocks = 1;
   fusedPushKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(
-      l, gateCount, sink, src, d, ndst, bytes, vec);
+      src, d, ndst, bytes, vec);
   return static_cast<int>(hipGetLastError());
 }
 

@@ -24,26 +24,35 @@ struct FusedErrorSink {
 
 constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
 
+// Device pointers a wait launch also stores, lanes in parallel, before it waits: the per-rank
+// all-gather's pointer-array table for the vendor BLAS (gpu_gemm_fused.cc). Stored by a kernel,
+// not copied from the host, so a graph capture keeps the values the call had.
+constexpr int kFusedMaxStores = 48;
+struct PointerStore {
+  void** dst = nullptr;  // device memory; null: nothing to store
+  int count = 0;         // <= kFusedMaxStores
+  const void* v[kFusedMaxStores] = {};
+};
+
 // One warp waits until every flags[i] (i < count <= kFusedMaxWaits) has reached targets[i]
 // (wrap-aware: the difference read as int32 is >= 0). flags may live in peers' memory. With
 // `signal` non-null, lane 0 first stores signalValue there (after a fence that orders the
 // stream's earlier writes before it): publish and wait in one launch.
 int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
-                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream);
+                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream,
+                    const PointerStore* store = nullptr);
 
 // launchFusedWait with a list: lane 0 first stores signalValue into every signals[j]
 // (j < nsig <= kFusedMaxRanks), then the warp waits (publish to every peer and wait in one launch).
 int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
                           const uint32_t* const* flags, const uint32_t* targets, int count,
-                          FusedErrorSink sink, void* stream);
+                          FusedErrorSink sink, void* stream, const PointerStore* store = nullptr);
 
-// The fused all-gather's push (or publish): warp 0 of every block first waits until every
-// gate[i] (i < gateCount <= kFusedMaxWaits) has reached targets[i], as launchFusedWait does; then
-// the grid copies `bytes` (even) from src into each of dsts[0 .. ndst) (peers' mapped slots),
-// each element loaded once. bytes = 0 only waits.
-int launchFusedPush(const uint32_t* const* gate, const uint32_t* targets, int gateCount,
-                    FusedErrorSink sink, const void* src, void* const* dsts, int ndst, size_t bytes,
-                    int maxBlocks, void* stream);
+// The fused all-gather's push (or publish): the grid copies `bytes` (even) from src into each of
+// dsts[0 .. ndst) (peers' mapped slots), each element loaded once. No wait of its own: a gate
+// in every block would hold the SMs while it waits, which where ranks share SMs starves the
+// peer being waited for (the caller gates with one warp of launchFusedWait first).
+int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks, void* stream);
 
 // One thread stores `value` into every flags[i] (i < count), after a fence that orders the
 // stream's earlier writes (the GEMM's tile, the reduction's reads) before it.

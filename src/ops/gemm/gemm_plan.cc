@@ -37,19 +37,38 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 //  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
 //    below.
 // Other rank counts were not measured: unfused there. The push form never won.
+PeerGemms peerGemms(const Problem& p, int rank) {
+  PeerGemms out;
+  const int64_t block = blockRows(p.m, p.nranks);
+  for (int i = 1; i < p.nranks; ++i) {
+    const int q = (rank + i) % p.nranks;
+    const int64_t rows = rowShard(p.m, p.nranks, q).count;
+    if (rows == block && rows > 0) out.batched.push_back(q);
+    else if (rows > 0) out.single.push_back(q);
+  }
+  const double entryFlops = 2.0 * static_cast<double>(block) * static_cast<double>(p.n) * static_cast<double>(p.k);
+  out.batch = out.batched.size() >= 2 && (block < kPeerBatchMaxRows || entryFlops < kPeerBatchMaxFlops);
+  return out;
+}
+
 bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine) {
   *perRank = false;
   *copyEngine = false;
   if (p.nranks != 8 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1) return false;
   if (p.op == Op::kAllGather) {
     // x_gathered needs the push form, which never won.
-    if (p.gatherOut || !(p.m >= 16384 || (p.m >= 4096 && p.k >= 3584))) return false;
+    // Session 23 (call CD, the gate in one warp): the per-rank form beat unfused in every cell
+    // of M = 16384 and of M = 4096 with K >= 2048 (1.07-1.84x), tied at M = 4096 with K = 1024
+    // and lost below (one more launch and wait than unfused, and at small M one read of W per
+    // peer).
+    if (p.gatherOut || !(p.m >= 16384 || (p.m >= 4096 && p.k >= 2048))) return false;
     *perRank = true;
-    // Session 21 (call AN): the copy-engine form's stream operations cost about 100 us a call
-    // at 8 partitions, and it won over the waiting-kernel form in every cell of at least
-    // kCopyEngineMinFlops (1.0-1.47x) and lost or tied below.
-    *copyEngine = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) >=
-                  kCopyEngineMinFlops;
+    // Session 21 (call AN) measured the copy-engine form 1.0-1.47x faster than the waiting-kernel
+    // form in every cell of at least 4e10 flops (2 m n k), but that waiting-kernel form gated its
+    // push in every block, which starved the late peers' GEMMs. With the gate in one warp
+    // (call CD) the waiting-kernel form is within 2 % of it at the largest cells and 30-100 us
+    // faster below (the stream operations' submissions): AUTO runs the waiting kernels, which
+    // also work under graph capture. copyEngine stays false; SSC_GEMM_COPY_ENGINE still asks.
     return true;
   }
   return p.m >= 16384 && p.n >= 7168;

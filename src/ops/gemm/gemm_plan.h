@@ -105,11 +105,29 @@ constexpr size_t kFusedArriveOff = 2048;  // uint32 arrive[producer]: the arriva
 // rank's done of a slot's earlier uses (both slots, as the fused reduce-scatter's first chunk
 // does) before writing it again. x_gathered asks for the push form (the gathered X is there).
 
+// The per-rank all-gather's GEMMs over the peers' rows, read in place from their slots
+// (gpu_gemm_fused.cc, gpu_gemm_ce.cc): the peers whose block is full (`block` rows, so one GEMM
+// shape) as ONE pointer-array batch of the vendor BLAS where it has one (a launch and a read of
+// each W tile shared by the batch instead of nranks - 1 GEMMs: perf/RESULTS.md session 23), the
+// peer whose block the end of m cuts as a GEMM of its own, peers with no rows not at all. Both
+// lists start at rank + 1 and wrap, so the ranks do not all read one peer's slot first. The
+// batch where the entries are small: below kPeerBatchMaxRows rows a block (W-bound GEMMs, whose
+// W tiles the batch's entries share), or below kPeerBatchMaxFlops an entry. On the H200 (calls
+// CC, CD) the batch beat one GEMM per peer by 1.1-1.9x there, and ran 3-60 % slower on larger
+// entries (cuBLASLt's pointer-array kernels are not its fastest at large tiles).
+constexpr int64_t kPeerBatchMaxRows = 512;
+constexpr double kPeerBatchMaxFlops = 1.5e9;
+struct PeerGemms {
+  std::vector<int> batched;  // full blocks
+  std::vector<int> single;   // a short block (at most one)
+  bool batch = false;        // run `batched` as one batch (blocks below kPeerBatchMaxRows rows)
+};
+PeerGemms peerGemms(const Problem& p, int rank);
+
 // Whether SSC_GEMM_AUTO runs a call fused, given the plan the rule chose otherwise (the measured
-// rule, docs/gemm.md and perf/RESULTS.md sessions 19 and 21); *perRank: which all-gather form;
-// *copyEngine: SSC_GEMM_COPY_ENGINE's form (the per-rank all-gather of at least
-// kCopyEngineMinFlops, 2 m n k).
-constexpr double kCopyEngineMinFlops = 4e10;
+// rule, docs/gemm.md and perf/RESULTS.md sessions 19, 21 and 23); *perRank: which all-gather
+// form; *copyEngine: SSC_GEMM_COPY_ENGINE's form, which no measured shape picks since session 23
+// (gemm_plan.cc says why).
 bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine);
 
 // Whether the GPU half probes the vendor BLAS's algorithm for each new GEMM shape

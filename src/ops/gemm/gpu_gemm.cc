@@ -63,6 +63,12 @@ struct Shape {
 };
 // How many of the heuristic's algorithms a probed shape may try (gpu_gemm_probe.h).
 constexpr int kProbeCandidates = 8;
+// ShapeKey's strides for a pointer-array batch (tableShape).
+constexpr int64_t kPointerArray = -1;
+// A table's three arrays (W, X, D) start 16 pointers apart (128 bytes: each array as aligned as
+// the table), so a table holds at most 16 entries (kFusedMaxRanks - 1 peers).
+constexpr int kTableStride = 16;
+static_assert(3 * kTableStride <= gpu::kFusedMaxStores, "a table is stored by one wait launch");
 #endif
 
 }  // namespace
@@ -84,6 +90,10 @@ class GpuGemmState {
   hipblasLtHandle_t lt = nullptr;
   void* blasWorkspace = nullptr;
   std::map<ShapeKey, Shape> shapes;
+  // The per-rank all-gather's pointer-array tables, [use % 2][kFusedMaxStores] (PeerBatch), and
+  // the end of each one's last GEMM where no flag orders it (the copy-engine form, gpuStorePeerTable).
+  void** tables = nullptr;
+  hipEvent_t tableRead[2] = {nullptr, nullptr};
 
   // STARSCREAM_GEMM_PROBE said to vet each new shape's algorithm (sscGemmContext::probe).
   bool probe = false;
@@ -102,15 +112,9 @@ class GpuGemmState {
   // D[rows][n] (row-major, ld n) = A[rows][k] W^T, batched. Row-major D is the column-major
   // D^T = W X^T: the BLAS's "A" is W (k x n column-major, transposed; or n x k with
   // SSC_GEMM_WEIGHT_KN), its "B" is X (k x rows), its D is n x rows.
-  sscResult_t matmul(const Call& c, const void* a, void* d, const GemmPiece& g, hipStream_t stream) {
-    const int64_t n = c.p.n, k = c.p.k;
-    const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
-    const void* bPtr = cbyte(a, g.aRow * k * ib);
-    void* dPtr = byte(d, g.dRow * n * ob);
-    const size_t bStride = g.aStride * k * ib, dStride = g.dStride * n * ob;
-    const ShapeKey key{n, g.rows, k, g.batch, g.aStride, g.dStride, c.weightKN, c.inType,
-                       c.outType, alignmentOf(c.w, 0), alignmentOf(bPtr, bStride),
-                       alignmentOf(dPtr, dStride)};
+  // The shape's descriptors and algorithm, described (and probed) at its first use.
+  sscResult_t shapeOf(const Call& c, const GemmPiece& g, const ShapeKey& key, hipStream_t stream,
+                      const Shape** out) {
     auto it = shapes.find(key);
     if (it == shapes.end()) {
       Shape s;
@@ -121,7 +125,46 @@ class GpuGemmState {
       }
       it = shapes.emplace(key, s).first;
     }
-    const Shape& s = it->second;
+    *out = &it->second;
+    return sscSuccess;
+  }
+
+  // The pointer-array batch of `batch` GEMMs of `rows` rows each (gpu_gemm_internal.h,
+  // PeerBatch): its shape and algorithm, described and probed now, before the launch that
+  // stores its table; *usable false where the BLAS has none (the caller runs one GEMM each).
+  sscResult_t tableShape(const Call& c, int64_t rows, int batch, uint32_t alignX, uint32_t alignD,
+                         hipStream_t stream, const Shape** out) {
+    GemmPiece g;
+    g.rows = rows;
+    g.batch = batch;
+    g.aStride = g.dStride = kPointerArray;
+    const ShapeKey key{c.p.n, rows, c.p.k, batch, kPointerArray, kPointerArray, c.weightKN, c.inType,
+                       c.outType, alignmentOf(c.w, 0), alignX, alignD};
+    return shapeOf(c, g, key, stream, out);
+  }
+
+  // D_i = X_i W^T for every entry of the table at `table` (W, X and D arrays kTableStride
+  // apart, device pointers a kernel stored earlier on this stream).
+  sscResult_t matmulTable(const Shape& s, void** table, hipStream_t stream) {
+    const float alpha = 1.0f, beta = 0.0f;
+    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, table, s.a, table + kTableStride, s.b, &beta,
+                                     table + 2 * kTableStride, s.d, table + 2 * kTableStride, s.d, &s.algo,
+                                     blasWorkspace, kBlasWorkspaceBytes, stream),
+                     "hipblasLtMatmul (pointer-array batch)");
+  }
+
+  sscResult_t matmul(const Call& c, const void* a, void* d, const GemmPiece& g, hipStream_t stream) {
+    const int64_t n = c.p.n, k = c.p.k;
+    const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+    const void* bPtr = cbyte(a, g.aRow * k * ib);
+    void* dPtr = byte(d, g.dRow * n * ob);
+    const size_t bStride = g.aStride * k * ib, dStride = g.dStride * n * ob;
+    const ShapeKey key{n, g.rows, k, g.batch, g.aStride, g.dStride, c.weightKN, c.inType,
+                       c.outType, alignmentOf(c.w, 0), alignmentOf(bPtr, bStride),
+                       alignmentOf(dPtr, dStride)};
+    const Shape* found = nullptr;
+    SSC_CHECK(shapeOf(c, g, key, stream, &found));
+    const Shape& s = *found;
     if (!s.found) {
       // No batched algorithm for this shape (or none that computed every element in its probe):
       // one GEMM per rank.
@@ -162,7 +205,19 @@ class GpuGemmState {
                                    : hipblasLtMatrixLayoutCreate(&s->a, in, k, n, k), "layout A"));
     SSC_CHECK(blasCheck(hipblasLtMatrixLayoutCreate(&s->b, in, k, g.rows, k), "layout B"));
     SSC_CHECK(blasCheck(hipblasLtMatrixLayoutCreate(&s->d, out, n, g.rows, n), "layout D"));
-    if (g.batch > 1) {
+    const bool pointers = g.aStride == kPointerArray;
+    if (pointers) {
+#if defined(SSC_BLAS_POINTER_ARRAY)
+      const int32_t batch = g.batch;
+      const uint32_t mode = HIPBLASLT_BATCH_MODE_POINTER_ARRAY;
+      for (hipblasLtMatrixLayout_t l : {s->a, s->b, s->d}) {
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)), "set batch"));
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, sizeof(mode)), "set batch mode"));
+      }
+#else
+      return sscSuccess;  // not found: the caller runs one GEMM per entry
+#endif
+    } else if (g.batch > 1) {
       const int32_t batch = g.batch;
       const int64_t strides[3] = {0, g.aStride * k, g.dStride * n};  // W is shared by the batch
       hipblasLtMatrixLayout_t layouts[3] = {s->a, s->b, s->d};
@@ -199,6 +254,7 @@ class GpuGemmState {
     if (st != HIPBLAS_STATUS_SUCCESS) found = 0;
     ProbeShape ps;
     ps.n = n, ps.k = k, ps.rows = g.rows, ps.batch = g.batch, ps.aStride = g.aStride, ps.dStride = g.dStride;
+    if (pointers) ps.aStride = ps.dStride = g.rows, ps.pointers = true;  // the probe's entries: contiguous
     ps.inBytes = typeBytes(c.inType), ps.outBytes = typeBytes(c.outType);
     ps.alignW = std::get<9>(key), ps.alignX = std::get<10>(key), ps.alignD = std::get<11>(key);
     for (int i = 0; i < found && !s->found; ++i) {
@@ -255,6 +311,10 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   s->probe = g->probe;
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
   SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
+  SSC_CHECK(gpuCheck(hipMalloc(reinterpret_cast<void**>(&s->tables), 2 * gpu::kFusedMaxStores * sizeof(void*)),
+                     "hipMalloc"));
+  for (hipEvent_t& e : s->tableRead)
+    SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
   return sscSuccess;
 #endif
 }
@@ -287,6 +347,9 @@ void gpuDestroy(sscGemmContext* g) {
   if (s->errHost != nullptr) (void)hipHostFree(const_cast<uint32_t*>(s->errHost));
 #if defined(STARSCREAM_HAVE_BLASLT)
   if (s->blasWorkspace != nullptr) (void)hipFree(s->blasWorkspace);
+  if (s->tables != nullptr) (void)hipFree(s->tables);
+  for (hipEvent_t e : s->tableRead)
+    if (e != nullptr) (void)hipEventDestroy(e);
 #endif
   delete s;
   g->gpu = nullptr;
@@ -338,6 +401,64 @@ void* scratchOf(sscGemmContext* g, const Plan& pl) {
 sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d, const GemmPiece& piece,
                      bool scratch, hipStream_t s) {
   return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
+}
+
+sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, const std::vector<int>& peers,
+                                uint32_t use, hipStream_t s, PeerBatch* b) {
+  *b = PeerBatch{};
+#if defined(SSC_BLAS_POINTER_ARRAY)
+  const int batch = static_cast<int>(peers.size());
+  if (batch < 2 || batch > kTableStride) return sscSuccess;
+  GpuGemmState* gs = g->gpu;
+  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+  void** table = gs->tables + (use % 2) * gpu::kFusedMaxStores;
+  uint32_t alignX = 256, alignD = 256;
+  b->store.dst = table;
+  b->store.count = 2 * kTableStride + batch;
+  for (int i = 0; i < batch; ++i) {
+    const RowRange r = rowShard(c.p.m, c.p.nranks, peers[static_cast<size_t>(i)]);
+    const void* x = cbyte(g->fusedPeers[static_cast<size_t>(peers[static_cast<size_t>(i)])], slotOff + r.first * c.p.k * ib);
+    void* y = byte(c.y, r.first * c.p.n * ob);
+    alignX = std::min(alignX, alignmentOf(x, 0));
+    alignD = std::min(alignD, alignmentOf(y, 0));
+    b->store.v[i] = c.w;
+    b->store.v[kTableStride + i] = x;
+    b->store.v[2 * kTableStride + i] = y;
+  }
+  const Shape* shape = nullptr;
+  SSC_CHECK(gs->tableShape(c, blockRows(c.p.m, c.p.nranks), batch, alignX, alignD, s, &shape));
+  if (!shape->found) return sscSuccess;  // one GEMM per peer
+  b->shape = shape;
+  b->table = table;
+  b->slot = static_cast<int>(use % 2);
+  b->ready = true;
+#else
+  (void)g, (void)c, (void)slotOff, (void)peers, (void)use, (void)s;
+#endif
+  return sscSuccess;
+}
+
+sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
+#if defined(SSC_BLAS_POINTER_ARRAY)
+  GpuGemmState* gs = g->gpu;
+  SSC_CHECK(gs->matmulTable(*static_cast<const Shape*>(b.shape), b.table, s));
+  // Not under capture: an event recorded there belongs to the graph (the waiting-kernel form,
+  // the only one captured, orders its tables by its gate instead).
+  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
+  SSC_CHECK(gpuCheck(hipStreamIsCapturing(s, &capture), "hipStreamIsCapturing"));
+  if (capture != hipStreamCaptureStatusNone) return sscSuccess;
+  return gpuCheck(hipEventRecord(gs->tableRead[b.slot], s), "hipEventRecord");
+#else
+  (void)g, (void)b, (void)s;
+  return fail(sscInternalError, "gemm: a pointer-array batch in a build without one");
+#endif
+}
+
+sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
+  SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g->gpu->tableRead[b.slot], 0), "hipStreamWaitEvent"));
+  return gpuCheck(static_cast<hipError_t>(gpu::launchFusedSignalWait(nullptr, 0, 0, nullptr, nullptr, 0,
+                                                                     gpu::FusedErrorSink{}, s, &b.store)),
+                  "the pointer table's store");
 }
 #endif
 

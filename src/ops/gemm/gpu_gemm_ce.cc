@@ -383,7 +383,10 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
       SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));  // my own rows too
       SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
     } else {
-      SSC_CHECK(gemmPeersInPlace(g, c, slotOff, s));
+      PeerBatch batch;
+      SSC_CHECK(gemmPeersPrepare(g, c, slotOff, use, s, &batch));
+      if (batch.ready) SSC_CHECK(gpuStorePeerTable(g, batch, s));
+      SSC_CHECK(gemmPeersInPlace(g, c, batch, slotOff, s));
       // x must stay readable until the call ends on the caller's stream.
       SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));
     }

@@ -86,16 +86,26 @@ sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, h
                   "hipMemcpyAsync");
 }
 
-sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s) {
-  const int K = c.p.nranks;
-  for (int i = 1; i < K; ++i) {  // rotated, so the ranks do not all read one peer's slot at once
-    const int q = (c.rank + i) % K;
-    const RowRange r = rowShard(c.p.m, K, q);
-    if (r.count == 0) continue;
-    GemmPiece gq;
-    gq.rows = r.count;
-    gq.aRow = gq.dRow = r.first;
-    SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[q], slotOff), c.y, gq, false, s));
+sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
+                             PeerBatch* batch) {
+  const PeerGemms pg = peerGemms(c.p, c.rank);
+  *batch = PeerBatch{};
+  return pg.batch ? gpuPreparePeerBatch(g, c, slotOff, pg.batched, use, s, batch) : sscSuccess;
+}
+
+sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch, size_t slotOff,
+                             hipStream_t s) {
+  const PeerGemms pg = peerGemms(c.p, c.rank);
+  if (batch.ready) SSC_CHECK(gpuRunPeerBatch(g, batch, s));
+  for (const std::vector<int>* list : {&pg.batched, &pg.single}) {
+    if (list == &pg.batched && batch.ready) continue;
+    for (int q : *list) {  // rotated, so the ranks do not all read one peer's slot at once
+      const RowRange r = rowShard(c.p.m, c.p.nranks, q);
+      GemmPiece gq;
+      gq.rows = r.count;
+      gq.aRow = gq.dRow = r.first;
+      SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[static_cast<size_t>(q)], slotOff), c.y, gq, false, s));
+    }
   }
   return sscSuccess;
 }
@@ -192,8 +202,15 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
   int nd = 0;
   for (int q = 0; q < K; ++q)
     if (!pl.agPerRank || q == me) dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
-  SSC_CHECK(launched(gpu::launchFusedPush(gate, gateAt, n, sinkAt(gs, kSiteAgGate), c.x, dsts, nd,
-                                          own.count * p.k * ib, 4 * gpuSms(g), s), "fused push"));
+  // The gate in one warp of its own launch, not in every block of the push: an early rank's
+  // push would otherwise spin on up to all of its SMs until the slowest reader's GEMM of the
+  // previous call ends, and where ranks share SMs (MPS partitions) that starves the very GEMM
+  // it waits for (the per-rank form ran 2x slower at M = 16384 that way, call CC; the arrival
+  // barrier, docs/gemm.md, is the same lesson).
+  SSC_CHECK(launched(gpu::launchFusedWait(gate, gateAt, n, nullptr, 0, sinkAt(gs, kSiteAgGate), s),
+                     "fused gate"));
+  SSC_CHECK(launched(gpu::launchFusedPush(c.x, dsts, nd, own.count * p.k * ib, 4 * gpuSms(g), s),
+                     "fused push"));
   uint32_t* from[gpu::kFusedMaxRanks];
   const uint32_t* mine[gpu::kFusedMaxRanks];
   uint32_t at[gpu::kFusedMaxRanks];
@@ -209,8 +226,14 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
   } else {
     SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
     SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait
-    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s), "fused wait"));
-    SSC_CHECK(gemmPeersInPlace(g, c, slotOff, s));
+    // The peers' batch table is stored by the wait launch. Its slot (use % 2) was last read by
+    // the GEMM of use - 2, which ended before this rank's done of use - 2, which the push's gate
+    // above waited for.
+    PeerBatch batch;
+    SSC_CHECK(gemmPeersPrepare(g, c, slotOff, use, s, &batch));
+    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s,
+                                            batch.ready ? &batch.store : nullptr), "fused wait"));
+    SSC_CHECK(gemmPeersInPlace(g, c, batch, slotOff, s));
   }
   uint32_t* doneAt[gpu::kFusedMaxRanks];
   for (int q = 0; q < K; ++q) doneAt[q] = fusedDone(g, q, fi, me);

@@ -3,6 +3,9 @@
 // backend; nothing outside src/ops/gemm includes it.
 #pragma once
 
+#include <vector>
+
+#include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
 #include "src/platform/gpu_runtime.h"
 
@@ -35,7 +38,32 @@ sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s);
 // The push form's GEMM: ONE over the gathered X in the local slot (at slotOff), and the slot
 // copied to x_gathered where asked.
 sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
-sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
+// The peers' rows (peerGemms, gemm_plan.h): `prepare` before the launch that waits for the
+// peers' rows (it may probe a new shape, which waits for the stream), then that launch stores
+// batch->store (PeerBatch) where batch->ready, then `run` after it. use: the call's use number
+// (the table's slot, rewritten two uses later, after this call's done flags).
+struct PeerBatch;
+sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
+                             PeerBatch* batch);
+sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch, size_t slotOff,
+                             hipStream_t s);
+// gpu_gemm.cc: the peers with full blocks as ONE pointer-array batch of the vendor BLAS, whose
+// table (W, X, D pointers) a kernel stores on the stream before the GEMM: `ready` where the
+// build has pointer-array batches (SSC_BLAS_POINTER_ARRAY) and the BLAS an algorithm for it
+// (vetted by the probe like any shape); else the peers run one GEMM each.
+struct PeerBatch {
+  bool ready = false;
+  gpu::PointerStore store;  // what the wait launch stores (dst: the table)
+  const void* shape = nullptr;  // gpu_gemm.cc's Shape
+  void** table = nullptr;
+  int slot = 0;  // the table's: use % 2
+};
+sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, const std::vector<int>& peers,
+                                uint32_t use, hipStream_t s, PeerBatch* b);
+sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s);
+// The copy-engine form's store of b's table on stream s (one launch), after the last GEMM that
+// read the same table slot wherever it ran (an event: no flag of that form orders it).
+sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, hipStream_t s);
 // gpu_gemm_fused.cc: the arrival barrier (STARSCREAM_GEMM_BARRIER) on stream s: after this
 // rank's earlier work, its arrive count into every rank's flags; the stream goes on once every
 // rank's is here (one waiting warp). A wait past STARSCREAM_TIMEOUT fails the context's next call.

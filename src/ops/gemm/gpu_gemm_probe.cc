@@ -1,6 +1,8 @@
 #include "src/ops/gemm/gpu_gemm_probe.h"
 
 #if defined(STARSCREAM_HAVE_BLASLT)
+#include <vector>
+
 #include "src/core/errors.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 
@@ -33,11 +35,16 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
     return fail(sscInvalidUsage, "gemm: a new GEMM shape ({} x {} x {}, rows x n x k) on a stream being "
                 "captured into a graph: STARSCREAM_GEMM_PROBE checks its BLAS algorithm first, which "
                 "waits for the stream; run the call once before capturing it", s.rows, s.n, s.k);
+  if (s.pointers && s.batch > 16)
+    return fail(sscInternalError, "gemm: probing a pointer-array batch of {} entries (at most 16)", s.batch);
   const size_t last = static_cast<size_t>(s.batch > 1 ? s.batch - 1 : 0);
   const size_t wBytes = static_cast<size_t>(s.n) * s.k * s.inBytes;
   const size_t xBytes = (last * s.aStride + s.rows) * s.k * s.inBytes;
   const size_t dBytes = (last * s.dStride + s.rows) * s.n * s.outBytes;
-  const size_t total = region(wBytes) + region(xBytes) + region(dBytes) + 256;
+  // A pointer-array batch's table: W x batch, X x batch, D x batch (16 apart, as gpu_gemm.cc's).
+  constexpr size_t kTable = 16;
+  const size_t tableBytes = s.pointers ? region(3 * kTable * sizeof(void*)) : 0;
+  const size_t total = region(wBytes) + region(xBytes) + region(dBytes) + tableBytes + 256;
   char* base = nullptr;
   // Stream-ordered: a plain allocation or free may wait for the whole device, where another
   // stream of this process can hold a kernel waiting on the peers.
@@ -51,9 +58,24 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
   // An algorithm the library refuses at launch (cuBLASLt did for one its heuristic had returned,
   // gpu_gemm.cc runPiece) is one more to skip, not an error of the call.
   bool refused = false;
+  std::vector<void*> table;  // the host side of a pointer-array table, alive until the wait below
+  void** devTable = reinterpret_cast<void**>(base + region(wBytes) + region(xBytes) + region(dBytes));
+  if (r == sscSuccess && s.pointers) {
+    table.assign(3 * kTable, nullptr);
+    for (int i = 0; i < s.batch; ++i) {
+      table[i] = w;
+      table[kTable + i] = x + i * s.aStride * s.k * s.inBytes;
+      table[2 * kTable + i] = y + i * s.dStride * s.n * s.outBytes;
+    }
+    r = check(hipMemcpyAsync(devTable, table.data(), table.size() * sizeof(void*), hipMemcpyHostToDevice, stream),
+              "hipMemcpyAsync");
+  }
   if (r == sscSuccess) {
     const float alpha = 1.0f, beta = 0.0f;
-    refused = hipblasLtMatmul(lt, desc, &alpha, w, a, x, b, &beta, y, d, y, d, &algo, blasWorkspace,
+    const void* aw = s.pointers ? static_cast<const void*>(devTable) : w;
+    const void* bx = s.pointers ? static_cast<const void*>(devTable + kTable) : x;
+    void* dy = s.pointers ? static_cast<void*>(devTable + 2 * kTable) : y;
+    refused = hipblasLtMatmul(lt, desc, &alpha, aw, a, bx, b, &beta, dy, d, dy, d, &algo, blasWorkspace,
                               blasWorkspaceBytes, stream) != HIPBLAS_STATUS_SUCCESS;
   }
   const size_t rowBytes = static_cast<size_t>(s.n) * s.outBytes;

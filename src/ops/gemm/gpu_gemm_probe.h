@@ -22,6 +22,9 @@ struct ProbeShape {
   int64_t aStride = 0, dStride = 0;
   size_t inBytes = 2, outBytes = 2;
   uint32_t alignW = 256, alignX = 256, alignD = 256;  // the call's pointer alignments (<= 256)
+  // A pointer-array batch (gpu_gemm.cc tableShape): the probe lays its entries out as a strided
+  // batch (aStride, dStride) and hands the BLAS a table of their addresses.
+  bool pointers = false;
 };
 
 // *unwritten when the library refused to launch the algorithm.

@@ -131,19 +131,24 @@ TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
     size_t workspace;
     int variant;    // what AUTO runs
     bool perRank;   // all-gather: the per-rank form
-    bool copyEngine = false;  // ... with SSC_GEMM_COPY_ENGINE (2 m n k >= kCopyEngineMinFlops)
+    bool copyEngine = false;  // ... with SSC_GEMM_COPY_ENGINE (no shape since session 23)
   };
   const size_t gib = size_t{1} << 30;
   const Want cases[] = {
-      {Op::kAllGather, 4096, 896, 8192, 8, gib, SSC_GEMM_FUSED, true, true},  // 70b.gate_up, 6.0e10 flops
-      {Op::kAllGather, 16384, 1664, 16384, 8, gib, SSC_GEMM_FUSED, true, true},  // 405b.gate_up, 1.47x (s21)
-      {Op::kAllGather, 16384, 160, 8192, 8, gib, SSC_GEMM_FUSED, true, true},  // 70b.qkv, 4.3e10 flops
-      {Op::kAllGather, 16384, 2048, 2048, 8, gib, SSC_GEMM_FUSED, true, true},  // 405b.o, 1.4e11 flops
-      {Op::kAllGather, 16384, 1024, 1024, 8, gib, SSC_GEMM_FUSED, true, false},  // 70b.o, 3.4e10: a tie
-      {Op::kAllGather, 4096, 1024, 3584, 8, gib, SSC_GEMM_FUSED, true},    // 70b.down, 1.25x
-      {Op::kAllGather, 16384, 360, 512, 8, gib, SSC_GEMM_FUSED, true},     // gptoss.o, 1.11x
-      {Op::kAllGather, 4096, 80, 2880, 8, gib, SSC_GEMM_UNFUSED, false},   // gptoss.qkv lost
-      {Op::kAllGather, 1024, 896, 8192, 8, gib, SSC_GEMM_UNFUSED, false},  // every M = 1024 lost
+      // Session 23 (call CD): the per-rank form at M = 16384, and at M = 4096 where K >= 2048;
+      // waiting kernels, never the copy engines.
+      {Op::kAllGather, 4096, 896, 8192, 8, gib, SSC_GEMM_FUSED, true},     // 70b.gate_up, 1.64x
+      {Op::kAllGather, 16384, 1664, 16384, 8, gib, SSC_GEMM_FUSED, true},  // 405b.gate_up, 1.96x
+      {Op::kAllGather, 16384, 160, 8192, 8, gib, SSC_GEMM_FUSED, true},    // 70b.qkv, 1.69x
+      {Op::kAllGather, 16384, 2048, 2048, 8, gib, SSC_GEMM_FUSED, true},   // 405b.o, 1.31x
+      {Op::kAllGather, 4096, 2048, 2048, 8, gib, SSC_GEMM_FUSED, true},    // 405b.o, 1.16x
+      {Op::kAllGather, 16384, 1024, 1024, 8, gib, SSC_GEMM_FUSED, true},   // 70b.o, 1.19x
+      {Op::kAllGather, 4096, 1024, 3584, 8, gib, SSC_GEMM_FUSED, true},    // 70b.down, 1.20x
+      {Op::kAllGather, 16384, 360, 512, 8, gib, SSC_GEMM_FUSED, true},     // gptoss.o (batch), 1.35x
+      {Op::kAllGather, 4096, 80, 2880, 8, gib, SSC_GEMM_FUSED, true},      // gptoss.qkv (batch), 1.29x
+      {Op::kAllGather, 4096, 1024, 1024, 8, gib, SSC_GEMM_UNFUSED, false}, // 70b.o, a tie
+      {Op::kAllGather, 4096, 360, 512, 8, gib, SSC_GEMM_UNFUSED, false},   // gptoss.o lost
+      {Op::kAllGather, 1024, 896, 8192, 8, gib, SSC_GEMM_UNFUSED, false},  // M = 1024 lost or tied
       {Op::kAllGather, 4096, 896, 8192, 4, gib, SSC_GEMM_UNFUSED, false},  // K = 4: not measured
       {Op::kAllGather, 16384, 1664, 16384, 8, kDefaultWorkspaceBytes, SSC_GEMM_UNFUSED, false},  // X > workspace
       {Op::kReduceScatter, 16384, 7168, 1024, 8, gib, SSC_GEMM_FUSED, false},  // 70b.gate_up, 1.09x
@@ -246,6 +251,60 @@ TEST(GemmPlanRule, FusedAllGatherForms) {
   EXPECT_EQ(pl.chunks, 1);
   EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
   EXPECT_NE(why.find("mapped"), std::string::npos) << why;
+}
+
+// The per-rank all-gather's peer GEMMs: every peer with rows exactly once, the full blocks
+// batched, the one short block alone, empty blocks and the rank itself never; rotated from
+// rank + 1.
+TEST(GemmPlanPieces, PeerGemmsCoverEveryPeerOnce) {
+  for (int n : {1, 2, 3, 5, 8, 16})
+    for (int64_t m : {1, 2, 7, 8, 9, 17, 64, 100, 4099})
+      for (int rank = 0; rank < n; ++rank) {
+        SCOPED_TRACE(testing::Message() << "m " << m << " ranks " << n << " rank " << rank);
+        const Problem p = problem(Op::kAllGather, m, 5, 3, n);
+        const PeerGemms pg = peerGemms(p, rank);
+        const int64_t block = blockRows(m, n);
+        std::vector<int> seen(static_cast<size_t>(n), 0);
+        int last = rank;
+        for (const auto* list : {&pg.batched, &pg.single})
+          for (int q : *list) {
+            ASSERT_GE(q, 0);
+            ASSERT_LT(q, n);
+            EXPECT_NE(q, rank);
+            ++seen[static_cast<size_t>(q)];
+          }
+        for (int q : pg.batched) {
+          EXPECT_EQ(rowShard(m, n, q).count, block);
+          EXPECT_GT((q - rank + n) % n, (last - rank + n) % n) << "rotated order";
+          last = q;
+        }
+        EXPECT_LE(pg.single.size(), size_t{1});
+        for (int q : pg.single) {
+          EXPECT_GT(rowShard(m, n, q).count, 0);
+          EXPECT_LT(rowShard(m, n, q).count, block);
+        }
+        for (int q = 0; q < n; ++q)
+          EXPECT_EQ(seen[static_cast<size_t>(q)], q != rank && rowShard(m, n, q).count > 0 ? 1 : 0) << "peer " << q;
+      }
+  // 4099 rows on 8 ranks: blocks of 513, rank 7 has 508: six full peers, one alone; blocks of
+  // 513 rows are batched only while an entry is small (kPeerBatchMaxRows, kPeerBatchMaxFlops).
+  PeerGemms pg = peerGemms(problem(Op::kAllGather, 4099, 5, 3, 8), 2);
+  EXPECT_EQ(pg.batched, (std::vector<int>{3, 4, 5, 6, 0, 1}));
+  EXPECT_EQ(pg.single, std::vector<int>{7});
+  EXPECT_TRUE(pg.batch);  // 2 x 513 x 5 x 3 flops an entry
+  EXPECT_FALSE(peerGemms(problem(Op::kAllGather, 4096, 1024, 3584, 8), 0).batch);  // 70b.down: 3.8e9
+  EXPECT_TRUE(peerGemms(problem(Op::kAllGather, 4096, 1024, 1024, 8), 0).batch);   // 70b.o: 1.1e9
+  EXPECT_TRUE(peerGemms(problem(Op::kAllGather, 256, 1664, 16384, 8), 0).batch);   // 32 rows a block
+  EXPECT_FALSE(peerGemms(problem(Op::kAllGather, 16384, 1024, 1024, 8), 0).batch); // 70b.o: 4.3e9
+  pg = peerGemms(problem(Op::kAllGather, 4088, 5, 3, 8), 7);  // blocks of 511: a batch of 7
+  EXPECT_EQ(pg.batched, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(pg.single.empty());
+  EXPECT_TRUE(pg.batch);
+  pg = peerGemms(problem(Op::kAllGather, 3, 5, 3, 3), 0);  // one row each: two peers batched
+  EXPECT_TRUE(pg.batch);
+  pg = peerGemms(problem(Op::kAllGather, 2, 5, 3, 3), 0);  // a batch of one is a GEMM
+  EXPECT_EQ(pg.batched, std::vector<int>{1});
+  EXPECT_FALSE(pg.batch);
 }
 
 // Simulates every chunk's pieces: each (rank, local row) of the result is produced exactly
