@@ -2,7 +2,10 @@
 """Joins gemm_coll_perf records (JSON Lines) of a K = 1 run (the whole-GPU GEMM) and a K > 1 run
 into the markdown table of perf/RESULTS.md and the issue's target figures.
 
-    perf/gemm_table.py k1.json k8.json [--plot speedup.png]
+    perf/gemm_table.py k1.json k8.json [k8.run2.json ...] [--plot speedup.png]
+
+Several K > 1 files (runs of the same table) are joined cell by cell: each config's time is the
+median of the runs that have it (a single run of 5 calls a cell has shown outliers of 2-50x).
 
 Per layer and M: the whole-GPU GEMM; for rs (split K, GEMM + reduce-scatter) and ag (split N,
 all-gather + GEMM) the GEMM alone, unfused, auto (the library's rule), chunked and the fused
@@ -71,7 +74,7 @@ def plot(cells, meta, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("whole", help="records of the K = 1 run")
-    ap.add_argument("parts", help="records of the K > 1 run")
+    ap.add_argument("parts", nargs="+", help="records of the K > 1 run(s); several: the median per cell")
     ap.add_argument("--plot", help="write the speedup-vs-M plot here (PNG)")
     ap.add_argument("--auto-as", metavar="CONFIG",
                     help="take each op's 'auto' time from this config instead (e.g. unfused: the "
@@ -81,13 +84,23 @@ def main():
     cells = defaultdict(dict)
     meta = {}
     hangs = []
-    for r in load(args.parts):
-        key = (r["layer"], r["M"])
-        if r["us"] >= 1e6:  # a call that ran into STARSCREAM_TIMEOUT: a hang, not a time
-            hangs.append("%s M=%d %s" % (r["layer"], r["M"], r["config"]))
-            continue
-        cells[key][r["config"]] = r
-        meta[key] = r
+    runs = defaultdict(list)
+    for path in args.parts:
+        for r in load(path):
+            key = (r["layer"], r["M"])
+            if r["us"] >= 1e6:  # a call that ran into STARSCREAM_TIMEOUT: a hang, not a time
+                hangs.append("%s M=%d %s (%s)" % (r["layer"], r["M"], r["config"], path))
+                continue
+            runs[(key, r["config"])].append(r)
+            meta[key] = r
+    for (key, config), rs in runs.items():
+        rs = sorted(rs, key=lambda r: r["us"])
+        if len(rs) % 2:
+            cells[key][config] = rs[len(rs) // 2]
+        else:  # an even count: the mean of the middle two, the lower one's other fields
+            mid = dict(rs[len(rs) // 2 - 1])
+            mid["us"] = (rs[len(rs) // 2 - 1]["us"] + rs[len(rs) // 2]["us"]) / 2
+            cells[key][config] = mid
     if args.auto_as:
         for c in cells.values():
             for op in ("rs", "ag"):
