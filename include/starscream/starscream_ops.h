@@ -295,8 +295,7 @@ sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
 /** How a call runs. */
 typedef enum {
   SSC_GEMM_AUTO = 0,     /* the measured rule in docs/gemm.md (on the H200 at 8 ranks: fused
-                            at large M, the longest all-gathers with SSC_GEMM_COPY_ENGINE's form,
-                            else unfused; chunks when args.chunks >= 2 asks) */
+                            at large M, else unfused; chunks when args.chunks >= 2 asks) */
   SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
   SSC_GEMM_CHUNKED = 2,  /* row chunks, each its GEMM and its collective in turn (no overlap
                             within a rank: docs/gemm.md says why) */
@@ -306,9 +305,10 @@ typedef enum {
                             workspace and each owner sums its rows out of every rank's slot.
                             sscAllGatherGemm: chunks 0 or 1: each rank stores its rows of X into
                             every rank's workspace, then ONE GEMM over the gathered X; chunks >= 2:
-                            one GEMM per source rank, its own rows first (no wait), the peers'
-                            read in place from their workspaces (x_gathered selects the first
-                            form); the workspace must hold the gathered X (m x k inputs).
+                            one GEMM for its own rows first (no wait), then the peers' rows read
+                            in place from their workspaces (small blocks as one batched GEMM)
+                            (x_gathered selects the first form); the workspace must hold the
+                            gathered X (m x k inputs).
                             Refused with sscInvalidUsage where it cannot run (more ranks, a
                             backend that cannot map the workspace, a workspace too small for the
                             gathered X) */
