@@ -311,7 +311,8 @@ typedef enum {
                             gathered X (m x k inputs).
                             Refused with sscInvalidUsage where it cannot run (more ranks, a
                             backend that cannot map the workspace, a workspace too small for the
-                            gathered X) */
+                            gathered X, a stream being captured into a graph: its per-call flags
+                            would not order a replay; AUTO runs unfused there) */
 } sscGemmVariant_t;
 
 /** sscGemmArgs_t.flags */

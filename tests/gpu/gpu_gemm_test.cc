@@ -329,6 +329,80 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   return failures;
 }
 
+// Stream capture (docs/gemm.md "Under stream capture"): AUTO, captured where it would run a
+// fused form (the per-rank all-gather at 8 ranks), runs unfused and its replays give the result
+// of an uncaptured unfused call; a forced fused call under capture is refused before anything is
+// queued. Returns the failures of this rank.
+int runCaptureChecks(sscComm_t comm, hipStream_t stream) {
+  const int64_t m = 4096, n = 64, k = 2048;
+  int64_t first = 0, rows = 0;
+  CHECK_SSC(sscGemmRowShard(m, g_nranks, g_rank, &first, &rows));
+  const std::vector<uint16_t> xh = seededMatrix(700 + g_rank, rows * k, sscBfloat16);
+  const std::vector<uint16_t> wh = seededMatrix(800 + g_rank, n * k, sscBfloat16);
+  void* x = toDevice(xh.data(), xh.size() * 2);
+  void* w = toDevice(wh.data(), wh.size() * 2);
+  void* y = nullptr;
+  CHECK_GPU(hipMalloc(&y, m * n * 2));
+  sscGemm_t gemm = nullptr;
+  CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
+  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
+  a.m = m, a.n = n, a.k = k;
+  a.x = x, a.w = w, a.y = y;
+  a.variant = SSC_GEMM_UNFUSED;  // the reference, and the GEMM shape probed outside the capture
+  CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));
+  CHECK_GPU(hipStreamSynchronize(stream));
+  std::vector<uint16_t> want(m * n), got(m * n);
+  CHECK_GPU(hipMemcpy(want.data(), y, want.size() * 2, hipMemcpyDeviceToHost));
+  a.variant = SSC_GEMM_AUTO;
+  int uncaptured = -1, chunks = 0;
+  CHECK_SSC(sscGemmQueryPlan(gemm, 1, &a, &uncaptured, &chunks));
+  CHECK_GPU(hipMemset(y, 0xFF, m * n * 2));
+  CHECK_GPU(hipDeviceSynchronize());
+  MPI_Barrier(MPI_COMM_WORLD);
+  hipGraph_t graph = nullptr;
+  CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const sscResult_t inCapture = sscAllGatherGemm(gemm, &a, stream);
+  CHECK_GPU(hipStreamEndCapture(stream, &graph));
+  hipGraphExec_t exec = nullptr;
+  if (inCapture == sscSuccess) {
+    CHECK_GPU(hipGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int rep = 0; rep < 3; ++rep) CHECK_GPU(hipGraphLaunch(exec, stream));
+    CHECK_GPU(hipStreamSynchronize(stream));
+    CHECK_GPU(hipMemcpy(got.data(), y, got.size() * 2, hipMemcpyDeviceToHost));
+  }
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = fromStorage(got[i], sscBfloat16), e = fromStorage(want[i], sscBfloat16);
+    if (!(std::fabs(g - e) <= 1.0 / 128 * (std::fabs(e) + 1.0))) ++wrong;
+  }
+  int failures = inCapture == sscSuccess && wrong == 0 ? 0 : 1;
+  if (exec != nullptr) CHECK_GPU(hipGraphExecDestroy(exec));
+  CHECK_GPU(hipGraphDestroy(graph));
+  // A forced fused call under capture: refused, nothing queued (the capture ends clean).
+  a.variant = SSC_GEMM_FUSED;
+  a.chunks = g_nranks;
+  CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
+  const sscResult_t forced = sscAllGatherGemm(gemm, &a, stream);
+  const std::string why = sscGetLastError(nullptr);
+  graph = nullptr;
+  const hipError_t ended = hipStreamEndCapture(stream, &graph);
+  if (graph != nullptr) CHECK_GPU(hipGraphDestroy(graph));
+  const bool refused = g_nranks == 1 || (forced == sscInvalidUsage && why.find("captured") != std::string::npos);
+  failures += refused && ended == hipSuccess ? 0 : 1;
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0)
+    std::printf("%s K=%d capture: AUTO (uncaptured: variant %d x %d) captured and replayed 3 times: %s, "
+                "%lld of %lld elements off the unfused result; forced fused under capture: %s\n",
+                all == 0 ? "PASS" : "FAIL", g_nranks, uncaptured, chunks, sscGetErrorString(inCapture),
+                (long long)wrong, (long long)got.size(), refused ? "refused" : why.c_str());
+  CHECK_SSC(sscGemmDestroy(gemm));
+  CHECK_GPU(hipFree(x));
+  CHECK_GPU(hipFree(w));
+  CHECK_GPU(hipFree(y));
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -410,8 +484,8 @@ int main(int argc, char** argv) {
     }
   for (bool rs : {true, false})
     runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 0, 0, true});
-  // Large shapes under AUTO and forced fused, rows sampled. At 8 ranks AUTO runs the two
-  // all-gathers with M >= 4096 and K >= 3584 in the fused per-rank form (autoPicksFused).
+  // Large shapes under AUTO and forced fused, rows sampled. At 8 ranks AUTO runs the all-gather
+  // with M >= 4096 and K >= 2048 in the fused per-rank form (autoPicksFused).
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
   runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24});
@@ -440,6 +514,15 @@ int main(int argc, char** argv) {
                          20});
   runCase(comm, stream, {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 4, 0, 8, 0, false,
                          20});
+  // The per-rank all-gather with its peers batched (blocks below 512 rows), 20 calls back to back
+  // (the batch's two pointer tables reused), with waiting kernels and with copy engines.
+  runCase(comm, stream, {false, 1000, 96, 200, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 8, 0, 24, 0,
+                         false, 20});
+  runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 8, 0, 24, 0,
+                         false, 20, true});
+  if (std::string("capture").find(g_only) != std::string::npos &&
+      (g_skip.empty() || std::string("capture").find(g_skip) == std::string::npos))
+    g_failures += runCaptureChecks(comm, stream);
   // Chunked with a scratch (one GEMM per chunk), rows sampled.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
   runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});

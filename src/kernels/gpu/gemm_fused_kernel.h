@@ -25,8 +25,8 @@ struct FusedErrorSink {
 constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
 
 // Device pointers a wait launch also stores, lanes in parallel, before it waits: the per-rank
-// all-gather's pointer-array table for the vendor BLAS (gpu_gemm_fused.cc). Stored by a kernel,
-// not copied from the host, so a graph capture keeps the values the call had.
+// all-gather's pointer-array table for the vendor BLAS (gpu_gemm_fused.cc). Stored by a kernel
+// from its arguments, not copied from the host: no host buffer has to outlive the call.
 constexpr int kFusedMaxStores = 48;
 struct PointerStore {
   void** dst = nullptr;  // device memory; null: nothing to store

@@ -94,7 +94,7 @@ sscResult_t checkMatrix(const char* fn, const char* what, int64_t rows, int64_t 
 // Validates args for op on g and builds the call (plan included).
 // checkPointers: false for sscGemmQueryPlan, which asks about a shape only.
 sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c,
-                    bool checkPointers = true) {
+                    bool checkPointers = true, bool capturing = false) {
   if (a == nullptr) return fail(sscInvalidArgument, "{}: args is NULL", fn);
   // Arguments from a header before `bias` end at x_gathered: accepted, without a bias.
   const bool hasBias = a->size == sizeof(sscGemmArgs_t);
@@ -136,9 +136,20 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->bias = hasBias ? a->bias : nullptr;
   c->p.gatherOut = op == Op::kAllGather && a->x_gathered != nullptr;
   std::string why;
-  const bool fusedAvailable = !g->fusedTried || !g->fusedPeers.empty();
+  // Under stream capture no fused form: their ranks order themselves by flag values that count
+  // the calls (use numbers), fixed in the kernels' arguments at capture, so on a replay every
+  // wait would pass at once against the capture's values, and a rank would read a peer's slot
+  // before the peer wrote it. AUTO plans without them there; a forced fused call is refused.
+  if (capturing && a->variant == SSC_GEMM_FUSED && c->p.nranks > 1)
+    return fail(sscInvalidUsage, "{}: SSC_GEMM_FUSED on a stream being captured into a graph: the "
+                "fused forms order the ranks by per-call flag values fixed at capture, so a replay "
+                "would not wait for the peers; capture SSC_GEMM_AUTO (unfused under capture) or "
+                "SSC_GEMM_UNFUSED instead", fn);
+  const bool fusedAvailable = !capturing && (!g->fusedTried || !g->fusedPeers.empty());
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable))
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
+  if (capturing && c->plan.variant != SSC_GEMM_FUSED && a->variant == SSC_GEMM_AUTO)
+    c->plan.reason += " (under stream capture: no fused form)";
   c->copyEngine = c->copyEngineAsked || c->plan.copyEngine;
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
   if (!checkPointers) return sscSuccess;
@@ -192,13 +203,14 @@ sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a
   CommUse use(g->comm);
   SSC_CHECK(checkComm(fn, g->comm));
   Call c;
-  SSC_CHECK(prepare(fn, g, op, args, &c));
+  const bool capturing = g->backend->streamCapturing(stream);
+  SSC_CHECK(prepare(fn, g, op, args, &c, true, capturing));
   // The fused forms and the arrival barrier need the workspace's flags in the peers: mapped at
   // the first call that uses them (the same call on every rank: plan and barrier decided alike).
   if (!c.plan.direct && !g->fusedTried && (c.plan.variant == SSC_GEMM_FUSED || g->barrier)) {
     SSC_CHECK(mapWorkspace(fn, g));
     if (c.plan.variant == SSC_GEMM_FUSED && g->fusedPeers.empty())
-      SSC_CHECK(prepare(fn, g, op, args, &c));  // refused, or AUTO re-plans
+      SSC_CHECK(prepare(fn, g, op, args, &c, true, capturing));  // refused, or AUTO re-plans
   }
   SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {}{} ({})", fn, c.p.m, c.p.n, c.p.k,
           variantName(c.plan.variant), c.plan.chunks,

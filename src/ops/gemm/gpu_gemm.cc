@@ -442,11 +442,7 @@ sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s
 #if defined(SSC_BLAS_POINTER_ARRAY)
   GpuGemmState* gs = g->gpu;
   SSC_CHECK(gs->matmulTable(*static_cast<const Shape*>(b.shape), b.table, s));
-  // Not under capture: an event recorded there belongs to the graph (the waiting-kernel form,
-  // the only one captured, orders its tables by its gate instead).
-  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
-  SSC_CHECK(gpuCheck(hipStreamIsCapturing(s, &capture), "hipStreamIsCapturing"));
-  if (capture != hipStreamCaptureStatusNone) return sscSuccess;
+  // Fused forms never run under stream capture (gemm_api.cc), so the event is a plain one.
   return gpuCheck(hipEventRecord(gs->tableRead[b.slot], s), "hipEventRecord");
 #else
   (void)g, (void)b, (void)s;
@@ -486,14 +482,9 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
                          "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
-  if (pl.variant == SSC_GEMM_FUSED && c.copyEngine) {
-    // AUTO's choice gives way on a stream under capture (the copy-engine form refuses it): the
-    // waiting-kernel form of the same plan.
-    hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
-    if (c.copyEngineAsked || (hipStreamIsCapturing(s, &capture) == hipSuccess && capture == hipStreamCaptureStatusNone))
-      return p.op == Op::kAllGather ? ceRunFusedAllGather(g, c, s) : ceRunFusedReduceScatter(g, c, s);
-    SSC_LOG(kInfo, "gemm: under stream capture: the waiting-kernel form instead of the copy engines");
-  }
+  // Never under stream capture (gemm_api.cc plans no fused form there).
+  if (pl.variant == SSC_GEMM_FUSED && c.copyEngine)
+    return p.op == Op::kAllGather ? ceRunFusedAllGather(g, c, s) : ceRunFusedReduceScatter(g, c, s);
   if (pl.variant == SSC_GEMM_FUSED)
     return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s) : kernelRunFusedReduceScatter(g, c, s);
   sscComm* comm = g->comm;

@@ -48,7 +48,8 @@ sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, u
 sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch, size_t slotOff,
                              hipStream_t s);
 // gpu_gemm.cc: the peers with full blocks as ONE pointer-array batch of the vendor BLAS, whose
-// table (W, X, D pointers) a kernel stores on the stream before the GEMM: `ready` where the
+// table (W, X, D pointers) a kernel stores on the stream before the GEMM (from its launch
+// arguments, so no host buffer must outlive the call): `ready` where the
 // build has pointer-array batches (SSC_BLAS_POINTER_ARRAY) and the BLAS an algorithm for it
 // (vetted by the probe like any shape); else the peers run one GEMM each.
 struct PeerBatch {
