@@ -28,15 +28,6 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 }  // namespace
 
-// Measured on the H200 at K = 8 MPS partitions, bf16 (perf/RESULTS.md session 19, call AF: the
-// whole TP8 table, every variant of both ops in one run). Where a fused form beat unfused:
-//  - all-gather, one GEMM per source rank reading the peers' rows in place: at M = 16384 in
-//    every layer (1.11-1.86x) and at M = 4096 where K >= 3584 (1.14-1.75x); it lost at
-//    M <= 1024 everywhere and at M = 4096 with K <= 2880 (its 8 GEMM launches and W read 8
-//    times outweigh the copy it saves);
-//  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
-//    below.
-// Other rank counts were not measured: unfused there. The push form never won.
 PeerGemms peerGemms(const Problem& p, int rank) {
   PeerGemms out;
   const int64_t block = blockRows(p.m, p.nranks);
@@ -51,24 +42,33 @@ PeerGemms peerGemms(const Problem& p, int rank) {
   return out;
 }
 
+// Measured on the H200 at K = 8 MPS partitions, bf16 (perf/RESULTS.md session 19, call AF: the
+// whole TP8 table, every variant of both ops in one run). Where a fused form beat unfused:
+//  - all-gather, one GEMM per source rank reading the peers' rows in place: at M = 16384 in
+//    every layer (1.11-1.86x) and at M = 4096 where K >= 3584 (1.14-1.75x); it lost at
+//    M <= 1024 everywhere and at M = 4096 with K <= 2880 (its 8 GEMM launches and W read 8
+//    times outweigh the copy it saves);
+//  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
+//    below.
+// Other rank counts were not measured: unfused there. The push form never won.
 bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine) {
   *perRank = false;
   *copyEngine = false;
   if (p.nranks != 8 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1) return false;
   if (p.op == Op::kAllGather) {
     // x_gathered needs the push form, which never won.
-    // Session 23 (call CD, the gate in one warp): the per-rank form beat unfused in every cell
-    // of M = 16384 and of M = 4096 with K >= 2048 (1.07-1.84x), tied at M = 4096 with K = 1024
-    // and lost below (one more launch and wait than unfused, and at small M one read of W per
-    // peer).
+    // Session 23 (calls CD-CF, the gate in one warp): the per-rank form beat unfused in every
+    // cell of M = 16384 and of M = 4096 with K >= 2048 (1.13-1.97x, median of three runs),
+    // tied at M = 4096 with K = 1024 and lost below (one more launch and wait than unfused,
+    // and at small M one read of W per peer).
     if (p.gatherOut || !(p.m >= 16384 || (p.m >= 4096 && p.k >= 2048))) return false;
     *perRank = true;
     // Session 21 (call AN) measured the copy-engine form 1.0-1.47x faster than the waiting-kernel
     // form in every cell of at least 4e10 flops (2 m n k), but that waiting-kernel form gated its
     // push in every block, which starved the late peers' GEMMs. With the gate in one warp
     // (call CD) the waiting-kernel form is within 2 % of it at the largest cells and 30-100 us
-    // faster below (the stream operations' submissions): AUTO runs the waiting kernels, which
-    // also work under graph capture. copyEngine stays false; SSC_GEMM_COPY_ENGINE still asks.
+    // faster below (the stream operations' submissions): AUTO runs the waiting kernels (and no
+    // watchdog thread). copyEngine stays false; SSC_GEMM_COPY_ENGINE still asks for them.
     return true;
   }
   return p.m >= 16384 && p.n >= 7168;

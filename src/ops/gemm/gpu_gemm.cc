@@ -131,7 +131,8 @@ class GpuGemmState {
 
   // The pointer-array batch of `batch` GEMMs of `rows` rows each (gpu_gemm_internal.h,
   // PeerBatch): its shape and algorithm, described and probed now, before the launch that
-  // stores its table; *usable false where the BLAS has none (the caller runs one GEMM each).
+  // stores its table; the Shape's `found` is false where the BLAS has none (the caller then
+  // runs one GEMM per entry).
   sscResult_t tableShape(const Call& c, int64_t rows, int batch, uint32_t alignX, uint32_t alignD,
                          hipStream_t stream, const Shape** out) {
     GemmPiece g;
