@@ -128,7 +128,7 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->inType = a->dtype;
   c->outType = out;
   c->weightKN = (a->flags & SSC_GEMM_WEIGHT_KN) != 0;
-  c->copyEngineAsked = (a->flags & SSC_GEMM_COPY_ENGINE) != 0;
+  c->copyEngine = (a->flags & SSC_GEMM_COPY_ENGINE) != 0;
   c->x = a->x;
   c->w = a->w;
   c->y = a->y;
@@ -150,7 +150,6 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
   if (capturing && c->plan.variant != SSC_GEMM_FUSED && a->variant == SSC_GEMM_AUTO)
     c->plan.reason += " (under stream capture: no fused form)";
-  c->copyEngine = c->copyEngineAsked || c->plan.copyEngine;
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
   if (!checkPointers) return sscSuccess;
   const int64_t own = rowShard(a->m, comm->nranks, comm->rank).count;

@@ -36,10 +36,9 @@ struct Call {
   void* xGathered = nullptr;  // all-gather: also receives the gathered X (or NULL)
   const void* bias = nullptr;  // [n] of outType added to the rows of y this rank holds (or NULL)
   // SSC_GEMM_COPY_ENGINE: the fused variant orders the ranks with stream memory operations
-  // (gpu_gemm_ce.cc); the host backend runs the same flag protocol. Asked for by the caller's
-  // flag, or chosen by SSC_GEMM_AUTO (Plan::copyEngine).
+  // (gpu_gemm_ce.cc); the host backend runs the same flag protocol. Only where the caller's
+  // flag asks (SSC_GEMM_AUTO does not choose it since session 23, autoPicksFused).
   bool copyEngine = false;
-  bool copyEngineAsked = false;
 };
 
 }  // namespace ssc::gemm

@@ -51,9 +51,8 @@ PeerGemms peerGemms(const Problem& p, int rank) {
 //  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
 //    below.
 // Other rank counts were not measured: unfused there. The push form never won.
-bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine) {
+bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank) {
   *perRank = false;
-  *copyEngine = false;
   if (p.nranks != 8 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1) return false;
   if (p.op == Op::kAllGather) {
     // x_gathered needs the push form, which never won.
@@ -68,7 +67,7 @@ bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool
     // push in every block, which starved the late peers' GEMMs. With the gate in one warp
     // (call CD) the waiting-kernel form is within 2 % of it at the largest cells and 30-100 us
     // faster below (the stream operations' submissions): AUTO runs the waiting kernels (and no
-    // watchdog thread). copyEngine stays false; SSC_GEMM_COPY_ENGINE still asks for them.
+    // watchdog thread); SSC_GEMM_COPY_ENGINE still asks for the copy engines.
     return true;
   }
   return p.m >= 16384 && p.n >= 7168;
@@ -215,17 +214,15 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.slotBytes = static_cast<size_t>(p.nranks) * cr * rowBytes;
   pl.padBytes = cr * rowBytes;
   pl.scratchBytes = pl.chunks > 1 ? cr * scratchRow : 0;
-  bool perRank = false, copyEngine = false;
+  bool perRank = false;
   if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable &&
-      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank, &copyEngine)) {
+      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank)) {
     Plan fused;
     std::string ignored;
     // The measured fused reduce-scatter ran in one chunk: a workspace that needs more keeps unfused.
     if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
         (p.op == Op::kAllGather || fused.chunks == 1)) {
-      fused.reason = std::string("the measured rule picks the fused variant") +
-                     (copyEngine ? " with copy engines" : "") + " (" + pl.reason + ")";
-      fused.copyEngine = copyEngine;
+      fused.reason = "the measured rule picks the fused variant (" + pl.reason + ")";
       pl = fused;
     }
   }

@@ -67,9 +67,6 @@ struct Plan {
   // The fused all-gather (chunks 1: push + one GEMM; chunks = nranks: one GEMM per source rank
   // reading the peers' rows in place, own rows first): the fused all-gather below.
   bool agPerRank = false;
-  // SSC_GEMM_AUTO chose SSC_GEMM_COPY_ENGINE's form of the fused variant (autoPicksFused); the
-  // GPU half runs the waiting-kernel form instead on a stream under capture (gpu_gemm.cc).
-  bool copyEngine = false;
   std::string reason;     // why this variant and chunk count (logged at INFO)
 };
 
@@ -126,9 +123,9 @@ PeerGemms peerGemms(const Problem& p, int rank);
 
 // Whether SSC_GEMM_AUTO runs a call fused, given the plan the rule chose otherwise (the measured
 // rule, docs/gemm.md and perf/RESULTS.md sessions 19, 21 and 23); *perRank: which all-gather
-// form; *copyEngine: SSC_GEMM_COPY_ENGINE's form, which no measured shape picks since session 23
-// (gemm_plan.cc says why).
-bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank, bool* copyEngine);
+// form. Always with waiting kernels: SSC_GEMM_COPY_ENGINE's forms run only where the caller's
+// flag asks (gemm_plan.cc says why).
+bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank);
 
 // Whether the GPU half probes the vendor BLAS's algorithm for each new GEMM shape
 // (gpu_gemm_probe.h): mode is STARSCREAM_GEMM_PROBE ("on", "off", "auto"; anything else reads as

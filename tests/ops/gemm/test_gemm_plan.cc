@@ -131,7 +131,6 @@ TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
     size_t workspace;
     int variant;    // what AUTO runs
     bool perRank;   // all-gather: the per-rank form
-    bool copyEngine = false;  // ... with SSC_GEMM_COPY_ENGINE (no shape since session 23)
   };
   const size_t gib = size_t{1} << 30;
   const Want cases[] = {
@@ -163,8 +162,7 @@ TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
     std::string why;
     ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 0, w.workspace, &pl, &why)) << why;
     EXPECT_EQ(pl.variant, w.variant) << pl.reason;
-    EXPECT_EQ(pl.copyEngine, w.copyEngine) << pl.reason;
-    EXPECT_EQ(pl.reason.find("copy engines") != std::string::npos, w.copyEngine) << pl.reason;
+    EXPECT_EQ(pl.reason.find("copy engines"), std::string::npos) << pl.reason;  // waiting kernels
     if (w.variant == SSC_GEMM_FUSED) {
       EXPECT_EQ(pl.agPerRank, w.perRank);
       EXPECT_EQ(pl.chunks, w.perRank ? w.nranks : 1);
