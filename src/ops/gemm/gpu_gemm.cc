@@ -65,10 +65,7 @@ struct Shape {
 constexpr int kProbeCandidates = 8;
 // ShapeKey's strides for a pointer-array batch (tableShape).
 constexpr int64_t kPointerArray = -1;
-// A table's three arrays (W, X, D) start 16 pointers apart (128 bytes: each array as aligned as
-// the table), so a table holds at most 16 entries (kFusedMaxRanks - 1 peers).
-constexpr int kTableStride = 16;
-static_assert(3 * kTableStride <= gpu::kFusedMaxStores, "a table is stored by one wait launch");
+static_assert(3 * kPointerTableStride <= gpu::kFusedMaxStores, "a table is stored by one wait launch");
 #endif
 
 }  // namespace
@@ -144,12 +141,13 @@ class GpuGemmState {
     return shapeOf(c, g, key, stream, out);
   }
 
-  // D_i = X_i W^T for every entry of the table at `table` (W, X and D arrays kTableStride
+  // D_i = X_i W^T for every entry of the table at `table` (W, X and D arrays kPointerTableStride
   // apart, device pointers a kernel stored earlier on this stream).
   sscResult_t matmulTable(const Shape& s, void** table, hipStream_t stream) {
     const float alpha = 1.0f, beta = 0.0f;
-    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, table, s.a, table + kTableStride, s.b, &beta,
-                                     table + 2 * kTableStride, s.d, table + 2 * kTableStride, s.d, &s.algo,
+    void** x = table + kPointerTableStride;
+    void** d = table + 2 * kPointerTableStride;
+    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, table, s.a, x, s.b, &beta, d, s.d, d, s.d, &s.algo,
                                      blasWorkspace, kBlasWorkspaceBytes, stream),
                      "hipblasLtMatmul (pointer-array batch)");
   }
@@ -404,27 +402,28 @@ sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d, c
   return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
 }
 
-sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, const std::vector<int>& peers,
-                                uint32_t use, hipStream_t s, PeerBatch* b) {
-  *b = PeerBatch{};
+sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
+                                PeerBatch* b) {
 #if defined(SSC_BLAS_POINTER_ARRAY)
+  const std::vector<int>& peers = b->peers.batched;
   const int batch = static_cast<int>(peers.size());
-  if (batch < 2 || batch > kTableStride) return sscSuccess;
+  if (batch < 2 || batch > kPointerTableStride) return sscSuccess;
   GpuGemmState* gs = g->gpu;
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   void** table = gs->tables + (use % 2) * gpu::kFusedMaxStores;
   uint32_t alignX = 256, alignD = 256;
   b->store.dst = table;
-  b->store.count = 2 * kTableStride + batch;
+  b->store.count = 2 * kPointerTableStride + batch;
   for (int i = 0; i < batch; ++i) {
-    const RowRange r = rowShard(c.p.m, c.p.nranks, peers[static_cast<size_t>(i)]);
-    const void* x = cbyte(g->fusedPeers[static_cast<size_t>(peers[static_cast<size_t>(i)])], slotOff + r.first * c.p.k * ib);
+    const int q = peers[static_cast<size_t>(i)];
+    const RowRange r = rowShard(c.p.m, c.p.nranks, q);
+    const void* x = cbyte(g->fusedPeers[static_cast<size_t>(q)], slotOff + r.first * c.p.k * ib);
     void* y = byte(c.y, r.first * c.p.n * ob);
     alignX = std::min(alignX, alignmentOf(x, 0));
     alignD = std::min(alignD, alignmentOf(y, 0));
     b->store.v[i] = c.w;
-    b->store.v[kTableStride + i] = x;
-    b->store.v[2 * kTableStride + i] = y;
+    b->store.v[kPointerTableStride + i] = x;
+    b->store.v[2 * kPointerTableStride + i] = y;
   }
   const Shape* shape = nullptr;
   SSC_CHECK(gs->tableShape(c, blockRows(c.p.m, c.p.nranks), batch, alignX, alignD, s, &shape));
@@ -434,7 +433,7 @@ sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff
   b->slot = static_cast<int>(use % 2);
   b->ready = true;
 #else
-  (void)g, (void)c, (void)slotOff, (void)peers, (void)use, (void)s;
+  (void)g, (void)c, (void)slotOff, (void)use, (void)s, (void)b;
 #endif
   return sscSuccess;
 }

@@ -88,25 +88,25 @@ sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, h
 
 sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
                              PeerBatch* batch) {
-  const PeerGemms pg = peerGemms(c.p, c.rank);
   *batch = PeerBatch{};
-  return pg.batch ? gpuPreparePeerBatch(g, c, slotOff, pg.batched, use, s, batch) : sscSuccess;
+  batch->peers = peerGemms(c.p, c.rank);
+  return batch->peers.batch ? gpuPreparePeerBatch(g, c, slotOff, use, s, batch) : sscSuccess;
 }
 
 sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch, size_t slotOff,
                              hipStream_t s) {
-  const PeerGemms pg = peerGemms(c.p, c.rank);
+  auto one = [&](int q) {  // peer q's rows, one GEMM
+    const RowRange r = rowShard(c.p.m, c.p.nranks, q);
+    GemmPiece gq;
+    gq.rows = r.count;
+    gq.aRow = gq.dRow = r.first;
+    return gpuPiece(g, c, cbyte(g->fusedPeers[static_cast<size_t>(q)], slotOff), c.y, gq, false, s);
+  };
+  // Both lists rotated, so the ranks do not all read one peer's slot at once.
   if (batch.ready) SSC_CHECK(gpuRunPeerBatch(g, batch, s));
-  for (const std::vector<int>* list : {&pg.batched, &pg.single}) {
-    if (list == &pg.batched && batch.ready) continue;
-    for (int q : *list) {  // rotated, so the ranks do not all read one peer's slot at once
-      const RowRange r = rowShard(c.p.m, c.p.nranks, q);
-      GemmPiece gq;
-      gq.rows = r.count;
-      gq.aRow = gq.dRow = r.first;
-      SSC_CHECK(gpuPiece(g, c, cbyte(g->fusedPeers[static_cast<size_t>(q)], slotOff), c.y, gq, false, s));
-    }
-  }
+  else
+    for (int q : batch.peers.batched) SSC_CHECK(one(q));
+  for (int q : batch.peers.single) SSC_CHECK(one(q));
   return sscSuccess;
 }
 

@@ -53,14 +53,16 @@ sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& 
 // build has pointer-array batches (SSC_BLAS_POINTER_ARRAY) and the BLAS an algorithm for it
 // (vetted by the probe like any shape); else the peers run one GEMM each.
 struct PeerBatch {
+  PeerGemms peers;  // peerGemms(c.p, c.rank), once a call
   bool ready = false;
   gpu::PointerStore store;  // what the wait launch stores (dst: the table)
   const void* shape = nullptr;  // gpu_gemm.cc's Shape
   void** table = nullptr;
   int slot = 0;  // the table's: use % 2
 };
-sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, const std::vector<int>& peers,
-                                uint32_t use, hipStream_t s, PeerBatch* b);
+// b->peers set, b->peers.batch true; fills the rest of *b.
+sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
+                                PeerBatch* b);
 sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s);
 // The copy-engine form's store of b's table on stream s (one launch), after the last GEMM that
 // read the same table slot wherever it ran (an event: no flag of that form orders it).

@@ -35,14 +35,15 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
     return fail(sscInvalidUsage, "gemm: a new GEMM shape ({} x {} x {}, rows x n x k) on a stream being "
                 "captured into a graph: STARSCREAM_GEMM_PROBE checks its BLAS algorithm first, which "
                 "waits for the stream; run the call once before capturing it", s.rows, s.n, s.k);
-  if (s.pointers && s.batch > 16)
-    return fail(sscInternalError, "gemm: probing a pointer-array batch of {} entries (at most 16)", s.batch);
+  if (s.pointers && s.batch > kPointerTableStride)
+    return fail(sscInternalError, "gemm: probing a pointer-array batch of {} entries (at most {})", s.batch,
+                kPointerTableStride);
   const size_t last = static_cast<size_t>(s.batch > 1 ? s.batch - 1 : 0);
   const size_t wBytes = static_cast<size_t>(s.n) * s.k * s.inBytes;
   const size_t xBytes = (last * s.aStride + s.rows) * s.k * s.inBytes;
   const size_t dBytes = (last * s.dStride + s.rows) * s.n * s.outBytes;
-  // A pointer-array batch's table: W x batch, X x batch, D x batch (16 apart, as gpu_gemm.cc's).
-  constexpr size_t kTable = 16;
+  // A pointer-array batch's table, laid out as gpu_gemm.cc's.
+  constexpr size_t kTable = kPointerTableStride;
   const size_t tableBytes = s.pointers ? region(3 * kTable * sizeof(void*)) : 0;
   const size_t total = region(wBytes) + region(xBytes) + region(dBytes) + tableBytes + 256;
   char* base = nullptr;

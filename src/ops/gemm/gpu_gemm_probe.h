@@ -27,6 +27,11 @@ struct ProbeShape {
   bool pointers = false;
 };
 
+// A pointer-array batch's table (gpu_gemm.cc, and the probe's own): its three arrays (W, X, D)
+// start this many pointers apart (128 bytes: each array as aligned as the table), so a batch has
+// at most this many entries (kFusedMaxRanks - 1 peers fit).
+constexpr int kPointerTableStride = 16;
+
 // *unwritten when the library refused to launch the algorithm.
 constexpr uint64_t kProbeRefused = ~uint64_t{0};
 
