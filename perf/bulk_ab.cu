@@ -2,8 +2,8 @@
 // library launches it) against the plain data loop of perf/bulk_shapes.cu, on the same buffers
 // in the same process, K MPS ranks, and hybrids of the two, so that a gap between the library and
 // what the machine does can be placed: in the data loop, the barriers or the kernel around them.
-// Issue 14 (session 8): the library's reduce-scatter at K = 2 took 292 us where the plain loop
-// took 219 (256 MiB); the hybrids placed it in the code around the loop (perf/RESULTS.md).
+// This is how the K = 2 reduce-scatter gap was placed: the library's took 292 us where the plain
+// loop took 219 (256 MiB), and the hybrids put the difference in the code around the loop.
 //
 //   tools/emulate/partition-run.sh K build/bin/bulk_ab [MiB per rank, default 256] [iterations, default 20]
 //

@@ -2,9 +2,9 @@
 // The data patterns of Starscream's bulk kernel (src/kernels/gpu/sym_bulk.cuh) alone, between the
 // same two flag barriers, over a table of shapes: threads per block, blocks per SM, 16-byte loads
 // in flight per thread, grid-stride or one contiguous range per block, plain or streaming stores.
-// Issue 14 (session 7): the bulk kernel reached 87-94 % of the roofline at K = 8 but 67-82 % at
-// K = 2 and 4; this tool measures which shape closes such a gap, without the library around it,
-// and (session 9) what the machine allows each pattern.
+// The bulk kernel once reached 87-94 % of the roofline at K = 8 but 67-82 % at K = 2 and 4; this
+// tool measures which shape closes such a gap, without the library around it, and what the
+// machine allows each pattern.
 //
 //   mpirun -np K bulk_shapes [MiB per rank ...]   (tools/emulate/partition-run.sh K build/bin/bulk_shapes 256)
 //
@@ -20,8 +20,8 @@
 //   agx, rsx   ag and rs with each rank's loop started at its own pseudo-random place in its
 //          slice (wrapping round): do K ranks marching in step, their addresses a power of two
 //          apart, cost bandwidth?
-// and, to split the copy rate into its two directions (issue 14: is the all-gather's ceiling
-// the write rate?), every rank on its own buffer, no peers, no barriers:
+// and, to split the copy rate into its two directions (is the all-gather's ceiling the write
+// rate?), every rank on its own buffer, no peers, no barriers:
 //   rd     read N bytes (summed, the sum kept only if it is an impossible value)
 //   wr     write N bytes
 //   memset / memcpy   the runtime's own fill and device-to-device copy of N bytes

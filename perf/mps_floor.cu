@@ -1,7 +1,7 @@
 // mps_floor: the floor under any collective of K ranks on this machine, measured with the same
 // launches and the same flag barrier as Starscream's zero-copy kernels but no data and no
 // library: what a K-rank call cannot go below, so a collective's fixed cost can be split into
-// "the machine" and "ours" (perf/RESULTS.md, issue 14's latency targets).
+// "the machine" and "ours" (docs/zero-copy.md reads the latency figures against it).
 //
 //   mpirun -np K mps_floor [iters]      (tools/emulate/partition-run.sh K build/bin/mps_floor)
 //

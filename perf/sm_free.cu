@@ -1,5 +1,5 @@
 // sm_free: can a partition move bytes and order itself against its peers without its SMs? The
-// facts issue 18's next design needs (docs/gemm.md, Left): the fused GEMM-collectives hid no
+// facts the GEMM ops' next design needs (docs/gemm.md, Left): the fused GEMM-collectives hid no
 // communication at K = 8 because every copy and every wait took SMs from the partition's GEMM.
 // Two mechanisms take none on paper: copy engines (cudaMemcpyAsync device to device) and stream
 // memory operations (sscStreamWaitValueGeq32 / sscStreamWriteValue32). Whether they do under MPS,

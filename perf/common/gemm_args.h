@@ -1,7 +1,7 @@
 // The GEMM-collective perf tools (gemm_rs_perf, ag_gemm_perf; perf/gemm_perf.cc): their command
 // line is the collective tools' (args.h) with the sizes read as M, the rows of X (the tokens of a
-// linear layer), plus -L (layers) and -V (variant); their layers are issue 18's per-GPU TP8
-// shapes; their table and JSON records follow the collective tools' style. Pure: no MPI, no
+// linear layer), plus -L (layers) and -V (variant); their layers are the per-GPU TP8 shapes of
+// three models; their table and JSON records follow the collective tools' style. Pure: no MPI, no
 // library calls, so tests/perf drives it alone.
 #pragma once
 
@@ -23,7 +23,7 @@ struct GemmLayer {
   int64_t k, n;
   bool columnParallel;
 };
-// Llama-3-70B, Llama-3.1-405B and GPT-OSS-120B (issue 18), also gemm_coll_perf's.
+// Llama-3-70B, Llama-3.1-405B and GPT-OSS-120B, also gemm_coll_perf's.
 std::span<const GemmLayer> gemmLayers();
 // -L: "" takes every layer, else a comma-separated list of substrings of which one must match.
 bool layerWanted(std::string_view filter, std::string_view name);

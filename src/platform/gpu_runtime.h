@@ -175,7 +175,7 @@ using hipDataType = cudaDataType_t;
 inline const char* sscBlasStatusString(cublasStatus_t s) { return cublasLtGetStatusString(s); }
 // Pointer-array batches (each batch entry's matrices anywhere, read from device arrays of
 // pointers): cuBLASLt's CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, present in the CUDA 13 headers this
-// was built and measured with (perf/RESULTS.md session 23). hipBLASLt's equivalent
+// was built and measured with. hipBLASLt's equivalent
 // (HIPBLASLT_MATRIX_LAYOUT_BATCH_MODE, newer ROCm) is not wired: without SSC_BLAS_POINTER_ARRAY
 // the per-rank all-gather runs one GEMM per peer, as before.
 #if CUBLAS_VER_MAJOR >= 13
@@ -356,8 +356,8 @@ inline hipError_t sscStreamWriteValue32(hipStream_t stream, uint32_t* addr, uint
 
 // Several of the two operations above as one submission, in order: each wait (write false) as
 // sscStreamWaitValueGeq32, each write as sscStreamWriteValue32. Why: under MPS at 8 clients of
-// the H200 one stream memory operation costs 5-9 us of the stream's time (perf/RESULTS.md,
-// session 21), so a protocol of 2K of them per call pays for K of them submitted alone. CUDA:
+// the H200 one stream memory operation costs 5-9 us of the stream's time (perf/sm_free.cu
+// measures it), so a protocol of 2K of them per call pays for K of them submitted alone. CUDA:
 // cuStreamBatchMemOp (at most kStreamValueBatch operations); HIP: one call per operation.
 struct SscStreamValueOp {
   uint32_t* addr;
@@ -415,7 +415,7 @@ inline hipError_t sscStreamBatchValue32(hipStream_t stream, const SscStreamValue
 // in the stream touches. No kernel of ours triggers its dependents early (griddepcontrol.
 // launch_dependents): measured on the sharded decode at batch 8-32, blocks of the next kernel
 // resident early made the step up to 32 % slower than plain launches, where the exit-time launch
-// is never slower (perf/RESULTS.md, session 15). HIP, and GPUs before sm_90: a plain launch.
+// is never slower. HIP, and GPUs before sm_90: a plain launch.
 inline hipError_t sscLaunchDependent(const void* fn, dim3 grid, dim3 block, void** args, size_t smem,
                                      hipStream_t stream) {
 #if defined(SSC_GPU_IS_CUDA)

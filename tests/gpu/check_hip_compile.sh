@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's HIP build check (issue 5): compiles every GPU source of the backend for gfx90a and gfx940
+# CI's HIP build check: compiles every GPU source of the backend for gfx90a and gfx940
 # without running anything, the way cmake/GpuBackend.cmake's HIP build compiles them:
 #  - device code (src/kernels/gpu/*.cu) with hipcc -x hip, to objects for both targets;
 #  - host code against the HIP runtime API (src/device/gpu, transports/usr, transports/xgmi, the

@@ -1,4 +1,4 @@
-// Zero-copy collectives inside CUDA graph capture (issue 14; docs/zero-copy.md). For all-reduce,
+// Zero-copy collectives inside CUDA graph capture (docs/zero-copy.md). For all-reduce,
 // all-gather and reduce-scatter, at an LL-or-small size and a bulk size, on plain (cudaMalloc)
 // and registered (sscMemAlloc + sscCommRegister) buffers, in place and out of place: the call is
 // captured into a graph (global capture mode, as PyTorch captures), which must take the

@@ -1,4 +1,4 @@
-// GPU collective sweep with its own roofline, for perf/RESULTS.md: all-reduce, reduce-scatter and
+// GPU collective sweep with its own roofline, for docs/benchmarks.md: all-reduce, reduce-scatter and
 // all-gather from 8 B to 1 GiB, for the default algorithm and each forced one, plus the
 // device-to-device copy bandwidth of the same partitioning measured in the same run (every rank
 // copying at once). Both buffers are registered (sscCommRegister of sscMemAlloc memory), so the

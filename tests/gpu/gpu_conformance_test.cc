@@ -1,5 +1,5 @@
 // Regression checks, on the GPU, for the defects the public NCCL test suite and PyTorch found
-// through the shim (issue 11). Each case names the client behaviour it replays:
+// through the shim (docs/nccl-shim.md). Each case names the client behaviour it replays:
 //   - premulsum:  PreMulSum with a per-rank scalar (nccl-tests `-o mulsum`) at 8 B, 256 B, 8 KiB
 //                 (the LL packet range, where every rank used to apply its own scalar to all
 //                 inputs) and 256 KiB, in and out of place;

@@ -1,4 +1,4 @@
-# CI's HIP compile check (issue 5): when a hipcc is installed, ctest runs
+# CI's HIP compile check: when a hipcc is installed, ctest runs
 # tests/gpu/check_hip_compile.sh, which compiles every GPU source for gfx90a and gfx940 without
 # running it. Included from cmake/GpuBackend.cmake at configure time for every backend choice
 # (a CUDA or host-only build still checks that the HIP build compiles).

@@ -35,12 +35,12 @@ with open(k1, "w") as f1, open(k8, "w") as f8:
                                      variant="fused", chunks=8)) + "\n")
     f8.write(json.dumps(dict(base, P=8, config="ag.chunked", M=256, us=3.0e7)) + "\n")  # a hang
     # A column-parallel layer with only its rs records (its ag run stopped): no point to plot
-    # against naive 1D (the ag op), which must not fail the plot (call AD, session 19).
+    # against naive 1D (the ag op), which must not fail the plot.
     up = dict(base, layer="l.up", inter="column", M=16, helper_op="ag")
     f1.write(json.dumps(dict(up, P=1, config="whole", us=50.0)) + "\n")
     for cfg, us in {"gemm": 10.0, "unfused": 12.0, "auto": 12.0, "chunked": 20.0}.items():
         f8.write(json.dumps(dict(up, P=8, config="rs." + cfg, us=us)) + "\n")
-    # A run of chosen columns (-c) without auto, with the copy-engine per-rank form (call AN).
+    # A run of chosen columns (-c) without auto, with the copy-engine per-rank form.
     sub = dict(base, layer="l.sub", M=4096)
     for cfg, us in {"gemm": 100.0, "unfused": 200.0, "fusedprce": 125.0}.items():
         f8.write(json.dumps(dict(sub, P=8, config="ag." + cfg, us=us,

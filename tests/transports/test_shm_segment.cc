@@ -1,6 +1,6 @@
 // The host transport's segments are anonymous (memfd): a communicator never puts a name in
-// /dev/shm, so a rank killed at any point of its life (issue 12: 3 of 3 kills between shm_open
-// and shm_unlink left a segment behind) has nothing there to leak, and a destroyed
+// /dev/shm, so a rank killed at any point of its life (with named segments, 3 of 3 kills between
+// shm_open and shm_unlink left a segment behind) has nothing there to leak, and a destroyed
 // communicator leaves no file descriptor open.
 #include <dirent.h>
 #include <gtest/gtest.h>

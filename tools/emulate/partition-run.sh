@@ -50,7 +50,7 @@ sleep 1
 fwd=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
 # Exactly 100/K, not the integer quotient: MPS takes a fraction, and rounds the share down to
 # whole SM pairs. On the 132-SM H200 at K = 8, 12.5 % gives 16 SMs a rank (128 of 132), where
-# 12 % gave 14 (112 of 132, 0.85 of the GPU: every K = 8 figure before session 14 ran at that).
+# 12 % gave 14 (112 of 132, 0.85 of the GPU; K = 8 figures measured at 14 SMs a rank say so).
 pct=${SSC_MPS_PERCENT:-$(awk -v k="$K" 'BEGIN { printf "%.6g", 100 / k }')}
 [[ $pct != none ]] && fwd+=(-x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct)
 while IFS='=' read -r name _; do

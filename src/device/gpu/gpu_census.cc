@@ -74,8 +74,8 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
     // GPU split its SMs.
     const int share = std::max(1, r.mpsPercent < 100 ? r.sms : r.sms / sharing);
     shareMin = std::min(shareMin, share);
-    // FIFO kernel: resident, and at most half the share per channel. Measured on the H200 (run
-    // 1 vs 2, perf/RESULTS.md): 4 blocks per channel at K = 8 beat the full share, 2x.
+    // FIFO kernel: resident, and at most half the share per channel. Measured on the H200: 4
+    // blocks per channel at K = 8 beat the full share, 2x.
     const int fifoFit = std::max(1, share * r.planPerSM / channels);
     const int fifoHalf = std::max(1, (share + 2 * channels - 1) / (2 * channels));
     perChannel = std::min({perChannel, fifoFit, fifoHalf});

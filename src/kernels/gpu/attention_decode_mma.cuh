@@ -5,8 +5,8 @@
 // kDecodeStages slots with cp.async (no registers held, no wait until the data is needed), so
 // the next step's loads are in flight while one step computes; warps never wait for each other
 // until the epilogue. The first version loaded each step straight into registers and used it at
-// once. What the H200 measurements said (perf/RESULTS.md, session 11; 70b, Nsight Compute on the
-// whole GPU at 32K context, batch 8, and attention_perf at K = 8 and 1):
+// once. What the H200 measurements said (70b, Nsight Compute on the whole GPU at 32K context,
+// batch 8, and attention_perf at K = 8 and 1):
 //  - the queries were the largest fixed cost: built behind a per-element type switch, a lane's
 //    64 loads issued one after another: about 31 us a block, estimated from the 32K and 128K
 //    timings (stageBlockQ);
@@ -62,7 +62,7 @@ __device__ __forceinline__ void cpAsyncWait() {
 // A warp's walk over its steps: span s (every `stride`-th from the first), 16 rows at a time.
 // The next span's entry is loaded when the walk enters a span, a span's steps before it is
 // needed, so that the step after a switch does not wait an L2 round trip for it (measured: 2 %
-// of the kernel at 32K, batch 8, session 11).
+// of the kernel at 32K, batch 8).
 struct DecodeCursor {
   int s, page, row, rowEnd;     // the current span and step
   int nPage, nRow, nRowEnd;     // span s + stride, when there is one

@@ -26,7 +26,7 @@ __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w
   for (uint32_t it = 1;; ++it) {
     // Relaxed polls with a pause, then one acquire: acquire loads back to back from the
     // waiting blocks of K ranks compete with the ranks still computing (the step with
-    // replicated queries at 128K batch 16: 373-377 -> 326-336 us, perf/RESULTS.md session 17).
+    // replicated queries at 128K batch 16: 373-377 -> 326-336 us on the H200).
     if (sscLoadVolatile(f) != epoch) {
       sscPollPause();
     } else {
@@ -149,7 +149,7 @@ __global__ void attnRecvMergeKernel(const SSC_GRID_CONSTANT AttnRecvMergeParams 
 // them each take one slot of this rank's rows (mergeSlot). A block waits only once every push
 // block of its rank has started, and push blocks never wait, so every row a rank waits for is
 // pushed whatever the number of resident blocks. Saves the launch between a push kernel and a
-// merge kernel (3.6-4.5 us as dependents under 8 MPS clients, perf/RESULTS.md session 15).
+// merge kernel (3.6-4.5 us as dependents under 8 MPS clients on the H200).
 __global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p,
                                     const SSC_GRID_CONSTANT AttnRecvMergeParams m) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.

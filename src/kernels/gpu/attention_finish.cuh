@@ -140,7 +140,7 @@ __device__ __forceinline__ PartialBlock partialBlock(const AttnPartialParams& p)
 // pass through withIoLoader, so every thread's loads are in flight together. Built element by
 // element behind a per-element type switch (the first decode kernel), a lane's 64 loads issued
 // one after another: about 31 us a block, the time of ten 16-token steps (Nsight Compute and the
-// 32K / 128K timings, perf/RESULTS.md, session 11). kThreads: the block's threads.
+// 32K / 128K timings on the H200). kThreads: the block's threads.
 template <int kD, int kThreads>
 __device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, int head0, int G, float (*qs)[kD]) {
   constexpr int kElems = kAttnMaxHeadsPerBlock * kD;

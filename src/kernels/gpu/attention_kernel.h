@@ -66,10 +66,10 @@ struct AttnPushTarget {
 
 // Where a partial kernel block that is its row group's only split (splits == 1: many sequences,
 // or long ones on a rank with few SMs) puts its final rows, so that no launch follows the
-// kernel for them (a launch costs 4 us on the whole H200 and 8 us with 8 MPS clients,
-// perf/RESULTS.md session 6). With more splits the blocks write their partials and a merge
-// launch follows, as with kAttnFinishNone: merging them in the last block of the row group
-// instead was tried in two designs and cost more than the launch (session 11).
+// kernel for them (a launch costs 4 us on the whole H200 and 8 us with 8 MPS clients). With more
+// splits the blocks write their partials and a merge launch follows, as with kAttnFinishNone:
+// merging them in the last block of the row group instead was tried in two designs and cost more
+// than the launch.
 enum AttnFinishMode : int {
   kAttnFinishNone = 0,    // into partials (this rank's partial, for the all-gather exchange)
   kAttnFinishOutput = 1,  // merged with the sinks into out / lse: a one-rank decode's result

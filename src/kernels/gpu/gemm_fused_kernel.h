@@ -1,4 +1,4 @@
-// Device pieces of the fused GEMM-collectives (src/ops/gemm, issue #18): per-chunk flags in the
+// Device pieces of the fused GEMM-collectives (src/ops/gemm, docs/gemm.md): per-chunk flags in the
 // partitions' registered workspaces; for GEMM + reduce-scatter the owner's sum of its rows out of
 // every partition's slot, read in place through the peer mappings; for all-gather + GEMM the push
 // of a rank's rows of X into the peers' slots. No collective kernel, no staging copy. Plain

@@ -117,7 +117,7 @@ struct SymRunner {
   }
 
   // At most kPeers ranks: 4 loads in flight per thread (2 peers x 2 vectors, 4 x 1). The H200
-  // (session 8, perf/bulk_ab in perf/RESULTS.md) ran this loop's pattern at K = 2 and 4 in
+  // (perf/bulk_ab.cu) ran this loop's pattern at K = 2 and 4 in
   // 203 / 333 us (reduce-scatter, 256 MiB) with 4 loads against 220 / 355 us with 8, and
   // reduce + broadcast in 275 / 602 us against 324 / 663.
   template <class Dst>
@@ -292,8 +292,8 @@ struct SymRunner {
 // data step kind); symKernel<..., op> the plans [barrier, op, barrier] of one reduction op
 // (symReductionOp, sym_kernel.h). The H200 ran the same reduction loop up to a third slower
 // inside the all-plans kernel than in a kernel of its own that reads its one step at a fixed
-// place in the parameters (reduce-scatter at K = 2, 256 MiB: 292-329 vs 216-229 us; session 8,
-// perf/RESULTS.md): what the compiler makes of the loop depends on the code around it. Copies
+// place in the parameters (reduce-scatter at K = 2, 256 MiB: 292-329 vs 216-229 us;
+// perf/bulk_ab.cu): what the compiler makes of the loop depends on the code around it. Copies
 // (all-gather's push, all-to-all's gather) ran as fast or faster in the all-plans kernel and
 // stay there (but for symPushKernel below).
 

@@ -58,7 +58,7 @@ constexpr int kLLThreads = 256;
 constexpr uint64_t kLLMaxBytes = 64 << 10;  // LL inbox size: LL one-shot up to this many bytes
 // Where LL is used by default. On the H200 under MPS, with a grid of the rank's SM share, LL
 // beats or matches the bulk one-shot (barrier + reads + barrier) up to 64 KiB (K = 4: 12.5 vs
-// 19 us at 64 KiB; perf/RESULTS.md); with a 1-block grid it lost above ~4 KiB.
+// 19 us at 64 KiB); with a 1-block grid it lost above ~4 KiB.
 constexpr uint64_t kLLDefaultMaxBytes = kLLMaxBytes;
 
 // One rank's symmetric control area, inside its IPC segment (every peer maps it).
@@ -136,13 +136,13 @@ inline int symReductionOp(const SymArgs& a) {
 // RankPlan::wideGrid) runs in a kernel of its own with 256-thread blocks, up to
 // kSymPushBlocksPerSM of them per SM, one launch per kSymPushMaxBytes of output at most (the host
 // splits larger calls: symPushChunkElems). perf/bulk_shapes.cu on the H200 moved the push pattern
-// at K = 2 (256 MiB) in 225 us with that shape against 261 us with the bulk kernel's 512 x 1
-// (session 7); through nccl-tests (session 8, perf/RESULTS.md) it took 8 MiB in 13.9 us (19.0
-// before), 64 MiB in 62.8 (76.2), 256 MiB in 229 (269). In one launch it lost above that (1 GiB:
-// 1110-1160 us against the bulk kernel's 1052), while the same loop between plain flag barriers
-// moved 1 GiB in 869 us (perf/bulk_ab.cu, session 9): cut into launches of kSymPushMaxBytes, each
-// runs at the 256 MiB speed. At K = 4 and 8 session 7 saw a push kernel win at 4 MiB (K = 8: 44 ->
-// 32 us) and lose from 64 MiB up: which grid a size gets is the calibrated model's call.
+// at K = 2 (256 MiB) in 225 us with that shape against 261 us with the bulk kernel's 512 x 1;
+// through nccl-tests it took 8 MiB in 13.9 us (19.0 before), 64 MiB in 62.8 (76.2), 256 MiB in
+// 229 (269). In one launch it lost above that (1 GiB: 1110-1160 us against the bulk kernel's
+// 1052), while the same loop between plain flag barriers moved 1 GiB in 869 us (perf/bulk_ab.cu):
+// cut into launches of kSymPushMaxBytes, each runs at the 256 MiB speed. At K = 4 and 8 a push
+// kernel won at 4 MiB (K = 8: 44 -> 32 us) and lost from 64 MiB up: which grid a size gets is the
+// calibrated model's call.
 constexpr int kSymPushThreads = 256;
 constexpr int kSymPushBlocksPerSM = 8;
 constexpr uint64_t kSymPushMaxBytes = uint64_t{256} << 20;

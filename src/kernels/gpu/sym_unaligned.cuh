@@ -2,15 +2,15 @@
 // sym_kernel.h): an all-gather or reduce-scatter whose per-rank block is not a multiple of 16
 // bytes reads or writes some block at another 16-byte misalignment than its partner. The bulk
 // kernels (sym_bulk.cuh) then fall to element-by-element loops, measured at 17-31 % of the
-// roofline at K = 3 and 5 (perf/RESULTS.md, session 15). Here every destination vector is a
+// roofline at K = 3 and 5 on the H200. Here every destination vector is a
 // whole aligned 16-byte store and every source is read as aligned 16-byte vectors, two of them
 // funnel-shifted into the bytes the destination needs, so the loads stay as wide as in the
 // aligned kernels.
 //
 // A kernel of its own, chosen on the host: narrower loops inlined into the bulk kernels raised
 // their registers (ptxas: the reduction kernels from 60-96 to 115-128, the all-plans kernel
-// spilling 2.8 KB) and cost aligned calls 10-25 % on the H200, __noinline__ as much
-// (perf/RESULTS.md, session 16). Device code, included only by sym_launch.cuh.
+// spilling 2.8 KB) and cost aligned calls 10-25 % on the H200, __noinline__ as much. Device
+// code, included only by sym_launch.cuh.
 #pragma once
 
 #include <cstdint>
