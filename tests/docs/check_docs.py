@@ -3,9 +3,12 @@
 written: every relative link (and its #anchor, against the target's headings as GitHub
 slugs them), every repository path they name (`src/...`, `tools/...`, brace forms such as
 `merge.{h,cc}` and globs included) and every build output (`build/bin/NAME`,
-`build/lib/libNAME.so`) that no CMakeLists.txt builds; and that docs/design.md's layer
-map shows the layers scripts/check_layers.py enforces, in its order. perf/RESULTS.md is a log
-of past sessions and is not checked: old entries name files as they were then.
+`build/lib/libNAME.so`) that no CMakeLists.txt builds; that docs/design.md's layer map
+shows the layers scripts/check_layers.py enforces, in its order; and that no tracked text file
+of the product (README.md and the folders in HISTORY_TOPS) cites the history it was made in:
+a work session by number, a device call by its two-letter label, or an issue by number. Such a
+citation means nothing to a reader of the tree; the text should state what is true and why,
+and point at a command to rerun or at docs/benchmarks.md for the measurements.
 
 Usage: check_docs.py [REPO_ROOT]   (exit 1 and one line per problem, else "check_docs: ok")
 """
@@ -13,6 +16,7 @@ import glob
 import importlib.util
 import os
 import re
+import subprocess
 import sys
 
 DOCS = ["README.md", "docs/*.md", "tools/*/README.md"]
@@ -23,6 +27,23 @@ PLACEHOLDERS = {"src/collectives/x.cc"}
 PATH_RE = re.compile(r"(?<![\w/.$-])((?:%s)/[\w./*{},-]*[\w*}])" % "|".join(TOPS))
 BUILD_RE = re.compile(r"(?<![\w/.$-])build/(bin|lib)/([\w.*-]+)")
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
+# Where the history check looks (README.md and the files git tracks under these folders), and
+# what it flags, case aside but for a call's two capitals. "issue" and a bare number is a
+# reference unless a lower-case word other than and/or/to follows (then "issue" is the verb:
+# "warps issue 2 loads"). A '#' and a number is an issue reference only in prose: after a blank
+# or '(' within a line (not a preprocessor line, '%#0x', 'argv[#1]', a "#333" colour, a shell
+# comment's leading '#' or a Markdown link's anchor), and not followed by more of a word, a '.'
+# and a digit, or a ';'.
+HISTORY_TOPS = ("src", "transports", "tuner", "include", "docs", "tools", "tests", "perf",
+                 "scripts", "examples")
+HISTORY_RES = [
+    ("a session", re.compile(r"(?i)\bsessions?\s+\d+")),
+    ("a dated session label", re.compile(r"\b20\d\d-\d\d-\d\d-s\d+\b")),
+    ("a device call", re.compile(r"(?<![\w-])(?i:calls?)\s+[A-Z]{2}(?:-[A-Z]{2})?\b")),
+    ("an issue", re.compile(r"(?i)\bissues?\s*#\s*\d+")),
+    ("an issue", re.compile(r"(?i)\bissues?\s+\d+\b(?!\s+(?!(?:and|or|to)\b)[a-z])")),
+    ("an issue", re.compile(r"(?:(?<=[ \t])|(?<=[^\]]\())#\d+(?![\w;]|\.\d)")),
+]
 
 
 def slug(heading):
@@ -90,8 +111,50 @@ def check_layer_map(root):
     return problems
 
 
+def product_text_files(root):
+    """README.md and the files under HISTORY_TOPS that git tracks (every file there, hidden
+    folders and build trees left out, where ROOT is no git checkout)."""
+    try:
+        top = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel"],
+                             capture_output=True, check=True, text=True).stdout.strip()
+        if os.path.realpath(top) != os.path.realpath(root):
+            raise ValueError(f"{root} is inside the checkout {top}, not its root")
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--", "README.md",
+                              *HISTORY_TOPS], capture_output=True, check=True).stdout
+        rels = [r for r in out.decode("utf-8", "replace").split("\0") if r]
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        rels = ["README.md"]
+        for top in HISTORY_TOPS:
+            for cur, dirs, files in os.walk(os.path.join(root, top)):
+                dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
+                rels += [os.path.relpath(os.path.join(cur, f), root) for f in files]
+    return sorted(r for r in rels if os.path.isfile(os.path.join(root, r)))
+
+
+def check_history(root):
+    """One problem per line of a product text file that cites a session, a device call or an
+    issue (HISTORY_RES); binary files (a NUL byte, or not UTF-8) are skipped."""
+    problems = []
+    for rel in product_text_files(root):
+        data = open(os.path.join(root, rel), "rb").read()
+        if b"\0" in data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for what, regex in HISTORY_RES:
+                m = regex.search(line)
+                if m:
+                    problems.append(f"{rel}:{n}: cites {what} ('{m.group(0)}'): state what is "
+                                    "true and why instead")
+                    break
+    return problems
+
+
 def check(root):
-    problems = check_layer_map(root)
+    problems = check_layer_map(root) + check_history(root)
     files = sorted({f for pat in DOCS for f in glob.glob(pat, root_dir=root)})
     outputs, cmake_text = build_outputs(root)
     heads = {}
