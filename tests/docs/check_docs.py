@@ -6,9 +6,10 @@ slugs them), every repository path they name (`src/...`, `tools/...`, brace form
 `build/lib/libNAME.so`) that no CMakeLists.txt builds; that docs/design.md's layer map
 shows the layers scripts/check_layers.py enforces, in its order; and that no tracked text file
 of the product (README.md and the folders in HISTORY_TOPS) cites the history it was made in:
-a work session by number, a device call by its two-letter label, or an issue by number. Such a
-citation means nothing to a reader of the tree; the text should state what is true and why,
-and point at a command to rerun or at docs/benchmarks.md for the measurements.
+a work session by number, a device call by its two-letter label, an issue by number, or the
+measurement log that used to live in perf/ (RESULTS.md, results/, plots/). Such a citation means
+nothing to a reader of the tree; the text should state what is true and why, and point at a
+command to rerun or at docs/benchmarks.md for the measurements.
 
 Usage: check_docs.py [REPO_ROOT]   (exit 1 and one line per problem, else "check_docs: ok")
 """
@@ -35,7 +36,7 @@ LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 # comment's leading '#' or a Markdown link's anchor), and not followed by more of a word, a '.'
 # and a digit, or a ';'.
 HISTORY_TOPS = ("src", "transports", "tuner", "include", "docs", "tools", "tests", "perf",
-                 "scripts", "examples")
+                "scripts", "examples")
 HISTORY_RES = [
     ("a session", re.compile(r"(?i)\bsessions?\s+\d+")),
     ("a dated session label", re.compile(r"\b20\d\d-\d\d-\d\d-s\d+\b")),
@@ -43,6 +44,7 @@ HISTORY_RES = [
     ("an issue", re.compile(r"(?i)\bissues?\s*#\s*\d+")),
     ("an issue", re.compile(r"(?i)\bissues?\s+\d+\b(?!\s+(?!(?:and|or|to)\b)[a-z])")),
     ("an issue", re.compile(r"(?:(?<=[ \t])|(?<=[^\]]\())#\d+(?![\w;]|\.\d)")),
+    ("the removed measurement log", re.compile(r"\bperf/(?:RESULTS\.md|results/|plots/)")),
 ]
 
 
@@ -132,8 +134,8 @@ def product_text_files(root):
 
 
 def check_history(root):
-    """One problem per line of a product text file that cites a session, a device call or an
-    issue (HISTORY_RES); binary files (a NUL byte, or not UTF-8) are skipped."""
+    """One problem per line of a product text file that cites a session, a device call, an
+    issue or the removed measurement log (HISTORY_RES); binary files (a NUL byte, or not UTF-8) are skipped."""
     problems = []
     for rel in product_text_files(root):
         data = open(os.path.join(root, rel), "rb").read()

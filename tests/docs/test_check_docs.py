@@ -3,8 +3,9 @@
 link to a missing file, an anchor with no heading, a repository path or a brace alternative
 that does not exist, a build output no CMakeLists.txt builds) and pass a tree where all exist;
 and it must flag each kind of citation of the history the tree was made in (a work session, a
-dated session label, a device call, an issue by number or by '#'), in any product folder, while
-passing look-alikes that are no such citation (preprocessor lines, format strings, colours)."""
+dated session label, a device call, an issue by number or by '#', the removed measurement log),
+in any product folder, while passing look-alikes that are no such citation (preprocessor lines,
+format strings, colours)."""
 import os
 import sys
 import unittest
@@ -104,7 +105,7 @@ class CheckDocs(unittest.TestCase):
             "src/core/b.cc": ("// " + SESSION.capitalize() + "s 13-14 found it (" + ISSUE
                               + " " + SHARP + "18).\n"),
             "tests/t.py": "x = 1\n# the fix of " + ISSUE + " 7\n",
-            "perf/p.sh": "# data under perf/results/2026-12-04-" + "s23/\n",
+            "perf/p.sh": "# data under perf/runs/2026-12-04-" + "s23/\n",
             "tuner/m.json": '{"source": "the fit (' + ISSUE + 's 13 and 14)"}\n',
             "docs/d.md": ("Fixed in (" + SHARP + "17) and after " + SHARP + "18.\n"
                           + ISSUE.capitalize() + " 5's rule.\n"),
@@ -122,6 +123,8 @@ class CheckDocs(unittest.TestCase):
         rc, out = run(CLEAN, {"src/core/c.cc": "// after " + CALL + "s BA-BE\n"})
         self.assertIn("src/core/c.cc:1: cites a device " + CALL + " ('" + CALL + "s BA-BE')",
                       out)
+        rc, out = run(CLEAN, {"src/core/d.cc": "// as measured (perf/" + "RESULTS.md)\n"})
+        self.assertIn("src/core/d.cc:1: cites the removed measurement log", out)
         rc, out = run(CLEAN, {"docs/e.md": "Fixed after " + SHARP + "18.\n"})
         self.assertIn("docs/e.md:1: cites an " + ISSUE + " ('" + SHARP + "18')", out)
 
