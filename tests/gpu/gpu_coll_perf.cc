@@ -1,12 +1,12 @@
-// GPU collective sweep with its own roofline, for docs/benchmarks.md: all-reduce, reduce-scatter and
-// all-gather from 8 B to 1 GiB, for the default algorithm and each forced one, plus the
-// device-to-device copy bandwidth of the same partitioning measured in the same run (every rank
-// copying at once). Both buffers are registered (sscCommRegister of sscMemAlloc memory), so the
-// default and "symmetric" may run zero-copy. Rows that pin the symmetric algorithm's protocol, so
-// that the tuner's calibration sees each one (plain "symmetric" runs the tuner's pick):
+// GPU collective sweep with its own roofline (what the tuner's calibration reads): all-reduce,
+// reduce-scatter and all-gather from 8 B to 1 GiB, for the default algorithm and each forced one,
+// plus the device-to-device copy bandwidth of the same partitioning measured in the same run (every
+// rank copying at once). Both buffers are registered (sscCommRegister of sscMemAlloc memory), so
+// the default and "symmetric" may run zero-copy. Rows that pin the symmetric algorithm's protocol,
+// so that the tuner's calibration sees each one (plain "symmetric" runs the tuner's pick):
 // "symmetric_ll", LL packets (all-reduce up to 64 KiB); "symmetric_bulk", zero-copy on the bulk
-// grid (all-reduce up to 64 KiB with LL off, and all-gather at every size);
-// "symmetric_wide", zero-copy on the wide grid (all-gather at every size).
+// grid (all-reduce up to 64 KiB with LL off, and all-gather at every size); "symmetric_wide",
+// zero-copy on the wide grid (all-gather at every size).
 //
 //   mpirun -np K build/bin/gpu_coll_perf [maxBytes] [out.json] [algo,algo,...] [coll,coll,...]
 //
