@@ -313,8 +313,8 @@ def card_section(bench):
              f"    {bench.get('command', '(command not recorded)')}", ""]
     roof = bench.get("roofline") or {}
     how = f" ({roof['method']}, median of {roof['samples']})" if roof.get("method") and roof.get("samples") else ""
-    lines.append(f"Copy roofline C = {copy:.0f} GB/s{how}. "
-                 f"{len(bench['failures'])} failed run(s), {len(bench['skipped'])} not started "
+    lines.append((f"Copy roofline C = {copy:.0f} GB/s{how}. " if copy else "Copy roofline not measured: no shares. ")
+                 + f"{len(bench['failures'])} failed run(s), {len(bench['skipped'])} not started "
                  f"(`--until`). Cells: time in us; busbw in GB/s, as % of the roofline from 64 MiB; "
                  f"**MISS**: the library's choice more than {MISS_RATIO:.2f}x the best forced algorithm.")
     lines.append("")

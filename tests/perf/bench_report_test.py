@@ -83,6 +83,16 @@ check(line_with(md, "| 8 | 256 MiB |", "(WRONG)", "69 %") is not None, "a wrong 
 check("- K = 8 all_gather hierarchical: timed out after 60 s" in md, "failures listed")
 check("1 failed run(s), 1 not started" in md, "failed and skipped counted")
 
+# Without a roofline (neither nvcc nor torch could copy): the tables, no shares.
+noroof = os.path.join(TMP, "noroof.json")
+fx = json.load(open(FIXTURE))
+fx.update(roofline_copy_GBps=None, roofline=None)
+json.dump(fx, open(noroof, "w"))
+out = report(noroof)
+check(out.returncode == 0 and "Copy roofline not measured" in out.stdout and "(90 %)" not in out.stdout
+      and line_with(out.stdout, "| 2 | all_reduce | 1.25 **MISS** | 16 B (ring) | 1 of 4 | - |") is not None,
+      "no roofline: ratios still judged, no shares")
+
 # The roofline functions themselves.
 sys.path.insert(0, os.path.join(REPO, "perf"))
 import bench_report  # noqa: E402
