@@ -18,6 +18,7 @@
 #include "src/core/log.h"
 #include "src/device/backend.h"
 #include "src/ops/gemm/gemm_context.h"
+#include "src/ops/gemm/gemm_rates.h"
 #include "src/topology/topology.h"
 
 using namespace ssc;
@@ -91,6 +92,15 @@ sscResult_t checkMatrix(const char* fn, const char* what, int64_t rows, int64_t 
   return sscSuccess;
 }
 
+// AUTO's rates for p on g's communicator (gemm_rates.h), cached per size class in the context.
+GemmRates ratesFor(sscGemmContext* g, const Problem& p) {
+  const auto key = std::make_tuple(static_cast<int>(p.op), rateClass(collectiveBytes(p)), static_cast<int>(p.collBytes()));
+  std::lock_guard<std::mutex> lock(g->ratesMu);
+  auto it = g->rates.find(key);
+  if (it == g->rates.end()) it = g->rates.emplace(key, gemmRates(*g->comm->tuner, p, g->barrier)).first;
+  return it->second;
+}
+
 // Validates args for op on g and builds the call (plan included).
 // checkPointers: false for sscGemmQueryPlan, which asks about a shape only.
 sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c,
@@ -146,7 +156,14 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
                 "would not wait for the peers; capture SSC_GEMM_AUTO (unfused under capture) or "
                 "SSC_GEMM_UNFUSED instead", fn);
   const bool fusedAvailable = !capturing && (!g->fusedTried || !g->fusedPeers.empty());
-  if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable))
+  // AUTO's rule weighs the variants at this communicator's rates (gemm_rates.h): the same tuner
+  // and barrier decision on every rank, so every rank plans alike.
+  GemmRates rates;
+  const bool ruled = a->variant == SSC_GEMM_AUTO && a->chunks == 0 && fusedAvailable && comm->nranks > 1 &&
+                     comm->nranks <= kFusedMaxRanks && comm->tuner != nullptr;
+  if (ruled) rates = ratesFor(g, c->p);
+  if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable,
+                ruled ? &rates : nullptr))
     return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
   if (capturing && c->plan.variant != SSC_GEMM_FUSED && a->variant == SSC_GEMM_AUTO)
     c->plan.reason += " (under stream capture: no fused form)";

@@ -42,35 +42,85 @@ PeerGemms peerGemms(const Problem& p, int rank) {
   return out;
 }
 
-// Measured on the H200 at K = 8 MPS partitions, bf16 (perf/RESULTS.md session 19, call AF: the
-// whole TP8 table, every variant of both ops in one run). Where a fused form beat unfused:
-//  - all-gather, one GEMM per source rank reading the peers' rows in place: at M = 16384 in
-//    every layer (1.11-1.86x) and at M = 4096 where K >= 3584 (1.14-1.75x); it lost at
-//    M <= 1024 everywhere and at M = 4096 with K <= 2880 (its 8 GEMM launches and W read 8
-//    times outweigh the copy it saves);
-//  - reduce-scatter, one chunk: at M = 16384 where N >= 7168 (1.03-1.12x); it lost or tied
-//    below.
-// Other rank counts were not measured: unfused there. The push form never won.
-bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank) {
-  *perRank = false;
-  if (p.nranks != 8 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1) return false;
-  if (p.op == Op::kAllGather) {
-    // x_gathered needs the push form, which never won.
-    // Session 23 (calls CD-CF, the gate in one warp): the per-rank form beat unfused in every
-    // cell of M = 16384 and of M = 4096 with K >= 2048 (1.13-1.97x, median of three runs),
-    // tied at M = 4096 with K = 1024 and lost below (one more launch and wait than unfused,
-    // and at small M one read of W per peer).
-    if (p.gatherOut || !(p.m >= 16384 || (p.m >= 4096 && p.k >= 2048))) return false;
-    *perRank = true;
-    // Session 21 (call AN) measured the copy-engine form 1.0-1.47x faster than the waiting-kernel
-    // form in every cell of at least 4e10 flops (2 m n k), but that waiting-kernel form gated its
-    // push in every block, which starved the late peers' GEMMs. With the gate in one warp
-    // (call CD) the waiting-kernel form is within 2 % of it at the largest cells and 30-100 us
-    // faster below (the stream operations' submissions): AUTO runs the waiting kernels (and no
-    // watchdog thread); SSC_GEMM_COPY_ENGINE still asks for the copy engines.
-    return true;
+bool GemmRates::valid() const {
+  return gemmTflops > 0 && memGBps > 0 && copyGBps > 0 && launchUs > 0 && syncUs > 0 && collFixedUs > 0 &&
+         collGBps > 0;
+}
+
+double estimateGemmLaunchUs(const GemmRates& r, double rows, double n, double k, double entries,
+                            size_t inBytes, size_t outBytes) {
+  if (rows <= 0 || n <= 0 || entries <= 0) return 0.0;
+  const double flops = 2.0 * rows * n * k * entries;
+  const double bytes = entries * ((rows * k + n * k) * static_cast<double>(inBytes) +
+                                  rows * n * static_cast<double>(outBytes));
+  return r.launchUs + std::max(flops / (r.gemmTflops * 1e6), bytes / (r.memGBps * 1e3));
+}
+
+// The variants of one call, step by step as gpu_gemm.cc and gpu_gemm_fused.cc issue them, each
+// step costed at the rates (all on the caller's stream, so the steps add up):
+//  - unfused: [the arrival barrier] -> the core's collective (its fixed cost, then its whole
+//    buffer at its rate) -> the GEMM of m rows (reduce-scatter: before the collective);
+//  - fused reduce-scatter, one chunk: wait for the slot's readers -> the same GEMM into the slot
+//    -> publish and wait for every rank -> the owners' sum (one kernel: the same bytes the
+//    collective moves, without its fixed cost) -> the done flags (one kernel);
+//  - per-rank all-gather: wait for the slot's readers -> copy this rank's rows into its own slot
+//    -> publish -> the GEMM of its own rows -> wait for every rank -> the peers' GEMMs, each
+//    reading W again (one pointer-array batch where peerGemms batches them: one launch, W read
+//    once per entry; else one launch each) -> the done flags;
+//  - push all-gather: wait for the slot's readers -> store this rank's rows into every slot (the
+//    collective's bytes) -> publish and wait -> ONE GEMM of m rows -> the done flags.
+// What the fused forms save is the collective's fixed cost (and the barrier), and for the
+// per-rank all-gather its bytes but this rank's copy; what they add is their waits and launches
+// and, per peer, one more read of W: a GEMM of `block` rows is memory-bound on W where its rows
+// are few, so at small m the per-rank form pays up to (nranks - 1) reads of W, at large m
+// (compute-bound blocks) almost nothing. Every rank computes rank 0's estimate, so they agree.
+VariantEstimates estimateVariants(const Problem& p, const GemmRates& r) {
+  VariantEstimates e;
+  if (p.nranks <= 1 || p.m <= 0 || !r.valid()) return e;
+  const int64_t block = blockRows(p.m, p.nranks);
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  const double c = static_cast<double>(block);
+  const double total = static_cast<double>(p.nranks) * c * static_cast<double>(p.width()) *
+                       static_cast<double>(p.collBytes());
+  const double collBytesUs = total / (r.collGBps * 1e3);
+  const double gemmAll = estimateGemmLaunchUs(r, m, n, k, 1, p.inBytes, p.outBytes);
+  e.unfused = (r.barrier ? r.syncUs : 0.0) + r.collFixedUs + collBytesUs + gemmAll;
+  if (p.op == Op::kReduceScatter) {
+    e.fused = r.syncUs + gemmAll + r.syncUs + r.launchUs + collBytesUs + r.launchUs;
+    return e;
   }
-  return p.m >= 16384 && p.n >= 7168;
+  e.push = r.syncUs + r.launchUs + collBytesUs + r.syncUs + gemmAll + r.launchUs;
+  const double ownCopy = c * k * static_cast<double>(p.inBytes) / (r.copyGBps * 1e3);
+  const PeerGemms peers = peerGemms(p, 0);
+  double peerUs = 0.0;
+  if (peers.batch) {
+    peerUs += estimateGemmLaunchUs(r, c, n, k, static_cast<double>(peers.batched.size()), p.inBytes, p.outBytes);
+  } else {
+    for (size_t i = 0; i < peers.batched.size(); ++i)
+      peerUs += estimateGemmLaunchUs(r, c, n, k, 1, p.inBytes, p.outBytes);
+  }
+  for (int q : peers.single)
+    peerUs += estimateGemmLaunchUs(r, static_cast<double>(rowShard(p.m, p.nranks, q).count), n, k, 1,
+                                   p.inBytes, p.outBytes);
+  e.fused = r.syncUs + r.launchUs + ownCopy + r.launchUs + estimateGemmLaunchUs(r, c, n, k, 1, p.inBytes, p.outBytes) +
+            r.syncUs + peerUs + r.launchUs;
+  return e;
+}
+
+bool autoPicksFused(const Problem& p, const Plan& otherwise, const GemmRates& rates, bool* perRank,
+                    VariantEstimates* estimates) {
+  *perRank = false;
+  const VariantEstimates e = estimateVariants(p, rates);
+  if (estimates != nullptr) *estimates = e;
+  if (!rates.valid() || p.nranks <= 1 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1)
+    return false;
+  if (p.op == Op::kReduceScatter) return e.fused < e.unfused;
+  // x_gathered needs the gathered X in one place, which only the push form has.
+  const bool perRankWins = !p.gatherOut && e.fused < e.push;
+  const double best = perRankWins ? e.fused : e.push;
+  if (best >= e.unfused) return false;
+  *perRank = perRankWins;
+  return true;
 }
 
 bool probeWanted(const std::string& mode, const char* mpsPercent) {
@@ -119,7 +169,7 @@ bool makeFusedAllGather(const Problem& p, int requestChunks, size_t workspaceByt
 }  // namespace
 
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
-              Plan* plan, std::string* why, bool fusedAvailable) {
+              Plan* plan, std::string* why, bool fusedAvailable, const GemmRates* rates) {
   Plan pl;
   pl.block = blockRows(p.m, p.nranks);
   if (requestVariant == SSC_GEMM_FUSED) {
@@ -155,15 +205,15 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   const int64_t byRule = std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
   int64_t chunks = 1;
   if (requestVariant == SSC_GEMM_AUTO) {
-    // Measured on the H200 at K = 8 (perf/RESULTS.md, session 5): the chunked variant was slower
-    // than unfused in every cell of the TP8 table (its per-chunk collectives and the strided
-    // GEMMs share the partition's SMs with each other), so the rule runs unfused unless the
-    // caller asks for chunks; the fused variant only where autoPicksFused says it measured faster.
+    // No chunks unless the caller asks: nothing overlaps within a rank (schedule(), gemm_plan.h
+    // says why), so each chunk beyond the first only adds its collective's fixed cost, one more
+    // GEMM launch and, where the block is short, a pad copy, and moves no fewer bytes. The fused
+    // variant where autoPicksFused estimates it faster (below).
     chunks = requestChunks > 0 ? requestChunks : 1;
     pl.variant = chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED;
     pl.reason = requestChunks > 0 ? fmt::format("{} chunks asked for", requestChunks)
-                                  : fmt::format("the collective moves {:.1f} MiB: unfused (the measured "
-                                                "rule: chunking did not pay on the H200)", mib(total));
+                                  : fmt::format("the collective moves {:.1f} MiB: unfused (without overlap, "
+                                                "chunks only add fixed costs)", mib(total));
   } else if (requestVariant == SSC_GEMM_FUSED) {
     pl.reason = "fused variant asked for";
     if (p.op == Op::kAllGather) {
@@ -215,16 +265,24 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.padBytes = cr * rowBytes;
   pl.scratchBytes = pl.chunks > 1 ? cr * scratchRow : 0;
   bool perRank = false;
-  if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable &&
-      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, &perRank)) {
+  VariantEstimates est;
+  if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable && rates != nullptr &&
+      p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, *rates, &perRank, &est)) {
     Plan fused;
     std::string ignored;
-    // The measured fused reduce-scatter ran in one chunk: a workspace that needs more keeps unfused.
+    // The fused reduce-scatter was estimated in one chunk: a workspace that needs more keeps unfused.
     if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
         (p.op == Op::kAllGather || fused.chunks == 1)) {
-      fused.reason = "the measured rule picks the fused variant (" + pl.reason + ")";
+      fused.reason = fmt::format("the rule estimates {:.0f} us fused against {:.0f} us unfused ({})",
+                                 p.op == Op::kAllGather && !perRank ? est.push : est.fused, est.unfused, pl.reason);
       pl = fused;
+    } else {
+      pl.reason += fmt::format("; the rule estimates the fused variant faster ({:.0f} against {:.0f} us), but "
+                               "the workspace does not hold it in one chunk", est.fused, est.unfused);
     }
+  } else if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && est.unfused > 0) {
+    pl.reason += fmt::format("; the rule estimates {:.0f} us unfused against {:.0f} us fused", est.unfused,
+                             p.op == Op::kAllGather && (p.gatherOut || est.push < est.fused) ? est.push : est.fused);
   }
   *plan = pl;
   return true;

@@ -1,4 +1,4 @@
-// The pure shape logic of the fused GEMM-collectives (starscream_ops.h, issue #18): which rows
+// The pure shape logic of the fused GEMM-collectives (starscream_ops.h, docs/gemm.md): which rows
 // each rank owns, how a call is cut into chunks, which GEMMs a chunk runs and where they read
 // and write, the rule that picks the variant, and the 2D-sharding helper's cost rule. No
 // memory, no communicator, no device: the host backend and the GPU backend execute the same
@@ -25,9 +25,10 @@ struct RowRange {
 int64_t blockRows(int64_t m, int nranks);
 RowRange rowShard(int64_t m, int nranks, int rank);
 
-// The rule's thresholds (docs/gemm.md). A chunk's collective below kMinChunkBytes spends too
-// much of its time in the collective's fixed cost (about 20 us per call at 8 partitions of an
-// H200, perf/RESULTS.md) for the overlap to pay it back.
+// The default chunk count of a forced SSC_GEMM_CHUNKED call that names none (makePlan): chunks of
+// at least kMinChunkBytes of collective, at most kMaxChunks. Not a choice of AUTO's (AUTO never
+// chunks unless asked); a default that keeps each chunk's collective well above the size where
+// its fixed cost (launch and barriers, tens of microseconds) is most of its time.
 constexpr size_t kMinChunkBytes = size_t{16} << 20;
 constexpr int kMaxChunks = 8;
 constexpr size_t kDefaultWorkspaceBytes = size_t{256} << 20;
@@ -59,8 +60,8 @@ struct Plan {
   // After the pad: room for one chunk's strided side made contiguous (reduce-scatter: the
   // chunk's rows of x, nranks x chunkRows x k inputs; all-gather: its rows of y, nranks x
   // chunkRows x n outputs), so a chunk is ONE vendor GEMM that reads W once instead of a
-  // strided batch that reads W once per rank (what made the chunked variant 2-10x slower than
-  // unfused, perf/RESULTS.md session 6). Chunked and fused plans of more than one chunk; 0
+  // strided batch that reads W once per rank (at small M, where the GEMM is bound by reading W,
+  // that costs chunks x nranks reads of W: docs/gemm.md). Chunked and fused plans of more than one chunk; 0
   // elsewhere (the GPU half then runs a batch, the host half never needs it).
   size_t scratchBytes = 0;
   bool direct = false;    // one rank: the GEMM writes y, no collective, no workspace
@@ -70,11 +71,16 @@ struct Plan {
   std::string reason;     // why this variant and chunk count (logged at INFO)
 };
 
-// The fused variant (reduce-scatter only): each rank's GEMM writes a chunk's partial rows into a
-// slot of its registered workspace, sets the chunk's ready flag there; each owner waits for every
-// rank's flag, sums its rows straight out of the K slots (peer mappings, no collective call) and
-// sets a done flag in each producer's workspace, which the producer waits for before refilling
-// that slot. Flags live in a fixed tail after the workspace (same offsets on every rank).
+// The fused reduce-scatter: each rank's GEMM writes a chunk's partial rows into a slot of its
+// registered workspace, sets the chunk's ready flag there; each owner waits for every rank's flag,
+// sums its rows straight out of the K slots (peer mappings, no collective call) and sets a done
+// flag in each producer's workspace, which the producer waits for before refilling that slot.
+// Flags live in a fixed tail after the workspace (same offsets on every rank).
+// kFusedMaxRanks is a limit of these data structures, not a tuning rule: the flag arrays below
+// hold one word per rank at fixed offsets (done[2][16], from[2][16], readyFrom[2][16] in the
+// 4 KiB tail), a wait kernel's warp polls at most 32 flags (two uses of 16 readers), and the
+// peer batch's pointer table has room for 15 peers (kPointerTableStride). More ranks need a
+// larger tail and table, not a new measurement.
 constexpr int kFusedMaxRanks = 16;
 constexpr size_t kFusedFlagBytes = 4096;
 constexpr size_t kFusedReadyOff = 0;    // uint32 ready[slot]: the producer's chunk use number
@@ -104,14 +110,16 @@ constexpr size_t kFusedArriveOff = 2048;  // uint32 arrive[producer]: the arriva
 
 // The per-rank all-gather's GEMMs over the peers' rows, read in place from their slots
 // (gpu_gemm_fused.cc, gpu_gemm_ce.cc): the peers whose block is full (`block` rows, so one GEMM
-// shape) as ONE pointer-array batch of the vendor BLAS where it has one (a launch and a read of
-// each W tile shared by the batch instead of nranks - 1 GEMMs: perf/RESULTS.md session 23), the
+// shape) as ONE pointer-array batch of the vendor BLAS where it has one (one launch instead of
+// nranks - 1), the
 // peer whose block the end of m cuts as a GEMM of its own, peers with no rows not at all. Both
 // lists start at rank + 1 and wrap, so the ranks do not all read one peer's slot first. The
-// batch where the entries are small: below kPeerBatchMaxRows rows a block (W-bound GEMMs, whose
-// W tiles the batch's entries share), or below kPeerBatchMaxFlops an entry. On the H200 (calls
-// CC, CD) the batch beat one GEMM per peer by 1.1-1.9x there, and ran 3-60 % slower on larger
-// entries (cuBLASLt's pointer-array kernels are not its fastest at large tiles).
+// batch where the entries are small: below kPeerBatchMaxRows rows a block, or below
+// kPeerBatchMaxFlops an entry, where the launches the batch saves are a large part of the
+// entries' time. These two bounds are a property of the vendor library's pointer-array kernels,
+// not of a machine's rates: cuBLASLt's are not its fastest at large tiles (on larger entries the
+// batch ran 3-60 % slower than one GEMM per peer, on small ones 1.1-1.9x faster). Check them on
+// a machine with gemm_coll_perf's ag.fusedpr column (docs/gemm.md) with the bounds moved.
 constexpr int64_t kPeerBatchMaxRows = 512;
 constexpr double kPeerBatchMaxFlops = 1.5e9;
 struct PeerGemms {
@@ -121,17 +129,52 @@ struct PeerGemms {
 };
 PeerGemms peerGemms(const Problem& p, int rank);
 
-// Whether SSC_GEMM_AUTO runs a call fused, given the plan the rule chose otherwise (the measured
-// rule, docs/gemm.md and perf/RESULTS.md sessions 19, 21 and 23); *perRank: which all-gather
-// form. Always with waiting kernels: SSC_GEMM_COPY_ENGINE's forms run only where the caller's
-// flag asks (gemm_plan.cc says why).
-bool autoPicksFused(const Problem& p, const Plan& otherwise, bool* perRank);
+// What SSC_GEMM_AUTO's rule weighs (autoPicksFused): the rates of one rank of the communicator
+// while every rank runs the same op, and the fixed costs of what the variants launch. Plain
+// numbers, so the rule is a pure function of them and of the call's shape: the ops take them from
+// the communicator's tuner (gemm_rates.h), the unit tests feed their own. The reduce-scatter's
+// and the all-gather's collective differ, so collFixedUs and collGBps are the call's op's.
+struct GemmRates {
+  double gemmTflops = 0;   // a rank's dense GEMM rate where the GEMM is compute-bound
+  double memGBps = 0;      // a rank's memory rate for a GEMM's operands (W, X, Y)
+  double copyGBps = 0;     // a rank's device-to-device copy (bytes copied a second)
+  double launchUs = 0;     // one more kernel on the stream
+  double syncUs = 0;       // a wait for every rank (one kernel that meets its peers' flags)
+  double collFixedUs = 0;  // the call's collective (core sscReduceScatter / sscAllGather): fixed
+  double collGBps = 0;     // cost and rate, counting the bytes of its whole buffer (all ranks)
+  bool barrier = false;    // the unfused variant waits for every rank before its collective
+                           // (STARSCREAM_GEMM_BARRIER, barrierWanted)
+  // Every rate > 0: a rule without them picks no fused form.
+  bool valid() const;
+};
+
+// The rule's estimates for one call (microseconds, one rank; the slowest rank's shape, so every
+// rank computes the same numbers). The model, term by term, is in gemm_plan.cc
+// (estimateVariants) and docs/gemm.md ("The variant rule").
+struct VariantEstimates {
+  double unfused = 0;  // the whole GEMM, then the core's collective
+  double fused = 0;    // reduce-scatter: fused in one chunk; all-gather: the per-rank form
+  double push = 0;     // all-gather: push + one GEMM (reduce-scatter: 0)
+};
+VariantEstimates estimateVariants(const Problem& p, const GemmRates& r);
+// One GEMM launch on the roofline: `entries` GEMMs of rows x n x k in one launch (a batch reads
+// W once per entry), at the rates' compute or memory rate, whichever binds, plus one launch.
+double estimateGemmLaunchUs(const GemmRates& r, double rows, double n, double k, double entries,
+                            size_t inBytes, size_t outBytes);
+
+// Whether SSC_GEMM_AUTO runs a call fused, given the plan it chose otherwise: only where that is
+// one unfused chunk, and a fused form's estimate (estimateVariants) is below unfused's. *perRank:
+// which all-gather form (x_gathered allows only the push form). Always with waiting kernels:
+// SSC_GEMM_COPY_ENGINE's forms run only where the caller's flag asks (each submission of stream
+// operations costs the stream more than a one-warp wait). *estimates, when given, receives the
+// estimates (for the plan's reason).
+bool autoPicksFused(const Problem& p, const Plan& otherwise, const GemmRates& rates, bool* perRank,
+                    VariantEstimates* estimates = nullptr);
 
 // Whether the GPU half probes the vendor BLAS's algorithm for each new GEMM shape
 // (gpu_gemm_probe.h): mode is STARSCREAM_GEMM_PROBE ("on", "off", "auto"; anything else reads as
 // "auto"), mpsPercent CUDA_MPS_ACTIVE_THREAD_PERCENTAGE or null. auto probes when that cap is
-// set below 100 %: only there were algorithms seen to leave output unwritten (perf/RESULTS.md
-// session 20).
+// set below 100 %: only there were algorithms seen to leave output unwritten (gpu_gemm_probe.h).
 bool probeWanted(const std::string& mode, const char* mpsPercent);
 
 // Whether the GPU half holds each collective of the unfused and chunked variants until every
@@ -139,8 +182,8 @@ bool probeWanted(const std::string& mode, const char* mpsPercent);
 // STARSCREAM_GEMM_BARRIER ("on", "off", "auto"; anything else reads as "auto"), shared whether
 // ranks run on the same compute units (ranksShareComputeUnits). auto holds them where they do:
 // there a peer's collective kernel, launched while this rank's GEMM is still queued, spins on SMs
-// that GEMM needs, and at 8 MPS partitions of the H200 it starved it past STARSCREAM_TIMEOUT
-// (perf/RESULTS.md session 22). Must come out alike on every rank (the barrier is collective).
+// that GEMM needs and can starve it past STARSCREAM_TIMEOUT (docs/gemm.md, "The arrival
+// barrier"). Must come out alike on every rank (the barrier is collective).
 bool barrierWanted(const std::string& mode, bool shared);
 
 // Chooses the plan for `requestVariant` (an sscGemmVariant_t) and `requestChunks` (0 or a
@@ -148,9 +191,10 @@ bool barrierWanted(const std::string& mode, bool shared);
 // workspace cannot hold one row per rank, or the fused variant is asked for where it is not
 // built: more than kFusedMaxRanks ranks, an all-gather whose gathered X does not fit one slot
 // of the workspace, or fusedAvailable false: the workspace could not be mapped into the peers).
-// SSC_GEMM_AUTO considers the fused variant only when fusedAvailable.
+// SSC_GEMM_AUTO considers the fused variant only when fusedAvailable and `rates` (the machine's,
+// autoPicksFused) are given and valid; without them it runs unfused.
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
-              Plan* plan, std::string* why, bool fusedAvailable = true);
+              Plan* plan, std::string* why, bool fusedAvailable = true, const GemmRates* rates = nullptr);
 
 struct ChunkRows {
   int64_t begin = 0;  // first row within each block
@@ -182,11 +226,15 @@ int64_t ownChunkRows(const Problem& p, const Plan& plan, int j, int rank);
 void hostGemm(const void* x, const void* w, void* y, int64_t rows, int64_t n, int64_t k,
               sscDataType_t inType, sscDataType_t outType, bool weightKN, int64_t ldy);
 
-// The 2D-sharding helper's rule (sscGemmShard2d). Estimates in microseconds.
+// The 2D-sharding helper's rule (sscGemmShard2d). Estimates in microseconds. The helper is pure
+// arithmetic on its query (no communicator, so no tuner to ask): the caller describes the
+// machine in the query, and a figure left 0 takes these defaults, the public API's documented
+// ones (starscream_ops.h): one H200's datasheet peak and HBM rate, and an intra-GPU
+// reduce-scatter's bus bandwidth and fixed cost at 8 partitions of it (gpu_coll_perf).
 struct Machine {
-  double peakTflops = 989.0;  // H200 dense bf16
+  double peakTflops = 989.0;  // whole-GPU dense bf16
   double hbmGbps = 4800.0;
-  double collGbps = 380.0;    // reduce-scatter busbw at 8 partitions, 256 MiB (perf/RESULTS.md)
+  double collGbps = 380.0;
   double collLatencyUs = 20.0;
 };
 constexpr double kShortKPenalty = 512.0;  // a GEMM with depth k costs (1 + 512 / k) x its roofline
@@ -203,12 +251,12 @@ namespace ssc::gemm {
 //
 // One stream, never a side stream for the GEMMs: a vendor GEMM running beside a kernel that waits
 // on the peers (the core's zero-copy collectives, the fused waits) in the same process can hang
-// every rank. On the H200 under MPS (16 SMs a rank) both overlapped forms did, at random: the
+// every rank. Under MPS (ranks sharing one GPU's SMs) both overlapped forms did, at random: the
 // chunked all-gather (a core kernel's blocks waiting on a rank whose SMs the GEMM held) and the
 // fused reduce-scatter of more than one chunk (a producer's GEMM never finishing beside its own
 // stream's wait); CUDA_MODULE_LOADING=EAGER did not change it, so it is not lazy loading
-// (perf/RESULTS.md, session 19; docs/gemm.md). The overlap had not paid either: the chunked
-// variant ran at 0.58x of unfused.
+// (docs/gemm.md, "The hangs of the overlapped forms"). The overlap had not paid either: the
+// chunked variant ran at 0.58-0.65x of unfused.
 enum class StepKind {
   kGemm,     // chunk's GEMM pieces (RS: x -> slot; AG: slot -> y)
   kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)

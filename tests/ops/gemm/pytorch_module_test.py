@@ -45,7 +45,7 @@ auto = gemm.query_plan(0, 4096, 8192, 128)
 expect_fused = (sg.FUSED, 3) if world > 1 else (sg.UNFUSED, 1)  # one rank: the GEMM alone
 assert fused == expect_fused, fused
 assert auto == (sg.UNFUSED, 1), auto
-# The fused all-gather runs (since session 6) where the whole gathered X fits one workspace slot,
+# The fused all-gather runs where the whole gathered X fits one workspace slot,
 # and is refused, naming workspace_bytes, where it does not (1 Mi rows x 8192 bf16 = 16 GiB).
 fused_ag = gemm.query_plan(1, 37, 29, 19, variant=sg.FUSED)
 assert fused_ag[0] == (sg.FUSED if world > 1 else sg.UNFUSED), fused_ag

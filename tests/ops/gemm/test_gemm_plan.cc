@@ -1,7 +1,8 @@
 // The pure shape logic of the fused GEMM-collectives (src/ops/gemm/gemm_plan.h): row ranges,
 // the variant rule, the workspace limit, and a simulation of every chunk's GEMM pieces over many
 // shapes (each output row produced exactly once, from the right input row); the reference host
-// GEMM; the 2D-sharding helper's rule on the issue's shapes.
+// GEMM; the 2D-sharding helper's rule on the TP8 layers' shapes. AUTO's fused-variant rule is
+// test_gemm_rule.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,10 +59,9 @@ TEST(GemmPlanRule, SmallCallsRunUnfused) {
 TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   Plan pl;
   std::string why;
-  // 16384 x 8192 bf16 = 256 MiB reduce-scattered. AUTO: never chunked (measured slower on the
-  // H200; this shape runs fused where the workspace holds it in one chunk, unfused elsewhere:
-  // AutoPicksFusedWhereMeasured); forced chunked: at most kMaxChunks chunks of at least
-  // kMinChunkBytes.
+  // 16384 x 8192 bf16 = 256 MiB reduce-scattered. AUTO: never chunked (without overlap chunks
+  // only add fixed costs; the fused variant is the rule's, test_gemm_rule.cc); forced chunked:
+  // at most kMaxChunks chunks of at least kMinChunkBytes.
   const Problem p = problem(Op::kReduceScatter, 16384, 8192, 128, 8);
   ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why, false));
   EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
@@ -120,67 +120,6 @@ TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes, size_t{(4 + 1) * 20 * 7});
   EXPECT_FALSE(makePlan(p, SSC_GEMM_UNFUSED, 0, 99, &pl, &why));
   EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
-}
-
-TEST(GemmPlanRule, AutoPicksFusedWhereMeasured) {
-  // The shapes of session 19's table (autoPicksFused, gemm_plan.cc) and their neighbours.
-  struct Want {
-    Op op;
-    int64_t m, n, k;
-    int nranks;
-    size_t workspace;
-    int variant;    // what AUTO runs
-    bool perRank;   // all-gather: the per-rank form
-  };
-  const size_t gib = size_t{1} << 30;
-  const Want cases[] = {
-      // Session 23 (call CD): the per-rank form at M = 16384, and at M = 4096 where K >= 2048;
-      // waiting kernels, never the copy engines.
-      {Op::kAllGather, 4096, 896, 8192, 8, gib, SSC_GEMM_FUSED, true},     // 70b.gate_up, 1.64x
-      {Op::kAllGather, 16384, 1664, 16384, 8, gib, SSC_GEMM_FUSED, true},  // 405b.gate_up, 1.96x
-      {Op::kAllGather, 16384, 160, 8192, 8, gib, SSC_GEMM_FUSED, true},    // 70b.qkv, 1.69x
-      {Op::kAllGather, 16384, 2048, 2048, 8, gib, SSC_GEMM_FUSED, true},   // 405b.o, 1.31x
-      {Op::kAllGather, 4096, 2048, 2048, 8, gib, SSC_GEMM_FUSED, true},    // 405b.o, 1.16x
-      {Op::kAllGather, 16384, 1024, 1024, 8, gib, SSC_GEMM_FUSED, true},   // 70b.o, 1.19x
-      {Op::kAllGather, 4096, 1024, 3584, 8, gib, SSC_GEMM_FUSED, true},    // 70b.down, 1.20x
-      {Op::kAllGather, 16384, 360, 512, 8, gib, SSC_GEMM_FUSED, true},     // gptoss.o (batch), 1.35x
-      {Op::kAllGather, 4096, 80, 2880, 8, gib, SSC_GEMM_FUSED, true},      // gptoss.qkv (batch), 1.29x
-      {Op::kAllGather, 4096, 1024, 1024, 8, gib, SSC_GEMM_UNFUSED, false}, // 70b.o, a tie
-      {Op::kAllGather, 4096, 360, 512, 8, gib, SSC_GEMM_UNFUSED, false},   // gptoss.o lost
-      {Op::kAllGather, 1024, 896, 8192, 8, gib, SSC_GEMM_UNFUSED, false},  // M = 1024 lost or tied
-      {Op::kAllGather, 4096, 896, 8192, 4, gib, SSC_GEMM_UNFUSED, false},  // K = 4: not measured
-      {Op::kAllGather, 16384, 1664, 16384, 8, kDefaultWorkspaceBytes, SSC_GEMM_UNFUSED, false},  // X > workspace
-      {Op::kReduceScatter, 16384, 7168, 1024, 8, gib, SSC_GEMM_FUSED, false},  // 70b.gate_up, 1.09x
-      {Op::kReduceScatter, 16384, 2304, 2048, 8, gib, SSC_GEMM_UNFUSED, false},  // 405b.qkv lost
-      {Op::kReduceScatter, 4096, 8192, 128, 8, gib, SSC_GEMM_UNFUSED, false},    // M = 4096 lost
-      {Op::kReduceScatter, 16384, 8192, 128, 8, kDefaultWorkspaceBytes, SSC_GEMM_UNFUSED, false},  // 2+ chunks
-  };
-  for (const Want& w : cases) {
-    SCOPED_TRACE(testing::Message() << (w.op == Op::kAllGather ? "ag" : "rs") << " m " << w.m << " n " << w.n
-                                    << " k " << w.k << " ranks " << w.nranks << " workspace " << w.workspace);
-    Plan pl;
-    std::string why;
-    ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 0, w.workspace, &pl, &why)) << why;
-    EXPECT_EQ(pl.variant, w.variant) << pl.reason;
-    EXPECT_EQ(pl.reason.find("copy engines"), std::string::npos) << pl.reason;  // waiting kernels
-    if (w.variant == SSC_GEMM_FUSED) {
-      EXPECT_EQ(pl.agPerRank, w.perRank);
-      EXPECT_EQ(pl.chunks, w.perRank ? w.nranks : 1);
-      EXPECT_NE(pl.reason.find("measured rule"), std::string::npos) << pl.reason;
-    }
-    // Never where the workspace cannot be mapped into the peers, nor with chunks asked for.
-    ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 0, w.workspace, &pl, &why, false));
-    EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
-    ASSERT_TRUE(makePlan(problem(w.op, w.m, w.n, w.k, w.nranks), SSC_GEMM_AUTO, 2, w.workspace, &pl, &why));
-    EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
-  }
-  // x_gathered wants the push form, which never won: unfused.
-  Problem g = problem(Op::kAllGather, 4096, 896, 8192, 8);
-  g.gatherOut = true;
-  Plan pl;
-  std::string why;
-  ASSERT_TRUE(makePlan(g, SSC_GEMM_AUTO, 0, gib, &pl, &why)) << why;
-  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
 }
 
 TEST(GemmPlanRule, FusedReduceScatterOnly) {
@@ -398,7 +337,7 @@ sscGemmShard2dPlan_t ask(int inter, int64_t m, int64_t n, int64_t k, int partiti
   return plan;
 }
 
-TEST(GemmShard2d, IssueShapes) {
+TEST(GemmShard2d, Tp8Shapes) {
   // 70B O projection (row-parallel, K 1024 x N 8192 per GPU): 1D would leave K = 128 per
   // partition and reduce-scatter 8x the bytes; 2D splits N and all-gathers X.
   sscGemmShard2dPlan_t o = ask(SSC_LINEAR_ROW_PARALLEL, 4096, 8192, 1024, 8);
@@ -438,7 +377,7 @@ TEST(GemmShard2d, RefusesBadQueries) {
 }  // namespace ssc::gemm
 
 // STARSCREAM_GEMM_PROBE: on and off win; auto probes only under an MPS cap below 100 % (the one
-// place the vendor BLAS was seen leaving output unwritten, perf/RESULTS.md session 20).
+// place the vendor BLAS was seen leaving output unwritten, gpu_gemm_probe.h).
 TEST(GemmProbe, WantedWhereTheCapIs) {
   using ssc::gemm::probeWanted;
   EXPECT_TRUE(probeWanted("on", nullptr));
@@ -457,7 +396,7 @@ TEST(GemmProbe, WantedWhereTheCapIs) {
 
 // STARSCREAM_GEMM_BARRIER: on and off win; auto holds the collectives where ranks share compute
 // units (ranksShareComputeUnits: MPS partitions of one GPU), the one place a peer's waiting
-// kernel starved a late rank's GEMM (perf/RESULTS.md session 22).
+// kernel starved a late rank's GEMM (docs/gemm.md, "The arrival barrier").
 TEST(GemmBarrier, WantedWhereRanksShareComputeUnits) {
   using ssc::gemm::barrierWanted;
   EXPECT_TRUE(barrierWanted("on", false));
