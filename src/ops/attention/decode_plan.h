@@ -20,9 +20,15 @@ constexpr double kDecodeWaveEfficiency = 0.9;
 // equal, so what matters is the last wave: `blocks x splits / residentBlocks` waves run in
 // ceil(that) wave times. Takes the fewest splits (the biggest blocks: each pays a prologue, an
 // epilogue and a partial to merge) whose waves are at least kDecodeWaveEfficiency full, never
-// under kDecodeMinSpansPerSplit spans a split, else the fullest. Always >= 1. Measured on the
-// H200 (perf/RESULTS.md, session 4): 1.13 waves left the whole GPU at 61 % of the copy roofline;
-// 8+ waves of 10-span blocks were slower still (the per-block overheads).
+// under kDecodeMinSpansPerSplit spans a split, else the fullest. Always >= 1.
+// Nothing here names a machine: the SM count and the occupancy are the rank's own, as the
+// runtime reports them (under MPS, the SMs its cap leaves it). The invariant, for any of them:
+// no smaller split count within the caps fills its last wave to kDecodeWaveEfficiency, and when
+// the result does not either, no count within the caps fills it better. Why both ends matter:
+// a grid of 1.1 waves takes two wave times for 1.1 waves of work, and many small blocks pay
+// their fixed costs over and over. test_decode_plan.cc checks the invariant over a grid of
+// shapes, SM counts and caps; attention_perf's decode sweep (docs/attention.md) times it on a
+// GPU.
 int64_t decodeSplits(int64_t blocks, int64_t longest, int64_t residentBlocks, int64_t cap);
 
 }  // namespace ssc::attn

@@ -96,8 +96,11 @@ sscResult_t gpuCreate(sscKvCache* c) {
   SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming), "hipEventCreate"));
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
   // communicator), so the registration inside setup() is collective as it must be. AUTO takes
-  // the fused exchange wherever the peers' scratch maps (measured faster at every size on the
-  // H200, perf/RESULTS.md session 5), the all-gather otherwise.
+  // the fused exchange wherever the peers' scratch maps, the all-gather otherwise: the fused
+  // exchange moves the same rows (or, with sharded output heads, 1/K of them) with no collective
+  // launch and no barrier, where the all-gather path pays two collective launches with barriers
+  // on both sides and a merge launch per step, so it does no more work at any size or rank count
+  // (docs/attention.md, "The fused exchange"; attention_perf times both).
   if (c->comm->nranks > 1 && c->config.exchange != SSC_KV_EXCHANGE_ALLGATHER) {
     std::string why;
     SSC_CHECK(c->gpu->exchange.setup(c, &c->gpu->fused, &why));

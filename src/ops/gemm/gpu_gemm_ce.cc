@@ -1,12 +1,13 @@
-// SSC_GEMM_COPY_ENGINE: the fused forms with no kernel that waits on a peer (issue #18).
+// SSC_GEMM_COPY_ENGINE: the fused forms with no kernel that waits on a peer (docs/gemm.md).
 //
 // Why: under an SM cap (an MPS partition, a CPX XCD) every waiting or copying kernel of the
 // fused forms takes SMs and a kernel boundary from the partition's GEMM, and a vendor GEMM
-// beside a waiting kernel of the same process hung (gemm_plan.h). Measured on the H200 at 8 MPS
-// partitions (perf/sm_free.cu, perf/RESULTS.md session 21): a device-to-device copy runs on a
-// copy engine beside a kernel holding every SM of the partition (64 MiB: 281 us alone, 380 us
-// beside it, against a 2 ms kernel), and stream memory operations pass a flag between MPS
-// clients in 10.8 us each way with or without such a kernel. So here the ranks order themselves
+// beside a waiting kernel of the same process hung (gemm_plan.h). What makes the form possible,
+// and perf/sm_free.cu shows on a machine (`tools/emulate/partition-run.sh 8 build/bin/sm_free
+// 64`): a device-to-device copy runs on a copy engine beside a kernel holding every SM of the
+// partition (it ends long before the kernel does), and stream memory operations pass a flag
+// between MPS clients (about 11 us each way at 8 partitions of an H200) with or without such a
+// kernel. So here the ranks order themselves
 // with sscStreamWriteValue32 / sscStreamWaitValueGeq32 (every wait on a word of this rank's own
 // flags: peers write into it), the all-gather's rows move by copy engine on the context's copy
 // stream, and the only kernels are the GEMMs and the reduce-scatter's sum.
@@ -251,7 +252,8 @@ sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
 }
 
 // One submission of stream memory operations (sscStreamBatchValue32): under MPS each submission
-// costs the stream several microseconds whatever it holds (perf/RESULTS.md, session 21).
+// costs the stream several microseconds whatever it holds (5-9 us at 8 partitions of an H200),
+// so the flags of one step go in one submission.
 class Ops {
  public:
   // A wait for a target at or before use 0 (the flags' initial value, or use - 1 wrapped on a

@@ -1,4 +1,4 @@
-// The fused forms whose ranks order themselves with waiting kernels (issue #18; docs/gemm.md
+// The fused forms whose ranks order themselves with waiting kernels (docs/gemm.md
 // "How a call runs"): the GEMM + reduce-scatter that sums each owner's rows out of every rank's
 // slot, and the all-gather + GEMM in its push and per-rank forms. Every step on the caller's
 // stream (gemm_plan.h says why nothing runs beside a waiting kernel). SSC_GEMM_COPY_ENGINE's
@@ -47,8 +47,8 @@ gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
 // One warp: this rank's arrive count into every rank's flags (its own included, so lane q is rank
 // q), then a wait for every rank's count here. While a late peer's GEMM runs, an early rank now
 // waits with one warp instead of the core collective's 16 blocks. (Stream memory operations
-// would hold no SM at all, but such a barrier cost 26-37 us a call at 8 MPS partitions, this one
-// 14-16 us at the smallest M: perf/RESULTS.md session 22.)
+// would hold no SM at all, but such a barrier cost about twice this one's 14-16 us a call at 8 MPS
+// partitions of an H200: docs/gemm.md, "The arrival barrier".)
 sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
   const FusedWaitState gs = gpuFusedWaitState(g);
   const int me = g->comm->rank, K = g->comm->nranks;
@@ -205,8 +205,8 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
   // The gate in one warp of its own launch, not in every block of the push: an early rank's
   // push would otherwise spin on up to all of its SMs until the slowest reader's GEMM of the
   // previous call ends, and where ranks share SMs (MPS partitions) that starves the very GEMM
-  // it waits for (the per-rank form ran 2x slower at M = 16384 that way, call CC; the arrival
-  // barrier, docs/gemm.md, is the same lesson).
+  // it waits for (the per-rank form ran 2x slower at M = 16384 that way; the arrival barrier,
+  // docs/gemm.md, is the same lesson).
   SSC_CHECK(launched(gpu::launchFusedWait(gate, gateAt, n, nullptr, 0, sinkAt(gs, kSiteAgGate), s),
                      "fused gate"));
   SSC_CHECK(launched(gpu::launchFusedPush(c.x, dsts, nd, own.count * p.k * ib, 4 * gpuSms(g), s),

@@ -1,8 +1,8 @@
 // The GPU half's check of a vendor BLAS algorithm before the GEMM ops trust it (gpu_gemm.cc):
-// under an MPS SM cap the H200's cuBLASLt returned algorithms that leave whole tiles or batch
-// entries of the output unwritten and report success (perf/RESULTS.md session 20: one process
-// at a 20 % cap, m = 1000, n = 96, k = 200, 488 of 1000 rows never written; no communication
-// involved). STARSCREAM_GEMM_PROBE (docs/environment.md) says when the ops probe.
+// under an MPS SM cap cuBLASLt (on an H200) returned algorithms that leave whole tiles or batch
+// entries of the output unwritten and report success (one process at a 20 % cap, m = 1000,
+// n = 96, k = 200: 488 of 1000 rows never written, no communication involved; `gpu_gemm_test`
+// at K = 5 under tools/emulate/partition-run.sh with STARSCREAM_GEMM_PROBE=off shows it). STARSCREAM_GEMM_PROBE (docs/environment.md) says when the ops probe.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
-// The decode's split-K choice (src/ops/attention/decode_plan.h): the splits the H200 runs were
-// seen to take (Nsight Compute's grids, perf/RESULTS.md session 11), and the rule's properties
-// over a grid of shapes: within its caps, the fewest splits whose last wave is full enough, else
-// the fullest.
+// The decode's split-K choice (src/ops/attention/decode_plan.h): the splits of two launches an
+// H200 ran (the grids Nsight Compute reported, 132 SMs whole and 14 under an MPS cap), and the
+// rule's invariant over a grid of shapes, SM counts and caps: within its caps, the fewest splits
+// whose last wave is full enough, else the fullest.
 #include <gtest/gtest.h>
 
 #include <algorithm>
