@@ -13,7 +13,9 @@
 // dimension the GPUs already split) depends on the layer: column-parallel layers (qkv, gate_up)
 // split N across GPUs, so ag is their 1D and rs their 2D; row-parallel layers (o, down) the
 // reverse. With -np 1 the program times the whole per-GPU GEMM (the unpartitioned baseline).
-// perf/gemm_table.py joins a K = 1 and a K > 1 record file into the RESULTS table.
+// perf/gemm_table.py joins a K = 1 and a K > 1 record file into one table (docs/gemm.md). The
+// topology is the library's own discovery (K ranks on one GPU: K partitions of it), or
+// STARSCREAM_TOPO_FILE where set.
 //
 //   tools/emulate/partition-run.sh 8 build/bin/gemm_coll_perf -J k8.json
 //   tools/emulate/partition-run.sh 1 build/bin/gemm_coll_perf -J k1.json
@@ -159,9 +161,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   CHECK_GPU(hipSetDevice(g_rank % ndev));
-  const char* repo = std::getenv("STARSCREAM_REPO");
-  const std::string topo = std::string(repo ? repo : ".") + "/tools/topologies/h200-mps-" + std::to_string(g_n) + ".json";
-  if (g_n > 1 && ndev == 1 && std::getenv("STARSCREAM_TOPO_FILE") == nullptr) setenv("STARSCREAM_TOPO_FILE", topo.c_str(), 1);
   sscUniqueId id;
   if (g_rank == 0) CHECK_SSC(sscGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -182,7 +181,7 @@ int main(int argc, char** argv) {
     std::printf("# gemm_coll_perf: K = %d partitions, %s, us per call (slowest rank), chunks in ()\n", P,
                 o.dtype == sscFloat16 ? "fp16" : "bf16");
   const bool doRs = o.ops.find("rs") != std::string::npos, doAg = o.ops.find("ag") != std::string::npos;
-  for (const ssc::perf::GemmLayer& L : ssc::perf::gemmLayers()) {  // issue 18's TP8 layers
+  for (const ssc::perf::GemmLayer& L : ssc::perf::gemmLayers()) {  // the TP8 layers (perf/common/gemm_args.cc)
     if (!o.filter.empty() && std::string(L.name).find(o.filter) == std::string::npos) continue;
     for (int64_t M : o.ms) {
       std::vector<Row> rows;

@@ -12,12 +12,13 @@
 #include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
 
-// Selects this rank's device (rank r uses device r % ndev: all on device 0 under MPS) and, when
-// K > 1 ranks share one GPU and no topology file is set, the partition-emulation topology
-// tools/topologies/h200-mps-K.json (under $STARSCREAM_REPO, default "."). Returns the device,
-// or -1 after printing a SKIPPED line (rank 0) when no GPU is visible. A failing hipSetDevice
-// aborts the job.
+// Selects this rank's device (rank r uses device r % ndev: all on device 0 under MPS). The
+// topology is the library's own discovery: K ranks on one GPU (MPS clients of one device share
+// its PCI address) are found as K partitions of that GPU, whatever its model; set
+// STARSCREAM_TOPO_FILE to emulate another machine. Returns the device, or -1 after printing a
+// SKIPPED line (rank 0) when no GPU is visible. A failing hipSetDevice aborts the job.
 inline int setUpGpuRank(const char* program, int rank, int nranks) {
+  (void)nranks;
   int ndev = 0;
   if (hipGetDeviceCount(&ndev) != hipSuccess || ndev == 0) {
     if (rank == 0) std::printf("SKIPPED: %s: no GPU visible\n", program);
@@ -29,11 +30,6 @@ inline int setUpGpuRank(const char* program, int rank, int nranks) {
     std::fprintf(stderr, "rank %d: hipSetDevice(%d) failed: %s\n", rank, device, hipGetErrorString(e));
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  const char* repo = std::getenv("STARSCREAM_REPO");
-  const std::string topo = std::string(repo ? repo : ".") + "/tools/topologies/h200-mps-" +
-                           std::to_string(nranks) + ".json";
-  if (nranks > 1 && ndev == 1 && std::getenv("STARSCREAM_TOPO_FILE") == nullptr)
-    setenv("STARSCREAM_TOPO_FILE", topo.c_str(), 1);
   return device;
 }
 
