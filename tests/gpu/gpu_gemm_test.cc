@@ -329,12 +329,14 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   return failures;
 }
 
-// Stream capture (docs/gemm.md "Under stream capture"): AUTO, captured where it would run a
-// fused form (the per-rank all-gather at 8 ranks), runs unfused and its replays give the result
-// of an uncaptured unfused call; a forced fused call under capture is refused before anything is
-// queued. Returns the failures of this rank.
+// Stream capture (docs/gemm.md "Under stream capture"): AUTO, captured on a shape where,
+// uncaptured, the rule runs a fused form (an all-gather whose X, 8192 x 8192, outweighs W many
+// times: the per-rank form at any K from 2 to 8 at an H200's rates; sscGemmQueryPlan reports what
+// it runs here), runs unfused and its replays give the result of an uncaptured unfused call; a
+// forced fused call under capture is refused before anything is queued. Returns the failures of
+// this rank.
 int runCaptureChecks(sscComm_t comm, hipStream_t stream) {
-  const int64_t m = 4096, n = 64, k = 2048;
+  const int64_t m = 8192, n = 64, k = 8192;
   int64_t first = 0, rows = 0;
   CHECK_SSC(sscGemmRowShard(m, g_nranks, g_rank, &first, &rows));
   const std::vector<uint16_t> xh = seededMatrix(700 + g_rank, rows * k, sscBfloat16);
@@ -484,8 +486,9 @@ int main(int argc, char** argv) {
     }
   for (bool rs : {true, false})
     runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 0, 0, true});
-  // Large shapes under AUTO and forced fused, rows sampled. At 8 ranks AUTO runs the all-gather
-  // with M >= 4096 and K >= 2048 in the fused per-rank form (autoPicksFused).
+  // Large shapes under AUTO and forced fused, rows sampled. AUTO runs what the rule estimates
+  // faster (autoPicksFused): at an H200's rates, the all-gathers 4099 x 1030 x 8192 fused per
+  // rank at K = 2 to 8, the reduce-scatter unfused.
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
   runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
   runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24});
@@ -504,10 +507,10 @@ int main(int argc, char** argv) {
                          false, 20, true});
   runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 24, 0,
                          false, 2, true});
-  // The shapes whose overlapped forms hung at K = 8 on the H200 (session 19: a vendor GEMM on a
-  // side stream beside a kernel waiting on the peers; the fused reduce-scatter of llama70b.o and
-  // gate_up at M = 4096 in 4 and 3 chunks, the chunked all-gather of llama70b.qkv), 20 calls
-  // back to back each: a hang here fails the run at STARSCREAM_TIMEOUT.
+  // The shapes whose overlapped forms hung at K = 8 MPS partitions of an H200 (docs/gemm.md: a
+  // vendor GEMM on a side stream beside a kernel waiting on the peers; the fused reduce-scatter of
+  // llama70b.o and gate_up at M = 4096 in 4 and 3 chunks, the chunked all-gather of
+  // llama70b.qkv), 20 calls back to back each: a hang here fails the run at STARSCREAM_TIMEOUT.
   runCase(comm, stream, {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 4, 0, 8, 0, false,
                          20});
   runCase(comm, stream, {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 3, 0, 8, 0, false,
