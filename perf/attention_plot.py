@@ -111,7 +111,7 @@ def plot(parts, whole, png):
         ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="decode step (us)",
                title="%s, K = %d" % (model, parts[0]["K"]))
         ax.legend(fontsize=7)
-        ex.axhline(10, color="grey", lw=0.8)  # the target: merge + gather <= 10 %
+        ex.axhline(10, color="grey", lw=0.8)  # 10 %: the share of the step the exchange (merge + gather) aims to stay under
         ex.set(xscale="log", xlabel="batch", ylabel="exchange share of the step (%)", ylim=(0, 100),
                title="%s: (step - local step) / step" % model)
         ex.legend(fontsize=7)

@@ -5,8 +5,8 @@
 // a prefix, a sequence without new tokens; sinks, a sliding window, sharded output heads; then
 // larger cases (thousands of tokens, several exchange rounds, the all-gather by name), whose
 // check samples tokens to keep the host reference short. Each call runs twice in a row (the
-// exchange's buffer reuse); the second result is checked. 78 of 78 passed at K = 8 on the H200
-// (perf/RESULTS.md, session 6).
+// exchange's buffer reuse); the second result is checked. Run it at any K:
+// tools/emulate/partition-run.sh 8 build/bin/gpu_attention_test (its prefill cases).
 #include "tests/gpu/gpu_attention_prefill.h"
 
 #include <mpi.h>

@@ -10,8 +10,7 @@
 // rank's pages over several blocks (split-K); the many-sequence case does not. Every case
 // decodes three times in a row (an exchange's buffer reuse); the exchange is AUTO, the large case
 // also runs ALLGATHER by name. --fused runs every case through the fused exchange by name
-// and adds a case where a rank skips a call (its timeout). Session 11 on the H200 at K = 8: 179
-// of 179 passed, and 180 of 180 with --fused (perf/RESULTS.md).
+// and adds a case where a rank skips a call (its timeout).
 //
 //   mpirun -np 4 build/bin/gpu_attention_test        (or tools/emulate/partition-run.sh 4 ...)
 //   mpirun -np 4 build/bin/gpu_attention_test --bench [batch=32] [context=8192] [iters=50]
