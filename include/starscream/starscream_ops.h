@@ -1,6 +1,7 @@
 /*
- * Starscream operators over a communicator: sequence-sharded paged attention (issue #17) and
- * GEMMs fused with collectives, with the 2D-sharding helper (issue #18; second half of the file).
+ * Starscream operators over a communicator: sequence-sharded paged attention (docs/attention.md)
+ * and GEMMs fused with collectives, with the 2D-sharding helper (docs/gemm.md; second half of the
+ * file).
  *
  * A KV cache whose pages are spread by sequence position over the ranks of a communicator (the
  * paper's "sequence-length sharding", section IV-C: each KV entry is read once, by the partition
@@ -254,7 +255,7 @@ sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t
                                 const int32_t* cu_seqlens, float scale, const float* sinks,
                                 int window, int flags, void* out, float* lse, sscStream_t stream);
 
-/* ---------------------------------------------------------------- GEMM + collectives (issue #18) */
+/* ---------------------------------------------------------------- GEMM + collectives */
 /*
  * Linear layers whose matrix product and the collective after (or before) it run as one call on
  * a communicator and a stream: GEMM + reduce-scatter (a row-parallel layer: each rank holds a
@@ -294,8 +295,10 @@ sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
 
 /** How a call runs. */
 typedef enum {
-  SSC_GEMM_AUTO = 0,     /* the measured rule in docs/gemm.md (on the H200 at 8 ranks: fused
-                            at large M, else unfused; chunks when args.chunks >= 2 asks) */
+  SSC_GEMM_AUTO = 0,     /* the rule in docs/gemm.md: a fused form where its time, estimated
+                            from the communicator's rates and the call's shape, is below
+                            unfused's (in practice the all-gather at large M), else unfused;
+                            chunks when args.chunks >= 2 asks */
   SSC_GEMM_UNFUSED = 1,  /* the whole GEMM, then the whole collective, on `stream` */
   SSC_GEMM_CHUNKED = 2,  /* row chunks, each its GEMM and its collective in turn (no overlap
                             within a rank: docs/gemm.md says why) */
@@ -428,8 +431,10 @@ typedef struct sscGemmShard2dQuery_v1 {
   int64_t m, n, k;         /* the per-GPU problem after the inter-GPU sharding: Y[m][n] = X[m][k] W^T */
   int partitions;          /* partitions of one GPU (ranks of the intra-GPU communicator), >= 1 */
   int elem_bytes;          /* bytes per element of X, W, Y (default 2) */
-  /* The cost rule's machine (0: the H200 defaults in docs/gemm.md): whole-GPU dense peak, HBM
-     bandwidth, the intra-GPU collective's bus bandwidth and fixed cost per call. */
+  /* The machine the cost rule weighs (the helper is pure arithmetic, with no communicator to
+     ask): whole-GPU dense peak, HBM bandwidth, the intra-GPU collective's bus bandwidth and fixed
+     cost per call. Set them for the GPU at hand; 0 takes the documented defaults (docs/gemm.md:
+     one H200's figures). */
   double peak_tflops, hbm_gbps, coll_gbps, coll_latency_us;
 } sscGemmShard2dQuery_t;
 #define SSC_GEMM_SHARD2D_MAGIC 0x53533244u
