@@ -37,9 +37,9 @@ LinkTier widestTier(const Topology& topo) {
 
 // A local copy or reduction of `bytes`. In a FIFO plan the plan kernel's blocks of the channel
 // do it (the last receive of a ring copies out of the FIFO, a reduce-scatter's own chunk...), at
-// the rate they stream anything: the (USR, FIFO) figure. Fitted that way the H200 sweeps' worst
-// error drops from 58 to 41 % at K = 2 (perf/RESULTS.md, session 5). Other protocols' local work
-// runs at the copy rate.
+// the rate they stream anything: the (USR, FIFO) figure (fitted that way, the model's worst
+// error on a FIFO sweep falls markedly: `starscream-tune --check` reports it). Other protocols'
+// local work runs at the copy rate.
 // Those blocks split each slot into pieces as for a send (fifoCostBytes).
 void addLocal(Features* f, double bytes, int protocol, uint64_t slot, int blocks) {
   if (protocol == static_cast<int>(Protocol::kFifo))
@@ -49,10 +49,10 @@ void addLocal(Features* f, double bytes, int protocol, uint64_t slot, int blocks
 }
 
 // One rank: every collective is one copy of the call's buffer (the API short-cuts it, as the
-// real NCCL does; measured on the H200 at K = 1: every algorithm 129-132 us for 256 MiB, the
-// copy roofline, perf/results/2026-12-01-s5-h200-mps-k1.json). A copy whose input and output
-// fit in the cache costs its launch only: the same sweep took 5.2-5.9 us at 8 MiB (16 MB, in
-// the 50 MB L2), launch alone 4.8 us, and 19 us at 32 MiB (64 MB: the HBM rate).
+// real NCCL does: every algorithm then runs at the copy roofline). A copy whose input and output
+// fit in the last-level cache costs its launch only: back-to-back calls find the data there
+// (a 1-rank all_reduce_perf sweep shows the step from launch cost to the HBM rate where twice
+// the buffer passes the cache's size).
 Estimate oneRankCopy(Estimate e, uint64_t bytes, double cacheMB) {
   e.protocol = Protocol::kFifo;
   e.features = Features{};
@@ -104,13 +104,31 @@ Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
   // What the profile leaves out comes from the topology's links (see defaultProfile).
   const TunerProfile fallback = defaultProfile(topo_);
   constexpr int kZc = static_cast<int>(Protocol::kZeroCopy), kWide = static_cast<int>(Protocol::kZeroCopyWide);
+  // Without a measured FIFO figure the link's is the rate of a kernel that streams on every
+  // compute unit the rank has; the FIFO kernel runs channels x blocks-per-channel blocks, so it
+  // keeps only that share of them busy (memory bandwidth grows with the units issuing loads and
+  // stores until the memory saturates). Zero-copy kernels run a block per unit.
+  int units = 0;
+  for (const GpuInfo& gpu : topo_.gpus)
+    if (gpu.computeUnits > 0) units = units == 0 ? gpu.computeUnits : std::min(units, gpu.computeUnits);
+  const double fifoBlocks = static_cast<double>(std::max(limits_.channels, 1)) *
+                            std::max(limits_.blocksPerChannel, 1);
+  const double fifoShare =
+      limits_.oneMemory || units <= 0 ? 1.0 : std::min(1.0, fifoBlocks / static_cast<double>(units));
   for (int t = 0; t < kNumTiers; ++t)
     for (int p = 0; p < kNumProtocols; ++p) {
       AlphaBeta ab = variant_->tiers[t][p];
       // No wide-grid figure: the bulk grid's (resolved above: kZc < kWide), so the tie keeps the
       // bulk grid. A link's figure would pit a guess against a measurement.
       if (ab.bandwidthGBps <= 0 && p == kWide) ab = params_[t][kZc];
-      if (ab.bandwidthGBps <= 0) ab = fallback.variants[0].tiers[t][p];
+      if (ab.bandwidthGBps <= 0) {
+        const double latency = ab.latencyUs;
+        ab = fallback.variants[0].tiers[t][p];
+        if (p == static_cast<int>(Protocol::kFifo)) {
+          ab.bandwidthGBps = topo_.link(static_cast<LinkTier>(t)).bandwidthGBps * fifoShare;
+          if (latency > 0) ab.latencyUs = latency;
+        }
+      }
       if (ab.bandwidthGBps <= 0) ab.bandwidthGBps = 1;  // a link without a figure: never chosen
       if (ab.storeBandwidthGBps <= 0) ab.storeBandwidthGBps = ab.bandwidthGBps;
       params_[t][p] = ab;
@@ -377,14 +395,19 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
               }
               const int t = one ? 0 : tierIndex(topo_.tierBetween(r, s.sendPeer));
               // Through a FIFO within a GPU every slot is a handshake (wait for the receiver's
-              // free slot, publish the slot's size and flag), so each slot pays the latency: at
-              // K = 4 and 2 the H200 sweeps' median error fell from 10-11 to 5-6 % with it
-              // (session 7). Links between GPUs and nodes keep one latency per step, NCCL's
-              // form, as no sweep here measures them.
+              // free slot, publish the slot's size and flag), so each slot pays the latency
+              // (without it the model's median error on FIFO sweeps within a GPU roughly
+              // doubles). Links between GPUs and nodes keep one latency per step, NCCL's form,
+              // until a sweep over such links measures them.
               slotLatency = fifo && t == 0;
               f.latency[t][proto] +=
                   slotLatency ? std::max(1.0, std::ceil(b / static_cast<double>(pipe))) : 1.0;
               f.bytes[t][proto] += (fifo ? fifoCostBytes(b, pipe, blocks) : b) * share[t];
+              // A FIFO moves each byte twice: the sender's kernel stores it into the slot (the
+              // link figure above), the receiver's loads it out again, a pass through memory
+              // that a zero-copy step, loading straight from the peer's buffer, never makes.
+              // That second pass runs at the copy rate on every tier, measured or not.
+              if (fifo) f.copyBytes += b;
             }
           }
           // FIFO steps pipeline by slot: the receiver starts once the first slot is in and
@@ -466,8 +489,9 @@ Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) c
                                              : Protocol::kFifo};
   }
   // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
-  // overturn what was measured on the GPU (symmetric fastest at every size, perf/RESULTS.md):
-  // zero-copy whenever it can serve the call, the model among the FIFO algorithms otherwise.
+  // overturn what the GPU sweeps measure (the symmetric algorithm fastest at every size where it
+  // can run; docs/benchmarks.md): zero-copy whenever it can serve the call, the model among the
+  // FIFO algorithms otherwise.
   if (best.algo == Algo::kAuto && limits_.oneMemory && symmetric) {
     const Estimate e = estimate(coll, rep, Algo::kSymmetric, true);
     if (e.valid) best = {Algo::kSymmetric, e.protocol};

@@ -20,6 +20,10 @@
 
 namespace ssc {
 
+// The cost model's revision: a change to what the features count (and so to what fitted figures
+// mean) bumps it, which retires every cached calibration (tuner/calibrate.h).
+inline constexpr int kCostModelRevision = 2;
+
 // What the executor does with a plan, which the model must know: the FIFO chunk (steps are at
 // most this large), the channels, and up to which size a symmetric all-reduce runs as LL packets.
 // Defaults are the GPU backend's (8 slots of 512 KiB, 2 channels, LL up to 64 KiB).
@@ -50,9 +54,9 @@ struct ModelLimits {
 // each slot into `blocks` pieces, so a step's time is its busiest block's, times the block count
 // to keep the channel's bandwidth as the unit. Whole slots cost their bytes; the last, partial
 // slot costs blocks x min(its bytes, piece): a step of up to one piece costs `blocks` times its
-// bytes, one between a piece and a slot costs a whole slot. The H200 sweeps show it: at K = 4
-// (8 blocks, 64 KiB pieces) ring all-reduces of 512 KiB - 2 MiB (steps of 128 - 512 KiB) took
-// 55 - 56 us, then 210 us at 8 MiB (perf/RESULTS.md, session 7; session 5: 77 - 79, 303 us).
+// bytes, one between a piece and a slot costs a whole slot. A ring all-reduce sweep shows it: at
+// 8 blocks a channel (64 KiB pieces) calls whose steps are 128 - 512 KiB take about the same time,
+// then the time grows with the bytes once steps hold whole slots.
 double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks);
 
 // A prediction is linear in the profile's parameters: launches * launch + sum calls[p] * launch extra[p] +
@@ -113,6 +117,8 @@ class Tuner {
   Choice choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only = Algo::kAuto) const;
 
   double timeOf(const Features& f) const;
+  // The rate local copies run at (GB/s a rank copies while every rank does), as the model uses it.
+  double copyGBps() const { return copyGBps_; }
   // Hash of what the choices depend on: ranks of one communicator must agree on it.
   uint64_t fingerprint() const;
 

@@ -206,11 +206,13 @@ TunerProfile defaultProfile(const Topology& topo) {
   p.name = "default (topology links)";
   p.origin = "built-in";
   p.gpuModel = topo.gpus.empty() ? "" : topo.gpus.front().model;
-  p.source = "the topology's link figures (LinkSpec); LL at a quarter of the link bandwidth";
+  p.source = "the topology's link figures (LinkSpec); LL at a quarter of the link bandwidth; "
+             "FIFO at the link's figure times the FIFO kernel's share of the compute units "
+             "(resolved by the Tuner, which knows the kernel's blocks)";
   ProfileVariant v;
   for (int t = 0; t < kNumTiers; ++t) {
     const LinkSpec& l = topo.link(static_cast<LinkTier>(t));
-    v.tiers[t][static_cast<int>(Protocol::kFifo)] = {l.latencyUs, l.bandwidthGBps};
+    v.tiers[t][static_cast<int>(Protocol::kFifo)] = {l.latencyUs, 0};
     v.tiers[t][static_cast<int>(Protocol::kZeroCopy)] = {l.latencyUs, l.bandwidthGBps};
     v.tiers[t][static_cast<int>(Protocol::kLL)] = {l.latencyUs, l.bandwidthGBps / 4};
   }
@@ -225,12 +227,13 @@ TunerProfile hostProfile() {
   TunerProfile p;
   p.name = "host";
   p.origin = "built-in";
-  p.source = "estimate: one RAM; FIFO steps copy twice (half the copy rate), zero-copy once";
+  p.source = "estimate: one RAM; a FIFO step copies into the slot and the model adds the "
+             "receiver's copy out of it at the copy rate, a zero-copy step copies once";
   ProfileVariant v;
   v.launchUs = 2;
   v.copyGBps = kCopyGBps;
   for (auto& tier : v.tiers) {
-    tier[static_cast<int>(Protocol::kFifo)] = {kHandoffUs, kCopyGBps / 2};
+    tier[static_cast<int>(Protocol::kFifo)] = {kHandoffUs, kCopyGBps};
     tier[static_cast<int>(Protocol::kLL)] = {kHandoffUs, kCopyGBps / 4};
     tier[static_cast<int>(Protocol::kZeroCopy)] = {kBarrierUs, kCopyGBps};
   }

@@ -19,8 +19,8 @@ namespace ssc {
 // kZeroCopy: loads/stores into peers' registered buffers (the symmetric algorithm's bulk path:
 // one large block per SM). kZeroCopyWide: the same stores of all-gather's push, from several
 // small blocks per SM (RankPlan::wideGrid): more requests in flight for a size that leaves the
-// bulk grid idle, more scheduling where one block per SM streams already (measured per size
-// on the H200, perf/RESULTS.md). Staged calls (plain buffers through the staging buffers) are
+// bulk grid idle, more scheduling where one block per SM streams already (which wins depends on
+// the size and the device: calibration times both). Staged calls (plain buffers through the staging buffers) are
 // zero-copy plus two local copies.
 enum class Protocol : uint8_t { kFifo = 0, kLL = 1, kZeroCopy = 2, kZeroCopyWide = 3 };
 inline constexpr int kNumProtocols = 4;
@@ -28,11 +28,10 @@ inline constexpr int kNumTiers = 3;
 const char* protocolName(Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_wide" (the profile's keys)
 
 // One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps;
-// bytes a zero-copy step stores into peers' memory move at storeBandwidthGBps. The H200 stores
-// into peers more slowly than it loads from them: each rank reading alone ran at 111-116 % of
-// the copy rate, the all-gather's push (one read, K remote writes) at 88-94 % with the best of
-// 14 grid shapes (perf/bulk_shapes.cu, perf/RESULTS.md session 9), so one rate per protocol
-// made all-gathers 6-21 % too fast and reductions 14-42 % too slow.
+// bytes a zero-copy step stores into peers' memory move at storeBandwidthGBps. Hopper GPUs store
+// into peers more slowly than they load from them (perf/bulk_shapes.cu measures both: a rank
+// reading alone runs above the copy rate, the all-gather's push of one read and K remote writes
+// below it), so one rate per protocol makes all-gathers too fast and reductions too slow.
 struct AlphaBeta {
   double latencyUs = 0;
   double bandwidthGBps = 0;       // 0: not given (the model derives it from the topology's link)
@@ -47,15 +46,14 @@ struct ProfileVariant {
   double launchUs = 5.0;     // per call: kernel launch and completion of the lightest kernel
   // What a call of each protocol costs beyond launchUs, once: each has a kernel of its own (the
   // FIFO plan kernel walks its plan and meets its peers' first slots; the LL, bulk and push
-  // kernels differ in grid, code and barriers). With one launch for all, the H200 fit put the
-  // launch at the zero-copy calls' whole time (15 us at K = 8), so the push kernel's 1 - 2 us
-  // smaller fixed cost could not show (perf/RESULTS.md, session 10). 0: none.
+  // kernels differ in grid, code and barriers). With one launch for all, a fit puts the launch
+  // at the zero-copy calls' whole time, and the push kernel's smaller fixed cost cannot show.
+  // 0: none.
   std::array<double, kNumProtocols> launchExtraUs{};
   // The largest all-gather (bytes of output) the wide grid is costed for; beyond it the model
-  // does not choose it. 0: any size. The wide grid's rate is not one number: on the H200 at K = 4
-  // and 8 it beat the bulk grid up to 128 MiB and lost to it from 256 MiB on (by 10-20 % at
-  // K = 4 through nccl-tests), which no (latency, bandwidth) pair can follow; starscream-tune
-  // sets it from the sweep's two grids (perf/RESULTS.md, session 10).
+  // does not choose it. 0: any size. The wide grid's rate is not one number: it can beat the bulk
+  // grid up to some size and lose beyond it, which no (latency, bandwidth) pair can follow;
+  // starscream-tune and the calibration set it from the sweep's two grids.
   double wideGridMaxBytes = 0;
   double copyGBps = 0;       // local copy/reduce steps and staging copies; 0: from the USR tier
   // The GPU's last-level cache: a one-rank call (one copy) whose input and output fit in it
@@ -76,9 +74,10 @@ struct TunerProfile {
   bool operator==(const TunerProfile&) const = default;
 };
 
-// A profile with no measured numbers: every tier and protocol from the topology's links (FIFO and
-// zero-copy at the link's figures, LL at a quarter of its bandwidth: half the bytes of a packet
-// are flags and the receiver polls them), launch 5 us.
+// A profile with no measured numbers: every tier and protocol from the topology's links (zero-copy
+// at the link's figures, LL at a quarter of its bandwidth: half the bytes of a packet are flags
+// and the receiver polls them; FIFO with the link's latency and no bandwidth, which the Tuner
+// resolves to the link's figure times the FIFO kernel's share of the compute units), launch 5 us.
 TunerProfile defaultProfile(const Topology& topo);
 
 // The host backend's profile: every rank's buffers are in one RAM, so the tiers are labels. A FIFO

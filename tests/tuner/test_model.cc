@@ -1,6 +1,7 @@
 // The cost model: its arithmetic against the classic alpha-beta formulas, the linearity the
 // calibration relies on, the fit, and its choices on the emulated machines (tools/topologies)
-// where the H200 sweeps of perf/RESULTS.md are the oracle.
+// where gpu_coll_perf sweeps of an H200 in MPS partitions (the ones the shipped profile was fitted
+// to) are the oracle.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -79,7 +80,7 @@ TEST(TunerModel, OneRankIsOneCopy) {
 }
 
 // A FIFO slot is split among the channel's blocks in pieces; a step's time is its busiest
-// block's (session 7: the H200's flat FIFO times for steps between a piece and a slot).
+// block's (what makes FIFO times flat for steps between a piece and a slot).
 TEST(TunerModel, FifoStepsCostTheirBusiestBlock) {
   const uint64_t slot = 512 << 10;
   EXPECT_DOUBLE_EQ(fifoCostBytes(64 << 10, slot, 4), 4.0 * (64 << 10));  // one block busy
@@ -227,11 +228,11 @@ TEST(TunerModel, FitRecoversAKnownProfile) {
   EXPECT_LT(err.worst, 0.01) << err.worstWhat;
 }
 
-// The shipped H200 profile against what the H200 measured (perf/RESULTS.md, 2026-12-01 session
-// 7, K = 8, 4 FIFO blocks per channel): registered buffers, symmetric was fastest at every size
-// (13.0 us at 8 B against >= 48 us for the FIFO algorithms; 4.5 ms at 1 GiB against >= 22.9);
-// without zero-copy, direct was fastest from 32 B to 8 KiB (57 us, ring 76-80) and the
-// bidirectional ring or hierarchical (equal within 4 %) from 8 MiB.
+// The shipped H200 profile against what its sweep measured (K = 8, 4 FIFO blocks per channel):
+// registered buffers, symmetric was fastest at every size (13.0 us at 8 B against >= 48 us for the
+// FIFO algorithms; 4.5 ms at 1 GiB against >= 22.9); without zero-copy, direct was fastest from
+// 32 B to 8 KiB (57 us, ring 76-80) and the bidirectional ring or hierarchical (equal within 4 %)
+// from 8 MiB.
 TEST(TunerModel, ChoicesOnTheH200MatchTheSweep) {
   const Topology h200 = topoFile("h200-mps-8");
   TunerProfile p;
