@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/api/calibration.h"
 #include "src/api/group.h"
 #include "src/core/log.h"
 #include "src/topology/subset.h"
@@ -89,6 +90,7 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
       // A new thread starts on device 0: bind the caller's device first.
       comm->backend->bindDevice(comm->device);
       sscResult_t r = commInit(comm, id, nranks, rank);
+      if (r == sscSuccess) r = commCalibrate(comm);
       if (r == sscSuccess) comm->asyncError.store(sscSuccess);
       else commSetAsyncError(comm, r, commRingFailureText(comm, r, lastError()));
     });
@@ -97,6 +99,7 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   }
   if (parent != nullptr) commLinkChild(parent, comm);
   sscResult_t r = commInit(comm, id, nranks, rank);
+  if (r == sscSuccess) r = commCalibrate(comm);
   if (parent != nullptr) commUnlinkChild(parent, comm);
   if (r != sscSuccess) {
     // A peer that failed its own init (a malformed STARSCREAM_* value, say) announces it on the

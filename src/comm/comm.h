@@ -89,6 +89,9 @@ struct sscComm final : ssc::CommView {
   // too (their own watch starts only once their ring exists). Guarded by mu.
   std::vector<sscComm*> initChildren;
   std::thread initThread;                   // non-blocking init
+  // The thread timing the tuner's calibration sweep at the end of init (src/api/calibration.cc):
+  // its calls pass checkComm while the communicator is still "in progress" for everyone else.
+  std::atomic<std::thread::id> calibrationThread{};
   bool finalized = false;
 
   // Work queued and not yet finished; destroy waits for it.

@@ -46,6 +46,17 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_TUNER_PROFILE", "",
      "Tuner profile (JSON, docs/tuner.md) with the cost model's per-tier figures; empty: the "
      "shipped profile for the GPU model (tuner/profiles/), else the topology's link figures."},
+    {"STARSCREAM_TUNE", "auto",
+     "Self-calibration of the tuner's cost model (docs/tuner.md): auto (use this machine's "
+     "cached calibration; on a GPU with none, time a short sweep of collectives at init, at "
+     "most a few seconds, and cache it), cached (use the cache, never measure), off (never "
+     "read or measure: STARSCREAM_TUNER_PROFILE, the shipped profile or the topology's "
+     "figures), refresh (measure again and overwrite the cache). Every rank must agree; "
+     "STARSCREAM_TUNER_PROFILE, when set, wins."},
+    {"STARSCREAM_TUNE_CACHE", "",
+     "Directory of the tuner's calibration cache; empty: $XDG_CACHE_HOME/starscream, else "
+     "$HOME/.cache/starscream. One file per device model, driver, library and partitioning; "
+     "a corrupt or foreign file is ignored with a warning."},
     {"STARSCREAM_NET_PLUGIN", "libstarscream-net-mpi.so",
      "Network plugin for communicators that span nodes: a path, or a name looked up by the "
      "dynamic loader and next to libstarscream.so."},
@@ -113,6 +124,7 @@ constexpr Rule kRules[] = {
     {"STARSCREAM_DEBUG", Shape::kChoice, "WARN,INFO,TRACE", true},
     {"STARSCREAM_BACKEND", Shape::kChoice, "auto,gpu,host"},
     {"STARSCREAM_ZERO_COPY_GRID", Shape::kChoice, "auto,bulk,wide"},
+    {"STARSCREAM_TUNE", Shape::kChoice, "auto,cached,off,refresh"},
     {"STARSCREAM_ATTN_PREFILL", Shape::kChoice, "auto,partials,kv"},
     {"STARSCREAM_GEMM_PROBE", Shape::kChoice, "auto,on,off"},
     {"STARSCREAM_GEMM_BARRIER", Shape::kChoice, "auto,on,off"},

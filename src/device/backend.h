@@ -65,6 +65,9 @@ class Backend {
   // What the runtime knows about this process's device (UUID, PCI id, compute units), for
   // topology discovery. False when there is no device (host backend).
   virtual bool runtimeInfo(GpuRuntimeInfo* out) { (void)out; return false; }
+  // The GPU driver's version as the runtime reports it ("" without a device): calibrations are
+  // kept per driver, whose scheduling and copy paths change the rates the tuner measures.
+  virtual std::string driverVersion() const { return ""; }
 
   virtual sscResult_t memAlloc(void** ptr, size_t bytes) = 0;
   virtual sscResult_t memFree(void* ptr) = 0;

@@ -41,6 +41,7 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipGetLastError cudaGetLastError
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipGetDevice cudaGetDevice
+#define hipDriverGetVersion cudaDriverGetVersion
 #define hipSetDevice cudaSetDevice
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipDeviceGetAttribute cudaDeviceGetAttribute

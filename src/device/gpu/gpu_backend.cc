@@ -177,6 +177,10 @@ class GpuBackend : public Backend {
  public:
   const char* name() const override { return "gpu"; }
   bool runtimeInfo(GpuRuntimeInfo* out) override { return queryGpuRuntimeInfo(out); }
+  std::string driverVersion() const override {
+    int v = 0;
+    return hipDriverGetVersion(&v) == hipSuccess ? std::to_string(v) : "";
+  }
   int deviceIndex() const override {
     int d = -1;
     return hipGetDevice(&d) == hipSuccess ? d : -1;
@@ -351,7 +355,9 @@ class GpuBackend : public Backend {
     DeviceGuard onDevice(res->device);
     SSC_CHECK(res->reportKernelError());
     const sscResult_t prior = static_cast<sscResult_t>(comm->asyncError.load());
-    if (prior != sscSuccess)
+    // In progress: a non-blocking init's own calls (the tuner's calibration); the API lets no
+    // other call through before init ends.
+    if (prior != sscSuccess && prior != sscInProgress)
       return fail(prior, "communicator is in error state from an earlier failure; operation skipped");
     const auto stream = static_cast<hipStream_t>(streamHandle);
     const bool capturing = gpu::streamCapturing(stream);

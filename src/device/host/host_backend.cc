@@ -140,6 +140,9 @@ class HostBackend : public Backend {
         res->orderCv.wait(lk, [&] { return res->doneTicket == ticket; });
       }
       sscResult_t r = static_cast<sscResult_t>(comm->asyncError.load());
+      // In progress: a non-blocking init's own calls (the tuner's calibration); the API lets no
+      // other call through before init ends.
+      if (r == sscInProgress) r = sscSuccess;
       if (r == sscSuccess) {
         // A plain copy (enqueueCopy) is a staged call without a plan.
         if (isStaged) std::memmove(copies.stageIn, copies.in, copies.inBytes);
