@@ -1,5 +1,7 @@
 #include "src/api/group.h"
 #include "src/api/plain_buffers.h"
+#include "tuner/model.h"
+#include "tuner/select.h"
 
 #include <algorithm>
 #include <functional>
@@ -17,22 +19,39 @@ struct GroupState {
 };
 thread_local GroupState t_group;
 
-// With two ranks the FIFO algorithms are a single hop, and below this size the two copies cost
-// more than they save (H200, K = 2: reduce-scatter and all-gather of 64-512 KiB took 17-18 us
-// staged against 12-16 us through the FIFOs; from 4 MiB staging wins 1.1-2.3x).
-constexpr size_t kTwoRankStagingMinBytes = 1 << 20;
+// Staging pays off when the zero-copy call plus the two local copies it adds (the input into
+// the staging buffer, the result out of it) is predicted faster than the FIFO algorithm the tuner
+// would run on the plain buffers: with few ranks and small calls a FIFO hop is cheaper than two
+// copies, with many ranks or large calls the zero-copy steps win (the communicator's calibrated
+// model decides, on every device alike).
+bool stagingPaysOff(const PendingCall& c, uint64_t bytes) {
+  const Tuner& t = *c.comm->tuner;
+  const CollKind k = c.args.coll;
+  const Estimate zc = t.estimate(k, bytes, Algo::kSymmetric, true);
+  if (!zc.valid) return false;
+  const Algo forced = c.comm->config.forcedAlgos[static_cast<size_t>(k)];
+  // A forced FIFO algorithm is the user's word: it runs as asked, unstaged.
+  if (forced != Algo::kAuto && forced != Algo::kSymmetric) return false;
+  if (forced == Algo::kSymmetric) return true;
+  const Choice fifo = t.choose(k, bytes, false);
+  const Estimate direct = t.estimate(k, bytes, fifo.algo, false);
+  if (!direct.valid) return true;
+  const double staged = zc.timeUs + 2.0 * static_cast<double>(bytes) / t.copyGBps() * 1e-3;
+  return staged < direct.timeUs;
+}
 
 // An unregistered all-reduce, reduce-scatter or all-gather that fits the communicator's staging
-// buffers (and is not sent as packets, which need none) runs zero-copy over them.
+// buffers (and is not sent as packets, which need none) runs zero-copy over them where the
+// model says the two extra copies pay off.
 bool stageable(const PendingCall& c) {
   const CollKind k = c.args.coll;
   const StagingBuffers& s = c.comm->staging;
   const size_t bytes = std::max(collInputElems(c.args, c.comm->nranks),
                                 collOutputElems(c.args, c.comm->nranks)) * c.elemBytes;
-  if (c.comm->nranks <= 2 && bytes < kTwoRankStagingMinBytes) return false;
   return s.bytes != 0 && c.zeroCopyOk && c.peerBuffers.empty() &&
          (k == CollKind::kAllReduce || k == CollKind::kReduceScatter || k == CollKind::kAllGather) &&
-         !commPacketCall(c.comm, c.args, c.elemBytes) && bytes <= s.bytes;
+         !commPacketCall(c.comm, c.args, c.elemBytes) && bytes <= s.bytes &&
+         stagingPaysOff(c, bytes);
 }
 
 // Identifies a staged call for the symmetric barrier's check, as findSymmetric does for
