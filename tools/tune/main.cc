@@ -1,7 +1,9 @@
 // starscream-tune: calibrates the tuner's cost model on this machine and writes a profile.
 //   starscream-tune --topo 'tools/topologies/h200-mps-{K}.json' --out h200-mps.json ...
 //       --sweep 'tools/emulate/partition-run.sh {K} build/bin/gpu_coll_perf 268435456 {json}' -K 8
-//   starscream-tune --topo ... --out ... --from perf/results/...-k8.json --from ...-k2.json
+//   starscream-tune --topo ... --out ... --from sweep-k8.json --from sweep-k2.json
+//   mpirun -np 8 starscream-tune --calibrate [--budget SECONDS]   (this machine's calibration
+//       cache, with a longer sweep than communicator init's; docs/tuner.md)
 // The sweep command (gpu_coll_perf: every algorithm, 8 B up) writes its JSON to {json}; each
 // result file (one per partition count K) becomes one profile variant, fitted per tier and
 // protocol (tuner/fit.h). Prints the model-vs-measured error of each variant.
@@ -16,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "src/core/errors.h"
+#include "tools/tune/calibrate_mpi.h"
 #include "tuner/fit.h"
 
 namespace {
@@ -29,6 +32,7 @@ std::string replaceAll(std::string s, const std::string& from, const std::string
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--calibrate") return runCalibrate(argc, argv);
   CLI::App app{"Fit the tuner's cost model to measured collectives and write a profile"};
   std::string topoPattern, outPath, sweep, name = "measured", model, source;
   std::vector<std::string> from;
