@@ -45,7 +45,7 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/.." && pwd)
+REPO=$(cd "$HERE/.." && pwd -P)
 # The command line as a shell would take it back: plain words bare, others in single quotes.
 COMMAND=
 for a in "$0" "$@"; do
@@ -258,7 +258,10 @@ IFS=, read -r CARD DRIVER < <(nvidia-smi -i 0 --query-gpu=name,driver_version --
 CARD=$(echo "${CARD:-}" | sed 's/^ *//; s/ *$//') DRIVER=$(echo "${DRIVER:-}" | sed 's/^ *//; s/ *$//')
 [[ -n $CARD ]] || die "nvidia-smi reports no GPU 0"
 DIRTY=false
-if GIT_COMMIT=$(git -C "$REPO" rev-parse HEAD 2>/dev/null); then
+# Only when REPO is a checkout's top: a copy of the tree inside another repository (an exported
+# build tree) must not record that other repository's commit.
+if [[ $(git -C "$REPO" rev-parse --show-toplevel 2>/dev/null) == "$REPO" ]] &&
+   GIT_COMMIT=$(git -C "$REPO" rev-parse HEAD 2>/dev/null); then
   [[ -n $COMMIT && $COMMIT != "$GIT_COMMIT"* ]] && echo "bench.sh: warning: --commit $COMMIT ignored: the tree is at $GIT_COMMIT" >&2
   COMMIT=$GIT_COMMIT
   [[ -n $(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null) ]] && DIRTY=true

@@ -374,6 +374,22 @@ check(out.returncode == 0 and j["runs"] == [] and len(j["skipped"]) == 2 and j["
       and all(s["reason"] == "--until reached" for s in j["skipped"]), "--until: runs not started are listed, exit 0")
 check("2 not started" in open(os.path.join(outdir2, "bench.md")).read(), "the report counts them")
 
+# A copy of the tree inside another git repository (an exported build tree) records --commit,
+# not the enclosing repository's HEAD.
+if shutil.which("git"):
+    outer = os.path.join(TMP, "outer")
+    inner = os.path.join(outer, "tree")
+    os.makedirs(os.path.join(inner, "perf"))
+    subprocess.run(["git", "init", "-q", outer], check=True)
+    for f in ("bench.sh", "bench_report.py", "copy_roofline.cu"):
+        shutil.copy(os.path.join(REPO, "perf", f), os.path.join(inner, "perf", f))
+    out = subprocess.run(["bash", os.path.join(inner, "perf", "bench.sh"), *base, "--out", os.path.join(TMP, "out3"),
+                          "--ks", "2", "--colls", "all_reduce", "--algos", "default", "--commit", "abc1234",
+                          "--until", str(int(time.time()) - 1)], capture_output=True, text=True, env=env, timeout=120)
+    j = json.load(open(os.path.join(TMP, "out3", "bench.json")))
+    check(out.returncode == 0 and j["commit"] == "abc1234" and j["dirty"] is False,
+          f"a tree nested in another repository records --commit ({j['commit']}, dirty {j['dirty']})")
+
 shutil.rmtree(TMP, ignore_errors=True) if not os.environ.get("BENCH_TEST_KEEP") else print("kept", TMP)
 if failures:
     print(f"\n{len(failures)} check(s) failed:\n  " + "\n  ".join(failures))
