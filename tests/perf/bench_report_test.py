@@ -227,6 +227,8 @@ if os.environ.get("FAKE_FAIL") == me:
     print(" .. host pid 1: Test failure common.cu:1", flush=True)
     sys.exit(1)
 speed = {"default": 1.0, "ring": 1.3, "direct": 0.95}.get(algo, 1.1)
+if os.environ.get("FAKE_SLOW_RUN") and os.environ["SSC_BENCH_TAG"].endswith("-" + os.environ["FAKE_SLOW_RUN"]):
+    speed *= 3
 size, top, f = int(a["-b"]), int(a["-e"]), int(a["-f"])
 while size <= top:
     b = size if coll == "all_reduce" else size // (16 * k) * 16 * k
@@ -373,6 +375,19 @@ j = json.load(open(os.path.join(outdir2, "bench.json")))
 check(out.returncode == 0 and j["runs"] == [] and len(j["skipped"]) == 2 and j["label"] == "TEST1"
       and all(s["reason"] == "--until reached" for s in j["skipped"]), "--until: runs not started are listed, exit 0")
 check("2 not started" in open(os.path.join(outdir2, "bench.md")).read(), "the report counts them")
+
+# An algorithm named twice runs twice, each run with its own log; the report keeps the faster.
+outdir4 = os.path.join(TMP, "out4")
+out = bench(*base, "--out", outdir4, "--ks", "2", "--colls", "all_reduce", "--algos", "default ring default",
+            "--max", "1M", env=dict(env, FAKE_SLOW_RUN="1"))
+j = json.load(open(os.path.join(outdir4, "bench.json")))
+logs = sorted(os.listdir(os.path.join(outdir4, "logs")))
+defaults = [r for r in j["runs"] if r["algo"] == "default" and r["bytes"] == 1 << 20]
+md = open(os.path.join(outdir4, "bench.md")).read()
+fast = (5 + (1 << 20) / 2e5)
+check(out.returncode == 0 and "all_reduce.K2.default.log" in logs and "all_reduce.K2.default.run2.log" in logs
+      and len(defaults) == 2 and line_with(md, "| 2 | 1 MiB | %.1f |" % fast) is not None,
+      f"a repeated algorithm: two logs, both runs' rows, the faster in the report ({logs})")
 
 # A copy of the tree inside another git repository (an exported build tree) records --commit,
 # not the enclosing repository's HEAD.
