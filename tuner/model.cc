@@ -464,6 +464,31 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   return e;
 }
 
+std::string Tuner::boundBy(const Features& f) const {
+  static const char* const kTierNames[kNumTiers] = {"usr", "xgmi", "net"};
+  const double total = timeOf(f);
+  if (!(total > 0)) return "";
+  std::string what = "launch";
+  double most = std::max(1.0, f.launches) * variant_->launchUs;
+  for (int p = 0; p < kNumProtocols; ++p) most += f.calls[p] * variant_->launchExtraUs[p];
+  auto consider = [&](double us, std::string name) {
+    if (us > most) {
+      most = us;
+      what = std::move(name);
+    }
+  };
+  consider(f.copyBytes / copyGBps_ * 1e-3, "copy");
+  for (int t = 0; t < kNumTiers; ++t)
+    for (int p = 0; p < kNumProtocols; ++p) {
+      const std::string pair = fmt::format("{} {}", kTierNames[t], protocolName(static_cast<Protocol>(p)));
+      consider(f.latency[t][p] * params_[t][p].latencyUs, pair + " latency");
+      consider(f.bytes[t][p] / params_[t][p].bandwidthGBps * 1e-3 +
+                   f.storeBytes[t][p] / params_[t][p].storeBandwidthGBps * 1e-3,
+               pair + " bytes");
+    }
+  return fmt::format("{} {:.0f}%", what, 100 * most / total);
+}
+
 std::vector<Estimate> Tuner::estimateAll(CollKind coll, uint64_t bytes, bool symmetric) const {
   std::vector<Estimate> out;
   for (Algo a : kAlgos) out.push_back(estimate(coll, bytes, a, symmetric));

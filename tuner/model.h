@@ -119,6 +119,9 @@ class Tuner {
   double timeOf(const Features& f) const;
   // The rate local copies run at (GB/s a rank copies while every rank does), as the model uses it.
   double copyGBps() const { return copyGBps_; }
+  // Why a prediction is what it is: its largest term and that term's share of the time, e.g.
+  // "usr zero_copy bytes 71%", "launch 64%", "xgmi fifo latency 52%", "copy 40%".
+  std::string boundBy(const Features& f) const;
   // Hash of what the choices depend on: ranks of one communicator must agree on it.
   uint64_t fingerprint() const;
 

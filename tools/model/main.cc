@@ -1,8 +1,9 @@
 // starscream-model: what the tuner's cost model predicts for a machine that may not be here.
 //   starscream-model --topo tools/topologies/mi300x-8x-cpx-nps4.json --collective all_reduce ...
 //       -b 8 -e 1G [-f 2] [--profile F] [--plain] [--json] [--png chart.png]
-// For every size: the predicted time and busbw of every algorithm, the model's choice, and its
-// speedup over the flat ring. --png draws the chart through Graphviz (tools/topo/render_png.h);
+// For every size: the predicted time and busbw of every algorithm, the model's choice, its
+// speedup over the flat ring, and why: the choice's largest term (launch, a tier's latency or
+// bytes at a protocol's rate, local copies) and its share of the predicted time. --png draws the chart through Graphviz (tools/topo/render_png.h);
 // tools/model/plot.py draws the JSON with matplotlib where that is installed.
 #include <cstdio>
 #include <string>
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
     fmt::print("# time us (busbw GB/s); '-': the algorithm cannot serve the call\n");
     fmt::print("{:>6}", "size");
     for (Algo a : algos) fmt::print(" {:>22}", ssc::algoName(a));
-    fmt::print(" {:>13} {:>9}\n", "choice", "vs ring");
+    fmt::print(" {:>13} {:>9}  {}\n", "choice", "vs ring", "the choice's largest term (why)");
   }
   for (uint64_t b = lo; b <= hi; b *= static_cast<uint64_t>(factor)) {
     nlohmann::json row;
@@ -155,7 +156,10 @@ int main(int argc, char** argv) {
       }
     }
     const ssc::Choice chosen = tuner.choose(coll, b, !plain);
-    const double chosenUs = tuner.estimate(coll, b, chosen.algo, !plain, &chosen.protocol).timeUs;
+    const ssc::Estimate chosenEst = tuner.estimate(coll, b, chosen.algo, !plain, &chosen.protocol);
+    const double chosenUs = chosenEst.timeUs;
+    const std::string why = chosenEst.valid ? tuner.boundBy(chosenEst.features) : "";
+    row["bound_by"] = why;
     row["choice"] = ssc::algoName(chosen.algo);
     row["choice_protocol"] = ssc::protocolName(chosen.protocol);
     row["speedup_vs_ring"] = ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0;
@@ -163,7 +167,8 @@ int main(int argc, char** argv) {
     const std::string name = std::string(ssc::algoName(chosen.algo)) +
                              (chosen.protocol == ssc::Protocol::kZeroCopyWide ? "+" : "");
     if (!json)
-      fmt::print(" {:>13} {:>8.2f}x\n", name, ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0.0);
+      fmt::print(" {:>13} {:>8.2f}x  {}\n", name, ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0.0,
+                 why);
     rows.push_back(row);
     if (b > hi / static_cast<uint64_t>(factor)) break;
   }
