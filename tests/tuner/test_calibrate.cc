@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/core/errors.h"
+#include "tests/support/topology_files.h"
 #include "src/collectives/algorithms.h"
 #include "tuner/calibrate.h"
 #include "tuner/model.h"
@@ -23,12 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Topology topoFile(const std::string& name) {
-  Topology t;
-  const std::string path = std::string(SSC_SOURCE_DIR) + "/tools/topologies/" + name + ".json";
-  EXPECT_EQ(loadTopologyFile(path, kAnyRankCount, &t), sscSuccess) << lastError();
-  return t;
-}
+using test::topoFile;
 
 // A fresh directory under the test's temporary directory, removed at the end.
 class TempDir {

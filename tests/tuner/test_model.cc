@@ -8,6 +8,7 @@
 #include <string>
 
 #include "src/core/errors.h"
+#include "tests/support/topology_files.h"
 #include "tuner/fit.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
@@ -16,12 +17,7 @@
 namespace ssc {
 namespace {
 
-Topology topoFile(const std::string& name) {
-  Topology t;
-  const std::string path = std::string(SSC_SOURCE_DIR) + "/tools/topologies/" + name + ".json";
-  EXPECT_EQ(loadTopologyFile(path, kAnyRankCount, &t), sscSuccess) << lastError();
-  return t;
-}
+using test::topoFile;
 
 // One figure for every tier and protocol, no launch, free local copies.
 TunerProfile uniformProfile(double latencyUs, double bandwidthGBps) {

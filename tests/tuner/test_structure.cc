@@ -7,18 +7,14 @@
 #include <string>
 
 #include "src/core/errors.h"
+#include "tests/support/topology_files.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
 
 namespace ssc {
 namespace {
 
-Topology topoFile(const std::string& name) {
-  Topology t;
-  const std::string path = std::string(SSC_SOURCE_DIR) + "/tools/topologies/" + name + ".json";
-  EXPECT_EQ(loadTopologyFile(path, kAnyRankCount, &t), sscSuccess) << lastError();
-  return t;
-}
+using test::topoFile;
 
 // K partitions of one GPU of a model nobody measured, each with `units` compute units, and the
 // GPU backend's limits (2 channels of `blocks` FIFO blocks).
