@@ -64,6 +64,13 @@ endif()
 # The HIP compile check runs in CI whatever backend this build uses (tests/gpu).
 if(STARSCREAM_BUILD_TESTS)
   include(${CMAKE_SOURCE_DIR}/tests/gpu/hip_compile_check.cmake)
+  # The script compiles against the source tree's include/; the generated
+  # starscream/version.h lives in the build tree (CMakeLists.txt): the compilers find it
+  # through CPATH.
+  if(TEST gpu.hip_compile_check)
+    set_property(TEST gpu.hip_compile_check APPEND PROPERTY ENVIRONMENT_MODIFICATION
+                 "CPATH=path_list_prepend:${SSC_GENERATED_INCLUDE_DIR}")
+  endif()
 endif()
 # What GPU programs (tests/gpu, perf) need besides the library: the runtime and which one it is.
 if(STARSCREAM_GPU_BACKEND STREQUAL "cuda")

@@ -3,7 +3,11 @@ install(TARGETS starscream EXPORT StarscreamTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/starscream DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/starscream DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+# The version header generated from project(VERSION), next to starscream.h which includes it.
+install(FILES ${SSC_GENERATED_INCLUDE_DIR}/starscream/version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/starscream)
 install(EXPORT StarscreamTargets NAMESPACE Starscream::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)
 configure_package_config_file(cmake/StarscreamConfig.cmake.in

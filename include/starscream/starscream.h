@@ -18,15 +18,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* SSC_MAJOR, SSC_MINOR, SSC_PATCH, SSC_VERSION_STRING and SSC_VERSION_CODE (MAJOR*10000 +
+   MINOR*100 + PATCH, as sscGetVersion returns it): generated from the build's project version
+   (include/starscream/version.h.in), installed next to this header. */
+#include "starscream/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define SSC_MAJOR 0
-#define SSC_MINOR 1
-#define SSC_PATCH 0
-/** Version code as returned by sscGetVersion: MAJOR*10000 + MINOR*100 + PATCH. */
-#define SSC_VERSION_CODE (SSC_MAJOR * 10000 + SSC_MINOR * 100 + SSC_PATCH)
 
 /** Result codes. 0-7 have NCCL's values and meanings; sscTimeout is Starscream's own. */
 typedef enum {
