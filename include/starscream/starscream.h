@@ -23,6 +23,19 @@
    (include/starscream/version.h.in), installed next to this header. */
 #include "starscream/version.h"
 
+/*
+ * SSC_EXPORT marks the functions of the public API: the library is built with hidden
+ * visibility, so only what is declared with it is exported from libstarscream.so. C linkage
+ * comes from the extern "C" block below, so the macro is the same for C and C++ callers.
+ */
+#ifndef SSC_EXPORT
+#if defined(__GNUC__) || defined(__clang__)
+#define SSC_EXPORT __attribute__((visibility("default")))
+#else
+#define SSC_EXPORT
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -104,16 +117,16 @@ typedef struct sscConfig_v1 {
 /* ---------------------------------------------------------------- version and errors */
 
 /** Writes SSC_VERSION_CODE of the loaded library to *version. */
-sscResult_t sscGetVersion(int* version);
+SSC_EXPORT sscResult_t sscGetVersion(int* version);
 
 /** Returns a static string naming a result code; never NULL. */
-const char* sscGetErrorString(sscResult_t result);
+SSC_EXPORT const char* sscGetErrorString(sscResult_t result);
 
 /**
  * Returns the message of the last failed call made by this thread (or, with comm, the last
  * asynchronous failure recorded on comm when the thread has none). Never NULL; "" if none.
  */
-const char* sscGetLastError(sscComm_t comm);
+SSC_EXPORT const char* sscGetLastError(sscComm_t comm);
 
 /* ---------------------------------------------------------------- communicators */
 
@@ -122,62 +135,62 @@ const char* sscGetLastError(sscComm_t comm);
  * STARSCREAM_SOCKET_IFNAME names an interface) that serves the ranks' sscCommInitRank calls.
  * Call once per communicator, on one process, and broadcast the token to every rank.
  */
-sscResult_t sscGetUniqueId(sscUniqueId* uniqueId);
+SSC_EXPORT sscResult_t sscGetUniqueId(sscUniqueId* uniqueId);
 
 /**
  * Creates a communicator of nranks ranks; this process is rank `rank`. Collective over all
  * ranks: blocks until every rank has joined (or STARSCREAM_TIMEOUT passes). A peer with another
  * token cookie or another nranks is rejected with sscInvalidUsage/sscRemoteError and a message.
  */
-sscResult_t sscCommInitRank(sscComm_t* comm, int nranks, sscUniqueId commId, int rank);
+SSC_EXPORT sscResult_t sscCommInitRank(sscComm_t* comm, int nranks, sscUniqueId commId, int rank);
 
 /** As sscCommInitRank with a configuration (NULL means defaults). See sscConfig_t.blocking. */
-sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUniqueId commId, int rank,
-                                  sscConfig_t* config);
+SSC_EXPORT sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUniqueId commId,
+                                             int rank, sscConfig_t* config);
 
 /**
  * Creates ndev communicators in this process, one per rank (rank i uses device devlist[i], or
  * device i when devlist is NULL). Each gets its own progress on the host backend.
  */
-sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlist);
+SSC_EXPORT sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlist);
 
 /**
  * Splits comm: ranks passing the same color form a new communicator, ordered by key (ties by
  * parent rank). color SSC_SPLIT_NOCOLOR gives *newcomm = NULL. Collective over comm.
  */
-sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* newcomm,
-                         sscConfig_t* config);
+SSC_EXPORT sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* newcomm,
+                                    sscConfig_t* config);
 
 /**
  * Waits for all work queued on comm to finish and flushes it; comm stays valid to destroy.
  * Where every rank is its own process, finalize is collective: it also meets every peer, so the
  * destroy after it frees nothing a peer's last operation still writes to.
  */
-sscResult_t sscCommFinalize(sscComm_t comm);
+SSC_EXPORT sscResult_t sscCommFinalize(sscComm_t comm);
 
 /** Frees comm's resources. Local: after sscCommFinalize it does not wait for peers. */
-sscResult_t sscCommDestroy(sscComm_t comm);
+SSC_EXPORT sscResult_t sscCommDestroy(sscComm_t comm);
 
 /**
  * Stops comm now: pending and future operations fail, waiters (in this or another thread) are
  * woken with an error, and the resources are freed. Safe to call from another thread.
  */
-sscResult_t sscCommAbort(sscComm_t comm);
+SSC_EXPORT sscResult_t sscCommAbort(sscComm_t comm);
 
 /**
  * Writes comm's asynchronous state to *asyncError: sscSuccess, sscInProgress (non-blocking init
  * not finished), or the error that stopped an operation (e.g. sscTimeout, sscRemoteError).
  */
-sscResult_t sscCommGetAsyncError(sscComm_t comm, sscResult_t* asyncError);
+SSC_EXPORT sscResult_t sscCommGetAsyncError(sscComm_t comm, sscResult_t* asyncError);
 
 /** Writes the number of ranks in comm to *count. */
-sscResult_t sscCommCount(sscComm_t comm, int* count);
+SSC_EXPORT sscResult_t sscCommCount(sscComm_t comm, int* count);
 
 /** Writes the caller's rank in comm to *rank. */
-sscResult_t sscCommUserRank(sscComm_t comm, int* rank);
+SSC_EXPORT sscResult_t sscCommUserRank(sscComm_t comm, int* rank);
 
 /** Writes the device index comm uses to *device (-1 on the host backend). */
-sscResult_t sscCommDevice(sscComm_t comm, int* device);
+SSC_EXPORT sscResult_t sscCommDevice(sscComm_t comm, int* device);
 
 /* ---------------------------------------------------------------- topology */
 
@@ -192,14 +205,14 @@ typedef struct {
 } sscRankTopology_t;
 
 /** Fills *info for `rank` of comm, from the graph every rank built identically at init. */
-sscResult_t sscCommGetRankTopology(sscComm_t comm, int rank, sscRankTopology_t* info);
+SSC_EXPORT sscResult_t sscCommGetRankTopology(sscComm_t comm, int rank, sscRankTopology_t* info);
 
 /**
  * Writes the whole graph as JSON (the emulation file format, so it can be replayed with
  * STARSCREAM_TOPO_FILE). With buffer NULL, or *size too small, sets *size to the bytes needed
  * (including the terminating NUL): NULL succeeds, too small returns sscInvalidArgument.
  */
-sscResult_t sscCommGetTopologyJson(sscComm_t comm, char* buffer, size_t* size);
+SSC_EXPORT sscResult_t sscCommGetTopologyJson(sscComm_t comm, char* buffer, size_t* size);
 
 /* ---------------------------------------------------------------- reduction ops */
 
@@ -208,65 +221,67 @@ sscResult_t sscCommGetTopologyJson(sscComm_t comm, char* buffer, size_t* size);
  * lives on the host (read now) or device (read when each operation runs). Destroy with
  * sscRedOpDestroy before the communicator.
  */
-sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDataType_t datatype,
-                                    sscScalarResidence_t residence, sscComm_t comm);
+SSC_EXPORT sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDataType_t datatype,
+                                               sscScalarResidence_t residence, sscComm_t comm);
 
 /** Destroys an op made by sscRedOpCreatePreMulSum on comm. */
-sscResult_t sscRedOpDestroy(sscRedOp_t op, sscComm_t comm);
+SSC_EXPORT sscResult_t sscRedOpDestroy(sscRedOp_t op, sscComm_t comm);
 
 /* ---------------------------------------------------------------- collectives */
 
 /** recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank. In place if equal. */
-sscResult_t sscAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                         sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
-                         sscStream_t stream);
+SSC_EXPORT sscResult_t sscAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
+                                    sscStream_t stream);
 
 /**
  * Rank r gets recvbuff[i] = op over ranks of sendbuff[r * recvcount + i], i < recvcount.
  * sendbuff holds nranks * recvcount elements. In place if recvbuff == sendbuff + r * recvcount.
  */
-sscResult_t sscReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                             sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
-                             sscStream_t stream);
+SSC_EXPORT sscResult_t sscReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
+                                        sscStream_t stream);
 
 /**
  * recvbuff[r * sendcount + i] = sendbuff of rank r [i] on every rank. In place if
  * sendbuff == recvbuff + rank * sendcount.
  */
-sscResult_t sscAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                         sscDataType_t datatype, sscComm_t comm, sscStream_t stream);
+SSC_EXPORT sscResult_t sscAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                    sscDataType_t datatype, sscComm_t comm, sscStream_t stream);
 
 /** Copies root's sendbuff to every rank's recvbuff (count elements). */
-sscResult_t sscBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                         sscDataType_t datatype, int root, sscComm_t comm, sscStream_t stream);
+SSC_EXPORT sscResult_t sscBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                    sscDataType_t datatype, int root, sscComm_t comm,
+                                    sscStream_t stream);
 
 /** Root's recvbuff[i] = op over ranks of sendbuff[i]. recvbuff is ignored on other ranks. */
-sscResult_t sscReduce(const void* sendbuff, void* recvbuff, size_t count, sscDataType_t datatype,
-                      sscRedOp_t op, int root, sscComm_t comm, sscStream_t stream);
+SSC_EXPORT sscResult_t sscReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                 sscDataType_t datatype, sscRedOp_t op, int root, sscComm_t comm,
+                                 sscStream_t stream);
 
 /**
  * Each rank sends count elements to every rank: recvbuff[p * count + i] of rank r =
  * sendbuff[r * count + i] of rank p. Buffers hold nranks * count elements and must not overlap.
  */
-sscResult_t sscAllToAll(const void* sendbuff, void* recvbuff, size_t count,
-                        sscDataType_t datatype, sscComm_t comm, sscStream_t stream);
+SSC_EXPORT sscResult_t sscAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                   sscDataType_t datatype, sscComm_t comm, sscStream_t stream);
 
 /** Sends count elements to peer, which must post a matching sscRecv. Pair them in a group. */
-sscResult_t sscSend(const void* sendbuff, size_t count, sscDataType_t datatype, int peer,
-                    sscComm_t comm, sscStream_t stream);
+SSC_EXPORT sscResult_t sscSend(const void* sendbuff, size_t count, sscDataType_t datatype, int peer,
+                               sscComm_t comm, sscStream_t stream);
 
 /** Receives count elements from peer's matching sscSend. */
-sscResult_t sscRecv(void* recvbuff, size_t count, sscDataType_t datatype, int peer,
-                    sscComm_t comm, sscStream_t stream);
+SSC_EXPORT sscResult_t sscRecv(void* recvbuff, size_t count, sscDataType_t datatype, int peer,
+                               sscComm_t comm, sscStream_t stream);
 
 /**
  * Starts a group: calls until the matching sscGroupEnd are only recorded, then launched together
  * (so matching send/recv pairs cannot deadlock). Groups nest; the outermost end launches.
  */
-sscResult_t sscGroupStart(void);
+SSC_EXPORT sscResult_t sscGroupStart(void);
 
 /** Ends a group; the outermost end validates and launches everything recorded since start. */
-sscResult_t sscGroupEnd(void);
+SSC_EXPORT sscResult_t sscGroupEnd(void);
 
 /* ---------------------------------------------------------------- memory */
 
@@ -274,10 +289,10 @@ sscResult_t sscGroupEnd(void);
  * Allocates size bytes of device memory suitable for zero-copy collectives (host memory on the
  * host backend). size 0 gives *ptr = NULL.
  */
-sscResult_t sscMemAlloc(void** ptr, size_t size);
+SSC_EXPORT sscResult_t sscMemAlloc(void** ptr, size_t size);
 
 /** Frees memory from sscMemAlloc. NULL is a no-op. */
-sscResult_t sscMemFree(void* ptr);
+SSC_EXPORT sscResult_t sscMemFree(void* ptr);
 
 /**
  * Registers [buff, buff+size) with comm. Collective: every rank registers its own buffer, in
@@ -288,10 +303,10 @@ sscResult_t sscMemFree(void* ptr);
  * are accepted and recorded. *handle is passed to sscCommDeregister. Results never depend on
  * registration; ranks that use different offsets get sscInvalidUsage instead of wrong data.
  */
-sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, void** handle);
+SSC_EXPORT sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, void** handle);
 
 /** Releases a registration made by sscCommRegister (local; waits for queued work using it). */
-sscResult_t sscCommDeregister(sscComm_t comm, void* handle);
+SSC_EXPORT sscResult_t sscCommDeregister(sscComm_t comm, void* handle);
 
 /* ---------------------------------------------------------------- streams */
 
@@ -299,7 +314,7 @@ sscResult_t sscCommDeregister(sscComm_t comm, void* handle);
  * Creates a stream for the process's default backend (STARSCREAM_BACKEND; a GPU stream when a
  * GPU backend is active, else a host-backend queue).
  */
-sscResult_t sscStreamCreate(sscStream_t* stream);
+SSC_EXPORT sscResult_t sscStreamCreate(sscStream_t* stream);
 
 /**
  * Blocks until all work queued on stream is done; returns the first error it hit (reported
@@ -308,10 +323,10 @@ sscResult_t sscStreamCreate(sscStream_t* stream);
  * error any of them hit; it consumes only the errors of work queued on NULL, so a stream from
  * sscStreamCreate still reports its own error to its own sscStreamSynchronize.
  */
-sscResult_t sscStreamSynchronize(sscStream_t stream);
+SSC_EXPORT sscResult_t sscStreamSynchronize(sscStream_t stream);
 
 /** Waits for stream's work, then destroys it. */
-sscResult_t sscStreamDestroy(sscStream_t stream);
+SSC_EXPORT sscResult_t sscStreamDestroy(sscStream_t stream);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -127,14 +127,14 @@ typedef struct sscKvCache* sscKvCache_t;
  * Errors: sscInvalidArgument for a bad configuration (the message names the field),
  * sscInvalidUsage for SSC_KV_EXCHANGE_FUSED where it cannot run.
  */
-sscResult_t sscKvCacheCreate(sscComm_t comm, const sscKvCacheConfig_t* config,
-                             sscKvCache_t* cache);
+SSC_EXPORT sscResult_t sscKvCacheCreate(sscComm_t comm, const sscKvCacheConfig_t* config,
+                                        sscKvCache_t* cache);
 
 /**
  * Frees the cache (local). Work queued with it must have finished (synchronize its stream first).
  * NULL is a no-op.
  */
-sscResult_t sscKvCacheDestroy(sscKvCache_t cache);
+SSC_EXPORT sscResult_t sscKvCacheDestroy(sscKvCache_t cache);
 
 /**
  * Appends num_tokens new tokens: token i goes to the end of sequence seq_ids[i] (host memory,
@@ -145,11 +145,11 @@ sscResult_t sscKvCacheDestroy(sscKvCache_t cache);
  * changing nothing on any rank, when a rank's pool would run out of pages (every rank reaches
  * the same verdict from the replicated bookkeeping).
  */
-sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const int32_t* seq_ids,
-                             const void* k, const void* v, sscStream_t stream);
+SSC_EXPORT sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const int32_t* seq_ids,
+                                        const void* k, const void* v, sscStream_t stream);
 
 /** Empties sequence seq_id (length 0) and returns its pages to the pools; clears its trim. */
-sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id);
+SSC_EXPORT sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id);
 
 /**
  * Forgets the tokens of sequence seq_id before `position`, for a sliding-window layer whose
@@ -163,14 +163,15 @@ sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id);
  * sscInvalidArgument. As after a release, the next append may reuse the freed pages: work that
  * still reads them on another stream must have finished.
  */
-sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int position);
+SSC_EXPORT sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int position);
 
 /** Writes the number of tokens appended to seq_id (since its last release) to *length. */
-sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seq_id, int* length);
+SSC_EXPORT sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seq_id, int* length);
 
 /** Writes the rank that stores token `position` of sequence seq_id to *rank (placement only:
     the token need not exist yet). */
-sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position, int* rank);
+SSC_EXPORT sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position,
+                                            int* rank);
 
 /* ---------------------------------------------------------------- attention */
 
@@ -217,10 +218,10 @@ sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position, i
  * lists and windows) per cache; their page lists are kept until the cache is destroyed, which
  * must come after the graphs' last replay. The host backend refuses a captured decode.
  */
-sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
-                               int num_q_heads, int batch, const int32_t* seq_ids, float scale,
-                               const float* sinks, int window, int flags, void* out, float* lse,
-                               sscStream_t stream);
+SSC_EXPORT sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
+                                          int num_q_heads, int batch, const int32_t* seq_ids,
+                                          float scale, const float* sinks, int window, int flags,
+                                          void* out, float* lse, sscStream_t stream);
 
 /**
  * Prefill (chunked prefill): causal attention of a chunk of new query tokens per sequence over
@@ -250,10 +251,11 @@ sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t 
  * Errors: as sscAttentionDecode; sscInvalidArgument also for bad cu_seqlens or a chunk longer
  * than its sequence.
  */
-sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
-                                int num_q_heads, int batch, const int32_t* seq_ids,
-                                const int32_t* cu_seqlens, float scale, const float* sinks,
-                                int window, int flags, void* out, float* lse, sscStream_t stream);
+SSC_EXPORT sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q,
+                                           sscDataType_t io_dtype, int num_q_heads, int batch,
+                                           const int32_t* seq_ids, const int32_t* cu_seqlens,
+                                           float scale, const float* sinks, int window, int flags,
+                                           void* out, float* lse, sscStream_t stream);
 
 /* ---------------------------------------------------------------- GEMM + collectives */
 /*
@@ -290,8 +292,8 @@ sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t
 
 /** Rows [*first_row, *first_row + *num_rows) of an m-row matrix owned by rank of nranks (the
     rule above). */
-sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
-                            int64_t* num_rows);
+SSC_EXPORT sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
+                                       int64_t* num_rows);
 
 /** How a call runs. */
 typedef enum {
@@ -385,28 +387,31 @@ typedef struct sscGemmContext* sscGemm_t;
 
 /** Creates a context on comm (local: no communication): scratch, and on the GPU backends the
     BLAS handle (cuBLASLt / hipBLASLt) and a stream for its own setup copies. comm must outlive it. */
-sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config, sscGemm_t* gemm);
+SSC_EXPORT sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
+                                     sscGemm_t* gemm);
 /** Frees it; work queued with it must have finished. NULL is a no-op. */
-sscResult_t sscGemmDestroy(sscGemm_t gemm);
+SSC_EXPORT sscResult_t sscGemmDestroy(sscGemm_t gemm);
 
 /**
  * GEMM + reduce-scatter. x: [m][k] (this rank's K-slice of the inputs), w: [n][k] ([k][n] with
  * SSC_GEMM_WEIGHT_KN), y: [rows][n], this rank's rows (sscGemmRowShard(m, nranks, rank)) of
  * sum over ranks of x w^T. A rank that owns no rows may pass y = NULL.
  */
-sscResult_t sscGemmReduceScatter(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream);
+SSC_EXPORT sscResult_t sscGemmReduceScatter(sscGemm_t gemm, const sscGemmArgs_t* args,
+                                            sscStream_t stream);
 
 /**
  * All-gather + GEMM. x: [rows][k], this rank's rows (sscGemmRowShard(m, nranks, rank)) of the
  * full X [m][k] (NULL allowed when it owns none); w: [n][k] ([k][n] with SSC_GEMM_WEIGHT_KN);
  * y: [m][n] = X w^T with X gathered from every rank.
  */
-sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream);
+SSC_EXPORT sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args,
+                                        sscStream_t stream);
 
 /** Which variant and how many chunks a call with these arguments would run (and runs: the
     ops call this). op: 0 = sscGemmReduceScatter, 1 = sscAllGatherGemm. */
-sscResult_t sscGemmQueryPlan(sscGemm_t gemm, int op, const sscGemmArgs_t* args, int* variant,
-                             int* chunks);
+SSC_EXPORT sscResult_t sscGemmQueryPlan(sscGemm_t gemm, int op, const sscGemmArgs_t* args,
+                                        int* variant, int* chunks);
 
 /* ---------------------------------------------------------------- the 2D-sharding helper */
 
@@ -462,7 +467,8 @@ typedef struct sscGemmShard2dPlan_v1 {
  * The rule (docs/gemm.md) estimates each as roofline GEMM time with a short-K penalty plus the
  * collective's bytes over coll_gbps, and picks the cheaper.
  */
-sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmShard2dPlan_t* plan);
+SSC_EXPORT sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query,
+                                      sscGemmShard2dPlan_t* plan);
 
 #ifdef __cplusplus
 }  /* extern "C" */

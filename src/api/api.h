@@ -8,8 +8,11 @@
 #include "src/comm/comm.h"
 #include "src/core/errors.h"
 #include "src/kernels/host/reduce.h"
+#include "starscream/starscream.h"
 
-#define SSC_API extern "C" __attribute__((visibility("default")))
+// The definitions of the public functions: C linkage and the public header's export macro (the
+// library is built with hidden visibility, so only these are exported).
+#define SSC_API extern "C" SSC_EXPORT
 
 namespace ssc {
 
