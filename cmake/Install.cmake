@@ -13,8 +13,16 @@ install(EXPORT StarscreamTargets NAMESPACE Starscream::
 configure_package_config_file(cmake/StarscreamConfig.cmake.in
   ${CMAKE_BINARY_DIR}/StarscreamConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)
+# Which requested versions find_package(Starscream X.Y) accepts: the same ABI as the SONAME
+# (CMakeLists.txt). In 0.x a minor release may break it, so 0.1 satisfies only 0.1.z requests;
+# from 1.0 on, any release of the same major version.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_ssc_compatibility SameMinorVersion)
+else()
+  set(_ssc_compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/StarscreamConfigVersion.cmake
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY ${_ssc_compatibility})
 install(FILES ${CMAKE_BINARY_DIR}/StarscreamConfig.cmake
   ${CMAKE_BINARY_DIR}/StarscreamConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Starscream)

@@ -1,5 +1,7 @@
-/* Links against the installed library and makes one real call through it. */
+/* Links against the installed library and makes one real call through it. Includes every
+   installed header that needs no MPI, so they are checked to compile as C. */
 #include <starscream/starscream.h>
+#include <starscream/starscream_ops.h>
 #include <stdio.h>
 
 int main(void) {
@@ -21,6 +23,6 @@ int main(void) {
     fprintf(stderr, "all-reduce gave %d (%s)\n", y, sscGetErrorString(r));
     return 1;
   }
-  printf("consumer ok: version %d\n", version);
+  printf("consumer ok: version %d (%s)\n", version, SSC_VERSION_STRING);
   return 0;
 }
