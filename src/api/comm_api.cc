@@ -2,6 +2,9 @@
 // finalize, destroy, abort and queries.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -64,10 +67,44 @@ sscResult_t checkConfig(const char* fn, const sscConfig_t* config, bool* blockin
   return sscSuccess;
 }
 
+// sscCommInitAll's ranks, each initialising on its own thread: when one of them cannot start,
+// the others are aborted (they would wait for it until STARSCREAM_TIMEOUT).
+struct InitAllRanks {
+  std::mutex mu;
+  bool cancelled = false;
+  std::vector<sscComm*> comms;  // by rank, while its init runs
+  void track(int rank, sscComm* comm) {
+    std::lock_guard<std::mutex> g(mu);
+    comms[static_cast<size_t>(rank)] = comm;
+    if (comm != nullptr && cancelled) comm->abortFlag.store(true);
+  }
+  void cancel() {
+    std::lock_guard<std::mutex> g(mu);
+    cancelled = true;
+    for (sscComm* c : comms)
+      if (c != nullptr) c->abortFlag.store(true);
+  }
+};
+
+// commInit, with what the system may throw under a thread or memory limit (a thread that cannot
+// start, an allocation) turned into an error: the caller then frees what was made, as after any
+// other failure.
+sscResult_t initGuarded(sscComm* comm, const sscUniqueId& id, int nranks, int rank) {
+  try {
+    sscResult_t r = commInit(comm, id, nranks, rank);
+    return r == sscSuccess ? commCalibrate(comm) : r;
+  } catch (const std::system_error& e) {
+    return fail(sscSystemError, "communicator init: {}", e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(sscSystemError, "communicator init: out of host memory");
+  }
+}
+
 // `parent`: a blocking split's parent, whose peer watch also ends the child's waits during init.
+// `group`: sscCommInitAll's ranks, so that this one can be aborted with them.
 sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUniqueId& id, int rank,
                      const sscConfig_t* config, const Topology* topoOverride, int device = -1,
-                     sscComm* parent = nullptr) {
+                     sscComm* parent = nullptr, InitAllRanks* group = nullptr) {
   if (out == nullptr) return fail(sscInvalidArgument, "{}: comm is NULL", fn);
   *out = nullptr;
   if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks {} must be at least 1", fn, nranks);
@@ -86,21 +123,28 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   commRegisterLive(comm);
   if (!blocking) {
     comm->asyncError.store(sscInProgress);
-    comm->initThread = std::thread([comm, id, nranks, rank] {
-      // A new thread starts on device 0: bind the caller's device first.
-      comm->backend->bindDevice(comm->device);
-      sscResult_t r = commInit(comm, id, nranks, rank);
-      if (r == sscSuccess) r = commCalibrate(comm);
-      if (r == sscSuccess) comm->asyncError.store(sscSuccess);
-      else commSetAsyncError(comm, r, commRingFailureText(comm, r, lastError()));
-    });
+    try {
+      comm->initThread = commStartThread([comm, id, nranks, rank] {
+        // A new thread starts on device 0: bind the caller's device first.
+        comm->backend->bindDevice(comm->device);
+        const sscResult_t r = initGuarded(comm, id, nranks, rank);
+        if (r == sscSuccess) comm->asyncError.store(sscSuccess);
+        else commSetAsyncError(comm, r, commRingFailureText(comm, r, lastError()));
+      });
+    } catch (const std::system_error& e) {
+      commUnregisterLive(comm);
+      deleteComm(comm);
+      return fail(sscSystemError, "{}: cannot start the thread of a non-blocking init: {}", fn,
+                  e.what());
+    }
     *out = comm;
     return sscInProgress;
   }
+  if (group != nullptr) group->track(rank, comm);
   if (parent != nullptr) commLinkChild(parent, comm);
-  sscResult_t r = commInit(comm, id, nranks, rank);
-  if (r == sscSuccess) r = commCalibrate(comm);
+  sscResult_t r = initGuarded(comm, id, nranks, rank);
   if (parent != nullptr) commUnlinkChild(parent, comm);
+  if (group != nullptr) group->track(rank, nullptr);
   if (r != sscSuccess) {
     // A peer that failed its own init (a malformed STARSCREAM_* value, say) announces it on the
     // peer watch and then closes its ring connections; a send to it can see the closed socket
@@ -177,14 +221,37 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
     std::vector<sscResult_t> results(ndev, sscSuccess);
     std::vector<std::string> messages(ndev);
     std::vector<std::thread> threads;
-    for (int i = 0; i < ndev; ++i)
-      threads.emplace_back([&, i] {
-        // Rank i lives on devlist[i] (device i without a list), as in ncclCommInitAll.
-        results[i] = initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr,
-                              devices == 0 ? -1 : devlist != nullptr ? devlist[i] : i);
-        messages[i] = lastError();
-      });
+    threads.reserve(static_cast<size_t>(ndev));
+    InitAllRanks group;
+    group.comms.assign(static_cast<size_t>(ndev), nullptr);
+    for (int i = 0; i < ndev; ++i) comms[i] = nullptr;  // a rank that never starts leaves none
+    std::string notStarted;
+    for (int i = 0; i < ndev && notStarted.empty(); ++i) {
+      try {
+        threads.push_back(commStartThread([&, i] {
+          // Rank i lives on devlist[i] (device i without a list), as in ncclCommInitAll.
+          results[i] = guarded("sscCommInitAll", [&] {
+            return initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr,
+                            devices == 0 ? -1 : devlist != nullptr ? devlist[i] : i, nullptr,
+                            &group);
+          });
+          messages[i] = lastError();
+        }));
+      } catch (const std::system_error& e) {
+        // A thread or memory limit: the ranks already started wait for this one, which will
+        // never come. Abort them, and wait for them to leave before their results go away.
+        notStarted = fmt::format("sscCommInitAll: cannot start thread {} of {}: {}{}", i + 1, ndev,
+                                 e.what(), i == 0 ? "" : fmt::format(" (the {} started were aborted)", i));
+        group.cancel();
+      }
+    }
     for (auto& t : threads) t.join();
+    if (!notStarted.empty()) {
+      for (int j = 0; j < ndev; ++j)
+        if (comms[j] != nullptr && commUnregisterLive(comms[j])) deleteComm(comms[j]);
+      for (int j = 0; j < ndev; ++j) comms[j] = nullptr;
+      return fail(sscSystemError, "{}", notStarted);
+    }
     for (int i = 0; i < ndev; ++i) {
       if (results[i] == sscSuccess) continue;
       for (int j = 0; j < ndev; ++j)

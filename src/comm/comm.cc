@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <set>
+#include <system_error>
 #include <vector>
 
 #include "src/comm/call_check.h"
@@ -150,6 +152,14 @@ void commRegisterLive(sscComm* comm) {
 bool commUnregisterLive(sscComm* comm) {
   std::lock_guard<std::mutex> g(g_liveMu);
   return g_live.erase(comm) != 0;
+}
+
+static std::atomic<int> g_threadStartsLeft{-1};  // commFailThreadStartsAfter; negative: off
+void commFailThreadStartsAfter(int starts) { g_threadStartsLeft.store(starts); }
+std::thread commStartThread(std::function<void()> body) {
+  if (g_threadStartsLeft.load() >= 0 && g_threadStartsLeft.fetch_sub(1) == 0)
+    throw std::system_error(EAGAIN, std::generic_category(), "thread creation refused (test hook)");
+  return std::thread(std::move(body));
 }
 
 sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -142,6 +143,14 @@ bool commUnregisterLive(sscComm* comm);
 
 // Full init of a communicator object (bootstrap, topology, backend connections).
 sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank);
+
+// Starts a thread of communicator initialisation (sscCommInitAll's per-rank threads, a
+// non-blocking init's thread). Throws std::system_error when the system refuses one (a thread or
+// memory limit), as std::thread does.
+std::thread commStartThread(std::function<void()> body);
+// Test hook: after `starts` more successful commStartThread calls, the next one fails as under a
+// thread limit (std::system_error, EAGAIN), once; a negative value turns it off.
+void commFailThreadStartsAfter(int starts);
 
 // Records an asynchronous failure on comm (first one wins) so sscCommGetAsyncError reports it.
 void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& message);

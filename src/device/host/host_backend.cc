@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 
 #include "src/core/errors.h"
 #include "src/device/backend.h"
@@ -79,7 +80,11 @@ class HostBackend : public Backend {
   }
 
   sscResult_t streamCreate(sscStream_t* stream) override {
-    *stream = new HostStream();
+    try {
+      *stream = new HostStream();
+    } catch (const std::system_error& e) {
+      return fail(sscSystemError, "cannot start a host stream's progress thread: {}", e.what());
+    }
     return sscSuccess;
   }
 
@@ -100,7 +105,12 @@ class HostBackend : public Backend {
   }
 
   sscResult_t connect(CommView* comm, std::unique_ptr<CommResources>* out) override {
-    auto res = std::make_unique<HostResources>();
+    std::unique_ptr<HostResources> res;
+    try {
+      res = std::make_unique<HostResources>();
+    } catch (const std::system_error& e) {
+      return fail(sscSystemError, "cannot start the communicator's progress thread: {}", e.what());
+    }
     SSC_CHECK(ShmTransport::create(comm, &res->shm));
     *out = std::move(res);
     return sscSuccess;
