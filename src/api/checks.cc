@@ -22,6 +22,9 @@ sscResult_t checkComm(const char* fn, sscComm* comm, bool allowFailed) {
     return fail(static_cast<sscResult_t>(state), "{}: communicator has failed earlier: {}", fn,
                 comm->asyncMessage);
   }
+  if (!allowFailed && comm->finalized.load())
+    return fail(sscInvalidUsage, "{}: communicator was finalized (sscCommFinalize): only queries, "
+                "deregistration and sscCommDestroy may follow", fn);
   if (!allowFailed) {
     if (std::string gone = commPeerGone(comm); !gone.empty())
       return fail(sscRemoteError, "{}: {}; the communicator cannot run calls with it any more",

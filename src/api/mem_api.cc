@@ -1,4 +1,5 @@
 // Memory, registration, stream and reduction-op entry points.
+#include <cstdint>
 #include <iterator>
 #include <vector>
 
@@ -59,6 +60,13 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
     if (handle == nullptr) return fail(sscInvalidArgument, "sscCommRegister: handle is NULL");
     if (buff == nullptr || size == 0)
       return fail(sscInvalidArgument, "sscCommRegister: buffer {} of {} bytes is empty", buff, size);
+    // No buffer is larger than half the address space, nor wraps around its end; the range
+    // arithmetic below (overlaps, covering registrations) relies on it.
+    if (size > static_cast<size_t>(PTRDIFF_MAX) ||
+        reinterpret_cast<uintptr_t>(buff) > UINTPTR_MAX - size)
+      return fail(sscInvalidArgument, "sscCommRegister: [{}, +{}) is not a buffer: the range {} "
+                  "the address space", buff, size,
+                  size > static_cast<size_t>(PTRDIFF_MAX) ? "is larger than half of" : "wraps around the end of");
     {
       std::lock_guard<std::mutex> g(comm->mu);
       auto it = comm->registrations.upper_bound(buff);

@@ -93,7 +93,8 @@ struct sscComm final : ssc::CommView {
   // The thread timing the tuner's calibration sweep at the end of init (src/api/calibration.cc):
   // its calls pass checkComm while the communicator is still "in progress" for everyone else.
   std::atomic<std::thread::id> calibrationThread{};
-  bool finalized = false;
+  // Set by sscCommFinalize: from then on only queries, deregistration and destroy are accepted.
+  std::atomic<bool> finalized{false};
 
   // Work queued and not yet finished; destroy waits for it.
   std::mutex mu;

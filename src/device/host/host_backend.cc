@@ -2,8 +2,13 @@
 // on the CPU over shared memory. It exists so every algorithm is tested on machines without a
 // GPU; it is never the product's fast path.
 
+#include <sys/sysinfo.h>
+
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <system_error>
 
@@ -39,13 +44,36 @@ class HostResources : public CommResources {
 
 std::mutex g_submitMu;
 
+// Physical memory plus swap, or the control group's memory limit when lower (v2, then v1).
+uint64_t hostMemoryBytes() {
+  struct sysinfo si {};
+  uint64_t most = sysinfo(&si) == 0
+                      ? (static_cast<uint64_t>(si.totalram) + si.totalswap) * si.mem_unit
+                      : UINT64_MAX;
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream file(path);
+    uint64_t limit = 0;
+    if (file >> limit && limit > 0) most = std::min(most, limit);  // "max" does not parse
+  }
+  return most;
+}
+
 class HostBackend : public Backend {
  public:
   const char* name() const override { return "host"; }
   int deviceIndex() const override { return -1; }
 
-  // Shareable (memfd) memory, so symmetric registrations can map it into peers.
-  sscResult_t memAlloc(void** ptr, size_t bytes) override { return shmAlloc(bytes, ptr); }
+  // Shareable (memfd) memory, so symmetric registrations can map it into peers. Its pages are
+  // backed when first touched, so sizing and mapping alone succeed far beyond what the machine
+  // holds (64 TiB does), and a touch past that is a SIGBUS or the OOM killer: what no memory
+  // here could ever back is refused, as a GPU runtime refuses more than the device has.
+  sscResult_t memAlloc(void** ptr, size_t bytes) override {
+    const uint64_t most = hostMemoryBytes();
+    if (bytes > most)
+      return fail(sscSystemError, "out of host memory: cannot allocate {} bytes (more than the "
+                  "{} bytes of memory and swap this machine, or its memory limit, has)", bytes, most);
+    return shmAlloc(bytes, ptr);
+  }
   sscResult_t memFree(void* ptr) override { return shmFree(ptr); }
 
   sscResult_t registerBuffer(CommView* comm, void* buff, size_t bytes,
