@@ -32,9 +32,11 @@ ncclResult_t runCall(const char* fn, ncclComm_t handle, ncclDataType_t type, Ven
   std::shared_ptr<ncclComm> comm;
   size_t elemBytes = 0;
   ncclResult_t r = acquire(fn, handle, Need::kReady, &comm);
+  sscStream_t sscStream = nullptr;
   if (r == ncclSuccess) r = typeSize(fn, type, &elemBytes);
+  if (r == ncclSuccess) r = streamFor(fn, *comm, stream, &sscStream);
   if (r == ncclSuccess) {
-    r = issue(Call{*comm, streamFor(*comm, stream), elemBytes, static_cast<sscDataType_t>(type)});
+    r = issue(Call{*comm, sscStream, elemBytes, static_cast<sscDataType_t>(type)});
     if (r == ncclSuccess) {
       groupNoteSscCall();
       r = completeCall(fn, comm);

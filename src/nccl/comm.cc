@@ -1,6 +1,7 @@
 #include "src/nccl/comm.h"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 
 #include "src/core/log.h"
@@ -157,8 +158,21 @@ ncclResult_t acquire(const char* fn, ncclComm_t handle, Need need, std::shared_p
   return ncclSuccess;
 }
 
-sscStream_t streamFor(const ncclComm& comm, VendorStream stream) {
-  return comm.hostBackend ? comm.hostStream : static_cast<sscStream_t>(stream);
+ncclResult_t streamFor(const char* fn, const ncclComm& comm, VendorStream stream, sscStream_t* out) {
+  *out = comm.hostBackend ? comm.hostStream : static_cast<sscStream_t>(stream);
+  // On a GPU backend the handle goes to the runtime, which validates its own handles.
+  if (!comm.hostBackend) return ncclSuccess;
+  // The vendor's default-stream handles: NULL, the legacy stream (1), the per-thread stream (2).
+  if (reinterpret_cast<uintptr_t>(stream) <= 2) return ncclSuccess;
+  // Anything else must be what sscAllReduce accepts on the host backend, a stream made by
+  // sscStreamCreate: synchronizing it checks that the same way, and runs this call after the
+  // work already queued there, as stream order wants.
+  const sscResult_t r = sscStreamSynchronize(static_cast<sscStream_t>(stream));
+  if (r == sscInvalidArgument)
+    return fail(ncclInvalidArgument, "{}: stream {} is not a stream: on the host backend (no GPU) "
+                "a call takes NULL, cudaStreamLegacy, cudaStreamPerThread or a stream from "
+                "sscStreamCreate ({})", fn, static_cast<void*>(stream), sscGetLastError(nullptr));
+  return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, comm.ssc);
 }
 
 std::shared_ptr<CreateJob> startChildJob(ncclComm& parent,

@@ -99,8 +99,10 @@ ncclResult_t advance(const char* fn, ncclComm& comm);
 ncclResult_t awaitReady(const char* fn, ncclComm& comm);
 
 // The Starscream stream a call on `comm` runs on: the caller's stream on a GPU backend, the
-// communicator's internal one on the host backend.
-sscStream_t streamFor(const ncclComm& comm, VendorStream stream);
+// communicator's internal one on the host backend. There the caller's handle is still checked as
+// sscAllReduce checks it (ncclInvalidArgument for a made-up one such as 0x10): NULL, the
+// vendor's default-stream handles, or a stream from sscStreamCreate (synchronized first).
+ncclResult_t streamFor(const char* fn, const ncclComm& comm, VendorStream stream, sscStream_t* out);
 
 // Runs `create` on a thread as a child job of `parent` (after the parent's earlier jobs, which
 // use the same bootstrap). The returned job reports the new Starscream communicator.
