@@ -100,6 +100,12 @@ sscResult_t initGuarded(sscComm* comm, const sscUniqueId& id, int nranks, int ra
   }
 }
 
+// Why init failed: a ring failure may be a peer's death or abort the peer watch is about to
+// report (commRingFailureText), but ranks whose settings differ each know the whole story.
+std::string initFailureText(sscComm* comm, sscResult_t r) {
+  return comm->settingsDiffer ? lastError() : commRingFailureText(comm, r, lastError());
+}
+
 // `parent`: a blocking split's parent, whose peer watch also ends the child's waits during init.
 // `group`: sscCommInitAll's ranks, so that this one can be aborted with them.
 sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUniqueId& id, int rank,
@@ -129,7 +135,7 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
         comm->backend->bindDevice(comm->device);
         const sscResult_t r = initGuarded(comm, id, nranks, rank);
         if (r == sscSuccess) comm->asyncError.store(sscSuccess);
-        else commSetAsyncError(comm, r, commRingFailureText(comm, r, lastError()));
+        else commSetAsyncError(comm, r, initFailureText(comm, r));
       });
     } catch (const std::system_error& e) {
       commUnregisterLive(comm);
@@ -149,7 +155,7 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
     // A peer that failed its own init (a malformed STARSCREAM_* value, say) announces it on the
     // peer watch and then closes its ring connections; a send to it can see the closed socket
     // first. commRingFailureText gives the watch a moment, so the message names the rank and why.
-    std::string why = commRingFailureText(comm, r, lastError());
+    std::string why = initFailureText(comm, r);
     commUnregisterLive(comm);
     deleteComm(comm);
     return setError(r, why);

@@ -24,14 +24,9 @@ namespace {
 std::mutex g_liveMu;
 std::set<const sscComm*> g_live;
 
-sscResult_t loadTopology(sscComm* comm) {
-  std::string file = env::getString("STARSCREAM_TOPO_FILE");
-  if (comm->topoPreset) {
-    // Already set (a split's subset of the parent's graph).
-  } else if (!file.empty()) {
-    const sscResult_t r = loadTopologyFile(file, comm->nranks, &comm->topo);
-    if (r != sscSuccess) return setError(r, "STARSCREAM_TOPO_FILE: " + lastError());
-  } else {
+// `fromFile`: commInit read STARSCREAM_TOPO_FILE into comm->topo (else discovery, collective).
+sscResult_t loadTopology(sscComm* comm, bool fromFile) {
+  if (!comm->topoPreset && !fromFile) {
     // Each rank describes itself; everyone builds the graph from the same gathered vector.
     GpuRuntimeInfo gpu{};
     bool hasGpu = comm->backend->runtimeInfo(&gpu);
@@ -50,6 +45,88 @@ sscResult_t loadTopology(sscComm* comm) {
       return fail(sscInvalidUsage, "rank {} built a different topology than rank {} (is "
                   "STARSCREAM_TOPO_FILE the same on every rank?)", r, comm->rank);
   return sscSuccess;
+}
+
+// ---- Settings every rank must share (env::wireSettings), compared once at init.
+std::vector<env::WireSetting> wireSettings(const sscComm* comm) {
+  env::WireContext context;
+  context.backend = comm->backend->name();
+  context.defaultStagingBytes = comm->backend->defaultStagingBytes();
+  for (size_t k = 0; k < kNumCollKinds; ++k)  // per collective, so equivalent spellings agree
+    if (static_cast<CollKind>(k) != CollKind::kSendRecv)  // point-to-point has one algorithm
+      context.algos += fmt::format("{}={},", collName(static_cast<CollKind>(k)),
+                                   algoName(comm->config.forcedAlgos[k]));
+  context.topologyPreset = comm->topoPreset;
+  context.topologyName = comm->topo.name;
+  context.topologyDigest = fmt::format("{:016x}", std::hash<std::string>{}(topologyToJson(comm->topo)));
+  return env::wireSettings(context);
+}
+
+// Round 2, run by every rank once round 1 found digests that differ (all ranks see the same
+// table, so all come here): each rank's settings as text, for a message naming each setting that
+// differs, its values and the ranks holding each.
+sscResult_t reportSettingsThatDiffer(sscComm* comm, const std::vector<env::WireSetting>& mine) {
+  struct Wire {
+    uint64_t value;
+    char shown[200];
+  };
+  const size_t n = mine.size();
+  std::vector<Wire> all(n * static_cast<size_t>(comm->nranks));
+  std::memset(all.data(), 0, all.size() * sizeof(Wire));
+  for (size_t s = 0; s < n; ++s) {
+    Wire& w = all[static_cast<size_t>(comm->rank) * n + s];
+    w.value = std::hash<std::string>{}(mine[s].value);
+    std::string shown = mine[s].shown;
+    if (shown.size() >= sizeof(w.shown)) shown = shown.substr(0, sizeof(w.shown) - 4) + "...";
+    std::memcpy(w.shown, shown.data(), shown.size());
+  }
+  SSC_CHECK(comm->bootstrap->allGather(all.data(), n * sizeof(Wire)));
+  std::vector<const char*> names;
+  for (const env::WireSetting& s : mine) names.push_back(s.name);
+  std::vector<std::vector<std::pair<uint64_t, std::string>>> byRank(static_cast<size_t>(comm->nranks));
+  for (size_t q = 0; q < byRank.size(); ++q)
+    for (size_t s = 0; s < n; ++s) {
+      const Wire& w = all[q * n + s];
+      byRank[q].emplace_back(w.value, std::string(w.shown, strnlen(w.shown, sizeof(w.shown))));
+    }
+  const std::string text = env::describeDifferences(names, byRank);
+  if (text.empty()) return sscSuccess;  // the digests differ only in what no setting shows
+  // Every rank concludes this from the same table: leave instead of aborting, so that a rank
+  // still receiving its part of the table is not cut off by an abort notice.
+  comm->settingsDiffer = true;
+  commStopWatch(comm, /*orderly=*/true);
+  return fail(sscInvalidUsage, "the ranks' settings differ, and each must be the same on every "
+              "rank: {}", text);
+}
+
+// Round 1, the one all-gather every init has: where each rank runs (onePerProcess) and a digest
+// of its wire settings. Runs before anything that depends on the settings, so that a difference
+// is named as such instead of failing later as a mismatched exchange or a hang.
+sscResult_t agreeOnSettings(sscComm* comm) {
+  const std::vector<env::WireSetting> settings = wireSettings(comm);
+  std::string joined;
+  for (const env::WireSetting& s : settings) joined += fmt::format("{}={}\n", s.name, s.value);
+  struct Hello {
+    char host[64];
+    int64_t pid;
+    uint64_t settings;
+  };
+  const int rank = comm->rank;
+  std::vector<Hello> hello(comm->nranks);
+  std::memset(hello.data(), 0, hello.size() * sizeof(Hello));
+  (void)gethostname(hello[rank].host, sizeof(hello[rank].host) - 1);
+  hello[rank].pid = static_cast<int64_t>(getpid());
+  hello[rank].settings = std::hash<std::string>{}(joined);
+  SSC_CHECK(comm->bootstrap->allGather(hello.data(), sizeof(Hello)));
+  comm->onePerProcess = true;
+  bool differ = false;
+  for (int q = 0; q < comm->nranks; ++q) {
+    differ = differ || hello[q].settings != hello[rank].settings;
+    if (q != rank && hello[q].pid == hello[rank].pid &&
+        std::strncmp(hello[q].host, hello[rank].host, sizeof(hello[q].host)) == 0)
+      comm->onePerProcess = false;
+  }
+  return differ ? reportSettingsThatDiffer(comm, settings) : sscSuccess;
 }
 
 // Runs on the peer watch's thread. A peer that died fails the communicator (sscCommGetAsyncError
@@ -190,7 +267,13 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
                                 : grid == "wide" ? ZeroCopyGrid::kWide
                                                  : ZeroCopyGrid::kAuto;
   }
-  SSC_CHECK(loadTopology(comm));
+  // The topology file is read before the settings are compared: its topology is one of them.
+  const std::string topoFile = comm->topoPreset ? "" : env::getString("STARSCREAM_TOPO_FILE");
+  if (!topoFile.empty())
+    if (sscResult_t r = loadTopologyFile(topoFile, nranks, &comm->topo); r != sscSuccess)
+      return setError(r, "STARSCREAM_TOPO_FILE: " + lastError());
+  SSC_CHECK(agreeOnSettings(comm));
+  SSC_CHECK(loadTopology(comm, !topoFile.empty()));
   SSC_CHECK(comm->backend->connect(comm, &comm->resources));
   ModelLimits limits{comm->resources->chunkBytes(), comm->resources->channels(),
                      comm->backend->packetAllReduceMaxBytes(comm), 4};
@@ -200,17 +283,6 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
                         [comm](void* d, size_t n) { return comm->bootstrap->allGather(d, n); },
                         &comm->tuner));
   SSC_CHECK(commSetUpStaging(comm));
-  struct Where { char host[64]; int64_t pid; };
-  std::vector<Where> where(nranks);
-  std::memset(where.data(), 0, where.size() * sizeof(Where));
-  (void)gethostname(where[rank].host, sizeof(where[rank].host) - 1);
-  where[rank].pid = static_cast<int64_t>(getpid());
-  SSC_CHECK(comm->bootstrap->allGather(where.data(), sizeof(Where)));
-  comm->onePerProcess = true;
-  for (int q = 0; q < nranks; ++q)
-    if (q != rank && where[q].pid == where[rank].pid &&
-        std::strncmp(where[q].host, where[rank].host, sizeof(where[q].host)) == 0)
-      comm->onePerProcess = false;
   SSC_CHECK(commSetUpPeerCache(comm));
   SSC_CHECK(callCheckSetUp(comm));
   SSC_CHECK(comm->bootstrap->barrier());

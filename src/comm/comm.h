@@ -95,6 +95,9 @@ struct sscComm final : ssc::CommView {
   std::atomic<std::thread::id> calibrationThread{};
   // Set by sscCommFinalize: from then on only queries, deregistration and destroy are accepted.
   std::atomic<bool> finalized{false};
+  // Init failed because the ranks' settings differ (commInit): every rank found it from the same
+  // gathered table, so its message is complete without a peer's abort notice.
+  bool settingsDiffer = false;
 
   // Work queued and not yet finished; destroy waits for it.
   std::mutex mu;
@@ -142,7 +145,11 @@ void commRegisterLive(sscComm* comm);
 // Takes comm out of the live set; false when it was not in it (another thread got there first).
 bool commUnregisterLive(sscComm* comm);
 
-// Full init of a communicator object (bootstrap, topology, backend connections).
+// Full init of a communicator object (bootstrap, topology, backend connections). Before anything
+// that depends on them, the ranks compare every setting that changes what a rank sends or
+// expects (STARSCREAM_ALGO, the host FIFO shape, staging, zero-copy floor, topology file,
+// STARSCREAM_CHECK, the tuner's mode and profile, the backend): any difference fails init on
+// every rank with sscInvalidUsage naming the variables, their values and the ranks.
 sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank);
 
 // Starts a thread of communicator initialisation (sscCommInitAll's per-rank threads, a

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "starscream/starscream.h"
@@ -44,5 +45,32 @@ sscResult_t validate();
 
 // The registry as a Markdown table (what docs/environment.md holds).
 std::string markdownTable();
+
+// ---- Settings every rank of a communicator must share (communicator init compares them).
+
+// One of them on this rank: `value` is what is compared (defaults filled in, numbers parsed,
+// files by their content, so that equivalent spellings agree), `shown` what a message prints.
+struct WireSetting {
+  const char* name;
+  std::string value, shown;
+};
+// What only the communicator knows of them.
+struct WireContext {
+  std::string backend;               // the backend in use
+  uint64_t defaultStagingBytes = 0;  // its STARSCREAM_STAGING_BYTES when unset
+  std::string algos;                 // STARSCREAM_ALGO as parsed, per collective
+  bool topologyPreset = false;       // a split's child: the parent's topology, no file read
+  std::string topologyName, topologyDigest;  // the topology STARSCREAM_TOPO_FILE gave
+};
+// Every setting that changes what a rank sends or expects, in a fixed order: the backend,
+// STARSCREAM_ALGO, STARSCREAM_ZERO_COPY_GRID, the host FIFO shape, STARSCREAM_STAGING_BYTES,
+// STARSCREAM_ZERO_COPY_MIN_BYTES, STARSCREAM_TOPO_FILE, STARSCREAM_CHECK, STARSCREAM_TUNE and
+// STARSCREAM_TUNER_PROFILE.
+std::vector<WireSetting> wireSettings(const WireContext& context);
+// Each rank's settings as gathered: [rank][setting] = (digest of value, shown), in the order of
+// wireSettings. "" when they agree, else "NAME is A on ranks 0, 2 but B on rank 1; ..." for each
+// setting that differs.
+std::string describeDifferences(const std::vector<const char*>& names,
+                                const std::vector<std::vector<std::pair<uint64_t, std::string>>>& byRank);
 
 }  // namespace ssc::env
