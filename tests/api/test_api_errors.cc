@@ -190,7 +190,7 @@ TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
       for (size_t i = 0; i < n; ++i) bufs[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 100);
     onBothRanks([&](int r) {
       EXPECT_EQ(sscAllReduce(bufs[r], bufs[r] + count, n, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
-      EXPECT_EQ(sscCommFinalize(comms_[r]), sscSuccess) << sscGetLastError(comms_[r]);
+      EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess) << sscGetLastError(comms_[r]);
     });
     for (int r = 0; r < 2; ++r)
       for (size_t i = 0; i < n; ++i)
@@ -198,7 +198,7 @@ TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
     // In place (two-shot even when small).
     onBothRanks([&](int r) {
       EXPECT_EQ(sscAllReduce(bufs[r], bufs[r], n, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
-      EXPECT_EQ(sscCommFinalize(comms_[r]), sscSuccess);
+      EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
     });
     for (int r = 0; r < 2; ++r)
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(bufs[r][i], 3.0f * static_cast<float>(i % 100));
@@ -227,7 +227,7 @@ TEST_F(ApiErrors, AllToAllInPlace) {
     onBothRanks([&](int r) {
       EXPECT_EQ(sscAllToAll(buf[r].data(), buf[r].data(), count, sscFloat32, comms_[r], nullptr), sscSuccess)
           << sscGetLastError(comms_[r]);
-      EXPECT_EQ(sscCommFinalize(comms_[r]), sscSuccess) << sscGetLastError(comms_[r]);
+      EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess) << sscGetLastError(comms_[r]);
     });
     // Block j of rank r's result is block r of rank j's input.
     for (int r = 0; r < 2; ++r)
