@@ -7,7 +7,9 @@
 #    the HIP headers (CMake's hip::host: __HIP_PLATFORM_AMD__), syntax only. Not as -x hip:
 #    Debian's clang 15 crashes (an internal compiler error in Sema::checkTypeSupport) on
 #    gpu_backend.cc and gpu_plan_cache.cc in HIP mode, and the build never compiles them so.
-# Reports every file, then exits non-zero if any failed.
+# The compiles run in parallel, SSC_HIP_CHECK_JOBS at a time (default: nproc; ctest sets it to
+# the PROCESSORS it reserves for the test). Reports every file in a fixed order, with the first
+# 40 lines of each failing compile's output, then exits non-zero if any failed.
 #
 #   tests/gpu/check_hip_compile.sh [hipcc]      (default: hipcc on PATH, then /opt/rocm/bin)
 #
@@ -30,17 +32,14 @@ common=(-std=c++20 -I"$repo" -I"$repo/include" -DSTARSCREAM_GPU_HIP=1 -DSTARSCRE
 # needed, but silence its traceback on machines without /sys/class/kfd anyway.
 export ROCM_TARGET_LST=${ROCM_TARGET_LST:-/dev/null}
 
-fail=0
+# run WHAT COMMAND...: queues one compile (job i: $out/cmd.i, its output $out/log.i, its exit
+# status $out/rc.i); the queue runs after the last one is added.
+whats=()
 run() {
-  local what=$1
+  local i=${#whats[@]}
+  whats+=("$1")
   shift
-  if ! "$@" 2>"$out/log"; then
-    echo "FAIL $what" >&2
-    sed -n 1,40p "$out/log" >&2
-    fail=1
-  else
-    echo "ok   $what"
-  fi
+  printf '%q ' "$@" >"$out/cmd.$i"
 }
 
 for src in "$repo"/src/kernels/gpu/*.cu; do
@@ -69,6 +68,22 @@ inc=$(dirname "$(dirname "$(readlink -f "$hipcc")")")/include
 for src in "${host[@]}"; do
   run "${src#$repo/}" "${CXX:-g++}" -std=c++20 -I"$repo" -I"$repo/include" "${hipinc[@]}" \
     -D__HIP_PLATFORM_AMD__=1 -DSTARSCREAM_GPU_HIP=1 -DSTARSCREAM_HAVE_GPU=1 "${mpi[@]}" -fsyntax-only "$src"
+done
+
+# The queue, SSC_HIP_CHECK_JOBS compiles at a time; each records its own exit status, so a failed
+# compile never stops the others and xargs' own status does not matter.
+parallel=${SSC_HIP_CHECK_JOBS:-$(nproc)}
+seq 0 $((${#whats[@]} - 1)) |
+  xargs -P "$parallel" -I{} bash -c 'bash "$1/cmd.$2" >"$1/log.$2" 2>&1; echo $? >"$1/rc.$2"' _ "$out" {} || true
+fail=0
+for i in "${!whats[@]}"; do
+  if [[ $(cat "$out/rc.$i" 2>/dev/null) == 0 ]]; then
+    echo "ok   ${whats[$i]}"
+  else
+    echo "FAIL ${whats[$i]}" >&2
+    sed -n 1,40p "$out/log.$i" >&2
+    fail=1
+  fi
 done
 if [[ $fail -ne 0 ]]; then
   echo "check_hip_compile: FAILED (HIP ${ver:-version unknown})" >&2
