@@ -50,6 +50,11 @@ class TcpBootstrap final : public Bootstrap {
     cookie_ = cookie;
   }
 
+  ~TcpBootstrap() override {
+    watch_.reset();
+    if (holdsRoot_) formedRootRelease(cookie_);
+  }
+
   sscResult_t setUp(const SocketAddress& root) {
     const Deadline deadline = Deadline::after(timeout_);
     SocketAddress local, nextAddress;
@@ -61,7 +66,14 @@ class TcpBootstrap final : public Bootstrap {
       // Two connections to the successor: the ring's data, and the peer watch's notices.
       for (const char* magic : {kPeerMagic, kWatchMagic}) {
         Socket& sock = magic == kPeerMagic ? next_ : watchNext_;
-        SSC_CHECK(Socket::connect(nextAddress, deadline, abortFlag_, nextName_, &sock));
+        // Its listener was up before the root handed out its address, and stays until this
+        // rank's connections arrived: a refusal means it is gone.
+        if (sscResult_t r = Socket::connect(nextAddress, deadline, abortFlag_, nextName_, &sock,
+                                            Socket::Refused::kMeansGone);
+            r != sscSuccess) {
+          if (r != sscRemoteError || aborted()) return r;
+          return fail(r, "rank {}: {} died during init: {}", rank_, nextName_, lastError());
+        }
         const PeerWire me = identity(magic);
         SSC_CHECK(sock.sendAll(&me, sizeof(me), deadline, abortFlag_, nextName_));
       }
@@ -141,6 +153,8 @@ class TcpBootstrap final : public Bootstrap {
   bool busy() const override { return busy_.load() != 0; }
 
  private:
+  bool aborted() const { return abortFlag_ != nullptr && abortFlag_->load(); }
+
   // `magic`: one of the 4-byte k*Magic arrays.
   PeerWire identity(const char* magic) const {
     PeerWire w{};
@@ -161,8 +175,20 @@ class TcpBootstrap final : public Bootstrap {
   sscResult_t joinRoot(const SocketAddress& root, const SocketAddress& local,
                        const Deadline& deadline, SocketAddress* next) {
     const std::string rootName = fmt::format("the bootstrap root at {}", root.toString());
+    // The root lives in the process that called sscGetUniqueId, for as long as that process runs
+    // (and, once the communicator formed, while that process keeps it): it listened before the
+    // unique id existed, so a refused connection means it is gone, not that it is not up yet.
+    const char* rootGone =
+        "the process that called sscGetUniqueId exited or crashed, or its root closed (the "
+        "communicator this unique id made was destroyed, or never formed); a unique id works "
+        "only while its root runs";
     Socket sock;
-    SSC_CHECK(Socket::connect(root, deadline, abortFlag_, "the bootstrap root", &sock));
+    if (sscResult_t r = Socket::connect(root, deadline, abortFlag_, "the bootstrap root", &sock,
+                                        Socket::Refused::kMeansGone);
+        r != sscSuccess) {
+      if (r != sscRemoteError || aborted()) return r;
+      return fail(r, "rank {}: {} is gone: {} ({})", rank_, rootName, rootGone, lastError());
+    }
     const HelloWire hello{identity(kHelloMagic), encodeAddress(local)};
     SSC_CHECK(sock.sendAll(&hello, sizeof(hello), deadline, abortFlag_, rootName));
 
@@ -176,6 +202,10 @@ class TcpBootstrap final : public Bootstrap {
       // may still form; only a connection closed without it (the process died) makes the root
       // fail the others.
       (void)sock.trySend(&kWithdraw, 1);
+      if (r == sscRemoteError && !aborted()) {
+        return fail(r, "rank {}: {} went away before every rank joined: {} ({})", rank_, rootName,
+                    rootGone, lastError());
+      }
       return r;
     }
     if (std::memcmp(reply.magic, kReplyMagic, sizeof(kReplyMagic)) != 0 || reply.result < 0 ||
@@ -191,6 +221,9 @@ class TcpBootstrap final : public Bootstrap {
     }
     if (!decodeAddress(reply.next, next))
       return fail(sscRemoteError, "rank {}: {} sent a malformed address", rank_, rootName);
+    // When the root runs in this process, it answers late joiners of this id until this rank's
+    // bootstrap is destroyed.
+    holdsRoot_ = formedRootHold(cookie_);
     SSC_LOG(kTrace, "bootstrap: rank {} admitted by {}; {} listens on {}", rank_, rootName,
             nextName_, next->toString());
     return sscSuccess;
@@ -264,6 +297,7 @@ class TcpBootstrap final : public Bootstrap {
 
   const std::atomic<bool>* abortFlag_;
   const double timeout_;  // STARSCREAM_TIMEOUT, read once at connect
+  bool holdsRoot_ = false;
   const std::string nextName_, prevName_;
   Socket listener_, next_, prev_;
   Socket watchNext_, watchPrev_;  // handed to the peer watch by startWatch

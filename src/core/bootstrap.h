@@ -5,7 +5,10 @@
 // allGather of nothing. All waits honour the abort flag and STARSCREAM_TIMEOUT. Each ring link
 // also has a control connection for the peer watch (dead, aborted or departed peers). A rank
 // whose connection to the root closes before every rank joined (without withdrawing) died: the
-// root then fails every rank that joined, naming it.
+// root then fails every rank that joined, naming it. The root listens before the id exists, so a
+// rank whose connection to it is refused knows it is gone and fails at once (so with a ring
+// neighbour's listener); once the communicator formed, the root tells a rank that joins with the
+// same id again that the id was used.
 #pragma once
 
 #include <atomic>
@@ -19,14 +22,16 @@
 namespace ssc {
 
 // Creates the unique id: starts the root listener (it serves exactly one communicator of
-// whatever nranks the first rank announces, then exits) and fills *id.
+// whatever nranks the first rank announces; after that it only answers late joiners, while a
+// rank of this process keeps the communicator, else for a minute) and fills *id.
 sscResult_t bootstrapCreateUniqueId(sscUniqueId* id);
 
 class Bootstrap {
  public:
   // Connects this rank. Fails with sscInvalidArgument for a malformed id, sscRemoteError /
-  // sscInvalidUsage (with a message) when the root rejects the cookie, the rank count or a
-  // duplicate rank, sscTimeout when the root or a peer does not answer in time.
+  // sscInvalidUsage (with a message) when the root rejects the cookie, the rank count, a
+  // duplicate rank or an id already used, sscRemoteError when the root or a ring neighbour is
+  // gone (refused or closed the connection), sscTimeout when one does not answer in time.
   // `abortFlag` may be null; when it becomes true every blocking call returns sscRemoteError.
   static sscResult_t connect(const sscUniqueId& id, int rank, int nranks,
                              const std::atomic<bool>* abortFlag, std::unique_ptr<Bootstrap>* out);

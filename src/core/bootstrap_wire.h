@@ -140,5 +140,12 @@ inline Wire stamped(const char (&magic)[4]) {
   return w;
 }
 
+// Once its communicator formed, a root keeps its listener so that a late joiner (the unique id
+// used a second time) is told so at once instead of waiting out its STARSCREAM_TIMEOUT (see
+// bootstrap_root.cc). A rank of this process that joined through the root holds it open while
+// its bootstrap lives: true when the id's root runs in this process (then release it later).
+bool formedRootHold(uint64_t cookie);
+void formedRootRelease(uint64_t cookie);
+
 
 }  // namespace ssc::bootstrap_wire

@@ -294,10 +294,12 @@ sscResult_t Socket::listen(const SocketAddress& addr, Socket* out, SocketAddress
 
 sscResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline,
                             const std::atomic<bool>* abortFlag, std::string_view peer,
-                            Socket* out) {
+                            Socket* out, Refused refused) {
   if (!addr.valid()) return SSC_INTERNAL("connect to an invalid address");
   const std::string who = fmt::format("{} at {}", peer, addr.toString());
   int backoffMs = 1;
+  std::chrono::steady_clock::time_point firstRefusal{};
+  int refusals = 0;
   for (int attempt = 1;; ++attempt) {
     Socket s;
     SSC_CHECK(newSocket(addr.family(), &s));
@@ -319,6 +321,17 @@ sscResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline,
     }
     if (!connectRetryable(error))
       return fail(sscSystemError, "cannot connect to {}: {}", who, errnoString(error));
+    if (error == ECONNREFUSED && refused == Refused::kMeansGone) {
+      // Nothing listens there any more. A short grace only absorbs a refusal that is not the
+      // listener's absence (none is known on Linux, where a full backlog drops, not refuses).
+      const auto now = std::chrono::steady_clock::now();
+      if (refusals++ == 0) firstRefusal = now;
+      if (now - firstRefusal >= std::chrono::milliseconds(kRefusedGraceMs)) {
+        return fail(sscRemoteError, "{} refused the connection ({} attempts over {} ms): nothing "
+                    "listens there any more", who, refusals,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - firstRefusal).count());
+      }
+    }
     if (attempt == 1)
       SSC_LOG(kTrace, "{} not reachable yet ({}); retrying", who, errnoString(error));
     s.reset();

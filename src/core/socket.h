@@ -102,11 +102,22 @@ class Socket {
   // Listens on addr (port 0: an ephemeral port); *bound gets the address actually bound.
   static sscResult_t listen(const SocketAddress& addr, Socket* out, SocketAddress* bound);
 
-  // Connects to addr. Refused or unreachable attempts are retried with backoff until the
-  // deadline, because the peer may not be listening yet. `peer` names it in messages.
+  // What a refused connection means to connect().
+  enum class Refused {
+    // The peer may not be listening yet: retry with backoff until the deadline.
+    kRetry,
+    // The peer listened before its address was handed out (the bootstrap root, a rank's ring
+    // listener), so a refusal means it went away: fail with sscRemoteError once refusals have
+    // lasted kRefusedGraceMs, instead of waiting out the deadline.
+    kMeansGone,
+  };
+  static constexpr int kRefusedGraceMs = 300;
+
+  // Connects to addr. Unreachable attempts are retried with backoff until the deadline (the
+  // route may still be coming up); refused ones as `refused` says. `peer` names it in messages.
   static sscResult_t connect(const SocketAddress& addr, const Deadline& deadline,
                              const std::atomic<bool>* abortFlag, std::string_view peer,
-                             Socket* out);
+                             Socket* out, Refused refused = Refused::kRetry);
 
   // Accepts one connection on this listening socket. *from (optional) gets the peer address.
   sscResult_t accept(const Deadline& deadline, const std::atomic<bool>* abortFlag,

@@ -387,6 +387,85 @@ TEST_F(BootstrapTest, IdleClientsOnTheRingListenerDoNotStarveThePeer) {
   EXPECT_LT(secondsSince(start), 5.0);
 }
 
+// A port on loopback where nothing listens (borrowed, then given back).
+uint16_t closedPort() {
+  SocketAddress address = SocketAddress::loopback(AF_INET);
+  Socket placeholder;
+  EXPECT_EQ(Socket::listen(address, &placeholder, &address), sscSuccess);
+  return address.port();
+}
+
+// The process that made the id is gone, so its root's listener is closed: a rank that had not
+// connected yet fails within about a second saying so, instead of retrying the refused
+// connection until STARSCREAM_TIMEOUT.
+TEST_F(BootstrapTest, ARootThatIsGoneFailsTheJoinerAtOnce) {
+  sscUniqueId id;
+  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  expectAllSucceeded({runRank(id, 0, 1)});  // retire the real root, keep its id's format
+  sscUniqueId gone = id;
+  const uint16_t port = htons(closedPort());
+  std::memcpy(&gone.internal[kIdPort], &port, sizeof(port));
+  const auto start = Clock::now();
+  Outcome o = runRank(gone, 0, 2);
+  EXPECT_EQ(o.result, sscRemoteError) << o.error;
+  EXPECT_NE(o.error.find("the bootstrap root at " + rootAddress(gone).toString() + " is gone"),
+            std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("sscGetUniqueId"), std::string::npos) << o.error;
+  EXPECT_LT(secondsSince(start), 1.0);
+}
+
+// An id serves one communicator. While it lives, the root answers a rank that joins with the
+// same id again at once; once every rank of this process destroyed it, the listener is closed
+// and the late rank is refused, which it reports as the root being gone (both within a second,
+// with STARSCREAM_TIMEOUT at 20 s).
+TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
+  sscUniqueId id;
+  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  std::promise<void> formed[2], done;
+  std::shared_future<void> finish = done.get_future().share();
+  std::vector<std::future<Outcome>> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(launchRank(id, r, 2, [&formed, finish](Bootstrap& b) {
+      formed[b.rank()].set_value();
+      finish.wait();
+      return sscSuccess;
+    }));
+  for (auto& f : formed) f.get_future().wait();
+  auto start = Clock::now();
+  Outcome late = runRank(id, 1, 2);
+  EXPECT_EQ(late.result, sscInvalidUsage) << late.error;
+  EXPECT_NE(late.error.find("this unique id was already used by a communicator of 2 ranks"),
+            std::string::npos) << late.error;
+  EXPECT_LT(secondsSince(start), 1.0);
+  Outcome stranger = runRank(id, 0, 5);  // another size: the same answer
+  EXPECT_NE(stranger.error.find("already used by a communicator of 2 ranks"), std::string::npos)
+      << stranger.error;
+  done.set_value();
+  std::vector<Outcome> outcomes;
+  for (auto& f : ranks) outcomes.push_back(f.get());
+  expectAllSucceeded(outcomes);
+  start = Clock::now();
+  late = runRank(id, 1, 2);
+  EXPECT_EQ(late.result, sscRemoteError) << late.error;
+  EXPECT_NE(late.error.find("is gone"), std::string::npos) << late.error;
+  EXPECT_LT(secondsSince(start), 1.0);
+}
+
+TEST_F(BootstrapTest, ALateRankOfAnIdWhoseCommunicatorFailedIsToldWhy) {
+  ::setenv("STARSCREAM_TIMEOUT", "1", 1);
+  sscUniqueId id;
+  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  Outcome alone = runRank(id, 0, 2);  // rank 1 comes too late
+  EXPECT_EQ(alone.result, sscTimeout) << alone.error;
+  const auto start = Clock::now();
+  Outcome late = runRank(id, 1, 2);
+  EXPECT_EQ(late.result, sscInvalidUsage) << late.error;
+  EXPECT_NE(late.error.find("the communicator of this unique id failed to form"),
+            std::string::npos) << late.error;
+  EXPECT_NE(late.error.find("only 1 of 2 ranks joined"), std::string::npos) << late.error;
+  EXPECT_LT(secondsSince(start), 0.5);
+}
+
 // ---------------------------------------------------------------- the socket layer
 
 class BootstrapSocket : public BootstrapTest {};
@@ -431,6 +510,23 @@ TEST_F(BootstrapSocket, ConnectRetriesUntilThePeerListens) {
   EXPECT_EQ(Socket::connect(address, Deadline::after(5), nullptr, "late peer", &client), sscSuccess)
       << lastError();
   listenLater.join();
+}
+
+TEST_F(BootstrapSocket, ARefusalMeansGoneOnlyWhenThePeerListenedBeforehand) {
+  SocketAddress address = SocketAddress::loopback(AF_INET);
+  address.setPort(closedPort());
+  Socket client;
+  auto start = Clock::now();
+  EXPECT_EQ(Socket::connect(address, Deadline::after(5), nullptr, "the root", &client,
+                            Socket::Refused::kMeansGone),
+            sscRemoteError);
+  EXPECT_NE(lastError().find("nothing listens there any more"), std::string::npos) << lastError();
+  EXPECT_GE(secondsSince(start), Socket::kRefusedGraceMs / 1000.0);
+  EXPECT_LT(secondsSince(start), 1.0);
+  // The default retries refusals until the deadline: the peer may not be up yet.
+  start = Clock::now();
+  EXPECT_EQ(Socket::connect(address, Deadline::after(0.8), nullptr, "a peer", &client), sscTimeout);
+  EXPECT_GE(secondsSince(start), 0.75);
 }
 
 TEST_F(BootstrapSocket, LargeExchangeBothWaysDoesNotDeadlock) {
