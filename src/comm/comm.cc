@@ -129,6 +129,27 @@ sscResult_t agreeOnSettings(sscComm* comm) {
   return differ ? reportSettingsThatDiffer(comm, settings) : sscSuccess;
 }
 
+// Runs on the peer watch's thread, for a peer whose heartbeat stopped (stopped, hung, or on a
+// stalled host), or for this rank itself when the others declared it so while it was stopped.
+// As for an abort: every wait ends (work in flight fails naming the rank and its host), new calls
+// fail, an idle communicator is not put in error. The verdict is final: a peer that resumes after
+// it was given up on does not undo it. The rank given up on is in error itself (its peers failed
+// whatever it was waiting for), before anything else it learns on resuming.
+void commOnPeerUnresponsive(sscComm* comm, const PeerEvent& e) {
+  if (e.rank == comm->rank) commSetAsyncError(comm, sscRemoteError, e.detail);
+  {
+    std::lock_guard<std::mutex> g(comm->mu);
+    if (comm->peerGone.empty()) comm->peerGone = e.detail;
+    for (sscComm* child : comm->initChildren) {
+      std::lock_guard<std::mutex> c(child->mu);
+      if (child->peerGone.empty()) child->peerGone = e.detail;
+      child->abortFlag.store(true);
+    }
+  }
+  comm->abortFlag.store(true);
+  SSC_LOG(kWarn, "rank {}: {}", comm->rank, e.detail);
+}
+
 // Runs on the peer watch's thread. A peer that died fails the communicator (sscCommGetAsyncError
 // reports it) and one that aborted ends every wait on a peer, so work that needed it fails within
 // milliseconds. Both make the communicator unusable for new calls; an idle one stays out of error
@@ -152,6 +173,8 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
     case PeerEventKind::kLeft:
       what = fmt::format("rank {} destroyed its communicator or its process exited", e.rank);
       break;
+    case PeerEventKind::kUnresponsive:
+      return commOnPeerUnresponsive(comm, e);
   }
   {
     std::lock_guard<std::mutex> g(comm->mu);

@@ -2,8 +2,10 @@
 
 #include <poll.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -38,11 +40,26 @@ struct RingCaller {
   bool done = false;
 };
 
+// STARSCREAM_HEARTBEAT_TIMEOUT as the peer watch takes it: 0 (never) for <= 0, NaN or infinity;
+// at least 1 s otherwise (the heartbeat goes every 250 ms whatever a rank's own setting).
+double heartbeatTimeoutFromEnv() {
+  const double t = env::getDouble("STARSCREAM_HEARTBEAT_TIMEOUT");
+  if (!(t > 0) || !std::isfinite(t)) return 0;
+  return std::max(t, 1.0);
+}
+
+// Where this process runs, for the messages that name a rank: "host h, pid p".
+struct WhereWire {
+  char host[64];
+  int64_t pid;
+};
+
 class TcpBootstrap final : public Bootstrap {
  public:
   TcpBootstrap(int rank, int nranks, uint64_t cookie, const std::atomic<bool>* abortFlag)
       : abortFlag_(abortFlag),
         timeout_(env::getDouble("STARSCREAM_TIMEOUT")),
+        heartbeatTimeout_(heartbeatTimeoutFromEnv()),
         nextName_(fmt::format("rank {}", (rank + 1) % nranks)),
         prevName_(fmt::format("rank {}", (rank + nranks - 1) % nranks)) {
     rank_ = rank;
@@ -89,6 +106,7 @@ class TcpBootstrap final : public Bootstrap {
       }
     }
     listener_.reset();  // the ring is complete: nobody else may connect
+    SSC_CHECK(gatherWhere());
     SSC_LOG(kInfo, "bootstrap: rank {} of {} joined the ring (listening on {})", rank_, nranks_,
             local.toString());
     return sscSuccess;
@@ -141,9 +159,12 @@ class TcpBootstrap final : public Bootstrap {
 
   void startWatch(PeerEventHandler handler, ExitKind onExit) override {
     if (nranks_ == 1 || watch_ != nullptr) return;
+    WatchOptions options;
+    options.heartbeatTimeout = heartbeatTimeout_;
+    options.where = where_;
     watch_ = PeerWatch::start(rank_, std::move(watchNext_), (rank_ + 1) % nranks_,
                               std::move(watchPrev_), (rank_ + nranks_ - 1) % nranks_,
-                              std::move(handler), std::move(onExit));
+                              std::move(handler), std::move(onExit), std::move(options));
   }
 
   void stopWatch(PeerEventKind announce) override {
@@ -154,6 +175,23 @@ class TcpBootstrap final : public Bootstrap {
 
  private:
   bool aborted() const { return abortFlag_ != nullptr && abortFlag_->load(); }
+
+  // Every rank's host and pid, so that messages about a rank say where it runs.
+  sscResult_t gatherWhere() {
+    if (nranks_ == 1) return sscSuccess;
+    std::vector<WhereWire> all(static_cast<size_t>(nranks_));
+    std::memset(all.data(), 0, all.size() * sizeof(WhereWire));
+    WhereWire& mine = all[static_cast<size_t>(rank_)];
+    (void)::gethostname(mine.host, sizeof(mine.host) - 1);
+    mine.pid = static_cast<int64_t>(::getpid());
+    SSC_CHECK(allGather(all.data(), sizeof(WhereWire)));
+    where_.clear();
+    for (WhereWire& w : all) {
+      w.host[sizeof(w.host) - 1] = '\0';
+      where_.push_back(fmt::format("host {}, pid {}", w.host, w.pid));
+    }
+    return sscSuccess;
+  }
 
   // `magic`: one of the 4-byte k*Magic arrays.
   PeerWire identity(const char* magic) const {
@@ -297,6 +335,8 @@ class TcpBootstrap final : public Bootstrap {
 
   const std::atomic<bool>* abortFlag_;
   const double timeout_;  // STARSCREAM_TIMEOUT, read once at connect
+  const double heartbeatTimeout_;  // STARSCREAM_HEARTBEAT_TIMEOUT, as the peer watch takes it
+  std::vector<std::string> where_;  // by rank: "host h, pid p"
   bool holdsRoot_ = false;
   const std::string nextName_, prevName_;
   Socket listener_, next_, prev_;

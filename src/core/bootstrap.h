@@ -48,8 +48,9 @@ class Bootstrap {
   virtual sscResult_t barrier() = 0;
 
   // Starts the peer watch (peer_watch.h) on the ring's control connections: from now on a
-  // neighbour that dies, aborts or leaves is reported to `handler` within milliseconds, on the
-  // watcher thread. No-op for one rank.
+  // neighbour that dies, aborts or leaves is reported to `handler` within milliseconds, one that
+  // sends no heartbeat for STARSCREAM_HEARTBEAT_TIMEOUT as unresponsive (with its host and pid),
+  // on the watcher thread. No-op for one rank.
   virtual void startWatch(PeerEventHandler handler, ExitKind onExit) = 0;
   // Announces this rank's departure to every rank and stops the watch (idempotent).
   virtual void stopWatch(PeerEventKind announce) = 0;

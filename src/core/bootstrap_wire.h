@@ -20,7 +20,9 @@ using Clock = std::chrono::steady_clock;
 
 // 2: each ring neighbour pair also opens a control connection (kWatchMagic) for the peer watch,
 // and a rank that gives up before every rank joined withdraws from the root (kWithdraw).
-constexpr uint16_t kProtocolVersion = 2;
+// 3: the peer watch's heartbeats and "unresponsive" notices (kinds 4 and 5), which a version 2
+// watch would take for junk.
+constexpr uint16_t kProtocolVersion = 3;
 constexpr char kIdMagic[4] = {'S', 'S', 'C', 'B'};
 constexpr char kHelloMagic[4] = {'S', 'S', 'C', 'H'};
 constexpr char kReplyMagic[4] = {'S', 'S', 'C', 'R'};

@@ -35,6 +35,12 @@ constexpr Variable kVariables[] = {
      "Seconds any wait for a peer may take before the operation fails with sscTimeout "
      "(bootstrap, host and GPU transports alike); 0 or less: no limit (only an abort ends "
      "the wait)."},
+    {"STARSCREAM_HEARTBEAT_TIMEOUT", "3",
+     "Seconds a peer process may send no heartbeat (the peer watch's own thread sends one every "
+     "250 ms, so long kernels and busy callers never delay it) before it is reported "
+     "unresponsive (stopped, hung or on a stalled host): every wait on it then ends, naming its "
+     "rank and host, and the communicator cannot run calls any more. Values below 1 count as "
+     "1; 0 or less: never (only STARSCREAM_TIMEOUT ends such waits)."},
     {"STARSCREAM_SOCKET_IFNAME", "",
      "Network interface the bootstrap listens on (empty: loopback, for single-host runs)."},
     {"STARSCREAM_TOPO_FILE", "",
@@ -134,6 +140,7 @@ constexpr Rule kRules[] = {
     {"STARSCREAM_GEMM_PROBE", Shape::kChoice, "auto,on,off"},
     {"STARSCREAM_GEMM_BARRIER", Shape::kChoice, "auto,on,off"},
     {"STARSCREAM_TIMEOUT", Shape::kNumber, nullptr},
+    {"STARSCREAM_HEARTBEAT_TIMEOUT", Shape::kNumber, nullptr},
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_DUMP_PLAN", Shape::kInteger, nullptr},

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -22,7 +24,12 @@
 namespace ssc {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr char kNoticeMagic[4] = {'S', 'S', 'C', 'N'};
+// On the wire only: "I am alive", never forwarded nor reported. The other kinds are PeerEventKind.
+constexpr uint32_t kHeartbeat = 5;
+constexpr uint32_t kLastKind = kHeartbeat;
 
 #pragma pack(push, 1)
 struct NoticeWire {
@@ -37,17 +44,60 @@ struct Link {
   int peer = -1;
   NoticeWire pending{};  // a notice read in part
   size_t got = 0;
+  Clock::time_point heard;  // when this neighbour last sent anything (or the watch started)
+  std::string outbox;       // what a full send buffer held back (a stopped neighbour reads nothing)
 };
 
 // One communicator's watch (one rank).
 struct Entry {
   int rank = 0;
   Link links[2];           // [0] to the successor, [1] from the predecessor
-  std::set<int> reported;  // subjects already handed to the handler (each once)
+  std::set<int> reported;  // subjects of died/aborted/left handed to the handler (each once)
+  std::set<int> silent;    // subjects reported unresponsive (each once)
   PeerEventHandler handler;
   ExitKind onExit;
   pid_t pid = 0;           // a forked child never speaks for its parent's communicators
+  WatchOptions options;
+  Clock::duration period{};   // between two heartbeats
+  Clock::time_point beatAt{};  // when the last heartbeat went out
 };
+
+bool judges(const Entry& e) { return e.options.heartbeatTimeout > 0; }
+
+// Time the watcher thread did not run for longer than this (the process was stopped as a whole,
+// or starved) is forgiven: the silence it saw spans its own absence, not only the peer's.
+Clock::duration stallGap(const Entry& e) {
+  const double seconds = std::min(1.0, e.options.heartbeatTimeout / 2);
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// "rank 3 (host h, pid p)", or "rank 3" when the watch was not told where it runs.
+std::string rankName(const Entry& e, int rank) {
+  if (rank >= 0 && static_cast<size_t>(rank) < e.options.where.size() &&
+      !e.options.where[rank].empty())
+    return fmt::format("rank {} ({})", rank, e.options.where[rank]);
+  return fmt::format("rank {}", rank);
+}
+
+// The sentence a kUnresponsive event carries.
+std::string silenceText(const Entry& e, int rank, int origin) {
+  const double t = e.options.heartbeatTimeout;
+  const std::string limit =
+      t > 0 ? fmt::format("{:g} s (STARSCREAM_HEARTBEAT_TIMEOUT)", t)
+            : std::string("the heartbeat timeout (STARSCREAM_HEARTBEAT_TIMEOUT)");
+  if (rank == e.rank) {
+    return fmt::format("{} was declared unresponsive by rank {}: its heartbeat stopped for longer "
+                       "than the other ranks allow (the process was stopped, e.g. SIGSTOP or a "
+                       "debugger, or its host stalled), so they gave up on its calls",
+                       rankName(e, rank), origin);
+  }
+  return fmt::format("{} is unresponsive: {} heard no heartbeat from it for more than {} (its "
+                     "process is stopped, e.g. SIGSTOP or a debugger, hung in the kernel, or its "
+                     "host stalled)",
+                     rankName(e, rank),
+                     origin == e.rank ? std::string("this rank") : fmt::format("rank {}", origin),
+                     limit);
+}
 
 NoticeWire makeNotice(PeerEventKind kind, int rank, int origin) {
   NoticeWire n{};
@@ -58,10 +108,33 @@ NoticeWire makeNotice(PeerEventKind kind, int rank, int origin) {
   return n;
 }
 
-// Best effort: a notice is 16 bytes on a connection that carries nothing else, so it never waits
-// for buffer space; a neighbour that is already gone cannot be told anything.
-void sendNotice(const Link& link, const NoticeWire& n) {
-  if (link.sock.valid()) (void)link.sock.trySend(&n, sizeof(n));
+// Best effort: a notice is 16 bytes on a connection that carries nothing else, so it rarely waits
+// for buffer space; a neighbour that is already gone cannot be told anything. One that is stopped
+// reads nothing while our heartbeats go on: what the buffer cannot take waits in the outbox, whole
+// notices only, so the stream never loses its framing, and heartbeats are dropped rather than
+// queued behind it.
+constexpr size_t kMaxOutbox = 64 * sizeof(NoticeWire);
+
+void flush(Link& link) {
+  while (!link.outbox.empty() && link.sock.valid()) {
+    const IoResult io = link.sock.trySend(link.outbox.data(), link.outbox.size());
+    if (io.status != IoResult::kProgress) return;
+    link.outbox.erase(0, io.bytes);
+  }
+}
+
+void sendNotice(Link& link, const NoticeWire& n) {
+  if (!link.sock.valid()) return;
+  flush(link);
+  if (!link.outbox.empty()) {
+    if (n.kind != kHeartbeat && link.outbox.size() < kMaxOutbox)
+      link.outbox.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    return;
+  }
+  const IoResult io = link.sock.trySend(&n, sizeof(n));
+  const size_t sent = io.status == IoResult::kProgress ? io.bytes : 0;
+  if (io.status == IoResult::kProgress || io.status == IoResult::kWouldBlock)
+    link.outbox.assign(reinterpret_cast<const char*>(&n) + sent, sizeof(n) - sent);
 }
 
 // The process-wide watcher: one thread polls every communicator's control connections. Leaked on
@@ -89,6 +162,8 @@ class Watcher {
 
   uint64_t add(std::unique_ptr<Entry> entry) {
     std::lock_guard<std::mutex> g(mu_);
+    // Silence is counted from now; the first heartbeat goes out at once.
+    for (Link& link : entry->links) link.heard = Clock::now();
     startThreadLocked();
     const uint64_t id = next_++;
     entries_.emplace(id, std::move(entry));
@@ -149,19 +224,25 @@ class Watcher {
   void run() {
     std::vector<pollfd> fds;
     std::vector<std::pair<uint64_t, int>> owners;  // (entry, link) of fds[i + 1]
+    Clock::time_point lastPass = Clock::now();
     for (;;) {
       fds.assign(1, {wakeFd_, POLLIN, 0});
       owners.clear();
+      int waitMs = 1000;  // until the next heartbeat is due, at most
       {
         std::lock_guard<std::mutex> g(mu_);
-        for (const auto& [id, e] : entries_)
+        const auto now = Clock::now();
+        for (const auto& [id, e] : entries_) {
           for (int i = 0; i < 2; ++i)
             if (e->links[i].sock.valid()) {
               fds.push_back({e->links[i].sock.fd(), POLLIN | POLLRDHUP, 0});
               owners.emplace_back(id, i);
             }
+          const auto due = std::chrono::ceil<std::chrono::milliseconds>(e->beatAt + e->period - now);
+          waitMs = static_cast<int>(std::clamp<int64_t>(due.count(), 0, waitMs));
+        }
       }
-      if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) {
+      if (::poll(fds.data(), fds.size(), waitMs) < 0 && errno != EINTR) {
         SSC_LOG(kWarn, "peer watch: poll failed: {}", errnoString(errno));
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         continue;
@@ -173,6 +254,12 @@ class Watcher {
       std::lock_guard<std::mutex> g(mu_);
       // The process is exiting: static objects the handlers use may already be gone.
       if (exiting_) return;
+      const auto now = Clock::now();
+      const auto away = now - lastPass;
+      lastPass = now;
+      for (auto& [id, e] : entries_)
+        if (away > stallGap(*e))
+          for (Link& link : e->links) link.heard = std::max(link.heard, now);
       for (size_t k = 1; k < fds.size(); ++k) {
         if (fds[k].revents == 0) continue;
         // The entry may have been removed (and its fd number reused) since the poll set was made.
@@ -181,6 +268,27 @@ class Watcher {
         Link& link = it->second->links[owners[k - 1].second];
         if (link.sock.fd() == fds[k].fd) service(*it->second, owners[k - 1].second);
       }
+      for (auto& [id, e] : entries_) beat(*e, now);
+    }
+  }
+
+  // Sends this rank's heartbeat when due, and reports a neighbour silent past the timeout.
+  void beat(Entry& e, Clock::time_point now) {
+    if (now - e.beatAt >= e.period) {
+      const NoticeWire n = makeNotice(static_cast<PeerEventKind>(kHeartbeat), e.rank, e.rank);
+      for (Link& link : e.links) sendNotice(link, n);
+      e.beatAt = now;
+    }
+    if (!judges(e)) return;
+    const auto limit = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(e.options.heartbeatTimeout));
+    for (int side = 0; side < 2; ++side) {
+      Link& link = e.links[side];
+      if (!link.sock.valid() || now - link.heard <= limit) continue;
+      const PeerEvent ev{PeerEventKind::kUnresponsive, link.peer, e.rank};
+      // The silent rank itself is told too: if it comes back, it learns that the others gave
+      // up on it instead of waiting for them.
+      if (reportSilence(e, side, ev)) sendNotice(link, makeNotice(ev.kind, ev.rank, ev.origin));
     }
   }
 
@@ -195,16 +303,22 @@ class Watcher {
         link.got += io.bytes;
         if (link.got < sizeof(link.pending)) continue;
         link.got = 0;
+        link.heard = std::max(link.heard, Clock::now());
         const NoticeWire n = link.pending;
         const bool valid = std::memcmp(n.magic, kNoticeMagic, sizeof(kNoticeMagic)) == 0 &&
-                           n.kind >= 1 && n.kind <= 3 && n.rank >= 0 && n.origin >= 0;
+                           n.kind >= 1 && n.kind <= kLastKind && n.rank >= 0 && n.origin >= 0;
         if (!valid) {
           SSC_LOG(kWarn, "peer watch: rank {} got a malformed notice from rank {}; closing that "
                   "control connection", e.rank, link.peer);
           link.sock.reset();
           return;
         }
-        report(e, side, PeerEvent{static_cast<PeerEventKind>(n.kind), n.rank, n.origin});
+        if (n.kind == kHeartbeat) continue;
+        const PeerEvent ev{static_cast<PeerEventKind>(n.kind), n.rank, n.origin};
+        if (ev.kind == PeerEventKind::kUnresponsive)
+          reportSilence(e, side, ev);
+        else
+          report(e, side, ev);
         continue;
       }
       // Closed or failed: if the neighbour said nothing first, the kernel closed it for a
@@ -221,6 +335,21 @@ class Watcher {
     sendNotice(e.links[1 - from], makeNotice(ev.kind, ev.rank, ev.origin));
     SSC_LOG(kInfo, "peer watch: rank {} learned that rank {} {} (noticed by rank {})", e.rank,
             ev.rank, peerEventName(ev.kind), ev.origin);
+    deliver(e, ev);
+  }
+
+  // The same for a silence, once per subject; a verdict about this rank itself (the others gave
+  // up on it while it was stopped) is handed over but goes no further. True when it was new.
+  bool reportSilence(Entry& e, int from, PeerEvent ev) {
+    if (!e.silent.insert(ev.rank).second) return false;
+    if (ev.rank != e.rank) sendNotice(e.links[1 - from], makeNotice(ev.kind, ev.rank, ev.origin));
+    ev.detail = silenceText(e, ev.rank, ev.origin);
+    SSC_LOG(kInfo, "peer watch: rank {}: {}", e.rank, ev.detail);
+    deliver(e, ev);
+    return true;
+  }
+
+  void deliver(Entry& e, const PeerEvent& ev) {
     try {
       e.handler(ev);
     } catch (...) {
@@ -237,7 +366,7 @@ class Watcher {
       if (e->pid != ::getpid()) continue;
       const PeerEventKind kind = e->onExit ? e->onExit() : PeerEventKind::kLeft;
       const NoticeWire n = makeNotice(kind, e->rank, e->rank);
-      for (const Link& link : e->links) sendNotice(link, n);
+      for (Link& link : e->links) sendNotice(link, n);
     }
   }
 
@@ -256,13 +385,21 @@ const char* peerEventName(PeerEventKind kind) {
     case PeerEventKind::kDied: return "died";
     case PeerEventKind::kAborted: return "aborted";
     case PeerEventKind::kLeft: return "left";
+    case PeerEventKind::kUnresponsive: return "unresponsive";
   }
   return "?";
 }
 
+std::chrono::milliseconds heartbeatPeriod(double timeoutSeconds) {
+  constexpr std::chrono::milliseconds kPeriod{250};
+  if (!(timeoutSeconds > 0) || timeoutSeconds >= 1.0) return kPeriod;
+  return std::max(std::chrono::milliseconds(10),
+                  std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 250)));
+}
+
 std::unique_ptr<PeerWatch> PeerWatch::start(int rank, Socket toNext, int nextRank, Socket fromPrev,
                                             int prevRank, PeerEventHandler handler,
-                                            ExitKind onExit) {
+                                            ExitKind onExit, WatchOptions options) {
   auto e = std::make_unique<Entry>();
   e->rank = rank;
   e->links[0].sock = std::move(toNext);
@@ -272,6 +409,9 @@ std::unique_ptr<PeerWatch> PeerWatch::start(int rank, Socket toNext, int nextRan
   e->handler = std::move(handler);
   e->onExit = std::move(onExit);
   e->pid = ::getpid();
+  if (!std::isfinite(options.heartbeatTimeout)) options.heartbeatTimeout = 0;
+  e->period = heartbeatPeriod(options.heartbeatTimeout);
+  e->options = std::move(options);
   const uint64_t id = Watcher::get().add(std::move(e));
   return std::unique_ptr<PeerWatch>(new PeerWatch(id));
 }
