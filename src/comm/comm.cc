@@ -129,7 +129,7 @@ sscResult_t agreeOnSettings(sscComm* comm) {
   return differ ? reportSettingsThatDiffer(comm, settings) : sscSuccess;
 }
 
-// Runs on the peer watch's thread, for a peer whose heartbeat stopped (stopped, hung, or on a
+// Runs on the peer watch's thread, for a peer whose heartbeat stopped (stopped, frozen, or on a
 // stalled host), or for this rank itself when the others declared it so while it was stopped.
 // As for an abort: every wait ends (work in flight fails naming the rank and its host), new calls
 // fail, an idle communicator is not put in error. The verdict is final: a peer that resumes after

@@ -38,7 +38,7 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_HEARTBEAT_TIMEOUT", "3",
      "Seconds a peer process may send no heartbeat (the peer watch's own thread sends one every "
      "250 ms, so long kernels and busy callers never delay it) before it is reported "
-     "unresponsive (stopped, hung or on a stalled host): every wait on it then ends, naming its "
+     "unresponsive (stopped, frozen or on a stalled host): every wait on it then ends, naming its "
      "rank and host, and the communicator cannot run calls any more. Values below 1 count as "
      "1; 0 or less: never (only STARSCREAM_TIMEOUT ends such waits)."},
     {"STARSCREAM_SOCKET_IFNAME", "",

@@ -92,8 +92,8 @@ std::string silenceText(const Entry& e, int rank, int origin) {
                        rankName(e, rank), origin);
   }
   return fmt::format("{} is unresponsive: {} heard no heartbeat from it for more than {} (its "
-                     "process is stopped, e.g. SIGSTOP or a debugger, hung in the kernel, or its "
-                     "host stalled)",
+                     "process is stopped or frozen, e.g. SIGSTOP, a debugger or a cgroup freezer, "
+                     "or its host stalled)",
                      rankName(e, rank),
                      origin == e.rank ? std::string("this rank") : fmt::format("rank {}", origin),
                      limit);

@@ -12,7 +12,7 @@
 //   - a heartbeat that stops: the watcher thread (never the thread that calls the library, so
 //     long kernels and busy callers do not delay it) sends one on both connections every 250 ms;
 //     a neighbour that sends nothing for the heartbeat timeout is reported unresponsive (its
-//     process is stopped, hung in the kernel, or its host stalled). Time during which the
+//     process is stopped or frozen, or its host stalled). Time during which the
 //     watcher itself did not run (this process was stopped too, or starved) does not count, so a
 //     job suspended and resumed as a whole is not mistaken for a failure.
 // Every notice (and every death or silence noticed) is forwarded around the ring in both
