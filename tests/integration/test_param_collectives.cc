@@ -3,13 +3,17 @@
 // 1000, in and out of place, several ops and every root, against the independent reference of
 // tests/support/reference.h. All ranks live in this process (sscCommInitAll on the host
 // backend), one thread and one stream each; the algorithm is switched through the communicator's
-// own config (commForceAlgo), which is what STARSCREAM_ALGO sets at init.
+// own config (commForceAlgo), which is what STARSCREAM_ALGO sets at init. Each rank's thread is
+// made once per shape and runs every case of that rank (RankThreads), and buffers are filled and
+// checked a period at a time (periodic_data.h): the cases cost their collectives.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +24,7 @@
 #include "src/core/dtype.h"
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
+#include "tests/integration/periodic_data.h"
 #include "tests/support/reference.h"
 
 #ifndef SSC_TOPOLOGY_DIR
@@ -38,10 +43,60 @@ struct Shape {
   const char* topo;  // a file of tools/topologies without ".json", or "flat"
 };
 
-// The ranks of one shape: communicators and streams, made once and kept for the whole run.
+// One thread per rank, kept for the whole run: run(fn) has every thread call fn(rank) and
+// returns when all have (a thread per rank and case spent much of a case starting threads).
+class RankThreads {
+ public:
+  explicit RankThreads(int n) {
+    for (int r = 0; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
+  }
+  ~RankThreads() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      quit_ = true;
+    }
+    start_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void run(const std::function<void(int)>& fn) {
+    std::unique_lock<std::mutex> g(mu_);
+    job_ = &fn;
+    pending_ = static_cast<int>(threads_.size());
+    ++generation_;
+    start_.notify_all();
+    done_.wait(g, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(int rank) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> g(mu_);
+    for (;;) {
+      start_.wait(g, [&] { return quit_ || generation_ != seen; });
+      if (quit_) return;
+      seen = generation_;
+      const std::function<void(int)>* job = job_;
+      g.unlock();
+      (*job)(rank);
+      g.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable start_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool quit_ = false;
+};
+
+// The ranks of one shape: communicators, streams and threads, made once and kept for the run.
 struct World {
   std::vector<sscComm_t> comms;
   std::vector<sscStream_t> streams;
+  std::unique_ptr<RankThreads> threads;
 };
 
 World* worldFor(const Shape& s) {
@@ -62,6 +117,7 @@ World* worldFor(const Shape& s) {
   }
   for (auto& st : w->streams)
     if (sscStreamCreate(&st) != sscSuccess) return nullptr;
+  w->threads = std::make_unique<RankThreads>(s.ranks);
   return worlds.emplace(key, std::move(w)).first->second.get();
 }
 
@@ -85,12 +141,12 @@ long long runRank(const World& w, int rank, Coll coll, sscDataType_t type, sscRe
   if (inPlace && coll == Coll::kReduceScatter) out = in + rank * count * es;
   if (inPlace && coll == Coll::kAllGather) in = out + rank * count * es;
   const sscRedOp_t fillOp = reduces(coll) ? op : sscSum;
-  for (uint64_t k = 0; k < inElems; ++k) {
-    const uint64_t global = coll == Coll::kAllToAll ? rank * n * count + k : k;
-    const int from = coll == Coll::kAllGather || coll == Coll::kAllToAll ? 0 : rank;
-    setElementFromDouble(type, in, k, static_cast<double>(
-        inputValue(from, global, type, fillOp) + (coll == Coll::kAllGather ? rank % 2 : 0)));
-  }
+  const uint64_t global0 = coll == Coll::kAllToAll ? rank * n * count : 0;
+  const int from = coll == Coll::kAllGather || coll == Coll::kAllToAll ? 0 : rank;
+  const int extra = coll == Coll::kAllGather ? rank % 2 : 0;
+  fillPeriodic(type, in, inElems, [&](uint64_t k) {
+    return static_cast<double>(inputValue(from, global0 + k, type, fillOp) + extra);
+  });
   sscComm_t comm = w.comms[rank];
   sscStream_t s = w.streams[rank];
   sscResult_t r = sscSuccess;
@@ -108,29 +164,33 @@ long long runRank(const World& w, int rank, Coll coll, sscDataType_t type, sscRe
     return -1;
   }
   long long wrong = 0;
-  auto check = [&](uint64_t k, double want) {
-    const double got = getElementAsDouble(type, out, k);
-    if (closeEnough(got, want, type, op, n)) return;
-    if (wrong++ == 0) *why = fmt::format("rank {} out[{}] = {}, want {}", rank, k, got, want);
+  // Output elements [first, first + count) against want(i), i < count (periodic_data.h).
+  auto checkBlock = [&](uint64_t first, auto want) {
+    wrong += checkPeriodic(type, op, n, out + first * es, count, want, [&](uint64_t k, double got, double w) {
+      if (why->empty()) *why = fmt::format("rank {} out[{}] = {}, want {}", rank, first + k, got, w);
+    });
   };
-  for (uint64_t i = 0; i < count; ++i) {
-    switch (coll) {
-      case Coll::kAllReduce: check(i, reduceReference(n, i, type, op)); break;
-      case Coll::kReduceScatter: check(i, reduceReference(n, rank * count + i, type, op)); break;
-      case Coll::kReduce:
-        if (rank == root) check(i, reduceReference(n, i, type, op));
-        break;
-      case Coll::kBroadcast: check(i, static_cast<double>(inputValue(root, i, type, sscSum))); break;
-      case Coll::kAllGather:
-        for (int j = 0; j < n; ++j)
-          check(j * count + i, static_cast<double>(inputValue(0, i, type, sscSum) + j % 2));
-        break;
-      case Coll::kAllToAll:
-        for (int j = 0; j < n; ++j)
-          check(j * count + i, static_cast<double>(
-                                   inputValue(0, j * n * count + rank * count + i, type, sscSum)));
-        break;
-    }
+  switch (coll) {
+    case Coll::kAllReduce: checkBlock(0, [&](uint64_t i) { return reduceReference(n, i, type, op); }); break;
+    case Coll::kReduceScatter:
+      checkBlock(0, [&](uint64_t i) { return reduceReference(n, rank * count + i, type, op); });
+      break;
+    case Coll::kReduce:
+      if (rank == root) checkBlock(0, [&](uint64_t i) { return reduceReference(n, i, type, op); });
+      break;
+    case Coll::kBroadcast:
+      checkBlock(0, [&](uint64_t i) { return static_cast<double>(inputValue(root, i, type, sscSum)); });
+      break;
+    case Coll::kAllGather:
+      for (int j = 0; j < n; ++j)
+        checkBlock(j * count, [&](uint64_t i) { return static_cast<double>(inputValue(0, i, type, sscSum) + j % 2); });
+      break;
+    case Coll::kAllToAll:
+      for (int j = 0; j < n; ++j)
+        checkBlock(j * count, [&](uint64_t i) {
+          return static_cast<double>(inputValue(0, j * n * count + rank * count + i, type, sscSum));
+        });
+      break;
   }
   return wrong;
 }
@@ -141,6 +201,9 @@ class Collectives : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Collectives, MatchTheReference) {
   const auto& [shape, algo, coll, type] = GetParam();
+  static const bool periodic = referencePeriodHolds(8);
+  ASSERT_TRUE(periodic) << "tests/support/reference.cc's inputValue is no longer periodic with period "
+                        << kRefPeriod << ": update tests/integration/periodic_data.h";
   World* w = worldFor(shape);
   ASSERT_NE(w, nullptr);
   for (sscComm_t c : w->comms) ASSERT_EQ(commForceAlgo(c, algo), sscSuccess) << algo;
@@ -153,12 +216,9 @@ TEST_P(Collectives, MatchTheReference) {
         for (int root = 0; root < (rooted ? shape.ranks : 1); ++root) {
           std::vector<std::string> why(shape.ranks);
           std::vector<long long> wrong(shape.ranks, 0);
-          std::vector<std::thread> threads;
-          for (int r = 0; r < shape.ranks; ++r)
-            threads.emplace_back([&, r] {
-              wrong[r] = runRank(*w, r, coll, type, op, count, inPlace, root, &why[r]);
-            });
-          for (auto& t : threads) t.join();
+          w->threads->run([&](int r) {
+            wrong[r] = runRank(*w, r, coll, type, op, count, inPlace, root, &why[r]);
+          });
           for (int r = 0; r < shape.ranks; ++r)
             ASSERT_EQ(wrong[r], 0) << fmt::format("count {} {} op {} root {}: {}", count,
                                                   inPlace ? "in place" : "out of place",
