@@ -113,6 +113,9 @@ def main():
           "pick vs naive 1D | whole / pick |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     hidden, hidden_small, fused, slower, helper, helper_bad, vs_whole = [], [], [], [], [], [], []
+    # auto against the fastest variant it could have picked (the copy-engine forms need the
+    # caller's SSC flag, so they are not among them): [ratios], [cells above 1.05]
+    vs_best, vs_best_bad = [], []
     # auto (the library's own choice, what a caller gets): [/ GEMM alone M >= 256, M < 256, vs
     # unfused where the collective is >= 20 %]
     auto_stats = ([], [], [])
@@ -158,6 +161,16 @@ def main():
                 auto_stats[0 if key[1] >= 256 else 1].append(t(op + ".auto") / t(op + ".gemm"))
                 if share >= 0.2:
                     auto_stats[2].append(t(op + ".unfused") / t(op + ".auto"))
+            pickable = [t(op + "." + x) for x in ("unfused", "chunked", "fused", "fusedpr")
+                        if t(op + "." + x) is not None]
+            if t(op + ".auto") is not None and pickable:
+                best = min(pickable)
+                vs_best.append(t(op + ".auto") / best)
+                if t(op + ".auto") > 1.05 * best:
+                    name = min((x for x in ("unfused", "chunked", "fused", "fusedpr")
+                                if t(op + "." + x) == best))
+                    vs_best_bad.append("%s %s M=%d auto %.0f vs %s %.0f" % (
+                        key[0], op, key[1], t(op + ".auto"), name, best))
             if t(op + ".auto") is not None and t(op + ".auto") > 1.03 * t(op + ".unfused"):
                 slower.append("%s %s M=%d auto %.0f vs unfused %.0f" % (key[0], op, key[1], t(op + ".auto"), t(op + ".unfused")))
             for cfg in ("fused", "fusedpr", "fusedce", "fusedprce"):
@@ -197,6 +210,11 @@ def main():
         print("- auto vs unfused where the collective is >= 20 %% of unfused (target >= 1.2x): %.2fx over %d cells"
               % (geomean(auto_stats[2]), len(auto_stats[2])))
     print("- auto > 3 %% slower than unfused: %d cell(s)%s" % (len(slower), ": " + "; ".join(slower) if slower else ""))
+    if vs_best:
+        print("- auto vs the fastest variant it could pick (unfused, chunked, fused, fused per rank; "
+              "target <= 1.05): geomean %.2f, worst %.2f; above 1.05 in %d of %d cell(s)%s"
+              % (geomean(vs_best), max(vs_best), len(vs_best_bad), len(vs_best),
+                 ": " + "; ".join(vs_best_bad) if vs_best_bad else ""))
     print("- helper pick vs naive 1D (target >= 1.1x): geomean %.2fx; > 3 %% slower than the best 1D: %d%s"
           % (geomean(helper), len(helper_bad), ": " + "; ".join(helper_bad) if helper_bad else ""))
     if hangs:
