@@ -18,7 +18,8 @@
 #   --ks LIST         partition counts K; each runs K ranks on GPU 0 under MPS, 100/K % of the
 #                     SMs each (as tools/emulate/partition-run.sh)
 #   --colls LIST      nccl-tests collectives (all_reduce reduce_scatter all_gather broadcast reduce
-#                     alltoall sendrecv)
+#                     alltoall sendrecv); sendrecv and alltoall run only as "default" (grouped
+#                     sends and receives: no algorithm to force)
 #   --algos LIST      default (the library's choice: STARSCREAM_ALGO unset), ring, flat_ring,
 #                     bidir_ring, direct, hierarchical, symmetric (STARSCREAM_ALGO=name). A name
 #                     given twice runs twice and the report keeps each size's faster run: below
@@ -188,7 +189,12 @@ PLAN=()
 for k in "${KS_A[@]}"; do
   (( TORCH )) && PLAN+=("$k torch torch")
   for c in "${COLLS_A[@]}"; do
-    for a in "${ALGOS_A[@]}"; do PLAN+=("$k $c $a"); done
+    for a in "${ALGOS_A[@]}"; do
+      # sendrecv and alltoall reach the library as grouped sends and receives, whose path no
+      # STARSCREAM_ALGO names: only the default runs (once per "default" in --algos).
+      [[ ( $c == sendrecv || $c == alltoall ) && $a != default ]] && continue
+      PLAN+=("$k $c $a")
+    done
   done
 done
 

@@ -48,7 +48,7 @@ ROOF_FROM = 64 << 20        # sizes from which busbw is shown as a share of the 
 # Rows of the per-collective tables: the smallest size that moves data, then these (each the
 # largest size run within 1 % below it: nccl-tests rounds a size down to whole elements per rank,
 # so at K = 3 the 1 GiB row of an all-gather is 1073741808 bytes).
-ROW_SIZES = (64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30)
+ROW_SIZES = (64 << 10, 1 << 20, 64 << 20, 256 << 20, 1 << 30)
 COLL_ORDER = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall", "sendrecv")
 FAILURES_SHOWN = 6          # failures listed in a card's section; the rest are counted
 BEGIN = "<!-- bench:begin {} -->"
@@ -297,6 +297,50 @@ def pick_rows(judged):
     return rows
 
 
+def plain_table(keys, by, copy):
+    """Collectives with only the library's own path (no --algos to force): one row per K and
+    collective, the smallest size that moves data in us, then busbw out of place at 1 MiB, 64 MiB
+    and the largest size, and in place at 64 MiB and the largest, with their shares of the
+    roofline."""
+    lines = ["**" + ", ".join(dict.fromkeys(key[1] for key in keys)) + "** (one path each, nothing "
+             "forced; out of place, then in place; busbw in GB/s, % of the roofline)", "",
+             "| K | collective | smallest us | 1 MiB | 64 MiB | largest | in place 64 MiB | in place largest |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (k, coll) in sorted(keys, key=lambda t: (COLL_ORDER.index(t[1]) if t[1] in COLL_ORDER else 99, t[0])):
+        live = [(b, algos["default"]) for b, algos in sorted(by[(k, coll)].items())
+                if "default" in algos and not is_noop(coll, b, k)]
+        if not live:
+            continue
+        roof = roof_busbw(coll, k, copy) if copy and k > 1 else None
+
+        def near(target):
+            got = [(b, r) for b, r in live if target * 0.99 <= b <= target]
+            return got[-1] if got else None
+
+        def bw(entry, in_place=False):
+            if entry is None:
+                return "-"
+            b, r = entry
+            if in_place:
+                t = r.get("in_place_time_us")
+                if not t:
+                    return "-"
+                v = b / t / 1e3 * bus_factor(coll, k)
+            else:
+                v = r["busbw_GBps"]
+            text = fmt_bw(v)
+            if roof and b >= ROOF_FROM * 0.99:
+                text += f" ({100 * v / roof:.0f} %)"
+            return text
+
+        largest = live[-1]
+        lines.append(f"| {k} | {coll} | {fmt_us(live[0][1]['time_us'])} ({human(live[0][0])}) | "
+                     f"{bw(near(1 << 20))} | {bw(near(64 << 20))} | {human(largest[0])}: {bw(largest)} | "
+                     f"{bw(near(64 << 20), True)} | {bw(largest, True)} |")
+    lines.append("")
+    return lines
+
+
 def card_section(bench):
     """The Markdown that goes between one card's markers."""
     copy = float(bench["roofline_copy_GBps"] or 0)
@@ -319,11 +363,17 @@ def card_section(bench):
                  f"**MISS**: the library's choice more than {MISS_RATIO:.2f}x the best forced algorithm.")
     lines.append("")
     by = cells(bench)
-    keys = sorted(by, key=lambda t: (COLL_ORDER.index(t[1]) if t[1] in COLL_ORDER else 99, t[1], t[0]))
+    everything = sorted(by, key=lambda t: (COLL_ORDER.index(t[1]) if t[1] in COLL_ORDER else 99, t[1], t[0]))
+    # A collective run with no algorithm forced (send/receive, all-to-all: one path each) has no
+    # ratio to judge; it gets the compact table below, out of place and in place.
+    forced_colls = {key[1] for key in everything
+                    if any(a != "default" for algos in by[key].values() for a in algos)}
+    keys = [key for key in everything if key[1] in forced_colls]
+    plain = [key for key in everything if key[1] not in forced_colls]
     judged = {key: judge(key[0], key[1], by[key], copy) for key in keys}
 
     # Summary: one row per (K, collective).
-    lines += ["| K | collective | worst default / best | where (best forced) | misses | default busbw from 64 MiB, mean % of roofline |",
+    lines += [] if not keys else ["| K | collective | worst default / best | where (best forced) | misses | default busbw from 64 MiB, mean % of roofline |",
               "| --- | --- | --- | --- | --- | --- |"]
     for (k, coll) in sorted(keys, key=lambda t: (t[0], COLL_ORDER.index(t[1]) if t[1] in COLL_ORDER else 99)):
         js = [c for c in judged[(k, coll)] if c["ratio"] is not None]
@@ -355,6 +405,9 @@ def card_section(bench):
                              + (f"{c['best']} {fmt_us(c['best_us'])}" if c["best"] else "-")
                              + f" | {ratio} | {bw} |")
         lines.append("")
+
+    if plain:
+        lines += plain_table(plain, by, copy)
 
     if bench["torch"]:
         lines += ["PyTorch `dist.all_reduce` (float32, through the shim; `tests/nccl/torch_latency.py`):", "",

@@ -156,6 +156,13 @@ def full_card(label, card):
                     runs.append({"K": k, "coll": coll, "algo": algo, "bytes": size, "time_us": 5 + i + size / 4e5,
                                  "busbw_GBps": size / (5 + size / 4e5) / 1e3, "in_place_time_us": None})
                     b *= 4
+    for k in (2, 4, 8):  # point-to-point collectives: the library's path only, in place too
+        for coll in ("sendrecv", "alltoall"):
+            b = 8
+            while b <= 1 << 30:
+                runs.append({"K": k, "coll": coll, "algo": "default", "bytes": b, "time_us": 5 + b / 4e5,
+                             "busbw_GBps": b / (5 + b / 4e5) / 1e3, "in_place_time_us": 6 + b / 4e5})
+                b *= 4
     fails = [{"K": 8, "coll": "all_gather", "algo": a, "rc": 1, "reason": "exit status 1", "log": "x"}
              for a in ("ring", "direct", "bidir_ring", "hierarchical", "symmetric", "default", "ring", "ring", "ring", "ring")]
     return {"schema": "starscream-bench/1", "label": label, "card": card, "driver": "580", "sms": 132,
@@ -179,6 +186,30 @@ n = len(open(bigdoc).read().splitlines())
 check(out.returncode == 0 and n < 400, f"docs/benchmarks.md with two full cards: {n} lines (< 400)")
 check("| 3 | ~1 GiB |" in open(bigdoc).read() and "- and 4 more (bench.json)" in open(bigdoc).read(),
       "full card: rounded sizes and a capped failure list")
+
+# ---------------------------------------------------------------------------------------------
+# Collectives with nothing forced (send/receive, all-to-all): one compact row per K, out of place
+# and in place, shares of their roofline (C / K algbw, busbw factor 1 for sendrecv).
+def p2p_row(b, t, tin):
+    return {"K": 8, "coll": "sendrecv", "algo": "default", "bytes": b, "time_us": t,
+            "busbw_GBps": b / t / 1e3, "in_place_time_us": tin}
+
+
+p2p = {"schema": "starscream-bench/1", "label": "H100", "card": "NVIDIA H100 80GB HBM3", "driver": "580",
+       "commit": "e" * 40, "date": "2026-12-06T00:00:00Z", "command": "perf/bench.sh --colls sendrecv",
+       "roofline_copy_GBps": 2000.0, "torch": [], "failures": [], "skipped": [],
+       # 64 MiB: 200 GB/s out of place (80 % of 2000 / 8), 120 in place (48 %); 512 MiB: 250 (100 %)
+       "runs": [p2p_row(8, 9.5, 10.0), p2p_row(1 << 20, 1048.576 / 50, None),
+                p2p_row(64 << 20, (64 << 20) / 200e3, (64 << 20) / 120e3),
+                p2p_row(512 << 20, (512 << 20) / 250e3, (512 << 20) / 250e3)]}
+p2pfile = os.path.join(TMP, "p2p.json")
+json.dump(p2p, open(p2pfile, "w"))
+out = report(p2pfile)
+check(out.returncode == 0, f"report of a sendrecv-only run exits 0 ({out.stderr.strip()})")
+check(line_with(out.stdout, "| 8 | sendrecv | 9.5 (8 B) | 50.0 | 200 (80 %) | 512 MiB: 250 (100 %) | 120 (48 %) | 250 (100 %) |")
+      is not None, "sendrecv: compact row with in-place shares")
+check(line_with(out.stdout, "| K | collective | worst default") is None,
+      "nothing forced: no summary of ratios")
 
 # ---------------------------------------------------------------------------------------------
 # bench.sh: arguments
@@ -317,6 +348,12 @@ check(runs[0].startswith("run 1 K=2 torch torch") and "torch_latency.py bench 26
 check(not os.path.exists(os.path.join(os.getcwd(), "bench-out", "runs.tsv")) or True, "dry run writes nothing")
 out = bench(*base, "--max", "1M", "--factor", "8", "--min", "1K", "--ks", "3", "--dry-run", env=env)
 check(out.returncode == 0 and "-b 1024 -e 1048576 -f 8" in out.stdout, "--min, --max, --factor as given")
+shutil.copy(os.path.join(fakent, "all_reduce_perf"), os.path.join(fakent, "sendrecv_perf"))
+out = bench(*base, "--ks", "2", "--colls", "all_reduce sendrecv", "--algos", "default ring default", "--dry-run", env=env)
+runs = [l for l in out.stdout.splitlines() if l.startswith("run ")]
+check(out.returncode == 0 and len(runs) == 5 and sum("sendrecv default" in l for l in runs) == 2
+      and not any("sendrecv ring" in l for l in runs), f"sendrecv runs only as default ({len(runs)} runs)")
+os.remove(os.path.join(fakent, "sendrecv_perf"))
 
 # ---------------------------------------------------------------------------------------------
 # bench.sh: a whole run on the fakes. K = 2 and 3; all_reduce and all_gather; default, ring,
