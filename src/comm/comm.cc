@@ -284,6 +284,8 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   // The communicator's settings, read once (CommConfig): no call re-reads the environment.
   SSC_CHECK(parseForcedAlgos(env::getString("STARSCREAM_ALGO"), &comm->config.forcedAlgos));
   comm->config.dumpPlans = env::getInt("STARSCREAM_DUMP_PLAN") != 0;
+  comm->config.gemmBarrier = env::getString("STARSCREAM_GEMM_BARRIER");  // validate() checked them
+  comm->config.attnPrefill = env::getString("STARSCREAM_ATTN_PREFILL");
   {
     const std::string grid = env::getString("STARSCREAM_ZERO_COPY_GRID");  // validate() checked it
     comm->config.zeroCopyGrid = grid == "bulk"   ? ZeroCopyGrid::kBulk

@@ -86,7 +86,8 @@ constexpr Variable kVariables[] = {
      "rank over its own KV pages, then the partials exchanged and merged), kv (each rank its "
      "share of the query heads over every rank's pages, read in place: one node, pools mapped "
      "at sscKvCacheCreate) or auto (kv once a rank's rows fill its SMs, docs/attention.md). "
-     "Read at sscKvCacheCreate; kv where it cannot run falls back to partials."},
+     "Read when a communicator is created, and must be alike on every rank (init compares it); "
+     "kv where it cannot run falls back to partials."},
     {"STARSCREAM_GEMM_PROBE", "auto",
      "Whether the GEMM ops (starscream_ops.h) run the vendor BLAS's algorithm for each new GEMM "
      "shape once on zero inputs and take the heuristic's next one when it leaves output "
@@ -99,7 +100,8 @@ constexpr Variable kVariables[] = {
      "until every rank's GEMM before it is done (a one-warp barrier kernel): on, off, or "
      "auto (on when ranks share a GPU's compute units, e.g. MPS partitions: a peer's waiting "
      "collective kernel can otherwise hold the SMs a late rank's GEMM needs until "
-     "STARSCREAM_TIMEOUT, docs/gemm.md). Must be alike on every rank. Read at sscGemmCreate."},
+     "STARSCREAM_TIMEOUT, docs/gemm.md). Read when a communicator is created, and must be "
+     "alike on every rank (init compares it)."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
     {"STARSCREAM_CHECK", "0",
      "1: checked mode. Before any data of a collective moves, its ranks compare the call "
@@ -454,6 +456,11 @@ std::vector<WireSetting> wireSettings(const WireContext& context) {
                  profile.empty() ? "unset"
                                  : fmt::format("'{}' ({})", profile,
                                                content.size() == 16 ? "#" + content.substr(0, 8) : content)});
+  // Read at init for the ops layer: the GEMM ops' arrival barrier is a collective kernel, and the
+  // prefill split decides which ranks register their KV pools and what they exchange. Compared
+  // as chosen ("auto" is not resolved: the topology that resolves it is not known yet).
+  for (const char* name : {"STARSCREAM_GEMM_BARRIER", "STARSCREAM_ATTN_PREFILL"})
+    out.push_back({name, getString(name), shown(name)});
   return out;
 }
 

@@ -64,8 +64,9 @@ struct WireContext {
 };
 // Every setting that changes what a rank sends or expects, in a fixed order: the backend,
 // STARSCREAM_ALGO, STARSCREAM_ZERO_COPY_GRID, the host FIFO shape, STARSCREAM_STAGING_BYTES,
-// STARSCREAM_ZERO_COPY_MIN_BYTES, STARSCREAM_TOPO_FILE, STARSCREAM_CHECK, STARSCREAM_TUNE and
-// STARSCREAM_TUNER_PROFILE.
+// STARSCREAM_ZERO_COPY_MIN_BYTES, STARSCREAM_TOPO_FILE, STARSCREAM_CHECK, STARSCREAM_TUNE,
+// STARSCREAM_TUNER_PROFILE, and for the ops layer STARSCREAM_GEMM_BARRIER and
+// STARSCREAM_ATTN_PREFILL.
 std::vector<WireSetting> wireSettings(const WireContext& context);
 // Each rank's settings as gathered: [rank][setting] = (digest of value, shown), in the order of
 // wireSettings. "" when they agree, else "NAME is A on ranks 0, 2 but B on rank 1; ..." for each

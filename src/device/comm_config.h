@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "src/collectives/plan.h"
 
@@ -37,6 +38,9 @@ struct CommConfig {
   uint64_t packetMaxBytes = UINT64_MAX;
   // STARSCREAM_ZERO_COPY_MIN_BYTES: plain-buffer calls below it take the FIFO path.
   uint64_t zeroCopyMinBytes = 0;
+  // The ops layer's settings that every rank must share (init compares them), as chosen:
+  std::string gemmBarrier = "auto";  // STARSCREAM_GEMM_BARRIER, read by sscGemmCreate
+  std::string attnPrefill = "auto";  // STARSCREAM_ATTN_PREFILL, read by sscKvCacheCreate
 };
 
 }  // namespace ssc

@@ -67,6 +67,12 @@ std::vector<Case> cases() {
        {"STARSCREAM_TUNER_PROFILE is unset on ranks 0, 2 but '", "h200-mps.json' (#"}},
       {"ZeroCopyGrid", 1, {{"STARSCREAM_ZERO_COPY_GRID", "wide"}},
        {"STARSCREAM_ZERO_COPY_GRID is unset (default auto) on ranks 0, 2 but 'wide' on rank 1"}},
+      // Read by the ops layer: a rank with the GEMM ops' arrival barrier on waits in a collective
+      // kernel its peers never launch; the prefill split decides who maps KV pools (collective).
+      {"GemmBarrier", 1, {{"STARSCREAM_GEMM_BARRIER", "on"}},
+       {"STARSCREAM_GEMM_BARRIER is unset (default auto) on ranks 0, 2 but 'on' on rank 1"}},
+      {"AttnPrefill", 2, {{"STARSCREAM_ATTN_PREFILL", "partials"}},
+       {"STARSCREAM_ATTN_PREFILL is unset (default auto) on ranks 0-1 but 'partials' on rank 2"}},
       // Several at once: each is named.
       {"SeveralSettings", 1, {{"STARSCREAM_HOST_SLOTS", "4"}, {"STARSCREAM_ALGO", "direct"}},
        {"STARSCREAM_ALGO is unset on ranks 0, 2 but 'direct' on rank 1; ",
@@ -85,7 +91,8 @@ class ConfigAgreement : public ::testing::TestWithParam<Case> {
     for (const char* name :
          {"STARSCREAM_TOPO_FILE", "STARSCREAM_ALGO", "STARSCREAM_HOST_SLOTS", "STARSCREAM_HOST_SLOT_BYTES",
           "STARSCREAM_HOST_CHANNELS", "STARSCREAM_STAGING_BYTES", "STARSCREAM_ZERO_COPY_MIN_BYTES",
-          "STARSCREAM_CHECK", "STARSCREAM_TUNE", "STARSCREAM_TUNER_PROFILE", "STARSCREAM_ZERO_COPY_GRID"})
+          "STARSCREAM_CHECK", "STARSCREAM_TUNE", "STARSCREAM_TUNER_PROFILE", "STARSCREAM_ZERO_COPY_GRID",
+          "STARSCREAM_GEMM_BARRIER", "STARSCREAM_ATTN_PREFILL"})
       ::unsetenv(name);
   }
 
@@ -141,7 +148,8 @@ TEST_F(ConfigAgreement, EquivalentSpellingsAgree) {
   std::vector<Env> env(kRanks);
   env[0] = {{"STARSCREAM_ALGO", "allreduce=ring,allgather=direct"},
             {"STARSCREAM_HOST_SLOT_BYTES", "64K"},
-            {"STARSCREAM_TUNE", "auto"}};
+            {"STARSCREAM_TUNE", "auto"},
+            {"STARSCREAM_GEMM_BARRIER", "auto"}};
   env[1] = {{"STARSCREAM_ALGO", "allgather=direct,allreduce=flat_ring"},
             {"STARSCREAM_HOST_SLOT_BYTES", "65536"},
             {"STARSCREAM_HOST_SLOTS", "8"}};

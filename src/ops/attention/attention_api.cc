@@ -6,7 +6,6 @@
 #include <unordered_set>
 
 #include "src/api/api.h"
-#include "src/core/env.h"
 #include "src/core/log.h"
 #include "src/ops/attention/kv_cache.h"
 #include "src/ops/attention/peer_pools.h"
@@ -137,7 +136,7 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   pl.mode = static_cast<Interleave>(cfg->interleave);
   pl.blockPages = cfg->interleave == SSC_KV_CONTIGUOUS ? cfg->block_pages : 1;
   c->table = std::make_unique<PageTable>(pl, comm->rank, cfg->max_seqs, cfg->max_pages);
-  const std::string mode = env::getString("STARSCREAM_ATTN_PREFILL");  // validated at comm init
+  const std::string& mode = comm->config.attnPrefill;  // read and compared at comm init
   c->prefillMode = static_cast<int>(mode == "kv"         ? PrefillMode::kKvSide
                                     : mode == "partials" ? PrefillMode::kPartials
                                                          : PrefillMode::kAuto);

@@ -300,9 +300,10 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->onGpu = comm->backend->deviceIndex() >= 0;
     // Validated at communicator init (env::validate), like every STARSCREAM_* choice.
     g->probe = probeWanted(env::getString("STARSCREAM_GEMM_PROBE"), std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
-    // The topology is the same on every rank, so auto decides alike everywhere.
+    // Read at init and compared there; the topology is the same on every rank, so auto decides
+    // alike everywhere.
     g->barrier = g->onGpu && comm->nranks > 1 && comm->nranks <= kFusedMaxRanks &&
-                 barrierWanted(env::getString("STARSCREAM_GEMM_BARRIER"), ranksShareComputeUnits(comm->topo));
+                 barrierWanted(comm->config.gemmBarrier, ranksShareComputeUnits(comm->topo));
     g->workspaceBytes = cfg.workspace_bytes != 0 ? cfg.workspace_bytes : kDefaultWorkspaceBytes;
     // Rounded so the flags after it sit 16-byte aligned; every rank rounds alike.
     g->workspaceBytes = (g->workspaceBytes + 15) / 16 * 16;
