@@ -7,7 +7,14 @@
 // Both tiers use rings; the data is split in halves that go round the rings in opposite
 // directions on two channels ("direction-optimized" ring: both directions of every USR link
 // carry traffic). Requires every GPU to have the same number of partitions (algoSupports).
+//
+// The P rings of same-index partitions run at once. On one node each takes its GPU order from
+// disjointRingOrders (partition index q: order q mod (G-1)/2), so they spread over the links
+// between GPUs instead of all crossing the same G of them: on 8 GPUs linked pairwise, 8 rings
+// share a link at most 3 ways instead of 8. Across nodes the GPU order is kept (node-major: each
+// ring crosses the network twice).
 #include "src/collectives/algorithms_internal.h"
+#include "src/collectives/gpu_rings.h"
 
 namespace ssc {
 
@@ -15,7 +22,7 @@ namespace {
 
 struct Tiers {
   RingGroup intra;               // the partitions of this rank's GPU, in XCD ring order
-  RingGroup inter;               // same-index partitions of every GPU, in GPU order
+  RingGroup inter;               // same-index partitions of every GPU (order: see the top)
   std::vector<std::vector<int>> gpuRanks;  // ranks of GPU g by partition
   int gpu = 0;                   // this rank's GPU
   int part = 0;                  // this rank's partition index
@@ -31,8 +38,14 @@ Tiers makeTiers(const Topology& topo, int rank) {
   t.P = static_cast<int>(topo.gpus[t.gpu].ranks.size());
   for (const auto& g : topo.gpus) t.gpuRanks.push_back(g.ranks);
   t.intra = makeRing(topo.gpus[t.gpu].ranks, rank);
+  std::vector<int> gpuOrder(static_cast<size_t>(t.G));
+  for (int g = 0; g < t.G; ++g) gpuOrder[static_cast<size_t>(g)] = g;
+  if (topo.nnodes == 1) {
+    const auto orders = disjointRingOrders(t.G);
+    gpuOrder = orders[static_cast<size_t>(t.part) % orders.size()];
+  }
   std::vector<int> peers;
-  for (const auto& g : topo.gpus) peers.push_back(g.ranks[t.part]);
+  for (int g : gpuOrder) peers.push_back(topo.gpus[static_cast<size_t>(g)].ranks[t.part]);
   t.inter = makeRing(peers, rank);
   return t;
 }

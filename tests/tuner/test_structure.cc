@@ -102,9 +102,12 @@ TEST(ModelStructure, PacketsOnlyWhereLatencyDominates) {
 // algorithms (plain buffers that cannot be mapped), the hierarchical one crosses them in 2(G-1)
 // hops of a ring of GPUs where the flat ring crosses them in 2(n-1) hops of a ring of all ranks,
 // so it is chosen wherever hops dominate and beats the flat ring by a wide margin there. At
-// bandwidth-bound sizes its P rings of same-index partitions share each link between GPUs (the
-// same ring order for every index), so it no longer gains on bytes: the model then prefers the
-// bidirectional ring, and the choice is never slower than the flat ring.
+// bandwidth-bound sizes it moves 1/P of the bytes between GPUs, and its P rings of same-index
+// partitions take GPU orders that share no link (disjointRingOrders), so with 8 partitions a GPU
+// (CPX) it still wins there against the bidirectional ring, whose one ring crosses each link
+// between GPUs once, by at least 1.1x from 64 MiB. With 2 (DPX) it saves only half of those
+// bytes and pays its two phases inside the GPU: the bidirectional ring may win there. The choice
+// is never slower than the flat ring.
 TEST(ModelStructure, HierarchicalWhereLinksBetweenGpusAreTheBottleneck) {
   for (const char* name : {"mi300x-8x-cpx-nps4", "mi355x-8x-dpx-nps2"}) {
     const Topology topo = topoFile(name);
@@ -119,6 +122,14 @@ TEST(ModelStructure, HierarchicalWhereLinksBetweenGpusAreTheBottleneck) {
       const double hier = t.estimate(CollKind::kAllReduce, bytes, Algo::kHierarchical, false).timeUs;
       const double flat = t.estimate(CollKind::kAllReduce, bytes, Algo::kRing, false).timeUs;
       EXPECT_GT(flat, 1.9 * hier) << name << " " << bytes;
+    }
+    for (uint64_t bytes : {uint64_t{64} << 20, uint64_t{1} << 30}) {
+      if (topo.maxPartitions() < 8) break;
+      const Choice c = t.choose(CollKind::kAllReduce, bytes, false);
+      EXPECT_EQ(c.algo, Algo::kHierarchical) << name << " " << bytes << " chose " << algoName(c.algo);
+      const double hier = t.estimate(CollKind::kAllReduce, bytes, Algo::kHierarchical, false).timeUs;
+      const double bidir = t.estimate(CollKind::kAllReduce, bytes, Algo::kBidirRing, false).timeUs;
+      EXPECT_GT(bidir, 1.1 * hier) << name << " " << bytes;
     }
     for (uint64_t bytes = 8; bytes <= (uint64_t{1} << 30); bytes *= 8) {
       const Choice c = t.choose(CollKind::kAllReduce, bytes, false);
