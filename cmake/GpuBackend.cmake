@@ -88,6 +88,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
   src/device/gpu/gpu_census.cc
   src/device/gpu/gpu_launch_order.cc
+  src/device/gpu/gpu_memory_access.cc
   src/device/gpu/gpu_connections.cc
   src/device/gpu/gpu_net.cc
   src/device/gpu/gpu_peer_memory.cc

@@ -39,5 +39,9 @@ sscResult_t resolveOp(const char* fn, sscComm* comm, sscRedOp_t op, sscDataType_
 sscResult_t checkCount(const char* fn, size_t count, size_t elemSize, size_t factor);
 sscResult_t checkRank(const char* fn, const char* what, int rank, int nranks);
 sscResult_t checkPtr(const char* fn, const char* what, const void* p, size_t count);
+// The backend's kernels can touch [p, p + bytes) as given (Backend::checkAccessible): a GPU
+// refuses pageable host memory before any kernel faults on it. Nothing to check without bytes.
+sscResult_t checkAccessible(const char* fn, sscComm* comm, const char* what, const void* p,
+                            size_t bytes);
 
 }  // namespace ssc

@@ -96,4 +96,10 @@ sscResult_t checkPtr(const char* fn, const char* what, const void* p, size_t cou
   return sscSuccess;
 }
 
+sscResult_t checkAccessible(const char* fn, sscComm* comm, const char* what, const void* p,
+                            size_t bytes) {
+  if (p == nullptr || bytes == 0) return sscSuccess;
+  return comm->backend->checkAccessible(comm, fn, what, p, bytes);
+}
+
 }  // namespace ssc

@@ -125,6 +125,15 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
           return fail(sscInvalidArgument, "{}: sendbuff and recvbuff partially overlap", fn);
         break;
     }
+    // Before anything is queued: a GPU kernel on memory it cannot reach (a std::vector's) would
+    // fault and leave the device unusable. Only the buffers this rank's call touches.
+    if (count > 0) {
+      const bool readsIn = kind != CollKind::kBroadcast || isRoot;
+      const bool writesOut = kind != CollKind::kReduce || isRoot;
+      if (readsIn) SSC_CHECK(checkAccessible(fn, comm, "sendbuff", sendbuff, inBytes));
+      if (writesOut && !(readsIn && out == in && outBytes <= inBytes))
+        SSC_CHECK(checkAccessible(fn, comm, "recvbuff", recvbuff, outBytes));
+    }
     call.checked = checked;
     call.check = print;
     if (count == 0) {
@@ -176,6 +185,7 @@ sscResult_t pointToPoint(const char* fn, bool isSend, void* buff, size_t count, 
     SSC_CHECK(checkRank(fn, "peer", peer, comm->nranks));
     SSC_CHECK(checkPtr(fn, isSend ? "sendbuff" : "recvbuff", buff, count));
     if (count == 0) return sscSuccess;
+    SSC_CHECK(checkAccessible(fn, comm, isSend ? "sendbuff" : "recvbuff", buff, count * dtypeSize(type)));
     PendingCall call;
     call.comm = comm;
     call.stream = stream;

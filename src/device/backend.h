@@ -96,6 +96,17 @@ class Backend {
     return sscSuccess;
   }
 
+  // Whether this backend's work on comm may touch [p, p + bytes) as given: success, or
+  // sscInvalidArgument with a message "<fn>: <what> <p> is ..." saying why not (GPU: pageable
+  // host memory its kernels cannot access). Called for every buffer of every call before it is
+  // queued, so it must be cheap for the buffers calls normally get (no runtime call for a device
+  // allocation seen before). The host backend touches any host memory.
+  virtual sscResult_t checkAccessible(CommView* comm, const char* fn, const char* what,
+                                      const void* p, size_t bytes) {
+    (void)comm, (void)fn, (void)what, (void)p, (void)bytes;
+    return sscSuccess;
+  }
+
   // How calls on plain (unregistered) buffers map their peers' buffers themselves
   // (transports/usr/peer_cache.h); null when this backend cannot (staging or FIFOs then).
   virtual PeerMemoryRuntime* peerMemory(CommView* comm) { (void)comm; return nullptr; }

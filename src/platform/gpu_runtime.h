@@ -32,6 +32,7 @@ using hipStream_t = cudaStream_t;
 using hipEvent_t = cudaEvent_t;
 using hipIpcMemHandle_t = cudaIpcMemHandle_t;
 using hipDeviceProp_t = cudaDeviceProp;
+using hipPointerAttribute_t = cudaPointerAttributes;
 
 #define hipSuccess cudaSuccess
 #define hipErrorNoDevice cudaErrorNoDevice
@@ -46,6 +47,11 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipDeviceAttributePageableMemoryAccess cudaDevAttrPageableMemoryAccess
+#define hipPointerGetAttributes cudaPointerGetAttributes
+#define hipMemoryTypeHost cudaMemoryTypeHost
+#define hipMemoryTypeDevice cudaMemoryTypeDevice
+#define hipMemoryTypeManaged cudaMemoryTypeManaged
 #define hipDeviceGetPCIBusId cudaDeviceGetPCIBusId
 #define hipDeviceCanAccessPeer cudaDeviceCanAccessPeer
 #define hipDeviceSynchronize cudaDeviceSynchronize

@@ -18,6 +18,7 @@
 #include "src/device/gpu/gpu_census.h"
 #include "src/device/gpu/gpu_connections.h"
 #include "src/device/gpu/gpu_launch_order.h"
+#include "src/device/gpu/gpu_memory_access.h"
 #include "src/device/gpu/gpu_peer_memory.h"
 #include "src/device/gpu/gpu_plan_cache.h"
 #include "src/device/gpu/gpu_registry.h"
@@ -198,6 +199,7 @@ class GpuBackend : public Backend {
 
   sscResult_t memFree(void* ptr) override {
     gpu::AllocationTable::process().remove(ptr);
+    gpu::forgetDeviceRange(ptr);
     SSC_GPU_CHECK(hipFree(ptr), "freeing {}", ptr);
     return sscSuccess;
   }
@@ -286,6 +288,11 @@ class GpuBackend : public Backend {
     }
     res->sym->registrations().remove(buff);
     return sscSuccess;
+  }
+
+  sscResult_t checkAccessible(CommView* comm, const char* fn, const char* what, const void* p,
+                              size_t bytes) override {
+    return gpu::checkAccessible(comm->device, fn, what, p, bytes);
   }
 
   PeerMemoryRuntime* peerMemory(CommView* comm) override {
