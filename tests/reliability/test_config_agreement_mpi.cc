@@ -17,6 +17,7 @@
 
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
+#include "tests/support/backend_copy.h"
 
 namespace {
 
@@ -54,9 +55,16 @@ int main(int argc, char** argv) {
   } else if (r != sscSuccess) {
     failure = "init failed";
   } else {
+    // The library's memory (device memory on a GPU backend), so that it runs on either backend.
     std::vector<float> buf(1 << 16, static_cast<float>(rank + 1));
-    sscResult_t c = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
+    const size_t bytes = buf.size() * sizeof(float);
+    void* dev = nullptr;
+    sscResult_t c = sscMemAlloc(&dev, bytes);
+    if (c == sscSuccess && !ssc::test::copyBuffer(dev, buf.data(), bytes)) c = sscUnhandledDeviceError;
+    if (c == sscSuccess) c = sscAllReduce(dev, dev, buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (c == sscSuccess) c = sscStreamSynchronize(nullptr);
+    if (c == sscSuccess && !ssc::test::copyBuffer(buf.data(), dev, bytes)) c = sscUnhandledDeviceError;
+    if (dev != nullptr) (void)sscMemFree(dev);
     if (c != sscSuccess) failure = std::string("all-reduce failed: ") + sscGetLastError(comm);
     else if (buf.front() != n * (n + 1) / 2.0f || buf.back() != n * (n + 1) / 2.0f)
       failure = "all-reduce gave a wrong sum";

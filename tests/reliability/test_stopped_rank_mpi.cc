@@ -1,5 +1,7 @@
-// A stopped rank under mpirun (host backend, default STARSCREAM_HEARTBEAT_TIMEOUT): rank 0 sends
-// SIGSTOP to one rank while every rank loops over all-reduces, then SIGCONT.
+// A stopped rank under mpirun (default STARSCREAM_HEARTBEAT_TIMEOUT): rank 0 sends SIGSTOP to one
+// rank while every rank loops over all-reduces, then SIGCONT. On either backend: ctest runs it on
+// the host backend, `tools/emulate/partition-run.sh 8 build/bin/test_stopped_rank_mpi 5 stop` on
+// a GPU (the buffer comes from sscMemAlloc, filled and read through tests/support/backend_copy.h).
 //
 //   test_stopped_rank_mpi VICTIM         every other rank's all-reduce fails within 5 s of the
 //                                        stop, naming the victim's rank, host and pid; resumed,
@@ -24,6 +26,7 @@
 
 #include "starscream/starscream.h"
 #include "starscream/starscream_mpi.h"
+#include "tests/support/backend_copy.h"
 
 namespace {
 
@@ -87,16 +90,28 @@ int main(int argc, char** argv) {
   std::string message;
   double failedAt = 0, slowest = 0;
   std::vector<float> buf(1 << 16);
-  for (int call = 0; allInit; ++call) {
+  const size_t bytes = buf.size() * sizeof(float);
+  void* dev = nullptr;  // the library's memory: device memory on a GPU backend
+  if (allInit && sscMemAlloc(&dev, bytes) != sscSuccess)
+    failure = std::string("sscMemAlloc failed: ") + sscGetLastError(nullptr);
+  for (int call = 0; allInit && dev != nullptr; ++call) {
     std::fill(buf.begin(), buf.end(), 1.0f);
     buf[0] = !shortStop || now() - loopStart < 4.0 ? 1.0f : 0.0f;
+    if (!ssc::test::copyBuffer(dev, buf.data(), bytes)) {
+      failure = "copying the input failed at call " + std::to_string(call);
+      break;
+    }
     const double start = now();
-    result = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
+    result = sscAllReduce(dev, dev, buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (result == sscSuccess) result = sscStreamSynchronize(nullptr);
     slowest = std::max(slowest, now() - start);
     if (result != sscSuccess) {
       failedAt = now();
       message = sscGetLastError(comm);
+      break;
+    }
+    if (!ssc::test::copyBuffer(buf.data(), dev, bytes)) {
+      failure = "copying the result failed at call " + std::to_string(call);
       break;
     }
     for (size_t i = 1; i < buf.size() && failure.empty(); ++i)
@@ -144,6 +159,7 @@ int main(int argc, char** argv) {
   if (!failure.empty() && !message.empty()) std::printf("  rank %d's error: %s\n", rank, message.c_str());
   std::fflush(stdout);
   if (comm != nullptr) (void)sscCommAbort(comm);
+  if (dev != nullptr) (void)sscMemFree(dev);
   int ok = failure.empty(), allOk = 0;
   MPI_Allreduce(&ok, &allOk, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Comm_free(&others);
