@@ -85,6 +85,13 @@ def parse_args(argv):
     p.add_argument("--extra", default="",
                    help="more arguments for the perf program, as one string (e.g. '-z 1')")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    p.add_argument("--label", default="",
+                   help="what the figures are, put before the plot's title and the summary "
+                        "(e.g. 'CPU emulation: the algorithms working, not hardware speed')")
+    p.add_argument("--roof-busbw", type=float, default=0.0, metavar="GBPS",
+                   help="the busbw bound of this collective on this machine (docs/benchmarks.md, "
+                        "the roofline): drawn as a line, and each algorithm's largest-size busbw "
+                        "is printed as a share of it")
     args = p.parse_args(argv)
     args.collective = args.collective[:-5] if args.collective.endswith("_perf") \
         else args.collective
@@ -294,18 +301,22 @@ def plot(args, entries, png_path):
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel(ylabel)
         ax.set_title("%s, %s" % (title, placement))
+        if ax is bw_ax and args.roof_busbw > 0:
+            ax.axhline(args.roof_busbw, color="black", linestyle="--", linewidth=1,
+                       label="roofline %.0f GB/s" % args.roof_busbw)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
     topo = os.path.basename(args.topo) if args.topo else "discovered topology"
     what = args.datatype + (" " + args.op if args.collective in REDUCING else "")
-    fig.suptitle("%s_perf: %d ranks, %s, %s" % (args.collective, args.np, topo, what))
+    fig.suptitle("%s%s_perf: %d ranks, %s, %s" % (args.label + "\n" if args.label else "",
+                                                   args.collective, args.np, topo, what))
     fig.tight_layout()
     fig.savefig(png_path, dpi=120)
     plt.close(fig)
     return ""
 
 
-def print_summary(entries, half):
+def print_summary(entries, half, label="", roof=0.0):
     """One line per algorithm; the perf tables themselves are in each run's log file."""
     first = min((series(e, half)[0][0] for e in entries if series(e, half)[0]), default=None)
     last = max((series(e, half)[0][-1] for e in entries if series(e, half)[0]), default=None)
@@ -318,10 +329,13 @@ def print_summary(entries, half):
         rows.append((e["algorithm"], e["status"], str(len(sizes)),
                      "%.3f GB/s" % max(busbw) if busbw else "-",
                      "%.2f us" % times[0] if times else "-",
-                     "%.3f GB/s" % busbw[-1] if busbw else "-",
+                     ("%.3f GB/s" % busbw[-1] + (" (%.0f %% of %.0f)" % (100 * busbw[-1] / roof, roof)
+                                                  if roof > 0 else "")) if busbw else "-",
                      e["log"] + ("  (%s)" % e["reason"] if e["reason"] else "")))
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header) - 1)]
     print()
+    if label:
+        print("[sweep] %s" % label)
     for r in [header] + rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
 
@@ -367,7 +381,7 @@ def main(argv=None):
         f.write("\n")
 
     half = "in_place" if args.in_place else "out_of_place"
-    print_summary(entries, half)
+    print_summary(entries, half, args.label, args.roof_busbw)
     why = plot(args, entries, png_path)
     print("\n[sweep] combined JSON: %s" % combined_path)
     if why:

@@ -172,7 +172,15 @@ int main(int argc, char** argv) {
     rows.push_back(row);
     if (b > hi / static_cast<uint64_t>(factor)) break;
   }
+  // The figures a projection rests on, so a chart drawn from this JSON can say where they came from.
+  const auto link = [](const ssc::LinkSpec& l) {
+    return nlohmann::json{{"bandwidth_gbps", l.bandwidthGBps}, {"latency_us", l.latencyUs}, {"source", l.source}};
+  };
   const nlohmann::json out = {{"topology", topo.name},        {"nranks", n},
+                              {"gpus", topo.gpus.size()},    {"nodes", topo.nnodes},
+                              {"gpu_model", topo.gpus.empty() ? "" : topo.gpus[0].model},
+                              {"links", {{"usr", link(topo.intraGpu)}, {"xgmi", link(topo.interGpu)},
+                                         {"net", link(topo.network)}}},
                               {"collective", ssc::collName(coll)}, {"buffers", plain ? "plain" : "registered"},
                               {"profile", tuner.profile().name}, {"profile_origin", tuner.profile().origin},
                               {"rows", rows}};
