@@ -365,7 +365,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             case StepOp::kPeerReduce:
             case StepOp::kPeerReduceBcast:
             case StepOp::kPeerPush:
-            case StepOp::kPeerGather: {
+            case StepOp::kPeerGather:
+            case StepOp::kPeerSwap: {
               // Every rank loads from (or stores to) every peer at once: USR carries this rank's
               // own traffic with its P-1 neighbours, an inter-GPU link the traffic of all
               // partition pairs of the two GPUs. `loads` and `stores`: peer transfers of the
@@ -373,13 +374,16 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
               // (broadcast) or destination (reduce) moves 1/(n-1) of that.
               const double share = 1.0 / std::max(n - 1, 1);  // one peer's part
               const bool reduces = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
-              const double loads = s.op == StepOp::kPeerPush ? 0 : reduces && s.recvPeer >= 0 ? share : 1;
-              const double stores = s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush ? 1
+              // A swap (in-place all-to-all) loads and stores half of each pair's block.
+              const bool swaps = s.op == StepOp::kPeerSwap;
+              const double loads = swaps ? 0.5 : s.op == StepOp::kPeerPush ? 0 : reduces && s.recvPeer >= 0 ? share : 1;
+              const double stores = swaps ? 0.5
+                                    : s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush ? 1
                                     : s.op == StepOp::kPeerReduce && s.sendPeer >= 0     ? share
                                                                                          : 0;
               // Loads and stores move at their own rates (AlphaBeta::storeBandwidthGBps).
               f.latency[widest][proto] += 1;
-              f.copyBytes += s.op == StepOp::kPeerGather ? b * n : b;
+              f.copyBytes += s.op == StepOp::kPeerGather || swaps ? b * n : b;
               f.bytes[0][proto] += b * loads * (myParts - 1);
               f.storeBytes[0][proto] += b * stores * (myParts - 1);
               if (!one && topo_.gpus.size() > 1) {

@@ -1,5 +1,6 @@
 #include "src/api/group.h"
 #include "src/api/plain_buffers.h"
+#include "transports/usr/p2p_directory.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
 
@@ -136,6 +137,60 @@ sscResult_t copySelfMessages(sscComm* comm, std::vector<const PendingCall*>* cal
   return sscSuccess;
 }
 
+bool overlap(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
+
+// One-copy point-to-point (transports/usr/p2p_directory.h): maps what the peers this group
+// sends to have exported, and decides for each receive whether its sender may store straight
+// into it (the plan's handshake carries the decision to the sender). A receive buffer that
+// overlaps another buffer of the group is not offered: a peer storing into it could overwrite
+// data this rank has yet to send. The exception is the exchange: the k-th receive from a peer
+// into the very buffer of the k-th send to it (an in-place all-to-all), offered for a swap that
+// runs only when the peer offers its side alike.
+sscResult_t offerReceives(sscComm* comm, const std::vector<P2pOp>& ops, Work* work, sscStream_t stream) {
+  P2pDirectory& dir = *comm->p2pDirectory;
+  const bool capturing = comm->backend->streamCapturing(stream);
+  std::vector<int> owners;
+  for (const P2pOp& op : ops)
+    if (op.isSend && op.peer != comm->rank && std::find(owners.begin(), owners.end(), op.peer) == owners.end())
+      owners.push_back(op.peer);
+  SSC_CHECK(dir.refresh(owners, capturing));
+  auto p2p = std::make_shared<Work::P2pDirect>();
+  p2p->ops = ops;
+  p2p->offer.assign(ops.size(), 0);
+  p2p->swap.assign(ops.size(), 0);
+  const auto buf = [&](size_t i) { return work->buffers[kBufUserBase + i]; };
+  std::vector<size_t> received(static_cast<size_t>(comm->nranks), 0);
+  std::vector<std::vector<size_t>> sendsTo(static_cast<size_t>(comm->nranks));
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].isSend) sendsTo[ops[i].peer].push_back(i);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
+    if (op.isSend || op.peer == comm->rank) continue;
+    const size_t k = received[op.peer]++;
+    const std::vector<size_t>& mirrors = sendsTo[op.peer];
+    const bool exchange = k < mirrors.size() && buf(mirrors[k]) == buf(i) && ops[mirrors[k]].bytes == op.bytes;
+    bool alone = true;
+    for (size_t j = 0; j < ops.size() && alone; ++j)
+      if (j != i && !(exchange && j == mirrors[k]) && overlap(buf(i), op.bytes, buf(j), ops[j].bytes))
+        alone = false;
+    if (!alone) continue;
+    int slot = -1;
+    SSC_CHECK(dir.offer(op.peer, buf(i), op.bytes, &p2p->offer[i], capturing ? &slot : nullptr));
+    p2p->swap[i] = exchange && p2p->offer[i] != 0;
+    // A graph replays the offer: the sender's mapping must outlive it (p2p_directory.h).
+    if (capturing && slot >= 0) {
+      std::shared_ptr<P2pDirectory::Pin> pin = dir.pin(slot);
+      if (!comm->backend->retainUntilGraphDestroyed(stream, [pin] { pin->release(); }))
+        pin->release(), p2p->offer[i] = 0, p2p->swap[i] = 0;  // no way to hold it: the FIFOs
+    }
+  }
+  work->p2p = std::move(p2p);
+  return sscSuccess;
+}
+
 sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
   sscStream_t stream = calls.front()->stream;
   for (const PendingCall* c : calls)
@@ -152,6 +207,7 @@ sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
     work->buffers.push_back(c->p2pBuff);
   }
   SSC_CHECK(commGetP2pPlan(comm, ops, &work->plan));
+  if (comm->p2pDirectory != nullptr) SSC_CHECK(offerReceives(comm, ops, work.get(), stream));
   work->elemBytes = 1;
   work->reduce.dtype = sscUint8;
   return comm->backend->enqueue(comm, std::move(work), stream);

@@ -70,10 +70,13 @@ PeerMemoryCache::Request requestOf(const PendingCall& c) {
   return r;
 }
 
-// Whether the agreed call can run zero-copy: an all-to-all cannot in place (symmetric.cc), and
-// whether any rank called in place is known only once every record is in (the same on all).
+// Whether the agreed call can run zero-copy: an all-to-all runs one of two plans (a gather out
+// of place, pairwise swaps in place: symmetric.cc), so it needs every rank to have called alike;
+// ranks that mixed the two forms keep the FIFOs. Whether they did is known only once every record
+// is in (the same on all).
 bool runsZeroCopy(const PendingCall& c, const PeerMemoryCache::Result& res) {
-  return res.zeroCopy && !(c.args.coll == CollKind::kAllToAll && res.anyInPlace);
+  return res.zeroCopy &&
+         !(c.args.coll == CollKind::kAllToAll && res.anyInPlace && !res.allInPlace);
 }
 
 void apply(PendingCall* c, const PeerMemoryCache::Request& req, const PeerMemoryCache::Result& res) {

@@ -47,9 +47,6 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
   if (!algoSupports(topo, args.coll, algo))
     return fail(sscInvalidUsage, "algorithm {} cannot run {} on topology '{}'", algoName(algo),
                 collName(args.coll), topo.name);
-  if (algo == Algo::kSymmetric && args.coll == CollKind::kAllToAll && args.inPlace && nranks > 1)
-    return fail(sscInvalidUsage, "algorithm symmetric cannot run an all-to-all in place (a peer "
-                "would read blocks this rank has already overwritten)");
   *out = RankPlan{};
   out->coll = args.coll;
   out->algo = algo;
@@ -74,7 +71,8 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
 }
 
 sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
-                         const PlanParams& params, RankPlan* out) {
+                         const PlanParams& params, RankPlan* out,
+                         const std::vector<uint8_t>& directPeers) {
   *out = RankPlan{};
   out->coll = CollKind::kSendRecv;
   out->algo = Algo::kDirect;
@@ -99,6 +97,29 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
     if (ops[selfSends[k]].bytes != ops[selfRecvs[k]].bytes)
       return fail(sscInvalidUsage, "send to self of {} bytes matched with a receive of {} bytes",
                   ops[selfSends[k]].bytes, ops[selfRecvs[k]].bytes);
+  // One-copy handshakes (plan.h) with the peers that have one, on channel 0 ahead of every FIFO
+  // step: all offers, then all pushes, then all waits. An offer waits on nothing but a FIFO slot
+  // (the pair's only one in that direction so far), a push only on its peer's offer, a wait only
+  // on its peer's push, so the three rounds complete on every rank whatever the order of peers,
+  // and the FIFO steps after them are those of the plan without handshakes, less the skipped
+  // messages (the same on both ends).
+  {
+    std::vector<uint8_t> sendsTo(static_cast<size_t>(nranks), 0), recvsFrom(static_cast<size_t>(nranks), 0);
+    for (const P2pOp& op : ops)
+      if (op.peer != rank && static_cast<size_t>(op.peer) < directPeers.size() && directPeers[op.peer])
+        (op.isSend ? sendsTo : recvsFrom)[op.peer] = 1;
+    std::vector<Step>& steps = out->channels[0].steps;
+    const auto handshake = [&](StepOp op, int recvPeer, int sendPeer) {
+      steps.push_back(Step{op, kFlagNone, kBufIn, kBufIn, recvPeer, sendPeer, 0, 0, 0,
+                           op == StepOp::kP2pOffer ? kP2pOfferTag : kP2pDoneTag});
+    };
+    for (int p = 0; p < nranks; ++p)
+      if (recvsFrom[p]) handshake(StepOp::kP2pOffer, -1, p);
+    for (int p = 0; p < nranks; ++p)
+      if (sendsTo[p]) handshake(StepOp::kP2pPush, p, -1);
+    for (int p = 0; p < nranks; ++p)
+      if (recvsFrom[p]) handshake(StepOp::kP2pWait, p, -1);
+  }
   // The sends to one peer form one byte stream (posting order), and so do the receives from
   // one peer; both sides cut their streams at the same op and chunk boundaries, so the steps and
   // their slot sizes match. A stream of at least params.p2pSplitBytes is cut into one contiguous part

@@ -68,9 +68,12 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
 
 // Builds the fused plan of a group's sends and receives (counts in bytes, element = 1 byte).
 // Sends and receives are interleaved chunk by chunk so that any matching set of groups on all
-// ranks completes, whatever the order the user posted them in.
+// ranks completes, whatever the order the user posted them in. directPeers[q] != 0: messages
+// with rank q may go one-copy (the handshake steps of plan.h come first); it must be the same
+// relation on every rank (q is direct for r exactly when r is direct for q).
 sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
-                         const PlanParams& params, RankPlan* out);
+                         const PlanParams& params, RankPlan* out,
+                         const std::vector<uint8_t>& directPeers = {});
 
 // Which of this rank's two buffers its peers read (in) or write (out) under the symmetric
 // algorithm (symmetric.cc): all-reduce both; reduce-scatter and all-to-all the input, all-gather

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -47,14 +48,22 @@ const char* stepOpName(StepOp op) {
     case StepOp::kPeerReduceBcast: return "peerReduceBcast";
     case StepOp::kPeerPush: return "peerPush";
     case StepOp::kPeerGather: return "peerGather";
+    case StepOp::kPeerSwap: return "peerSwap";
+    case StepOp::kP2pOffer: return "p2pOffer";
+    case StepOp::kP2pPush: return "p2pPush";
+    case StepOp::kP2pWait: return "p2pWait";
   }
   return "?";
 }
 
 namespace {
 
+bool isP2pHandshake(StepOp op) {
+  return op == StepOp::kP2pOffer || op == StepOp::kP2pPush || op == StepOp::kP2pWait;
+}
 bool readsSrc(StepOp op) {
-  return op != StepOp::kRecv && op != StepOp::kRecvCopySend && op != StepOp::kBarrier;
+  return op != StepOp::kRecv && op != StepOp::kRecvCopySend && op != StepOp::kBarrier &&
+         !isP2pHandshake(op);
 }
 bool writesDst(StepOp op) {
   return op == StepOp::kCopy || op == StepOp::kReduce || op == StepOp::kRecv ||
@@ -90,7 +99,8 @@ std::string formatPlan(const RankPlan& plan) {
     size_t i = 0;
     for (const Step& s : plan.channels[c].steps) {
       out += fmt::format("    {:4} {:<18}", i++, stepOpName(s.op));
-      const bool peerOp = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
+      const bool peerOp = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast ||
+                          isP2pHandshake(s.op);
       if (receives(s.op) || (peerOp && s.recvPeer >= 0)) out += fmt::format(" from {}", s.recvPeer);
       if (sends(s.op) || (peerOp && s.sendPeer >= 0)) out += fmt::format(" to {}", s.sendPeer);
       if (readsSrc(s.op)) out += fmt::format(" src {}[{}]", bufName(s.srcBuf), s.srcOff);
@@ -119,6 +129,8 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
   const int n = static_cast<int>(plans.size());
   // (sender, receiver, channel) -> (count, tag) of each step in order
   std::map<std::tuple<int, int, int>, std::vector<std::pair<uint64_t, uint32_t>>> sent, received;
+  // One-copy handshake: (receiver, sender) -> offers made, offers taken, answers awaited.
+  std::map<std::pair<int, int>, std::array<int, 3>> handshakes;
   for (int r = 0; r < n; ++r) {
     const RankPlan& p = plans[r];
     for (size_t c = 0; c < p.channels.size(); ++c) {
@@ -126,11 +138,24 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
         auto inBounds = [&](uint16_t buf, uint64_t off, uint64_t count) {
           return buf < p.bufElems.size() && off + count <= p.bufElems[buf];
         };
-        // A gather writes one block of `count` per rank.
-        const uint64_t written = s.op == StepOp::kPeerGather ? s.count * static_cast<uint64_t>(n) : s.count;
-        if (readsSrc(s.op) && !inBounds(s.srcBuf, s.srcOff, s.count))
+        if (isP2pHandshake(s.op)) {
+          const int peer = s.op == StepOp::kP2pOffer ? s.sendPeer : s.recvPeer;
+          if (c != 0 || peer < 0 || peer >= n || peer == r)
+            return fmt::format("rank {} ch {}: {} with peer {}", r, c, stepOpName(s.op), peer);
+          if (s.op == StepOp::kP2pOffer) ++handshakes[{r, peer}][0];
+          if (s.op == StepOp::kP2pPush) ++handshakes[{peer, r}][1];
+          if (s.op == StepOp::kP2pWait) ++handshakes[{r, peer}][2];
+          continue;
+        }
+        // A gather writes one block of `count` per rank; a swap reads and writes one per rank.
+        const bool perRank = s.op == StepOp::kPeerGather || s.op == StepOp::kPeerSwap;
+        const uint64_t written = perRank ? s.count * static_cast<uint64_t>(n) : s.count;
+        const uint64_t read = s.op == StepOp::kPeerSwap ? written : s.count;
+        if (s.op == StepOp::kPeerSwap && s.srcBuf != s.dstBuf)
+          return fmt::format("rank {} ch {}: peerSwap between two buffers", r, c);
+        if (readsSrc(s.op) && !inBounds(s.srcBuf, s.srcOff, read))
           return fmt::format("rank {} ch {}: {} reads {}[{}..+{}) past its end", r, c,
-                             stepOpName(s.op), bufName(s.srcBuf), s.srcOff, s.count);
+                             stepOpName(s.op), bufName(s.srcBuf), s.srcOff, read);
         if (writesDst(s.op) && !inBounds(s.dstBuf, s.dstOff, written))
           return fmt::format("rank {} ch {}: {} writes {}[{}..+{}) past its end", r, c,
                              stepOpName(s.op), bufName(s.dstBuf), s.dstOff, written);
@@ -162,6 +187,10 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
                          std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.size(),
                          it == received.end() ? 0 : it->second.size());
   }
+  for (const auto& [key, k] : handshakes)
+    if (k[0] != 1 || k[1] != 1 || k[2] != 1)
+      return fmt::format("one-copy pair {}<-{}: {} offer(s), {} push(es), {} wait(s) (one each)",
+                         key.first, key.second, k[0], k[1], k[2]);
   for (const auto& [key, counts] : received)
     if (!sent.count(key))
       return fmt::format("connection {}->{} ch {}: {} receive(s) with no send", std::get<0>(key),

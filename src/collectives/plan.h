@@ -58,14 +58,55 @@ enum class StepOp : uint8_t {
   kPeerReduceBcast,    // as kPeerReduce, and the result is stored to dst@q for every q
   kPeerPush,           // dst@q = src for every q
   kPeerGather,         // dst[q * count ..] = src@q[..], for every q (all-to-all: one block per rank)
+  // In-place all-to-all: for every q != rank, block q of this rank's src and block `rank` of
+  // src@q trade places (srcBuf == dstBuf, blocks of `count`). Each pair of blocks is swapped by
+  // both of its ranks, each half of it: the lower rank the first count / 2 elements, the higher
+  // rank the rest (peerSwapHalf). Every element is touched by one rank only, so no scratch.
+  kPeerSwap,
+  // One-copy point-to-point (transports/usr/p2p_directory.h), on channel 0 before the FIFO steps
+  // of a kSendRecv plan, per peer pair on one node. The receiver decides per receive, the sender
+  // follows; both learn the decision from the one slot that carries it:
+  //   kP2pOffer to sendPeer: one slot listing this rank's receives from it, in posting order,
+  //     each as the address at which sendPeer has the buffer mapped (0: through the FIFOs) and
+  //     whether it is offered for a swap (the in-place exchange of one buffer with that peer).
+  //   kP2pPush from recvPeer: takes recvPeer's offer slot, checks that this rank's sends to it
+  //     pair with its receives (number and sizes), stores each offered send straight into the
+  //     offered buffer (or swaps this rank's half of an exchange both sides offered), and
+  //     answers with one slot: done, or the mismatch.
+  //   kP2pWait from recvPeer: takes that answer (the receives it pushed are complete).
+  // FIFO steps of a message that went one-copy are skipped by both executors. Every plan emits
+  // the offers of all its peers first, then the pushes, then the waits, so none of them waits on
+  // a step that comes later on a peer (see buildP2pPlan).
+  kP2pOffer,
+  kP2pPush,
+  kP2pWait,
 };
+
+// The FIFO slot tags of the one-copy handshake's two slots (in the size word's upper half, as
+// Step::tag): the executors check them, so plans that do not match (one rank's group has a
+// handshake with a peer whose group has none) fail at that slot instead of reading data as an
+// offer or an offer as data.
+constexpr uint32_t kP2pOfferTag = 0x9e0ff3e5u;
+constexpr uint32_t kP2pDoneTag = 0x9ed0e5a1u;
+
+// Where one-copy point-to-point splits an exchange's buffer between its two ranks (the lower
+// rank swaps [0, mid), the higher [mid, bytes)): a multiple of 16 bytes, so both halves keep the
+// buffers' vector alignment.
+inline uint64_t p2pSwapMid(uint64_t bytes) { return (bytes / 2) & ~uint64_t{15}; }
 const char* stepOpName(StepOp op);
 
 // The zero-copy steps over peers' mapped buffers (kBarrier excluded): their recvPeer/sendPeer
 // name ranks whose memory they touch, not FIFO connections.
 inline bool isPeerStep(StepOp op) {
   return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
-         op == StepOp::kPeerGather;
+         op == StepOp::kPeerGather || op == StepOp::kPeerSwap;
+}
+
+// The part [*lo, *hi) of a block of `count` elements that `rank` swaps with `peer` (kPeerSwap).
+inline void peerSwapHalf(int rank, int peer, uint64_t count, uint64_t* lo, uint64_t* hi) {
+  const uint64_t mid = count / 2;
+  *lo = rank < peer ? 0 : mid;
+  *hi = rank < peer ? mid : count;
 }
 
 // Step flags. kPreOp: the step reads this rank's own contribution from src, so the op's pre-step

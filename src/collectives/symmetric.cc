@@ -9,8 +9,10 @@
 //   broadcast: rank r copies slice r of the root's input into every output; reduce: rank r
 //   reduces slice r of all inputs into the root's output (so every rank's SMs share the work,
 //   not only the root's);
-//   all-to-all: rank r gathers block r of every rank's input into its output (out of place
-//   only: in place, a peer would read a block this rank has already overwritten).
+//   all-to-all: rank r gathers block r of every rank's input into its output; in place (a gather
+//   would read blocks a peer has already overwritten) every pair of ranks swaps its two blocks,
+//   each rank one half of each pair (kPeerSwap): one read and one write of every byte, as out
+//   of place, and no scratch.
 #include "src/collectives/algorithms_internal.h"
 
 namespace ssc {
@@ -71,7 +73,10 @@ void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan
       break;
     }
     case CollKind::kAllToAll:
-      steps.push_back(step(StepOp::kPeerGather, kFlagNone, kBufIn, r * count, kBufOut, 0, count));
+      if (c.args.inPlace)
+        steps.push_back(step(StepOp::kPeerSwap, kFlagNone, kBufIn, 0, kBufIn, 0, count));
+      else
+        steps.push_back(step(StepOp::kPeerGather, kFlagNone, kBufIn, r * count, kBufOut, 0, count));
       break;
     default:
       break;

@@ -14,6 +14,7 @@
 #include "src/core/errors.h"
 #include "src/core/log.h"
 #include "src/topology/discovery.h"
+#include "transports/usr/p2p_directory.h"
 #include "transports/usr/peer_cache.h"
 #include "tuner/select.h"
 #include "tuner/setup.h"
@@ -415,6 +416,7 @@ void commReleaseStaging(sscComm* comm) {
 }
 
 void PeerCacheDeleter::operator()(PeerMemoryCache* cache) const { delete cache; }
+void P2pDirectoryDeleter::operator()(P2pDirectory* directory) const { delete directory; }
 
 sscResult_t commSetUpPeerCache(sscComm* comm) {
   PeerMemoryRuntime* runtime = comm->backend->peerMemory(comm);
@@ -429,14 +431,26 @@ sscResult_t commSetUpPeerCache(sscComm* comm) {
   if (table == nullptr) return sscSuccess;
   comm->peerCache.reset(new PeerMemoryCache(runtime, std::move(table),
                                             [comm] { return comm->backend->drain(comm); }));
+  // One-copy point-to-point needs the same (peers' memory mapped here) and an executor that
+  // runs the handshake; every condition is the same on every rank.
+  if (comm->backend->oneCopyP2p()) {
+    std::unique_ptr<P2pDirectory> directory;
+    const auto idle = [comm] {
+      std::lock_guard<std::mutex> g(comm->mu);
+      return comm->pending == 0;
+    };
+    SSC_CHECK(P2pDirectory::createShared(comm, runtime, idle, &directory));
+    comm->p2pDirectory.reset(directory.release());
+  }
   return sscSuccess;
 }
 
 void commReleasePeerCache(sscComm* comm) {
-  if (comm->peerCache == nullptr) return;
+  if (comm->peerCache == nullptr && comm->p2pDirectory == nullptr) return;
   // Launched kernels may still use the mappings (an abort wakes them; they end on their own).
   (void)comm->backend->drain(comm);
   comm->peerCache.reset();
+  comm->p2pDirectory.reset();
 }
 
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
@@ -492,7 +506,11 @@ sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
   params.chunkElems = comm->resources->chunkBytes();
   params.maxChannels = comm->resources->channels();
   auto plan = std::make_shared<RankPlan>();
-  SSC_CHECK(buildP2pPlan(comm->rank, comm->nranks, ops, params, plan.get()));
+  // With the directory every peer is on this node: every pair has the one-copy handshake.
+  std::vector<uint8_t> direct;
+  if (comm->p2pDirectory != nullptr) direct.assign(static_cast<size_t>(comm->nranks), 1);
+  SSC_CHECK(buildP2pPlan(comm->rank, comm->nranks, ops, params, plan.get(), direct));
+  if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
   if (comm->p2pPlans.size() >= kMaxCachedPlans) comm->p2pPlans.clear();
   comm->p2pPlans.emplace(key, plan);
   *out = plan;

@@ -26,6 +26,11 @@ struct PeerCacheDeleter {
   void operator()(PeerMemoryCache* cache) const;
 };
 
+class P2pDirectory;  // transports/usr/p2p_directory.h
+struct P2pDirectoryDeleter {
+  void operator()(P2pDirectory* directory) const;
+};
+
 class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
 struct CallCheckerDeleter {
   void operator()(CallChecker* checker) const;
@@ -122,6 +127,10 @@ struct sscComm final : ssc::CommView {
   // null when the communicator cannot (several nodes, no shareable memory, several ranks in one
   // process: their calls could not wait for each other outside a group).
   std::unique_ptr<ssc::PeerMemoryCache, ssc::PeerCacheDeleter> peerCache;
+  // One-copy point-to-point: the node's directory of receive buffers (p2p_directory.h); set up
+  // under the same conditions as peerCache, where the backend runs the handshake's plan steps
+  // (Backend::oneCopyP2p). Null: sends and receives take the FIFOs, on every rank alike.
+  std::unique_ptr<ssc::P2pDirectory, ssc::P2pDirectoryDeleter> p2pDirectory;
   int nextRegistration = 0;
   int nextOpId = sscNumOps;
   // STARSCREAM_CHECK=1 (read once at init): every collective's fingerprint is compared across
@@ -215,7 +224,8 @@ void commReleaseStaging(sscComm* comm);
 // Collective: sets up comm->peerCache where the backend can map plain buffers and every rank of
 // the communicator is on this node, each in its own process. Its absence is not an error.
 sscResult_t commSetUpPeerCache(sscComm* comm);
-// Drains comm's queued work and closes every mapping the cache made (destroy, abort).
+// Drains comm's queued work and closes every mapping the cache (and the point-to-point
+// directory) made (destroy, abort).
 void commReleasePeerCache(sscComm* comm);
 
 // True when the backend runs this all-reduce as packets (no registration needed, see

@@ -79,8 +79,8 @@ constexpr Variable kVariables[] = {
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", "0",
      "Smallest collective on plain (unregistered) buffers, in bytes, that maps the peers' "
      "buffers and runs zero-copy (one node, one rank per process; all-reduces small enough for "
-     "packets never need to; point-to-point and in-place all-to-all never do); smaller calls use "
-     "staging or the FIFOs. Negative turns it off."},
+     "packets never need to); smaller calls use staging or the FIFOs. Negative turns it off, and "
+     "with it one-copy point-to-point (sends and receives then take the FIFOs)."},
     {"STARSCREAM_ATTN_PREFILL", "auto",
      "How sscAttentionPrefill splits a round of query tokens over the ranks: partials (every "
      "rank over its own KV pages, then the partials exchanged and merged), kv (each rank its "

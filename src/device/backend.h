@@ -111,6 +111,11 @@ class Backend {
   // (transports/usr/peer_cache.h); null when this backend cannot (staging or FIFOs then).
   virtual PeerMemoryRuntime* peerMemory(CommView* comm) { (void)comm; return nullptr; }
 
+  // Whether this backend's executor runs the one-copy point-to-point handshake (the kP2pOffer,
+  // kP2pPush and kP2pWait steps of src/collectives/plan.h). With peerMemory, sends and receives
+  // between ranks of one node then store straight into the receiver's buffer.
+  virtual bool oneCopyP2p() const { return false; }
+
   // Bytes of each staging buffer when STARSCREAM_STAGING_BYTES is empty (0: no staging).
   virtual size_t defaultStagingBytes() const { return 0; }
 

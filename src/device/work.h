@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/collectives/algorithms.h"
 #include "src/collectives/plan.h"
 #include "src/core/dtype.h"
 
@@ -33,6 +34,16 @@ struct Work {
   // Identifies the call (collective, count, offsets in the registrations); ranks compare it at
   // the first barrier so mismatched calls fail instead of reading the wrong memory.
   uint32_t callHash = 0;
+  // One-copy point-to-point (kSendRecv plans with kP2pOffer / kP2pPush / kP2pWait steps, see
+  // plan.h): the group's operations (op i is buffer kBufUserBase + i) and, per receive, the
+  // address at which its sender has the buffer mapped (0: the FIFOs) and whether it is offered
+  // for a swap (its buffer is also the send to that peer with the same index and size).
+  struct P2pDirect {
+    std::vector<P2pOp> ops;
+    std::vector<uint64_t> offer;
+    std::vector<uint8_t> swap;
+  };
+  std::shared_ptr<const P2pDirect> p2p;
 };
 
 }  // namespace ssc

@@ -132,6 +132,25 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
       if (toAll || (s.op == StepOp::kPeerReduce && q == (s.sendPeer < 0 ? r : s.sendPeer)))
         dstRanks.push_back(q);
     }
+    if (s.op == StepOp::kPeerSwap) {
+      // Block q of this rank and block r of rank q trade their elements [lo, hi): one thread per
+      // element reads and writes both cells.
+      for (int q = 0; q < n; ++q) {
+        if (q == r) continue;
+        uint64_t lo = 0, hi = 0;
+        peerSwapHalf(r, q, s.count, &lo, &hi);
+        for (uint64_t k = lo; k < hi; ++k) {
+          const Thread t{r, stepIdx, k, q};
+          SymElem& a = cell(r, s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * s.count + k);
+          SymElem& b = cell(q, s.srcBuf, s.srcOff + static_cast<uint64_t>(r) * s.count + k);
+          for (SymElem* c : {&a, &b})
+            for (bool write : {false, true})
+              if (std::string e = touch(r, *c, t, write); !e.empty()) return e;
+          std::swap(a, b);
+        }
+      }
+      return "";
+    }
     for (uint64_t k = 0; k < s.count; ++k) {
       if (s.op == StepOp::kPeerGather) {
         for (int q = 0; q < n; ++q) {

@@ -160,15 +160,6 @@ TEST(Plans, EveryAlgorithmCollectiveAndShape) {
             if (root != 0 && coll != CollKind::kBroadcast && coll != CollKind::kReduce) continue;
             for (size_t elemBytes : {size_t{1}, size_t{8}, size_t{1} << 17})  // the last forces two-shot paths
               for (bool inPlace : {false, true}) {  // in place: input and output aliased
-                if (algo == Algo::kSymmetric && coll == CollKind::kAllToAll && inPlace && n > 1) {
-                  // Refused (peers would read blocks already overwritten): callers fall back.
-                  RankPlan p;
-                  CollArgs a{coll, count, root};
-                  a.symmetric = a.inPlace = true;
-                  EXPECT_EQ(buildCollPlan(topo, 0, a, algo, PlanParams{kChunk, 2, elemBytes}, &p),
-                            sscInvalidUsage) << shape.name;
-                  continue;
-                }
                 std::string err = runCase(topo, coll, algo, count, root, elemBytes, inPlace);
                 ++cases;
                 EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)
@@ -257,6 +248,35 @@ TEST(Plans, AllToAllInPlace) {
   }
 }
 
+TEST(Plans, SymmetricAllToAllInPlaceSwapsPairs) {
+  // In place, the zero-copy all-to-all is one swap step between two barriers: the simulator
+  // aliases input and output and checks that no element is touched by two ranks between the
+  // barriers, for odd block sizes (halves of unequal length) and non-power-of-two rank counts.
+  for (int n : {1, 2, 3, 5, 8}) {
+    Topology topo = makeTopo({n});
+    for (uint64_t count : {0, 1, 2, 7, 1000}) {
+      const std::string what = fmt::format("{} ranks count {}", n, count);
+      std::vector<RankPlan> plans;
+      ASSERT_EQ(buildPlans(topo, CollKind::kAllToAll, Algo::kSymmetric, count, 0, 4, true, &plans), "")
+          << what;
+      EXPECT_EQ(simulateAndCheck(plans, CollKind::kAllToAll, count, 0), "") << what;
+      for (const RankPlan& p : plans) {
+        ASSERT_EQ(p.channels[0].steps.size(), 3u) << what;
+        EXPECT_EQ(p.channels[0].steps[1].op, StepOp::kPeerSwap) << what;
+      }
+    }
+  }
+  // The halves of a pair meet exactly: together the two ranks cover the whole block once.
+  for (uint64_t count : {0, 1, 2, 7, 8}) {
+    uint64_t lo0, hi0, lo1, hi1;
+    peerSwapHalf(0, 1, count, &lo0, &hi0);
+    peerSwapHalf(1, 0, count, &lo1, &hi1);
+    EXPECT_EQ(lo0, 0u);
+    EXPECT_EQ(hi0, lo1);
+    EXPECT_EQ(hi1, count);
+  }
+}
+
 TEST(Plans, SimulatorCatchesInPlaceOverwriteBeforeSend) {
   // The checker must be able to fail: rank 1 receives into block 0 before sending block 0, so it
   // forwards rank 0's data back to rank 0 instead of its own.
@@ -274,9 +294,9 @@ TEST(Plans, SimulatorCatchesInPlaceOverwriteBeforeSend) {
 }
 
 // Zero-copy steps of all ranks run at once between two barriers; the simulator must see a race
-// between them even though it runs them one rank at a time: the symmetric all-to-all, run in
-// place (which buildCollPlan refuses), has rank q read block r of rank r's buffer while rank r
-// overwrites it with what it gathers.
+// between them even though it runs them one rank at a time: the symmetric all-to-all's gather,
+// run in place (in place gets pairwise swaps instead), has rank q read block r of rank r's buffer
+// while rank r overwrites it with what it gathers.
 TEST(Plans, SimulatorCatchesRacesBetweenPeerSteps) {
   Topology topo = makeTopo({4});
   std::vector<RankPlan> plans;
@@ -349,6 +369,42 @@ TEST(Plans, P2pFusedPlansPairAndCompleteInAnyPostingOrder) {
   RankPlan bad;
   EXPECT_EQ(buildP2pPlan(0, 2, {{true, 0, 10}}, params, &bad), sscInvalidUsage);
   EXPECT_EQ(buildP2pPlan(0, 2, {{true, 5, 10}}, params, &bad), sscInvalidArgument);
+}
+
+TEST(Plans, P2pOneCopyHandshakesComeFirstAndPairUp) {
+  // With the one-copy handshake (every peer direct): per pair with traffic, the receiver offers,
+  // the sender pushes and the receiver waits, on channel 0 before any FIFO step, all offers
+  // before all pushes before all waits; the FIFO steps are those of the plan without them.
+  const int n = 4;
+  PlanParams params{kChunk, 2, 1};
+  params.p2pSplitBytes = 64;
+  std::vector<uint8_t> direct(n, 1);
+  std::vector<RankPlan> plans(n), plain(n);
+  for (int r = 0; r < n; ++r) {
+    // An all-to-allv: rank r sends 10 * (r + q) + 1 bytes to q (self included), two messages to
+    // the next rank.
+    std::vector<P2pOp> ops;
+    for (int q = 0; q < n; ++q) {
+      ops.push_back({true, q, static_cast<uint64_t>(10 * (r + q) + 1)});
+      ops.push_back({false, q, static_cast<uint64_t>(10 * (q + r) + 1)});
+    }
+    ops.push_back({true, (r + 1) % n, 300});
+    ops.push_back({false, (r + n - 1) % n, 300});
+    ASSERT_EQ(buildP2pPlan(r, n, ops, params, &plans[r], direct), sscSuccess);
+    ASSERT_EQ(buildP2pPlan(r, n, ops, params, &plain[r]), sscSuccess);
+    const std::vector<Step>& steps = plans[r].channels[0].steps;
+    ASSERT_GE(steps.size(), static_cast<size_t>(3 * (n - 1)));
+    for (int k = 0; k < 3 * (n - 1); ++k) {
+      const StepOp want = k < n - 1 ? StepOp::kP2pOffer : k < 2 * (n - 1) ? StepOp::kP2pPush : StepOp::kP2pWait;
+      EXPECT_EQ(steps[k].op, want) << "rank " << r << " step " << k;
+    }
+    EXPECT_EQ(std::vector<Step>(steps.begin() + 3 * (n - 1), steps.end()).size(),
+              plain[r].channels[0].steps.size());
+  }
+  EXPECT_EQ(validatePlans(plans), "");
+  // A pair whose receiver offers but whose sender never takes the offer is caught.
+  plans[1].channels[0].steps.erase(plans[1].channels[0].steps.begin() + (n - 1));
+  EXPECT_NE(validatePlans(plans).find("one-copy pair"), std::string::npos);
 }
 
 // Several sends to one peer in one group (PyTorch's batch_isend_irecv of several tensors, a

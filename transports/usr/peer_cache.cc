@@ -264,6 +264,7 @@ bool PeerMemoryCache::usableNow(const std::vector<Record>& all, const Request& r
 sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result* out) {
   out->zeroCopy = false;
   out->anyInPlace = req.inPlace;
+  out->allInPlace = req.inPlace;
   out->peers[0].clear();
   out->peers[1].clear();
   out->mappings.clear();
@@ -296,6 +297,7 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
     const Record& r = all[q];
     if (r.fingerprint != all[rank_].fingerprint && mismatch < 0) mismatch = q;
     out->anyInPlace = out->anyInPlace || r.inPlace != 0;
+    out->allInPlace = out->allInPlace && r.inPlace != 0;
     anyCaptured = anyCaptured || r.captured != 0;
     for (int b = 0; b < 2; ++b) {
       if ((r.needed & (1u << b)) == 0) continue;

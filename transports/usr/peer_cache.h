@@ -85,6 +85,7 @@ class PeerMemoryCache {
   struct Result {
     bool zeroCopy = false;   // every rank's buffers are mapped everywhere
     bool anyInPlace = false; // some rank called in place (all must then run the in-place plan)
+    bool allInPlace = false; // every rank called in place
     // [buffer][rank] as addressed here, when zeroCopy; empty when no rank posted the buffer,
     // null for a rank that did not.
     std::vector<void*> peers[2];

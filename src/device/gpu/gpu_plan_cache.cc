@@ -22,7 +22,8 @@ static_assert(kOpRecvCopySend == static_cast<uint8_t>(StepOp::kRecvCopySend) &&
                   kOpPeerReduce == static_cast<uint8_t>(StepOp::kPeerReduce) &&
                   kOpPeerReduceBcast == static_cast<uint8_t>(StepOp::kPeerReduceBcast) &&
                   kOpPeerPush == static_cast<uint8_t>(StepOp::kPeerPush) &&
-                  kOpPeerGather == static_cast<uint8_t>(StepOp::kPeerGather),
+                  kOpPeerGather == static_cast<uint8_t>(StepOp::kPeerGather) &&
+                  kOpPeerSwap == static_cast<uint8_t>(StepOp::kPeerSwap),
               "DevOp (plan_kernel.h) must mirror ssc::StepOp");
 static_assert(int{kPreOpFlag} == int{kFlagPreOp} && int{kPostOpFlag} == int{kFlagPostOp}, "step flags");
 

@@ -89,6 +89,7 @@ class HostBackend : public Backend {
     (void)comm;
     return shmPeerMemory();
   }
+  bool oneCopyP2p() const override { return true; }
 
   // Host streams have no graphs; a test may pretend one is captured (host_stream.h).
   bool streamCapturing(sscStream_t stream) override {

@@ -1,5 +1,6 @@
 #include "src/device/host/host_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -14,8 +15,8 @@ namespace {
 class ChannelRunner {
  public:
   ChannelRunner(ShmTransport& t, const Work& w, int channel, const std::atomic<bool>* abort,
-                char* scratch)
-      : t_(t), w_(w), channel_(channel), abort_(abort), scratch_(scratch),
+                char* scratch, std::vector<uint8_t>* direct)
+      : t_(t), w_(w), channel_(channel), abort_(abort), scratch_(scratch), direct_(direct),
         esize_(w.elemBytes), slotElems_(t.slotBytes() / w.elemBytes),
         tmp_(t.slotBytes()) {
     if (w.reduce.hasPreScale)
@@ -56,7 +57,9 @@ class ChannelRunner {
   }
 
   // Waits for the next incoming slot from `peer`, whose size word must be `word`; returns its data.
-  sscResult_t recvSlot(int peer, uint64_t word, const char** data, ShmFifo* fifo) {
+  // With `gotBytes`, only the tag (the word's upper half) must match and *gotBytes is the size.
+  sscResult_t recvSlot(int peer, uint64_t word, const char** data, ShmFifo* fifo,
+                       size_t* gotBytes = nullptr) {
     *fifo = t_.recvFifo(peer, channel_);
     ShmFifoCtrl* c = fifo->ctrl;
     uint64_t head = c->head.load(std::memory_order_relaxed);
@@ -64,11 +67,12 @@ class ChannelRunner {
                       abort_, "receive from", peer));
     int slot = static_cast<int>(head % t_.slots());
     const uint64_t posted = c->slotBytes[slot];
-    if (posted != word)
-      return fail(sscInvalidUsage, "rank {} sent {} bytes (tag {:#x}) where {} (tag {:#x}) were "
-                  "expected: the ranks called with different counts, types or peers (or a send "
-                  "and its receive of different sizes)", peer, posted & 0xffffffffu, posted >> 32,
-                  word & 0xffffffffu, word >> 32);
+    if (gotBytes != nullptr && (posted >> 32) == (word >> 32)) *gotBytes = posted & 0xffffffffu;
+    else if (posted != word)
+      return fail(sscInvalidUsage, "rank {} sent {} bytes (tag {:#x}) to rank {}, which expected {} "
+                  "(tag {:#x}): the ranks called with different counts, types or peers (or a send "
+                  "and its receive of different sizes, or groups that do not pair up)", peer,
+                  posted & 0xffffffffu, posted >> 32, t_.rank(), word & 0xffffffffu, word >> 32);
     *data = fifo->data + slot * t_.slotBytes();
     return sscSuccess;
   }
@@ -94,6 +98,16 @@ class ChannelRunner {
     c->slotBytes[tail % t_.slots()] = word;
     c->tail.store(tail + 1, std::memory_order_release);
     shmNotify(&c->tailWord);
+  }
+
+  // Trades the contents of two ranges of `bytes`, a slot at a time through tmp_.
+  void swapRanges(char* a, char* b, size_t bytes) {
+    for (size_t done = 0; done < bytes; done += tmp_.size()) {
+      const size_t m = std::min(tmp_.size(), bytes - done);
+      std::memcpy(tmp_.data(), a + done, m);
+      std::memcpy(a + done, b + done, m);
+      std::memcpy(b + done, tmp_.data(), m);
+    }
   }
 
   char* peerPtr(int q, uint16_t buf, uint64_t off) const {
@@ -149,8 +163,146 @@ class ChannelRunner {
     return sscSuccess;
   }
 
+  // One-copy point-to-point (plan.h): the offer slot is a header and one entry per listed
+  // receive; the answer is one DoneSlot.
+  struct OfferHeader {
+    uint32_t count;   // this rank's receives from the peer in the group
+    uint32_t listed;  // entries that follow (the first ones; the rest take the FIFOs)
+  };
+  struct OfferEntry {
+    uint64_t address;  // the buffer as the peer has it mapped; 0: through the FIFOs
+    uint64_t bytes;
+    uint64_t swap;     // 1: offered for an exchange (the same buffer is the send to the peer)
+  };
+  enum : uint32_t { kDoneOk = 0, kDoneCounts = 1, kDoneSizes = 2 };
+  struct DoneSlot {
+    uint32_t status;
+    uint32_t index;     // kDoneSizes: which message (0-based, among the pair's)
+    uint64_t sent;      // the sender's sends (kDoneCounts) or bytes (kDoneSizes)
+    uint64_t expected;  // the receiver's receives or bytes
+  };
+
+ public:
+  // Entries of an offer slot (the same on every rank: the slot size is the communicator's).
+  static size_t offerCapacity(size_t slotBytes) {
+    return (slotBytes - sizeof(OfferHeader)) / sizeof(OfferEntry);
+  }
+
+ private:
+  // This rank's operations with `peer` in one direction, in posting order.
+  std::vector<size_t> opsWith(int peer, bool sends) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < w_.p2p->ops.size(); ++i)
+      if (w_.p2p->ops[i].peer == peer && w_.p2p->ops[i].isSend == sends) out.push_back(i);
+    return out;
+  }
+  char* userBuffer(size_t op) const { return static_cast<char*>(w_.buffers[kBufUserBase + op]); }
+
+  sscResult_t p2pOffer(const Step& s) {
+    const std::vector<size_t> recvs = opsWith(s.sendPeer, false);
+    const size_t listed = std::min(recvs.size(), offerCapacity(t_.slotBytes()));
+    char* out = nullptr;
+    ShmFifo sf;
+    SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
+    const OfferHeader h{static_cast<uint32_t>(recvs.size()), static_cast<uint32_t>(listed)};
+    std::memcpy(out, &h, sizeof(h));
+    for (size_t k = 0; k < listed; ++k) {
+      const size_t i = recvs[k];
+      const OfferEntry e{w_.p2p->offer[i], w_.p2p->ops[i].bytes, w_.p2p->swap[i]};
+      std::memcpy(out + sizeof(h) + k * sizeof(e), &e, sizeof(e));
+    }
+    sendDone(sf, slotWord(s, sizeof(h) + listed * sizeof(OfferEntry)));
+    return sscSuccess;
+  }
+
+  sscResult_t p2pPush(const Step& s) {
+    const int p = s.recvPeer, me = t_.rank();
+    const char* in = nullptr;
+    ShmFifo rf;
+    size_t got = 0;
+    SSC_CHECK(recvSlot(p, static_cast<uint64_t>(kP2pOfferTag) << 32, &in, &rf, &got));
+    OfferHeader h{};
+    std::memcpy(&h, in, std::min(got, sizeof(h)));
+    if (got < sizeof(h) || got != sizeof(h) + h.listed * sizeof(OfferEntry))
+      return SSC_INTERNAL("one-copy offer of {} bytes from rank {}", got, p);
+    std::vector<OfferEntry> offers(h.listed);
+    std::memcpy(offers.data(), in + sizeof(h), h.listed * sizeof(OfferEntry));
+    recvDone(rf);
+    const std::vector<size_t> sends = opsWith(p, true), recvs = opsWith(p, false);
+    const std::vector<P2pOp>& ops = w_.p2p->ops;
+    DoneSlot d{kDoneOk, 0, 0, 0};
+    if (h.count != sends.size()) {
+      d = DoneSlot{kDoneCounts, 0, sends.size(), h.count};
+    } else {
+      for (size_t k = 0; k < offers.size() && d.status == kDoneOk; ++k)
+        if (offers[k].bytes != ops[sends[k]].bytes)
+          d = DoneSlot{kDoneSizes, static_cast<uint32_t>(k), ops[sends[k]].bytes, offers[k].bytes};
+    }
+    const size_t capacity = offerCapacity(t_.slotBytes());
+    for (size_t k = 0; k < offers.size() && d.status == kDoneOk; ++k) {
+      const OfferEntry& e = offers[k];
+      if (e.address == 0) continue;
+      const size_t i = sends[k];
+      const uint64_t n = ops[i].bytes;
+      char* peerBuf = reinterpret_cast<char*>(e.address);
+      if (e.swap == 0) {
+        std::memcpy(peerBuf, userBuffer(i), n);
+        (*direct_)[i] = 1;
+        continue;
+      }
+      // An exchange runs only when this rank offered its side too (its k-th receive from p is
+      // its k-th send's buffer); then each rank swaps its half, else both take the FIFOs.
+      if (k >= recvs.size() || k >= capacity || w_.p2p->swap[recvs[k]] == 0) continue;
+      const uint64_t mid = p2pSwapMid(n), lo = me < p ? 0 : mid, hi = me < p ? mid : n;
+      swapRanges(userBuffer(i) + lo, peerBuf + lo, hi - lo);
+      (*direct_)[i] = (*direct_)[recvs[k]] = 1;
+    }
+    char* out = nullptr;
+    ShmFifo sf;
+    SSC_CHECK(sendSlot(p, &out, &sf));
+    std::memcpy(out, &d, sizeof(d));
+    sendDone(sf, slotWord(s, sizeof(d)));
+    return d.status == kDoneOk ? sscSuccess : mismatch(me, p, d);
+  }
+
+  sscResult_t p2pWait(const Step& s) {
+    const char* in = nullptr;
+    ShmFifo rf;
+    SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, sizeof(DoneSlot)), &in, &rf));
+    DoneSlot d{};
+    std::memcpy(&d, in, sizeof(d));
+    recvDone(rf);
+    return d.status == kDoneOk ? sscSuccess : mismatch(s.recvPeer, t_.rank(), d);
+  }
+
+  // The error both ranks of a pair whose calls do not match report, alike.
+  static sscResult_t mismatch(int sender, int receiver, const DoneSlot& d) {
+    if (d.status == kDoneCounts)
+      return fail(sscInvalidUsage, "rank {} posted {} send(s) to rank {} in this group, but rank {} "
+                  "posted {} receive(s) from rank {} in its matching group", sender, d.sent,
+                  receiver, receiver, d.expected, sender);
+    return fail(sscInvalidUsage, "rank {} sends {} bytes to rank {}, whose matching receive "
+                "(message {} of the pair in this group) is {} bytes: counts or types differ",
+                sender, d.sent, receiver, d.index + 1, d.expected);
+  }
+
+  // A FIFO step of a message that went one-copy: both ends skip it.
+  bool skipped(const Step& s) const {
+    if (direct_ == nullptr || direct_->empty()) return false;
+    const uint16_t b = s.op == StepOp::kSend ? s.srcBuf : s.op == StepOp::kRecv ? s.dstBuf : 0;
+    return b >= kBufUserBase && static_cast<size_t>(b - kBufUserBase) < direct_->size() &&
+           (*direct_)[b - kBufUserBase] != 0;
+  }
+
   sscResult_t runStep(const Step& s) {
+    if (skipped(s)) return sscSuccess;
+    if ((s.op == StepOp::kP2pOffer || s.op == StepOp::kP2pPush || s.op == StepOp::kP2pWait) &&
+        w_.p2p == nullptr)
+      return SSC_INTERNAL("host executor: a one-copy step without the group's operations");
     switch (s.op) {
+      case StepOp::kP2pOffer: return p2pOffer(s);
+      case StepOp::kP2pPush: return p2pPush(s);
+      case StepOp::kP2pWait: return p2pWait(s);
       case StepOp::kBarrier: return barrier();
       case StepOp::kPeerReduce: return peerReduce(s, false);
       case StepOp::kPeerReduceBcast: return peerReduce(s, true);
@@ -162,6 +314,16 @@ class ChannelRunner {
         for (int q = 0; q < t_.nranks(); ++q)
           std::memmove(bufPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count),
                        peerPtr(q, s.srcBuf, s.srcOff), s.count * esize_);
+        return sscSuccess;
+      case StepOp::kPeerSwap:
+        for (int q = 0; q < t_.nranks(); ++q) {
+          if (q == t_.rank()) continue;
+          uint64_t lo = 0, hi = 0;
+          peerSwapHalf(t_.rank(), q, s.count, &lo, &hi);
+          swapRanges(bufPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * s.count + lo),
+                     peerPtr(q, s.srcBuf, s.srcOff + static_cast<uint64_t>(t_.rank()) * s.count + lo),
+                     (hi - lo) * esize_);
+        }
         return sscSuccess;
       default:
         break;
@@ -238,6 +400,7 @@ class ChannelRunner {
   int channel_;
   const std::atomic<bool>* abort_;
   char* scratch_;
+  std::vector<uint8_t>* direct_;  // per point-to-point op: moved one-copy (its FIFO steps skip)
   size_t esize_;
   uint64_t slotElems_;
   std::vector<char> tmp_;
@@ -253,10 +416,26 @@ sscResult_t runPlanOnHost(ShmTransport& transport, const Work& work,
     return SSC_INTERNAL("plan uses {} channels, transport has {}", plan.channels.size(),
                 transport.channels());
   std::vector<char> scratch(plan.scratchElems * work.elemBytes);
+  // One-copy point-to-point: the receives this rank offered plainly are pushed by their senders
+  // (or the pair's calls do not match, and both fail); exchanges are marked when their offers
+  // meet (kP2pPush). Offers past an offer slot's capacity were not listed: the FIFOs.
+  std::vector<uint8_t> direct;
+  if (work.p2p != nullptr) {
+    const Work::P2pDirect& p2p = *work.p2p;
+    direct.assign(p2p.ops.size(), 0);
+    const size_t capacity = ChannelRunner::offerCapacity(transport.slotBytes());
+    std::vector<size_t> index(static_cast<size_t>(transport.nranks()), 0);  // receives per peer
+    for (size_t i = 0; i < p2p.ops.size(); ++i) {
+      if (p2p.ops[i].isSend) continue;
+      const size_t k = index[p2p.ops[i].peer]++;
+      direct[i] = p2p.offer[i] != 0 && p2p.swap[i] == 0 && k < capacity;
+    }
+  }
   // Channels are independent rings/groups, so running them one after the other cannot deadlock:
-  // every rank finishes channel c before c+1, and channel c only waits on channel c of peers.
+  // every rank finishes channel c before c+1, and channel c only waits on channel c of peers
+  // (the one-copy handshake, on channel 0, only on the handshakes of channel 0).
   for (size_t c = 0; c < plan.channels.size(); ++c) {
-    ChannelRunner runner(transport, work, static_cast<int>(c), abort, scratch.data());
+    ChannelRunner runner(transport, work, static_cast<int>(c), abort, scratch.data(), &direct);
     SSC_CHECK(runner.run(plan.channels[c].steps));
   }
   return sscSuccess;

@@ -71,7 +71,7 @@ struct Conn {
 enum DevOp : uint8_t {
   kOpCopy, kOpReduce, kOpSend, kOpRecv, kOpRecvReduceSend, kOpRecvReduceCopy,
   kOpRecvReduceCopySend, kOpRecvCopySend,
-  kOpBarrier, kOpPeerReduce, kOpPeerReduceBcast, kOpPeerPush, kOpPeerGather
+  kOpBarrier, kOpPeerReduce, kOpPeerReduceBcast, kOpPeerPush, kOpPeerGather, kOpPeerSwap
 };
 enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
 

@@ -1,5 +1,5 @@
 // The bulk protocol: peer loads (or stores) of 16-byte vectors straight from/to the peers' mapped
-// buffers between barriers (kPeerReduce, kPeerReduceBcast, kPeerPush, kPeerGather).
+// buffers between barriers (kPeerReduce, kPeerReduceBcast, kPeerPush, kPeerGather, kPeerSwap).
 // Device code of the symmetric executor, included only by sym_kernel.cu (hence the unnamed
 // namespace: one copy of each function per launch file).
 #pragma once
@@ -286,6 +286,65 @@ struct SymRunner {
       copyRange(peerPtr(s.srcBuf, q, s.srcOff), [d](int) { return d; }, 1, s.count);
     }
   }
+
+  // x[i] <-> y[i] for i < count: both vectors of a pair loaded before either is stored, so the
+  // registers are the only scratch. 16-byte vectors where x and y share one misalignment,
+  // element by element otherwise (symVectorAligned sends no swap plan to the unaligned kernel).
+  __device__ void swapRange(S* x, S* y, uint64_t count) const {
+    if (count == 0) return;
+    const uint32_t m = mis(x);
+    const uint64_t head = headOf(m, mis(y) == m, count);
+    const auto scalar = [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
+        const S u = x[i], v = y[i];
+        x[i] = v;
+        y[i] = u;
+      }
+    };
+    if (head == ~0ull) {
+      scalar(0, count);
+      return;
+    }
+    scalar(0, head);
+    const uint64_t nvec = (count - head) / kPerVec;
+    uint4* vx = reinterpret_cast<uint4*>(x + head);
+    uint4* vy = reinterpret_cast<uint4*>(y + head);
+    constexpr int kSwapUnroll = 2;  // 4 loads in flight per thread, as copyRange's 4
+    for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kSwapUnroll) {
+      uint4 bx[kSwapUnroll], by[kSwapUnroll];
+#pragma unroll
+      for (int u = 0; u < kSwapUnroll; ++u) {
+        const uint64_t i = v0 + u * gthreads;
+        if (i < nvec) {
+          bx[u] = sscLoadCg(vx + i);
+          by[u] = sscLoadCg(vy + i);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kSwapUnroll; ++u) {
+        const uint64_t i = v0 + u * gthreads;
+        if (i < nvec) {
+          vx[i] = by[u];
+          vy[i] = bx[u];
+        }
+      }
+    }
+    scalar(head + nvec * kPerVec, count);
+  }
+
+  // kPeerSwap: for every peer q (starting at this rank's neighbour, as gather), this rank's half
+  // of the pair of blocks (its block q, q's block `rank`). The peer swaps the other half, so no
+  // element is touched by two ranks between the barriers.
+  __device__ void swap(const DevStep& s) const {
+    const int n = a.nranks;
+    const uint64_t count = s.count, mid = count / 2;
+    for (int j = 1; j < n; ++j) {
+      const int q = (a.rank + j) % n;
+      const uint64_t lo = a.rank < q ? 0 : mid, hi = a.rank < q ? mid : count;
+      swapRange(localPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * count + lo),
+                peerPtr(s.srcBuf, q, s.srcOff + static_cast<uint64_t>(a.rank) * count + lo), hi - lo);
+    }
+  }
 };
 
 // symKernel<..., kAnyDataOp> runs any plan (a loop over its steps, a run-time switch over every
@@ -304,6 +363,7 @@ __device__ __forceinline__ void runDataStep(const SymRunner<Tr, kKind, kPeers>& 
     case kOpPeerReduceBcast: r.reduce(s, true); break;
     case kOpPeerPush: r.push(s); break;
     case kOpPeerGather: r.gather(s); break;
+    case kOpPeerSwap: r.swap(s); break;
     default: break;  // the host accepts only these ops
   }
 }

@@ -6,6 +6,8 @@
 //   kPeerReduceBcast  dst@q[i] = the same, for every q (this rank computes its slice once)
 //   kPeerPush         dst@q[i] = src[i], for every q
 //   kPeerGather       dst[q * count + i] = src@q[i], for every q
+//   kPeerSwap         src[q * count + i] <-> src@q[rank * count + i], for every q != rank and
+//                     this rank's half of i (peerSwapHalf: the in-place all-to-all)
 // (kPeerReduce/kPeerReduceBcast with recvPeer read only that rank's src; kPeerReduce with
 // sendPeer stores to dst@sendPeer; see src/collectives/plan.h.)
 // Reductions run in rank order, so every rank (and the host backend) gets the same bits, and

@@ -205,6 +205,8 @@ inline bool symVectorAligned(const SymArgs& a) {
           if (m % es != 0 || mis(peerAt(s.srcBuf, q, s.srcOff)) != m) return false;
         }
         break;
+      case kOpPeerSwap:  // the bulk kernel's swap handles any misalignment (element by element)
+        break;
       default:
         break;
     }
