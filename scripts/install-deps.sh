@@ -15,6 +15,7 @@ packages=(
   libgtest-dev googletest                       # unit tests
   nlohmann-json3-dev libcli11-dev libfmt-dev    # JSON files, tool CLIs, formatting
   python3 python3-matplotlib graphviz           # sweep plots, topology drawings
+  clang-format                                  # scripts/check_format.sh (version 14 on Debian 12)
   hipcc                                         # CI compiles the HIP build (tests/gpu)
 )
 
