@@ -65,7 +65,7 @@ KNOWN_ALGOS=" default ring flat_ring bidir_ring direct hierarchical symmetric "
 TORCH_BYTES=268435456
 
 die() { echo "bench.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '/^# SPDX-License-Identifier:/d; $d; s/^# \{0,1\}//'; }
 need() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (--help)"; }
 while (( $# )); do
   case $1 in

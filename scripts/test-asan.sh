@@ -4,7 +4,7 @@
 # ASan). scripts/test.sh calls it after the main tests; it also runs on its own.
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  sed -n '2,/^set -euo/p' "$0" | sed '/^# SPDX-License-Identifier:/d; $d; s/^# \{0,1\}//'
   exit 0
 fi
 cd "$(dirname "$0")/.."

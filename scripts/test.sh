@@ -18,7 +18,7 @@
 #   ctest --test-dir build -L quick -j"$(nproc)"   (the quick tier without rebuilding)
 set -euo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  sed -n '2,/^set -euo/p' "$0" | sed '/^# SPDX-License-Identifier:/d; $d; s/^# \{0,1\}//'
   exit 0
 fi
 quick=0
