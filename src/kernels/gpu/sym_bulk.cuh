@@ -296,7 +296,8 @@ struct SymRunner {
     const uint64_t head = headOf(m, mis(y) == m, count);
     const auto scalar = [&](uint64_t lo, uint64_t hi) {
       for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
-        const S u = x[i], v = y[i];
+        // The peer's element past the L1, as copyRange reads its sources.
+        const S u = x[i], v = *reinterpret_cast<const volatile S*>(y + i);
         x[i] = v;
         y[i] = u;
       }
