@@ -12,11 +12,11 @@
 //         (window 128, alternate layers) are the row "oss-swa": sequence-owner placement, not
 //         sharded, each sequence whole on one partition.
 // Modes, each timed in the same run:
-//   sharded    the op over the K ranks with its default exchange (SSC_KV_EXCHANGE_AUTO: the
+//   sharded    the op over the K ranks with its default exchange (sscKvExchangeAuto: the
 //              fused exchange where the peers' scratch maps), KV pages round-robin, Q and out
 //              heads sharded (K = 1: "whole", the op over the whole GPU in one process);
-//   sharded-ag the same with SSC_KV_EXCHANGE_ALLGATHER named (two sscAllGather calls, a merge);
-//   sharded-fused  the same with SSC_KV_EXCHANGE_FUSED (reported as refused where the peers'
+//   sharded-ag the same with sscKvExchangeAllGather named (two sscAllGather calls, a merge);
+//   sharded-fused  the same with sscKvExchangeFused (reported as refused where the peers'
 //              scratch does not map; not checked here: gpu_attention_test --fused is);
 //   sharded-rq the default exchange with the queries replicated (every rank passes the whole q,
 //              as when each partition computes the q projection of its GPU's heads itself): no
@@ -171,19 +171,19 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   row.kvBytes = rowBytes * batch * read * (mode == "naive" || local ? g_nranks : 1);
   const int pagesPerSeq = (filled + ps - 1) / ps;
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kvHeads;
-  cfg.head_dim = D;
-  cfg.page_size = ps;
-  cfg.interleave = m.window > 0 ? SSC_KV_SEQUENCE_OWNER : SSC_KV_PAGE_ROUND_ROBIN;
+  cfg.numKvHeads = kvHeads;
+  cfg.headDim = D;
+  cfg.pageSize = ps;
+  cfg.interleave = m.window > 0 ? sscKvSequenceOwner : sscKvPageRoundRobin;
   const int64_t perRank = m.window > 0 ? static_cast<int64_t>((batch + commRanks - 1) / commRanks) * pagesPerSeq
                                        : static_cast<int64_t>(batch) * ((pagesPerSeq + commRanks - 1) / commRanks);
-  cfg.max_pages = static_cast<int>(perRank + batch);
-  cfg.max_seqs = batch;
-  cfg.max_batch = batch;
-  cfg.max_q_heads = qHeads;
-  cfg.exchange = mode == "sharded-ag"      ? SSC_KV_EXCHANGE_ALLGATHER
-                 : mode == "sharded-fused" ? SSC_KV_EXCHANGE_FUSED
-                                           : SSC_KV_EXCHANGE_AUTO;
+  cfg.maxPages = static_cast<int>(perRank + batch);
+  cfg.maxSeqs = batch;
+  cfg.maxBatch = batch;
+  cfg.maxQHeads = qHeads;
+  cfg.exchange = mode == "sharded-ag"      ? sscKvExchangeAllGather
+                 : mode == "sharded-fused" ? sscKvExchangeFused
+                                           : sscKvExchangeAuto;
   row.kvPerRank = rowBytes * ps * static_cast<double>(perRank);
   sscKvCache_t cache = nullptr;
   const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);

@@ -9,7 +9,7 @@ batch) and, with --png, draws per model: decode time against batch for every mod
     python3 perf/attention_plot.py --parts k8.json [--whole k1.json] [--png attention.png]
 
 Columns: sharded (fused exchange) time and % of the copy roofline, its exchange share, the same
-for sharded-ag (SSC_KV_EXCHANGE_ALLGATHER) and sharded-rq (queries replicated by the caller), the
+for sharded-ag (sscKvExchangeAllGather) and sharded-rq (queries replicated by the caller), the
 local step (each rank alone over its 1/K) and local-sync (the local step tied to the other ranks
 by an 8-byte all-reduce), naive (replicated KV) and naive / sharded, whole GPU and the speed of
 sharded and of sharded-rq against it.

@@ -8,11 +8,11 @@
 // context: a whole prompt; smaller: chunked prefill after a cached prefix). Models as the decode
 // modes (one GPU's share at TP 8: 70b 8 q heads / 1 KV head d 128, 405b 16 / 1 d 128, oss 8 / 1
 // d 64 with sinks), bf16 KV, 16-token pages round-robin, queries replicated, one exchange round
-// (max_batch = chunk). Modes: sharded (the default exchange, every rank returns all heads;
-// K = 1: "whole"), sharded-heads (each rank returns its num_q_heads / K heads, default exchange),
+// (maxBatch = chunk). Modes: sharded (the default exchange, every rank returns all heads;
+// K = 1: "whole"), sharded-heads (each rank returns its numQHeads / K heads, default exchange),
 // sharded-ag and sharded-fused (that exchange by name; "refused" where the fused one cannot map
 // the peers' scratch). Columns: time per call (max over ranks), TFLOP/s of the causal
-// attention (4 * head_dim * heads * attended pairs), and the partials each rank writes and the
+// attention (4 * headDim * heads * attended pairs), and the partials each rank writes and the
 // exchange moves (MB), the bytes the merge costs that the whole GPU does not pay in full.
 #include "perf/attention_prefill.h"
 
@@ -79,16 +79,16 @@ double runShape(const Model& m, const std::string& mode, int context, int chunk,
                 hipStream_t stream, int iters, std::string* note) {
   const int D = m.headDim, H = m.qHeads, ps = 16;
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = 1;
-  cfg.head_dim = D;
-  cfg.page_size = ps;
-  cfg.max_pages = (context + ps - 1) / ps / g_nranks + 2;
-  cfg.max_seqs = 1;
-  cfg.max_batch = chunk;
-  cfg.max_q_heads = H;
-  cfg.exchange = mode == "sharded-ag"      ? SSC_KV_EXCHANGE_ALLGATHER
-                 : mode == "sharded-fused" ? SSC_KV_EXCHANGE_FUSED
-                                           : SSC_KV_EXCHANGE_AUTO;
+  cfg.numKvHeads = 1;
+  cfg.headDim = D;
+  cfg.pageSize = ps;
+  cfg.maxPages = (context + ps - 1) / ps / g_nranks + 2;
+  cfg.maxSeqs = 1;
+  cfg.maxBatch = chunk;
+  cfg.maxQHeads = H;
+  cfg.exchange = mode == "sharded-ag"      ? sscKvExchangeAllGather
+                 : mode == "sharded-fused" ? sscKvExchangeFused
+                                           : sscKvExchangeAuto;
   sscKvCache_t cache = nullptr;
   const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);
   int bad = made != sscSuccess ? 1 : 0, anyBad = 0;

@@ -139,7 +139,8 @@ double timeOp(sscGemm_t gemm, bool rs, const sscGemmArgs_t& a, hipStream_t s, co
 struct Row {
   std::string config;
   double us;
-  int variant, chunks;
+  sscGemmVariant_t variant;
+  int chunks;
 };
 
 }  // namespace
@@ -168,10 +169,10 @@ int main(int argc, char** argv) {
   CHECK_SSC(sscCommInitRank(&comm, g_n, id, g_rank));
   CHECK_SSC(sscCommSplit(comm, g_rank, 0, &self, nullptr));  // one rank each: the GEMM alone
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
-  cfg.workspace_bytes = size_t{1} << 30;
+  cfg.workspaceBytes = size_t{1} << 30;
   sscGemm_t gemm = nullptr, alone = nullptr;
   CHECK_SSC(sscGemmCreate(comm, &cfg, &gemm));
-  cfg.workspace_bytes = 4096;
+  cfg.workspaceBytes = 4096;
   CHECK_SSC(sscGemmCreate(self, &cfg, &alone));
   hipStream_t s = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
     if (!o.filter.empty() && std::string(L.name).find(o.filter) == std::string::npos) continue;
     for (int64_t M : o.ms) {
       std::vector<Row> rows;
-      auto args = [&](int64_t m, int64_t n, int64_t k, const Buffers& b, int variant) {
+      auto args = [&](int64_t m, int64_t n, int64_t k, const Buffers& b, sscGemmVariant_t variant) {
         sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
         a.m = m, a.n = n, a.k = k;
         a.dtype = o.dtype;
@@ -196,8 +197,8 @@ int main(int argc, char** argv) {
       auto record = [&](const char* config, sscGemm_t g, bool rs, const sscGemmArgs_t& a) {
         if (!wanted(o, config)) return;
         if (o.verbose && g_rank == 0) std::fprintf(stderr, "# timing %s M=%lld %s\n", L.name, (long long)M, config);
-        Row r{config, 0, 0, 0};
-        CHECK_SSC(sscGemmQueryPlan(g, rs ? 0 : 1, &a, &r.variant, &r.chunks));
+        Row r{config, 0, sscGemmAuto, 0};
+        CHECK_SSC(sscGemmQueryPlan(g, rs ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a, &r.variant, &r.chunks));
         r.us = timeOp(g, rs, a, s, o);
         rows.push_back(r);
       };
@@ -206,17 +207,17 @@ int main(int argc, char** argv) {
       const int64_t c = (M + P - 1) / P;
       if (P == 1) {
         Buffers b(M * L.k * 2, L.n * L.k * 2, M * L.n * 2);
-        record("whole", gemm, true, args(M, L.n, L.k, b, SSC_GEMM_AUTO));
+        record("whole", gemm, true, args(M, L.n, L.k, b, sscGemmAuto));
       } else {
         const int64_t kp = (L.k + P - 1) / P, np = (L.n + P - 1) / P;
         if (doRs) {  // rs: split K
           Buffers b(M * kp * 2, L.n * kp * 2, M * L.n * 2);
-          record("rs.gemm", alone, true, args(M, L.n, kp, b, SSC_GEMM_AUTO));
-          for (auto [name, v] : {std::pair{"rs.unfused", SSC_GEMM_UNFUSED}, {"rs.auto", SSC_GEMM_AUTO},
-                                 {"rs.chunked", SSC_GEMM_CHUNKED}, {"rs.fused", SSC_GEMM_FUSED}})
-            if (v != SSC_GEMM_FUSED || o.fused) record(name, gemm, true, args(M, L.n, kp, b, v));
+          record("rs.gemm", alone, true, args(M, L.n, kp, b, sscGemmAuto));
+          for (auto [name, v] : {std::pair{"rs.unfused", sscGemmUnfused}, {"rs.auto", sscGemmAuto},
+                                 {"rs.chunked", sscGemmChunked}, {"rs.fused", sscGemmFused}})
+            if (v != sscGemmFused || o.fused) record(name, gemm, true, args(M, L.n, kp, b, v));
           if (o.fused) {  // the same fused form ordered by stream memory operations
-            sscGemmArgs_t a = args(M, L.n, kp, b, SSC_GEMM_FUSED);
+            sscGemmArgs_t a = args(M, L.n, kp, b, sscGemmFused);
             a.flags = SSC_GEMM_COPY_ENGINE;
             record("rs.fusedce", gemm, true, a);
           }
@@ -224,13 +225,13 @@ int main(int argc, char** argv) {
         if (doAg) {  // ag: split N
           Buffers b(std::max(c, M) * L.k * 2, np * L.k * 2, M * np * 2);
           // The GEMM alone multiplies the gathered X: M rows on one rank.
-          record("ag.gemm", alone, false, args(M, np, L.k, b, SSC_GEMM_AUTO));
-          for (auto [name, v] : {std::pair{"ag.unfused", SSC_GEMM_UNFUSED}, {"ag.auto", SSC_GEMM_AUTO},
-                                 {"ag.chunked", SSC_GEMM_CHUNKED}})
+          record("ag.gemm", alone, false, args(M, np, L.k, b, sscGemmAuto));
+          for (auto [name, v] : {std::pair{"ag.unfused", sscGemmUnfused}, {"ag.auto", sscGemmAuto},
+                                 {"ag.chunked", sscGemmChunked}})
             record(name, gemm, false, args(M, np, L.k, b, v));
           if (o.fused) {  // both forms: push + one GEMM (chunks 1), one GEMM per source rank
-            record("ag.fused", gemm, false, args(M, np, L.k, b, SSC_GEMM_FUSED));
-            sscGemmArgs_t a = args(M, np, L.k, b, SSC_GEMM_FUSED);
+            record("ag.fused", gemm, false, args(M, np, L.k, b, sscGemmFused));
+            sscGemmArgs_t a = args(M, np, L.k, b, sscGemmFused);
             a.chunks = P;
             record("ag.fusedpr", gemm, false, a);
             a.flags = SSC_GEMM_COPY_ENGINE;  // both forms with copy engines and stream waits
@@ -241,19 +242,18 @@ int main(int argc, char** argv) {
         }
       }
       sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
-      q.inter = L.columnParallel ? SSC_LINEAR_COLUMN_PARALLEL : SSC_LINEAR_ROW_PARALLEL;
+      q.inter = L.columnParallel ? sscLinearColumnParallel : sscLinearRowParallel;
       q.m = M, q.n = L.n, q.k = L.k;
       q.partitions = P;
-      sscGemmShard2dPlan_t h{};
-      h.size = sizeof(h);
+      sscGemmShard2dPlan_t h = SSC_GEMM_SHARD2D_PLAN_INITIALIZER;
       CHECK_SSC(sscGemmShard2d(&q, &h));
       if (g_rank != 0) continue;
       std::printf("  %-18s %6lld", L.name, (long long)M);
       for (const Row& r : rows) {
         std::printf(" %s %.1f", r.config.c_str(), r.us);
-        if (r.variant != SSC_GEMM_UNFUSED) std::printf("(%c%d)", r.variant == SSC_GEMM_FUSED ? 'f' : 'c', r.chunks);
+        if (r.variant != sscGemmUnfused) std::printf("(%c%d)", r.variant == sscGemmFused ? 'f' : 'c', r.chunks);
       }
-      std::printf(" | helper %s %s\n", h.op == SSC_GEMM_OP_REDUCE_SCATTER ? "rs" : "ag", h.two_d ? "2D" : "1D");
+      std::printf(" | helper %s %s\n", h.op == sscGemmOpReduceScatter ? "rs" : "ag", h.twoD ? "2D" : "1D");
       std::fflush(stdout);
       for (const Row& r : rows)
         if (json)
@@ -262,8 +262,8 @@ int main(int argc, char** argv) {
                        "\"helper_2d\":%d,\"helper_est_us\":%.1f,\"helper_other_us\":%.1f}\n",
                        L.name, L.columnParallel ? "column" : "row", (long long)L.k,
                        (long long)L.n, (long long)M, P, r.config.c_str(), r.us,
-                       r.variant == SSC_GEMM_FUSED ? "fused" : r.variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused", r.chunks,
-                       h.op == SSC_GEMM_OP_REDUCE_SCATTER ? "rs" : "ag", h.two_d, h.est_us, h.other_est_us);
+                       r.variant == sscGemmFused ? "fused" : r.variant == sscGemmChunked ? "chunked" : "unfused", r.chunks,
+                       h.op == sscGemmOpReduceScatter ? "rs" : "ag", h.twoD, h.estUs, h.otherEstUs);
       if (json) std::fflush(json);  // a run cut off by a time limit keeps every finished cell
     }
   }

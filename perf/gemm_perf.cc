@@ -165,7 +165,7 @@ int gemmPerfMain(int argc, char** argv, bool reduceScatter) {
   // On a GPU the workspace gemm_coll_perf's table ran with (1 GiB a rank: the forced fused forms
   // hold a whole gathered X or collective there); on the host backend the library's default.
   sscGemmConfig_t config = SSC_GEMM_CONFIG_INITIALIZER;
-  if (session.device >= 0) config.workspace_bytes = size_t{1} << 30;
+  if (session.device >= 0) config.workspaceBytes = size_t{1} << 30;
   sscGemm_t gemm = nullptr;
   PERF_CHECK(sscGemmCreate(session.comm, &config, &gemm));
 
@@ -192,9 +192,10 @@ int gemmPerfMain(int argc, char** argv, bool reduceScatter) {
         a.x = x.data(), a.w = w.data(), a.y = y.data();
         a.variant = flags.variant.variant;
         a.chunks = flags.variant.perRank ? P : 0;
-        int variant = 0, chunks = 0;
+        sscGemmVariant_t variant = sscGemmAuto;
+        int chunks = 0;
         // A variant the workspace cannot hold (every rank decides alike): a line, not a row.
-        if (sscGemmQueryPlan(gemm, reduceScatter ? 0 : 1, &a, &variant, &chunks) != sscSuccess) {
+        if (sscGemmQueryPlan(gemm, reduceScatter ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a, &variant, &chunks) != sscSuccess) {
           const char* whyNot = sscGetLastError(nullptr);
           if (printer) std::printf("# %s M=%zu %s: not run: %s\n", layer.name, rows, typeName(type), whyNot);
           continue;
@@ -224,8 +225,8 @@ int gemmPerfMain(int argc, char** argv, bool reduceScatter) {
         r.layer = layer.name;
         r.m = s.m, r.n = layer.n, r.k = layer.k, r.rankN = s.n, r.rankK = s.k;
         r.type = typeName(type);
-        r.variant = variant == SSC_GEMM_FUSED    ? "fused x" + std::to_string(chunks)
-                    : variant == SSC_GEMM_CHUNKED ? "chunked x" + std::to_string(chunks)
+        r.variant = variant == sscGemmFused    ? "fused x" + std::to_string(chunks)
+                    : variant == sscGemmChunked ? "chunked x" + std::to_string(chunks)
                                                   : std::string("unfused");
         const double t = combineOverRanks(all, options.average);
         r.timeUs = t * 1e6;

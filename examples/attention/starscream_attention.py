@@ -41,11 +41,11 @@ class _UniqueId(ctypes.Structure):
 
 class _KvCacheConfig(ctypes.Structure):  # sscKvCacheConfig_t, field for field
     _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
-                ("num_kv_heads", ctypes.c_int), ("head_dim", ctypes.c_int),
-                ("page_size", ctypes.c_int), ("max_pages", ctypes.c_int),
-                ("max_seqs", ctypes.c_int), ("max_batch", ctypes.c_int),
-                ("max_q_heads", ctypes.c_int), ("dtype", ctypes.c_int),
-                ("interleave", ctypes.c_int), ("block_pages", ctypes.c_int),
+                ("numKvHeads", ctypes.c_int), ("headDim", ctypes.c_int),
+                ("pageSize", ctypes.c_int), ("maxPages", ctypes.c_int),
+                ("maxSeqs", ctypes.c_int), ("maxBatch", ctypes.c_int),
+                ("maxQHeads", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("interleave", ctypes.c_int), ("blockPages", ctypes.c_int),
                 ("exchange", ctypes.c_int)]
 
 

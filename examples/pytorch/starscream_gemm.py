@@ -18,10 +18,10 @@ import os
 
 import torch
 
-AUTO, UNFUSED, CHUNKED, FUSED = 0, 1, 2, 3  # sscGemmVariant_t
+AUTO, UNFUSED, CHUNKED, FUSED = 0, 1, 2, 3  # sscGemmVariant_t: sscGemmAuto .. sscGemmFused
 _F16, _F32, _BF16 = 6, 7, 9                 # sscDataType_t
-_WEIGHT_KN = 0x1
-_OUT_AS_INPUT = -1
+_WEIGHT_KN = 0x1                            # SSC_GEMM_WEIGHT_KN
+_OUT_AS_INPUT = -1                          # SSC_GEMM_OUT_AS_INPUT
 
 
 def _library():
@@ -50,10 +50,10 @@ class UniqueId(ctypes.Structure):
 class GemmArgs(ctypes.Structure):  # sscGemmArgs_v1
     _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
                 ("m", ctypes.c_int64), ("n", ctypes.c_int64), ("k", ctypes.c_int64),
-                ("dtype", ctypes.c_int), ("out_dtype", ctypes.c_int),
+                ("dtype", ctypes.c_int), ("outDtype", ctypes.c_int),
                 ("x", ctypes.c_void_p), ("w", ctypes.c_void_p), ("y", ctypes.c_void_p),
                 ("flags", ctypes.c_int), ("variant", ctypes.c_int), ("chunks", ctypes.c_int),
-                ("x_gathered", ctypes.c_void_p), ("bias", ctypes.c_void_p)]
+                ("xGathered", ctypes.c_void_p), ("bias", ctypes.c_void_p)]
 
 
 class StarscreamError(RuntimeError):
@@ -122,7 +122,7 @@ class Gemm:
     def __init__(self, comm, workspace_bytes=0):
         class Config(ctypes.Structure):
             _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint),
-                        ("version", ctypes.c_uint), ("workspace_bytes", ctypes.c_size_t)]
+                        ("version", ctypes.c_uint), ("workspaceBytes", ctypes.c_size_t)]
         cfg = Config(ctypes.sizeof(Config), 0x5353474D, _version(), workspace_bytes)
         self.comm = comm
         self.handle = ctypes.c_void_p()
@@ -138,12 +138,12 @@ class Gemm:
         a.size, a.magic, a.version = ctypes.sizeof(GemmArgs), 0x53534741, _version()
         a.m, a.n, a.k = m, n, k
         a.dtype = _dtype(w)
-        a.out_dtype = _F32 if out_dtype == torch.float32 else _OUT_AS_INPUT
+        a.outDtype = _F32 if out_dtype == torch.float32 else _OUT_AS_INPUT
         a.x = x.data_ptr() if x is not None and x.numel() else None
         a.w = w.data_ptr()
         a.y = y.data_ptr() if y.numel() else None
         a.flags = _WEIGHT_KN if weight_kn else 0
-        a.variant, a.chunks, a.x_gathered = variant, chunks, None
+        a.variant, a.chunks, a.xGathered = variant, chunks, None
         if bias is not None:
             if bias.dtype != out_dtype or not bias.is_contiguous() or bias.numel() != n:
                 raise ValueError("bias must be a contiguous [%d] tensor of the output's dtype" % n)
@@ -181,12 +181,13 @@ class Gemm:
         return y
 
     def query_plan(self, op, m, n, k, dtype=torch.bfloat16, variant=AUTO, chunks=0):
-        """(variant, chunks) the library runs for this shape; op 0 = reduce-scatter, 1 = all-gather."""
+        """(variant, chunks) the library runs for this shape; op (sscGemmOp_t) 0 = reduce-scatter,
+        1 = all-gather."""
         a = GemmArgs()
         a.size, a.magic, a.version = ctypes.sizeof(GemmArgs), 0x53534741, _version()
         a.m, a.n, a.k = m, n, k
         a.dtype = _BF16 if dtype == torch.bfloat16 else _F16
-        a.out_dtype, a.variant, a.chunks = _OUT_AS_INPUT, variant, chunks
+        a.outDtype, a.variant, a.chunks = _OUT_AS_INPUT, variant, chunks
         v, c = ctypes.c_int(), ctypes.c_int()
         _check(lib().sscGemmQueryPlan(self.handle, op, ctypes.byref(a), ctypes.byref(v), ctypes.byref(c)),
                "sscGemmQueryPlan", self.comm.handle)

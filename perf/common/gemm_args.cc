@@ -23,13 +23,13 @@ constexpr GemmLayer kLayers[] = {
 
 struct VariantName {
   const char* name;
-  int variant;
+  sscGemmVariant_t variant;
   bool perRank;
 };
 constexpr VariantName kVariants[] = {
-    {"auto", SSC_GEMM_AUTO, false},   {"unfused", SSC_GEMM_UNFUSED, false},
-    {"chunked", SSC_GEMM_CHUNKED, false}, {"fused", SSC_GEMM_FUSED, false},
-    {"fused_per_rank", SSC_GEMM_FUSED, true},
+    {"auto", sscGemmAuto, false},   {"unfused", sscGemmUnfused, false},
+    {"chunked", sscGemmChunked, false}, {"fused", sscGemmFused, false},
+    {"fused_per_rank", sscGemmFused, true},
 };
 
 std::string setVariant(std::string_view text, GemmVariant* out) {

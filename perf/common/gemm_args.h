@@ -13,6 +13,7 @@
 
 #include "perf/common/args.h"
 #include "perf/common/report.h"
+#include "starscream/starscream_ops.h"
 
 namespace ssc::perf {
 
@@ -30,7 +31,7 @@ bool layerWanted(std::string_view filter, std::string_view name);
 
 // What -V asks for: an sscGemmVariant_t and, for the fused all-gather, the per-rank form.
 struct GemmVariant {
-  int variant = 0;       // SSC_GEMM_AUTO
+  sscGemmVariant_t variant = sscGemmAuto;
   bool perRank = false;  // "fused_per_rank": args.chunks = nranks
   std::string name = "auto";
 };

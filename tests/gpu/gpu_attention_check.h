@@ -88,7 +88,7 @@ inline sscResult_t appendGrowth(sscKvCache_t cache, hipStream_t stream, const ss
 }
 
 inline const char* exchangeName(int exchange) {
-  return exchange == SSC_KV_EXCHANGE_ALLGATHER ? "allgather" : exchange == SSC_KV_EXCHANGE_FUSED ? "fused" : "auto";
+  return exchange == sscKvExchangeAllGather ? "allgather" : exchange == sscKvExchangeFused ? "fused" : "auto";
 }
 
 // `elems` outputs of io type on the device, as floats on the host.

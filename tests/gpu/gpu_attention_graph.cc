@@ -51,18 +51,18 @@ int runGraphCase(sscComm_t comm, hipStream_t stream, const GraphCase& gc, uint32
   const int nseqs = static_cast<int>(finalLengths.size());
   const ref::Workload w = ref::makeWorkload(seed, kKvHeads, kDim, sscBfloat16, finalLengths, 1);
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kKvHeads;
-  cfg.head_dim = kDim;
-  cfg.page_size = kPage;
+  cfg.numKvHeads = kKvHeads;
+  cfg.headDim = kDim;
+  cfg.pageSize = kPage;
   int pages = 0;
   for (int len : finalLengths) pages += (len + kPage - 1) / kPage + 1;
-  cfg.max_pages = pages;
-  cfg.max_seqs = nseqs;
-  cfg.max_batch = nseqs;
-  cfg.max_q_heads = kHeads;
+  cfg.maxPages = pages;
+  cfg.maxSeqs = nseqs;
+  cfg.maxBatch = nseqs;
+  cfg.maxQHeads = kHeads;
   cfg.interleave = gc.interleave;
-  cfg.block_pages = 2;
-  cfg.exchange = SSC_KV_EXCHANGE_AUTO;
+  cfg.blockPages = 2;
+  cfg.exchange = sscKvExchangeAuto;
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
 
@@ -204,10 +204,10 @@ int runGraphCases(sscComm_t comm, hipStream_t stream, int rank, int nranks) {
   int failures = 0;
   uint32_t seed = 700;
   const int sharded = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS;
-  for (sscKvInterleave_t il : {SSC_KV_PAGE_ROUND_ROBIN, SSC_KV_CONTIGUOUS, SSC_KV_SEQUENCE_OWNER}) {
+  for (sscKvInterleave_t il : {sscKvPageRoundRobin, sscKvContiguous, sscKvSequenceOwner}) {
     failures += runGraphCase(comm, stream, {il, 0, 0}, seed++);
     if (kHeads % nranks == 0) failures += runGraphCase(comm, stream, {il, sharded, 0}, seed++);
   }
-  failures += runGraphCase(comm, stream, {SSC_KV_PAGE_ROUND_ROBIN, 0, 100}, seed++);
+  failures += runGraphCase(comm, stream, {sscKvPageRoundRobin, 0, 100}, seed++);
   return failures;
 }

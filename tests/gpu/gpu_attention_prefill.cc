@@ -47,7 +47,7 @@ struct PrefillCase {
 using ref::interleaveName;
 using ref::typeName;
 
-int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t seed, int exchange) {
+int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t seed, sscKvExchange_t exchange) {
   const int H = c.kvHeads * c.ratio, D = c.headDim, B = static_cast<int>(c.batch.size());
   const ref::Workload w = ref::makeWorkload(seed, c.kvHeads, D, c.dtype, c.lengths, 3);
   std::vector<int32_t> cu = {0};
@@ -57,17 +57,17 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
   for (int len : c.lengths) maxPages += (len + c.pageSize - 1) / c.pageSize;
 
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = c.kvHeads;
-  cfg.head_dim = D;
-  cfg.page_size = c.pageSize;
-  cfg.max_pages = maxPages + 1;
-  cfg.max_seqs = static_cast<int>(c.lengths.size());
-  cfg.max_batch = c.maxBatch > 0 ? c.maxBatch : std::max(T, 1);
-  cfg.max_q_heads = H;
+  cfg.numKvHeads = c.kvHeads;
+  cfg.headDim = D;
+  cfg.pageSize = c.pageSize;
+  cfg.maxPages = maxPages + 1;
+  cfg.maxSeqs = static_cast<int>(c.lengths.size());
+  cfg.maxBatch = c.maxBatch > 0 ? c.maxBatch : std::max(T, 1);
+  cfg.maxQHeads = H;
   cfg.dtype = c.dtype;
   cfg.interleave = c.interleave;
-  cfg.block_pages = 3;
-  cfg.exchange = c.exchange >= 0 ? c.exchange : exchange;
+  cfg.blockPages = 3;
+  cfg.exchange = c.exchange >= 0 ? static_cast<sscKvExchange_t>(c.exchange) : exchange;
   sscKvCache_t cache = cacheWithWorkload(comm, stream, cfg, w, g_rank);
 
   const bool outSharded = c.flags & SSC_ATTN_OUT_SHARDED_HEADS;
@@ -125,9 +125,9 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
                  r != sscSuccess ? (std::string(": ") + sscGetLastError(nullptr)).c_str() : "");
   if (g_rank == 0)
     std::printf("%s PREFILL K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s seqs=%d tokens=%d window=%d sinks=%d "
-                "flags=%d max_batch=%d %s: max |out err| %.3g, max lse rel err %.3g\n",
+                "flags=%d maxBatch=%d %s: max |out err| %.3g, max lse rel err %.3g\n",
                 pass ? "PASS" : "FAIL", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
-                c.pageSize, typeName(c.dtype), typeName(c.io), B, T, c.window, c.sinks, c.flags, cfg.max_batch,
+                c.pageSize, typeName(c.dtype), typeName(c.io), B, T, c.window, c.sinks, c.flags, cfg.maxBatch,
                 exchangeName(cfg.exchange), worst.out, worst.lse);
   CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(dQ));
@@ -139,7 +139,7 @@ int runCase(sscComm_t comm, hipStream_t stream, const PrefillCase& c, uint32_t s
 
 }  // namespace
 
-int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, int exchange) {
+int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, sscKvExchange_t exchange) {
   g_rank = rank;
   g_nranks = nranks;
   int failures = 0;
@@ -150,12 +150,12 @@ int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, in
   const std::vector<int32_t> batch = {4, 0, 2, 1, 6, 5, 3};
   const std::vector<int> fresh = {60, 1, 0, 37, 1, 16, 10};
   int i = 0;
-  for (sscKvInterleave_t il : {SSC_KV_PAGE_ROUND_ROBIN, SSC_KV_CONTIGUOUS, SSC_KV_SEQUENCE_OWNER})
+  for (sscKvInterleave_t il : {sscKvPageRoundRobin, sscKvContiguous, sscKvSequenceOwner})
     for (int ratio : {1, 8, 16})
       for (int d : {64, 128})
         for (sscDataType_t dtype : {sscBfloat16, sscFloat16}) {
           const int pageSizes[] = {16, 1, 5};
-          // max_batch 0 (one round) or 3 (rounds of 3 * 2 * ratio / (2 * ratio) = 3 tokens).
+          // maxBatch 0 (one round) or 3 (rounds of 3 * 2 * ratio / (2 * ratio) = 3 tokens).
           PrefillCase c{il, 2, ratio, d, pageSizes[i % 3], dtype, i % 2 == 0 ? sscFloat32 : sscBfloat16,
                         lengths, batch, fresh, 0, false, 0, i % 4 == 1 ? 3 : 0, -1, 1};
           ++i;
@@ -167,17 +167,17 @@ int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, in
         }
   // Larger: 2 KV heads x GQA 8, head dim 128, 16-token pages, 1600+ new tokens: a 700-token chunk
   // after 800 cached, a whole 901-token prompt, a one-token first chunk, one token after 63.
-  PrefillCase big{SSC_KV_PAGE_ROUND_ROBIN, 2, 8, 128, 16, sscBfloat16, sscBfloat16,
+  PrefillCase big{sscKvPageRoundRobin, 2, 8, 128, 16, sscBfloat16, sscBfloat16,
                   {1500, 901, 1, 64}, {0, 1, 2, 3}, {700, 901, 1, 1}, 0, true, 0, 0, -1, 13};
   failures += runCase(comm, stream, big, seed++, exchange);
   big.window = 256;  // a sliding window over pages of several ranks
-  big.interleave = SSC_KV_CONTIGUOUS;
+  big.interleave = sscKvContiguous;
   failures += runCase(comm, stream, big, seed++, exchange);
   big.window = 0;
   big.maxBatch = 40;  // rounds of 40 tokens: sequences straddle rounds
   big.io = sscFloat32;
   failures += runCase(comm, stream, big, seed++, exchange);
-  big.exchange = SSC_KV_EXCHANGE_ALLGATHER;
+  big.exchange = sscKvExchangeAllGather;
   big.io = sscBfloat16;
   failures += runCase(comm, stream, big, seed++, exchange);
   if (16 % nranks == 0) {
@@ -186,7 +186,7 @@ int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, in
     failures += runCase(comm, stream, big, seed++, exchange);
   }
   // A sliding-window layer as the op wants it: not sharded (sequence owner), GQA 8, d 64, sinks.
-  PrefillCase swa{SSC_KV_SEQUENCE_OWNER, 1, 8, 64, 16, sscBfloat16, sscBfloat16,
+  PrefillCase swa{sscKvSequenceOwner, 1, 8, 64, 16, sscBfloat16, sscBfloat16,
                   {1200, 333, 700}, {2, 0, 1}, {500, 333, 1}, 128, true, 0, 0, -1, 11};
   failures += runCase(comm, stream, swa, seed++, exchange);
   return failures;

@@ -2,9 +2,9 @@
 #pragma once
 
 #include "src/platform/gpu_runtime.h"
-#include "starscream/starscream.h"
+#include "starscream/starscream_ops.h"
 
 // Runs every prefill case on comm (rank `rank` of `nranks`, MPI_COMM_WORLD's ranks), printing
 // one PASS/FAIL line per case on rank 0; exchange is the cache's sscKvExchange_t for the cases
 // that do not name one. Returns the number of failed cases (the same on every rank).
-int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, int exchange);
+int runPrefillCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, sscKvExchange_t exchange);

@@ -43,9 +43,9 @@ namespace {
 
 int g_rank = 0, g_nranks = 1;
 int g_failures = 0;
-// --fused: every case through SSC_KV_EXCHANGE_FUSED by name, plus the skipped-call case; else
+// --fused: every case through sscKvExchangeFused by name, plus the skipped-call case; else
 // AUTO (the fused exchange where the scratch maps; the large case also names the all-gather).
-int g_exchange = SSC_KV_EXCHANGE_AUTO;
+sscKvExchange_t g_exchange = sscKvExchangeAuto;
 
 struct Case {
   sscKvInterleave_t interleave;
@@ -56,7 +56,7 @@ struct Case {
   int window;
   bool sinks;
   int flags;
-  int exchange = SSC_KV_EXCHANGE_AUTO;  // AUTO is the fused exchange on one node's GPUs
+  sscKvExchange_t exchange = sscKvExchangeAuto;  // AUTO is the fused exchange on one node's GPUs
 };
 
 using ref::interleaveName;
@@ -69,17 +69,17 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   for (int len : c.lengths) maxPages += (len + c.pageSize - 1) / c.pageSize;
 
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = c.kvHeads;
-  cfg.head_dim = D;
-  cfg.page_size = c.pageSize;
-  cfg.max_pages = maxPages + 1;  // enough for everything on one rank (sequence-owner)
-  cfg.max_seqs = static_cast<int>(c.lengths.size());
-  cfg.max_batch = B;
-  cfg.max_q_heads = H;
+  cfg.numKvHeads = c.kvHeads;
+  cfg.headDim = D;
+  cfg.pageSize = c.pageSize;
+  cfg.maxPages = maxPages + 1;  // enough for everything on one rank (sequence-owner)
+  cfg.maxSeqs = static_cast<int>(c.lengths.size());
+  cfg.maxBatch = B;
+  cfg.maxQHeads = H;
   cfg.dtype = c.dtype;
   cfg.interleave = c.interleave;
-  cfg.block_pages = 3;
-  cfg.exchange = c.exchange == SSC_KV_EXCHANGE_AUTO ? g_exchange : c.exchange;
+  cfg.blockPages = 3;
+  cfg.exchange = c.exchange == sscKvExchangeAuto ? g_exchange : c.exchange;
   sscKvCache_t cache = cacheWithWorkload(comm, stream, cfg, w, g_rank);
 
   // Queries (this rank's slice when sharded), sinks, outputs.
@@ -159,14 +159,14 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
 // others wait for).
 void skippedCall(sscComm_t comm, hipStream_t stream) {
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = 1;
-  cfg.head_dim = 64;
-  cfg.page_size = 4;
-  cfg.max_pages = 8;
-  cfg.max_seqs = 1;
-  cfg.max_batch = 1;
-  cfg.max_q_heads = 1;
-  cfg.exchange = SSC_KV_EXCHANGE_FUSED;
+  cfg.numKvHeads = 1;
+  cfg.headDim = 64;
+  cfg.pageSize = 4;
+  cfg.maxPages = 8;
+  cfg.maxSeqs = 1;
+  cfg.maxBatch = 1;
+  cfg.maxQHeads = 1;
+  cfg.exchange = sscKvExchangeFused;
   const char* old = std::getenv("STARSCREAM_TIMEOUT");
   const std::string saved = old != nullptr ? old : "";
   setenv("STARSCREAM_TIMEOUT", "1", 1);
@@ -221,14 +221,14 @@ void skippedCall(sscComm_t comm, hipStream_t stream) {
 void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters) {
   const int kvHeads = 8, ratio = 8, H = kvHeads * ratio, D = 128, ps = 16;
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kvHeads;
-  cfg.head_dim = D;
-  cfg.page_size = ps;
+  cfg.numKvHeads = kvHeads;
+  cfg.headDim = D;
+  cfg.pageSize = ps;
   const int pagesPerSeq = (context + ps - 1) / ps;
-  cfg.max_pages = batch * ((pagesPerSeq + g_nranks - 1) / g_nranks) + batch;
-  cfg.max_seqs = batch;
-  cfg.max_batch = batch;
-  cfg.max_q_heads = H;
+  cfg.maxPages = batch * ((pagesPerSeq + g_nranks - 1) / g_nranks) + batch;
+  cfg.maxSeqs = batch;
+  cfg.maxBatch = batch;
+  cfg.maxQHeads = H;
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
   const int chunk = 4096;
@@ -291,7 +291,7 @@ void decodeCases(sscComm_t comm, hipStream_t stream) {
   const std::vector<int32_t> batch = {4, 0, 2, 1, 6, 5, 3};
   uint32_t seed = 1;
   int i = 0;
-  for (sscKvInterleave_t il : {SSC_KV_PAGE_ROUND_ROBIN, SSC_KV_CONTIGUOUS, SSC_KV_SEQUENCE_OWNER})
+  for (sscKvInterleave_t il : {sscKvPageRoundRobin, sscKvContiguous, sscKvSequenceOwner})
     for (int ratio : {1, 8, 16})
       for (int d : {64, 128})
         for (sscDataType_t dtype : {sscBfloat16, sscFloat16}) {
@@ -316,28 +316,28 @@ void decodeCases(sscComm_t comm, hipStream_t stream) {
         }
   // Many sequences: enough (sequence, KV head) blocks that the partial kernel runs without
   // split-K (the cases above mostly split each rank's pages over several blocks).
-  Case many{SSC_KV_CONTIGUOUS, 8, 1, 64, 4, sscFloat16, sscFloat32, {}, {}, 0, true, 0};
+  Case many{sscKvContiguous, 8, 1, 64, 4, sscFloat16, sscFloat32, {}, {}, 0, true, 0};
   for (int s = 0; s < 48; ++s) {
     many.lengths.push_back((s * 37) % 61);
     many.batch.push_back(47 - s);
   }
   runCase(comm, stream, many, seed++);
   // A larger case: 8 KV heads x GQA 8, head dim 128, 16-token pages, thousands of tokens.
-  Case big{SSC_KV_PAGE_ROUND_ROBIN, 8, 8, 128, 16, sscBfloat16, sscBfloat16,
+  Case big{sscKvPageRoundRobin, 8, 8, 128, 16, sscBfloat16, sscBfloat16,
            {4097, 1, 2500, 333, 8000, 17, 1024, 5}, {0, 1, 2, 3, 4, 5, 6, 7}, 0, true, 0};
   runCase(comm, stream, big, seed++);
-  big.interleave = SSC_KV_CONTIGUOUS;
+  big.interleave = sscKvContiguous;
   big.window = 4096;
   runCase(comm, stream, big, seed++);
   // The all-gather exchange by name too, full and sharded heads.
-  big.exchange = SSC_KV_EXCHANGE_ALLGATHER;
+  big.exchange = sscKvExchangeAllGather;
   runCase(comm, stream, big, seed++);
   if ((8 * 8) % g_nranks == 0) {
     big.flags = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS;
     runCase(comm, stream, big, seed++);
     // Replicated queries, sharded output, through the default exchange (the fused one where
     // the scratch maps): attention_perf's sharded-rq at a size that splits each rank's pages.
-    big.exchange = SSC_KV_EXCHANGE_AUTO;
+    big.exchange = sscKvExchangeAuto;
     big.flags = SSC_ATTN_OUT_SHARDED_HEADS;
     runCase(comm, stream, big, seed++);
   }
@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   sscComm_t comm = newMpiComm(g_rank, g_nranks);
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
-  if (argc > 1 && std::string(argv[1]) == "--fused") g_exchange = SSC_KV_EXCHANGE_FUSED;
+  if (argc > 1 && std::string(argv[1]) == "--fused") g_exchange = sscKvExchangeFused;
   const bool prefillOnly = argc > 1 && std::string(argv[1]) == "--prefill";
   const bool graphOnly = argc > 1 && std::string(argv[1]) == "--graph";
   if (argc > 1 && std::string(argv[1]) == "--bench") {
@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
   if (!prefillOnly && !graphOnly) g_failures += runTrimCases(comm, stream, g_rank, g_nranks, g_exchange);
   if (!prefillOnly) g_failures += runGraphCases(comm, stream, g_rank, g_nranks);
   if (!graphOnly) g_failures += runPrefillCases(comm, stream, g_rank, g_nranks, g_exchange);
-  if (g_nranks > 1 && g_exchange == SSC_KV_EXCHANGE_FUSED) skippedCall(comm, stream);
+  if (g_nranks > 1 && g_exchange == sscKvExchangeFused) skippedCall(comm, stream);
 
   CHECK_GPU(hipStreamDestroy(stream));
   CHECK_SSC(sscCommFinalize(comm));

@@ -29,22 +29,22 @@ constexpr int kKvHeads = 1, kRatio = 8, kHeads = kKvHeads * kRatio, kDim = 64, k
 constexpr int kWindow = 128, kStep = 37;  // tokens a sequence grows by between decodes
 
 // One layer's decode loop; returns 1 when any step failed on any rank (the same on all).
-int runTrimCase(sscComm_t comm, hipStream_t stream, sscKvInterleave_t interleave, int exchange, uint32_t seed) {
+int runTrimCase(sscComm_t comm, hipStream_t stream, sscKvInterleave_t interleave, sscKvExchange_t exchange, uint32_t seed) {
   const std::vector<int> finalLengths = {700, 333, 150};
   const int nseqs = static_cast<int>(finalLengths.size());
   const ref::Workload w = ref::makeWorkload(seed, kKvHeads, kDim, sscBfloat16, finalLengths, 2);
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kKvHeads;
-  cfg.head_dim = kDim;
-  cfg.page_size = kPage;
+  cfg.numKvHeads = kKvHeads;
+  cfg.headDim = kDim;
+  cfg.pageSize = kPage;
   // A window plus one step's tokens over ceil(tokens / page) + 1 pages, per sequence: the
   // sequences untrimmed need about twice that (75 pages against 36).
-  cfg.max_pages = nseqs * ((kWindow + kStep + kPage - 1) / kPage + 1);
-  cfg.max_seqs = nseqs;
-  cfg.max_batch = nseqs;
-  cfg.max_q_heads = kHeads;
+  cfg.maxPages = nseqs * ((kWindow + kStep + kPage - 1) / kPage + 1);
+  cfg.maxSeqs = nseqs;
+  cfg.maxBatch = nseqs;
+  cfg.maxQHeads = kHeads;
   cfg.interleave = interleave;
-  cfg.block_pages = 2;
+  cfg.blockPages = 2;
   cfg.exchange = exchange;
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
@@ -118,7 +118,7 @@ int runTrimCase(sscComm_t comm, hipStream_t stream, sscKvInterleave_t interleave
     std::printf("%s TRIM K=%d %s kv%d gqa%d d%d page%d window=%d lengths=700,333,150 steps=%d pool=%d %s: "
                 "max |out err| %.3g, max lse rel err %.3g\n",
                 pass ? "PASS" : "FAIL", g_nranks, ref::interleaveName(interleave), kKvHeads, kRatio, kDim, kPage,
-                kWindow, steps, cfg.max_pages, exchangeName(exchange), worst.out, worst.lse);
+                kWindow, steps, cfg.maxPages, exchangeName(exchange), worst.out, worst.lse);
   CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(dQ));
   CHECK_GPU(hipFree(dOut));
@@ -129,12 +129,12 @@ int runTrimCase(sscComm_t comm, hipStream_t stream, sscKvInterleave_t interleave
 
 }  // namespace
 
-int runTrimCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, int exchange) {
+int runTrimCases(sscComm_t comm, hipStream_t stream, int rank, int nranks, sscKvExchange_t exchange) {
   g_rank = rank;
   g_nranks = nranks;
   int failures = 0;
   uint32_t seed = 900;
-  for (sscKvInterleave_t il : {SSC_KV_SEQUENCE_OWNER, SSC_KV_PAGE_ROUND_ROBIN, SSC_KV_CONTIGUOUS})
+  for (sscKvInterleave_t il : {sscKvSequenceOwner, sscKvPageRoundRobin, sscKvContiguous})
     failures += runTrimCase(comm, stream, il, exchange, seed++);
   return failures;
 }

@@ -58,10 +58,11 @@ struct Case {
   int64_t m, n, k;
   sscDataType_t dtype, out;
   bool kn;
-  int variant, chunks;
+  sscGemmVariant_t variant;
+  int chunks;
   size_t workspace;  // 0: default
   int sampleRows;    // 0: check every row, else this many sampled rows (plus the first and last)
-  int gathered = 0;  // all-gather: 1 x_gathered separate, 2 in place (x at its rows inside it)
+  int gathered = 0;  // all-gather: 1 xGathered separate, 2 in place (x at its rows inside it)
   bool bias = false;  // nn.Linear's bias, in y's type (sscGemmArgs_t.bias)
   int calls = 2;      // back to back on the stream before the check
   bool ce = false;    // SSC_GEMM_COPY_ENGINE: the fused forms ordered by stream memory operations
@@ -127,19 +128,19 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   CHECK_GPU(hipMemset(y, 0xFF, std::max<size_t>(yRows * c.n * ob, 16)));  // NaNs where nothing lands
 
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
-  cfg.workspace_bytes = c.workspace;
+  cfg.workspaceBytes = c.workspace;
   sscGemm_t gemm = nullptr;
   CHECK_SSC(sscGemmCreate(comm, &cfg, &gemm));
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = c.m, a.n = c.n, a.k = c.k;
   a.dtype = c.dtype;
-  a.out_dtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
+  a.outDtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
   a.x = x, a.w = w, a.y = y;
   void* gathered = nullptr;
   if (c.gathered != 0) {
     CHECK_GPU(hipMalloc(&gathered, std::max<size_t>(c.m * c.k * 2, 16)));
     CHECK_GPU(hipMemset(gathered, 0, std::max<size_t>(c.m * c.k * 2, 16)));
-    a.x_gathered = gathered;
+    a.xGathered = gathered;
     if (c.gathered == 2) {  // this rank's rows already in place
       if (rows > 0)
         CHECK_GPU(hipMemcpy(static_cast<char*>(gathered) + first * c.k * 2, xMine.data() + first * c.k,
@@ -165,8 +166,9 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   a.flags = (c.kn ? SSC_GEMM_WEIGHT_KN : 0) | (c.ce ? SSC_GEMM_COPY_ENGINE : 0);
   a.variant = c.variant;
   a.chunks = c.chunks;
-  int variant = -1, chunks = -1;
-  CHECK_SSC(sscGemmQueryPlan(gemm, c.rs ? 0 : 1, &a, &variant, &chunks));
+  sscGemmVariant_t variant = sscGemmAuto;
+  int chunks = -1;
+  CHECK_SSC(sscGemmQueryPlan(gemm, c.rs ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a, &variant, &chunks));
   // At least twice: the second call reuses the workspace slots and flags of the first.
   const int calls = g_calls > 0 ? g_calls : c.calls;
   for (int rep = 0; rep < calls; ++rep)
@@ -238,8 +240,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
                 ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
                 (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
                 c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
-                c.gathered == 1 ? " x_gathered" : c.gathered == 2 ? " in-place" : "", c.bias ? " bias" : "", c.variant,
-                variant == SSC_GEMM_FUSED ? "fused" : variant == SSC_GEMM_CHUNKED ? "chunked" : "unfused",
+                c.gathered == 1 ? " xGathered" : c.gathered == 2 ? " in-place" : "", c.bias ? " bias" : "", c.variant,
+                variant == sscGemmFused ? "fused" : variant == sscGemmChunked ? "chunked" : "unfused",
                 chunks, c.workspace, all);
   CHECK_SSC(sscGemmDestroy(gemm));
   CHECK_GPU(hipFree(x));
@@ -299,7 +301,7 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = m, a.n = n, a.k = k;
   a.x = x, a.w = w, a.y = y;
-  a.variant = SSC_GEMM_FUSED;
+  a.variant = sscGemmFused;
   a.chunks = g_nranks;  // the per-rank form: every rank waits for each peer's rows
   a.flags = SSC_GEMM_COPY_ENGINE;
   CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));  // every rank: the flags start in step
@@ -314,7 +316,7 @@ int runMissingRank(sscComm_t comm, hipStream_t stream) {
   // SMs) or the core's kernel would time out and the next call fail. Either way: no hang, and an
   // error naming the missing rank. The communicator is left failed.
   CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
-  a.variant = SSC_GEMM_UNFUSED;
+  a.variant = sscGemmUnfused;
   a.chunks = 0;
   a.flags = 0;
   CHECK_SSC(sscGemmReduceScatter(gemm, &a, stream));  // every rank: the workspace mapped alike
@@ -350,14 +352,15 @@ int runCaptureChecks(sscComm_t comm, hipStream_t stream) {
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = m, a.n = n, a.k = k;
   a.x = x, a.w = w, a.y = y;
-  a.variant = SSC_GEMM_UNFUSED;  // the reference, and the GEMM shape probed outside the capture
+  a.variant = sscGemmUnfused;  // the reference, and the GEMM shape probed outside the capture
   CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));
   CHECK_GPU(hipStreamSynchronize(stream));
   std::vector<uint16_t> want(m * n), got(m * n);
   CHECK_GPU(hipMemcpy(want.data(), y, want.size() * 2, hipMemcpyDeviceToHost));
-  a.variant = SSC_GEMM_AUTO;
-  int uncaptured = -1, chunks = 0;
-  CHECK_SSC(sscGemmQueryPlan(gemm, 1, &a, &uncaptured, &chunks));
+  a.variant = sscGemmAuto;
+  sscGemmVariant_t uncaptured = sscGemmAuto;
+  int chunks = 0;
+  CHECK_SSC(sscGemmQueryPlan(gemm, sscGemmOpAllGather, &a, &uncaptured, &chunks));
   CHECK_GPU(hipMemset(y, 0xFF, m * n * 2));
   CHECK_GPU(hipDeviceSynchronize());
   MPI_Barrier(MPI_COMM_WORLD);
@@ -381,7 +384,7 @@ int runCaptureChecks(sscComm_t comm, hipStream_t stream) {
   if (exec != nullptr) CHECK_GPU(hipGraphExecDestroy(exec));
   CHECK_GPU(hipGraphDestroy(graph));
   // A forced fused call under capture: refused, nothing queued (the capture ends clean).
-  a.variant = SSC_GEMM_FUSED;
+  a.variant = sscGemmFused;
   a.chunks = g_nranks;
   CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
   const sscResult_t forced = sscAllGatherGemm(gemm, &a, stream);
@@ -445,90 +448,90 @@ int main(int argc, char** argv) {
       for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
         const int mode = i++ % 4;
         const sscDataType_t out = mode == 1 ? sscFloat32 : t;
-        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_AUTO, 0, 0, 0});
-        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 3, 0, 0});
+        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmAuto, 0, 0, 0});
+        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmChunked, 3, 0, 0});
         // A workspace of a few rows per rank: many chunks, two slots alternating.
         const size_t row = static_cast<size_t>(rs ? s.n * (out == sscFloat32 ? 4 : 2) : s.k * 2);
-        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_CHUNKED, 0,
+        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmChunked, 0,
                                (2 * g_nranks + 1) * row * 5, 0});
         // The fused variant, with waiting kernels and with SSC_GEMM_COPY_ENGINE (stream waits).
         for (bool ce : {false, true}) {
           if (rs) {  // one chunk, three, and many through two reused slots
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0, 0, false, 2, ce});
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 3, 0, 0, 0, false, 2, ce});
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0,
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 3, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0,
                                    (2 * g_nranks + 1) * row * 5, 0, 0, false, 2, ce});
           } else {  // push + one GEMM, and one GEMM per source rank in place
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 0, 0, 0, 0, false, 2, ce});
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, SSC_GEMM_FUSED, 2, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 2, 0, 0, 0, false, 2, ce});
           }
         }
       }
   // The gathered X returned as well, separately and in place.
   for (int gathered : {1, 2}) {
-    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 3, 0, 0, gathered});
-    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, SSC_GEMM_AUTO, 0, 0, 0, gathered});
-    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 0, gathered});
-    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 0, gathered});
-    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 0, 0, 0, gathered,
+    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, sscGemmChunked, 3, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, sscGemmAuto, 0, 0, 0, gathered});
+    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 0, gathered});
+    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 0, 0, 0, gathered,
                            false, 2, true});
   }
   // nn.Linear's bias through every variant of both ops, fp32 y and W as [K][N], and an empty
   // sum (k = 0: y is the bias).
   for (bool rs : {true, false})
-    for (int variant : {SSC_GEMM_UNFUSED, SSC_GEMM_CHUNKED, SSC_GEMM_FUSED}) {
-      const int chunks = variant == SSC_GEMM_CHUNKED ? 3 : 0;
+    for (sscGemmVariant_t variant : {sscGemmUnfused, sscGemmChunked, sscGemmFused}) {
+      const int chunks = variant == sscGemmChunked ? 3 : 0;
       runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, chunks, 0, 0, 0, true});
       runCase(comm, stream, {rs, 37, 29, 19, sscFloat16, sscFloat32, true, variant, chunks, 0, 0, 0, true});
-      if (variant == SSC_GEMM_FUSED)
+      if (variant == sscGemmFused)
         runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, rs ? 0 : 2, 0, 0, 0,
                                true, 2, true});
     }
   for (bool rs : {true, false})
-    runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 0, 0, true});
+    runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 0, 0, true});
   // Large shapes under AUTO and forced fused, rows sampled. AUTO runs what the rule estimates
   // faster (autoPicksFused): at an H200's rates, the all-gathers 4099 x 1030 x 8192 fused per
   // rank at K = 2 to 8, the reduce-scatter unfused.
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
-  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_AUTO, 0, 0, 24});
-  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_AUTO, 0, 0, 24});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24});
-  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 24});
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 24});
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24});
+  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, sscGemmFused, 5, 0, 24});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 24});
+  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmAuto, 0, 0, 24});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24});
+  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 24});
   // The same with SSC_GEMM_COPY_ENGINE, 20 calls back to back (the stream waits' flags reused).
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24, 0,
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24, 0,
                          false, 20, true});
-  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 5, 0, 24, 0,
+  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, sscGemmFused, 5, 0, 24, 0,
                          false, 2, true});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 0, 0, 24, 0,
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24, 0,
                          false, 2, true});
-  runCase(comm, stream, {false, 4096, 1024, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 8, 0, 24, 0,
+  runCase(comm, stream, {false, 4096, 1024, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 8, 0, 24, 0,
                          false, 20, true});
-  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 2, 0, 24, 0,
+  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 24, 0,
                          false, 2, true});
   // The shapes whose overlapped forms hung at K = 8 MPS partitions of an H200 (docs/gemm.md: a
   // vendor GEMM on a side stream beside a kernel waiting on the peers; the fused reduce-scatter of
   // llama70b.o and gate_up at M = 4096 in 4 and 3 chunks, the chunked all-gather of
   // llama70b.qkv), 20 calls back to back each: a hang here fails the run at STARSCREAM_TIMEOUT.
-  runCase(comm, stream, {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 4, 0, 8, 0, false,
+  runCase(comm, stream, {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, sscGemmFused, 4, 0, 8, 0, false,
                          20});
-  runCase(comm, stream, {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 3, 0, 8, 0, false,
+  runCase(comm, stream, {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, sscGemmFused, 3, 0, 8, 0, false,
                          20});
-  runCase(comm, stream, {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 4, 0, 8, 0, false,
+  runCase(comm, stream, {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, sscGemmChunked, 4, 0, 8, 0, false,
                          20});
   // The per-rank all-gather with its peers batched (blocks below 512 rows), 20 calls back to back
   // (the batch's two pointer tables reused), with waiting kernels and with copy engines.
-  runCase(comm, stream, {false, 1000, 96, 200, sscBfloat16, sscBfloat16, false, SSC_GEMM_FUSED, 8, 0, 24, 0,
+  runCase(comm, stream, {false, 1000, 96, 200, sscBfloat16, sscBfloat16, false, sscGemmFused, 8, 0, 24, 0,
                          false, 20});
-  runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, SSC_GEMM_FUSED, 8, 0, 24, 0,
+  runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 8, 0, 24, 0,
                          false, 20, true});
   if (std::string("capture").find(g_only) != std::string::npos &&
       (g_skip.empty() || std::string("capture").find(g_skip) == std::string::npos))
     g_failures += runCaptureChecks(comm, stream);
   // Chunked with a scratch (one GEMM per chunk), rows sampled.
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, SSC_GEMM_CHUNKED, 5, 0, 24});
+  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmChunked, 5, 0, 24});
+  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmChunked, 5, 0, 24});
   CHECK_GPU(hipStreamDestroy(stream));
   if (g_missingRank) {  // its last check leaves the communicator failed on purpose
     (void)sscCommFinalize(comm);

@@ -31,7 +31,7 @@ TEST(GemmArgs, SplitsItsOwnFlagsInEveryForm) {
   std::vector<std::string> rest;
   ASSERT_EQ(split({"-b", "16", "-L", "llama70b", "-e", "64", "-V", "fused"}, &f, &rest), "");
   EXPECT_EQ(f.layers, "llama70b");
-  EXPECT_EQ(f.variant.variant, SSC_GEMM_FUSED);
+  EXPECT_EQ(f.variant.variant, sscGemmFused);
   EXPECT_FALSE(f.variant.perRank);
   EXPECT_EQ(rest, (std::vector<std::string>{"gemm_rs_perf", "-b", "16", "-e", "64"}));
   ASSERT_EQ(split({"-Lgptoss", "--variant=fused_per_rank", "-n", "3"}, &f, &rest), "");
@@ -41,7 +41,7 @@ TEST(GemmArgs, SplitsItsOwnFlagsInEveryForm) {
   EXPECT_EQ(rest, (std::vector<std::string>{"gemm_rs_perf", "-n", "3"}));
   ASSERT_EQ(split({"--layers", "o,down", "--variant", "chunked"}, &f, &rest), "");
   EXPECT_EQ(f.layers, "o,down");
-  EXPECT_EQ(f.variant.variant, SSC_GEMM_CHUNKED);
+  EXPECT_EQ(f.variant.variant, sscGemmChunked);
   EXPECT_EQ(rest.size(), 1u);
 }
 

@@ -21,7 +21,7 @@ namespace ssc::test::attn {
 
 // Short names for test output and parameterized test names.
 inline const char* interleaveName(sscKvInterleave_t i) {
-  return i == SSC_KV_PAGE_ROUND_ROBIN ? "rr" : i == SSC_KV_CONTIGUOUS ? "contig" : "seqowner";
+  return i == sscKvPageRoundRobin ? "rr" : i == sscKvContiguous ? "contig" : "seqowner";
 }
 inline const char* typeName(sscDataType_t t) {
   return t == sscFloat32 ? "fp32" : t == sscFloat16 ? "fp16" : "bf16";
@@ -44,8 +44,8 @@ inline float roundTo(float x, sscDataType_t t) {
 }
 
 // Tokens appended in rounds. Round r appends rounds[r].seqs[i] with K/V rows
-// [i][kv head][head_dim] (storage bits); seqK/seqV hold the same values as floats by sequence:
-// [seq][position][kv head][head_dim].
+// [i][kv head][headDim] (storage bits); seqK/seqV hold the same values as floats by sequence:
+// [seq][position][kv head][headDim].
 struct Workload {
   int numKvHeads = 0, headDim = 0;
   sscDataType_t dtype = sscBfloat16;

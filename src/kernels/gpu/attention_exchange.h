@@ -1,4 +1,4 @@
-// Kernels of the fused decode exchange (SSC_KV_EXCHANGE_FUSED; layout and epochs in
+// Kernels of the fused decode exchange (sscKvExchangeFused; layout and epochs in
 // src/ops/attention/exchange.h): the query slices pushed into every peer's scratch in one
 // launch, each rank's partial rows (its split-K partials merged on the way) pushed into the
 // scratch of the ranks that return them, and the merge that starts as the rows arrive. Peers'
@@ -42,7 +42,7 @@ struct AttnQPushParams {
 };
 
 struct AttnPushParams {
-  const float* partials;  // `splits` blocks of [batch][numQHeads][head_dim + 1], splitStride apart
+  const float* partials;  // `splits` blocks of [batch][numQHeads][headDim + 1], splitStride apart
   size_t splitStride;
   int splits;
   int batch;
@@ -63,7 +63,7 @@ struct AttnRecvMergeParams {
   int firstHead;          // head of slot j is firstHead + j
   int headDim;
   const float* sinks;     // [numQHeads] or null
-  void* out;              // [batch][outHeads][head_dim] of outDtype
+  void* out;              // [batch][outHeads][headDim] of outDtype
   int outDtype;
   float* lse;             // [batch][outHeads] or null
   // The call is epoch->done + 1; this kernel, the call's last, advances epoch->done to it.

@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(kPartialThreads) attnPartialKernel(const AttnP
 
 #endif
 
-// Block (b, output head), one thread per element (blockDim = head_dim, a power of two): the
+// Block (b, output head), one thread per element (blockDim = headDim, a power of two): the
 // merge of mergePartials (merge.cc), over the ranks' partials or (packed) over one rank's
 // split-K partials (mergeRows).
 __global__ void attnMergeKernel(const AttnMergeParams p) {

@@ -15,7 +15,7 @@ constexpr int kAttnMaxHeadsPerBlock = 16;
 constexpr int kAttnMaxPeers = 64;
 
 // The decode kernel's copy ring (attention_decode_mma.cuh) holds a 16-token step of K or V as
-// 16 rows of head_dim 2-byte elements; the 16-byte piece c of row r is stored at piece
+// 16 rows of headDim 2-byte elements; the 16-byte piece c of row r is stored at piece
 // c ^ attnDecodeSwizzle(r) of its row. Unswizzled, the fragment reads of a quarter warp (K: rows
 // g and g + 1 at one column; V: 4 rows at one column) would share banks (rows are 128 or 256
 // bytes); with it, every quarter warp's reads and copies hit 8 distinct 16-byte bank groups.
@@ -25,9 +25,9 @@ constexpr int kAttnMaxPeers = 64;
 constexpr int attnDecodeSwizzle(int r) { return (r & 2) | ((((r >> 2) ^ r) & 1) << 2); }
 
 struct KvAppendParams {
-  void* kPool;             // [page][kv head][row][head_dim], 2-byte elements
+  void* kPool;             // [page][kv head][row][headDim], 2-byte elements
   void* vPool;
-  const void* k;           // [token][kv head][head_dim]
+  const void* k;           // [token][kv head][headDim]
   const void* v;
   const int64_t* dstRow;   // [token]: element offset of the token's kv head 0 row, or -1
   int numTokens;
@@ -79,7 +79,7 @@ enum AttnFinishMode : int {
 struct AttnPartialFinish {
   int mode;                // AttnFinishMode
   const float* sinks;      // kAttnFinishOutput: [numQHeads] or null
-  void* out;               // kAttnFinishOutput: [batch][numQHeads][head_dim] of outDtype
+  void* out;               // kAttnFinishOutput: [batch][numQHeads][headDim] of outDtype
   int outDtype;
   float* lse;              // kAttnFinishOutput: [batch][numQHeads] or null
   AttnPushTarget push;     // kAttnFinishPush
@@ -89,7 +89,7 @@ struct AttnPartialParams {
   const void* kPool;        // as KvAppendParams
   const void* vPool;
   int kvDtype;              // sscFloat16 or sscBfloat16
-  const void* q;            // [qRank][batch][qHeadsPerRank][head_dim]; one qRank when not sharded
+  const void* q;            // [qRank][batch][qHeadsPerRank][headDim]; one qRank when not sharded
   // Set when q is the fused exchange's query area of parity 0: the call's parity (qEpoch->done +
   // 1) then moves it by qParityBytes per parity.
   const AttnEpochWord* qEpoch;
@@ -108,12 +108,12 @@ struct AttnPartialParams {
   // each sequence, so few sequences still fill the GPU; each split writes its own partial block.
   int splits;
   size_t splitStride;       // floats between two splits' blocks
-  float* partials;          // [split][batch][numQHeads][head_dim + 1]: output then LSE (-inf: empty)
+  float* partials;          // [split][batch][numQHeads][headDim + 1]: output then LSE (-inf: empty)
   AttnPartialFinish finish;
 };
 
 struct AttnMergeParams {
-  const float* partials;   // nranks blocks of [batch][numQHeads][head_dim + 1]
+  const float* partials;   // nranks blocks of [batch][numQHeads][headDim + 1]
   size_t rankStride;       // floats between two ranks' blocks
   int nranks;
   int batch;
@@ -122,10 +122,10 @@ struct AttnMergeParams {
   int firstHead;           // merge heads [firstHead, firstHead + outHeads)
   int outHeads;
   const float* sinks;      // [numQHeads] or null: one extra logit per head, no value
-  void* out;               // [batch][outHeads][head_dim] of outDtype
+  void* out;               // [batch][outHeads][headDim] of outDtype
   int outDtype;            // sscFloat32, sscFloat16 or sscBfloat16
   float* lse;              // [batch][outHeads] or null
-  // Packed: out is fp32 in the partials' own layout, [batch][outHeads][head_dim + 1] with the
+  // Packed: out is fp32 in the partials' own layout, [batch][outHeads][headDim + 1] with the
   // LSE last (lse unused): how a rank's split-K partials become its one partial.
   bool packed;
 };

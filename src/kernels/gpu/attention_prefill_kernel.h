@@ -13,13 +13,13 @@ namespace ssc::gpu {
 constexpr int kAttnPrefillMaxPools = 64;
 
 struct AttnPrefillParams {
-  // The pools the spans name ([page][kv head][row][head_dim], 2-byte elements), a table in
+  // The pools the spans name ([page][kv head][row][headDim], 2-byte elements), a table in
   // device memory: pools[i] the K pool of a span whose pool field is i, pools[numPools + i] its
   // V pool. This rank's alone (partials), or every rank's as mapped here, by rank (KV side).
   const void* const* pools;
   int numPools;  // 1 .. kAttnPrefillMaxPools
   int kvDtype;              // sscFloat16 or sscBfloat16
-  const void* q;            // [token][numQHeads][head_dim] from the chunk's first token
+  const void* q;            // [token][numQHeads][headDim] from the chunk's first token
   int qDtype;               // sscFloat32, sscFloat16 or sscBfloat16
   // The lists of src/ops/attention/prefill_plan.h (buildPrefillLists), on the device.
   const int32_t* pieces;    // [piece][5]: first token, tokens, first position, first span, end span
@@ -38,7 +38,7 @@ struct AttnPrefillParams {
   int pageSize;
   float scale;
   int window;               // 0: causal over everything; else the last `window` positions
-  float* partials;          // [token][numQHeads][head_dim + 1]: output then LSE (-inf: empty)
+  float* partials;          // [token][numQHeads][headDim + 1]: output then LSE (-inf: empty)
 };
 
 // Rows of (token, query head) one warp (CUDA) or block (HIP) takes: prefill_plan.h's tiles.
@@ -48,7 +48,7 @@ constexpr int kAttnPrefillTileRows = 16;
 int launchAttnPrefill(const AttnPrefillParams& p, void* stream);
 
 // The head slices of every rank, all-gathered as [rank][token][headsPerRank] rows of rowBytes,
-// into [token][rank * headsPerRank + j] rows: a prefill's merged output (rows of head_dim
+// into [token][rank * headsPerRank + j] rows: a prefill's merged output (rows of headDim
 // elements) or its LSE (rows of one float) in the caller's layout. rowBytes a multiple of 2.
 struct AttnHeadPermuteParams {
   const void* src;

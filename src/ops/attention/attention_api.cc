@@ -56,9 +56,9 @@ sscResult_t checkTrimAgainstGraphs(const char* fn, const sscKvCache* c, int seq,
 }
 
 sscResult_t checkSeq(const char* fn, const sscKvCache* c, int seq, const char* what) {
-  if (seq < 0 || seq >= c->config.max_seqs)
+  if (seq < 0 || seq >= c->config.maxSeqs)
     return fail(sscInvalidArgument, "{}: {} = {} is not a sequence id (0 .. {})", fn, what, seq,
-                c->config.max_seqs - 1);
+                c->config.maxSeqs - 1);
   return sscSuccess;
 }
 
@@ -72,34 +72,36 @@ sscResult_t checkConfig(const char* fn, const sscKvCacheConfig_t* cfg) {
     if (v < 1) return fail(sscInvalidArgument, "{}: config.{} = {} must be >= 1", fn, name, v);
     return sscSuccess;
   };
-  SSC_CHECK(positive(cfg->num_kv_heads, "num_kv_heads"));
-  if (cfg->head_dim != 64 && cfg->head_dim != 128)
-    return fail(sscInvalidArgument, "{}: config.head_dim = {} (supported: 64, 128)", fn,
-                cfg->head_dim);
-  SSC_CHECK(positive(cfg->page_size, "page_size"));
-  SSC_CHECK(positive(cfg->max_pages, "max_pages"));
-  SSC_CHECK(positive(cfg->max_seqs, "max_seqs"));
-  SSC_CHECK(positive(cfg->max_batch, "max_batch"));
-  SSC_CHECK(positive(cfg->max_q_heads, "max_q_heads"));
-  if (cfg->max_q_heads % cfg->num_kv_heads != 0)
-    return fail(sscInvalidArgument, "{}: config.max_q_heads = {} is not a multiple of "
-                "num_kv_heads = {}", fn, cfg->max_q_heads, cfg->num_kv_heads);
+  SSC_CHECK(positive(cfg->numKvHeads, "numKvHeads"));
+  if (cfg->headDim != 64 && cfg->headDim != 128)
+    return fail(sscInvalidArgument, "{}: config.headDim = {} (supported: 64, 128)", fn,
+                cfg->headDim);
+  SSC_CHECK(positive(cfg->pageSize, "pageSize"));
+  SSC_CHECK(positive(cfg->maxPages, "maxPages"));
+  SSC_CHECK(positive(cfg->maxSeqs, "maxSeqs"));
+  SSC_CHECK(positive(cfg->maxBatch, "maxBatch"));
+  SSC_CHECK(positive(cfg->maxQHeads, "maxQHeads"));
+  if (cfg->maxQHeads % cfg->numKvHeads != 0)
+    return fail(sscInvalidArgument, "{}: config.maxQHeads = {} is not a multiple of "
+                "numKvHeads = {}", fn, cfg->maxQHeads, cfg->numKvHeads);
   if (cfg->dtype != sscBfloat16 && cfg->dtype != sscFloat16)
     return fail(sscInvalidArgument, "{}: config.dtype = {} (supported: sscBfloat16, "
                 "sscFloat16)", fn, static_cast<int>(cfg->dtype));
-  if (cfg->interleave < SSC_KV_PAGE_ROUND_ROBIN || cfg->interleave > SSC_KV_SEQUENCE_OWNER)
+  // Compared as int: a caller's C code may store any int in an enum field.
+  const int interleave = static_cast<int>(cfg->interleave), exchange = static_cast<int>(cfg->exchange);
+  if (interleave < sscKvPageRoundRobin || interleave > sscKvSequenceOwner)
     return fail(sscInvalidArgument, "{}: config.interleave = {} is not an sscKvInterleave_t",
-                fn, cfg->interleave);
-  if (cfg->interleave == SSC_KV_CONTIGUOUS) SSC_CHECK(positive(cfg->block_pages, "block_pages"));
-  if (cfg->exchange < SSC_KV_EXCHANGE_AUTO || cfg->exchange > SSC_KV_EXCHANGE_FUSED)
+                fn, interleave);
+  if (cfg->interleave == sscKvContiguous) SSC_CHECK(positive(cfg->blockPages, "blockPages"));
+  if (exchange < sscKvExchangeAuto || exchange > sscKvExchangeFused)
     return fail(sscInvalidArgument, "{}: config.exchange = {} is not an sscKvExchange_t", fn,
-                cfg->exchange);
+                exchange);
   // Pool rows are indexed with 64-bit arithmetic, but the page table stores int32 pages.
-  const uint64_t poolElems = static_cast<uint64_t>(cfg->max_pages) * cfg->num_kv_heads *
-                             cfg->page_size * cfg->head_dim;
+  const uint64_t poolElems = static_cast<uint64_t>(cfg->maxPages) * cfg->numKvHeads *
+                             cfg->pageSize * cfg->headDim;
   if (poolElems > (1ull << 62) / 2)
     return fail(sscInvalidArgument, "{}: a pool of {} pages x {} heads x {} tokens x {} is too "
-                "large", fn, cfg->max_pages, cfg->num_kv_heads, cfg->page_size, cfg->head_dim);
+                "large", fn, cfg->maxPages, cfg->numKvHeads, cfg->pageSize, cfg->headDim);
   return sscSuccess;
 }
 
@@ -121,9 +123,9 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   *out = nullptr;
   SSC_CHECK(checkConfig(fn, cfg));
   // The host backend's ranks cannot map each other's scratch: only the all-gather exchange.
-  if (cfg->exchange == SSC_KV_EXCHANGE_FUSED && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
-    return fail(sscInvalidUsage, "{}: config.exchange = SSC_KV_EXCHANGE_FUSED needs a GPU backend "
-                "(the host backend exchanges through sscAllGather: use SSC_KV_EXCHANGE_AUTO)", fn);
+  if (cfg->exchange == sscKvExchangeFused && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
+    return fail(sscInvalidUsage, "{}: config.exchange = sscKvExchangeFused needs a GPU backend "
+                "(the host backend exchanges through sscAllGather: use sscKvExchangeAuto)", fn);
   auto* c = new sscKvCache;
   c->comm = comm;
   c->backend = comm->backend;
@@ -132,10 +134,10 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   c->onGpu = comm->backend->deviceIndex() >= 0;
   Placement pl;
   pl.nranks = comm->nranks;
-  pl.pageSize = cfg->page_size;
+  pl.pageSize = cfg->pageSize;
   pl.mode = static_cast<Interleave>(cfg->interleave);
-  pl.blockPages = cfg->interleave == SSC_KV_CONTIGUOUS ? cfg->block_pages : 1;
-  c->table = std::make_unique<PageTable>(pl, comm->rank, cfg->max_seqs, cfg->max_pages);
+  pl.blockPages = cfg->interleave == sscKvContiguous ? cfg->blockPages : 1;
+  c->table = std::make_unique<PageTable>(pl, comm->rank, cfg->maxSeqs, cfg->maxPages);
   const std::string& mode = comm->config.attnPrefill;  // read and compared at comm init
   c->prefillMode = static_cast<int>(mode == "kv"         ? PrefillMode::kKvSide
                                     : mode == "partials" ? PrefillMode::kPartials
@@ -160,14 +162,14 @@ sscResult_t checkHeads(const char* fn, const sscKvCache* c, sscDataType_t ioType
                        bool sharded) {
   const sscKvCacheConfig_t& cfg = c->config;
   if (ioType != sscFloat32 && ioType != sscFloat16 && ioType != sscBfloat16)
-    return fail(sscInvalidArgument, "{}: io_dtype = {} (supported: sscFloat32, sscFloat16, "
+    return fail(sscInvalidArgument, "{}: ioDtype = {} (supported: sscFloat32, sscFloat16, "
                 "sscBfloat16)", fn, static_cast<int>(ioType));
-  if (numQHeads < 1 || numQHeads > cfg.max_q_heads || numQHeads % cfg.num_kv_heads != 0)
-    return fail(sscInvalidArgument, "{}: num_q_heads = {} must be a multiple of num_kv_heads = "
-                "{} and at most max_q_heads = {}", fn, numQHeads, cfg.num_kv_heads,
-                cfg.max_q_heads);
+  if (numQHeads < 1 || numQHeads > cfg.maxQHeads || numQHeads % cfg.numKvHeads != 0)
+    return fail(sscInvalidArgument, "{}: numQHeads = {} must be a multiple of numKvHeads = "
+                "{} and at most maxQHeads = {}", fn, numQHeads, cfg.numKvHeads,
+                cfg.maxQHeads);
   if (sharded && numQHeads % c->comm->nranks != 0)
-    return fail(sscInvalidArgument, "{}: sharded heads need num_q_heads ({}) to be a multiple "
+    return fail(sscInvalidArgument, "{}: sharded heads need numQHeads ({}) to be a multiple "
                 "of the rank count ({})", fn, numQHeads, c->comm->nranks);
   return sscSuccess;
 }
@@ -185,19 +187,19 @@ sscResult_t checkTrim(const char* fn, const sscKvCache* c, int seq, int64_t star
 sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   SSC_CHECK(checkHeads(fn, c, a.ioType, a.numQHeads, a.qSharded || a.outSharded));
-  if (a.batch < 0 || a.batch > cfg.max_batch)
-    return fail(sscInvalidArgument, "{}: batch = {} (0 .. max_batch = {})", fn, a.batch,
-                cfg.max_batch);
+  if (a.batch < 0 || a.batch > cfg.maxBatch)
+    return fail(sscInvalidArgument, "{}: batch = {} (0 .. maxBatch = {})", fn, a.batch,
+                cfg.maxBatch);
   if (a.window < 0) return fail(sscInvalidArgument, "{}: window = {} is negative", fn, a.window);
   if (a.batch == 0) return sscSuccess;
-  if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
+  if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seqIds is NULL", fn);
   if (a.q == nullptr) return fail(sscInvalidArgument, "{}: q is NULL", fn);
   if (a.out == nullptr) return fail(sscInvalidArgument, "{}: out is NULL", fn);
   std::unordered_set<int> seen;
   for (int b = 0; b < a.batch; ++b) {
-    SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seq_ids entry"));
+    SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seqIds entry"));
     if (!seen.insert(a.seqIds[b]).second)
-      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seq_ids", fn,
+      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seqIds", fn,
                   a.seqIds[b]);
     SSC_CHECK(checkTrim(fn, c, a.seqIds[b], windowStart(c, a.seqIds[b], a.window), a.window));
   }
@@ -207,29 +209,29 @@ sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream
 sscResult_t prefill(const char* fn, sscKvCache* c, PrefillArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   SSC_CHECK(checkHeads(fn, c, a.ioType, a.numQHeads, a.outSharded));
-  if (a.batch < 0 || a.batch > cfg.max_seqs)
-    return fail(sscInvalidArgument, "{}: batch = {} (0 .. max_seqs = {})", fn, a.batch,
-                cfg.max_seqs);
+  if (a.batch < 0 || a.batch > cfg.maxSeqs)
+    return fail(sscInvalidArgument, "{}: batch = {} (0 .. maxSeqs = {})", fn, a.batch,
+                cfg.maxSeqs);
   if (a.window < 0) return fail(sscInvalidArgument, "{}: window = {} is negative", fn, a.window);
   if (a.batch == 0) return sscSuccess;
-  if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
-  if (a.cuSeqlens == nullptr) return fail(sscInvalidArgument, "{}: cu_seqlens is NULL", fn);
+  if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seqIds is NULL", fn);
+  if (a.cuSeqlens == nullptr) return fail(sscInvalidArgument, "{}: cuSeqlens is NULL", fn);
   if (a.cuSeqlens[0] != 0)
-    return fail(sscInvalidArgument, "{}: cu_seqlens[0] = {} (must be 0)", fn, a.cuSeqlens[0]);
+    return fail(sscInvalidArgument, "{}: cuSeqlens[0] = {} (must be 0)", fn, a.cuSeqlens[0]);
   std::unordered_set<int> seen;
   a.lengths.resize(a.batch);
   for (int b = 0; b < a.batch; ++b) {
-    SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seq_ids entry"));
+    SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seqIds entry"));
     if (!seen.insert(a.seqIds[b]).second)
-      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seq_ids", fn,
+      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seqIds", fn,
                   a.seqIds[b]);
     const int64_t n = static_cast<int64_t>(a.cuSeqlens[b + 1]) - a.cuSeqlens[b];
     if (n < 0)
-      return fail(sscInvalidArgument, "{}: cu_seqlens decreases at {} ({} then {})", fn, b + 1,
+      return fail(sscInvalidArgument, "{}: cuSeqlens decreases at {} ({} then {})", fn, b + 1,
                   a.cuSeqlens[b], a.cuSeqlens[b + 1]);
     a.lengths[b] = c->table->length(a.seqIds[b]);
     if (n > a.lengths[b])
-      return fail(sscInvalidArgument, "{}: sequence {} has {} new tokens in cu_seqlens but only "
+      return fail(sscInvalidArgument, "{}: sequence {} has {} new tokens in cuSeqlens but only "
                   "{} cached (append the chunk's K/V first)", fn, a.seqIds[b], n, a.lengths[b]);
     // The chunk's first token reaches back the furthest.
     if (n > 0)
@@ -268,85 +270,85 @@ SSC_API sscResult_t sscKvCacheDestroy(sscKvCache_t cache) {
   });
 }
 
-SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int num_tokens, const int32_t* seq_ids,
+SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int numTokens, const int32_t* seqIds,
                                      const void* k, const void* v, sscStream_t stream) {
   const char* fn = "sscKvCacheAppend";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
     CommUse use(cache->comm);
     SSC_CHECK(checkComm(fn, cache->comm));
-    if (num_tokens < 0) return fail(sscInvalidArgument, "{}: num_tokens = {} is negative", fn,
-                                    num_tokens);
+    if (numTokens < 0) return fail(sscInvalidArgument, "{}: numTokens = {} is negative", fn,
+                                    numTokens);
     SSC_CHECK(checkNotCapturing(fn, cache, stream));
-    if (num_tokens == 0) return sscSuccess;
-    if (seq_ids == nullptr) return fail(sscInvalidArgument, "{}: seq_ids is NULL", fn);
+    if (numTokens == 0) return sscSuccess;
+    if (seqIds == nullptr) return fail(sscInvalidArgument, "{}: seqIds is NULL", fn);
     if (k == nullptr || v == nullptr)
       return fail(sscInvalidArgument, "{}: {} is NULL", fn, k == nullptr ? "k" : "v");
     // The GPU kernel moves 16-byte vectors (a row is 128 or 256 bytes). Checked before the
     // page table changes, so a refused call changes nothing.
     if (cache->onGpu && (reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) % 16 != 0)
       return fail(sscInvalidArgument, "{}: k and v must be 16-byte aligned on the GPU backend", fn);
-    SSC_CHECK(cache->table->append(fn, seq_ids, num_tokens, &cache->slots));
-    if (cache->peers != nullptr) cache->peers->append(seq_ids, num_tokens);
-    return cache->onGpu ? gpuAppend(cache, num_tokens, k, v, stream)
-                        : hostAppend(cache, num_tokens, k, v, stream);
+    SSC_CHECK(cache->table->append(fn, seqIds, numTokens, &cache->slots));
+    if (cache->peers != nullptr) cache->peers->append(seqIds, numTokens);
+    return cache->onGpu ? gpuAppend(cache, numTokens, k, v, stream)
+                        : hostAppend(cache, numTokens, k, v, stream);
   });
 }
 
-SSC_API sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seq_id) {
+SSC_API sscResult_t sscKvCacheReleaseSequence(sscKvCache_t cache, int seqId) {
   const char* fn = "sscKvCacheReleaseSequence";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
-    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
-    cache->table->release(seq_id);
-    if (cache->peers != nullptr) cache->peers->release(seq_id);
+    SSC_CHECK(checkSeq(fn, cache, seqId, "seqId"));
+    cache->table->release(seqId);
+    if (cache->peers != nullptr) cache->peers->release(seqId);
     return cache->onGpu ? gpuTableChanged(cache) : sscSuccess;
   });
 }
 
-SSC_API sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seq_id, int position) {
+SSC_API sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seqId, int position) {
   const char* fn = "sscKvCacheTrimSequence";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
-    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
-    const int64_t length = cache->table->length(seq_id);
+    SSC_CHECK(checkSeq(fn, cache, seqId, "seqId"));
+    const int64_t length = cache->table->length(seqId);
     if (position < 0 || position > length)
       return fail(sscInvalidArgument, "{}: position = {} is outside sequence {} (0 .. its "
-                  "length {})", fn, position, seq_id, length);
-    SSC_CHECK(checkTrimAgainstGraphs(fn, cache, seq_id, position));
-    cache->table->trim(seq_id, position);
-    if (cache->peers != nullptr) cache->peers->trim(seq_id, position);
+                  "length {})", fn, position, seqId, length);
+    SSC_CHECK(checkTrimAgainstGraphs(fn, cache, seqId, position));
+    cache->table->trim(seqId, position);
+    if (cache->peers != nullptr) cache->peers->trim(seqId, position);
     return cache->onGpu ? gpuTableChanged(cache) : sscSuccess;
   });
 }
 
-SSC_API sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seq_id, int* length) {
+SSC_API sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seqId, int* length) {
   const char* fn = "sscKvCacheSequenceLength";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
-    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
+    SSC_CHECK(checkSeq(fn, cache, seqId, "seqId"));
     if (length == nullptr) return fail(sscInvalidArgument, "{}: length is NULL", fn);
-    *length = static_cast<int>(cache->table->length(seq_id));
+    *length = static_cast<int>(cache->table->length(seqId));
     return sscSuccess;
   });
 }
 
-SSC_API sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seq_id, int position,
+SSC_API sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seqId, int position,
                                          int* rank) {
   const char* fn = "sscKvCacheTokenOwner";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
-    SSC_CHECK(checkSeq(fn, cache, seq_id, "seq_id"));
+    SSC_CHECK(checkSeq(fn, cache, seqId, "seqId"));
     if (position < 0)
       return fail(sscInvalidArgument, "{}: position = {} is negative", fn, position);
     if (rank == nullptr) return fail(sscInvalidArgument, "{}: rank is NULL", fn);
-    *rank = cache->table->placement().tokenOwner(seq_id, position);
+    *rank = cache->table->placement().tokenOwner(seqId, position);
     return sscSuccess;
   });
 }
 
-SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
-                                       int num_q_heads, int batch, const int32_t* seq_ids,
+SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t ioDtype,
+                                       int numQHeads, int batch, const int32_t* seqIds,
                                        float scale, const float* sinks, int window, int flags,
                                        void* out, float* lse, sscStream_t stream) {
   const char* fn = "sscAttentionDecode";
@@ -359,16 +361,16 @@ SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDat
     if (!cache->onGpu && cache->backend->streamCapturing(stream))
       return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, which only the GPU "
                   "backends can replay; run it outside the graph", fn);
-    DecodeArgs a{q, io_dtype, num_q_heads, batch, seq_ids, scale, sinks, window,
+    DecodeArgs a{q, ioDtype, numQHeads, batch, seqIds, scale, sinks, window,
                  (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
                  out, lse};
     return decode(fn, cache, a, stream);
   });
 }
 
-SSC_API sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t io_dtype,
-                                        int num_q_heads, int batch, const int32_t* seq_ids,
-                                        const int32_t* cu_seqlens, float scale, const float* sinks,
+SSC_API sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t ioDtype,
+                                        int numQHeads, int batch, const int32_t* seqIds,
+                                        const int32_t* cuSeqlens, float scale, const float* sinks,
                                         int window, int flags, void* out, float* lse,
                                         sscStream_t stream) {
   const char* fn = "sscAttentionPrefill";
@@ -382,7 +384,7 @@ SSC_API sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDa
     if ((flags & ~SSC_ATTN_OUT_SHARDED_HEADS) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
     SSC_CHECK(checkNotCapturing(fn, cache, stream));
-    PrefillArgs a{q, io_dtype, num_q_heads, batch, seq_ids, cu_seqlens, scale, sinks, window,
+    PrefillArgs a{q, ioDtype, numQHeads, batch, seqIds, cuSeqlens, scale, sinks, window,
                   (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0, out, lse, {}, 1};
     return prefill(fn, cache, a, stream);
   });
@@ -392,15 +394,15 @@ namespace ssc::attn {
 
 sscResult_t allocBuffers(sscKvCache* c) {
   const sscKvCacheConfig_t& cfg = c->config;
-  const size_t poolBytes = static_cast<size_t>(cfg.max_pages) * cfg.num_kv_heads *
-                           cfg.page_size * cfg.head_dim * c->kvElemBytes;
-  const size_t rows = static_cast<size_t>(c->comm->nranks) * cfg.max_batch * cfg.max_q_heads;
+  const size_t poolBytes = static_cast<size_t>(cfg.maxPages) * cfg.numKvHeads *
+                           cfg.pageSize * cfg.headDim * c->kvElemBytes;
+  const size_t rows = static_cast<size_t>(c->comm->nranks) * cfg.maxBatch * cfg.maxQHeads;
   Backend* b = c->backend;
   SSC_CHECK(b->memAlloc(&c->kPool, poolBytes));
   SSC_CHECK(b->memAlloc(&c->vPool, poolBytes));
-  SSC_CHECK(b->memAlloc(&c->qGather, rows * cfg.head_dim * 4));  // up to fp32 queries
+  SSC_CHECK(b->memAlloc(&c->qGather, rows * cfg.headDim * 4));  // up to fp32 queries
   void* partials = nullptr;
-  SSC_CHECK(b->memAlloc(&partials, rows * (cfg.head_dim + 1) * sizeof(float)));
+  SSC_CHECK(b->memAlloc(&partials, rows * (cfg.headDim + 1) * sizeof(float)));
   c->partials = static_cast<float*>(partials);
   return sscSuccess;
 }

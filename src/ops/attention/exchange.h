@@ -1,10 +1,10 @@
-// The fused exchange of a decode (SSC_KV_EXCHANGE_FUSED): where each rank's partial rows and
+// The fused exchange of a decode (sscKvExchangeFused): where each rank's partial rows and
 // query slices land in its peers' exchange scratch, and which call epoch a flag carries. Pure
 // arithmetic shared by the host (sizes, pointers) and the tests (tests/ops/attention); the GPU
 // kernels (src/kernels/gpu/attention_exchange.cu) receive the resulting offsets.
 //
 // One rank's scratch, registered on the communicator so that every peer maps it:
-//   rows  [parity][sender][slot][rowFloats]   floats: a partial row is head_dim outputs, the
+//   rows  [parity][sender][slot][rowFloats]   floats: a partial row is headDim outputs, the
 //         LSE, a pad float, then a 64-bit flag (the call's epoch, stored last with release)
 //   q     [parity][sender slice]              the query slices, densely packed for the call
 //   qflag [parity][sender][chunk]             uint64 epochs, one per query chunk a sender pushed

@@ -75,7 +75,7 @@ constexpr size_t kMaxGraphLists = 64;
 class GpuCacheState {
  public:
   Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
-  Upload spans;  // int32 [max_batch + 1] span starts, then [spans][3]
+  Upload spans;  // int32 [maxBatch + 1] span starts, then [spans][3]
   Upload prefill;  // int32: one prefill round's lists (prefill_plan.h), at most prefillInts
   size_t prefillInts = 0;
   // The prefill kernel's pool tables (AttnPrefillParams::pools), one allocation: this rank's
@@ -85,7 +85,7 @@ class GpuCacheState {
   size_t maxSpanInts = 0;
   int multiprocessors = 1;
   int fewestMultiprocessors = 1;  // over the communicator's ranks
-  float* splitPartials = nullptr;  // [split][batch][heads][head_dim + 1]
+  float* splitPartials = nullptr;  // [split][batch][heads][headDim + 1]
   size_t splitFloats = 0;
   // The page lists of the last decode, still in spans.device: reused while the page table's
   // version, the sequences and their window starts are unchanged (repeated decodes over the
@@ -101,7 +101,7 @@ class GpuCacheState {
   hipStream_t appendStream = nullptr;
   bool haveAppendStream = false;
   hipStream_t sideStream = nullptr;  // the first upload of a list, during a capture
-  // The fused exchange (SSC_KV_EXCHANGE_FUSED, or AUTO where the peers' scratch maps).
+  // The fused exchange (sscKvExchangeFused, or AUTO where the peers' scratch maps).
   bool fused = false;
   FusedExchange exchange;
   // The end of the last decode, and its stream: the cache's buffers (partials, the exchange

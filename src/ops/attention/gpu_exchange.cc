@@ -33,9 +33,9 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
     return sscSuccess;
   }
   layout_.nranks = comm->nranks;
-  layout_.maxBatch = c->config.max_batch;
-  layout_.maxQHeads = c->config.max_q_heads;
-  layout_.headDim = c->config.head_dim;
+  layout_.maxBatch = c->config.maxBatch;
+  layout_.maxQHeads = c->config.maxQHeads;
+  layout_.headDim = c->config.headDim;
   const size_t bytes = layout_.totalBytes();
   SSC_CHECK(c->backend->memAlloc(&scratch_, bytes));
   void* word = nullptr;
@@ -158,7 +158,7 @@ gpu::AttnRecvMergeParams FusedExchange::mergeParams(const sscKvCache* c, const D
   m.numQHeads = H;
   m.outHeads = a.outSharded ? H / n : H;
   m.firstHead = a.outSharded ? rank_ * m.outHeads : 0;
-  m.headDim = c->config.head_dim;
+  m.headDim = c->config.headDim;
   m.sinks = a.sinks;
   m.out = a.out;
   m.outDtype = a.ioType;
@@ -176,7 +176,7 @@ sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a
   p.splits = splits;
   p.batch = a.batch;
   p.numQHeads = a.numQHeads;
-  p.headDim = c->config.head_dim;
+  p.headDim = c->config.headDim;
   pushTarget(a, &p.target);
   return gpuCheck(static_cast<hipError_t>(gpu::launchAttnPushMerge(p, mergeParams(c, a), stream)),
                   "the exchange push and merge kernel launch");

@@ -1,4 +1,4 @@
-// The host side of the fused decode exchange (SSC_KV_EXCHANGE_FUSED) on the GPU backend: the
+// The host side of the fused decode exchange (sscKvExchangeFused) on the GPU backend: the
 // cache's exchange scratch registered on the communicator (its peers map it), the call counter
 // (in device memory: the kernels number the calls, so a captured decode's replays count as calls
 // too; gpu::AttnEpochWord), the timeout word, and the launches of the exchange kernels
@@ -34,7 +34,7 @@ class FusedExchange {
   // *parityBytes per parity, as p.qEpoch says.
   sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered, size_t* parityBytes,
                       const gpu::AttnEpochWord** epoch);
-  // This rank's partial rows ([splits] blocks of [batch][heads][head_dim + 1], merged on the
+  // This rank's partial rows ([splits] blocks of [batch][heads][headDim + 1], merged on the
   // way) into the scratch of the ranks that return them, then the merge of what arrives: one
   // launch.
   sscResult_t pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,

@@ -60,14 +60,14 @@ sscResult_t gpuCreate(sscKvCache* c) {
   SSC_CHECK(c->gpu->slots.create(kAppendChunk * sizeof(int64_t)));
   // A call's spans: at most one per pool page of this rank (the batch's sequences are distinct
   // and their pages disjoint) plus, per sequence, the starts.
-  c->gpu->maxSpanInts = static_cast<size_t>(c->config.max_batch) + 1 + 3 * static_cast<size_t>(c->config.max_pages);
+  c->gpu->maxSpanInts = static_cast<size_t>(c->config.maxBatch) + 1 + 3 * static_cast<size_t>(c->config.maxPages);
   SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
-  // A prefill round holds at most max_batch * max_q_heads rows, i.e. that / num_kv_heads rows
+  // A prefill round holds at most maxBatch * maxQHeads rows, i.e. that / numKvHeads rows
   // of one KV head whatever the call's head count (the bound at GQA ratio 1).
   // Reading the peers' pages in place, a round's spans may come from every rank's pool.
   c->gpu->prefillInts = prefillListsBound(
-      static_cast<int64_t>(c->config.max_batch) * c->config.max_q_heads / c->config.num_kv_heads,
-      c->config.max_seqs, 1, static_cast<int64_t>(c->config.max_pages) * (c->peers != nullptr ? nranks : 1));
+      static_cast<int64_t>(c->config.maxBatch) * c->config.maxQHeads / c->config.numKvHeads,
+      c->config.maxSeqs, 1, static_cast<int64_t>(c->config.maxPages) * (c->peers != nullptr ? nranks : 1));
   SSC_CHECK(c->gpu->prefill.create(c->gpu->prefillInts * sizeof(int32_t)));
   int sms = 0;
   SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
@@ -84,8 +84,8 @@ sscResult_t gpuCreate(sscKvCache* c) {
     c->gpu->fewestMultiprocessors = c->gpu->multiprocessors;
   }
   c->gpu->splitFloats = std::min(kMaxSplitScratchFloats,
-                                 static_cast<size_t>(kDecodeMaxSplits) * c->config.max_batch *
-                                     c->config.max_q_heads * (c->config.head_dim + 1));
+                                 static_cast<size_t>(kDecodeMaxSplits) * c->config.maxBatch *
+                                     c->config.maxQHeads * (c->config.headDim + 1));
   void* split = nullptr;
   SSC_CHECK(gpuCheck(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)), "hipMalloc"));
   c->gpu->splitPartials = static_cast<float*>(split);
@@ -101,11 +101,11 @@ sscResult_t gpuCreate(sscKvCache* c) {
   // launch and no barrier, where the all-gather path pays two collective launches with barriers
   // on both sides and a merge launch per step, so it does no more work at any size or rank count
   // (docs/attention.md, "The fused exchange"; attention_perf times both).
-  if (c->comm->nranks > 1 && c->config.exchange != SSC_KV_EXCHANGE_ALLGATHER) {
+  if (c->comm->nranks > 1 && c->config.exchange != sscKvExchangeAllGather) {
     std::string why;
     SSC_CHECK(c->gpu->exchange.setup(c, &c->gpu->fused, &why));
-    if (!c->gpu->fused && c->config.exchange == SSC_KV_EXCHANGE_FUSED)
-      return fail(sscInvalidUsage, "sscKvCacheCreate: config.exchange = SSC_KV_EXCHANGE_FUSED, but {}", why);
+    if (!c->gpu->fused && c->config.exchange == sscKvExchangeFused)
+      return fail(sscInvalidUsage, "sscKvCacheCreate: config.exchange = sscKvExchangeFused, but {}", why);
   }
   return sscSuccess;
 }
@@ -133,7 +133,7 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
   gpu::DeviceGuard onDevice(c->device);
   const sscKvCacheConfig_t& cfg = c->config;
   auto s = static_cast<hipStream_t>(stream);
-  const size_t rowElems = static_cast<size_t>(cfg.num_kv_heads) * cfg.head_dim;
+  const size_t rowElems = static_cast<size_t>(cfg.numKvHeads) * cfg.headDim;
   std::vector<int64_t> dst;
   for (int first = 0; first < numTokens; first += kAppendChunk) {
     const int n = std::min(kAppendChunk, numTokens - first);
@@ -141,7 +141,7 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
     for (int i = 0; i < n; ++i) {
       const TokenSlot t = c->slots[first + i];
       if (t.page >= 0)
-        dst[i] = (static_cast<int64_t>(t.page) * cfg.num_kv_heads * cfg.page_size + t.row) * cfg.head_dim;
+        dst[i] = (static_cast<int64_t>(t.page) * cfg.numKvHeads * cfg.pageSize + t.row) * cfg.headDim;
     }
     SSC_CHECK(c->gpu->slots.put(dst.data(), n * sizeof(int64_t), s));
     gpu::KvAppendParams p{};
@@ -151,9 +151,9 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
     p.v = static_cast<const uint16_t*>(v) + first * rowElems;
     p.dstRow = static_cast<const int64_t*>(c->gpu->slots.device);
     p.numTokens = n;
-    p.numKvHeads = cfg.num_kv_heads;
-    p.headDim = cfg.head_dim;
-    p.pageSize = cfg.page_size;
+    p.numKvHeads = cfg.numKvHeads;
+    p.headDim = cfg.headDim;
+    p.pageSize = cfg.pageSize;
     SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchKvAppend(p, s)), "the KV append kernel launch"));
   }
   c->gpu->appendStream = s;
@@ -313,7 +313,7 @@ sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
 sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, bool capturing) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
-  const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int nranks = comm->nranks, rank = comm->rank, D = cfg.headDim, H = a.numQHeads;
   const int qHeads = a.qSharded ? H / nranks : H;
   auto s = static_cast<hipStream_t>(stream);
 
@@ -365,11 +365,11 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   pp.spans = dev + a.batch + 1;
   pp.batch = a.batch;
   pp.numQHeads = H;
-  pp.numKvHeads = cfg.num_kv_heads;
+  pp.numKvHeads = cfg.numKvHeads;
   pp.headDim = D;
-  pp.pageSize = cfg.page_size;
+  pp.pageSize = cfg.pageSize;
   pp.scale = a.scale;
-  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.num_kv_heads * headChunks(H, cfg.num_kv_heads);
+  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.numKvHeads * headChunks(H, cfg.numKvHeads);
   const int64_t splits = decodeSplits(blocks, longest,
                                     int64_t{gpu::attnPartialBlocksPerSm(pp)} * g.multiprocessors,
                                     static_cast<int64_t>(g.splitFloats / count));

@@ -23,7 +23,7 @@ static_assert(kMaxPoolRanks <= gpu::kAttnPrefillMaxPools, "a KV-side launch name
 sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int hk, void* out,
                         float* lse, hipStream_t s) {
   sscComm* comm = c->comm;
-  const int nranks = comm->nranks, D = c->config.head_dim;
+  const int nranks = comm->nranks, D = c->config.headDim;
   const size_t ioBytes = dtypeSize(a.ioType), slice = static_cast<size_t>(tokens) * hk;
   char* gathered = static_cast<char*>(c->qGather);
   SSC_CHECK(sscAllGather(gathered + comm->rank * slice * D * ioBytes, gathered, slice * D, a.ioType,
@@ -48,7 +48,7 @@ sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int
 sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
-  const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
+  const int nranks = comm->nranks, rank = comm->rank, D = cfg.headDim, H = a.numQHeads;
   const int outHeads = a.outSharded ? H / nranks : H;
   const size_t ioBytes = dtypeSize(a.ioType);
   auto s = static_cast<hipStream_t>(stream);
@@ -56,7 +56,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
   const bool fused = g.fused;
   std::vector<PrefillChunk> chunks;
   planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
-  // Gathering heads (output on every rank): qGather holds a round's rows x head_dim x 4 bytes,
+  // Gathering heads (output on every rank): qGather holds a round's rows x headDim x 4 bytes,
   // splitPartials must hold its LSEs.
   const bool headsGather = !a.outSharded && nranks > 1 && H % nranks == 0 &&
                            static_cast<size_t>(a.chunkTokens) * H <= g.splitFloats;
@@ -70,7 +70,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
   for (const PrefillChunk& ch : chunks) {
     const PrefillSplit split = choosePrefillSplit(
         static_cast<PrefillMode>(c->prefillMode), c->peers != nullptr && (a.outSharded || headsGather),
-        nranks, rank, H, cfg.num_kv_heads, ch.tokens, warpSlots);
+        nranks, rank, H, cfg.numKvHeads, ch.tokens, warpSlots);
     tables.assign(1, c->table.get());
     if (split.kvSide) {
       // The peers' appends of this call's tokens before the first read of their pages (every
@@ -99,13 +99,13 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
     pp.tiles = dev + lists.tilesAt();
     pp.numTiles = lists.numTiles;
     pp.numQHeads = H;
-    pp.numKvHeads = cfg.num_kv_heads;
+    pp.numKvHeads = cfg.numKvHeads;
     pp.kvHeadFirst = split.kvFirst;
     pp.kvHeads = split.kvHeads;
     pp.rowHeads = split.width;
     pp.headOffset = split.offset;
     pp.headDim = D;
-    pp.pageSize = cfg.page_size;
+    pp.pageSize = cfg.pageSize;
     pp.scale = a.scale;
     pp.window = a.window;
     pp.partials = mine;

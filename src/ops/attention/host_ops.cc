@@ -37,8 +37,8 @@ void storeElem(void* base, size_t i, sscDataType_t type, float x) {
 
 // Element offset of row `row` of KV head `head` in pool page `page`.
 size_t poolOffset(const sscKvCacheConfig_t& cfg, int32_t page, int head, int32_t row) {
-  return ((static_cast<size_t>(page) * cfg.num_kv_heads + head) * cfg.page_size + row) *
-         cfg.head_dim;
+  return ((static_cast<size_t>(page) * cfg.numKvHeads + head) * cfg.pageSize + row) *
+         cfg.headDim;
 }
 
 // Every rank's partials (in place in c->partials, count floats a rank) to every rank, then the
@@ -48,7 +48,7 @@ sscResult_t exchangeAndMerge(sscKvCache* c, int64_t rows, int H, bool outSharded
                              const float* sinks, void* out, float* lse, sscDataType_t ioType,
                              int64_t outRow0, sscStream_t stream) {
   sscComm* comm = c->comm;
-  const int nranks = comm->nranks, rank = comm->rank, D = c->config.head_dim;
+  const int nranks = comm->nranks, rank = comm->rank, D = c->config.headDim;
   const size_t count = static_cast<size_t>(rows) * H * (D + 1);
   if (nranks > 1) {
     SSC_CHECK(sscAllGather(c->partials + rank * count, c->partials, count, sscFloat32, comm, stream));
@@ -78,12 +78,12 @@ sscResult_t hostAppend(sscKvCache* c, int numTokens, const void* k, const void* 
                        sscStream_t stream) {
   SSC_CHECK(c->backend->streamSynchronize(stream));  // k and v may come from queued work
   const sscKvCacheConfig_t& cfg = c->config;
-  const size_t rowBytes = static_cast<size_t>(cfg.head_dim) * c->kvElemBytes;
+  const size_t rowBytes = static_cast<size_t>(cfg.headDim) * c->kvElemBytes;
   for (int i = 0; i < numTokens; ++i) {
     const TokenSlot s = c->slots[i];
     if (s.page < 0) continue;  // another rank's token
-    for (int h = 0; h < cfg.num_kv_heads; ++h) {
-      const size_t src = (static_cast<size_t>(i) * cfg.num_kv_heads + h) * rowBytes;
+    for (int h = 0; h < cfg.numKvHeads; ++h) {
+      const size_t src = (static_cast<size_t>(i) * cfg.numKvHeads + h) * rowBytes;
       const size_t dst = poolOffset(cfg, s.page, h, s.row) * c->kvElemBytes;
       std::memcpy(static_cast<char*>(c->kPool) + dst, static_cast<const char*>(k) + src, rowBytes);
       std::memcpy(static_cast<char*>(c->vPool) + dst, static_cast<const char*>(v) + src, rowBytes);
@@ -95,8 +95,8 @@ sscResult_t hostAppend(sscKvCache* c, int numTokens, const void* k, const void* 
 sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
   sscComm* comm = c->comm;
-  const int nranks = comm->nranks, rank = comm->rank, D = cfg.head_dim, H = a.numQHeads;
-  const int group = H / cfg.num_kv_heads;
+  const int nranks = comm->nranks, rank = comm->rank, D = cfg.headDim, H = a.numQHeads;
+  const int group = H / cfg.numKvHeads;
   const int qHeads = a.qSharded ? H / nranks : H;  // heads per rank in q
   SSC_CHECK(c->backend->streamSynchronize(stream));
 
@@ -127,7 +127,7 @@ sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
     const int seq = a.seqIds[b];
     spans.clear();
     c->table->spans(seq, windowStart(c, seq, a.window), &spans);
-    for (int kvh = 0; kvh < cfg.num_kv_heads; ++kvh) {
+    for (int kvh = 0; kvh < cfg.numKvHeads; ++kvh) {
       acc.assign(group, PartialAccumulator(D));
       for (const PageSpan& s : spans)
         for (int32_t row = s.rowBegin; row < s.rowEnd; ++row) {
@@ -157,8 +157,8 @@ sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
 
 sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream) {
   const sscKvCacheConfig_t& cfg = c->config;
-  const int nranks = c->comm->nranks, rank = c->comm->rank, D = cfg.head_dim, H = a.numQHeads;
-  const int group = H / cfg.num_kv_heads;
+  const int nranks = c->comm->nranks, rank = c->comm->rank, D = cfg.headDim, H = a.numQHeads;
+  const int group = H / cfg.numKvHeads;
   SSC_CHECK(c->backend->streamSynchronize(stream));
   std::vector<PrefillChunk> chunks;
   planPrefillChunks(a.cuSeqlens, a.lengths.data(), a.batch, a.chunkTokens, &chunks);
@@ -177,7 +177,7 @@ sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream)
     // (LSE -inf) and the same merge as for partials gives each head its one full row.
     const PrefillSplit split = choosePrefillSplit(static_cast<PrefillMode>(c->prefillMode),
                                                   c->peers != nullptr, nranks, rank, H,
-                                                  cfg.num_kv_heads, ch.tokens, 0);
+                                                  cfg.numKvHeads, ch.tokens, 0);
     // This rank's partials of the chunk's rows, [token][H][D + 1], causal by position.
     const size_t count = static_cast<size_t>(ch.tokens) * H * (D + 1);
     float* mine = c->partials + rank * count;

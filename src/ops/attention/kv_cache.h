@@ -70,12 +70,12 @@ struct sscKvCache {
   bool onGpu = false;  // the communicator's backend is a GPU backend
   std::unique_ptr<ssc::attn::PageTable> table;
   size_t kvElemBytes = 2;
-  // Pools, [page][kv head][row][head_dim] of config.dtype, from the backend's memAlloc.
+  // Pools, [page][kv head][row][headDim] of config.dtype, from the backend's memAlloc.
   void* kPool = nullptr;
   void* vPool = nullptr;
-  // Exchange scratch (backend memory): the gathered query slices, [nranks][max_batch *
-  // max_q_heads * head_dim] elements of up to 4 bytes, and the partials, [nranks][max_batch]
-  // [max_q_heads][head_dim + 1] floats (a call uses the leading batch * heads of each block).
+  // Exchange scratch (backend memory): the gathered query slices, [nranks][maxBatch *
+  // maxQHeads * headDim] elements of up to 4 bytes, and the partials, [nranks][maxBatch]
+  // [maxQHeads][headDim + 1] floats (a call uses the leading batch * heads of each block).
   void* qGather = nullptr;
   float* partials = nullptr;
   ssc::attn::GpuCacheState* gpu = nullptr;
@@ -88,14 +88,14 @@ struct sscKvCache {
 
 namespace ssc::attn {
 
-// Tokens a prefill exchanges per round: the scratch holds max_batch * max_q_heads rows.
+// Tokens a prefill exchanges per round: the scratch holds maxBatch * maxQHeads rows.
 inline int64_t prefillChunkTokens(const sscKvCache* c, int heads) {
-  const int64_t rows = static_cast<int64_t>(c->config.max_batch) * c->config.max_q_heads;
+  const int64_t rows = static_cast<int64_t>(c->config.maxBatch) * c->config.maxQHeads;
   return rows / heads > 0 ? rows / heads : 1;
 }
-// Floats in one rank's block of partials for this call: batch x heads x (head_dim + 1).
+// Floats in one rank's block of partials for this call: batch x heads x (headDim + 1).
 inline size_t partialCount(const sscKvCache* c, int batch, int heads) {
-  return static_cast<size_t>(batch) * heads * (c->config.head_dim + 1);
+  return static_cast<size_t>(batch) * heads * (c->config.headDim + 1);
 }
 // First position sequence `seq` attends to under `window` (0: all).
 inline int64_t windowStart(const sscKvCache* c, int seq, int window) {

@@ -50,7 +50,7 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
   for (int i = 0; i < n; ++i) {
     const int s = seqIds[i];
     if (s < 0 || s >= maxSeqs())
-      return fail(sscInvalidArgument, "{}: seq_ids[{}] = {} is not a sequence id (0 .. {})", fn,
+      return fail(sscInvalidArgument, "{}: seqIds[{}] = {} is not a sequence id (0 .. {})", fn,
                   i, s, maxSeqs() - 1);
     ++added[s];
   }
@@ -65,7 +65,7 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
   for (int r = 0; r < placement_.nranks; ++r)
     if (used_[r] + need[r] > maxPages_)
       return fail(sscInvalidUsage, "{}: rank {} would need {} more page(s) but has {} of {} "
-                  "free; release or trim sequences or create the cache with more max_pages", fn, r,
+                  "free; release or trim sequences or create the cache with more maxPages", fn, r,
                   need[r], maxPages_ - used_[r], maxPages_);
   for (int r = 0; r < placement_.nranks; ++r) used_[r] += need[r];
   if (n > 0) ++version_;

@@ -35,8 +35,8 @@ sscResult_t PeerPools::setup(sscKvCache* c, int maxRanks, std::string* why) {
     return sscSuccess;
   }
   const sscKvCacheConfig_t& cfg = c->config;
-  const size_t poolBytes = static_cast<size_t>(cfg.max_pages) * cfg.num_kv_heads * cfg.page_size *
-                           cfg.head_dim * c->kvElemBytes;
+  const size_t poolBytes = static_cast<size_t>(cfg.maxPages) * cfg.numKvHeads * cfg.pageSize *
+                           cfg.headDim * c->kvElemBytes;
   SSC_CHECK(sscCommRegister(comm, c->kPool, poolBytes, &kHandle_));
   SSC_CHECK(sscCommRegister(comm, c->vPool, poolBytes, &vHandle_));
   std::vector<const void*> k = peerBases(comm, c->kPool), v = peerBases(comm, c->vPool);
@@ -51,7 +51,7 @@ sscResult_t PeerPools::setup(sscKvCache* c, int maxRanks, std::string* why) {
   mirrors_.resize(comm->nranks);
   for (int q = 0; q < comm->nranks; ++q)
     if (q != comm->rank)
-      mirrors_[q] = std::make_unique<PageTable>(own_->placement(), q, cfg.max_seqs, cfg.max_pages);
+      mirrors_[q] = std::make_unique<PageTable>(own_->placement(), q, cfg.maxSeqs, cfg.maxPages);
   k_ = std::move(k);
   v_ = std::move(v);
   return sscSuccess;

@@ -13,7 +13,7 @@
 namespace ssc::attn {
 
 struct PrefillPiece {
-  int b;               // index into the call's seq_ids
+  int b;               // index into the call's seqIds
   int64_t firstToken;  // first of its tokens, counted from the chunk's first token
   int64_t tokens;
   int64_t firstPos;    // sequence position of that token
@@ -91,7 +91,7 @@ void buildPrefillLists(const std::vector<const PageTable*>& tables, const int32_
 
 // An upper bound of buildPrefillLists' ints for any chunk of at most chunkTokens tokens over
 // maxPieces sequences, with `width` rows a token, over spanPages pool pages in all (one rank's
-// max_pages, or every rank's).
+// maxPages, or every rank's).
 size_t prefillListsBound(int64_t chunkTokens, int maxPieces, int width, int64_t spanPages);
 
 }  // namespace ssc::attn

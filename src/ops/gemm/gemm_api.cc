@@ -106,7 +106,7 @@ GemmRates ratesFor(sscGemmContext* g, const Problem& p) {
 sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a, Call* c,
                     bool checkPointers = true, bool capturing = false) {
   if (a == nullptr) return fail(sscInvalidArgument, "{}: args is NULL", fn);
-  // Arguments from a header before `bias` end at x_gathered: accepted, without a bias.
+  // Arguments whose size ends at xGathered (a struct without `bias`): accepted, without a bias.
   const bool hasBias = a->size == sizeof(sscGemmArgs_t);
   if ((!hasBias && a->size != offsetof(sscGemmArgs_t, bias)) || a->magic != SSC_GEMM_ARGS_MAGIC)
     return fail(sscInvalidArgument, "{}: args were not initialised with SSC_GEMM_ARGS_INITIALIZER "
@@ -114,10 +114,10 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   if (a->dtype != sscBfloat16 && a->dtype != sscFloat16)
     return fail(sscInvalidArgument, "{}: args.dtype = {} (supported: sscBfloat16, sscFloat16)", fn,
                 static_cast<int>(a->dtype));
-  const sscDataType_t out = a->out_dtype == SSC_GEMM_OUT_AS_INPUT ? a->dtype : a->out_dtype;
+  const sscDataType_t out = a->outDtype == SSC_GEMM_OUT_AS_INPUT ? a->dtype : a->outDtype;
   if (out != a->dtype && out != sscFloat32)
-    return fail(sscInvalidArgument, "{}: args.out_dtype = {} (supported: SSC_GEMM_OUT_AS_INPUT, "
-                "the input type, or sscFloat32)", fn, static_cast<int>(a->out_dtype));
+    return fail(sscInvalidArgument, "{}: args.outDtype = {} (supported: SSC_GEMM_OUT_AS_INPUT, "
+                "the input type, or sscFloat32)", fn, static_cast<int>(a->outDtype));
   if (a->m < 0 || a->n < 0 || a->k < 0)
     return fail(sscInvalidArgument, "{}: args m = {}, n = {}, k = {}: each must be >= 0", fn, a->m,
                 a->n, a->k);
@@ -142,30 +142,30 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   c->x = a->x;
   c->w = a->w;
   c->y = a->y;
-  c->xGathered = a->x_gathered;
+  c->xGathered = a->xGathered;
   c->bias = hasBias ? a->bias : nullptr;
-  c->p.gatherOut = op == Op::kAllGather && a->x_gathered != nullptr;
+  c->p.gatherOut = op == Op::kAllGather && a->xGathered != nullptr;
   std::string why;
   // Under stream capture no fused form: their ranks order themselves by flag values that count
   // the calls (use numbers), fixed in the kernels' arguments at capture, so on a replay every
   // wait would pass at once against the capture's values, and a rank would read a peer's slot
   // before the peer wrote it. AUTO plans without them there; a forced fused call is refused.
-  if (capturing && a->variant == SSC_GEMM_FUSED && c->p.nranks > 1)
-    return fail(sscInvalidUsage, "{}: SSC_GEMM_FUSED on a stream being captured into a graph: the "
+  if (capturing && a->variant == sscGemmFused && c->p.nranks > 1)
+    return fail(sscInvalidUsage, "{}: sscGemmFused on a stream being captured into a graph: the "
                 "fused forms order the ranks by per-call flag values fixed at capture, so a replay "
-                "would not wait for the peers; capture SSC_GEMM_AUTO (unfused under capture) or "
-                "SSC_GEMM_UNFUSED instead", fn);
+                "would not wait for the peers; capture sscGemmAuto (unfused under capture) or "
+                "sscGemmUnfused instead", fn);
   const bool fusedAvailable = !capturing && (!g->fusedTried || !g->fusedPeers.empty());
   // AUTO's rule weighs the variants at this communicator's rates (gemm_rates.h): the same tuner
   // and barrier decision on every rank, so every rank plans alike.
   GemmRates rates;
-  const bool ruled = a->variant == SSC_GEMM_AUTO && a->chunks == 0 && fusedAvailable && comm->nranks > 1 &&
+  const bool ruled = a->variant == sscGemmAuto && a->chunks == 0 && fusedAvailable && comm->nranks > 1 &&
                      comm->nranks <= kFusedMaxRanks && comm->tuner != nullptr;
   if (ruled) rates = ratesFor(g, c->p);
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable,
                 ruled ? &rates : nullptr))
-    return fail(a->variant == SSC_GEMM_FUSED ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
-  if (capturing && c->plan.variant != SSC_GEMM_FUSED && a->variant == SSC_GEMM_AUTO)
+    return fail(a->variant == sscGemmFused ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
+  if (capturing && c->plan.variant != sscGemmFused && a->variant == sscGemmAuto)
     c->plan.reason += " (under stream capture: no fused form)";
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
   if (!checkPointers) return sscSuccess;
@@ -176,23 +176,23 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   if (work && a->k > 0 && xRows > 0 && a->x == nullptr) return fail(sscInvalidArgument, "{}: x is NULL", fn);
   if (work && a->k > 0 && a->w == nullptr) return fail(sscInvalidArgument, "{}: w is NULL", fn);
   if (work && yRows > 0 && a->y == nullptr) return fail(sscInvalidArgument, "{}: y is NULL", fn);
-  if (a->x_gathered != nullptr) {
+  if (a->xGathered != nullptr) {
     if (op != Op::kAllGather)
-      return fail(sscInvalidArgument, "{}: x_gathered is for sscAllGatherGemm only", fn);
-    // x may sit at exactly its own rows of x_gathered (in place), nowhere else inside it.
-    const auto* g0 = static_cast<const char*>(a->x_gathered);
+      return fail(sscInvalidArgument, "{}: xGathered is for sscAllGatherGemm only", fn);
+    // x may sit at exactly its own rows of xGathered (in place), nowhere else inside it.
+    const auto* g0 = static_cast<const char*>(a->xGathered);
     const auto* xp = static_cast<const char*>(a->x);
     const size_t bytes = static_cast<size_t>(a->m) * a->k * 2;
     const RowRange mine = rowShard(a->m, comm->nranks, comm->rank);
     if (xp != nullptr && xp >= g0 && xp < g0 + bytes && xp != g0 + mine.first * a->k * 2)
-      return fail(sscInvalidArgument, "{}: x lies inside x_gathered but not at this rank's rows "
-                  "(row {}): in place means x = x_gathered + {} * k elements", fn, mine.first, mine.first);
+      return fail(sscInvalidArgument, "{}: x lies inside xGathered but not at this rank's rows "
+                  "(row {}): in place means x = xGathered + {} * k elements", fn, mine.first, mine.first);
   }
   return sscSuccess;
 }
 
 const char* variantName(int v) {
-  return v == SSC_GEMM_FUSED ? "fused" : v == SSC_GEMM_CHUNKED ? "chunked" : "unfused";
+  return v == sscGemmFused ? "fused" : v == sscGemmChunked ? "chunked" : "unfused";
 }
 
 // The first fused call (or, with the arrival barrier, the first call with a collective) maps the
@@ -223,14 +223,14 @@ sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a
   SSC_CHECK(prepare(fn, g, op, args, &c, true, capturing));
   // The fused forms and the arrival barrier need the workspace's flags in the peers: mapped at
   // the first call that uses them (the same call on every rank: plan and barrier decided alike).
-  if (!c.plan.direct && !g->fusedTried && (c.plan.variant == SSC_GEMM_FUSED || g->barrier)) {
+  if (!c.plan.direct && !g->fusedTried && (c.plan.variant == sscGemmFused || g->barrier)) {
     SSC_CHECK(mapWorkspace(fn, g));
-    if (c.plan.variant == SSC_GEMM_FUSED && g->fusedPeers.empty())
+    if (c.plan.variant == sscGemmFused && g->fusedPeers.empty())
       SSC_CHECK(prepare(fn, g, op, args, &c, true, capturing));  // refused, or AUTO re-plans
   }
   SSC_LOG(kInfo, "{} m={} n={} k={}: {} x {}{} ({})", fn, c.p.m, c.p.n, c.p.k,
           variantName(c.plan.variant), c.plan.chunks,
-          c.copyEngine && c.plan.variant == SSC_GEMM_FUSED ? ", copy engine" : "", c.plan.reason);
+          c.copyEngine && c.plan.variant == sscGemmFused ? ", copy engine" : "", c.plan.reason);
   return g->onGpu ? gpuRun(g, c, stream) : hostRun(g, c, stream);
 }
 
@@ -263,18 +263,18 @@ uint32_t* fusedBell(sscGemmContext* g, int q) {
 
 }  // namespace ssc::gemm
 
-SSC_API sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* first_row,
-                                    int64_t* num_rows) {
+SSC_API sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* firstRow,
+                                    int64_t* numRows) {
   const char* fn = "sscGemmRowShard";
   return guarded(fn, [&] {
     if (m < 0) return fail(sscInvalidArgument, "{}: m = {} is negative", fn, m);
     if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks = {} must be >= 1", fn, nranks);
     SSC_CHECK(checkRank(fn, "rank", rank, nranks));
-    if (first_row == nullptr || num_rows == nullptr)
-      return fail(sscInvalidArgument, "{}: {} is NULL", fn, first_row == nullptr ? "first_row" : "num_rows");
+    if (firstRow == nullptr || numRows == nullptr)
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn, firstRow == nullptr ? "firstRow" : "numRows");
     const RowRange r = rowShard(m, nranks, rank);
-    *first_row = r.first;
-    *num_rows = r.count;
+    *firstRow = r.first;
+    *numRows = r.count;
     return sscSuccess;
   });
 }
@@ -304,7 +304,7 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     // alike everywhere.
     g->barrier = g->onGpu && comm->nranks > 1 && comm->nranks <= kFusedMaxRanks &&
                  barrierWanted(comm->config.gemmBarrier, ranksShareComputeUnits(comm->topo));
-    g->workspaceBytes = cfg.workspace_bytes != 0 ? cfg.workspace_bytes : kDefaultWorkspaceBytes;
+    g->workspaceBytes = cfg.workspaceBytes != 0 ? cfg.workspaceBytes : kDefaultWorkspaceBytes;
     // Rounded so the flags after it sit 16-byte aligned; every rank rounds alike.
     g->workspaceBytes = (g->workspaceBytes + 15) / 16 * 16;
     sscResult_t r = sscSuccess;
@@ -350,18 +350,20 @@ SSC_API sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args, 
   return guarded(fn, [&] { return run(fn, gemm, Op::kAllGather, args, stream); });
 }
 
-SSC_API sscResult_t sscGemmQueryPlan(sscGemm_t gemm, int op, const sscGemmArgs_t* args,
-                                     int* variant, int* chunks) {
+SSC_API sscResult_t sscGemmQueryPlan(sscGemm_t gemm, sscGemmOp_t op, const sscGemmArgs_t* args,
+                                     sscGemmVariant_t* variant, int* chunks) {
   const char* fn = "sscGemmQueryPlan";
   return guarded(fn, [&] {
     SSC_CHECK(checkContext(fn, gemm));
     CommUse use(gemm->comm);
     SSC_CHECK(checkComm(fn, gemm->comm));
-    if (op != 0 && op != 1) return fail(sscInvalidArgument, "{}: op = {} (0: reduce-scatter, 1: all-gather)", fn, op);
+    if (op != sscGemmOpReduceScatter && op != sscGemmOpAllGather)
+      return fail(sscInvalidArgument, "{}: op = {} is not an sscGemmOp_t", fn, static_cast<int>(op));
     if (variant == nullptr || chunks == nullptr)
       return fail(sscInvalidArgument, "{}: {} is NULL", fn, variant == nullptr ? "variant" : "chunks");
     Call c;
-    SSC_CHECK(prepare(fn, gemm, op == 0 ? Op::kReduceScatter : Op::kAllGather, args, &c, false));
+    SSC_CHECK(prepare(fn, gemm, op == sscGemmOpReduceScatter ? Op::kReduceScatter : Op::kAllGather, args, &c,
+                      false));
     *variant = c.plan.variant;
     *chunks = c.plan.chunks;
     return sscSuccess;
@@ -373,12 +375,12 @@ SSC_API sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmSh
   return guarded(fn, [&] {
     if (query == nullptr || plan == nullptr)
       return fail(sscInvalidArgument, "{}: {} is NULL", fn, query == nullptr ? "query" : "plan");
-    if (query->size != sizeof(sscGemmShard2dQuery_t) || query->magic != SSC_GEMM_SHARD2D_MAGIC)
+    if (query->size != sizeof(sscGemmShard2dQuery_t) || query->magic != SSC_GEMM_SHARD2D_QUERY_MAGIC)
       return fail(sscInvalidArgument, "{}: query was not initialised with "
                   "SSC_GEMM_SHARD2D_QUERY_INITIALIZER (size {}, magic {:#x})", fn, query->size, query->magic);
-    if (plan->size != sizeof(sscGemmShard2dPlan_t))
-      return fail(sscInvalidArgument, "{}: plan->size = {}: set it to sizeof(sscGemmShard2dPlan_t) = {}",
-                  fn, plan->size, sizeof(sscGemmShard2dPlan_t));
+    if (plan->size != sizeof(sscGemmShard2dPlan_t) || plan->magic != SSC_GEMM_SHARD2D_PLAN_MAGIC)
+      return fail(sscInvalidArgument, "{}: plan was not initialised with "
+                  "SSC_GEMM_SHARD2D_PLAN_INITIALIZER (size {}, magic {:#x})", fn, plan->size, plan->magic);
     std::string why;
     if (!shard2d(*query, plan, &why)) return fail(sscInvalidArgument, "{}: {}", fn, why);
     return sscSuccess;

@@ -40,7 +40,7 @@ struct Call {
   const void* bias = nullptr;  // [n] of outType added to the rows of y this rank holds (or NULL)
   // SSC_GEMM_COPY_ENGINE: the fused variant orders the ranks with stream memory operations
   // (gpu_gemm_ce.cc); the host backend runs the same flag protocol. Only where the caller's
-  // flag asks (SSC_GEMM_AUTO never chooses it, autoPicksFused says why).
+  // flag asks (sscGemmAuto never chooses it, autoPicksFused says why).
   bool copyEngine = false;
 };
 
@@ -75,7 +75,7 @@ struct sscGemmContext {
   bool fusedTried = false;
   std::vector<void*> fusedPeers;
   uint32_t fusedUses = 0;
-  // SSC_GEMM_AUTO's rates (gemm_rates.h) per (op, size class of the collective, its element
+  // sscGemmAuto's rates (gemm_rates.h) per (op, size class of the collective, its element
   // size): a few estimates of the communicator's tuner each, made at the first call of a class.
   // A function of the key alone, so every rank holds the same rates. Guarded by ratesMu.
   std::mutex ratesMu;

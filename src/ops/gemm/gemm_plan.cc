@@ -112,10 +112,10 @@ bool autoPicksFused(const Problem& p, const Plan& otherwise, const GemmRates& ra
   *perRank = false;
   const VariantEstimates e = estimateVariants(p, rates);
   if (estimates != nullptr) *estimates = e;
-  if (!rates.valid() || p.nranks <= 1 || otherwise.variant != SSC_GEMM_UNFUSED || otherwise.chunks != 1)
+  if (!rates.valid() || p.nranks <= 1 || otherwise.variant != sscGemmUnfused || otherwise.chunks != 1)
     return false;
   if (p.op == Op::kReduceScatter) return e.fused < e.unfused;
-  // x_gathered needs the gathered X in one place, which only the push form has.
+  // xGathered needs the gathered X in one place, which only the push form has.
   const bool perRankWins = !p.gatherOut && e.fused < e.push;
   const double best = perRankWins ? e.fused : e.push;
   if (best >= e.unfused) return false;
@@ -145,20 +145,20 @@ namespace {
 // The fused all-gather's plan (gemm_plan.h): one slot is the whole gathered X; two when they fit.
 bool makeFusedAllGather(const Problem& p, int requestChunks, size_t workspaceBytes, Plan* pl,
                         std::string* why) {
-  pl->variant = SSC_GEMM_FUSED;
+  pl->variant = sscGemmFused;
   pl->chunkRows = pl->block;
   const size_t slot = static_cast<size_t>(p.nranks) * pl->block * p.k * p.inBytes;
   if (slot > workspaceBytes) {
-    *why = fmt::format("variant SSC_GEMM_FUSED on sscAllGatherGemm keeps the whole gathered X "
+    *why = fmt::format("variant sscGemmFused on sscAllGatherGemm keeps the whole gathered X "
                        "({} x {} rows of {} bytes = {} bytes) in the workspace, which holds {}: "
-                       "create the context with a larger workspace_bytes, or use SSC_GEMM_AUTO",
+                       "create the context with a larger workspaceBytes, or use sscGemmAuto",
                        p.nranks, pl->block, p.k * p.inBytes, slot, workspaceBytes);
     return false;
   }
   pl->slots = 2 * slot <= workspaceBytes ? 2 : 1;
   pl->slotBytes = slot;
   pl->padBytes = 0;
-  // x_gathered wants the gathered X, which only the push form has in one place.
+  // xGathered wants the gathered X, which only the push form has in one place.
   pl->agPerRank = requestChunks >= 2 && !p.gatherOut;
   pl->chunks = pl->agPerRank ? p.nranks : 1;
   pl->reason += pl->agPerRank ? ": one GEMM per source rank, peers' rows read in place"
@@ -172,19 +172,19 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
               Plan* plan, std::string* why, bool fusedAvailable, const GemmRates* rates) {
   Plan pl;
   pl.block = blockRows(p.m, p.nranks);
-  if (requestVariant == SSC_GEMM_FUSED) {
+  if (requestVariant == sscGemmFused) {
     if (p.nranks > kFusedMaxRanks) {
-      *why = fmt::format("variant SSC_GEMM_FUSED runs on at most {} ranks (the communicator has {})",
+      *why = fmt::format("variant sscGemmFused runs on at most {} ranks (the communicator has {})",
                          kFusedMaxRanks, p.nranks);
       return false;
     }
     if (!fusedAvailable) {
-      *why = "variant SSC_GEMM_FUSED needs the context's workspace mapped into every peer, which "
-             "this backend or communicator cannot do; use SSC_GEMM_AUTO or SSC_GEMM_CHUNKED";
+      *why = "variant sscGemmFused needs the context's workspace mapped into every peer, which "
+             "this backend or communicator cannot do; use sscGemmAuto or sscGemmChunked";
       return false;
     }
   }
-  if (requestVariant < SSC_GEMM_AUTO || requestVariant > SSC_GEMM_FUSED) {
+  if (requestVariant < sscGemmAuto || requestVariant > sscGemmFused) {
     *why = fmt::format("variant = {} is not an sscGemmVariant_t", requestVariant);
     return false;
   }
@@ -204,17 +204,17 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   const size_t total = rowBytes * pl.block * p.nranks;
   const int64_t byRule = std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
   int64_t chunks = 1;
-  if (requestVariant == SSC_GEMM_AUTO) {
+  if (requestVariant == sscGemmAuto) {
     // No chunks unless the caller asks: nothing overlaps within a rank (schedule(), gemm_plan.h
     // says why), so each chunk beyond the first only adds its collective's fixed cost, one more
     // GEMM launch and, where the block is short, a pad copy, and moves no fewer bytes. The fused
     // variant where autoPicksFused estimates it faster (below).
     chunks = requestChunks > 0 ? requestChunks : 1;
-    pl.variant = chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED;
+    pl.variant = chunks >= 2 ? sscGemmChunked : sscGemmUnfused;
     pl.reason = requestChunks > 0 ? fmt::format("{} chunks asked for", requestChunks)
                                   : fmt::format("the collective moves {:.1f} MiB: unfused (without overlap, "
                                                 "chunks only add fixed costs)", mib(total));
-  } else if (requestVariant == SSC_GEMM_FUSED) {
+  } else if (requestVariant == sscGemmFused) {
     pl.reason = "fused variant asked for";
     if (p.op == Op::kAllGather) {
       if (!makeFusedAllGather(p, requestChunks, workspaceBytes, &pl, why)) return false;
@@ -224,22 +224,22 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
     // One chunk unless asked, or unless the workspace holds less (clamped below): chunks do not
     // overlap within a rank (schedule(), gemm_plan.h), so each one only adds its waits.
     chunks = requestChunks > 0 ? requestChunks : 1;
-    pl.variant = SSC_GEMM_FUSED;
-  } else if (requestVariant == SSC_GEMM_CHUNKED) {
+    pl.variant = sscGemmFused;
+  } else if (requestVariant == sscGemmChunked) {
     chunks = requestChunks > 0 ? requestChunks : std::max<int64_t>(2, byRule);
-    pl.variant = SSC_GEMM_CHUNKED;
+    pl.variant = sscGemmChunked;
     pl.reason = "chunked variant asked for";
   } else {
     chunks = std::max(1, requestChunks);
-    pl.variant = SSC_GEMM_UNFUSED;
+    pl.variant = sscGemmUnfused;
     pl.reason = "unfused variant asked for";
   }
   chunks = std::clamp<int64_t>(chunks, 1, pl.block);
-  pl.slots = pl.variant == SSC_GEMM_UNFUSED ? 1 : 2;
+  pl.slots = pl.variant == sscGemmUnfused ? 1 : 2;
   int64_t cr = (pl.block + chunks - 1) / chunks;
   // The contiguous side of a chunk's GEMM (Plan::scratchBytes), per row of a rank's block.
   // A workspace too small for it even at one row runs the strided batch instead (correct, slower).
-  const bool scratch = pl.variant != SSC_GEMM_UNFUSED && chunks > 1 && p.nranks > 1;
+  const bool scratch = pl.variant != sscGemmUnfused && chunks > 1 && p.nranks > 1;
   size_t scratchRow = !scratch ? 0
                       : static_cast<size_t>(p.nranks) *
                             (p.op == Op::kReduceScatter ? p.k * p.inBytes : p.n * p.outBytes);
@@ -248,9 +248,9 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
     const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow;
     const int64_t fit = static_cast<int64_t>(workspaceBytes / perRow);
     if (fit < 1) {
-      *why = fmt::format("workspace_bytes = {} cannot hold one row per rank of the collective "
+      *why = fmt::format("workspaceBytes = {} cannot hold one row per rank of the collective "
                          "({} slot(s) x {} ranks + 1 pad row, {} bytes each = {} bytes); "
-                         "create the context with a larger workspace_bytes",
+                         "create the context with a larger workspaceBytes",
                          workspaceBytes, pl.slots, p.nranks, rowBytes, perRow);
       return false;
     }
@@ -266,12 +266,12 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   pl.scratchBytes = pl.chunks > 1 ? cr * scratchRow : 0;
   bool perRank = false;
   VariantEstimates est;
-  if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && fusedAvailable && rates != nullptr &&
+  if (requestVariant == sscGemmAuto && requestChunks == 0 && fusedAvailable && rates != nullptr &&
       p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, *rates, &perRank, &est)) {
     Plan fused;
     std::string ignored;
     // The fused reduce-scatter was estimated in one chunk: a workspace that needs more keeps unfused.
-    if (makePlan(p, SSC_GEMM_FUSED, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
+    if (makePlan(p, sscGemmFused, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
         (p.op == Op::kAllGather || fused.chunks == 1)) {
       fused.reason = fmt::format("the rule estimates {:.0f} us fused against {:.0f} us unfused ({})",
                                  p.op == Op::kAllGather && !perRank ? est.push : est.fused, est.unfused, pl.reason);
@@ -280,7 +280,7 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
       pl.reason += fmt::format("; the rule estimates the fused variant faster ({:.0f} against {:.0f} us), but "
                                "the workspace does not hold it in one chunk", est.fused, est.unfused);
     }
-  } else if (requestVariant == SSC_GEMM_AUTO && requestChunks == 0 && est.unfused > 0) {
+  } else if (requestVariant == sscGemmAuto && requestChunks == 0 && est.unfused > 0) {
     pl.reason += fmt::format("; the rule estimates {:.0f} us unfused against {:.0f} us fused", est.unfused,
                              p.op == Op::kAllGather && (p.gatherOut || est.push < est.fused) ? est.push : est.fused);
   }
@@ -386,8 +386,9 @@ double estimateCollUs(const Machine& mc, int partitions, double bytes) {
 }
 
 bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::string* why) {
-  if (q.inter != SSC_LINEAR_COLUMN_PARALLEL && q.inter != SSC_LINEAR_ROW_PARALLEL) {
-    *why = fmt::format("query.inter = {} is not an sscLinearParallel_t", q.inter);
+  const int inter = static_cast<int>(q.inter);  // any int a C caller stored
+  if (inter != sscLinearColumnParallel && inter != sscLinearRowParallel) {
+    *why = fmt::format("query.inter = {} is not an sscLinearParallel_t", inter);
     return false;
   }
   if (q.m < 0 || q.n < 0 || q.k < 0) {
@@ -398,39 +399,39 @@ bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::st
     *why = fmt::format("query.partitions = {} must be >= 1", q.partitions);
     return false;
   }
-  if (q.elem_bytes < 1 || q.elem_bytes > 8) {
-    *why = fmt::format("query.elem_bytes = {} (1 .. 8)", q.elem_bytes);
+  if (q.elemBytes < 1 || q.elemBytes > 8) {
+    *why = fmt::format("query.elemBytes = {} (1 .. 8)", q.elemBytes);
     return false;
   }
-  if (q.peak_tflops < 0 || q.hbm_gbps < 0 || q.coll_gbps < 0 || q.coll_latency_us < 0) {
+  if (q.peakTflops < 0 || q.hbmGbps < 0 || q.collGbps < 0 || q.collLatencyUs < 0) {
     *why = "query machine figures must be >= 0 (0: the defaults)";
     return false;
   }
   Machine mc;
-  if (q.peak_tflops > 0) mc.peakTflops = q.peak_tflops;
-  if (q.hbm_gbps > 0) mc.hbmGbps = q.hbm_gbps;
-  if (q.coll_gbps > 0) mc.collGbps = q.coll_gbps;
-  if (q.coll_latency_us > 0) mc.collLatencyUs = q.coll_latency_us;
+  if (q.peakTflops > 0) mc.peakTflops = q.peakTflops;
+  if (q.hbmGbps > 0) mc.hbmGbps = q.hbmGbps;
+  if (q.collGbps > 0) mc.collGbps = q.collGbps;
+  if (q.collLatencyUs > 0) mc.collLatencyUs = q.collLatencyUs;
   const int P = q.partitions;
   const double m = static_cast<double>(q.m), n = static_cast<double>(q.n), k = static_cast<double>(q.k);
-  const double e = q.elem_bytes;
+  const double e = q.elemBytes;
   const int64_t kp = blockRows(q.k, P), np = blockRows(q.n, P);
   // Split K: partial [m][n] products, reduce-scattered. Split N: X [m][k] all-gathered.
   const double rsUs = estimateGemmUs(mc, P, m, n, static_cast<double>(kp), e) + estimateCollUs(mc, P, m * n * e);
   const double agUs = estimateGemmUs(mc, P, m, static_cast<double>(np), k, e) + estimateCollUs(mc, P, m * k * e);
   // The 1D option splits the dimension the GPUs already split; it wins ties (no change).
-  const bool column = q.inter == SSC_LINEAR_COLUMN_PARALLEL;
+  const bool column = q.inter == sscLinearColumnParallel;
   const bool oneDIsRs = !column;  // row-parallel: K split further; column-parallel: N split further
   const double oneD = oneDIsRs ? rsUs : agUs, twoD = oneDIsRs ? agUs : rsUs;
   const bool pickTwoD = twoD < oneD;
   const bool rs = pickTwoD ? !oneDIsRs : oneDIsRs;
-  plan->two_d = pickTwoD ? 1 : 0;
-  plan->op = rs ? SSC_GEMM_OP_REDUCE_SCATTER : SSC_GEMM_OP_ALL_GATHER;
+  plan->twoD = pickTwoD ? 1 : 0;
+  plan->op = rs ? sscGemmOpReduceScatter : sscGemmOpAllGather;
   plan->m = q.m;
   plan->n = rs ? q.n : np;
   plan->k = rs ? kp : q.k;
-  plan->est_us = pickTwoD ? twoD : oneD;
-  plan->other_est_us = pickTwoD ? oneD : twoD;
+  plan->estUs = pickTwoD ? twoD : oneD;
+  plan->otherEstUs = pickTwoD ? oneD : twoD;
   return true;
 }
 

@@ -25,7 +25,7 @@ struct RowRange {
 int64_t blockRows(int64_t m, int nranks);
 RowRange rowShard(int64_t m, int nranks, int rank);
 
-// The default chunk count of a forced SSC_GEMM_CHUNKED call that names none (makePlan): chunks of
+// The default chunk count of a forced sscGemmChunked call that names none (makePlan): chunks of
 // at least kMinChunkBytes of collective, at most kMaxChunks. Not a choice of AUTO's (AUTO never
 // chunks unless asked); a default that keeps each chunk's collective well above the size where
 // its fixed cost (launch and barriers, tens of microseconds) is most of its time.
@@ -39,7 +39,7 @@ struct Problem {
   int nranks = 1;
   size_t inBytes = 2;   // element size of x and w
   size_t outBytes = 2;  // element size of y
-  bool gatherOut = false;  // all-gather: the caller wants the gathered X too (x_gathered)
+  bool gatherOut = false;  // all-gather: the caller wants the gathered X too (xGathered)
   // Elements of one row of the collective's buffer: n (reduce-scatter of Y) or k (all-gather of X).
   int64_t width() const { return op == Op::kReduceScatter ? n : k; }
   // Element size of the collective's buffer.
@@ -50,7 +50,7 @@ struct Problem {
 // every rank's block of `block` rows; its collective moves nranks * rows * width elements laid
 // out [rank][rows][width] in a slot of the workspace.
 struct Plan {
-  sscGemmVariant_t variant = SSC_GEMM_UNFUSED;
+  sscGemmVariant_t variant = sscGemmUnfused;
   int chunks = 1;
   int64_t block = 0;      // c = ceil(m / nranks)
   int64_t chunkRows = 0;  // rows of each block per chunk (the last chunk may have fewer)
@@ -106,7 +106,7 @@ constexpr size_t kFusedArriveOff = 2048;  // uint32 arrive[producer]: the arriva
 //    (no gathered copy of X; W read nranks times).
 // Then each rank sets done[slot][me] in every producer's flags; a producer waits for every
 // rank's done of a slot's earlier uses (both slots, as the fused reduce-scatter's first chunk
-// does) before writing it again. x_gathered asks for the push form (the gathered X is there).
+// does) before writing it again. xGathered asks for the push form (the gathered X is there).
 
 // The per-rank all-gather's GEMMs over the peers' rows, read in place from their slots
 // (gpu_gemm_fused.cc, gpu_gemm_ce.cc): the peers whose block is full (`block` rows, so one GEMM
@@ -129,7 +129,7 @@ struct PeerGemms {
 };
 PeerGemms peerGemms(const Problem& p, int rank);
 
-// What SSC_GEMM_AUTO's rule weighs (autoPicksFused): the rates of one rank of the communicator
+// What sscGemmAuto's rule weighs (autoPicksFused): the rates of one rank of the communicator
 // while every rank runs the same op, and the fixed costs of what the variants launch. Plain
 // numbers, so the rule is a pure function of them and of the call's shape: the ops take them from
 // the communicator's tuner (gemm_rates.h), the unit tests feed their own. The reduce-scatter's
@@ -162,9 +162,9 @@ VariantEstimates estimateVariants(const Problem& p, const GemmRates& r);
 double estimateGemmLaunchUs(const GemmRates& r, double rows, double n, double k, double entries,
                             size_t inBytes, size_t outBytes);
 
-// Whether SSC_GEMM_AUTO runs a call fused, given the plan it chose otherwise: only where that is
+// Whether sscGemmAuto runs a call fused, given the plan it chose otherwise: only where that is
 // one unfused chunk, and a fused form's estimate (estimateVariants) is below unfused's. *perRank:
-// which all-gather form (x_gathered allows only the push form). Always with waiting kernels:
+// which all-gather form (xGathered allows only the push form). Always with waiting kernels:
 // SSC_GEMM_COPY_ENGINE's forms run only where the caller's flag asks (each submission of stream
 // operations costs the stream more than a one-warp wait). *estimates, when given, receives the
 // estimates (for the plan's reason).
@@ -191,7 +191,7 @@ bool barrierWanted(const std::string& mode, bool shared);
 // workspace cannot hold one row per rank, or the fused variant is asked for where it is not
 // built: more than kFusedMaxRanks ranks, an all-gather whose gathered X does not fit one slot
 // of the workspace, or fusedAvailable false: the workspace could not be mapped into the peers).
-// SSC_GEMM_AUTO considers the fused variant only when fusedAvailable and `rates` (the machine's,
+// sscGemmAuto considers the fused variant only when fusedAvailable and `rates` (the machine's,
 // autoPicksFused) are given and valid; without them it runs unfused.
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
               Plan* plan, std::string* why, bool fusedAvailable = true, const GemmRates* rates = nullptr);
@@ -262,14 +262,14 @@ enum class StepKind {
   kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
   kPadIn,    // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
   kPadOut,   // RS: pad -> this rank's rows of y
-  kGatherOut  // AG with x_gathered: the chunk's gathered rows, slot -> x_gathered
+  kGatherOut  // AG with xGathered: the chunk's gathered rows, slot -> xGathered
 };
 struct Step {
   StepKind kind;
   int chunk;
 };
 // Direct (one-rank) plans have no steps. gatherOut: the all-gather's rows are also copied out
-// (sscGemmArgs_t.x_gathered).
+// (sscGemmArgs_t.xGathered).
 std::vector<Step> schedule(const Problem& p, const Plan& plan, int rank, bool gatherOut = false);
 
 }  // namespace ssc::gemm

@@ -1,4 +1,4 @@
-// SSC_GEMM_AUTO's rates (GemmRates, gemm_plan.h) for a call on a communicator, from what the
+// sscGemmAuto's rates (GemmRates, gemm_plan.h) for a call on a communicator, from what the
 // communicator already knows: its tuner's cost model (tuner/model.h) for the collective, the
 // waits and the launches, and the profile's copy rate for the GEMM's memory side. The same
 // tuner on every rank (init compares the ranks' fingerprints), so every rank gets the same

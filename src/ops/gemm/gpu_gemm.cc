@@ -483,9 +483,9 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
     return gs->matmul(c, c.x, c.y, all, s);
   }
   // Never under stream capture (gemm_api.cc plans no fused form there).
-  if (pl.variant == SSC_GEMM_FUSED && c.copyEngine)
+  if (pl.variant == sscGemmFused && c.copyEngine)
     return p.op == Op::kAllGather ? ceRunFusedAllGather(g, c, s) : ceRunFusedReduceScatter(g, c, s);
-  if (pl.variant == SSC_GEMM_FUSED)
+  if (pl.variant == sscGemmFused)
     return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s) : kernelRunFusedReduceScatter(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;

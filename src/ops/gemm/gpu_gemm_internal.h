@@ -36,7 +36,7 @@ FusedWaitState gpuFusedWaitState(sscGemmContext* g);
 // (at slotOff in its mapped workspace) into theirs.
 sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s);
 // The push form's GEMM: ONE over the gathered X in the local slot (at slotOff), and the slot
-// copied to x_gathered where asked.
+// copied to xGathered where asked.
 sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s);
 // The peers' rows (peerGemms, gemm_plan.h): `prepare` before the launch that waits for the
 // peers' rows (it may probe a new shape, which waits for the stream), then that launch stores

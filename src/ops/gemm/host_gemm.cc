@@ -193,7 +193,7 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
     if (c.xGathered != nullptr && c.xGathered != c.x) std::memcpy(c.xGathered, c.x, p.m * p.k * ib);
     return sscSuccess;
   }
-  if (pl.variant == SSC_GEMM_FUSED)
+  if (pl.variant == sscGemmFused)
     return p.op == Op::kAllGather ? hostRunFusedAllGather(g, c) : hostRunFused(g, c);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;

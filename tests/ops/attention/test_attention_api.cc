@@ -17,13 +17,13 @@ class AttnApi : public testing::Test {
   void SetUp() override {
     setenv("STARSCREAM_TIMEOUT", "20", 1);
     ASSERT_EQ(sscCommInitAll(&comm_, 1, nullptr), sscSuccess) << sscGetLastError(nullptr);
-    cfg_.num_kv_heads = 2;
-    cfg_.head_dim = 64;
-    cfg_.page_size = 4;
-    cfg_.max_pages = 4;
-    cfg_.max_seqs = 3;
-    cfg_.max_batch = 2;
-    cfg_.max_q_heads = 4;
+    cfg_.numKvHeads = 2;
+    cfg_.headDim = 64;
+    cfg_.pageSize = 4;
+    cfg_.maxPages = 4;
+    cfg_.maxSeqs = 3;
+    cfg_.maxBatch = 2;
+    cfg_.maxQHeads = 4;
   }
   void TearDown() override {
     if (comm_) sscCommDestroy(comm_);
@@ -51,16 +51,16 @@ TEST_F(AttnApi, BadConfigurationsNameTheField) {
     expectError(sscKvCacheCreate(comm_, &x, &cache), sscInvalidArgument, needle);
     EXPECT_EQ(cache, nullptr);
   };
-  bad([](auto& x) { x.head_dim = 96; }, "head_dim");
-  bad([](auto& x) { x.num_kv_heads = 0; }, "num_kv_heads");
-  bad([](auto& x) { x.page_size = 0; }, "page_size");
-  bad([](auto& x) { x.max_pages = -1; }, "max_pages");
-  bad([](auto& x) { x.max_q_heads = 3; }, "max_q_heads");
+  bad([](auto& x) { x.headDim = 96; }, "headDim");
+  bad([](auto& x) { x.numKvHeads = 0; }, "numKvHeads");
+  bad([](auto& x) { x.pageSize = 0; }, "pageSize");
+  bad([](auto& x) { x.maxPages = -1; }, "maxPages");
+  bad([](auto& x) { x.maxQHeads = 3; }, "maxQHeads");
   bad([](auto& x) { x.dtype = sscFloat32; }, "dtype");
-  bad([](auto& x) { x.interleave = 7; }, "interleave");
-  bad([](auto& x) { x.interleave = SSC_KV_CONTIGUOUS; x.block_pages = 0; }, "block_pages");
-  bad([](auto& x) { x.exchange = 3; }, "exchange");
-  bad([](auto& x) { x.exchange = -1; }, "exchange");
+  bad([](auto& x) { x.interleave = static_cast<sscKvInterleave_t>(7); }, "interleave");
+  bad([](auto& x) { x.interleave = sscKvContiguous; x.blockPages = 0; }, "blockPages");
+  bad([](auto& x) { x.exchange = static_cast<sscKvExchange_t>(3); }, "exchange");
+  bad([](auto& x) { x.exchange = static_cast<sscKvExchange_t>(-1); }, "exchange");
 }
 
 // The fused exchange needs peers' mapped memory: the host backend refuses it on several ranks
@@ -70,12 +70,12 @@ TEST_F(AttnApi, FusedExchangeNeedsAGpuBackend) {
   sscComm_t two[2] = {nullptr, nullptr};
   ASSERT_EQ(sscCommInitAll(two, 2, nullptr), sscSuccess) << sscGetLastError(nullptr);
   sscKvCacheConfig_t x = cfg_;
-  x.exchange = SSC_KV_EXCHANGE_FUSED;
+  x.exchange = sscKvExchangeFused;
   sscKvCache_t cache = nullptr;
-  expectError(sscKvCacheCreate(two[0], &x, &cache), sscInvalidUsage, "SSC_KV_EXCHANGE_FUSED");
+  expectError(sscKvCacheCreate(two[0], &x, &cache), sscInvalidUsage, "sscKvExchangeFused");
   EXPECT_EQ(cache, nullptr);
   for (sscComm_t c : two) sscCommDestroy(c);
-  for (int e : {SSC_KV_EXCHANGE_FUSED, SSC_KV_EXCHANGE_ALLGATHER, SSC_KV_EXCHANGE_AUTO}) {
+  for (sscKvExchange_t e : {sscKvExchangeFused, sscKvExchangeAllGather, sscKvExchangeAuto}) {
     x.exchange = e;
     ASSERT_EQ(sscKvCacheCreate(comm_, &x, &cache), sscSuccess) << sscGetLastError(nullptr);
     EXPECT_EQ(sscKvCacheDestroy(cache), sscSuccess);
@@ -87,12 +87,12 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
   ASSERT_EQ(sscKvCacheCreate(comm_, &cfg_, &c), sscSuccess) << sscGetLastError(nullptr);
   std::vector<uint16_t> kv(2 * 64 * 20, 0x3f80);
   const int32_t seqs[] = {0, 3};
-  expectError(sscKvCacheAppend(c, 1, &seqs[1], kv.data(), kv.data(), nullptr), sscInvalidArgument, "seq_ids[0] = 3");
+  expectError(sscKvCacheAppend(c, 1, &seqs[1], kv.data(), kv.data(), nullptr), sscInvalidArgument, "seqIds[0] = 3");
   expectError(sscKvCacheAppend(c, 1, seqs, nullptr, kv.data(), nullptr), sscInvalidArgument, "k is NULL");
   expectError(sscKvCacheAppend(c, -1, seqs, kv.data(), kv.data(), nullptr), sscInvalidArgument, "negative");
   // 4 pages of 4 tokens: the 17th token of one sequence does not fit, and nothing changes.
   std::vector<int32_t> seventeen(17, 1);
-  expectError(sscKvCacheAppend(c, 17, seventeen.data(), kv.data(), kv.data(), nullptr), sscInvalidUsage, "max_pages");
+  expectError(sscKvCacheAppend(c, 17, seventeen.data(), kv.data(), kv.data(), nullptr), sscInvalidUsage, "maxPages");
   int len = -1;
   ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
   EXPECT_EQ(len, 0);
@@ -107,13 +107,13 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
               sscInvalidArgument, "twice");
   const int32_t pair[] = {1, 0};
   expectError(sscAttentionDecode(c, q.data(), sscFloat32, 3, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
-              sscInvalidArgument, "num_q_heads");
+              sscInvalidArgument, "numQHeads");
   expectError(sscAttentionDecode(c, q.data(), sscFloat32, 8, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
-              sscInvalidArgument, "max_q_heads");
+              sscInvalidArgument, "maxQHeads");
   expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 3, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
-              sscInvalidArgument, "max_batch");
+              sscInvalidArgument, "maxBatch");
   expectError(sscAttentionDecode(c, q.data(), sscInt32, 4, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
-              sscInvalidArgument, "io_dtype");
+              sscInvalidArgument, "ioDtype");
   expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, -1, 0, out.data(), lse.data(), nullptr),
               sscInvalidArgument, "window");
   expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0x10, out.data(), lse.data(), nullptr),
@@ -132,7 +132,7 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
   ASSERT_EQ(sscKvCacheReleaseSequence(c, 1), sscSuccess);
   ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
   EXPECT_EQ(len, 0);
-  expectError(sscKvCacheReleaseSequence(c, 9), sscInvalidArgument, "seq_id");
+  expectError(sscKvCacheReleaseSequence(c, 9), sscInvalidArgument, "seqId");
 
   ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
   expectError(sscKvCacheDestroy(c), sscInvalidUsage, "not a live KV cache");
@@ -148,7 +148,7 @@ TEST_F(AttnApi, TrimRefusesBadPositionsAndWindowsThatReachBelowIt) {
   std::vector<uint16_t> kv(2 * 64 * 16, 0x3f80);
   std::vector<int32_t> ten(10, 1);
   ASSERT_EQ(sscKvCacheAppend(c, 10, ten.data(), kv.data(), kv.data(), nullptr), sscSuccess);
-  expectError(sscKvCacheTrimSequence(c, 3, 0), sscInvalidArgument, "seq_id");
+  expectError(sscKvCacheTrimSequence(c, 3, 0), sscInvalidArgument, "seqId");
   expectError(sscKvCacheTrimSequence(c, 1, -1), sscInvalidArgument, "position = -1");
   expectError(sscKvCacheTrimSequence(c, 1, 11), sscInvalidArgument, "length 10");
   expectError(sscKvCacheTrimSequence(nullptr, 1, 0), sscInvalidArgument, "cache");

@@ -49,16 +49,16 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   SCOPED_TRACE(where);
 
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kvHeads;
-  cfg.head_dim = D;
-  cfg.page_size = pageSize;
-  cfg.max_pages = 300;
-  cfg.max_seqs = 8;
-  cfg.max_batch = 8;
-  cfg.max_q_heads = 32;
+  cfg.numKvHeads = kvHeads;
+  cfg.headDim = D;
+  cfg.pageSize = pageSize;
+  cfg.maxPages = 300;
+  cfg.maxSeqs = 8;
+  cfg.maxBatch = 8;
+  cfg.maxQHeads = 32;
   cfg.dtype = dtype;
   cfg.interleave = interleave;
-  cfg.block_pages = 3;
+  cfg.blockPages = 3;
   sscKvCache_t cache = nullptr;
   ASSERT_EQ(sscKvCacheCreate(comm, &cfg, &cache), sscSuccess) << sscGetLastError(nullptr);
   for (const auto& round : w.rounds)
@@ -160,11 +160,11 @@ TEST_P(AttnHostDecode, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnHostDecode,
-    testing::Values(ref::RanksCase{1, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN},
-                    ref::RanksCase{3, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN},
-                    ref::RanksCase{2, SSC_KV_CONTIGUOUS}, ref::RanksCase{3, SSC_KV_CONTIGUOUS},
-                    ref::RanksCase{4, SSC_KV_CONTIGUOUS}, ref::RanksCase{1, SSC_KV_SEQUENCE_OWNER},
-                    ref::RanksCase{2, SSC_KV_SEQUENCE_OWNER}, ref::RanksCase{4, SSC_KV_SEQUENCE_OWNER}),
+    testing::Values(ref::RanksCase{1, sscKvPageRoundRobin}, ref::RanksCase{2, sscKvPageRoundRobin},
+                    ref::RanksCase{3, sscKvPageRoundRobin}, ref::RanksCase{4, sscKvPageRoundRobin},
+                    ref::RanksCase{2, sscKvContiguous}, ref::RanksCase{3, sscKvContiguous},
+                    ref::RanksCase{4, sscKvContiguous}, ref::RanksCase{1, sscKvSequenceOwner},
+                    ref::RanksCase{2, sscKvSequenceOwner}, ref::RanksCase{4, sscKvSequenceOwner}),
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });

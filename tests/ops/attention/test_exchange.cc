@@ -31,7 +31,7 @@ TEST(AttnExchange, RegionsAreDisjointAlignedAndInside) {
             EXPECT_LE((o + l.rowFloats()) * 4, l.qOffsetBytes(0));
           }
       EXPECT_EQ(l.qOffsetBytes(1) - l.qOffsetBytes(0), l.qParityBytes());
-      // A call's slices (at most max_batch x ceil(heads / n) x d x 4 bytes each) fit a parity.
+      // A call's slices (at most maxBatch x ceil(heads / n) x d x 4 bytes each) fit a parity.
       const size_t slice = 5 * ((16 + n - 1) / n) * static_cast<size_t>(d) * 4;
       EXPECT_LE(n * slice, l.qParityBytes());
       EXPECT_EQ(l.qOffsetBytes(0) % 16, 0u);

@@ -39,15 +39,15 @@ uint16_t kElem(int seq, int pos, int i) { return static_cast<uint16_t>(1 + seq *
 
 sscKvCacheConfig_t config(sscKvInterleave_t interleave) {
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kKvHeads;
-  cfg.head_dim = kDim;
-  cfg.page_size = kPage;
-  cfg.max_pages = 24;
-  cfg.max_seqs = kSeqs;
-  cfg.max_batch = 4;
-  cfg.max_q_heads = 8;
+  cfg.numKvHeads = kKvHeads;
+  cfg.headDim = kDim;
+  cfg.pageSize = kPage;
+  cfg.maxPages = 24;
+  cfg.maxSeqs = kSeqs;
+  cfg.maxBatch = 4;
+  cfg.maxQHeads = 8;
   cfg.interleave = interleave;
-  cfg.block_pages = 2;
+  cfg.blockPages = 2;
   return cfg;
 }
 
@@ -129,8 +129,8 @@ TEST_P(AttnPeerPools, MirrorsMatchTheOwnersAndTheirPoolsReadBack) {
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnPeerPools,
-    testing::Values(ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{3, SSC_KV_CONTIGUOUS},
-                    ref::RanksCase{4, SSC_KV_SEQUENCE_OWNER}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN}),
+    testing::Values(ref::RanksCase{2, sscKvPageRoundRobin}, ref::RanksCase{3, sscKvContiguous},
+                    ref::RanksCase{4, sscKvSequenceOwner}, ref::RanksCase{4, sscKvPageRoundRobin}),
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });
@@ -138,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Partials asked for (or one rank): no registration, no mirrors.
 TEST(AttnPeerPoolsOff, PartialsOrOneRankMapNothing) {
   auto mapsNothing = [](int, sscComm_t comm, sscStream_t) {
-    const sscKvCacheConfig_t cfg = config(SSC_KV_PAGE_ROUND_ROBIN);
+    const sscKvCacheConfig_t cfg = config(sscKvPageRoundRobin);
     sscKvCache_t cache = nullptr;
     ASSERT_EQ(sscKvCacheCreate(comm, &cfg, &cache), sscSuccess) << sscGetLastError(nullptr);
     EXPECT_EQ(cache->peers, nullptr);

@@ -33,20 +33,20 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
                         int pageSize, int maxBatch) {
   const int kvHeads = 2, H = kvHeads * ratio, D = headDim, B = static_cast<int>(kBatch.size());
   const ref::Workload w = ref::makeWorkload(2000 + D + ratio + pageSize, kvHeads, D, dtype, kLengths, 3);
-  SCOPED_TRACE(fmt::format("rank {} of {} {} d{} gqa{} {} page {} max_batch {}", rank, nranks,
+  SCOPED_TRACE(fmt::format("rank {} of {} {} d{} gqa{} {} page {} maxBatch {}", rank, nranks,
                            ref::interleaveName(interleave), D, ratio, ref::typeName(dtype),
                            pageSize, maxBatch));
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kvHeads;
-  cfg.head_dim = D;
-  cfg.page_size = pageSize;
-  cfg.max_pages = 300;
-  cfg.max_seqs = 8;
-  cfg.max_batch = maxBatch;
-  cfg.max_q_heads = 32;
+  cfg.numKvHeads = kvHeads;
+  cfg.headDim = D;
+  cfg.pageSize = pageSize;
+  cfg.maxPages = 300;
+  cfg.maxSeqs = 8;
+  cfg.maxBatch = maxBatch;
+  cfg.maxQHeads = 32;
   cfg.dtype = dtype;
   cfg.interleave = interleave;
-  cfg.block_pages = 3;
+  cfg.blockPages = 3;
   sscKvCache_t cache = nullptr;
   ASSERT_EQ(sscKvCacheCreate(comm, &cfg, &cache), sscSuccess) << sscGetLastError(nullptr);
   for (const auto& round : w.rounds)
@@ -159,7 +159,7 @@ void matchesReference(const ref::RanksCase& pc) {
       for (int ratio : {1, 8, 16}) {
         const sscDataType_t dtype = i % 2 == 0 ? sscBfloat16 : sscFloat16;
         const int pageSizes[] = {1, 4, 16};
-        // max_batch 1: rounds of 32 / H tokens (2 with GQA 16, so sequences straddle rounds);
+        // maxBatch 1: rounds of 32 / H tokens (2 with GQA 16, so sequences straddle rounds);
         // 8: a few rounds; 64: the whole call in one.
         const int maxBatches[] = {1, 8, 64};
         checkConfiguration(rank, pc.nranks, comm, stream, pc.interleave, headDim, ratio, dtype,
@@ -174,15 +174,15 @@ TEST_P(AttnHostPrefillPartials, MatchesReference) { matchesReference(GetParam())
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnHostPrefill,
-    testing::Values(ref::RanksCase{1, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN},
-                    ref::RanksCase{3, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN},
-                    ref::RanksCase{3, SSC_KV_CONTIGUOUS}, ref::RanksCase{2, SSC_KV_SEQUENCE_OWNER}),
+    testing::Values(ref::RanksCase{1, sscKvPageRoundRobin}, ref::RanksCase{2, sscKvPageRoundRobin},
+                    ref::RanksCase{3, sscKvPageRoundRobin}, ref::RanksCase{4, sscKvPageRoundRobin},
+                    ref::RanksCase{3, sscKvContiguous}, ref::RanksCase{2, sscKvSequenceOwner}),
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });
 INSTANTIATE_TEST_SUITE_P(
     Ranks, AttnHostPrefillPartials,
-    testing::Values(ref::RanksCase{2, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_CONTIGUOUS}),
+    testing::Values(ref::RanksCase{2, sscKvPageRoundRobin}, ref::RanksCase{4, sscKvContiguous}),
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });
@@ -191,13 +191,13 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AttnPrefillApi, RejectsBadArguments) {
   runRanks(1, [](int, sscComm_t comm, sscStream_t stream) {
     sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-    cfg.num_kv_heads = 1;
-    cfg.head_dim = 64;
-    cfg.page_size = 4;
-    cfg.max_pages = 16;
-    cfg.max_seqs = 4;
-    cfg.max_batch = 2;
-    cfg.max_q_heads = 4;
+    cfg.numKvHeads = 1;
+    cfg.headDim = 64;
+    cfg.pageSize = 4;
+    cfg.maxPages = 16;
+    cfg.maxSeqs = 4;
+    cfg.maxBatch = 2;
+    cfg.maxQHeads = 4;
     sscKvCache_t cache = nullptr;
     ASSERT_EQ(sscKvCacheCreate(comm, &cfg, &cache), sscSuccess);
     std::vector<uint16_t> kv(3 * 64, 0);

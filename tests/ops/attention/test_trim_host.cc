@@ -66,23 +66,23 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   const int nseqs = static_cast<int>(kFinal.size());
   const ref::Workload w = ref::makeWorkload(77 + pageSize, kKvHeads, kDim, sscBfloat16, kFinal, 2);
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
-  cfg.num_kv_heads = kKvHeads;
-  cfg.head_dim = kDim;
-  cfg.page_size = pageSize;
+  cfg.numKvHeads = kKvHeads;
+  cfg.headDim = kDim;
+  cfg.pageSize = pageSize;
   // Room for the windows only (a window's tokens, and the prefill chunk's, over
   // ceil(tokens / page) + 1 pages): the sequences untrimmed need more than twice that in all
   // (and more than all of it on one rank with the sequence-owner placement).
   const int windowPages = (kWindow + kChunk + pageSize - 1) / pageSize + 1;
-  cfg.max_pages = nseqs * windowPages;
-  cfg.max_seqs = nseqs;
-  cfg.max_batch = nseqs;
-  cfg.max_q_heads = kHeads;
+  cfg.maxPages = nseqs * windowPages;
+  cfg.maxSeqs = nseqs;
+  cfg.maxBatch = nseqs;
+  cfg.maxQHeads = kHeads;
   cfg.interleave = interleave;
-  cfg.block_pages = 2;
+  cfg.blockPages = 2;
   int untrimmed = 0;
   for (int n : kGrown) untrimmed += (n + pageSize - 1) / pageSize;
-  ASSERT_GT(untrimmed, 2 * cfg.max_pages);
-  ASSERT_GT((kGrown[0] + pageSize - 1) / pageSize, cfg.max_pages);
+  ASSERT_GT(untrimmed, 2 * cfg.maxPages);
+  ASSERT_GT((kGrown[0] + pageSize - 1) / pageSize, cfg.maxPages);
   sscKvCache_t cache = nullptr;
   ASSERT_EQ(sscKvCacheCreate(comm, &cfg, &cache), sscSuccess) << sscGetLastError(nullptr);
 
@@ -189,10 +189,10 @@ TEST_P(AttnHostTrim, SlidingWindowDecodeInAPoolOnlyTheWindowsFit) {
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndInterleaves, AttnHostTrim,
-    testing::Values(ref::RanksCase{1, SSC_KV_SEQUENCE_OWNER}, ref::RanksCase{2, SSC_KV_SEQUENCE_OWNER},
-                    ref::RanksCase{3, SSC_KV_SEQUENCE_OWNER}, ref::RanksCase{1, SSC_KV_PAGE_ROUND_ROBIN},
-                    ref::RanksCase{3, SSC_KV_PAGE_ROUND_ROBIN}, ref::RanksCase{4, SSC_KV_PAGE_ROUND_ROBIN},
-                    ref::RanksCase{2, SSC_KV_CONTIGUOUS}, ref::RanksCase{4, SSC_KV_CONTIGUOUS}),
+    testing::Values(ref::RanksCase{1, sscKvSequenceOwner}, ref::RanksCase{2, sscKvSequenceOwner},
+                    ref::RanksCase{3, sscKvSequenceOwner}, ref::RanksCase{1, sscKvPageRoundRobin},
+                    ref::RanksCase{3, sscKvPageRoundRobin}, ref::RanksCase{4, sscKvPageRoundRobin},
+                    ref::RanksCase{2, sscKvContiguous}, ref::RanksCase{4, sscKvContiguous}),
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });

@@ -46,14 +46,14 @@ expect_fused = (sg.FUSED, 3) if world > 1 else (sg.UNFUSED, 1)  # one rank: the 
 assert fused == expect_fused, fused
 assert auto == (sg.UNFUSED, 1), auto
 # The fused all-gather runs where the whole gathered X fits one workspace slot,
-# and is refused, naming workspace_bytes, where it does not (1 Mi rows x 8192 bf16 = 16 GiB).
+# and is refused, naming workspaceBytes, where it does not (1 Mi rows x 8192 bf16 = 16 GiB).
 fused_ag = gemm.query_plan(1, 37, 29, 19, variant=sg.FUSED)
 assert fused_ag[0] == (sg.FUSED if world > 1 else sg.UNFUSED), fused_ag
 try:
     gemm.query_plan(1, 1 << 20, 64, 8192, variant=sg.FUSED)
     assert world == 1, "a fused all-gather larger than the workspace must be refused"
 except sg.StarscreamError as e:
-    assert "workspace_bytes" in str(e), e
+    assert "workspaceBytes" in str(e), e
 gemm.destroy()
 comm.destroy()
 if rank == 0:

@@ -46,17 +46,18 @@ struct Case {
   int64_t m, n, k;
   sscDataType_t dtype, out;
   bool kn;
-  int variant, chunks;
+  sscGemmVariant_t variant;
+  int chunks;
   bool tinyWorkspace;
-  int gathered = 0;  // all-gather: 0 no x_gathered, 1 a separate one, 2 in place (x inside it)
+  int gathered = 0;  // all-gather: 0 no xGathered, 1 a separate one, 2 in place (x inside it)
   bool bias = false;
   bool ce = false;  // SSC_GEMM_COPY_ENGINE (the host backend runs its flag protocol)
   std::string name() const {
     return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}{}{}", rs ? "gemm_rs" : "ag_gemm",
                        m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
-                       out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", variant, chunks,
+                       out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", static_cast<int>(variant), chunks,
                        tinyWorkspace ? " tiny-workspace" : "",
-                       gathered == 1 ? " x_gathered" : gathered == 2 ? " in-place" : "", bias ? " bias" : "",
+                       gathered == 1 ? " xGathered" : gathered == 2 ? " in-place" : "", bias ? " bias" : "",
                        ce ? " copy-engine" : "");
   }
 };
@@ -81,12 +82,12 @@ void runCase(const Case& c, sscGemm_t gemm) {
   a.n = c.n;
   a.k = c.k;
   a.dtype = c.dtype;
-  a.out_dtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
+  a.outDtype = c.out == c.dtype ? SSC_GEMM_OUT_AS_INPUT : c.out;
   a.x = xArg.empty() ? nullptr : xArg.data();
   std::vector<uint16_t> gathered;
   if (c.gathered != 0) {
     gathered.assign(static_cast<size_t>(c.m * c.k) + 1, 0x7777);  // +1: a guard element
-    a.x_gathered = gathered.data();
+    a.xGathered = gathered.data();
     if (c.gathered == 2) {  // this rank's rows already in place
       std::copy(xArg.begin(), xArg.end(), gathered.begin() + first * c.k);
       a.x = rows * c.k == 0 ? nullptr : gathered.data() + first * c.k;
@@ -119,8 +120,8 @@ void runCase(const Case& c, sscGemm_t gemm) {
   ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(nullptr);
   EXPECT_EQ(y.back(), 0xAB) << "wrote past y";
   if (c.gathered != 0 && c.k > 0 && c.n > 0) {
-    EXPECT_TRUE(std::equal(xMine.begin(), xMine.end(), gathered.begin())) << "x_gathered is not X";
-    EXPECT_EQ(gathered.back(), 0x7777) << "wrote past x_gathered";
+    EXPECT_TRUE(std::equal(xMine.begin(), xMine.end(), gathered.begin())) << "xGathered is not X";
+    EXPECT_EQ(gathered.back(), 0x7777) << "wrote past xGathered";
   }
 
   // The reference: partials rounded to the output type before the sum on the reduce-scatter
@@ -163,10 +164,10 @@ class GemmMpi : public testing::Test {};
 
 TEST_F(GemmMpi, OddShapesAllVariants) {
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
-  cfg.workspace_bytes = 1 << 20;
+  cfg.workspaceBytes = 1 << 20;
   sscGemm_t big = nullptr, tiny = nullptr;
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
-  cfg.workspace_bytes = 1800;  // >= (2 slots x 4 ranks + 1) x 33 x 4 bytes: a row or two a chunk
+  cfg.workspaceBytes = 1800;  // >= (2 slots x 4 ranks + 1) x 33 x 4 bytes: a row or two a chunk
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
   const std::vector<std::array<int64_t, 3>> shapes = {
       {1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {64, 33, 17}, {3, 8, 5}, {5, 8, 0}, {0, 3, 3}};
@@ -176,34 +177,35 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
       for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
         const int mode = index++ % 4;
         Case c{rs, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2,
-               SSC_GEMM_AUTO, 0, false};
+               sscGemmAuto, 0, false};
         c.bias = index % 3 != 0;
         runCase(c, big);
-        c.variant = SSC_GEMM_CHUNKED;
+        c.variant = sscGemmChunked;
         c.chunks = 3;
         runCase(c, big);
-        c.variant = SSC_GEMM_UNFUSED;
+        c.variant = sscGemmUnfused;
         c.chunks = 0;
         c.tinyWorkspace = true;
         runCase(c, tiny);
-        c.variant = SSC_GEMM_CHUNKED;
+        c.variant = sscGemmChunked;
         runCase(c, tiny);
         if (!rs) {  // the gathered X returned too, separately and in place
           c.gathered = 1;
           runCase(c, tiny);
           c.gathered = 2;
-          c.variant = SSC_GEMM_AUTO;
+          c.variant = sscGemmAuto;
           c.tinyWorkspace = false;
           runCase(c, big);
         }
         if (anyRankFailed()) break;
       }
-  int variant = -1, chunks = -1;
+  sscGemmVariant_t variant = sscGemmAuto;
+  int chunks = -1;
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = 37, a.n = 29, a.k = 19;
-  EXPECT_EQ(sscGemmQueryPlan(tiny, 0, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpReduceScatter, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
   // Small: the rule runs it unfused; the tiny workspace still cuts it into chunks.
-  EXPECT_EQ(variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(variant, sscGemmUnfused);
   EXPECT_EQ(chunks, g_n == 1 ? 1 : 2) << "37 rows, 58-byte rows, 1800-byte workspace";
   EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
@@ -216,10 +218,10 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
 // twice on each context (the flags carry over between calls). ctest runs it on 1-4 and 6, 8 ranks.
 TEST_F(GemmMpi, FusedOddShapes) {
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
-  cfg.workspace_bytes = 1 << 20;
+  cfg.workspaceBytes = 1 << 20;
   sscGemm_t big = nullptr, tiny = nullptr;
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
-  cfg.workspace_bytes = (2 * 8 + 1) * 33 * 4 * 2;  // two rows of the widest case per chunk at 8 ranks
+  cfg.workspaceBytes = (2 * 8 + 1) * 33 * 4 * 2;  // two rows of the widest case per chunk at 8 ranks
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
   const std::vector<std::array<int64_t, 3>> shapes = {
       {1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {64, 33, 17}, {3, 8, 5}, {5, 8, 0}, {0, 3, 3}};
@@ -227,7 +229,7 @@ TEST_F(GemmMpi, FusedOddShapes) {
   for (const auto& s : shapes)
     for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
       const int mode = index++ % 4;
-      Case c{true, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
+      Case c{true, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, sscGemmFused, 0, false};
       c.bias = index % 3 != 0;
       // Waiting kernels' flags and SSC_GEMM_COPY_ENGINE's (readyFrom) alternate on one context.
       for (int rep = 0; rep < 4; ++rep) {
@@ -252,7 +254,7 @@ TEST_F(GemmMpi, FusedOddShapes) {
   for (const auto& s : shapes)
     for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
       const int mode = index++ % 4;
-      Case c{false, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, SSC_GEMM_FUSED, 0, false};
+      Case c{false, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, sscGemmFused, 0, false};
       c.bias = index % 3 != 0;
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
       c.chunks = 2;  // per rank
@@ -275,23 +277,24 @@ TEST_F(GemmMpi, FusedOddShapes) {
       if (anyRankFailed()) break;
     }
   if (g_n > 1) {  // what the ops report for a fused plan
-    int variant = -1, chunks = -1;
+    sscGemmVariant_t variant = sscGemmAuto;
+    int chunks = -1;
     sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
     a.m = 37, a.n = 29, a.k = 19;
-    a.variant = SSC_GEMM_FUSED;
-    EXPECT_EQ(sscGemmQueryPlan(tiny, 0, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
-    EXPECT_EQ(variant, SSC_GEMM_FUSED);
+    a.variant = sscGemmFused;
+    EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpReduceScatter, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(variant, sscGemmFused);
     EXPECT_GE(chunks, 2);
-    EXPECT_EQ(sscGemmQueryPlan(big, 1, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
-    EXPECT_EQ(variant, SSC_GEMM_FUSED);
+    EXPECT_EQ(sscGemmQueryPlan(big, sscGemmOpAllGather, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(variant, sscGemmFused);
     EXPECT_EQ(chunks, 1);
     a.chunks = 2;
-    EXPECT_EQ(sscGemmQueryPlan(big, 1, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(sscGemmQueryPlan(big, sscGemmOpAllGather, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
     EXPECT_EQ(chunks, g_n);
     // The tiny workspace cannot hold a gathered X of 1000 rows: refused, naming the setting.
     a.m = 1000;
-    EXPECT_EQ(sscGemmQueryPlan(tiny, 1, &a, &variant, &chunks), sscInvalidUsage);
-    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("workspace_bytes"), std::string::npos);
+    EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpAllGather, &a, &variant, &chunks), sscInvalidUsage);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("workspaceBytes"), std::string::npos);
   }
   EXPECT_EQ(sscGemmDestroy(tiny), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(big), sscSuccess);
@@ -310,7 +313,7 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
   EXPECT_NE(std::string(sscGetLastError(nullptr)).find("dtype"), std::string::npos);
   bad = a;
-  bad.variant = SSC_GEMM_FUSED;
+  bad.variant = sscGemmFused;
   bad.chunks = -2;
   EXPECT_EQ(sscAllGatherGemm(g, &bad, g_stream), sscInvalidUsage);
   bad = a;
@@ -322,7 +325,7 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   bad = a;
   bad.size = 8;
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
-  {  // arguments from a header before `bias` (size up to x_gathered) run, and without a bias
+  {  // arguments from a header before `bias` (size up to xGathered) run, and without a bias
     std::vector<uint16_t> zeros(8 * 4, 0), y(8 * 4, 0x7777), ones(4, 0x3f80);
     sscGemmArgs_t old = a;
     old.x = old.w = zeros.data();
@@ -334,11 +337,11 @@ TEST_F(GemmMpi, RefusesBadArguments) {
     EXPECT_EQ(std::count(y.begin(), y.end(), 0), 8 * 4) << "the bias of an older struct was read";
   }
   bad = a;
-  bad.x_gathered = buf.data();  // reduce-scatter has no gathered X
+  bad.xGathered = buf.data();  // reduce-scatter has no gathered X
   EXPECT_EQ(sscGemmReduceScatter(g, &bad, g_stream), sscInvalidArgument);
-  {  // x inside x_gathered, one row off its place (every rank's verdict is the same)
+  {  // x inside xGathered, one row off its place (every rank's verdict is the same)
     bad = a;
-    bad.x_gathered = buf.data();
+    bad.xGathered = buf.data();
     int64_t first = 0, rows = 0;
     ASSERT_EQ(sscGemmRowShard(a.m, g_n, g_rank, &first, &rows), sscSuccess);
     bad.x = buf.data() + (first + 1) * a.k;
@@ -351,16 +354,37 @@ TEST_F(GemmMpi, RefusesBadArguments) {
   EXPECT_NE(std::string(sscGetLastError(nullptr)).find("unknown flags 0x10"), std::string::npos);
   EXPECT_EQ(sscGemmReduceScatter(nullptr, &a, g_stream), sscInvalidArgument);
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
-  cfg.workspace_bytes = 16;  // cannot hold one row per rank
+  cfg.workspaceBytes = 16;  // cannot hold one row per rank
   sscGemm_t small = nullptr;
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &small), sscSuccess);
   if (g_n > 1) {
     EXPECT_EQ(sscGemmReduceScatter(small, &a, g_stream), sscInvalidArgument);
-    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("workspace_bytes"), std::string::npos);
+    EXPECT_NE(std::string(sscGetLastError(nullptr)).find("workspaceBytes"), std::string::npos);
   }
   EXPECT_EQ(sscGemmDestroy(small), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(g), sscSuccess);
   EXPECT_EQ(sscGemmDestroy(g), sscInvalidUsage);
+}
+
+// The 2D-sharding helper through the public API: the query and the plan each come from their
+// initializer (size and magic checked), and a query's inter outside sscLinearParallel_t is refused.
+TEST_F(GemmMpi, Shard2dTakesInitializedStructs) {
+  sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
+  q.inter = sscLinearRowParallel;
+  q.m = 4096, q.n = 8192, q.k = 1024;
+  q.partitions = 8;
+  sscGemmShard2dPlan_t plan = SSC_GEMM_SHARD2D_PLAN_INITIALIZER;
+  ASSERT_EQ(sscGemmShard2d(&q, &plan), sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_EQ(plan.op, sscGemmOpAllGather);
+  EXPECT_EQ(plan.twoD, 1);
+  EXPECT_EQ(plan.n, 1024);
+  sscGemmShard2dPlan_t unset{};
+  unset.size = sizeof(unset);  // no magic
+  EXPECT_EQ(sscGemmShard2d(&q, &unset), sscInvalidArgument);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("SSC_GEMM_SHARD2D_PLAN_INITIALIZER"), std::string::npos);
+  q.inter = static_cast<sscLinearParallel_t>(2);
+  EXPECT_EQ(sscGemmShard2d(&q, &plan), sscInvalidArgument);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("inter"), std::string::npos);
 }
 
 // Only rank 0 keeps GoogleTest's printer: print the other ranks' failures here, or a wrong

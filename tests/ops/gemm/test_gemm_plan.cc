@@ -49,9 +49,9 @@ TEST(GemmPlanRule, SmallCallsRunUnfused) {
   Plan pl;
   std::string why;
   // 70B O projection at M = 16 over 8 partitions: 16 x 8192 x 2 bytes, far below 2 x 16 MiB.
-  ASSERT_TRUE(makePlan(problem(Op::kReduceScatter, 16, 8192, 128, 8), SSC_GEMM_AUTO, 0,
+  ASSERT_TRUE(makePlan(problem(Op::kReduceScatter, 16, 8192, 128, 8), sscGemmAuto, 0,
                        kDefaultWorkspaceBytes, &pl, &why));
-  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
+  EXPECT_EQ(pl.variant, sscGemmUnfused);
   EXPECT_EQ(pl.chunks, 1);
   EXPECT_EQ(pl.chunkRows, 2);
 }
@@ -63,22 +63,22 @@ TEST(GemmPlanRule, AutoRunsUnfusedForcedChunkedCutsPiecesOfAtLeastTheMinimum) {
   // only add fixed costs; the fused variant is the rule's, test_gemm_rule.cc); forced chunked:
   // at most kMaxChunks chunks of at least kMinChunkBytes.
   const Problem p = problem(Op::kReduceScatter, 16384, 8192, 128, 8);
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 30, &pl, &why, false));
-  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
+  ASSERT_TRUE(makePlan(p, sscGemmAuto, 0, size_t{1} << 30, &pl, &why, false));
+  EXPECT_EQ(pl.variant, sscGemmUnfused);
   EXPECT_EQ(pl.chunks, 1);
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_CHUNKED, 0, size_t{1} << 30, &pl, &why));
-  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  ASSERT_TRUE(makePlan(p, sscGemmChunked, 0, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, sscGemmChunked);
   EXPECT_EQ(pl.chunks, kMaxChunks);
   EXPECT_GE(pl.slotBytes, kMinChunkBytes);
   // 4096 x 8192 bf16 = 64 MiB: 4 chunks of 16 MiB.
-  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), SSC_GEMM_CHUNKED, 0,
+  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 4096, 1024, 8192, 8), sscGemmChunked, 0,
                        size_t{1} << 30, &pl, &why));
-  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  EXPECT_EQ(pl.variant, sscGemmChunked);
   EXPECT_EQ(pl.chunks, 4);
   EXPECT_EQ(pl.slots, 2);
   // AUTO with chunks asked for runs them.
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 3, size_t{1} << 30, &pl, &why));
-  EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+  ASSERT_TRUE(makePlan(p, sscGemmAuto, 3, size_t{1} << 30, &pl, &why));
+  EXPECT_EQ(pl.variant, sscGemmChunked);
   EXPECT_EQ(pl.chunks, 3);
 }
 
@@ -89,24 +89,24 @@ TEST(GemmPlanRule, ChunkedPlansHaveScratchForOneGemmPerChunk) {
   Plan pl;
   std::string why;
   const Problem rs = problem(Op::kReduceScatter, 100, 10, 3, 4);  // rows of 20 bytes, c = 25
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 5, 1 << 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(rs, sscGemmChunked, 5, 1 << 20, &pl, &why)) << why;
   EXPECT_EQ(pl.chunks, 5);
   EXPECT_EQ(pl.scratchBytes, size_t{4 * 5 * 3 * 2});  // nranks x chunkRows x k x 2 bytes
   Problem ag = problem(Op::kAllGather, 100, 10, 3, 4);
   ag.outBytes = 4;
-  ASSERT_TRUE(makePlan(ag, SSC_GEMM_CHUNKED, 5, 1 << 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(ag, sscGemmChunked, 5, 1 << 20, &pl, &why)) << why;
   EXPECT_EQ(pl.scratchBytes, size_t{4 * 5 * 10 * 4});  // nranks x chunkRows x n x 4 bytes
   // The workspace bounds slots, pad and scratch together.
   const size_t perRow = (2 * 4 + 1) * 20 + 4 * 3 * 2;
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 0, perRow * 7, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(rs, sscGemmChunked, 0, perRow * 7, &pl, &why)) << why;
   EXPECT_EQ(pl.chunkRows, 7);
   EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes + pl.scratchBytes, perRow * 7);
   // No room for the scratch: a plan without it.
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_CHUNKED, 0, (2 * 4 + 1) * 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(rs, sscGemmChunked, 0, (2 * 4 + 1) * 20, &pl, &why)) << why;
   EXPECT_EQ(pl.chunkRows, 1);
   EXPECT_EQ(pl.scratchBytes, 0u);
   // One chunk, or unfused: none needed.
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_UNFUSED, 0, 1 << 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(rs, sscGemmUnfused, 0, 1 << 20, &pl, &why)) << why;
   EXPECT_EQ(pl.scratchBytes, 0u);
 }
 
@@ -114,41 +114,41 @@ TEST(GemmPlanRule, WorkspaceBoundsTheChunk) {
   Plan pl;
   std::string why;
   const Problem p = problem(Op::kReduceScatter, 100, 10, 3, 4);  // rows of 20 bytes, c = 25
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_UNFUSED, 0, (4 + 1) * 20 * 7, &pl, &why));
+  ASSERT_TRUE(makePlan(p, sscGemmUnfused, 0, (4 + 1) * 20 * 7, &pl, &why));
   EXPECT_EQ(pl.chunkRows, 7);
   EXPECT_EQ(pl.chunks, 4);
   EXPECT_EQ(pl.slots * pl.slotBytes + pl.padBytes, size_t{(4 + 1) * 20 * 7});
-  EXPECT_FALSE(makePlan(p, SSC_GEMM_UNFUSED, 0, 99, &pl, &why));
-  EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
+  EXPECT_FALSE(makePlan(p, sscGemmUnfused, 0, 99, &pl, &why));
+  EXPECT_NE(why.find("workspaceBytes"), std::string::npos) << why;
 }
 
 TEST(GemmPlanRule, FusedReduceScatterOnly) {
   Plan pl;
   std::string why;
   const Problem rs = problem(Op::kReduceScatter, 10, 10, 10, 2);
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why)) << why;
-  EXPECT_EQ(pl.variant, SSC_GEMM_FUSED);
+  ASSERT_TRUE(makePlan(rs, sscGemmFused, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, sscGemmFused);
   EXPECT_EQ(pl.chunks, 1);  // small: one chunk, no collective call either way
   EXPECT_EQ(pl.slots, 2);
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(rs, sscGemmFused, 3, 1 << 20, &pl, &why)) << why;
   EXPECT_EQ(pl.chunks, 3);
   // Large: still one chunk where the workspace holds it (chunks do not overlap, they only add
   // waits); as many as the workspace needs where it does not.
   const Problem big = problem(Op::kReduceScatter, 4096, 7168, 64, 8);
-  ASSERT_TRUE(makePlan(big, SSC_GEMM_FUSED, 0, size_t{1} << 30, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(big, sscGemmFused, 0, size_t{1} << 30, &pl, &why)) << why;
   EXPECT_EQ(pl.chunks, 1);
-  ASSERT_TRUE(makePlan(big, SSC_GEMM_FUSED, 0, size_t{40} << 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(big, sscGemmFused, 0, size_t{40} << 20, &pl, &why)) << why;
   EXPECT_GE(pl.chunks, 3);
   EXPECT_LE(static_cast<size_t>(pl.slots) * pl.slotBytes + pl.padBytes + pl.scratchBytes, size_t{40} << 20);
   // Refused where it is not built, with the reason.
-  EXPECT_FALSE(makePlan(rs, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
+  EXPECT_FALSE(makePlan(rs, sscGemmFused, 0, 1 << 20, &pl, &why, false));
   EXPECT_NE(why.find("mapped"), std::string::npos) << why;
-  EXPECT_FALSE(makePlan(problem(Op::kReduceScatter, 10, 10, 10, kFusedMaxRanks + 1), SSC_GEMM_FUSED, 0,
+  EXPECT_FALSE(makePlan(problem(Op::kReduceScatter, 10, 10, 10, kFusedMaxRanks + 1), sscGemmFused, 0,
                         1 << 20, &pl, &why));
   EXPECT_NE(why.find("at most"), std::string::npos) << why;
   // AUTO never picks it where it cannot run.
-  ASSERT_TRUE(makePlan(rs, SSC_GEMM_AUTO, 0, 1 << 20, &pl, &why, false));
-  EXPECT_NE(pl.variant, SSC_GEMM_FUSED);
+  ASSERT_TRUE(makePlan(rs, sscGemmAuto, 0, 1 << 20, &pl, &why, false));
+  EXPECT_NE(pl.variant, sscGemmFused);
 }
 
 TEST(GemmPlanRule, RefusesBadRequests) {
@@ -156,37 +156,37 @@ TEST(GemmPlanRule, RefusesBadRequests) {
   std::string why;
   const Problem p = problem(Op::kAllGather, 10, 10, 10, 2);
   EXPECT_FALSE(makePlan(p, 7, 0, 1 << 20, &pl, &why));
-  EXPECT_FALSE(makePlan(p, SSC_GEMM_AUTO, -1, 1 << 20, &pl, &why));
-  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 10, 10, 10, 1), SSC_GEMM_AUTO, 0, 1, &pl, &why));
+  EXPECT_FALSE(makePlan(p, sscGemmAuto, -1, 1 << 20, &pl, &why));
+  ASSERT_TRUE(makePlan(problem(Op::kAllGather, 10, 10, 10, 1), sscGemmAuto, 0, 1, &pl, &why));
   EXPECT_TRUE(pl.direct);
 }
 
 // The fused all-gather: a slot is the whole gathered X (nranks x block rows of k), two when they
 // fit; chunks 1 = push + one GEMM, >= 2 = one GEMM per source rank (plan.chunks = nranks), the
-// push form whenever x_gathered is asked for; refused (with the reason) where one slot does not fit.
+// push form whenever xGathered is asked for; refused (with the reason) where one slot does not fit.
 TEST(GemmPlanRule, FusedAllGatherForms) {
   Plan pl;
   std::string why;
   Problem p = problem(Op::kAllGather, 37, 29, 19, 4);  // block 10, slot 4 x 10 x 19 x 2 = 1520 bytes
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why)) << why;
-  EXPECT_EQ(pl.variant, SSC_GEMM_FUSED);
+  ASSERT_TRUE(makePlan(p, sscGemmFused, 0, 1 << 20, &pl, &why)) << why;
+  EXPECT_EQ(pl.variant, sscGemmFused);
   EXPECT_FALSE(pl.agPerRank);
   EXPECT_EQ(pl.chunks, 1);
   EXPECT_EQ(pl.slots, 2);
   EXPECT_EQ(pl.slotBytes, size_t{4 * 10 * 19 * 2});
   EXPECT_EQ(pl.block, 10);
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 3, 1 << 20, &pl, &why)) << why;
+  ASSERT_TRUE(makePlan(p, sscGemmFused, 3, 1 << 20, &pl, &why)) << why;
   EXPECT_TRUE(pl.agPerRank);
   EXPECT_EQ(pl.chunks, 4);
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 2, 2000, &pl, &why)) << why;  // one slot fits, two do not
+  ASSERT_TRUE(makePlan(p, sscGemmFused, 2, 2000, &pl, &why)) << why;  // one slot fits, two do not
   EXPECT_EQ(pl.slots, 1);
-  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1519, &pl, &why));
-  EXPECT_NE(why.find("workspace_bytes"), std::string::npos) << why;
-  p.gatherOut = true;  // x_gathered: the push form, which holds the gathered X
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_FUSED, 4, 1 << 20, &pl, &why)) << why;
+  EXPECT_FALSE(makePlan(p, sscGemmFused, 0, 1519, &pl, &why));
+  EXPECT_NE(why.find("workspaceBytes"), std::string::npos) << why;
+  p.gatherOut = true;  // xGathered: the push form, which holds the gathered X
+  ASSERT_TRUE(makePlan(p, sscGemmFused, 4, 1 << 20, &pl, &why)) << why;
   EXPECT_FALSE(pl.agPerRank);
   EXPECT_EQ(pl.chunks, 1);
-  EXPECT_FALSE(makePlan(p, SSC_GEMM_FUSED, 0, 1 << 20, &pl, &why, false));
+  EXPECT_FALSE(makePlan(p, sscGemmFused, 0, 1 << 20, &pl, &why, false));
   EXPECT_NE(why.find("mapped"), std::string::npos) << why;
 }
 
@@ -284,8 +284,8 @@ TEST(GemmPlanPieces, EveryRowOnceOverShapes) {
       for (int64_t m : {1, 2, 5, 7, 10, 17, 31, 64, 65})
         for (int chunks : {0, 1, 2, 3, 5}) {
           SCOPED_TRACE(testing::Message() << "m " << m << " ranks " << n << " chunks " << chunks);
-          simulate(op, m, n, chunks >= 2 ? SSC_GEMM_CHUNKED : SSC_GEMM_UNFUSED, chunks, 1 << 20);
-          simulate(op, m, n, SSC_GEMM_UNFUSED, 0, (n + 1) * 10 * 4);  // 2 rows a chunk
+          simulate(op, m, n, chunks >= 2 ? sscGemmChunked : sscGemmUnfused, chunks, 1 << 20);
+          simulate(op, m, n, sscGemmUnfused, 0, (n + 1) * 10 * 4);  // 2 rows a chunk
         }
 }
 
@@ -293,7 +293,7 @@ TEST(GemmPlanPieces, OneChunkIsOneGemm) {
   const Problem p = problem(Op::kReduceScatter, 10, 4, 4, 4);  // blocks 3, 3, 3, 1
   Plan pl;
   std::string why;
-  ASSERT_TRUE(makePlan(p, SSC_GEMM_UNFUSED, 0, 1 << 20, &pl, &why));
+  ASSERT_TRUE(makePlan(p, sscGemmUnfused, 0, 1 << 20, &pl, &why));
   const auto pieces = chunkPieces(p, pl, 0);
   ASSERT_EQ(pieces.size(), 2u);  // ranks 0-2 as one GEMM of 9 rows, then rank 3's one row
   EXPECT_EQ(pieces[0].rows, 9);
@@ -323,15 +323,14 @@ TEST(GemmHost, MatchesDoubleReferenceBothLayouts) {
     }
 }
 
-sscGemmShard2dPlan_t ask(int inter, int64_t m, int64_t n, int64_t k, int partitions) {
+sscGemmShard2dPlan_t ask(sscLinearParallel_t inter, int64_t m, int64_t n, int64_t k, int partitions) {
   sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
   q.inter = inter;
   q.m = m;
   q.n = n;
   q.k = k;
   q.partitions = partitions;
-  sscGemmShard2dPlan_t plan{};
-  plan.size = sizeof(plan);
+  sscGemmShard2dPlan_t plan = SSC_GEMM_SHARD2D_PLAN_INITIALIZER;
   std::string why;
   EXPECT_TRUE(shard2d(q, &plan, &why)) << why;
   return plan;
@@ -340,31 +339,31 @@ sscGemmShard2dPlan_t ask(int inter, int64_t m, int64_t n, int64_t k, int partiti
 TEST(GemmShard2d, Tp8Shapes) {
   // 70B O projection (row-parallel, K 1024 x N 8192 per GPU): 1D would leave K = 128 per
   // partition and reduce-scatter 8x the bytes; 2D splits N and all-gathers X.
-  sscGemmShard2dPlan_t o = ask(SSC_LINEAR_ROW_PARALLEL, 4096, 8192, 1024, 8);
-  EXPECT_EQ(o.two_d, 1);
-  EXPECT_EQ(o.op, SSC_GEMM_OP_ALL_GATHER);
+  sscGemmShard2dPlan_t o = ask(sscLinearRowParallel, 4096, 8192, 1024, 8);
+  EXPECT_EQ(o.twoD, 1);
+  EXPECT_EQ(o.op, sscGemmOpAllGather);
   EXPECT_EQ(o.n, 1024);
   EXPECT_EQ(o.k, 1024);
-  EXPECT_LT(o.est_us, o.other_est_us);
+  EXPECT_LT(o.estUs, o.otherEstUs);
   // 70B QKV (column-parallel, K 8192 x N 1280): all-gathering X [M][8192] costs more than
   // reduce-scattering the [M][1280] partials: 2D, split K.
-  sscGemmShard2dPlan_t qkv = ask(SSC_LINEAR_COLUMN_PARALLEL, 4096, 1280, 8192, 8);
-  EXPECT_EQ(qkv.two_d, 1);
-  EXPECT_EQ(qkv.op, SSC_GEMM_OP_REDUCE_SCATTER);
+  sscGemmShard2dPlan_t qkv = ask(sscLinearColumnParallel, 4096, 1280, 8192, 8);
+  EXPECT_EQ(qkv.twoD, 1);
+  EXPECT_EQ(qkv.op, sscGemmOpReduceScatter);
   EXPECT_EQ(qkv.k, 1024);
   // One partition: nothing to split, the 1D answer (no change) wins the tie.
-  sscGemmShard2dPlan_t one = ask(SSC_LINEAR_ROW_PARALLEL, 64, 100, 100, 1);
-  EXPECT_EQ(one.two_d, 0);
-  EXPECT_EQ(one.op, SSC_GEMM_OP_REDUCE_SCATTER);
+  sscGemmShard2dPlan_t one = ask(sscLinearRowParallel, 64, 100, 100, 1);
+  EXPECT_EQ(one.twoD, 0);
+  EXPECT_EQ(one.op, sscGemmOpReduceScatter);
 }
 
 TEST(GemmShard2d, RefusesBadQueries) {
   sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
-  sscGemmShard2dPlan_t plan{};
+  sscGemmShard2dPlan_t plan = SSC_GEMM_SHARD2D_PLAN_INITIALIZER;
   std::string why;
-  q.inter = 5;
+  q.inter = static_cast<sscLinearParallel_t>(5);  // as a C caller may store it
   EXPECT_FALSE(shard2d(q, &plan, &why));
-  q.inter = SSC_LINEAR_ROW_PARALLEL;
+  q.inter = sscLinearRowParallel;
   q.partitions = 0;
   EXPECT_FALSE(shard2d(q, &plan, &why));
   EXPECT_NE(why.find("partitions"), std::string::npos);

@@ -1,4 +1,4 @@
-// SSC_GEMM_AUTO's rates read from a communicator's tuner (gemmRates, gemm_rates.h) and the rule's
+// sscGemmAuto's rates read from a communicator's tuner (gemmRates, gemm_rates.h) and the rule's
 // answers with them (autoPicksFused, gemm_plan.h) on machines described by topology files and
 // the shipped profiles: the K = 8 H200 rates test_gemm_rule.cc feeds by hand, and sensible
 // answers at K = 2, 3, 4, 8 and 16, on a GPU with no shipped profile (the topology's link
@@ -72,8 +72,8 @@ Problem layerProblem(const Layer& l, Op op, int64_t m, int ranks) {
 bool autoFuses(const Problem& p, const GemmRates& r) {
   Plan pl;
   std::string why;
-  EXPECT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, size_t{1} << 40, &pl, &why, true, &r)) << why;
-  return pl.variant == SSC_GEMM_FUSED;
+  EXPECT_TRUE(makePlan(p, sscGemmAuto, 0, size_t{1} << 40, &pl, &why, true, &r)) << why;
+  return pl.variant == sscGemmFused;
 }
 
 // The K = 8 rates test_gemm_rule.cc feeds by hand are the shipped profile's, read through the

@@ -1,4 +1,4 @@
-// SSC_GEMM_AUTO's rule (autoPicksFused, gemm_plan.h) against what the variants measured. The
+// sscGemmAuto's rule (autoPicksFused, gemm_plan.h) against what the variants measured. The
 // table is the TP8 layers of gemm_coll_perf (perf/common/gemm_args.cc: Llama-3-70B,
 // Llama-3.1-405B, GPT-OSS-120B per GPU, bf16) at M = 16 .. 16384 on K = 8 MPS partitions of one
 // H200, each cell the median of three runs of
@@ -107,7 +107,7 @@ const Cell kTable[] = {
 };
 
 constexpr int kRanks = 8;
-constexpr size_t kGiB = size_t{1} << 30;  // gemm_coll_perf's workspace_bytes
+constexpr size_t kGiB = size_t{1} << 30;  // gemm_coll_perf's workspaceBytes
 
 // What a form measured against unfused: won (faster by more than the spread of single cells
 // between runs, 10 %), lost (slower by as much), or a tie (either answer is right).
@@ -150,9 +150,9 @@ GemmRates h200K8Rates(Op op, double ridge = 200.0) {
 bool autoFuses(const Problem& p, const GemmRates& r, Plan* out = nullptr) {
   Plan pl;
   std::string why;
-  EXPECT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, kGiB, &pl, &why, true, &r)) << why;
+  EXPECT_TRUE(makePlan(p, sscGemmAuto, 0, kGiB, &pl, &why, true, &r)) << why;
   if (out != nullptr) *out = pl;
-  return pl.variant == SSC_GEMM_FUSED;
+  return pl.variant == sscGemmFused;
 }
 
 
@@ -255,21 +255,21 @@ TEST(GemmRule, EarlierThresholdCells) {
     int variant;  // what AUTO runs
   };
   const Want cases[] = {
-      {Op::kAllGather, 4096, 896, 8192, kGiB, SSC_GEMM_FUSED},     // 70b.gate_up: won 1.69x
-      {Op::kAllGather, 16384, 1664, 16384, kGiB, SSC_GEMM_FUSED},  // 405b.gate_up: 1.97x
-      {Op::kAllGather, 16384, 160, 8192, kGiB, SSC_GEMM_FUSED},    // 70b.qkv: 1.67x
-      {Op::kAllGather, 16384, 2048, 2048, kGiB, SSC_GEMM_FUSED},   // 405b.o: 1.31x
-      {Op::kAllGather, 4096, 80, 2880, kGiB, SSC_GEMM_FUSED},      // gptoss.qkv (a batch): 1.22x
-      {Op::kAllGather, 4096, 2048, 2048, kGiB, SSC_GEMM_UNFUSED},  // 405b.o: won 1.16x, a listed miss
-      {Op::kAllGather, 16384, 1024, 1024, kGiB, SSC_GEMM_UNFUSED}, // 70b.o: won 1.18x, a listed miss
-      {Op::kAllGather, 4096, 1024, 1024, kGiB, SSC_GEMM_UNFUSED},  // 70b.o: a tie
-      {Op::kAllGather, 4096, 360, 512, kGiB, SSC_GEMM_UNFUSED},    // gptoss.o: lost
-      {Op::kAllGather, 1024, 896, 8192, kGiB, SSC_GEMM_UNFUSED},   // M = 1024: lost or tied
-      {Op::kAllGather, 16384, 1664, 16384, kDefaultWorkspaceBytes, SSC_GEMM_UNFUSED},  // X > workspace
-      {Op::kReduceScatter, 16384, 7168, 1024, kGiB, SSC_GEMM_UNFUSED},   // 70b.gate_up: a tie (1.00)
-      {Op::kReduceScatter, 16384, 13312, 2048, kGiB, SSC_GEMM_UNFUSED},  // 405b.gate_up: a tie (1.00)
-      {Op::kReduceScatter, 16384, 2304, 2048, kGiB, SSC_GEMM_UNFUSED},   // 405b.qkv: a tie (1.07)
-      {Op::kReduceScatter, 4096, 8192, 128, kGiB, SSC_GEMM_UNFUSED},     // 70b.o: lost (1.27)
+      {Op::kAllGather, 4096, 896, 8192, kGiB, sscGemmFused},     // 70b.gate_up: won 1.69x
+      {Op::kAllGather, 16384, 1664, 16384, kGiB, sscGemmFused},  // 405b.gate_up: 1.97x
+      {Op::kAllGather, 16384, 160, 8192, kGiB, sscGemmFused},    // 70b.qkv: 1.67x
+      {Op::kAllGather, 16384, 2048, 2048, kGiB, sscGemmFused},   // 405b.o: 1.31x
+      {Op::kAllGather, 4096, 80, 2880, kGiB, sscGemmFused},      // gptoss.qkv (a batch): 1.22x
+      {Op::kAllGather, 4096, 2048, 2048, kGiB, sscGemmUnfused},  // 405b.o: won 1.16x, a listed miss
+      {Op::kAllGather, 16384, 1024, 1024, kGiB, sscGemmUnfused}, // 70b.o: won 1.18x, a listed miss
+      {Op::kAllGather, 4096, 1024, 1024, kGiB, sscGemmUnfused},  // 70b.o: a tie
+      {Op::kAllGather, 4096, 360, 512, kGiB, sscGemmUnfused},    // gptoss.o: lost
+      {Op::kAllGather, 1024, 896, 8192, kGiB, sscGemmUnfused},   // M = 1024: lost or tied
+      {Op::kAllGather, 16384, 1664, 16384, kDefaultWorkspaceBytes, sscGemmUnfused},  // X > workspace
+      {Op::kReduceScatter, 16384, 7168, 1024, kGiB, sscGemmUnfused},   // 70b.gate_up: a tie (1.00)
+      {Op::kReduceScatter, 16384, 13312, 2048, kGiB, sscGemmUnfused},  // 405b.gate_up: a tie (1.00)
+      {Op::kReduceScatter, 16384, 2304, 2048, kGiB, sscGemmUnfused},   // 405b.qkv: a tie (1.07)
+      {Op::kReduceScatter, 4096, 8192, 128, kGiB, sscGemmUnfused},     // 70b.o: lost (1.27)
   };
   for (const Want& w : cases) {
     SCOPED_TRACE(testing::Message() << (w.op == Op::kAllGather ? "ag" : "rs") << " m " << w.m << " n " << w.n
@@ -278,29 +278,29 @@ TEST(GemmRule, EarlierThresholdCells) {
     const GemmRates r = h200K8Rates(w.op);
     Plan pl;
     std::string why;
-    ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, w.workspace, &pl, &why, true, &r)) << why;
+    ASSERT_TRUE(makePlan(p, sscGemmAuto, 0, w.workspace, &pl, &why, true, &r)) << why;
     EXPECT_EQ(pl.variant, w.variant) << pl.reason;
-    if (w.variant == SSC_GEMM_FUSED) {
+    if (w.variant == sscGemmFused) {
       EXPECT_TRUE(pl.agPerRank);
       EXPECT_EQ(pl.chunks, kRanks);
     }
     // Never where the workspace cannot be mapped into the peers, without rates, nor with chunks
     // asked for.
-    ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, w.workspace, &pl, &why, false, &r));
-    EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
-    ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 0, w.workspace, &pl, &why, true, nullptr));
-    EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED);
-    ASSERT_TRUE(makePlan(p, SSC_GEMM_AUTO, 2, w.workspace, &pl, &why, true, &r));
-    EXPECT_EQ(pl.variant, SSC_GEMM_CHUNKED);
+    ASSERT_TRUE(makePlan(p, sscGemmAuto, 0, w.workspace, &pl, &why, false, &r));
+    EXPECT_EQ(pl.variant, sscGemmUnfused);
+    ASSERT_TRUE(makePlan(p, sscGemmAuto, 0, w.workspace, &pl, &why, true, nullptr));
+    EXPECT_EQ(pl.variant, sscGemmUnfused);
+    ASSERT_TRUE(makePlan(p, sscGemmAuto, 2, w.workspace, &pl, &why, true, &r));
+    EXPECT_EQ(pl.variant, sscGemmChunked);
   }
-  // x_gathered allows only the push form, which never estimates faster than unfused: unfused.
+  // xGathered allows only the push form, which never estimates faster than unfused: unfused.
   Problem g = problem(Op::kAllGather, 16384, 1664, 16384, kRanks);
   g.gatherOut = true;
   const GemmRates r = h200K8Rates(Op::kAllGather);
   Plan pl;
   std::string why;
-  ASSERT_TRUE(makePlan(g, SSC_GEMM_AUTO, 0, kGiB, &pl, &why, true, &r)) << why;
-  EXPECT_EQ(pl.variant, SSC_GEMM_UNFUSED) << pl.reason;
+  ASSERT_TRUE(makePlan(g, sscGemmAuto, 0, kGiB, &pl, &why, true, &r)) << why;
+  EXPECT_EQ(pl.variant, sscGemmUnfused) << pl.reason;
   EXPECT_NE(pl.reason.find("estimates"), std::string::npos) << pl.reason;
 }
 

@@ -45,7 +45,7 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool
     const auto padIn = find(g, StepKind::kPadIn, j), padOut = find(g, StepKind::kPadOut, j);
     EXPECT_EQ(padIn.size(), !rs && padded ? 1u : 0u);
     EXPECT_EQ(padOut.size(), rs && padded ? 1u : 0u);
-    // x_gathered: copied out of the slot after the all-gather filled it, before its next fill.
+    // xGathered: copied out of the slot after the all-gather filled it, before its next fill.
     const auto out = find(g, StepKind::kGatherOut, j);
     EXPECT_EQ(out.size(), gatherOut ? 1u : 0u);
     if (!out.empty()) {
@@ -83,9 +83,9 @@ TEST(GemmSchedule, HappensBeforeOverShapes) {
           for (int chunks : {1, 2, 3, 5}) {
             SCOPED_TRACE(testing::Message() << (op == Op::kReduceScatter ? "rs" : "ag") << " m " << m
                                             << " ranks " << n << " rank " << rank << " chunks " << chunks);
-            check(op, m, n, rank, SSC_GEMM_CHUNKED, chunks);
-            check(op, m, n, rank, SSC_GEMM_UNFUSED, chunks);
-            if (op == Op::kAllGather) check(op, m, n, rank, SSC_GEMM_CHUNKED, chunks, true);
+            check(op, m, n, rank, sscGemmChunked, chunks);
+            check(op, m, n, rank, sscGemmUnfused, chunks);
+            if (op == Op::kAllGather) check(op, m, n, rank, sscGemmChunked, chunks, true);
             if (HasFailure()) return;
           }
 }
@@ -102,7 +102,7 @@ TEST(GemmSchedule, OneStepListPerChunk) {
     p.nranks = 4;
     Plan pl;
     std::string why;
-    ASSERT_TRUE(makePlan(p, SSC_GEMM_CHUNKED, 4, 1 << 20, &pl, &why)) << why;
+    ASSERT_TRUE(makePlan(p, sscGemmChunked, 4, 1 << 20, &pl, &why)) << why;
     ASSERT_EQ(pl.chunks, 4);
     const std::vector<Step> list = schedule(p, pl, 0);
     int last = -1;
