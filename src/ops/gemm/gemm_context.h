@@ -23,7 +23,7 @@ class Backend;
 
 namespace ssc::gemm {
 
-class GpuGemmState;  // gpu_gemm.cc: BLAS handle, side stream, cached algorithms
+class GpuGemmState;  // gpu_gemm_state.h: BLAS handle, side stream, cached algorithms
 
 // A validated call.
 struct Call {
