@@ -5,6 +5,7 @@
 #include <string>
 
 #include "src/api/group.h"
+#include "src/api/trace_hooks.h"
 
 using namespace ssc;
 
@@ -70,6 +71,7 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
   sscResult_t r = [&]() -> sscResult_t {
     CommUse use(comm);  // an abort or destroy from another thread waits until this call is out
     SSC_CHECK(checkComm(fn, comm));
+    TraceScope trace(comm);
     if (comm->callCheck != nullptr && comm->nranks > 1) {
       checked = true;
       const int opCode = !reduces ? -1 : static_cast<int>(op) < sscNumOps ? static_cast<int>(op) : sscNumOps;
@@ -180,6 +182,7 @@ sscResult_t pointToPoint(const char* fn, bool isSend, void* buff, size_t count, 
   sscResult_t r = [&]() -> sscResult_t {
     CommUse use(comm);
     SSC_CHECK(checkComm(fn, comm));
+    TraceScope trace(comm);
     SSC_CHECK(checkDtype(fn, type));
     SSC_CHECK(checkCount(fn, count, dtypeSize(type), 1));
     SSC_CHECK(checkRank(fn, "peer", peer, comm->nranks));

@@ -10,6 +10,7 @@
 
 #include "src/api/calibration.h"
 #include "src/api/group.h"
+#include "src/comm/trace.h"
 #include "src/core/log.h"
 #include "src/topology/subset.h"
 
@@ -41,6 +42,7 @@ void deleteComm(sscComm* comm, bool orderly = false) {
   commStopWatch(comm, orderly);
   commWaitIdle(comm);
   if (orderly) drainOwnWork(comm);
+  traceClose(comm);  // STARSCREAM_TRACE: written here when finalize did not (abort included)
   commReleasePeerCache(comm);
   commReleaseStaging(comm);
   comm->magic = 0;
@@ -92,7 +94,9 @@ struct InitAllRanks {
 sscResult_t initGuarded(sscComm* comm, const sscUniqueId& id, int nranks, int rank) {
   try {
     sscResult_t r = commInit(comm, id, nranks, rank);
-    return r == sscSuccess ? commCalibrate(comm) : r;
+    if (r == sscSuccess) r = commCalibrate(comm);
+    if (r == sscSuccess) traceSetUp(comm);  // STARSCREAM_TRACE: the caller's calls, not the sweep's
+    return r;
   } catch (const std::system_error& e) {
     return fail(sscSystemError, "communicator init: {}", e.what());
   } catch (const std::bad_alloc&) {
@@ -334,6 +338,7 @@ SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
       }
     }
     comm->finalized = true;
+    traceClose(comm);  // every call's work has finished: the trace file is complete
     int state = comm->asyncError.load();
     if (state != sscSuccess) {
       std::lock_guard<std::mutex> g(comm->mu);

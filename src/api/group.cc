@@ -1,5 +1,6 @@
 #include "src/api/group.h"
 #include "src/api/plain_buffers.h"
+#include "src/api/trace_hooks.h"
 #include "transports/usr/p2p_directory.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
@@ -83,8 +84,10 @@ sscResult_t launchColl(const PendingCall& c) {
   const void* src = nullptr;
   void* dst = nullptr;
   size_t bytes = 0;
-  if (singleRankCopy(c, &src, &dst, &bytes))
+  if (singleRankCopy(c, &src, &dst, &bytes)) {
+    traceColl(c, nullptr, "copy");
     return src == dst ? sscSuccess : c.comm->backend->enqueueCopy(c.comm, dst, src, bytes, c.stream);
+  }
   auto work = std::make_shared<Work>();
   work->reduce = c.reduce;
   work->elemBytes = c.elemBytes;
@@ -104,6 +107,7 @@ sscResult_t launchColl(const PendingCall& c) {
       const Backend::StagedCopies copies{
           s.in, c.sendbuff, collInputElems(c.args, c.comm->nranks) * c.elemBytes,
           c.recvbuff, s.out, collOutputElems(c.args, c.comm->nranks) * c.elemBytes};
+      traceColl(c, work.get(), "staged");
       return c.comm->backend->enqueueStaged(c.comm, std::move(work), copies, c.stream);
     }
   }
@@ -113,6 +117,7 @@ sscResult_t launchColl(const PendingCall& c) {
     work->peerBuffers = c.peerBuffers;
     work->callHash = c.callHash;
   }
+  traceColl(c, work.get());
   return c.comm->backend->enqueue(c.comm, std::move(work), c.stream);
 }
 
@@ -210,6 +215,7 @@ sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
   if (comm->p2pDirectory != nullptr) SSC_CHECK(offerReceives(comm, ops, work.get(), stream));
   work->elemBytes = 1;
   work->reduce.dtype = sscUint8;
+  traceP2p(comm, calls, work.get());
   return comm->backend->enqueue(comm, std::move(work), stream);
 }
 
@@ -307,6 +313,7 @@ SSC_API sscResult_t sscGroupEnd(void) {
                   "launched", t_group.firstMessage);
     }
     for (const auto& c : calls) SSC_CHECK(checkComm("sscGroupEnd", c.comm));
+    TraceScope trace(calls);
     return launchAll(calls);
   });
 }

@@ -31,6 +31,11 @@ struct P2pDirectoryDeleter {
   void operator()(P2pDirectory* directory) const;
 };
 
+class TraceLog;  // src/comm/trace.h (STARSCREAM_TRACE)
+struct TraceLogDeleter {
+  void operator()(TraceLog* log) const;
+};
+
 class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
 struct CallCheckerDeleter {
   void operator()(CallChecker* checker) const;
@@ -136,6 +141,9 @@ struct sscComm final : ssc::CommView {
   // STARSCREAM_CHECK=1 (read once at init): every collective's fingerprint is compared across
   // the ranks before its data moves (src/comm/call_check.h). Null when off.
   std::unique_ptr<ssc::CallChecker, ssc::CallCheckerDeleter> callCheck;
+  // STARSCREAM_TRACE set (read once at init): every call is recorded here (src/comm/trace.h).
+  // Null when off: the one thing an entry point looks at then.
+  std::unique_ptr<ssc::TraceLog, ssc::TraceLogDeleter> trace;
 
   // The views' hooks (CommView, PeerView), implemented by the functions of the same job below.
   void setAsyncError(sscResult_t code, const std::string& message) override;

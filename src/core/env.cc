@@ -103,6 +103,12 @@ constexpr Variable kVariables[] = {
      "STARSCREAM_TIMEOUT, docs/gemm.md). Read when a communicator is created, and must be "
      "alike on every rank (init compares it)."},
     {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
+    {"STARSCREAM_TRACE", "",
+     "Directory (created if missing) where each rank writes a timeline of its calls at "
+     "sscCommFinalize or sscCommDestroy: starscream-trace.<host>.<pid>.rank<R>.json, Chrome/"
+     "Perfetto trace-event JSON with one event per call (collective, bytes, type, algorithm, "
+     "protocol, path, plan size, host enqueue and device time; docs/trace.md). Read when a "
+     "communicator is created; empty: off, at no cost."},
     {"STARSCREAM_CHECK", "0",
      "1: checked mode. Before any data of a collective moves, its ranks compare the call "
      "(collective, count, datatype, op, root, call number) and every rank fails it with "

@@ -8,6 +8,7 @@
 #include "src/collectives/algorithms.h"
 #include "src/collectives/plan.h"
 #include "src/core/dtype.h"
+#include "src/device/work_timing.h"
 
 namespace ssc {
 
@@ -44,6 +45,8 @@ struct Work {
     std::vector<uint8_t> swap;
   };
   std::shared_ptr<const P2pDirect> p2p;
+  // Set when the call is traced (STARSCREAM_TRACE): the backend records when the work ran.
+  std::shared_ptr<WorkTiming> timing;
 };
 
 }  // namespace ssc

@@ -25,6 +25,7 @@
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
+#include "src/device/gpu/gpu_timing.h"
 #include "src/kernels/gpu/copy_kernel.h"
 #include "transports/net/net_comm.h"
 
@@ -369,10 +370,14 @@ class GpuBackend : public Backend {
     const auto stream = static_cast<hipStream_t>(streamHandle);
     const bool capturing = gpu::streamCapturing(stream);
     SSC_CHECK(res->order.before(stream, capturing));
+    // A traced call (STARSCREAM_TRACE): events around its work; a graph replays no timing.
+    WorkTiming* timing = work != nullptr && !capturing ? work->timing.get() : nullptr;
+    if (timing != nullptr) SSC_CHECK(gpu::timingStart(timing, stream));
     if (staged != nullptr) SSC_CHECK(copyLocked(res, staged->stageIn, staged->in, staged->inBytes, stream));
     if (work != nullptr) SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
     if (staged != nullptr && staged->outBytes != 0)
       SSC_CHECK(copyLocked(res, staged->out, staged->stageOut, staged->outBytes, stream));
+    if (timing != nullptr) SSC_CHECK(gpu::timingEnd(timing, stream));
     return res->order.after(stream, capturing);
   }
 

@@ -182,6 +182,8 @@ class HostBackend : public Backend {
       // In progress: a non-blocking init's own calls (the tuner's calibration); the API lets no
       // other call through before init ends.
       if (r == sscInProgress) r = sscSuccess;
+      WorkTiming* timing = work != nullptr ? work->timing.get() : nullptr;
+      if (timing != nullptr) timing->startNs.store(monotonicNs(), std::memory_order_relaxed);
       if (r == sscSuccess) {
         // A plain copy (enqueueCopy) is a staged call without a plan.
         if (isStaged) std::memmove(copies.stageIn, copies.in, copies.inBytes);
@@ -197,6 +199,7 @@ class HostBackend : public Backend {
         const std::string why = comm->asyncErrorText();
         setError(r, fmt::format("operation skipped: the communicator failed earlier: {}", why));
       }
+      if (timing != nullptr) timing->endNs.store(monotonicNs(), std::memory_order_release);
       {
         // The next ticket may run now. Before commWorkDone: once that says idle, destroy may
         // free res.
