@@ -15,6 +15,11 @@ a card and K) when matplotlib can be imported, and says so when it cannot. --ass
 (perf/bench.sh's last step) first builds DIR/bench.json from the run index (DIR/runs.tsv), the
 run metadata (DIR/meta.json) and the nccl-tests logs bench.sh left in DIR, then reports on it.
 
+bench.json: card, driver, sms, commit, dirty, date, command, roofline_copy_GBps (and roofline,
+how it was measured), params, runs (one per K, collective, algorithm and size: K, coll, algo,
+bytes, time_us, busbw_GBps, in_place_time_us), torch (K, bytes, time_us, busbw_GBps, ok),
+failures (K, coll, algo, rc, reason, log) and skipped (runs --until did not start).
+
 The roofline (docs/benchmarks.md states it too; perf/nccl_tests_bw.sh uses the same one). C is
 the single-process copy rate measured in the same run: 1 GiB copied device to device, in bytes
 copied per second, so the GPU's memory reads C and writes C bytes per second. K partitions of one
@@ -28,6 +33,7 @@ With S nccl-tests' size (the larger of a rank's send and receive buffers):
   broadcast:      R = S,   W = K S          algbw <= 2C / (K + 1) busbw = algbw
   reduce:         R = K S, W = S            algbw <= 2C / (K + 1) busbw = algbw
   all-to-all:     R = K S, W = K S          algbw <= C / K        busbw <= C / K x (K-1)/K
+  all-to-all, in place: R = (K-1) S, W = (K-1) S (a rank's own block stays)   algbw <= C / (K-1)
   send/recv:      R = K S, W = K S          algbw <= C / K        busbw = algbw
 
 (busbw = algbw x nccl-tests' factor: 2(K-1)/K for all-reduce, (K-1)/K for reduce-scatter,
@@ -81,6 +87,15 @@ def roof_algbw(coll, k, copy):
 
 def roof_busbw(coll, k, copy):
     return roof_algbw(coll, k, copy) * bus_factor(coll, k)
+
+
+def roof_busbw_in_place(coll, k, copy):
+    """In place, an all-to-all leaves each rank's own block where it is: (K-1) S read and
+    written in all, so its bound is C / (K-1). Every other collective moves what it moves out of
+    place."""
+    if coll == "alltoall" and k > 1:
+        return copy / (k - 1) * bus_factor(coll, k)
+    return roof_busbw(coll, k, copy)
 
 
 def is_noop(coll, nbytes, k):
@@ -312,6 +327,7 @@ def plain_table(keys, by, copy):
         if not live:
             continue
         roof = roof_busbw(coll, k, copy) if copy and k > 1 else None
+        roof_in = roof_busbw_in_place(coll, k, copy) if copy and k > 1 else None
 
         def near(target):
             got = [(b, r) for b, r in live if target * 0.99 <= b <= target]
@@ -329,8 +345,9 @@ def plain_table(keys, by, copy):
             else:
                 v = r["busbw_GBps"]
             text = fmt_bw(v)
-            if roof and b >= ROOF_FROM * 0.99:
-                text += f" ({100 * v / roof:.0f} %)"
+            bound = roof_in if in_place else roof
+            if bound and b >= ROOF_FROM * 0.99:
+                text += f" ({100 * v / bound:.0f} %)"
             return text
 
         largest = live[-1]

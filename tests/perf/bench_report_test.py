@@ -99,6 +99,9 @@ import bench_report  # noqa: E402
 check(abs(bench_report.roof_busbw("all_reduce", 8, 2000) - 2000 / 8 * 14 / 8) < 1e-9, "roof all_reduce")
 check(abs(bench_report.roof_busbw("reduce_scatter", 4, 2000) - 2 * 2000 / 5 * 3 / 4) < 1e-9, "roof reduce_scatter")
 check(abs(bench_report.roof_busbw("broadcast", 4, 2000) - 2 * 2000 / 5) < 1e-9, "roof broadcast")
+check(abs(bench_report.roof_busbw_in_place("alltoall", 8, 2000) - 2000 / 7 * 7 / 8) < 1e-9
+      and bench_report.roof_busbw_in_place("sendrecv", 8, 2000) == bench_report.roof_busbw("sendrecv", 8, 2000),
+      "in place, the all-to-all's own block stays: C / (K-1)")
 check(bench_report.label_of("NVIDIA H100 80GB HBM3") == "H100" and bench_report.label_of("NVIDIA H200") == "H200",
       "card labels from the GPU's name")
 
