@@ -26,7 +26,7 @@ int64_t realtimeNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-std::string quoted(const std::string& text) {
+std::string jsonString(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
     if (c == '"' || c == '\\') {
@@ -52,7 +52,7 @@ std::string micros(int64_t ns) {
 std::string argsOf(const TraceRecord& r, size_t call) {
   std::string out = fmt::format("{{\"call\":{},\"bytes\":{},\"count\":{}", call, r.bytes, r.count);
   const auto text = [&](const char* key, const char* value) {
-    if (value != nullptr) out += fmt::format(",\"{}\":{}", key, quoted(value));
+    if (value != nullptr) out += fmt::format(",\"{}\":{}", key, jsonString(value));
   };
   text("dtype", r.dtype);
   text("op", r.op);
@@ -63,7 +63,7 @@ std::string argsOf(const TraceRecord& r, size_t call) {
   text("path", r.path);
   out += fmt::format(",\"channels\":{},\"steps\":{},\"stream\":{}", r.channels, r.steps, r.lane);
   if (r.inGroup) out += ",\"group\":true";
-  if (!r.ops.empty()) out += fmt::format(",\"ops\":{}", quoted(r.ops));
+  if (!r.ops.empty()) out += fmt::format(",\"ops\":{}", jsonString(r.ops));
   out += fmt::format(",\"enqueue_us\":{}", micros(r.hostEndNs - r.hostStartNs));
   if (r.deviceEndNs != 0)
     out += fmt::format(",\"device_us\":{}", micros(r.deviceEndNs - r.deviceStartNs));
@@ -151,7 +151,7 @@ std::string TraceLog::json() {
                                         id_.host, where, id_.partition, id_.gpu);
   out +=
       fmt::format("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-                  pid, quoted(label));
+                  pid, jsonString(label));
   out += fmt::format(
       ",\n{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},"
       "\"args\":{{\"sort_index\":{}}}}}",
@@ -175,12 +175,12 @@ std::string TraceLog::json() {
     out += fmt::format(
         ",\n{{\"name\":{},\"cat\":\"api\",\"ph\":\"X\",\"pid\":{},\"tid\":0,"
         "\"ts\":{},\"dur\":{},\"args\":{}}}",
-        quoted(r.name), pid, ts(r.hostStartNs), micros(hostEnd - r.hostStartNs), args);
+        jsonString(r.name), pid, ts(r.hostStartNs), micros(hostEnd - r.hostStartNs), args);
     if (r.deviceEndNs != 0)
       out += fmt::format(
           ",\n{{\"name\":{},\"cat\":\"device\",\"ph\":\"X\",\"pid\":{},\"tid\":{},"
           "\"ts\":{},\"dur\":{},\"args\":{}}}",
-          quoted(r.name), pid, r.lane, ts(r.deviceStartNs), micros(r.deviceEndNs - r.deviceStartNs),
+          jsonString(r.name), pid, r.lane, ts(r.deviceStartNs), micros(r.deviceEndNs - r.deviceStartNs),
           args);
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n";
@@ -189,8 +189,8 @@ std::string TraceLog::json() {
       "\"pid\":{},\"device\":{},\"gpu\":{},\"partition\":{},\"backend\":{},\"topology\":{},"
       "\"calls\":{},\"dropped\":{},\"max_calls\":{},\"clock\":\"CLOCK_MONOTONIC + "
       "(CLOCK_REALTIME - CLOCK_MONOTONIC at init), microseconds\"}}\n}}\n",
-      id_.rank, id_.nranks, quoted(id_.host), id_.pid, id_.device, id_.gpu, id_.partition,
-      quoted(id_.backend), quoted(id_.topology), records_.size() + dropped_, dropped_, maxCalls_);
+      id_.rank, id_.nranks, jsonString(id_.host), id_.pid, id_.device, id_.gpu, id_.partition,
+      jsonString(id_.backend), jsonString(id_.topology), records_.size() + dropped_, dropped_, maxCalls_);
   return out;
 }
 
