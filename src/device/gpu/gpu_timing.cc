@@ -12,9 +12,15 @@
 namespace ssc::gpu {
 namespace {
 
-// Events are reused: creating two per traced call would cost more than recording them.
+// Events are reused, and made in one batch per device at the first traced call: creating two
+// per call costs tens of microseconds under MPS (measured at 8 partitions of an H100: a traced
+// 8-byte all-reduce took 43 us against 15). A call finds the pool empty only when more than
+// kPoolEvents / 2 traced calls are still queued on the device; it then goes without a device
+// time (its host event stays), rather than pay for new events.
+constexpr size_t kPoolEvents = 1024;
 std::mutex g_mu;
 std::map<int, std::vector<hipEvent_t>> g_free;  // by device
+std::map<int, bool> g_filled;                   // by device: the batch was made
 
 // Where the device's clock meets the host's: an event recorded on an empty stream of our own
 // and waited for (never the caller's stream), with monotonicNs() taken right after. Elapsed
@@ -30,13 +36,19 @@ std::map<int, hipStream_t> g_anchorStream;
 
 hipEvent_t takeEvent(int device) {
   auto& pool = g_free[device];
-  if (!pool.empty()) {
-    hipEvent_t e = pool.back();
-    pool.pop_back();
-    return e;
+  if (!g_filled[device]) {
+    g_filled[device] = true;
+    for (size_t i = 0; i < kPoolEvents; ++i) {
+      hipEvent_t e = nullptr;
+      if (hipEventCreate(&e) != hipSuccess) break;  // a smaller pool only times fewer calls
+      pool.push_back(e);
+    }
+    (void)hipGetLastError();
   }
-  hipEvent_t e = nullptr;
-  return hipEventCreate(&e) == hipSuccess ? e : nullptr;
+  if (pool.empty()) return nullptr;
+  hipEvent_t e = pool.back();
+  pool.pop_back();
+  return e;
 }
 
 std::shared_ptr<Anchor> anchorFor(int device, int64_t now) {
