@@ -1,11 +1,13 @@
+// SPDX-License-Identifier: MIT
 // The fused GEMM-collectives on the GPU backend (starscream_ops.h): K ranks (mpirun, one per GPU
 // or K MPS partitions of one GPU) run GEMM + reduce-scatter and all-gather + GEMM on cuBLASLt /
 // hipBLASLt and compare every rank's output with an fp32 host reference of the same rounded
 // inputs. Odd M/N/K (M not a multiple of K ranks, ranks owning one row or none), bf16 and fp16,
 // y in the input type or fp32, W stored [N][K] or [K][N], the unfused, chunked and fused variants
 // (both forms of the fused all-gather; forced chunk counts and a workspace small enough for many
-// chunks; each with waiting kernels and with SSC_GEMM_COPY_ENGINE), and larger shapes where the rule itself picks chunks (checked on sampled rows). Rank 0 prints one
-// PASS/FAIL line per case with the worst error over all ranks; SKIPPED without a GPU.
+// chunks; each with waiting kernels and with SSC_GEMM_COPY_ENGINE), and larger shapes where the
+// rule itself picks chunks (checked on sampled rows). Rank 0 prints one PASS/FAIL line per case
+// with the worst error over all ranks; SKIPPED without a GPU.
 //
 //   mpirun -np 4 build/bin/gpu_gemm_test        (or tools/emulate/partition-run.sh 4 ...)
 //   ... gpu_gemm_test --only 'gemm_rs m=4096'    (the cases whose name contains the text: a
@@ -29,6 +31,7 @@
 
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream_ops.h"
+#include "tests/gpu/gpu_gemm_faults.h"
 #include "tests/gpu/gpu_test_setup.h"
 #include "tests/support/half_storage.h"
 
@@ -60,9 +63,9 @@ struct Case {
   bool kn;
   sscGemmVariant_t variant;
   int chunks;
-  size_t workspace;  // 0: default
-  int sampleRows;    // 0: check every row, else this many sampled rows (plus the first and last)
-  int gathered = 0;  // all-gather: 1 xGathered separate, 2 in place (x at its rows inside it)
+  size_t workspace;   // 0: default
+  int sampleRows;     // 0: check every row, else this many sampled rows (plus the first and last)
+  int gathered = 0;   // all-gather: 1 xGathered separate, 2 in place (x at its rows inside it)
   bool bias = false;  // nn.Linear's bias, in y's type (sscGemmArgs_t.bias)
   int calls = 2;      // back to back on the stream before the check
   bool ce = false;    // SSC_GEMM_COPY_ENGINE: the fused forms ordered by stream memory operations
@@ -73,15 +76,16 @@ std::string caseName(const Case& c) {
   char b[200];
   std::snprintf(b, sizeof(b), "%s m=%lld n=%lld k=%lld %s->%s variant=%d chunks=%d ws=%zu%s",
                 c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m, (long long)c.n, (long long)c.k,
-                c.dtype == sscBfloat16 ? "bf16" : "fp16", c.out == sscFloat32 ? "fp32" : "same", c.variant,
-                c.chunks, c.workspace, c.ce ? " ce" : "");
+                c.dtype == sscBfloat16 ? "bf16" : "fp16", c.out == sscFloat32 ? "fp32" : "same",
+                c.variant, c.chunks, c.workspace, c.ce ? " ce" : "");
   return b;
 }
 
 // A failed case: each rank in turn says which of the rows it checked were wrong (row of y; an
 // all-gather's row also as block q of the row shard, offset within it), so a failure points at
 // the chunk and the rank block whose data went wrong.
-void reportBadRows(const Case& c, size_t checked, const std::vector<int64_t>& bad, int64_t nans, int64_t own) {
+void reportBadRows(const Case& c, size_t checked, const std::vector<int64_t>& bad, int64_t nans,
+                   int64_t own) {
   const int64_t block = (c.m + g_nranks - 1) / g_nranks;
   for (int r = 0; r < g_nranks; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -89,17 +93,19 @@ void reportBadRows(const Case& c, size_t checked, const std::vector<int64_t>& ba
     std::string rows;
     char b[64];
     for (size_t i = 0; i < bad.size() && i < 12; ++i) {
-      if (c.rs) std::snprintf(b, sizeof(b), " %lld", (long long)bad[i]);
-      else std::snprintf(b, sizeof(b), " %lld(%lld:%lld)", (long long)bad[i], (long long)(bad[i] / block),
-                         (long long)(bad[i] % block));
+      if (c.rs)
+        std::snprintf(b, sizeof(b), " %lld", (long long)bad[i]);
+      else
+        std::snprintf(b, sizeof(b), " %lld(%lld:%lld)", (long long)bad[i],
+                      (long long)(bad[i] / block), (long long)(bad[i] % block));
       rows += b;
     }
     if (bad.size() > 12) {
       std::snprintf(b, sizeof(b), " ... %lld", (long long)bad.back());
       rows += b;
     }
-    std::printf("  rank %d (owns %lld rows): %zu of %zu checked rows wrong, %lld NaN elements;%s\n", g_rank,
-                (long long)own, bad.size(), checked, (long long)nans, rows.c_str());
+    std::printf("  rank %d (owns %lld rows): %zu of %zu checked rows wrong, %lld NaN elements;%s\n",
+                g_rank, (long long)own, bad.size(), checked, (long long)nans, rows.c_str());
     std::fflush(stdout);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -125,7 +131,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   const size_t ob = c.out == sscFloat32 ? 4 : 2;
   void* y = nullptr;
   CHECK_GPU(hipMalloc(&y, std::max<size_t>(yRows * c.n * ob, 16)));
-  CHECK_GPU(hipMemset(y, 0xFF, std::max<size_t>(yRows * c.n * ob, 16)));  // NaNs where nothing lands
+  CHECK_GPU(
+      hipMemset(y, 0xFF, std::max<size_t>(yRows * c.n * ob, 16)));  // NaNs where nothing lands
 
   sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
   cfg.workspaceBytes = c.workspace;
@@ -143,8 +150,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
     a.xGathered = gathered;
     if (c.gathered == 2) {  // this rank's rows already in place
       if (rows > 0)
-        CHECK_GPU(hipMemcpy(static_cast<char*>(gathered) + first * c.k * 2, xMine.data() + first * c.k,
-                            rows * c.k * 2, hipMemcpyHostToDevice));
+        CHECK_GPU(hipMemcpy(static_cast<char*>(gathered) + first * c.k * 2,
+                            xMine.data() + first * c.k, rows * c.k * 2, hipMemcpyHostToDevice));
       CHECK_GPU(hipDeviceSynchronize());
       a.x = static_cast<char*>(gathered) + first * c.k * 2;
     }
@@ -161,14 +168,16 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   }
   void* bias = nullptr;
   if (c.bias)
-    bias = c.out == sscFloat32 ? toDevice(biasF.data(), biasF.size() * 4) : toDevice(biasH.data(), biasH.size() * 2);
+    bias = c.out == sscFloat32 ? toDevice(biasF.data(), biasF.size() * 4)
+                               : toDevice(biasH.data(), biasH.size() * 2);
   a.bias = bias;
   a.flags = (c.kn ? SSC_GEMM_WEIGHT_KN : 0) | (c.ce ? SSC_GEMM_COPY_ENGINE : 0);
   a.variant = c.variant;
   a.chunks = c.chunks;
   sscGemmVariant_t variant = sscGemmAuto;
   int chunks = -1;
-  CHECK_SSC(sscGemmQueryPlan(gemm, c.rs ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a, &variant, &chunks));
+  CHECK_SSC(sscGemmQueryPlan(gemm, c.rs ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a, &variant,
+                             &chunks));
   // At least twice: the second call reuses the workspace slots and flags of the first.
   const int calls = g_calls > 0 ? g_calls : c.calls;
   for (int rep = 0; rep < calls; ++rep)
@@ -191,11 +200,12 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   } else {
     std::mt19937 rng(99 + g_rank);
     check = {0, yRows - 1};
-    for (int s = 0; s < sampleRows; ++s) check.push_back(std::uniform_int_distribution<int64_t>(0, yRows - 1)(rng));
+    for (int s = 0; s < sampleRows; ++s)
+      check.push_back(std::uniform_int_distribution<int64_t>(0, yRows - 1)(rng));
   }
   std::sort(check.begin(), check.end());
   check.erase(std::unique(check.begin(), check.end()), check.end());
-  double worst = 0;  // error / tolerance
+  double worst = 0;              // error / tolerance
   std::vector<int64_t> badRows;  // rows of y with an element past its tolerance
   int64_t nans = 0;
   for (int64_t i : check) {
@@ -205,7 +215,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
       double val = 0, mag = 0;
       for (int q = 0; q < terms; ++q)
         for (int64_t t = 0; t < c.k; ++t) {
-          const double term = double(fromStorage(xs[q][row * c.k + t], c.dtype)) * fromStorage(ws[q][j * c.k + t], c.dtype);
+          const double term = double(fromStorage(xs[q][row * c.k + t], c.dtype)) *
+                              fromStorage(ws[q][j * c.k + t], c.dtype);
           val += term;
           mag += std::fabs(term);
         }
@@ -214,8 +225,9 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
         mag += std::fabs(biasF[j]);
       }
       const size_t idx = static_cast<size_t>(i * c.n + j);
-      const double v = ob == 4 ? reinterpret_cast<const float*>(got.data())[idx]
-                               : fromStorage(reinterpret_cast<const uint16_t*>(got.data())[idx], c.out);
+      const double v = ob == 4
+                           ? reinterpret_cast<const float*>(got.data())[idx]
+                           : fromStorage(reinterpret_cast<const uint16_t*>(got.data())[idx], c.out);
       const double tol = mag * eps * (terms + 2) + 1e-5;
       const double e = std::fabs(v - val) / tol;
       worst = std::isfinite(e) ? std::max(worst, e) : 1e30;
@@ -226,7 +238,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   }
   if (gathered != nullptr) {  // the gathered X, bit for bit
     std::vector<uint16_t> gx(c.m * c.k);
-    if (!gx.empty()) CHECK_GPU(hipMemcpy(gx.data(), gathered, gx.size() * 2, hipMemcpyDeviceToHost));
+    if (!gx.empty())
+      CHECK_GPU(hipMemcpy(gx.data(), gathered, gx.size() * 2, hipMemcpyDeviceToHost));
     if (!std::equal(gx.begin(), gx.end(), xMine.begin())) worst = 1e30;
     CHECK_GPU(hipFree(gathered));
   }
@@ -236,176 +249,25 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c) {
   if (!ok && g_rank == 0) ++g_failures;  // every rank knows the verdict (all): count it once
   if (!ok) reportBadRows(c, check.size(), badRows, nans, rows);
   if (g_rank == 0)
-    std::printf("%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s%s variant=%d(ran %s x%d) ws=%zu: worst error/tolerance %.3g\n",
-                ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
-                (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
-                c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
-                c.gathered == 1 ? " xGathered" : c.gathered == 2 ? " in-place" : "", c.bias ? " bias" : "", c.variant,
-                variant == sscGemmFused ? "fused" : variant == sscGemmChunked ? "chunked" : "unfused",
-                chunks, c.workspace, all);
+    std::printf(
+        "%s K=%d %s m=%lld n=%lld k=%lld %s->%s%s%s%s variant=%d(ran %s x%d) ws=%zu: worst "
+        "error/tolerance %.3g\n",
+        ok ? "PASS" : "FAIL", g_nranks, c.rs ? "gemm_rs" : "ag_gemm", (long long)c.m,
+        (long long)c.n, (long long)c.k, c.dtype == sscBfloat16 ? "bf16" : "fp16",
+        c.out == sscFloat32 ? "fp32" : "same", c.kn ? " KN" : "",
+        c.gathered == 1   ? " xGathered"
+        : c.gathered == 2 ? " in-place"
+                          : "",
+        c.bias ? " bias" : "", c.variant,
+        variant == sscGemmFused     ? "fused"
+        : variant == sscGemmChunked ? "chunked"
+                                    : "unfused",
+        chunks, c.workspace, all);
   CHECK_SSC(sscGemmDestroy(gemm));
   CHECK_GPU(hipFree(x));
   CHECK_GPU(hipFree(w));
   CHECK_GPU(hipFree(y));
   if (bias != nullptr) CHECK_GPU(hipFree(bias));
-}
-
-// On every rank but `missing`: `call` (one the missing rank never makes), a wait for the stream
-// (a hang there is the defect), and the verdict: with `queued` the call must be accepted and the
-// next one fail with sscTimeout naming the missing rank (a stream wait the watchdog released);
-// otherwise the call may fail at once (a host-side agreement) or the next one, with any error
-// naming it. Then every rank meets. Returns this rank's failures.
-int expectMissing(const char* label, int missing, const std::function<sscResult_t()>& call, hipStream_t stream,
-                  bool queued) {
-  int failures = 0;
-  if (g_rank != missing) {
-    const double t0 = MPI_Wtime();
-    sscResult_t r = call();
-    std::string msg = sscGetLastError(nullptr);
-    if (queued) CHECK_SSC(r);
-    CHECK_GPU(hipStreamSynchronize(stream));  // a hang here is the defect
-    const double waited = MPI_Wtime() - t0;
-    if (r == sscSuccess) {
-      r = call();
-      msg = sscGetLastError(nullptr);
-    }
-    const std::string who = std::to_string(missing);
-    const bool named = msg.find("rank " + who) != std::string::npos ||
-                       (!queued && msg.find("rank(s) " + who) != std::string::npos);
-    const bool ok = named && (queued ? r == sscTimeout : r != sscSuccess);
-    std::printf("%s: missing rank%s, rank %d: after %.1f s: %s (%s)\n", ok ? "PASS" : "FAIL", label, g_rank,
-                waited, sscGetErrorString(r), msg.c_str());
-    failures += ok ? 0 : 1;
-  }
-  std::fflush(stdout);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return failures;
-}
-
-// --missing-rank (run with a small STARSCREAM_TIMEOUT): the last rank skips one
-// SSC_GEMM_COPY_ENGINE all-gather that its peers make. Their stream waits have no timeout of
-// their own; the context's watchdog must release them after STARSCREAM_TIMEOUT, so the stream
-// completes, and the next call must fail with sscTimeout naming the missing rank. Returns the
-// failures of this rank.
-int runMissingRank(sscComm_t comm, hipStream_t stream) {
-  sscGemm_t gemm = nullptr;
-  CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
-  const int64_t m = 64 * g_nranks, n = 32, k = 64;
-  void *x = nullptr, *w = nullptr, *y = nullptr;
-  CHECK_GPU(hipMalloc(&x, m * k * 2));  // all m rows: the reduce-scatter's x (the all-gather's: 64)
-  CHECK_GPU(hipMalloc(&w, n * k * 2));
-  CHECK_GPU(hipMalloc(&y, m * n * 2));
-  CHECK_GPU(hipMemset(x, 0, m * k * 2));
-  CHECK_GPU(hipMemset(w, 0, n * k * 2));
-  CHECK_GPU(hipDeviceSynchronize());
-  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
-  a.m = m, a.n = n, a.k = k;
-  a.x = x, a.w = w, a.y = y;
-  a.variant = sscGemmFused;
-  a.chunks = g_nranks;  // the per-rank form: every rank waits for each peer's rows
-  a.flags = SSC_GEMM_COPY_ENGINE;
-  CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));  // every rank: the flags start in step
-  CHECK_GPU(hipStreamSynchronize(stream));
-  MPI_Barrier(MPI_COMM_WORLD);
-  const int missing = g_nranks - 1;
-  int failures = expectMissing("", missing, [&] { return sscAllGatherGemm(gemm, &a, stream); }, stream, true);
-  CHECK_SSC(sscGemmDestroy(gemm));
-  // The same with an unfused reduce-scatter, last: on plain buffers the core agrees on each
-  // call's buffers on the host, so the call itself fails after STARSCREAM_TIMEOUT; were it
-  // queued, its arrival barrier (STARSCREAM_GEMM_BARRIER, on by itself where ranks share a GPU's
-  // SMs) or the core's kernel would time out and the next call fail. Either way: no hang, and an
-  // error naming the missing rank. The communicator is left failed.
-  CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
-  a.variant = sscGemmUnfused;
-  a.chunks = 0;
-  a.flags = 0;
-  CHECK_SSC(sscGemmReduceScatter(gemm, &a, stream));  // every rank: the workspace mapped alike
-  CHECK_GPU(hipStreamSynchronize(stream));
-  MPI_Barrier(MPI_COMM_WORLD);
-  failures += expectMissing(" (unfused)", missing, [&] { return sscGemmReduceScatter(gemm, &a, stream); }, stream,
-                            false);
-  (void)sscGemmDestroy(gemm);  // the communicator has failed: destroy may say so
-  CHECK_GPU(hipFree(x));
-  CHECK_GPU(hipFree(w));
-  CHECK_GPU(hipFree(y));
-  return failures;
-}
-
-// Stream capture (docs/gemm.md "Under stream capture"): AUTO, captured on a shape where,
-// uncaptured, the rule runs a fused form (an all-gather whose X, 8192 x 8192, outweighs W many
-// times: the per-rank form at any K from 2 to 8 at an H200's rates; sscGemmQueryPlan reports what
-// it runs here), runs unfused and its replays give the result of an uncaptured unfused call; a
-// forced fused call under capture is refused before anything is queued. Returns the failures of
-// this rank.
-int runCaptureChecks(sscComm_t comm, hipStream_t stream) {
-  const int64_t m = 8192, n = 64, k = 8192;
-  int64_t first = 0, rows = 0;
-  CHECK_SSC(sscGemmRowShard(m, g_nranks, g_rank, &first, &rows));
-  const std::vector<uint16_t> xh = seededMatrix(700 + g_rank, rows * k, sscBfloat16);
-  const std::vector<uint16_t> wh = seededMatrix(800 + g_rank, n * k, sscBfloat16);
-  void* x = toDevice(xh.data(), xh.size() * 2);
-  void* w = toDevice(wh.data(), wh.size() * 2);
-  void* y = nullptr;
-  CHECK_GPU(hipMalloc(&y, m * n * 2));
-  sscGemm_t gemm = nullptr;
-  CHECK_SSC(sscGemmCreate(comm, nullptr, &gemm));
-  sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
-  a.m = m, a.n = n, a.k = k;
-  a.x = x, a.w = w, a.y = y;
-  a.variant = sscGemmUnfused;  // the reference, and the GEMM shape probed outside the capture
-  CHECK_SSC(sscAllGatherGemm(gemm, &a, stream));
-  CHECK_GPU(hipStreamSynchronize(stream));
-  std::vector<uint16_t> want(m * n), got(m * n);
-  CHECK_GPU(hipMemcpy(want.data(), y, want.size() * 2, hipMemcpyDeviceToHost));
-  a.variant = sscGemmAuto;
-  sscGemmVariant_t uncaptured = sscGemmAuto;
-  int chunks = 0;
-  CHECK_SSC(sscGemmQueryPlan(gemm, sscGemmOpAllGather, &a, &uncaptured, &chunks));
-  CHECK_GPU(hipMemset(y, 0xFF, m * n * 2));
-  CHECK_GPU(hipDeviceSynchronize());
-  MPI_Barrier(MPI_COMM_WORLD);
-  hipGraph_t graph = nullptr;
-  CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-  const sscResult_t inCapture = sscAllGatherGemm(gemm, &a, stream);
-  CHECK_GPU(hipStreamEndCapture(stream, &graph));
-  hipGraphExec_t exec = nullptr;
-  if (inCapture == sscSuccess) {
-    CHECK_GPU(hipGraphInstantiateWithFlags(&exec, graph, 0));
-    for (int rep = 0; rep < 3; ++rep) CHECK_GPU(hipGraphLaunch(exec, stream));
-    CHECK_GPU(hipStreamSynchronize(stream));
-    CHECK_GPU(hipMemcpy(got.data(), y, got.size() * 2, hipMemcpyDeviceToHost));
-  }
-  int64_t wrong = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = fromStorage(got[i], sscBfloat16), e = fromStorage(want[i], sscBfloat16);
-    if (!(std::fabs(g - e) <= 1.0 / 128 * (std::fabs(e) + 1.0))) ++wrong;
-  }
-  int failures = inCapture == sscSuccess && wrong == 0 ? 0 : 1;
-  if (exec != nullptr) CHECK_GPU(hipGraphExecDestroy(exec));
-  CHECK_GPU(hipGraphDestroy(graph));
-  // A forced fused call under capture: refused, nothing queued (the capture ends clean).
-  a.variant = sscGemmFused;
-  a.chunks = g_nranks;
-  CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-  const sscResult_t forced = sscAllGatherGemm(gemm, &a, stream);
-  const std::string why = sscGetLastError(nullptr);
-  graph = nullptr;
-  const hipError_t ended = hipStreamEndCapture(stream, &graph);
-  if (graph != nullptr) CHECK_GPU(hipGraphDestroy(graph));
-  const bool refused = g_nranks == 1 || (forced == sscInvalidUsage && why.find("captured") != std::string::npos);
-  failures += refused && ended == hipSuccess ? 0 : 1;
-  int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0)
-    std::printf("%s K=%d capture: AUTO (uncaptured: variant %d x %d) captured and replayed 3 times: %s, "
-                "%lld of %lld elements off the unfused result; forced fused under capture: %s\n",
-                all == 0 ? "PASS" : "FAIL", g_nranks, uncaptured, chunks, sscGetErrorString(inCapture),
-                (long long)wrong, (long long)got.size(), refused ? "refused" : why.c_str());
-  CHECK_SSC(sscGemmDestroy(gemm));
-  CHECK_GPU(hipFree(x));
-  CHECK_GPU(hipFree(w));
-  CHECK_GPU(hipFree(y));
-  return failures;
 }
 
 }  // namespace
@@ -426,7 +288,9 @@ int main(int argc, char** argv) {
       g_missingRank = true;
     } else {
       if (g_rank == 0)
-        std::fprintf(stderr, "usage: gpu_gemm_test [--only TEXT] [--skip TEXT] [--calls N] [--rows N] [--missing-rank]\n");
+        std::fprintf(stderr,
+                     "usage: gpu_gemm_test [--only TEXT] [--skip TEXT] [--calls N] [--rows N] "
+                     "[--missing-rank]\n");
       MPI_Finalize();
       return 2;
     }
@@ -435,13 +299,14 @@ int main(int argc, char** argv) {
   hipStream_t stream = nullptr;
   CHECK_GPU(hipStreamCreateWithFlags(&stream, hipStreamNonBlocking));
   if (g_missingRank && g_nranks > 1) {
-    g_failures += runMissingRank(comm, stream);
+    g_failures += runMissingRank(comm, stream, g_rank, g_nranks);
     g_only = "(no case has this name)";  // nothing else
   }
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape odd[] = {{1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {301, 257, 129}, {1000, 96, 200}};
+  const Shape odd[] = {{1, 1, 1},   {7, 5, 3},       {37, 29, 19},
+                       {13, 1, 40}, {301, 257, 129}, {1000, 96, 200}};
   int i = 0;
   for (bool rs : {true, false})
     for (const Shape& s : odd)
@@ -452,86 +317,121 @@ int main(int argc, char** argv) {
         runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmChunked, 3, 0, 0});
         // A workspace of a few rows per rank: many chunks, two slots alternating.
         const size_t row = static_cast<size_t>(rs ? s.n * (out == sscFloat32 ? 4 : 2) : s.k * 2);
-        runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmChunked, 0,
-                               (2 * g_nranks + 1) * row * 5, 0});
+        runCase(comm, stream,
+                {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmChunked, 0,
+                 (2 * g_nranks + 1) * row * 5, 0});
         // The fused variant, with waiting kernels and with SSC_GEMM_COPY_ENGINE (stream waits).
         for (bool ce : {false, true}) {
           if (rs) {  // one chunk, three, and many through two reused slots
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0, 0, 0, 0, false, 2, ce});
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 3, 0, 0, 0, false, 2, ce});
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0,
-                                   (2 * g_nranks + 1) * row * 5, 0, 0, false, 2, ce});
+            runCase(comm, stream,
+                    {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream,
+                    {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 3, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream,
+                    {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0,
+                     (2 * g_nranks + 1) * row * 5, 0, 0, false, 2, ce});
           } else {  // push + one GEMM, and one GEMM per source rank in place
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0, 0, 0, 0, false, 2, ce});
-            runCase(comm, stream, {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 2, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream,
+                    {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 0, 0, 0, 0, false, 2, ce});
+            runCase(comm, stream,
+                    {rs, s.m, s.n, s.k, t, out, mode == 2, sscGemmFused, 2, 0, 0, 0, false, 2, ce});
           }
         }
       }
   // The gathered X returned as well, separately and in place.
   for (int gathered : {1, 2}) {
-    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, sscGemmChunked, 3, 0, 0, gathered});
-    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, false, sscGemmAuto, 0, 0, 0, gathered});
-    runCase(comm, stream, {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 0, gathered});
-    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 0, gathered});
-    runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 0, 0, 0, gathered,
-                           false, 2, true});
+    runCase(
+        comm, stream,
+        {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, sscGemmChunked, 3, 0, 0, gathered});
+    runCase(comm, stream,
+            {false, 1000, 96, 200, sscFloat16, sscFloat32, false, sscGemmAuto, 0, 0, 0, gathered});
+    runCase(comm, stream,
+            {false, 37, 29, 19, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 0, gathered});
+    runCase(comm, stream,
+            {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 0, gathered});
+    runCase(comm, stream,
+            {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 0, 0, 0, gathered,
+             false, 2, true});
   }
   // nn.Linear's bias through every variant of both ops, fp32 y and W as [K][N], and an empty
   // sum (k = 0: y is the bias).
   for (bool rs : {true, false})
     for (sscGemmVariant_t variant : {sscGemmUnfused, sscGemmChunked, sscGemmFused}) {
       const int chunks = variant == sscGemmChunked ? 3 : 0;
-      runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, chunks, 0, 0, 0, true});
-      runCase(comm, stream, {rs, 37, 29, 19, sscFloat16, sscFloat32, true, variant, chunks, 0, 0, 0, true});
+      runCase(comm, stream,
+              {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, chunks, 0, 0, 0, true});
+      runCase(comm, stream,
+              {rs, 37, 29, 19, sscFloat16, sscFloat32, true, variant, chunks, 0, 0, 0, true});
       if (variant == sscGemmFused)
-        runCase(comm, stream, {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, rs ? 0 : 2, 0, 0, 0,
-                               true, 2, true});
+        runCase(comm, stream,
+                {rs, 301, 257, 129, sscBfloat16, sscBfloat16, false, variant, rs ? 0 : 2, 0, 0, 0,
+                 true, 2, true});
     }
   for (bool rs : {true, false})
-    runCase(comm, stream, {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 0, 0, true});
+    runCase(comm, stream,
+            {rs, 5, 8, 0, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 0, 0, true});
   // Large shapes under AUTO and forced fused, rows sampled. AUTO runs what the rule estimates
   // faster (autoPicksFused): at an H200's rates, the all-gathers 4099 x 1030 x 8192 fused per
   // rank at K = 2 to 8, the reduce-scatter unfused.
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 24});
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24});
-  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, sscGemmFused, 5, 0, 24});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 24});
-  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmAuto, 0, 0, 24});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24});
-  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 24});
+  runCase(comm, stream,
+          {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 24});
+  runCase(comm, stream,
+          {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24});
+  runCase(comm, stream,
+          {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, sscGemmFused, 5, 0, 24});
+  runCase(comm, stream,
+          {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmAuto, 0, 0, 24});
+  runCase(comm, stream,
+          {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmAuto, 0, 0, 24});
+  runCase(comm, stream,
+          {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24});
+  runCase(comm, stream,
+          {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 24});
   // The same with SSC_GEMM_COPY_ENGINE, 20 calls back to back (the stream waits' flags reused).
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24, 0,
-                         false, 20, true});
-  runCase(comm, stream, {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, sscGemmFused, 5, 0, 24, 0,
-                         false, 2, true});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24, 0,
-                         false, 2, true});
-  runCase(comm, stream, {false, 4096, 1024, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 8, 0, 24, 0,
-                         false, 20, true});
-  runCase(comm, stream, {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 24, 0,
-                         false, 2, true});
+  runCase(comm, stream,
+          {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24, 0, false,
+           20, true});
+  runCase(comm, stream,
+          {true, 2053, 1031, 257, sscFloat16, sscFloat32, true, sscGemmFused, 5, 0, 24, 0, false, 2,
+           true});
+  runCase(comm, stream,
+          {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 0, 0, 24, 0,
+           false, 2, true});
+  runCase(comm, stream,
+          {false, 4096, 1024, 8192, sscBfloat16, sscBfloat16, false, sscGemmFused, 8, 0, 24, 0,
+           false, 20, true});
+  runCase(comm, stream,
+          {false, 2048, 512, 8191, sscFloat16, sscFloat32, true, sscGemmFused, 2, 0, 24, 0, false,
+           2, true});
   // The shapes whose overlapped forms hung at K = 8 MPS partitions of an H200 (docs/gemm.md: a
   // vendor GEMM on a side stream beside a kernel waiting on the peers; the fused reduce-scatter of
   // llama70b.o and gate_up at M = 4096 in 4 and 3 chunks, the chunked all-gather of
   // llama70b.qkv), 20 calls back to back each: a hang here fails the run at STARSCREAM_TIMEOUT.
-  runCase(comm, stream, {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, sscGemmFused, 4, 0, 8, 0, false,
-                         20});
-  runCase(comm, stream, {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, sscGemmFused, 3, 0, 8, 0, false,
-                         20});
-  runCase(comm, stream, {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, sscGemmChunked, 4, 0, 8, 0, false,
-                         20});
+  runCase(comm, stream,
+          {true, 4096, 8192, 128, sscBfloat16, sscBfloat16, false, sscGemmFused, 4, 0, 8, 0, false,
+           20});
+  runCase(comm, stream,
+          {true, 4096, 7168, 1024, sscBfloat16, sscBfloat16, false, sscGemmFused, 3, 0, 8, 0, false,
+           20});
+  runCase(comm, stream,
+          {false, 4096, 160, 8192, sscBfloat16, sscBfloat16, false, sscGemmChunked, 4, 0, 8, 0,
+           false, 20});
   // The per-rank all-gather with its peers batched (blocks below 512 rows), 20 calls back to back
   // (the batch's two pointer tables reused), with waiting kernels and with copy engines.
-  runCase(comm, stream, {false, 1000, 96, 200, sscBfloat16, sscBfloat16, false, sscGemmFused, 8, 0, 24, 0,
-                         false, 20});
-  runCase(comm, stream, {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 8, 0, 24, 0,
-                         false, 20, true});
+  runCase(comm, stream,
+          {false, 1000, 96, 200, sscBfloat16, sscBfloat16, false, sscGemmFused, 8, 0, 24, 0, false,
+           20});
+  runCase(comm, stream,
+          {false, 1000, 96, 200, sscFloat16, sscFloat32, true, sscGemmFused, 8, 0, 24, 0, false, 20,
+           true});
   if (std::string("capture").find(g_only) != std::string::npos &&
       (g_skip.empty() || std::string("capture").find(g_skip) == std::string::npos))
-    g_failures += runCaptureChecks(comm, stream);
+    g_failures += runCaptureChecks(comm, stream, g_rank, g_nranks);
   // Chunked with a scratch (one GEMM per chunk), rows sampled.
-  runCase(comm, stream, {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmChunked, 5, 0, 24});
-  runCase(comm, stream, {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmChunked, 5, 0, 24});
+  runCase(comm, stream,
+          {true, 4099, 8192, 136, sscBfloat16, sscBfloat16, false, sscGemmChunked, 5, 0, 24});
+  runCase(comm, stream,
+          {false, 4099, 1030, 8192, sscBfloat16, sscBfloat16, false, sscGemmChunked, 5, 0, 24});
   CHECK_GPU(hipStreamDestroy(stream));
   if (g_missingRank) {  // its last check leaves the communicator failed on purpose
     (void)sscCommFinalize(comm);
@@ -542,7 +442,8 @@ int main(int argc, char** argv) {
   }
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%s: %d case(s) failed\n", failures == 0 ? "ALL PASS" : "FAILED", failures);
+  if (g_rank == 0)
+    std::printf("%s: %d case(s) failed\n", failures == 0 ? "ALL PASS" : "FAILED", failures);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
 }
