@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Platform libraries (Debian packages; scripts/install-deps.sh installs them).
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)

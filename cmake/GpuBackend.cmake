@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Picks the GPU backend. auto: hip where a ROCm >= 6 hipcc is installed, cuda where nvcc is,
 # none otherwise. The host backend is always built: it is how CI tests every algorithm.
 set(STARSCREAM_GPU_BACKEND none)

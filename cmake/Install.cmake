@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 include(CMakePackageConfigHelpers)
 install(TARGETS starscream EXPORT StarscreamTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

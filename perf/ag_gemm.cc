@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ag_gemm_perf: sscAllGatherGemm (each rank an N-slice of the layer; X [M][K] all-gathered).
 // Flags and output: docs/perf.md.
 #include "perf/gemm_perf.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // all_gather_perf: sscAllGather; the size is the whole output (count = size / type / nranks per
 // rank); busbw = algbw * (n-1)/n. Flags and output: docs/perf.md.
 #include "perf/common/collective.h"

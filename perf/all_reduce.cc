@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // all_reduce_perf: sscAllReduce; busbw = algbw * 2(n-1)/n. Flags and output: docs/perf.md.
 #include "perf/common/collective.h"
 

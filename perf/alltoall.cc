@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // alltoall_perf: sscAllToAll; the size is the whole buffer (count = size / type / nranks to each
 // peer); busbw = algbw * (n-1)/n. No in-place run: the API forbids overlapping buffers. Flags
 // and output: docs/perf.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // attention_perf: decode time of the sequence-sharded paged attention (sscAttentionDecode) on
 // one GPU's partitions, against the naive alternative and the whole GPU, per model and shape.
 //
@@ -92,14 +93,17 @@ Model modelOf(const std::string& n) {
   if (n == "405b") return {n, 16, 128, false, 0};
   if (n == "oss") return {n, 8, 64, true, 0};
   if (n == "oss-swa") return {n, 8, 64, true, 128};
-  if (g_rank == 0) std::fprintf(stderr, "attention_perf: unknown model '%s' (70b, 405b, oss, oss-swa)\n", n.c_str());
+  if (g_rank == 0)
+    std::fprintf(stderr, "attention_perf: unknown model '%s' (70b, 405b, oss, oss-swa)\n",
+                 n.c_str());
   MPI_Abort(MPI_COMM_WORLD, 2);
   return {};
 }
 
 // Every mode the header lists; main refuses any other name.
 bool isMode(const std::string& mode) {
-  for (const char* m : {"local", "local-sync", "sharded", "sharded-ag", "sharded-fused", "sharded-rq", "naive"})
+  for (const char* m :
+       {"local", "local-sync", "sharded", "sharded-ag", "sharded-fused", "sharded-rq", "naive"})
     if (mode == m) return true;
   return false;
 }
@@ -117,7 +121,12 @@ bool anyRank(bool x) {
 template <class F>
 double timeUs(hipStream_t stream, int iters, F fn) {
   for (int i = 0; i < 3; ++i) fn();
-  return eventTimeUs(stream, iters, [&] { for (int i = 0; i < iters; ++i) fn(); }, g_rank);
+  return eventTimeUs(
+      stream, iters,
+      [&] {
+        for (int i = 0; i < iters; ++i) fn();
+      },
+      g_rank);
 }
 
 // Copy roofline: every rank copies bytes/K device-to-device at the same time; read + write
@@ -128,7 +137,8 @@ double copyRoofline(hipStream_t stream) {
   CHECK_GPU(hipMalloc(&a, bytes));
   CHECK_GPU(hipMalloc(&b, bytes));
   CHECK_GPU(hipMemset(a, 1, bytes));
-  const double us = timeUs(stream, 10, [&] { CHECK_GPU(hipMemcpyAsync(b, a, bytes, hipMemcpyDeviceToDevice, stream)); });
+  const double us = timeUs(
+      stream, 10, [&] { CHECK_GPU(hipMemcpyAsync(b, a, bytes, hipMemcpyDeviceToDevice, stream)); });
   CHECK_GPU(hipFree(a));
   CHECK_GPU(hipFree(b));
   return 2.0 * bytes * g_nranks / (us * 1e3);
@@ -175,8 +185,9 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   cfg.headDim = D;
   cfg.pageSize = ps;
   cfg.interleave = m.window > 0 ? sscKvSequenceOwner : sscKvPageRoundRobin;
-  const int64_t perRank = m.window > 0 ? static_cast<int64_t>((batch + commRanks - 1) / commRanks) * pagesPerSeq
-                                       : static_cast<int64_t>(batch) * ((pagesPerSeq + commRanks - 1) / commRanks);
+  const int64_t perRank =
+      m.window > 0 ? static_cast<int64_t>((batch + commRanks - 1) / commRanks) * pagesPerSeq
+                   : static_cast<int64_t>(batch) * ((pagesPerSeq + commRanks - 1) / commRanks);
   cfg.maxPages = static_cast<int>(perRank + batch);
   cfg.maxSeqs = batch;
   cfg.maxBatch = batch;
@@ -210,7 +221,8 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
     for (int t = 0; t < filled; ++t) {
       seqs.push_back(s);
       if (static_cast<int>(seqs.size()) == chunk || (s == batch - 1 && t == filled - 1)) {
-        CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(seqs.size()), seqs.data(), dKv, dKv, stream));
+        CHECK_SSC(
+            sscKvCacheAppend(cache, static_cast<int>(seqs.size()), seqs.data(), dKv, dKv, stream));
         seqs.clear();
       }
     }
@@ -218,7 +230,8 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   // the whole q with sharded-rq; out heads sharded either way.
   const bool shardOut = sharded && commRanks > 1 && m.qHeads % commRanks == 0;
   const bool shardHeads = shardOut && mode != "sharded-rq";
-  const int flags = (shardHeads ? SSC_ATTN_Q_SHARDED_HEADS : 0) | (shardOut ? SSC_ATTN_OUT_SHARDED_HEADS : 0);
+  const int flags =
+      (shardHeads ? SSC_ATTN_Q_SHARDED_HEADS : 0) | (shardOut ? SSC_ATTN_OUT_SHARDED_HEADS : 0);
   const int myHeads = shardHeads ? qHeads / commRanks : qHeads;
   const int outHeads = shardOut ? qHeads / commRanks : qHeads;
   std::vector<uint16_t> q(static_cast<size_t>(batch) * myHeads * D);
@@ -242,8 +255,10 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
   }
   const auto step = [&] {
     CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, qHeads, batch, ids.data(), scale,
-                                 m.sinks ? dSinks : nullptr, m.window, flags, dOut, nullptr, stream));
-    if (dTie != nullptr) CHECK_SSC(sscAllReduce(dTie, dTie, 2, sscFloat32, sscSum, g_world, stream));
+                                 m.sinks ? dSinks : nullptr, m.window, flags, dOut, nullptr,
+                                 stream));
+    if (dTie != nullptr)
+      CHECK_SSC(sscAllReduce(dTie, dTie, 2, sscFloat32, sscSum, g_world, stream));
   };
   hipGraphExec_t exec = nullptr;
   if (graph) {
@@ -255,8 +270,10 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
     CHECK_GPU(hipGraphDestroy(g));
   }
   row.us = timeUs(stream, iters, [&] {
-    if (exec != nullptr) CHECK_GPU(hipGraphLaunch(exec, stream));
-    else step();
+    if (exec != nullptr)
+      CHECK_GPU(hipGraphLaunch(exec, stream));
+    else
+      step();
   });
   if (exec != nullptr) {
     CHECK_GPU(hipStreamSynchronize(stream));
@@ -270,7 +287,8 @@ Row runShape(const Model& m, const std::string& mode, int context, int batch, ss
     CHECK_GPU(hipMalloc(&pAll, pCount * 4 * commRanks));
     row.exchangeUs = timeUs(stream, iters, [&] {
       if (shardHeads) CHECK_SSC(sscAllGather(dQ, qAll, qCount, sscBfloat16, comm, stream));
-      CHECK_SSC(sscAllGather(static_cast<char*>(pAll) + g_rank * pCount * 4, pAll, pCount, sscFloat32, comm, stream));
+      CHECK_SSC(sscAllGather(static_cast<char*>(pAll) + g_rank * pCount * 4, pAll, pCount,
+                             sscFloat32, comm, stream));
     });
     CHECK_GPU(hipFree(qAll));
     CHECK_GPU(hipFree(pAll));
@@ -298,7 +316,8 @@ int main(int argc, char** argv) {
   }
   Options o;
   const auto localFirst = [&o] {  // the exchange share needs the local step before the others
-    std::stable_partition(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m == "local"; });
+    std::stable_partition(o.modes.begin(), o.modes.end(),
+                          [](const std::string& m) { return m == "local"; });
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -308,29 +327,39 @@ int main(int argc, char** argv) {
       for (const auto& x : splitList(s)) out.push_back(std::atoi(x.c_str()));
       return out;
     };
-    if (v != nullptr && a == "--models") o.models = splitList(v);
-    else if (v != nullptr && a == "--contexts") o.contexts = ints(v);
-    else if (v != nullptr && a == "--batches") o.batches = ints(v);
-    else if (v != nullptr && a == "--modes") o.modes = splitList(v);
-    else if (v != nullptr && a == "--iters") o.iters = std::atoi(v);
-    else if (v != nullptr && a == "--json") o.json = v;
+    if (v != nullptr && a == "--models")
+      o.models = splitList(v);
+    else if (v != nullptr && a == "--contexts")
+      o.contexts = ints(v);
+    else if (v != nullptr && a == "--batches")
+      o.batches = ints(v);
+    else if (v != nullptr && a == "--modes")
+      o.modes = splitList(v);
+    else if (v != nullptr && a == "--iters")
+      o.iters = std::atoi(v);
+    else if (v != nullptr && a == "--json")
+      o.json = v;
     else if (a == "--graph") {
       o.graph = true;
       continue;
     } else {
       if (g_rank == 0)
-        std::fprintf(stderr, "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
-                             "[--batches 1,8,...] [--modes local,local-sync,sharded,sharded-ag,sharded-fused,sharded-rq,naive] "
-                             "[--iters N] [--graph] "
-                             "[--json FILE]\n");
+        std::fprintf(stderr,
+                     "usage: attention_perf [--models 70b,405b,oss,oss-swa] [--contexts 16384,...] "
+                     "[--batches 1,8,...] [--modes "
+                     "local,local-sync,sharded,sharded-ag,sharded-fused,sharded-rq,naive] "
+                     "[--iters N] [--graph] "
+                     "[--json FILE]\n");
       MPI_Finalize();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
     ++i;
   }
   for (const auto& mode : o.modes)
-    if (!isMode(mode)) {  // a mistyped mode would otherwise leave its rows out of the table unnoticed
-      if (g_rank == 0) std::fprintf(stderr, "attention_perf: unknown mode '%s' (see --help)\n", mode.c_str());
+    if (!isMode(
+            mode)) {  // a mistyped mode would otherwise leave its rows out of the table unnoticed
+      if (g_rank == 0)
+        std::fprintf(stderr, "attention_perf: unknown mode '%s' (see --help)\n", mode.c_str());
       MPI_Finalize();
       return 2;
     }
@@ -349,11 +378,12 @@ int main(int argc, char** argv) {
   int sms = 0;
   CHECK_GPU(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0));
   if (g_rank == 0) {
-    std::printf("# attention_perf K=%d, %d SMs per rank as reported, copy roofline %.0f GB/s "
-                "(read + write, all ranks at once); bf16 KV, 16-token pages, one KV head group\n",
-                g_nranks, sms, roof);
-    std::printf("# %-8s %-8s %7s %5s %10s %10s %8s %6s %10s %8s\n", "model", "mode", "context", "batch",
-                "time_us", "KV_MB", "GB/s", "%roof", "MB/rank", "exch_%");
+    std::printf(
+        "# attention_perf K=%d, %d SMs per rank as reported, copy roofline %.0f GB/s "
+        "(read + write, all ranks at once); bf16 KV, 16-token pages, one KV head group\n",
+        g_nranks, sms, roof);
+    std::printf("# %-8s %-8s %7s %5s %10s %10s %8s %6s %10s %8s\n", "model", "mode", "context",
+                "batch", "time_us", "KV_MB", "GB/s", "%roof", "MB/rank", "exch_%");
   }
   nlohmann::json records = nlohmann::json::array();
   for (const auto& name : o.models) {
@@ -374,20 +404,32 @@ int main(int argc, char** argv) {
           const double gbs = r.oom ? 0 : r.kvBytes / (r.us * 1e3);
           if (g_rank == 0) {
             if (r.oom)
-              std::printf("  %-8s %-8s %7d %5d %10s %10.1f %8s %6s %10.1f %8s  (%s)\n", r.model.c_str(),
-                          r.mode.c_str(), context, batch, mode == "naive" ? "OOM" : "refused", r.kvBytes / 1e6, "-", "-", r.kvPerRank / 1e6,
-                          "-", r.note.substr(0, 80).c_str());
+              std::printf("  %-8s %-8s %7d %5d %10s %10.1f %8s %6s %10.1f %8s  (%s)\n",
+                          r.model.c_str(), r.mode.c_str(), context, batch,
+                          mode == "naive" ? "OOM" : "refused", r.kvBytes / 1e6, "-", "-",
+                          r.kvPerRank / 1e6, "-", r.note.substr(0, 80).c_str());
             else
-              std::printf("  %-8s %-8s %7d %5d %10.1f %10.1f %8.0f %6.1f %10.1f %8.1f\n", r.model.c_str(),
-                          r.mode.c_str(), context, batch, r.us, r.kvBytes / 1e6, gbs, 100.0 * gbs / roof,
-                          r.kvPerRank / 1e6, r.exchangeUs > 0 ? 100.0 * r.exchangeUs / r.us : 0.0);
+              std::printf("  %-8s %-8s %7d %5d %10.1f %10.1f %8.0f %6.1f %10.1f %8.1f\n",
+                          r.model.c_str(), r.mode.c_str(), context, batch, r.us, r.kvBytes / 1e6,
+                          gbs, 100.0 * gbs / roof, r.kvPerRank / 1e6,
+                          r.exchangeUs > 0 ? 100.0 * r.exchangeUs / r.us : 0.0);
             std::fflush(stdout);
           }
-          records.push_back({{"model", r.model}, {"mode", r.mode}, {"K", g_nranks}, {"context", context},
-                             {"batch", batch}, {"oom", r.oom}, {"time_us", r.us}, {"kv_bytes", r.kvBytes},
-                             {"kv_bytes_per_rank", r.kvPerRank}, {"gbps", gbs}, {"roofline_gbps", roof},
-                             {"roofline_pct", r.oom ? 0 : 100.0 * gbs / roof}, {"exchange_us", r.exchangeUs},
-                             {"sms_reported", sms}, {"graph", o.graph}});
+          records.push_back({{"model", r.model},
+                             {"mode", r.mode},
+                             {"K", g_nranks},
+                             {"context", context},
+                             {"batch", batch},
+                             {"oom", r.oom},
+                             {"time_us", r.us},
+                             {"kv_bytes", r.kvBytes},
+                             {"kv_bytes_per_rank", r.kvPerRank},
+                             {"gbps", gbs},
+                             {"roofline_gbps", roof},
+                             {"roofline_pct", r.oom ? 0 : 100.0 * gbs / roof},
+                             {"exchange_us", r.exchangeUs},
+                             {"sms_reported", sms},
+                             {"graph", o.graph}});
         }
       }
   }

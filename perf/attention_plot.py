@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Table and plot of perf/attention_perf records (its --json output).
 
 Takes the K-partition run (modes local, local-sync, sharded, sharded-ag, sharded-rq, naive) and

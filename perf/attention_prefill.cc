@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // attention_perf --prefill: time of sscAttentionPrefill on one GPU's partitions against the
 // whole GPU running the same op in one process, per model and context.
 //
@@ -46,11 +47,15 @@ std::vector<std::string> splitList(const char* s) {
   return out;
 }
 
-
 template <class F>
 double timeUs(hipStream_t stream, int iters, F fn) {
   for (int i = 0; i < 2; ++i) fn();
-  return eventTimeUs(stream, iters, [&] { for (int i = 0; i < iters; ++i) fn(); }, g_rank);
+  return eventTimeUs(
+      stream, iters,
+      [&] {
+        for (int i = 0; i < iters; ++i) fn();
+      },
+      g_rank);
 }
 
 uint16_t bf16(float x) {
@@ -69,7 +74,9 @@ Model modelOf(const std::string& n) {
   if (n == "70b") return {n, 8, 128, false};
   if (n == "405b") return {n, 16, 128, false};
   if (n == "oss") return {n, 8, 64, true};
-  if (g_rank == 0) std::fprintf(stderr, "attention_perf --prefill: unknown model '%s' (70b, 405b, oss)\n", n.c_str());
+  if (g_rank == 0)
+    std::fprintf(stderr, "attention_perf --prefill: unknown model '%s' (70b, 405b, oss)\n",
+                 n.c_str());
   MPI_Abort(MPI_COMM_WORLD, 2);
   return {};
 }
@@ -130,12 +137,14 @@ double runShape(const Model& m, const std::string& mode, int context, int chunk,
   const int32_t id = 0, cu[2] = {0, chunk};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const double us = timeUs(stream, iters, [&] {
-    CHECK_SSC(sscAttentionPrefill(cache, dQ, sscBfloat16, H, 1, &id, cu, scale, m.sinks ? dSinks : nullptr, 0,
+    CHECK_SSC(sscAttentionPrefill(cache, dQ, sscBfloat16, H, 1, &id, cu, scale,
+                                  m.sinks ? dSinks : nullptr, 0,
                                   heads ? SSC_ATTN_OUT_SHARDED_HEADS : 0, dOut, nullptr, stream));
   });
   CHECK_GPU(hipStreamSynchronize(stream));
   CHECK_SSC(sscKvCacheDestroy(cache));
-  for (void* p : {static_cast<void*>(dK), static_cast<void*>(dV), dQ, dOut, static_cast<void*>(dSinks)})
+  for (void* p :
+       {static_cast<void*>(dK), static_cast<void*>(dV), dQ, dOut, static_cast<void*>(dSinks)})
     CHECK_GPU(hipFree(p));
   return us;
 }
@@ -157,24 +166,36 @@ int prefillMain(int argc, char** argv, int first) {
       for (const auto& x : splitList(s)) out.push_back(std::atoi(x.c_str()));
       return out;
     };
-    if (v != nullptr && a == "--models") models = splitList(v);
-    else if (v != nullptr && a == "--contexts") contexts = ints(v);
-    else if (v != nullptr && a == "--chunks") chunks = ints(v);
-    else if (v != nullptr && a == "--modes") modes = splitList(v);
-    else if (v != nullptr && a == "--iters") iters = std::atoi(v);
-    else if (v != nullptr && a == "--json") json = v;
+    if (v != nullptr && a == "--models")
+      models = splitList(v);
+    else if (v != nullptr && a == "--contexts")
+      contexts = ints(v);
+    else if (v != nullptr && a == "--chunks")
+      chunks = ints(v);
+    else if (v != nullptr && a == "--modes")
+      modes = splitList(v);
+    else if (v != nullptr && a == "--iters")
+      iters = std::atoi(v);
+    else if (v != nullptr && a == "--json")
+      json = v;
     else {
       if (g_rank == 0)
-        std::fprintf(stderr, "usage: attention_perf --prefill [--models 70b,405b,oss] [--contexts 16384,...] "
-                             "[--chunks 0,2048,... (0: the whole context)] [--modes sharded,sharded-heads,sharded-ag,sharded-fused] "
-                             "[--iters N] [--json FILE]\n");
+        std::fprintf(
+            stderr,
+            "usage: attention_perf --prefill [--models 70b,405b,oss] [--contexts 16384,...] "
+            "[--chunks 0,2048,... (0: the whole context)] [--modes "
+            "sharded,sharded-heads,sharded-ag,sharded-fused] "
+            "[--iters N] [--json FILE]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
     ++i;
   }
   for (const auto& mode : modes)
-    if (mode != "sharded" && mode != "sharded-heads" && mode != "sharded-ag" && mode != "sharded-fused") {
-      if (g_rank == 0) std::fprintf(stderr, "attention_perf --prefill: unknown mode '%s' (see --help)\n", mode.c_str());
+    if (mode != "sharded" && mode != "sharded-heads" && mode != "sharded-ag" &&
+        mode != "sharded-fused") {
+      if (g_rank == 0)
+        std::fprintf(stderr, "attention_perf --prefill: unknown mode '%s' (see --help)\n",
+                     mode.c_str());
       return 2;
     }
   if (setUpGpuRank("attention_perf", g_rank, g_nranks) < 0) return 0;
@@ -184,10 +205,12 @@ int prefillMain(int argc, char** argv, int first) {
   int sms = 0;
   CHECK_GPU(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0));
   if (g_rank == 0) {
-    std::printf("# attention_perf --prefill K=%d, %d SMs per rank as reported; bf16 KV, 16-token pages, "
-                "one KV head group, one sequence\n", g_nranks, sms);
-    std::printf("# %-6s %-13s %7s %6s %10s %8s %12s %12s\n", "model", "mode", "context", "chunk", "time_us",
-                "TFLOP/s", "partials_MB", "exchange_MB");
+    std::printf(
+        "# attention_perf --prefill K=%d, %d SMs per rank as reported; bf16 KV, 16-token pages, "
+        "one KV head group, one sequence\n",
+        g_nranks, sms);
+    std::printf("# %-6s %-13s %7s %6s %10s %8s %12s %12s\n", "model", "mode", "context", "chunk",
+                "time_us", "TFLOP/s", "partials_MB", "exchange_MB");
   }
   nlohmann::json records = nlohmann::json::array();
   for (const auto& name : models) {
@@ -199,23 +222,38 @@ int prefillMain(int argc, char** argv, int first) {
           if (g_nranks == 1 && mode != "sharded") continue;
           std::string note;
           const double us = runShape(m, mode, context, chunk, comm, stream, iters, &note);
-          // Causal pairs: query i of the chunk (position context - chunk + i) sees position + 1 keys.
-          const double pairs = static_cast<double>(chunk) * (context - chunk) + 0.5 * chunk * (chunk + 1.0);
+          // Causal pairs: query i of the chunk (position context - chunk + i) sees position + 1
+          // keys.
+          const double pairs =
+              static_cast<double>(chunk) * (context - chunk) + 0.5 * chunk * (chunk + 1.0);
           const double flops = 4.0 * m.headDim * m.qHeads * pairs;
           const double rowBytes = static_cast<double>(chunk) * m.qHeads * (m.headDim + 1) * 4;
           // Each rank writes its partials once; the exchange moves them to every rank that
           // returns the row (all of them, or each head's owner).
-          const double exchange = g_nranks == 1 ? 0 : rowBytes * (mode == "sharded-heads" ? 1 : g_nranks);
+          const double exchange =
+              g_nranks == 1 ? 0 : rowBytes * (mode == "sharded-heads" ? 1 : g_nranks);
           const std::string shown = g_nranks == 1 ? "whole" : mode;
           if (g_rank == 0) {
-            if (us < 0) std::printf("  %-6s %-13s %7d %6d %10s  (%s)\n", name.c_str(), shown.c_str(), context, chunk, "refused", note.c_str());
-            else std::printf("  %-6s %-13s %7d %6d %10.1f %8.1f %12.1f %12.1f\n", name.c_str(), shown.c_str(), context,
-                             chunk, us, flops / (us * 1e6), rowBytes / 1e6, exchange / 1e6);
+            if (us < 0)
+              std::printf("  %-6s %-13s %7d %6d %10s  (%s)\n", name.c_str(), shown.c_str(), context,
+                          chunk, "refused", note.c_str());
+            else
+              std::printf("  %-6s %-13s %7d %6d %10.1f %8.1f %12.1f %12.1f\n", name.c_str(),
+                          shown.c_str(), context, chunk, us, flops / (us * 1e6), rowBytes / 1e6,
+                          exchange / 1e6);
             std::fflush(stdout);
           }
-          records.push_back({{"op", "prefill"}, {"model", name}, {"mode", shown}, {"K", g_nranks}, {"context", context},
-                             {"chunk", chunk}, {"time_us", us}, {"tflops", us > 0 ? flops / (us * 1e6) : 0},
-                             {"partials_bytes_per_rank", rowBytes}, {"exchange_bytes", exchange}, {"sms_reported", sms}});
+          records.push_back({{"op", "prefill"},
+                             {"model", name},
+                             {"mode", shown},
+                             {"K", g_nranks},
+                             {"context", context},
+                             {"chunk", chunk},
+                             {"time_us", us},
+                             {"tflops", us > 0 ? flops / (us * 1e6) : 0},
+                             {"partials_bytes_per_rank", rowBytes},
+                             {"exchange_bytes", exchange},
+                             {"sms_reported", sms}});
         }
       }
   }

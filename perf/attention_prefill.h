@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // attention_perf --prefill: the prefill mode of perf/attention_perf (attention_prefill.cc).
 #pragma once
 

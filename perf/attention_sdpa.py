@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch SDPA decode on the whole GPU: the public speed anchor of perf/attention_perf.
 
 The same shapes as attention_perf (one GPU's share at TP 8: one KV head group, bf16), with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The benchmark suite: nccl-tests through libstarscream-nccl.so on GPU 0 split into K MPS
 # partitions, every collective with the library's own choice ("default") and with each algorithm
 # forced, next to the copy roofline measured in the same run; writes OUT/bench.json, OUT/bench.md

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The benchmark report: Markdown tables (and plots) from perf/bench.sh's bench.json, one file a
 card, and docs/benchmarks.md's card sections regenerated from them.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // broadcast_perf: sscBroadcast from -r (every rank in turn with -r -1); busbw = algbw. Flags and
 // output: docs/perf.md.
 #include "perf/common/collective.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bulk_ab: Starscream's zero-copy bulk kernel (src/kernels/gpu/sym_bulk.cuh, launched as the
 // library launches it) against the plain data loop of perf/bulk_shapes.cu, on the same buffers
 // in the same process, K MPS ranks, and hybrids of the two, so that a gap between the library and
@@ -5,7 +6,8 @@
 // This is how the K = 2 reduce-scatter gap was placed: the library's took 292 us where the plain
 // loop took 219 (256 MiB), and the hybrids put the difference in the code around the loop.
 //
-//   tools/emulate/partition-run.sh K build/bin/bulk_ab [MiB per rank, default 256] [iterations, default 20]
+//   tools/emulate/partition-run.sh K build/bin/bulk_ab [MiB per rank, default 256] [iterations,
+//   default 20]
 //
 // Rows, each pattern (rs: reduce-scatter, ar: reduce + broadcast (two-shot all-reduce), ag:
 // push all-gather, agp: pull all-gather (the library's kernels only)), two rounds in the same
@@ -52,24 +54,30 @@ __device__ __forceinline__ void moveLoop(const Move& m) {
 
 // V0: bulk_shapes' kernel (mps::meet barriers, moveLoop).
 template <int kSrc, int kU>
-__global__ void __launch_bounds__(512, 1) v0Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m, uint64_t e0) {
+__global__ void __launch_bounds__(512, 1)
+    v0Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m, uint64_t e0) {
   mps::meet(p, e0 + 1);
   moveLoop<kSrc, kU>(m);
   mps::meet(p, e0 + 2);
 }
-// V3: the library's data step (SymRunner) between mps::meet barriers: no switch, no library barrier.
+// V3: the library's data step (SymRunner) between mps::meet barriers: no switch, no library
+// barrier.
 template <int kPeers>
-__global__ void __launch_bounds__(512) v3Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT SymArgs a, uint64_t e0) {
+__global__ void __launch_bounds__(512)
+    v3Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT SymArgs a, uint64_t e0) {
   const SymRunner<Tr, 0, kPeers> r(a);
   mps::meet(p, e0 + 1);
   const DevStep& s = a.steps[1];
-  if (s.op == kOpPeerPush) r.push(s);
-  else r.reduce(s, s.op == kOpPeerReduceBcast);
+  if (s.op == kOpPeerPush)
+    r.push(s);
+  else
+    r.reduce(s, s.op == kOpPeerReduceBcast);
   mps::meet(p, e0 + 2);
 }
 // V4: the library's barriers around moveLoop.
 template <int kSrc, int kU>
-__global__ void __launch_bounds__(512) v4Kernel(const SSC_GRID_CONSTANT SymArgs a, const SSC_GRID_CONSTANT Move m) {
+__global__ void __launch_bounds__(512)
+    v4Kernel(const SSC_GRID_CONSTANT SymArgs a, const SSC_GRID_CONSTANT Move m) {
   uint64_t epoch = barrierBase(a);
   if (!peerBarrier(a, ++epoch)) return;
   moveLoop<kSrc, kU>(m);
@@ -82,8 +90,10 @@ __global__ void __launch_bounds__(512) v5Kernel(const SSC_GRID_CONSTANT SymArgs 
   uint64_t epoch = barrierBase(a);
   if (!peerBarrier(a, ++epoch)) return;
   const DevStep s = a.steps[1];
-  if (s.op == kOpPeerPush) r.push(s);
-  else r.reduce(s, s.op == kOpPeerReduceBcast);
+  if (s.op == kOpPeerPush)
+    r.push(s);
+  else
+    r.reduce(s, s.op == kOpPeerReduceBcast);
   peerBarrier(a, ++epoch);
 }
 
@@ -91,8 +101,8 @@ __global__ void __launch_bounds__(512) v5Kernel(const SSC_GRID_CONSTANT SymArgs 
 // the library's (V8).
 template <bool kLibBarrier>
 __global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM)
-    pushShapeKernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT SymArgs a, const SSC_GRID_CONSTANT Move m,
-                    uint64_t e0) {
+    pushShapeKernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT SymArgs a,
+                    const SSC_GRID_CONSTANT Move m, uint64_t e0) {
   uint64_t epoch = 0;
   if constexpr (kLibBarrier) {
     epoch = barrierBase(a);
@@ -101,8 +111,10 @@ __global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM)
     mps::meet(p, e0 + 1);
   }
   bulk::moveBody<kSymPushThreads, 1, 4, false, 0>(m);
-  if constexpr (kLibBarrier) peerBarrier(a, ++epoch);
-  else mps::meet(p, e0 + 2);
+  if constexpr (kLibBarrier)
+    peerBarrier(a, ++epoch);
+  else
+    mps::meet(p, e0 + 2);
 }
 
 // W1: moveLoop with the library's element ops (SymOps) and run-time pre/post flags in place of
@@ -132,8 +144,9 @@ struct LibraryOps {
 };
 
 template <int kSrc, int kU>
-__global__ void __launch_bounds__(512, 1) w1Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m,
-                                                   const SSC_GRID_CONSTANT DevReduce red, int preI, int postI, uint64_t e0) {
+__global__ void __launch_bounds__(512, 1)
+    w1Kernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m,
+             const SSC_GRID_CONSTANT DevReduce red, int preI, int postI, uint64_t e0) {
   const LibraryOps::Ops ops(red);
   const LibraryOps combine{ops, preI && ops.scale, postI && ops.post.divisor != 0};
   mps::meet(p, e0 + 1);
@@ -153,10 +166,14 @@ struct Src {
 template <class F>
 void bySources(int pat, int n, int loads, F&& f) {
   const bool l8 = loads == 8;
-  if (pat == 2) l8 ? f(Src<1, 8>{}) : f(Src<1, 4>{});
-  else if (n <= 2) l8 ? f(Src<2, 4>{}) : f(Src<2, 2>{});
-  else if (n <= 4) l8 ? f(Src<4, 2>{}) : f(Src<4, 1>{});
-  else f(Src<8, 1>{});
+  if (pat == 2)
+    l8 ? f(Src<1, 8>{}) : f(Src<1, 4>{});
+  else if (n <= 2)
+    l8 ? f(Src<2, 4>{}) : f(Src<2, 2>{});
+  else if (n <= 4)
+    l8 ? f(Src<4, 2>{}) : f(Src<4, 1>{});
+  else
+    f(Src<8, 1>{});
 }
 
 int main(int argc, char** argv) {
@@ -201,7 +218,9 @@ int main(int argc, char** argv) {
   const uint64_t total = bytes / 4, slice = total / n, off = static_cast<uint64_t>(rank) * slice;
   const int blocks = sms;  // 1 block per SM, as the library
   uint64_t e0 = 0;
-  if (rank == 0) std::printf("# bulk_ab K=%d sms=%d %llu MiB per rank, %d iters\n", n, sms, (unsigned long long)(bytes >> 20), iters);
+  if (rank == 0)
+    std::printf("# bulk_ab K=%d sms=%d %llu MiB per rank, %d iters\n", n, sms,
+                (unsigned long long)(bytes >> 20), iters);
   const char* pats[] = {"rs", "ar", "ag", "agp"};
   for (int pat = 0; pat < 4; ++pat) {
     // The plain loop's Move (agp has none: its rows are the library's kernels only).
@@ -212,49 +231,104 @@ int main(int argc, char** argv) {
                                              in, out, ins, outs, n, off, slice);
     // SymArgs as the library builds them.
     SymArgs a{};
-    a.nsteps = 3; a.nranks = n; a.rank = rank; a.elemBytes = 4; a.callHash = 0x1234 + pat;
-    a.deviceScope = 1; a.timeoutTicks = 0;
-    a.errorDevice = errDev; a.errorHost = errHostDev; a.abortHost = abortHostDev;
-    a.reduce.dtype = 7; a.reduce.kind = 0;
-    a.steps[0].op = kOpBarrier; a.steps[2].op = kOpBarrier;
+    a.nsteps = 3;
+    a.nranks = n;
+    a.rank = rank;
+    a.elemBytes = 4;
+    a.callHash = 0x1234 + pat;
+    a.deviceScope = 1;
+    a.timeoutTicks = 0;
+    a.errorDevice = errDev;
+    a.errorHost = errHostDev;
+    a.abortHost = abortHostDev;
+    a.reduce.dtype = 7;
+    a.reduce.kind = 0;
+    a.steps[0].op = kOpBarrier;
+    a.steps[2].op = kOpBarrier;
     DevStep& s = a.steps[1];
-    s.recvPeer = -1; s.sendPeer = -1; s.srcBuf = 0; s.dstBuf = 1;
-    if (pat == 0) { s.op = kOpPeerReduce; s.flags = kPreOpFlag | kPostOpFlag; s.srcOff = off; s.dstOff = off; s.count = slice; }
-    if (pat == 1) { s.op = kOpPeerReduceBcast; s.flags = kPreOpFlag | kPostOpFlag; s.srcOff = off; s.dstOff = off; s.count = slice; }
-    if (pat == 2) { s.op = kOpPeerPush; s.srcOff = off; s.dstOff = off; s.count = slice; }
+    s.recvPeer = -1;
+    s.sendPeer = -1;
+    s.srcBuf = 0;
+    s.dstBuf = 1;
+    if (pat == 0) {
+      s.op = kOpPeerReduce;
+      s.flags = kPreOpFlag | kPostOpFlag;
+      s.srcOff = off;
+      s.dstOff = off;
+      s.count = slice;
+    }
+    if (pat == 1) {
+      s.op = kOpPeerReduceBcast;
+      s.flags = kPreOpFlag | kPostOpFlag;
+      s.srcOff = off;
+      s.dstOff = off;
+      s.count = slice;
+    }
+    if (pat == 2) {
+      s.op = kOpPeerPush;
+      s.srcOff = off;
+      s.dstOff = off;
+      s.count = slice;
+    }
     // agp: all-gather by pulling (kPeerGather: slice q of the output from rank q's input).
-    if (pat == 3) { s.op = kOpPeerGather; s.srcOff = 0; s.dstOff = 0; s.count = slice; }
-    a.local[0] = in; a.local[1] = out;
-    for (int q = 0; q < n; ++q) { a.ctrl[q] = static_cast<char*>(ctrls[q]); a.peer[0][q] = ins[q]; a.peer[1][q] = outs[q]; }
+    if (pat == 3) {
+      s.op = kOpPeerGather;
+      s.srcOff = 0;
+      s.dstOff = 0;
+      s.count = slice;
+    }
+    a.local[0] = in;
+    a.local[1] = out;
+    for (int q = 0; q < n; ++q) {
+      a.ctrl[q] = static_cast<char*>(ctrls[q]);
+      a.peer[0][q] = ins[q];
+      a.peer[1][q] = outs[q];
+    }
     const int kp = n <= 2 ? 2 : n <= 4 ? 4 : 0;
-    struct V { const char* name; std::function<void()> fn; };
+    struct V {
+      const char* name;
+      std::function<void()> fn;
+    };
     auto v0 = [&] {
-      bySources(pat, n, 8, [&](auto t) { v0Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, e0); });
+      bySources(pat, n, 8, [&](auto t) {
+        v0Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, e0);
+      });
       e0 += 2;
     };
     auto v0L4 = [&] {
-      bySources(pat, n, 4, [&](auto t) { v0Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, e0); });
+      bySources(pat, n, 4, [&](auto t) {
+        v0Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, e0);
+      });
       e0 += 2;
     };
     auto v1 = [&] { BulkLauncher<Tr, 0>::launch(dim3(blocks), dim3(512), stream, a); };
     auto v2 = [&] { symKernel<Tr, 0, 0, kAnyDataOp><<<blocks, 512, 0, stream>>>(a); };
     auto v3 = [&] {
-      if (kp == 2) v3Kernel<2><<<blocks, 512, 0, stream>>>(peers, a, e0);
-      else if (kp == 4) v3Kernel<4><<<blocks, 512, 0, stream>>>(peers, a, e0);
-      else v3Kernel<0><<<blocks, 512, 0, stream>>>(peers, a, e0);
+      if (kp == 2)
+        v3Kernel<2><<<blocks, 512, 0, stream>>>(peers, a, e0);
+      else if (kp == 4)
+        v3Kernel<4><<<blocks, 512, 0, stream>>>(peers, a, e0);
+      else
+        v3Kernel<0><<<blocks, 512, 0, stream>>>(peers, a, e0);
       e0 += 2;
     };
     auto v4 = [&] {
-      bySources(pat, n, 8, [&](auto t) { v4Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(a, m); });
+      bySources(pat, n, 8, [&](auto t) {
+        v4Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(a, m);
+      });
     };
     auto v5 = [&] {
-      if (kp == 2) v5Kernel<2><<<blocks, 512, 0, stream>>>(a);
-      else if (kp == 4) v5Kernel<4><<<blocks, 512, 0, stream>>>(a);
-      else v5Kernel<0><<<blocks, 512, 0, stream>>>(a);
+      if (kp == 2)
+        v5Kernel<2><<<blocks, 512, 0, stream>>>(a);
+      else if (kp == 4)
+        v5Kernel<4><<<blocks, 512, 0, stream>>>(a);
+      else
+        v5Kernel<0><<<blocks, 512, 0, stream>>>(a);
     };
     auto w1 = [&] {
       bySources(pat, n, 8, [&](auto t) {
-        w1Kernel<decltype(t)::kSrc, decltype(t)::kU><<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
+        w1Kernel<decltype(t)::kSrc, decltype(t)::kU>
+            <<<blocks, 512, 0, stream>>>(peers, m, a.reduce, 1, 1, e0);
       });
       e0 += 2;
     };
@@ -264,11 +338,13 @@ int main(int argc, char** argv) {
       pushShapeKernel<false><<<pushBlocks, kSymPushThreads, 0, stream>>>(peers, a, m, e0);
       e0 += 2;
     };
-    auto v8 = [&] { pushShapeKernel<true><<<pushBlocks, kSymPushThreads, 0, stream>>>(peers, a, m, e0); };
-    std::vector<V> vs = {{"W1 move + runtime ops", w1}, {"V0 bulk_shapes L8", v0}, {"V0 bulk_shapes L4", v0L4},
-                         {"V1 library kernel", v1}, {"V2 library any-op <0>", v2},
-                         {"V3 lib data + meet", v3}, {"V4 lib barrier + move", v4},
-                         {"V5 lib, step in regs", v5}};
+    auto v8 = [&] {
+      pushShapeKernel<true><<<pushBlocks, kSymPushThreads, 0, stream>>>(peers, a, m, e0);
+    };
+    std::vector<V> vs = {{"W1 move + runtime ops", w1}, {"V0 bulk_shapes L8", v0},
+                         {"V0 bulk_shapes L4", v0L4},   {"V1 library kernel", v1},
+                         {"V2 library any-op <0>", v2}, {"V3 lib data + meet", v3},
+                         {"V4 lib barrier + move", v4}, {"V5 lib, step in regs", v5}};
     if (pat == 2) {
       vs.push_back({"V6 lib push kernel", v6});
       vs.push_back({"V7 t256 loop + meet", v7});
@@ -281,18 +357,21 @@ int main(int argc, char** argv) {
         check(hipMemsetAsync(out, 0, bytes, stream), "memset");
         check(hipStreamSynchronize(stream), "sync");
         MPI_Barrier(MPI_COMM_WORLD);
-        v.fn(); v.fn();
+        v.fn();
+        v.fn();
         check(hipStreamSynchronize(stream), "warm");
         MPI_Barrier(MPI_COMM_WORLD);
         hipEvent_t ev0, ev1;
-        check(hipEventCreate(&ev0), "event"); check(hipEventCreate(&ev1), "event");
+        check(hipEventCreate(&ev0), "event");
+        check(hipEventCreate(&ev1), "event");
         const double t0 = mps::now();
         hipEventRecord(ev0, stream);
         for (int i = 0; i < iters; ++i) v.fn();
         hipEventRecord(ev1, stream);
         check(hipStreamSynchronize(stream), "timed");
         double us = (mps::now() - t0) * 1e6 / iters, worst = 0;
-        float ms = 0; check(hipEventElapsedTime(&ms, ev0, ev1), "elapsed");
+        float ms = 0;
+        check(hipEventElapsedTime(&ms, ev0, ev1), "elapsed");
         double evus = ms * 1e3 / iters, evworst = 0;
         MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         MPI_Allreduce(&evus, &evworst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -306,9 +385,11 @@ int main(int argc, char** argv) {
         unsigned long long wall = 0;
         MPI_Allreduce(&w, &wall, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         if (rank == 0)
-          std::printf("%s r%d %-24s wall %8.1f us  event %8.1f us  wrong %llu  err %u\n", pats[pat], round, v.name, worst, evworst, wall, errHost[0]);
+          std::printf("%s r%d %-24s wall %8.1f us  event %8.1f us  wrong %llu  err %u\n", pats[pat],
+                      round, v.name, worst, evworst, wall, errHost[0]);
         std::fflush(stdout);
-        hipEventDestroy(ev0); hipEventDestroy(ev1);
+        hipEventDestroy(ev0);
+        hipEventDestroy(ev1);
       }
   }
   const bool bad = mps::anyFailed(peers);

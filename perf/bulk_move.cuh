@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The data loop of perf/bulk_shapes.cu, shared with perf/bulk_ab.cu (which runs it next to the
 // library's kernel): float sums of nsrc sources into ndst destinations, 16-byte vectors, no
 // library code. Device code for the standalone K-rank benchmarks.
@@ -15,15 +16,15 @@ struct Move {
   const float* src[kMaxPeers];  // nsrc sources (slice start), summed
   float* dst[kMaxPeers];        // ndst destinations (slice start)
   int nsrc, ndst;
-  uint64_t nvec;                // 16-byte vectors of the slice
-  uint64_t rot;                 // grid-stride only: start at vector rot, wrap to [0, rot) after
+  uint64_t nvec;  // 16-byte vectors of the slice
+  uint64_t rot;   // grid-stride only: start at vector rot, wrap to [0, rot) after
 };
 
 // The zero-copy patterns on this rank's slice [off, off + slice) (floats) of every rank's
 // buffers, as bulk_shapes and bulk_ab run them. ins / outs: every rank's buffers, mapped here.
 enum class Pattern { kReduceScatter, kAllReduce, kAllGather };
-inline Move peerMove(Pattern p, const float* in, float* out, void* const* ins, void* const* outs, int nranks,
-                     uint64_t off, uint64_t slice) {
+inline Move peerMove(Pattern p, const float* in, float* out, void* const* ins, void* const* outs,
+                     int nranks, uint64_t off, uint64_t slice) {
   Move m{};
   m.nvec = slice * sizeof(float) / 16;
   if (p == Pattern::kAllGather) {  // push: this rank's slice into every output
@@ -35,7 +36,8 @@ inline Move peerMove(Pattern p, const float* in, float* out, void* const* ins, v
     m.ndst = p == Pattern::kAllReduce ? nranks : 1;
     for (int q = 0; q < nranks; ++q) m.src[q] = static_cast<const float*>(ins[q]) + off;
   }
-  for (int k = 0; k < m.ndst; ++k) m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + off;
+  for (int k = 0; k < m.ndst; ++k)
+    m.dst[k] = (m.ndst == 1 ? out : static_cast<float*>(outs[k])) + off;
   return m;
 }
 
@@ -43,7 +45,8 @@ template <int kStore>
 __device__ __forceinline__ void store(uint4* p, uint4 v) {
   if constexpr (kStore == 1) {  // streaming (evict first)
 #if defined(SSC_GPU_IS_HIP)
-    unsigned* d = reinterpret_cast<unsigned*>(p);  // the builtin takes scalars, not HIP's vector class
+    unsigned* d =
+        reinterpret_cast<unsigned*>(p);  // the builtin takes scalars, not HIP's vector class
     __builtin_nontemporal_store(v.x, d);
     __builtin_nontemporal_store(v.y, d + 1);
     __builtin_nontemporal_store(v.z, d + 2);
@@ -82,7 +85,8 @@ struct SumFloats {
 // contiguous range instead of a grid stride; kStore 1: streaming stores. `combine` turns the
 // loaded vectors into the one stored (SumFloats; perf/bulk_ab.cu passes the library's ops).
 template <int kThreads, int kSrc, int kU, bool kContig, int kStore, class Combine = SumFloats>
-__device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t hi, const Combine& combine = {}) {
+__device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t hi,
+                                          const Combine& combine = {}) {
   uint64_t begin, end, stride;
   if constexpr (kContig) {  // block b: one contiguous range
     const uint64_t per = (hi - lo + gridDim.x - 1) / gridDim.x;
@@ -109,7 +113,8 @@ __device__ __forceinline__ void moveRange(const Move& m, uint64_t lo, uint64_t h
     for (int u = 0; u < kU; ++u) {
       if (v0 + u * stride >= end) break;
       const uint4 r = combine(x, u, m.nsrc);
-      for (int k = 0; k < m.ndst; ++k) store<kStore>(reinterpret_cast<uint4*>(m.dst[k]) + v0 + u * stride, r);
+      for (int k = 0; k < m.ndst; ++k)
+        store<kStore>(reinterpret_cast<uint4*>(m.dst[k]) + v0 + u * stride, r);
     }
   }
 }
@@ -132,8 +137,8 @@ __global__ void fillKernel(float* p, uint64_t n, float v) {
 }
 
 // Elements of out[lo, hi) that are not what the pattern wants (rank q holds q + 1 everywhere).
-__global__ void countWrong(const float* out, uint64_t lo, uint64_t hi, uint64_t slice, int mode, int nranks,
-                           unsigned long long* wrong) {
+__global__ void countWrong(const float* out, uint64_t lo, uint64_t hi, uint64_t slice, int mode,
+                           int nranks, unsigned long long* wrong) {
   for (uint64_t i = lo + blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < hi;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
     // rs, ar: the sum of 1 .. K; ag: rank q's value q + 1 in slice q; copy: this rank's value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bulk_shapes: which launch shape lets K ranks' zero-copy data loops reach the copy roofline.
 // The data patterns of Starscream's bulk kernel (src/kernels/gpu/sym_bulk.cuh) alone, between the
 // same two flag barriers, over a table of shapes: threads per block, blocks per SM, 16-byte loads
@@ -6,7 +7,8 @@
 // tool measures which shape closes such a gap, without the library around it, and what the
 // machine allows each pattern.
 //
-//   mpirun -np K bulk_shapes [MiB per rank ...]   (tools/emulate/partition-run.sh K build/bin/bulk_shapes 256)
+//   mpirun -np K bulk_shapes [MiB per rank ...]   (tools/emulate/partition-run.sh K
+//   build/bin/bulk_shapes 256)
 //
 // Patterns, each rank on its own slice (N / K elements) of N-element float buffers, N = the size:
 //   copy   this rank's buffer into its own output, no peers: the reference rate C (bytes copied
@@ -45,7 +47,8 @@ using bulk::Move;
 
 template <int kThreads, int kMinBlocks, int kSrc, int kU, bool kContig, int kStore>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    moveKernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m, uint64_t epoch0) {
+    moveKernel(const SSC_GRID_CONSTANT mps::Peers p, const SSC_GRID_CONSTANT Move m,
+               uint64_t epoch0) {
   mps::meet(p, epoch0 + 1);
   bulk::moveBody<kThreads, kSrc, kU, kContig, kStore>(m);
   mps::meet(p, epoch0 + 2);
@@ -55,7 +58,8 @@ using Launch = void (*)(int blocks, hipStream_t, const mps::Peers&, const Move&,
 
 template <int kThreads, int kMinBlocks, int kSrc, int kU, bool kContig, int kStore>
 void launchOne(int blocks, hipStream_t st, const mps::Peers& p, const Move& m, uint64_t epoch0) {
-  moveKernel<kThreads, kMinBlocks, kSrc, kU, kContig, kStore><<<blocks, kThreads, 0, st>>>(p, m, epoch0);
+  moveKernel<kThreads, kMinBlocks, kSrc, kU, kContig, kStore>
+      <<<blocks, kThreads, 0, st>>>(p, m, epoch0);
 }
 
 struct Shape {
@@ -65,24 +69,25 @@ struct Shape {
 };
 
 // kLoads 16-byte loads in flight per thread whatever the source count (kU = kLoads / kSrc).
-#define SHAPE(name, T, B, L, C, S)                                                                 \
-  Shape {                                                                                          \
-    name, T, B, {                                                                                  \
-      launchOne<T, B, 1, L, C, S>, launchOne<T, B, 2, std::max(1, L / 2), C, S>,                   \
-          launchOne<T, B, 4, std::max(1, L / 4), C, S>, launchOne<T, B, 8, std::max(1, L / 8), C, S> \
-    }                                                                                              \
+#define SHAPE(name, T, B, L, C, S)                                               \
+  Shape {                                                                        \
+    name, T, B, {                                                                \
+      launchOne<T, B, 1, L, C, S>, launchOne<T, B, 2, std::max(1, L / 2), C, S>, \
+          launchOne<T, B, 4, std::max(1, L / 4), C, S>,                          \
+          launchOne<T, B, 8, std::max(1, L / 8), C, S>                           \
+    }                                                                            \
   }
 
 // The first is the bulk kernel's shape today (512 threads, 1 block per SM, 8 loads in flight
 // for reductions; its copies keep 4).
 const Shape kShapes[] = {
-    SHAPE("t512 b1 L8", 512, 1, 8, false, 0),          SHAPE("t512 b1 L4", 512, 1, 4, false, 0),
-    SHAPE("t512 b1 L16", 512, 1, 16, false, 0),        SHAPE("t512 b2 L8", 512, 2, 8, false, 0),
-    SHAPE("t512 b2 L4", 512, 2, 4, false, 0),          SHAPE("t512 b2 L16", 512, 2, 16, false, 0),
-    SHAPE("t512 b4 L4", 512, 4, 4, false, 0),          SHAPE("t256 b4 L8", 256, 4, 8, false, 0),
-    SHAPE("t256 b8 L4", 256, 8, 4, false, 0),          SHAPE("t1024 b1 L8", 1024, 1, 8, false, 0),
-    SHAPE("t512 b1 L8 contig", 512, 1, 8, true, 0),    SHAPE("t512 b2 L8 contig", 512, 2, 8, true, 0),
-    SHAPE("t512 b1 L8 stcs", 512, 1, 8, false, 1),     SHAPE("t512 b2 L8 stcs", 512, 2, 8, false, 1),
+    SHAPE("t512 b1 L8", 512, 1, 8, false, 0),       SHAPE("t512 b1 L4", 512, 1, 4, false, 0),
+    SHAPE("t512 b1 L16", 512, 1, 16, false, 0),     SHAPE("t512 b2 L8", 512, 2, 8, false, 0),
+    SHAPE("t512 b2 L4", 512, 2, 4, false, 0),       SHAPE("t512 b2 L16", 512, 2, 16, false, 0),
+    SHAPE("t512 b4 L4", 512, 4, 4, false, 0),       SHAPE("t256 b4 L8", 256, 4, 8, false, 0),
+    SHAPE("t256 b8 L4", 256, 8, 4, false, 0),       SHAPE("t1024 b1 L8", 1024, 1, 8, false, 0),
+    SHAPE("t512 b1 L8 contig", 512, 1, 8, true, 0), SHAPE("t512 b2 L8 contig", 512, 2, 8, true, 0),
+    SHAPE("t512 b1 L8 stcs", 512, 1, 8, false, 1),  SHAPE("t512 b2 L8 stcs", 512, 2, 8, false, 1),
 };
 
 constexpr int kIters = 10;  // timed calls per cell (after 2 untimed)
@@ -97,14 +102,16 @@ template <int kThreads, int kU>
 __global__ void __launch_bounds__(kThreads) readKernel(const uint4* p, uint64_t nvec, uint4* sink) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
   uint4 acc = {0, 0, 0, 0};
-  for (uint64_t v0 = blockIdx.x * static_cast<uint64_t>(kThreads) + threadIdx.x; v0 < nvec; v0 += stride * kU) {
+  for (uint64_t v0 = blockIdx.x * static_cast<uint64_t>(kThreads) + threadIdx.x; v0 < nvec;
+       v0 += stride * kU) {
     uint4 x[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u)
       if (v0 + u * stride < nvec) x[u] = sscLoadCg(p + v0 + u * stride);
 #pragma unroll
     for (int u = 0; u < kU; ++u)
-      if (v0 + u * stride < nvec) acc = {acc.x ^ x[u].x, acc.y ^ x[u].y, acc.z ^ x[u].z, acc.w + x[u].w};
+      if (v0 + u * stride < nvec)
+        acc = {acc.x ^ x[u].x, acc.y ^ x[u].y, acc.z ^ x[u].z, acc.w + x[u].w};
   }
   if (acc.x == 0x9e3779b9u && acc.y == 0x7f4a7c15u) *sink = acc;  // never, but the loads must stay
 }
@@ -112,7 +119,8 @@ __global__ void __launch_bounds__(kThreads) readKernel(const uint4* p, uint64_t 
 template <int kThreads, int kU>
 __global__ void __launch_bounds__(kThreads) writeKernel(uint4* p, uint64_t nvec, uint4 v) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
-  for (uint64_t v0 = blockIdx.x * static_cast<uint64_t>(kThreads) + threadIdx.x; v0 < nvec; v0 += stride * kU)
+  for (uint64_t v0 = blockIdx.x * static_cast<uint64_t>(kThreads) + threadIdx.x; v0 < nvec;
+       v0 += stride * kU)
 #pragma unroll
     for (int u = 0; u < kU; ++u)
       if (v0 + u * stride < nvec) p[v0 + u * stride] = v;
@@ -128,9 +136,11 @@ struct LocalRow {
 template <int kThreads, int kU, bool kWrite>
 void launchLocal(int blocks, hipStream_t st, float* in, float* out, uint64_t nvec, uint4* sink) {
   if constexpr (kWrite)
-    writeKernel<kThreads, kU><<<blocks, kThreads, 0, st>>>(reinterpret_cast<uint4*>(out), nvec, uint4{1, 2, 3, 4});
+    writeKernel<kThreads, kU>
+        <<<blocks, kThreads, 0, st>>>(reinterpret_cast<uint4*>(out), nvec, uint4{1, 2, 3, 4});
   else
-    readKernel<kThreads, kU><<<blocks, kThreads, 0, st>>>(reinterpret_cast<const uint4*>(in), nvec, sink);
+    readKernel<kThreads, kU>
+        <<<blocks, kThreads, 0, st>>>(reinterpret_cast<const uint4*>(in), nvec, sink);
 }
 
 const LocalRow kLocalRows[] = {
@@ -186,7 +196,8 @@ int main(int argc, char** argv) {
   unsigned long long totalWrong = 0;
   const char* patterns[] = {"copy", "rs", "ar", "ag", "agx", "rsx"};
   for (const uint64_t bytes : sizes) {
-    const uint64_t n = bytes / 4, slice = n / nranks, sliceOff = static_cast<uint64_t>(rank) * slice;
+    const uint64_t n = bytes / 4, slice = n / nranks,
+                   sliceOff = static_cast<uint64_t>(rank) * slice;
     for (int pat0 = 0; pat0 < 6; ++pat0) {
       const int pat = pat0 == 4 ? 3 : pat0 == 5 ? 1 : pat0;  // agx, rsx: ag, rs rotated
       Move m{};
@@ -204,7 +215,7 @@ int main(int argc, char** argv) {
       if (pat0 >= 4)  // a multiple of 16 vectors, different on every rank
         m.rot = ((static_cast<uint64_t>(rank) * 2654435761ull * 4096) % (m.nvec + 1)) / 16 * 16;
       // Bytes read + written on every rank, and the time all ranks' copies would take for them.
-      const double traffic = pat == 0 ? 2.0 * bytes
+      const double traffic = pat == 0   ? 2.0 * bytes
                              : pat == 1 ? bytes + bytes / double(nranks)
                              : pat == 2 ? 2.0 * bytes
                                         : bytes / double(nranks) + bytes;
@@ -220,8 +231,10 @@ int main(int argc, char** argv) {
         });
         MPI_Barrier(MPI_COMM_WORLD);  // every rank's writes into this rank's output are done
         check(hipMemsetAsync(wrong, 0, sizeof(*wrong), stream), "memset");
-        const uint64_t lo = pat == 1 ? sliceOff : 0, hi = pat == 1 ? sliceOff + slice : slice * nranks;
-        countWrong<<<4 * sms, 512, 0, stream>>>(out, lo, hi, slice, pat == 0 ? 0 : pat, nranks, wrong);
+        const uint64_t lo = pat == 1 ? sliceOff : 0,
+                       hi = pat == 1 ? sliceOff + slice : slice * nranks;
+        countWrong<<<4 * sms, 512, 0, stream>>>(out, lo, hi, slice, pat == 0 ? 0 : pat, nranks,
+                                                wrong);
         unsigned long long w = 0;
         check(hipMemcpyAsync(&w, wrong, sizeof(w), hipMemcpyDeviceToHost, stream), "copy");
         check(hipStreamSynchronize(stream), "check");
@@ -242,17 +255,21 @@ int main(int argc, char** argv) {
           check(hipMemcpyAsync(out, in, bytes, hipMemcpyDeviceToDevice, stream), "memcpy");
       });
       const bool copy = row.launch == nullptr && !row.write;
-      cells.push_back({row.write ? "wr" : copy ? "cp" : "rd", row.name, bytes, worst,
-                       copy ? 2.0 * bytes : double(bytes)});
+      cells.push_back({row.write ? "wr"
+                       : copy    ? "cp"
+                                 : "rd",
+                       row.name, bytes, worst, copy ? 2.0 * bytes : double(bytes)});
     }
   }
   unsigned long long allWrong = 0;
   MPI_Reduce(&totalWrong, &allWrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   const bool timedOut = mps::anyFailed(peers);
   if (rank == 0) {
-    std::printf("# bulk_shapes: %d ranks, SM share %d; %% = the pattern's bytes at the best copy rate\n",
-                nranks, sms);
-    std::printf("# rd / wr / cp rows: GB/s = bytes read or written (cp: both) per second by all ranks\n");
+    std::printf(
+        "# bulk_shapes: %d ranks, SM share %d; %% = the pattern's bytes at the best copy rate\n",
+        nranks, sms);
+    std::printf(
+        "# rd / wr / cp rows: GB/s = bytes read or written (cp: both) per second by all ranks\n");
     for (const uint64_t bytes : sizes) {
       double bestCopy = 1e30;
       for (const Cell& c : cells)
@@ -260,14 +277,16 @@ int main(int argc, char** argv) {
       // us per byte of traffic at the copy rate: a copy of `bytes` moves 2 x bytes.
       const double usPerByte = bestCopy / (2.0 * bytes);
       std::printf("# %llu MiB per rank: copy %.1f us = %.0f GB/s copied by all ranks\n",
-                  static_cast<unsigned long long>(bytes >> 20), bestCopy, 1e-3 * bytes * nranks / bestCopy);
+                  static_cast<unsigned long long>(bytes >> 20), bestCopy,
+                  1e-3 * bytes * nranks / bestCopy);
       std::printf("%-4s %-20s %10s %7s\n", "pat", "shape", "us", "% roof");
       for (const Cell& c : cells)
         if (c.bytes == bytes)
-          std::printf("%-4s %-20s %10.1f %6.1f%% %8.0f GB/s\n", c.pattern.c_str(), c.shape.c_str(), c.us,
-                      100.0 * c.pct * usPerByte / c.us, 1e-3 * c.pct * nranks / c.us);
+          std::printf("%-4s %-20s %10.1f %6.1f%% %8.0f GB/s\n", c.pattern.c_str(), c.shape.c_str(),
+                      c.us, 100.0 * c.pct * usPerByte / c.us, 1e-3 * c.pct * nranks / c.us);
     }
-    if (allWrong != 0) std::printf("# WRONG: %llu elements differ from the expected sums\n", allWrong);
+    if (allWrong != 0)
+      std::printf("# WRONG: %llu elements differ from the expected sums\n", allWrong);
     if (timedOut) std::printf("# WARNING: a barrier wait timed out; the rows are not valid\n");
   }
   mps::unmap(ins, rank, nranks);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // copy_roofline: the rate at which one process copies device memory to device memory on GPU 0,
 // the whole GPU and no MPS: perf/bench.sh's roofline. Every collective's bound in
 // docs/benchmarks.md is this rate C (bytes copied per second: C bytes read plus C written) scaled
@@ -20,13 +21,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "copy_roofline: %s: %s\n", #call, cudaGetErrorString(e_));      \
-      return 1;                                                                            \
-    }                                                                                      \
+#define CHECK(call)                                                                   \
+  do {                                                                                \
+    cudaError_t e_ = (call);                                                          \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "copy_roofline: %s: %s\n", #call, cudaGetErrorString(e_)); \
+      return 1;                                                                       \
+    }                                                                                 \
   } while (0)
 
 static bool parse(const char* s, unsigned long long min, unsigned long long* out) {
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
   unsigned long long bytes = 1ull << 30, samples = 30;
   if (argc > 3 || (argc > 1 && !parse(argv[1], 1, &bytes)) ||
       (argc > 2 && !parse(argv[2], 1, &samples))) {
-    std::fprintf(stderr, "usage: copy_roofline [BYTES (default 1073741824) [SAMPLES (default 30)]]\n");
+    std::fprintf(stderr,
+                 "usage: copy_roofline [BYTES (default 1073741824) [SAMPLES (default 30)]]\n");
     return 2;
   }
   const int warmup = 5;
@@ -60,7 +62,8 @@ int main(int argc, char** argv) {
   cudaEvent_t start, stop;
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+  for (int i = 0; i < warmup; ++i)
+    CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
   CHECK(cudaStreamSynchronize(stream));
   std::vector<float> ms(samples);
   for (auto& t : ms) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // gemm_coll_perf: the fused GEMM-collectives (starscream_ops.h) over the per-GPU tensor-parallel
 // (TP8) shapes of Llama-3-70B, Llama-3.1-405B and GPT-OSS-120B, with their baselines in the same
 // run. K ranks = K partitions of one GPU (tools/emulate/partition-run.sh K ...), each shape the
@@ -9,10 +10,10 @@
 // each as the GEMM alone (the same shape on a one-rank communicator, all ranks at once), unfused,
 // auto (the rule), forced chunked and forced fused (ag: both forms, "ag.fused" = push + one
 // GEMM, "ag.fusedpr" = one GEMM per source rank reading the peers' rows in place; a "ce" suffix:
-// the same form with SSC_GEMM_COPY_ENGINE, copy engines and stream waits). Which of rs/ag is "1D" (the
-// dimension the GPUs already split) depends on the layer: column-parallel layers (qkv, gate_up)
-// split N across GPUs, so ag is their 1D and rs their 2D; row-parallel layers (o, down) the
-// reverse. With -np 1 the program times the whole per-GPU GEMM (the unpartitioned baseline).
+// the same form with SSC_GEMM_COPY_ENGINE, copy engines and stream waits). Which of rs/ag is "1D"
+// (the dimension the GPUs already split) depends on the layer: column-parallel layers (qkv,
+// gate_up) split N across GPUs, so ag is their 1D and rs their 2D; row-parallel layers (o, down)
+// the reverse. With -np 1 the program times the whole per-GPU GEMM (the unpartitioned baseline).
 // perf/gemm_table.py joins a K = 1 and a K > 1 record file into one table (docs/gemm.md). The
 // topology is the library's own discovery (K ranks on one GPU: K partitions of it), or
 // STARSCREAM_TOPO_FILE where set.
@@ -84,16 +85,26 @@ bool parse(int argc, char** argv, Options* o) {
         if (comma == std::string::npos) break;
         pos = comma + 1;
       }
-    } else if (f == "-s") o->filter = v;
-    else if (f == "-o") o->ops = v;
-    else if (f == "-F") o->fused = std::atoi(v.c_str()) != 0;
-    else if (f == "-n") o->iters = std::max(1, std::atoi(v.c_str()));
-    else if (f == "-w") o->warmup = std::max(0, std::atoi(v.c_str()));
-    else if (f == "-d") o->dtype = v == "fp16" ? sscFloat16 : sscBfloat16;
-    else if (f == "-J") o->json = v;
-    else if (f == "-c") o->configs = v;
-    else if (f == "-v") o->verbose = std::atoi(v.c_str()) != 0;
-    else return false;
+    } else if (f == "-s")
+      o->filter = v;
+    else if (f == "-o")
+      o->ops = v;
+    else if (f == "-F")
+      o->fused = std::atoi(v.c_str()) != 0;
+    else if (f == "-n")
+      o->iters = std::max(1, std::atoi(v.c_str()));
+    else if (f == "-w")
+      o->warmup = std::max(0, std::atoi(v.c_str()));
+    else if (f == "-d")
+      o->dtype = v == "fp16" ? sscFloat16 : sscBfloat16;
+    else if (f == "-J")
+      o->json = v;
+    else if (f == "-c")
+      o->configs = v;
+    else if (f == "-v")
+      o->verbose = std::atoi(v.c_str()) != 0;
+    else
+      return false;
   }
   return true;
 }
@@ -119,7 +130,9 @@ double timeOp(sscGemm_t gemm, bool rs, const sscGemmArgs_t& a, hipStream_t s, co
   hipEvent_t t0, t1;
   CHECK_GPU(hipEventCreate(&t0));
   CHECK_GPU(hipEventCreate(&t1));
-  auto call = [&] { CHECK_SSC(rs ? sscGemmReduceScatter(gemm, &a, s) : sscAllGatherGemm(gemm, &a, s)); };
+  auto call = [&] {
+    CHECK_SSC(rs ? sscGemmReduceScatter(gemm, &a, s) : sscAllGatherGemm(gemm, &a, s));
+  };
   for (int i = 0; i < o.warmup; ++i) call();
   CHECK_GPU(hipStreamSynchronize(s));
   MPI_Barrier(MPI_COMM_WORLD);
@@ -151,7 +164,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   Options o;
   if (!parse(argc, argv, &o)) {
-    if (g_rank == 0) std::fprintf(stderr, "usage: gemm_coll_perf [-m M,...] [-s filter] [-o rs,ag] [-F 0|1] [-n iters] [-w warmup] [-d bf16|fp16] [-J file] [-c configs] [-v 0|1]\n");
+    if (g_rank == 0)
+      std::fprintf(stderr,
+                   "usage: gemm_coll_perf [-m M,...] [-s filter] [-o rs,ag] [-F 0|1] [-n iters] "
+                   "[-w warmup] [-d bf16|fp16] [-J file] [-c configs] [-v 0|1]\n");
     MPI_Finalize();
     return 2;
   }
@@ -179,10 +195,13 @@ int main(int argc, char** argv) {
   FILE* json = g_rank == 0 && !o.json.empty() ? std::fopen(o.json.c_str(), "w") : nullptr;
   const int P = g_n;
   if (g_rank == 0)
-    std::printf("# gemm_coll_perf: K = %d partitions, %s, us per call (slowest rank), chunks in ()\n", P,
-                o.dtype == sscFloat16 ? "fp16" : "bf16");
-  const bool doRs = o.ops.find("rs") != std::string::npos, doAg = o.ops.find("ag") != std::string::npos;
-  for (const ssc::perf::GemmLayer& L : ssc::perf::gemmLayers()) {  // the TP8 layers (perf/common/gemm_args.cc)
+    std::printf(
+        "# gemm_coll_perf: K = %d partitions, %s, us per call (slowest rank), chunks in ()\n", P,
+        o.dtype == sscFloat16 ? "fp16" : "bf16");
+  const bool doRs = o.ops.find("rs") != std::string::npos,
+             doAg = o.ops.find("ag") != std::string::npos;
+  for (const ssc::perf::GemmLayer& L :
+       ssc::perf::gemmLayers()) {  // the TP8 layers (perf/common/gemm_args.cc)
     if (!o.filter.empty() && std::string(L.name).find(o.filter) == std::string::npos) continue;
     for (int64_t M : o.ms) {
       std::vector<Row> rows;
@@ -196,9 +215,11 @@ int main(int argc, char** argv) {
       };
       auto record = [&](const char* config, sscGemm_t g, bool rs, const sscGemmArgs_t& a) {
         if (!wanted(o, config)) return;
-        if (o.verbose && g_rank == 0) std::fprintf(stderr, "# timing %s M=%lld %s\n", L.name, (long long)M, config);
+        if (o.verbose && g_rank == 0)
+          std::fprintf(stderr, "# timing %s M=%lld %s\n", L.name, (long long)M, config);
         Row r{config, 0, sscGemmAuto, 0};
-        CHECK_SSC(sscGemmQueryPlan(g, rs ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a, &r.variant, &r.chunks));
+        CHECK_SSC(sscGemmQueryPlan(g, rs ? sscGemmOpReduceScatter : sscGemmOpAllGather, &a,
+                                   &r.variant, &r.chunks));
         r.us = timeOp(g, rs, a, s, o);
         rows.push_back(r);
       };
@@ -213,8 +234,10 @@ int main(int argc, char** argv) {
         if (doRs) {  // rs: split K
           Buffers b(M * kp * 2, L.n * kp * 2, M * L.n * 2);
           record("rs.gemm", alone, true, args(M, L.n, kp, b, sscGemmAuto));
-          for (auto [name, v] : {std::pair{"rs.unfused", sscGemmUnfused}, {"rs.auto", sscGemmAuto},
-                                 {"rs.chunked", sscGemmChunked}, {"rs.fused", sscGemmFused}})
+          for (auto [name, v] : {std::pair{"rs.unfused", sscGemmUnfused},
+                                 {"rs.auto", sscGemmAuto},
+                                 {"rs.chunked", sscGemmChunked},
+                                 {"rs.fused", sscGemmFused}})
             if (v != sscGemmFused || o.fused) record(name, gemm, true, args(M, L.n, kp, b, v));
           if (o.fused) {  // the same fused form ordered by stream memory operations
             sscGemmArgs_t a = args(M, L.n, kp, b, sscGemmFused);
@@ -226,7 +249,8 @@ int main(int argc, char** argv) {
           Buffers b(std::max(c, M) * L.k * 2, np * L.k * 2, M * np * 2);
           // The GEMM alone multiplies the gathered X: M rows on one rank.
           record("ag.gemm", alone, false, args(M, np, L.k, b, sscGemmAuto));
-          for (auto [name, v] : {std::pair{"ag.unfused", sscGemmUnfused}, {"ag.auto", sscGemmAuto},
+          for (auto [name, v] : {std::pair{"ag.unfused", sscGemmUnfused},
+                                 {"ag.auto", sscGemmAuto},
                                  {"ag.chunked", sscGemmChunked}})
             record(name, gemm, false, args(M, np, L.k, b, v));
           if (o.fused) {  // both forms: push + one GEMM (chunks 1), one GEMM per source rank
@@ -251,19 +275,26 @@ int main(int argc, char** argv) {
       std::printf("  %-18s %6lld", L.name, (long long)M);
       for (const Row& r : rows) {
         std::printf(" %s %.1f", r.config.c_str(), r.us);
-        if (r.variant != sscGemmUnfused) std::printf("(%c%d)", r.variant == sscGemmFused ? 'f' : 'c', r.chunks);
+        if (r.variant != sscGemmUnfused)
+          std::printf("(%c%d)", r.variant == sscGemmFused ? 'f' : 'c', r.chunks);
       }
-      std::printf(" | helper %s %s\n", h.op == sscGemmOpReduceScatter ? "rs" : "ag", h.twoD ? "2D" : "1D");
+      std::printf(" | helper %s %s\n", h.op == sscGemmOpReduceScatter ? "rs" : "ag",
+                  h.twoD ? "2D" : "1D");
       std::fflush(stdout);
       for (const Row& r : rows)
         if (json)
-          std::fprintf(json, "{\"layer\":\"%s\",\"inter\":\"%s\",\"K\":%lld,\"N\":%lld,\"M\":%lld,\"P\":%d,"
-                       "\"config\":\"%s\",\"us\":%.3f,\"variant\":\"%s\",\"chunks\":%d,\"helper_op\":\"%s\","
-                       "\"helper_2d\":%d,\"helper_est_us\":%.1f,\"helper_other_us\":%.1f}\n",
-                       L.name, L.columnParallel ? "column" : "row", (long long)L.k,
-                       (long long)L.n, (long long)M, P, r.config.c_str(), r.us,
-                       r.variant == sscGemmFused ? "fused" : r.variant == sscGemmChunked ? "chunked" : "unfused", r.chunks,
-                       h.op == sscGemmOpReduceScatter ? "rs" : "ag", h.twoD, h.estUs, h.otherEstUs);
+          std::fprintf(
+              json,
+              "{\"layer\":\"%s\",\"inter\":\"%s\",\"K\":%lld,\"N\":%lld,\"M\":%lld,\"P\":%d,"
+              "\"config\":\"%s\",\"us\":%.3f,\"variant\":\"%s\",\"chunks\":%d,\"helper_op\":\"%s\","
+              "\"helper_2d\":%d,\"helper_est_us\":%.1f,\"helper_other_us\":%.1f}\n",
+              L.name, L.columnParallel ? "column" : "row", (long long)L.k, (long long)L.n,
+              (long long)M, P, r.config.c_str(), r.us,
+              r.variant == sscGemmFused     ? "fused"
+              : r.variant == sscGemmChunked ? "chunked"
+                                            : "unfused",
+              r.chunks, h.op == sscGemmOpReduceScatter ? "rs" : "ag", h.twoD, h.estUs,
+              h.otherEstUs);
       if (json) std::fflush(json);  // a run cut off by a time limit keeps every finished cell
     }
   }

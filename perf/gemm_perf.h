@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused GEMM-collective perf tools (gemm_rs_perf, ag_gemm_perf): the collective tools' flags,
 // table and JSON records (docs/perf.md) for sscGemmReduceScatter and sscAllGatherGemm over the
 // per-GPU TP8 layers (perf/common/gemm_args.cc), M swept as the collective tools sweep bytes.

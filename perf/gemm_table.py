@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Joins gemm_coll_perf records (JSON Lines) of a K = 1 run (the whole-GPU GEMM) and a K > 1 run
 into one markdown table and the target figures of docs/gemm.md (communication hidden: auto within
 1.15x of the GEMM alone; fused at least 1.2x unfused where the collective matters; the 2D helper's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Mixture-of-experts all-to-all and pipeline send/receive through torch.distributed.
 
 Times what an expert-parallel MoE layer and a pipeline stage send, through whatever NCCL the

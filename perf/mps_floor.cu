@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mps_floor: the floor under any collective of K ranks on this machine, measured with the same
 // launches and the same flag barrier as Starscream's zero-copy kernels but no data and no
 // library: what a K-rank call cannot go below, so a collective's fixed cost can be split into
@@ -49,9 +50,7 @@ __global__ void emptyKernel() {}
 // next kernel in the stream is launched once this one's blocks have exited, without waiting for
 // its completion to be signalled, and waits in its own sscGridDependencyWait() instead. Whether
 // that takes the launch floor away under MPS is the question.
-__global__ void pdlKernel() {
-  sscGridDependencyWait();
-}
+__global__ void pdlKernel() { sscGridDependencyWait(); }
 
 __global__ void bigParamKernel(const SSC_GRID_CONSTANT BigParams p) {
   if (threadIdx.x == 0 && p.bytes[0] == 42) __threadfence();  // keeps the parameter alive
@@ -65,7 +64,8 @@ __global__ void barrierKernel(const SSC_GRID_CONSTANT Peers p, uint64_t epoch0, 
 // dst[i] = src[i] over n 16-byte vectors, 4 loads in flight per thread.
 __global__ void __launch_bounds__(512) copyKernel(uint4* dst, const uint4* src, uint64_t n) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += 4 * stride) {
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += 4 * stride) {
     uint4 v[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u)
@@ -79,15 +79,16 @@ __global__ void __launch_bounds__(512) copyKernel(uint4* dst, const uint4* src, 
 struct Bulk {
   const uint4* in[kMaxRanks];  // every rank's buffer, mapped here
   uint4* out;
-  uint64_t sliceVecs;          // 16-byte vectors of each rank's slice
+  uint64_t sliceVecs;  // 16-byte vectors of each rank's slice
 };
 
 // Barrier, this rank's slice of every rank's buffer into out[q * slice + i], barrier.
-__global__ void __launch_bounds__(512) bulkKernel(const SSC_GRID_CONSTANT Peers p,
-                                                  const SSC_GRID_CONSTANT Bulk b, uint64_t epoch0) {
+__global__ void __launch_bounds__(512)
+    bulkKernel(const SSC_GRID_CONSTANT Peers p, const SSC_GRID_CONSTANT Bulk b, uint64_t epoch0) {
   meet(p, epoch0 + 1);
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < b.sliceVecs; i += stride) {
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < b.sliceVecs;
+       i += stride) {
     uint4 v[8];
 #pragma unroll
     for (int q = 0; q < 8; ++q)
@@ -106,7 +107,8 @@ int main(int argc, char** argv) {
   const int rank = started.rank, nranks = started.nranks;
   const int iters = argc > 1 ? std::atoi(argv[1]) : 2000;
   if (nranks > kMaxRanks || iters < 10) {
-    if (rank == 0) std::fprintf(stderr, "usage: mpirun -np K (<= %d) mps_floor [iters >= 10]\n", kMaxRanks);
+    if (rank == 0)
+      std::fprintf(stderr, "usage: mpirun -np K (<= %d) mps_floor [iters >= 10]\n", kMaxRanks);
     MPI_Finalize();
     return 2;
   }
@@ -155,7 +157,8 @@ int main(int argc, char** argv) {
   });
   timed("4 launches PDL", [&] {
     for (int i = 0; i < 4; ++i)
-      check(sscLaunchDependent(reinterpret_cast<const void*>(&pdlKernel), dim3(1), dim3(32), nullptr, 0, stream),
+      check(sscLaunchDependent(reinterpret_cast<const void*>(&pdlKernel), dim3(1), dim3(32),
+                               nullptr, 0, stream),
             "dependent launch");
   });
 #if defined(SSC_GPU_IS_CUDA)
@@ -206,8 +209,9 @@ int main(int argc, char** argv) {
   const uint64_t vecs = dataBytes / 16;
   const int copyIters = std::max(iters / 100, 5);
   const auto copyRate = [&](const char* name, const uint4* src) {
-    const double us = mps::slowestUs(stream, 2, copyIters,
-                                     [&] { copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs); });
+    const double us = mps::slowestUs(stream, 2, copyIters, [&] {
+      copyKernel<<<copyBlocks, 512, 0, stream>>>(copyOut, src, vecs);
+    });
     // Reported as a rate: bytes copied by all ranks per second (GB/s), in the us/call column.
     rows.push_back({name, us > 0 ? 1e-3 * static_cast<double>(dataBytes) * nranks / us : 0});
   };
@@ -216,8 +220,10 @@ int main(int argc, char** argv) {
 
   const bool anyBad = mps::anyFailed(peers);
   if (rank == 0) {
-    std::printf("# mps_floor: %d ranks, %d iterations, SM share %d (wide grid: that many 512-thread blocks)\n", nranks,
-                iters, wide);
+    std::printf(
+        "# mps_floor: %d ranks, %d iterations, SM share %d (wide grid: that many 512-thread "
+        "blocks)\n",
+        nranks, iters, wide);
     std::printf("%-18s %10s\n", "# row", "us/call (GB/s for the copy rows)");
     for (const Row& r : rows) std::printf("%-18s %10.2f\n", r.name.c_str(), r.us);
     if (anyBad) std::printf("# WARNING: a barrier wait timed out; its rows are not valid\n");

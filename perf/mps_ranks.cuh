@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the standalone K-rank GPU benchmarks (mps_floor, bulk_shapes) share: K MPI processes on
 // one GPU (MPS partitions), a flag barrier between them in IPC-mapped device memory with the
 // same protocol as Starscream's zero-copy kernels (src/kernels/gpu/sym_barrier.cuh), and the
@@ -22,7 +23,7 @@ constexpr unsigned long long kSpinLimit = 1ull << 28;  // a broken barrier ends,
 struct Peers {
   uint64_t* flags[kMaxRanks];  // [rank] -> that rank's kMaxBlocks flags, mapped here
   int nranks, rank;
-  unsigned int* failed;        // set when a wait ran past kSpinLimit
+  unsigned int* failed;  // set when a wait ran past kSpinLimit
 };
 
 // Block blockIdx.x meets block blockIdx.x of every rank at barrier number e: thread 0 releases
@@ -79,7 +80,8 @@ inline void exchange(void* mine, int rank, int nranks, void** out) {
       out[q] = mine;
       continue;
     }
-    check(hipIpcOpenMemHandle(&out[q], all[q], hipIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle");
+    check(hipIpcOpenMemHandle(&out[q], all[q], hipIpcMemLazyEnablePeerAccess),
+          "hipIpcOpenMemHandle");
   }
 }
 
@@ -94,7 +96,8 @@ inline Peers makePeers(int rank, int nranks) {
   p.nranks = nranks;
   p.rank = rank;
   uint64_t* mine = nullptr;
-  check(hipMalloc(reinterpret_cast<void**>(&mine), kMaxBlocks * sizeof(uint64_t)), "hipMalloc flags");
+  check(hipMalloc(reinterpret_cast<void**>(&mine), kMaxBlocks * sizeof(uint64_t)),
+        "hipMalloc flags");
   check(hipMemset(mine, 0, kMaxBlocks * sizeof(uint64_t)), "hipMemset flags");
   check(hipMalloc(reinterpret_cast<void**>(&p.failed), sizeof(unsigned int)), "hipMalloc");
   check(hipMemset(p.failed, 0, sizeof(unsigned int)), "hipMemset");

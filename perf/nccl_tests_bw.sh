@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bandwidth through the real clients: the public NCCL test suite (nccl-tests) on one NVIDIA GPU
 # split into K MPS partitions (tools/emulate/partition-run.sh), through libstarscream-nccl.so with
 # plain buffers (what every NCCL program passes) and with registered ones (-R 1), and the real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reduce_perf: sscReduce to -r (every rank in turn with -r -1); busbw = algbw. Flags and output:
 // docs/perf.md.
 #include "perf/common/collective.h"

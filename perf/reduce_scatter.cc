@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reduce_scatter_perf: sscReduceScatter; the size is the whole input (count = size / type / nranks
 // per rank); busbw = algbw * (n-1)/n. Flags and output: docs/perf.md.
 #include "perf/common/collective.h"

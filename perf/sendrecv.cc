@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sendrecv_perf: every rank sends to rank+1 and receives from rank-1, both in one group so that
 // the ring of blocking pairs cannot deadlock; busbw = algbw. Flags and output: docs/perf.md.
 #include "perf/common/collective.h"

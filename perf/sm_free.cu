@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sm_free: can a partition move bytes and order itself against its peers without its SMs? The
 // facts the GEMM ops' next design needs (docs/gemm.md, Left): the fused GEMM-collectives hid no
 // communication at K = 8 because every copy and every wait took SMs from the partition's GEMM.
@@ -106,8 +107,10 @@ void row(int rank, const char* name, double value, const char* unit, bool lowest
   MPI_Allreduce(&value, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(&value, &least, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
   if (rank != 0) return;
-  if (least < 0) std::printf("  %-24s %12s\n", name, "n/a");
-  else std::printf("  %-24s %12.1f %s\n", name, lowest ? least : most, unit);
+  if (least < 0)
+    std::printf("  %-24s %12s\n", name, "n/a");
+  else
+    std::printf("  %-24s %12.1f %s\n", name, lowest ? least : most, unit);
   std::fflush(stdout);
 }
 
@@ -140,8 +143,8 @@ int main(int argc, char** argv) {
   mps::exchange(word, w.rank, w.nranks, words);
   const int next = (w.rank + 1) % w.nranks;
   if (w.rank == 0)
-    std::printf("# sm_free: %d ranks, %d SMs a rank, copies of %zu MiB, spin %.1f ms\n", w.nranks, sms, mib,
-                kSpinSeconds * 1e3);
+    std::printf("# sm_free: %d ranks, %d SMs a rank, copies of %zu MiB, spin %.1f ms\n", w.nranks,
+                sms, mib, kSpinSeconds * 1e3);
 
   // The spin alone (also a warm-up of every launch path below).
   check(hipDeviceSynchronize(), "sync");
@@ -156,9 +159,11 @@ int main(int argc, char** argv) {
     for (bool peer : {false, true}) {
       (void)copyMs(st, dst, peer ? srcs[next] : src, bytes, false, sms);  // warm
       const double t = copyMs(st, dst, peer ? srcs[next] : src, bytes, spin, sms);
-      const std::string name = std::string("copy ") + (peer ? "peer" : "own") + (spin ? " + spin" : "");
+      const std::string name =
+          std::string("copy ") + (peer ? "peer" : "own") + (spin ? " + spin" : "");
       row(w.rank, name.c_str(), 1000.0 * t, "us");
-      if (!spin) row(w.rank, (name + " GB/s").c_str(), gb / (t * 1e-3), "GB/s (slowest rank)", true);
+      if (!spin)
+        row(w.rank, (name + " GB/s").c_str(), gb / (t * 1e-3), "GB/s (slowest rank)", true);
     }
   }
   if (w.nranks >= 2) {

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Run one collective's perf test under every algorithm and plot them against each other.
 
 For each algorithm (ring, bidir_ring, direct, hierarchical and auto by default) the script runs

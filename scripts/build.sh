@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Configures and builds into ./build (GPU backend auto-detected; STARSCREAM_GPU=none|cuda|hip
 # overrides: 'auto' builds the CUDA backend whenever nvcc is on PATH, GPU or not, which takes
 # longer; STARSCREAM_GPU=none builds the host backend only). Extra arguments go to the cmake

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks the tree against the layer map of docs/design.md.
 
 Three rules, each printed with the offending lines:

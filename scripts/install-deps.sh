@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages Starscream builds and tests with. Idempotent: installs only what is
 # missing, so it is cheap to run before every build (the README's commands and .ci/run do).
 # Not root: it runs apt-get through sudo.

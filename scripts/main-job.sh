@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job: installs dependencies, builds, then shows the two-tier algorithms on whatever
 # machine this is, saying plainly what each figure is.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the host backend and the reliability suite with AddressSanitizer into ./build-asan and
 # runs the suite (soak runs excepted: they are about bounds, not memory errors, and slow under
 # ASan). scripts/test.sh calls it after the main tests; it also runs on its own.

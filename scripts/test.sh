@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs dependencies, builds, and runs every test (unit tests and the mpirun integration
 # tests on the host backend; GPU tests run when a GPU is present and skip visibly otherwise),
 # then the reliability suite again under AddressSanitizer (scripts/test-asan.sh: a second build,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a transport sees of the communicator it serves, and nothing more: its rank among nranks,
 // the topology (which peers share its node or GPU), the bootstrap ring for exchanges at setup,
 // the abort flag that ends every wait, and where to report a failure found asynchronously (a

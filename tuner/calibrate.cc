@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tuner/calibrate.h"
 
 #include <fcntl.h>
@@ -38,7 +39,7 @@ uint64_t fnv1a(const std::string& s) {
 // is a power of two). 64 MiB is in the bandwidth regime on every device measured (a FIFO step is
 // a 2 MiB chunk, a zero-copy call one pass over the buffers); larger sizes add time, not terms.
 constexpr uint64_t kSizes[] = {uint64_t{1} << 10, uint64_t{16} << 10, uint64_t{64} << 10,
-                               uint64_t{1} << 20, uint64_t{8} << 20, uint64_t{64} << 20};
+                               uint64_t{1} << 20, uint64_t{8} << 20,  uint64_t{64} << 20};
 constexpr uint64_t kWideCheckBytes = uint64_t{256} << 20;
 
 int createDirs(const std::string& dir) {
@@ -61,11 +62,16 @@ int createDirs(const std::string& dir) {
 }  // namespace
 
 bool parseTuneMode(const std::string& text, TuneMode* out) {
-  if (text.empty() || text == "auto") *out = TuneMode::kAuto;
-  else if (text == "cached") *out = TuneMode::kCached;
-  else if (text == "off") *out = TuneMode::kOff;
-  else if (text == "refresh") *out = TuneMode::kRefresh;
-  else return false;
+  if (text.empty() || text == "auto")
+    *out = TuneMode::kAuto;
+  else if (text == "cached")
+    *out = TuneMode::kCached;
+  else if (text == "off")
+    *out = TuneMode::kOff;
+  else if (text == "refresh")
+    *out = TuneMode::kRefresh;
+  else
+    return false;
   return true;
 }
 
@@ -80,18 +86,21 @@ const char* tuneModeName(TuneMode m) {
 }
 
 std::string CalibrationKey::text() const {
-  return fmt::format("backend={};gpu={};driver={};library={};partitions={};gpus={};nodes={};"
-                     "ranks={};units={};limits={:016x}",
-                     backend, gpuModel, driver, library, partitionsPerGpu, gpus, nodes, nranks,
-                     computeUnits, limitsHash);
+  return fmt::format(
+      "backend={};gpu={};driver={};library={};partitions={};gpus={};nodes={};"
+      "ranks={};units={};limits={:016x}",
+      backend, gpuModel, driver, library, partitionsPerGpu, gpus, nodes, nranks, computeUnits,
+      limitsHash);
 }
 
 std::string CalibrationKey::fileName() const {
   std::string model;
   for (char c : gpuModel.empty() ? backend : gpuModel) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (ok) model += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    else if (!model.empty() && model.back() != '-') model += '-';
+    if (ok)
+      model += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    else if (!model.empty() && model.back() != '-')
+      model += '-';
   }
   while (!model.empty() && model.back() == '-') model.pop_back();
   if (model.size() > 40) model.resize(40);
@@ -117,8 +126,9 @@ std::vector<CalibrationPoint> calibrationPoints(const Topology& topo, const Mode
   if (n < 2) return out;
   const bool mappable = topo.nnodes == 1 && n <= kSymmetricMaxRanks;
   for (CollKind coll : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather}) {
-    const uint64_t minBytes = coll == CollKind::kAllReduce ? limits.elemBytes
-                                                           : limits.elemBytes * static_cast<uint64_t>(n);
+    const uint64_t minBytes = coll == CollKind::kAllReduce
+                                  ? limits.elemBytes
+                                  : limits.elemBytes * static_cast<uint64_t>(n);
     auto add = [&](Algo algo, bool pinned, Protocol protocol, bool (*keep)(uint64_t, uint64_t)) {
       uint64_t last = 0;
       for (uint64_t b : sizes) {
@@ -156,12 +166,13 @@ uint64_t calibrationBufferBytes(const std::vector<CalibrationPoint>& points) {
   return most;
 }
 
-sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits, const TunerProfile& start,
-                           const std::vector<CalibrationPoint>& points,
+sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits,
+                           const TunerProfile& start, const std::vector<CalibrationPoint>& points,
                            const std::vector<double>& timesUs, double copyGBps,
                            const CalibrationKey& key, TunerProfile* out) {
   if (points.size() != timesUs.size())
-    return fail(sscInternalError, "calibration: {} points but {} times", points.size(), timesUs.size());
+    return fail(sscInternalError, "calibration: {} points but {} times", points.size(),
+                timesUs.size());
   std::vector<Measurement> data;
   for (size_t i = 0; i < points.size(); ++i) {
     if (!(timesUs[i] > 0)) continue;
@@ -201,10 +212,11 @@ sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits, cons
   // Only what every rank shares goes into the profile (the ranks compare its fingerprint): the
   // key, which could differ in a rank's own fields, is kept beside it in the cache file.
   p.gpuModel = topo.gpus.empty() ? key.gpuModel : topo.gpus.front().model;
-  p.source = fmt::format("Measured on this machine: {} timed collectives (every algorithm and "
-                         "protocol from {} B to {} B, each point the slowest rank's), fitted by "
-                         "the cost model's least squares",
-                         data.size(), smallest, largest);
+  p.source = fmt::format(
+      "Measured on this machine: {} timed collectives (every algorithm and "
+      "protocol from {} B to {} B, each point the slowest rank's), fitted by "
+      "the cost model's least squares",
+      data.size(), smallest, largest);
   p.variants = {v};
   const ErrorStats err = modelError(Tuner(topo, p, limits), data);
   p.source += fmt::format("; model error median {:.1f} %, worst {:.1f} % ({})", 100 * err.median,
@@ -260,8 +272,10 @@ bool readCalibration(const std::string& dir, const CalibrationKey& key, TunerPro
     return false;
   }
   if (!j.contains("key") || !j["key"].is_string() || j["key"].get<std::string>() != key.text()) {
-    *why = fmt::format("{}: written for another machine or configuration (its key '{}', this "
-                       "one '{}')", path, j.value("key", std::string("?")), key.text());
+    *why = fmt::format(
+        "{}: written for another machine or configuration (its key '{}', this "
+        "one '{}')",
+        path, j.value("key", std::string("?")), key.text());
     return false;
   }
   if (!j.contains("profile") || !j["profile"].is_object()) {
@@ -281,14 +295,16 @@ bool readCalibration(const std::string& dir, const CalibrationKey& key, TunerPro
 sscResult_t writeCalibration(const std::string& dir, const CalibrationKey& key,
                              const TunerProfile& profile) {
   if (dir.empty())
-    return fail(sscSystemError, "calibration cache: no directory (set STARSCREAM_TUNE_CACHE, "
+    return fail(sscSystemError,
+                "calibration cache: no directory (set STARSCREAM_TUNE_CACHE, "
                 "XDG_CACHE_HOME or HOME)");
   if (const int e = createDirs(dir); e != 0)
     return fail(sscSystemError, "calibration cache {}: cannot create the directory: {}", dir,
                 std::strerror(e));
   static std::atomic<uint64_t> serial{0};
   const std::string path = dir + "/" + key.fileName();
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
+  const std::string tmp =
+      fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
   const std::string text = calibrationJson(key, profile);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return fail(sscSystemError, "calibration cache {}: {}", tmp, std::strerror(errno));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Self-calibration: what a communicator measures when its machine has no calibration yet, how the
 // measurements become a profile, and where that profile is kept between runs.
 //
@@ -31,16 +32,16 @@ const char* tuneModeName(TuneMode m);
 // What a calibration depends on. Two runs with equal keys may share a calibration; anything that
 // changes a measured rate is in it (the SMs a rank may use, under MPS, change with the cap).
 struct CalibrationKey {
-  std::string backend;     // "gpu", "host"
-  std::string gpuModel;    // the runtime's device name
-  std::string driver;      // the driver's version as the runtime reports it
-  std::string library;     // library version and cost-model revision: a new model refits
+  std::string backend;   // "gpu", "host"
+  std::string gpuModel;  // the runtime's device name
+  std::string driver;    // the driver's version as the runtime reports it
+  std::string library;   // library version and cost-model revision: a new model refits
   int partitionsPerGpu = 0;
-  int gpus = 0;            // GPUs of the communicator
+  int gpus = 0;  // GPUs of the communicator
   int nodes = 0;
   int nranks = 0;
-  int computeUnits = 0;    // SMs / CUs this rank may use
-  uint64_t limitsHash = 0; // the executor's limits the model was fitted with (ModelLimits)
+  int computeUnits = 0;     // SMs / CUs this rank may use
+  uint64_t limitsHash = 0;  // the executor's limits the model was fitted with (ModelLimits)
 
   std::string text() const;      // one line, every field: stored in the file and compared
   std::string fileName() const;  // "<model>-<parts>p-<hash>.json", safe as a file name
@@ -75,8 +76,8 @@ uint64_t calibrationBufferBytes(const std::vector<CalibrationPoint>& points);
 // Fits a profile to the sweep's times (`timesUs[i]` for points[i]; <= 0: not measured) and the
 // measured copy rate (GB/s a rank copies while every rank copies; 0: keep start's). `start`
 // supplies what the data cannot determine. The result has one variant, for this partitioning.
-sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits, const TunerProfile& start,
-                           const std::vector<CalibrationPoint>& points,
+sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits,
+                           const TunerProfile& start, const std::vector<CalibrationPoint>& points,
                            const std::vector<double>& timesUs, double copyGBps,
                            const CalibrationKey& key, TunerProfile* out);
 

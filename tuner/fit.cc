@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tuner/fit.h"
 
 #include <algorithm>
@@ -17,7 +18,7 @@ namespace ssc {
 namespace {
 
 constexpr int kIterations = 12;
-constexpr double kTolerance = 0.3;     // relative error a point may keep without more weight
+constexpr double kTolerance = 0.3;  // relative error a point may keep without more weight
 constexpr double kMaxEmphasis = 30;
 constexpr double kMaxFitBandwidthGBps = 1e5;  // a bandwidth the data cannot see: effectively free
 
@@ -64,7 +65,7 @@ std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::v
         n[p][k] += ap * y[i];
       }
     for (size_t p = 0; p < k; ++p) n[p][p] += 1e-12;  // columns the data never exercises
-    for (size_t p = 0; p < k; ++p) {  // Gaussian elimination with partial pivoting
+    for (size_t p = 0; p < k; ++p) {                  // Gaussian elimination with partial pivoting
       size_t piv = p;
       for (size_t q = p + 1; q < k; ++q)
         if (std::fabs(n[q][p]) > std::fabs(n[piv][p])) piv = q;
@@ -135,7 +136,8 @@ namespace {
 // Columns: launch, each protocol's launch extra, then per (tier, protocol) pair its latency,
 // 1 / bandwidth and 1 / store bandwidth.
 constexpr int kPairs = kNumTiers * kNumProtocols;
-constexpr int kLat = 1 + kNumProtocols, kBw = kLat + kPairs, kStore = kBw + kPairs, kCols = kStore + kPairs;
+constexpr int kLat = 1 + kNumProtocols, kBw = kLat + kPairs, kStore = kBw + kPairs,
+              kCols = kStore + kPairs;
 
 // The largest all-gather the wide grid keeps (ProfileVariant::wideGridMaxBytes), from the pinned
 // rows of both grids: from the largest size down, while the bulk grid was faster, the wide grid
@@ -223,7 +225,8 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
       double r = -ys[k];
       for (size_t c = 0; c < x.size(); ++c) r += rows[k][c] * x[c];
       const double rel = std::fabs(r) / emphasis[index[k]];  // rows carry the emphasis
-      emphasis[index[k]] = std::min(kMaxEmphasis, emphasis[index[k]] * std::max(1.0, rel / kTolerance));
+      emphasis[index[k]] =
+          std::min(kMaxEmphasis, emphasis[index[k]] * std::max(1.0, rel / kTolerance));
     }
     // Every call pays the launch and exactly one protocol's extra, so only their sums are
     // determined: the launch takes the least extra of the protocols seen, which leaves the
@@ -245,15 +248,19 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
         everUsed[j] = true;
         AlphaBeta& ab = v.tiers[t][p];
         ab.latencyUs = x[kLat + j];
-        const auto rate = [](double g) { return g > 1 / kMaxFitBandwidthGBps ? 1 / g : kMaxFitBandwidthGBps; };
+        const auto rate = [](double g) {
+          return g > 1 / kMaxFitBandwidthGBps ? 1 / g : kMaxFitBandwidthGBps;
+        };
         if (stored[j]) {
           everStored[j] = true;
           ab.storeBandwidthGBps = rate(x[kStore + j]);
         }
         // A pair the data only stores with (the wide grid: all-gather's push) takes its store
         // figure as its load figure too, so that it counts as given.
-        if (loaded[j] || !stored[j]) ab.bandwidthGBps = rate(x[kBw + j]);
-        else ab.bandwidthGBps = ab.storeBandwidthGBps;
+        if (loaded[j] || !stored[j])
+          ab.bandwidthGBps = rate(x[kBw + j]);
+        else
+          ab.bandwidthGBps = ab.storeBandwidthGBps;
       }
     // A round's new figures can move critical paths so that the next linear fit starts from a
     // worse place (at K = 8 the rounds can drift away): keep the round whose own prediction has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Calibration: fits a profile variant's parameters to measured call times. The model's prediction
 // is linear in (launch, latency, 1 / bandwidth) of each tier and protocol once the critical channel
 // is fixed (model.h, Features), so the fit is a non-negative least-squares in relative error,
@@ -28,7 +29,7 @@ struct ErrorStats {
   double median = 0;  // of |model - measured| / measured
   double worst = 0;
   size_t points = 0;
-  std::string worstWhat;  // "allreduce ring 8 B: model 12.0 us, measured 95.0 us"
+  std::string worstWhat;          // "allreduce ring 8 B: model 12.0 us, measured 95.0 us"
   std::vector<std::string> rows;  // one "coll algo bytes model measured error" line per point
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tuner/model.h"
 
 #include <algorithm>
@@ -103,18 +104,21 @@ Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
   variant_ = &profile_.variantFor(topo_.maxPartitions());
   // What the profile leaves out comes from the topology's links (see defaultProfile).
   const TunerProfile fallback = defaultProfile(topo_);
-  constexpr int kZc = static_cast<int>(Protocol::kZeroCopy), kWide = static_cast<int>(Protocol::kZeroCopyWide);
+  constexpr int kZc = static_cast<int>(Protocol::kZeroCopy),
+                kWide = static_cast<int>(Protocol::kZeroCopyWide);
   // Without a measured FIFO figure the link's is the rate of a kernel that streams on every
   // compute unit the rank has; the FIFO kernel runs channels x blocks-per-channel blocks, so it
   // keeps only that share of them busy (memory bandwidth grows with the units issuing loads and
   // stores until the memory saturates). Zero-copy kernels run a block per unit.
   int units = 0;
   for (const GpuInfo& gpu : topo_.gpus)
-    if (gpu.computeUnits > 0) units = units == 0 ? gpu.computeUnits : std::min(units, gpu.computeUnits);
-  const double fifoBlocks = static_cast<double>(std::max(limits_.channels, 1)) *
-                            std::max(limits_.blocksPerChannel, 1);
-  const double fifoShare =
-      limits_.oneMemory || units <= 0 ? 1.0 : std::min(1.0, fifoBlocks / static_cast<double>(units));
+    if (gpu.computeUnits > 0)
+      units = units == 0 ? gpu.computeUnits : std::min(units, gpu.computeUnits);
+  const double fifoBlocks =
+      static_cast<double>(std::max(limits_.channels, 1)) * std::max(limits_.blocksPerChannel, 1);
+  const double fifoShare = limits_.oneMemory || units <= 0
+                               ? 1.0
+                               : std::min(1.0, fifoBlocks / static_cast<double>(units));
   for (int t = 0; t < kNumTiers; ++t)
     for (int p = 0; p < kNumProtocols; ++p) {
       AlphaBeta ab = variant_->tiers[t][p];
@@ -133,8 +137,8 @@ Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
       if (ab.storeBandwidthGBps <= 0) ab.storeBandwidthGBps = ab.bandwidthGBps;
       params_[t][p] = ab;
     }
-  copyGBps_ = variant_->copyGBps > 0 ? variant_->copyGBps
-                                     : std::max(1.0, topo_.intraGpu.bandwidthGBps);
+  copyGBps_ =
+      variant_->copyGBps > 0 ? variant_->copyGBps : std::max(1.0, topo_.intraGpu.bandwidthGBps);
   limits_.elemBytes = std::max<size_t>(limits_.elemBytes, 1);
   limits_.channels = std::max(limits_.channels, 1);
 }
@@ -227,8 +231,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
     return e;
   }
   const bool sym = algo == Algo::kSymmetric;
-  const bool llFits = sym && coll == CollKind::kAllReduce && limits_.llMaxBytes > 0 &&
-                      bytes <= limits_.llMaxBytes;
+  const bool llFits =
+      sym && coll == CollKind::kAllReduce && limits_.llMaxBytes > 0 && bytes <= limits_.llMaxBytes;
   // All-gather's zero-copy push runs on either grid (RankPlan::wideGrid): the faster one.
   if (sym && coll == CollKind::kAllGather && as == nullptr) {
     const Protocol bulk = Protocol::kZeroCopy, wide = Protocol::kZeroCopyWide;
@@ -251,8 +255,10 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
     }
     if (*as == Protocol::kZeroCopyWide && variant_->wideGridMaxBytes > 0 &&
         static_cast<double>(bytes) > variant_->wideGridMaxBytes) {
-      e.why = fmt::format("the wide grid was measured slower than the bulk grid above {} bytes "
-                          "(the profile's wide_grid_max_bytes)", variant_->wideGridMaxBytes);
+      e.why = fmt::format(
+          "the wide grid was measured slower than the bulk grid above {} bytes "
+          "(the profile's wide_grid_max_bytes)",
+          variant_->wideGridMaxBytes);
       return e;
     }
   }
@@ -277,7 +283,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
       one ? std::array<double, kNumTiers>{1, 1, 1} : sharing(coll, algo);
   const int widest = one ? 0 : tierIndex(widestTier(topo_));
   const uint64_t pipe = limits_.pipelineBytes > 0 ? limits_.pipelineBytes
-                                                 : std::max<uint64_t>(1, limits_.chunkBytes / 4);
+                                                  : std::max<uint64_t>(1, limits_.chunkBytes / 4);
   const bool fifo = e.protocol == Protocol::kFifo;
   const int blocks = one ? 1 : limits_.blocksPerChannel;
   std::vector<RankPlan> plans(static_cast<size_t>(n));
@@ -356,7 +362,7 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             progress = true;
             continue;
           }
-          Features f;  // this step's own cost
+          Features f;                // this step's own cost
           bool slotLatency = false;  // f's latency is one per slot (a send within the GPU)
           const double b = static_cast<double>(s.count) * static_cast<double>(limits_.elemBytes);
           switch (s.op) {
@@ -376,11 +382,15 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
               const bool reduces = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast;
               // A swap (in-place all-to-all) loads and stores half of each pair's block.
               const bool swaps = s.op == StepOp::kPeerSwap;
-              const double loads = swaps ? 0.5 : s.op == StepOp::kPeerPush ? 0 : reduces && s.recvPeer >= 0 ? share : 1;
+              const double loads = swaps                        ? 0.5
+                                   : s.op == StepOp::kPeerPush  ? 0
+                                   : reduces && s.recvPeer >= 0 ? share
+                                                                : 1;
               const double stores = swaps ? 0.5
-                                    : s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush ? 1
-                                    : s.op == StepOp::kPeerReduce && s.sendPeer >= 0     ? share
-                                                                                         : 0;
+                                    : s.op == StepOp::kPeerReduceBcast || s.op == StepOp::kPeerPush
+                                        ? 1
+                                    : s.op == StepOp::kPeerReduce && s.sendPeer >= 0 ? share
+                                                                                     : 0;
               // Loads and stores move at their own rates (AlphaBeta::storeBandwidthGBps).
               f.latency[widest][proto] += 1;
               f.copyBytes += s.op == StepOp::kPeerGather || swaps ? b * n : b;
@@ -394,7 +404,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
             }
             default: {
               if (s.sendPeer < 0 || s.sendPeer == r) {
-                addLocal(&f, b, proto, pipe, blocks);  // a receive: the data is here, the step copies it out
+                addLocal(&f, b, proto, pipe,
+                         blocks);  // a receive: the data is here, the step copies it out
                 break;
               }
               const int t = one ? 0 : tierIndex(topo_.tierBetween(r, s.sendPeer));
@@ -457,7 +468,8 @@ Estimate Tuner::estimate(CollKind coll, uint64_t bytes, Algo algo, bool symmetri
   // cut): each more pays the launch, the kernel's extra and its two barriers and step.
   double launches = 1;
   if (e.protocol == Protocol::kZeroCopyWide && limits_.pushLaunchBytes > 0 && !one)
-    launches = std::max(1.0, std::ceil(static_cast<double>(bytes) / static_cast<double>(limits_.pushLaunchBytes)));
+    launches = std::max(
+        1.0, std::ceil(static_cast<double>(bytes) / static_cast<double>(limits_.pushLaunchBytes)));
   e.features.launches = launches;
   // The kernel's extra: every algorithm but the symmetric one runs the FIFO plan kernel, whatever
   // protocol its steps are costed with (`as`: the NCCL plugin's LL ring).
@@ -484,7 +496,8 @@ std::string Tuner::boundBy(const Features& f) const {
   consider(f.copyBytes / copyGBps_ * 1e-3, "copy");
   for (int t = 0; t < kNumTiers; ++t)
     for (int p = 0; p < kNumProtocols; ++p) {
-      const std::string pair = fmt::format("{} {}", kTierNames[t], protocolName(static_cast<Protocol>(p)));
+      const std::string pair =
+          fmt::format("{} {}", kTierNames[t], protocolName(static_cast<Protocol>(p)));
       consider(f.latency[t][p] * params_[t][p].latencyUs, pair + " latency");
       consider(f.bytes[t][p] / params_[t][p].bandwidthGBps * 1e-3 +
                    f.storeBytes[t][p] / params_[t][p].storeBandwidthGBps * 1e-3,
@@ -513,7 +526,7 @@ Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) c
   double bestUs = 0;
   if (only != Algo::kAuto) {
     const Estimate e = estimate(coll, rep, only, symmetric);
-    best = {only, e.valid ? e.protocol
+    best = {only, e.valid                    ? e.protocol
                   : only == Algo::kSymmetric ? Protocol::kZeroCopy
                                              : Protocol::kFifo};
   }
@@ -525,13 +538,14 @@ Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) c
     const Estimate e = estimate(coll, rep, Algo::kSymmetric, true);
     if (e.valid) best = {Algo::kSymmetric, e.protocol};
   }
-  for (const Estimate& e : best.algo != Algo::kAuto ? std::vector<Estimate>{}
-                                                    : estimateAll(coll, rep, symmetric))
+  for (const Estimate& e :
+       best.algo != Algo::kAuto ? std::vector<Estimate>{} : estimateAll(coll, rep, symmetric))
     if (e.valid && (best.algo == Algo::kAuto || e.timeUs < bestUs)) {
       best = {e.algo, e.protocol};
       bestUs = e.timeUs;
     }
-  if (best.algo == Algo::kAuto) best = {Algo::kRing, Protocol::kFifo};  // nothing valid: the builder reports why
+  if (best.algo == Algo::kAuto)
+    best = {Algo::kRing, Protocol::kFifo};  // nothing valid: the builder reports why
   std::lock_guard<std::mutex> g(mu_);
   if (choices_.size() > 4096) choices_.clear();
   choices_.emplace(key, best);
@@ -540,9 +554,8 @@ Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) c
 
 uint64_t Tuner::fingerprint() const {
   return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
-                           topo_.nranks(), limits_.chunkBytes, limits_.channels,
-                           limits_.llMaxBytes, limits_.elemBytes, limits_.blocksPerChannel,
-                           limits_.pushLaunchBytes));
+                           topo_.nranks(), limits_.chunkBytes, limits_.channels, limits_.llMaxBytes,
+                           limits_.elemBytes, limits_.blocksPerChannel, limits_.pushLaunchBytes));
 }
 
 }  // namespace ssc

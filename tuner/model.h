@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cost model: the predicted time of a call is the launch overhead plus, along the busiest
 // channel of the slowest rank, the sum over the plan's steps of (latency + bytes / bandwidth) of
 // the tier and protocol each step uses. Step counts and bytes come from the plan the algorithm
@@ -59,10 +60,9 @@ struct ModelLimits {
 // then the time grows with the bytes once steps hold whole slots.
 double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks);
 
-// A prediction is linear in the profile's parameters: launches * launch + sum calls[p] * launch extra[p] +
-// sum latency[t][p] * alpha[t][p] +
-// sum bytes[t][p] / beta[t][p] + sum storeBytes[t][p] / store beta[t][p] + copyBytes / copy.
-// starscream-tune fits the parameters on them.
+// A prediction is linear in the profile's parameters: launches * launch + sum calls[p] * launch
+// extra[p] + sum latency[t][p] * alpha[t][p] + sum bytes[t][p] / beta[t][p] + sum storeBytes[t][p]
+// / store beta[t][p] + copyBytes / copy. starscream-tune fits the parameters on them.
 struct Features {
   double latency[kNumTiers][kNumProtocols] = {};     // steps paying the (tier, protocol) latency
   double bytes[kNumTiers][kNumProtocols] = {};       // bytes at the (tier, protocol) bandwidth
@@ -133,7 +133,8 @@ class Tuner {
   std::array<std::array<AlphaBeta, kNumProtocols>, kNumTiers> params_{};  // resolved, all > 0
   double copyGBps_ = 0;
   mutable std::mutex mu_;
-  mutable std::map<std::tuple<int, bool, int, int>, Choice> choices_;  // (coll, symmetric, class, only)
+  mutable std::map<std::tuple<int, bool, int, int>, Choice>
+      choices_;  // (coll, symmetric, class, only)
   // Connections sharing one physical link, per (coll, algo) and tier: see sharing().
   mutable std::map<std::pair<int, int>, std::array<double, kNumTiers>> sharing_;
 

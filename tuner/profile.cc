@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tuner profiles: reading, writing and choosing one. Profiles are written by hand (projections)
 // or by starscream-tune; every rejection names the file, the field and the line, because the
 // person reading the message is the one who typed the mistake.
@@ -46,8 +47,8 @@ struct Ctx {
     return 1 + std::count(text.begin(), text.begin() + at, '\n');
   }
   template <class... Args>
-  sscResult_t bad(const std::string& path, const std::string& key,
-                  fmt::format_string<Args...> what, Args&&... args) const {
+  sscResult_t bad(const std::string& path, const std::string& key, fmt::format_string<Args...> what,
+                  Args&&... args) const {
     const size_t line = lineOf(key);
     const std::string where = line == 0 ? origin : fmt::format("{}:{}", origin, line);
     return fail(sscInvalidArgument, "tuner profile {}: field '{}': {}", where, path,
@@ -63,7 +64,8 @@ sscResult_t parseJsonText(const Ctx& c, Json* out) {
     const size_t line = 1 + std::count(c.text.begin(), c.text.begin() + at, '\n');
     std::string what = e.what();
     if (auto pos = what.find("column "); pos != std::string::npos)
-      if (auto colon = what.find(": ", pos); colon != std::string::npos) what = what.substr(colon + 2);
+      if (auto colon = what.find(": ", pos); colon != std::string::npos)
+        what = what.substr(colon + 2);
     return fail(sscInvalidArgument, "tuner profile {}:{}: invalid JSON: {}", c.origin, line, what);
   } catch (const std::exception& e) {
     return fail(sscInvalidArgument, "tuner profile {}: invalid JSON: {}", c.origin, e.what());
@@ -81,8 +83,8 @@ sscResult_t onlyKeys(const Ctx& c, const Json& obj, const std::string& path,
     if (!ok) {
       std::string names;
       for (const char* a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
-      return c.bad(path.empty() ? k : path + "." + k, k, "unknown field (accepted: {}, source, note)",
-                   names);
+      return c.bad(path.empty() ? k : path + "." + k, k,
+                   "unknown field (accepted: {}, source, note)", names);
     }
     if ((k == "source" || k == "note") && !it.value().is_string())
       return c.bad(path.empty() ? k : path + "." + k, k, "must be a string");
@@ -110,10 +112,12 @@ sscResult_t getNumber(const Ctx& c, const Json& obj, const std::string& path, co
   return sscSuccess;
 }
 
-sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, ProfileVariant* out) {
+sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path,
+                         ProfileVariant* out) {
   if (!v.is_object()) return c.bad(path, "variants", "must be an object");
-  SSC_CHECK(onlyKeys(c, v, path, {"partitions_per_gpu", "launch_us", "launch_extra_us", "copy_gbps", "cache_mb",
-                                   "wide_grid_max_bytes", "tiers"}));
+  SSC_CHECK(onlyKeys(c, v, path,
+                     {"partitions_per_gpu", "launch_us", "launch_extra_us", "copy_gbps", "cache_mb",
+                      "wide_grid_max_bytes", "tiers"}));
   double parts = 0;
   SSC_CHECK(getNumber(c, v, path, "partitions_per_gpu", 0, kMaxPartitions, false, &parts));
   if (parts != std::floor(parts))
@@ -125,13 +129,16 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
     if (!extra->is_object()) return c.bad(epath, "launch_extra_us", "must be an object");
     SSC_CHECK(onlyKeys(c, *extra, epath, kProtoKeys));
     for (int p = 0; p < kNumProtocols; ++p)
-      SSC_CHECK(getNumber(c, *extra, epath, kProtoKeys[p], 0, kMaxLatencyUs, false, &out->launchExtraUs[p]));
+      SSC_CHECK(getNumber(c, *extra, epath, kProtoKeys[p], 0, kMaxLatencyUs, false,
+                          &out->launchExtraUs[p]));
   }
   SSC_CHECK(getNumber(c, v, path, "copy_gbps", 0, kMaxBandwidthGBps, false, &out->copyGBps));
   SSC_CHECK(getNumber(c, v, path, "cache_mb", 0, kMaxCacheMB, false, &out->cacheMB));
-  SSC_CHECK(getNumber(c, v, path, "wide_grid_max_bytes", 0, kMaxBytes, false, &out->wideGridMaxBytes));
+  SSC_CHECK(
+      getNumber(c, v, path, "wide_grid_max_bytes", 0, kMaxBytes, false, &out->wideGridMaxBytes));
   auto tiers = v.find("tiers");
-  if (tiers == v.end()) return c.bad(path + ".tiers", "launch_us", "missing (an object of usr, xgmi, net)");
+  if (tiers == v.end())
+    return c.bad(path + ".tiers", "launch_us", "missing (an object of usr, xgmi, net)");
   if (!tiers->is_object()) return c.bad(path + ".tiers", "tiers", "must be an object");
   SSC_CHECK(onlyKeys(c, *tiers, path + ".tiers", {"usr", "xgmi", "net"}));
   for (int t = 0; t < kNumTiers; ++t) {
@@ -145,7 +152,8 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
       if (proto == tier->end()) continue;
       const std::string ppath = tpath + "." + kProtoKeys[p];
       if (!proto->is_object()) return c.bad(ppath, kProtoKeys[p], "must be an object");
-      SSC_CHECK(onlyKeys(c, *proto, ppath, {"latency_us", "bandwidth_gbps", "store_bandwidth_gbps"}));
+      SSC_CHECK(
+          onlyKeys(c, *proto, ppath, {"latency_us", "bandwidth_gbps", "store_bandwidth_gbps"}));
       AlphaBeta& ab = out->tiers[t][p];
       SSC_CHECK(getNumber(c, *proto, ppath, "latency_us", 0, kMaxLatencyUs, true, &ab.latencyUs));
       SSC_CHECK(getNumber(c, *proto, ppath, "bandwidth_gbps", 1e-3, kMaxBandwidthGBps, true,
@@ -160,7 +168,8 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path, P
 sscResult_t readProfileText(const std::string& path, std::string* text) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    return fail(sscInvalidArgument, "tuner profile {}: cannot open: {}", path, std::strerror(errno));
+    return fail(sscInvalidArgument, "tuner profile {}: cannot open: {}", path,
+                std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -206,9 +215,10 @@ TunerProfile defaultProfile(const Topology& topo) {
   p.name = "default (topology links)";
   p.origin = "built-in";
   p.gpuModel = topo.gpus.empty() ? "" : topo.gpus.front().model;
-  p.source = "the topology's link figures (LinkSpec); LL at a quarter of the link bandwidth; "
-             "FIFO at the link's figure times the FIFO kernel's share of the compute units "
-             "(resolved by the Tuner, which knows the kernel's blocks)";
+  p.source =
+      "the topology's link figures (LinkSpec); LL at a quarter of the link bandwidth; "
+      "FIFO at the link's figure times the FIFO kernel's share of the compute units "
+      "(resolved by the Tuner, which knows the kernel's blocks)";
   ProfileVariant v;
   for (int t = 0; t < kNumTiers; ++t) {
     const LinkSpec& l = topo.link(static_cast<LinkTier>(t));
@@ -227,8 +237,9 @@ TunerProfile hostProfile() {
   TunerProfile p;
   p.name = "host";
   p.origin = "built-in";
-  p.source = "estimate: one RAM; a FIFO step copies into the slot and the model adds the "
-             "receiver's copy out of it at the copy rate, a zero-copy step copies once";
+  p.source =
+      "estimate: one RAM; a FIFO step copies into the slot and the model adds the "
+      "receiver's copy out of it at the copy rate, a zero-copy step copies once";
   ProfileVariant v;
   v.launchUs = 2;
   v.copyGBps = kCopyGBps;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A tuner profile: the cost model's parameters for one kind of machine, per tier and protocol.
 // Profiles are JSON files (docs/tuner.md, tuner/profiles/); a measured one is written by
 // starscream-tune, a projected one by hand from published link figures. Every number says where it
@@ -20,12 +21,13 @@ namespace ssc {
 // one large block per SM). kZeroCopyWide: the same stores of all-gather's push, from several
 // small blocks per SM (RankPlan::wideGrid): more requests in flight for a size that leaves the
 // bulk grid idle, more scheduling where one block per SM streams already (which wins depends on
-// the size and the device: calibration times both). Staged calls (plain buffers through the staging buffers) are
-// zero-copy plus two local copies.
+// the size and the device: calibration times both). Staged calls (plain buffers through the staging
+// buffers) are zero-copy plus two local copies.
 enum class Protocol : uint8_t { kFifo = 0, kLL = 1, kZeroCopy = 2, kZeroCopyWide = 3 };
 inline constexpr int kNumProtocols = 4;
 inline constexpr int kNumTiers = 3;
-const char* protocolName(Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_wide" (the profile's keys)
+const char* protocolName(
+    Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_wide" (the profile's keys)
 
 // One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps;
 // bytes a zero-copy step stores into peers' memory move at storeBandwidthGBps. Hopper GPUs store
@@ -55,7 +57,7 @@ struct ProfileVariant {
   // grid up to some size and lose beyond it, which no (latency, bandwidth) pair can follow;
   // starscream-tune and the calibration set it from the sweep's two grids.
   double wideGridMaxBytes = 0;
-  double copyGBps = 0;       // local copy/reduce steps and staging copies; 0: from the USR tier
+  double copyGBps = 0;  // local copy/reduce steps and staging copies; 0: from the USR tier
   // The GPU's last-level cache: a one-rank call (one copy) whose input and output fit in it
   // costs its launch only (the data stays in the cache across back-to-back calls). 0: none.
   double cacheMB = 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tuner/select.h"
 
 #include <iterator>
@@ -21,27 +22,34 @@ std::string lower(std::string s) {
 
 bool parseAlgoName(const std::string& raw, Algo* out) {
   std::string name = lower(raw);
-  if (name == "ring" || name == "flat_ring" || name == "flat") *out = Algo::kRing;
-  else if (name == "bidir_ring" || name == "bidir") *out = Algo::kBidirRing;
-  else if (name == "direct") *out = Algo::kDirect;
-  else if (name == "hierarchical" || name == "hier") *out = Algo::kHierarchical;
-  else if (name == "symmetric" || name == "zero_copy") *out = Algo::kSymmetric;
-  else if (name == "auto" || name.empty()) *out = Algo::kAuto;
-  else return false;
+  if (name == "ring" || name == "flat_ring" || name == "flat")
+    *out = Algo::kRing;
+  else if (name == "bidir_ring" || name == "bidir")
+    *out = Algo::kBidirRing;
+  else if (name == "direct")
+    *out = Algo::kDirect;
+  else if (name == "hierarchical" || name == "hier")
+    *out = Algo::kHierarchical;
+  else if (name == "symmetric" || name == "zero_copy")
+    *out = Algo::kSymmetric;
+  else if (name == "auto" || name.empty())
+    *out = Algo::kAuto;
+  else
+    return false;
   return true;
 }
 
 namespace {
 
-constexpr CollKind kAllColls[] = {CollKind::kAllReduce, CollKind::kReduceScatter,
-                                  CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduce,
-                                  CollKind::kAllToAll,  CollKind::kSendRecv};
+constexpr CollKind kAllColls[] = {
+    CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather, CollKind::kBroadcast,
+    CollKind::kReduce,    CollKind::kAllToAll,      CollKind::kSendRecv};
 
 // A parsed STARSCREAM_ALGO: the global choice and one per collective (kAuto: none).
 struct AlgoSpec {
   Algo global = Algo::kAuto;
   Algo per[std::size(kAllColls)] = {Algo::kAuto, Algo::kAuto, Algo::kAuto, Algo::kAuto,
-                                     Algo::kAuto, Algo::kAuto, Algo::kAuto};
+                                    Algo::kAuto, Algo::kAuto, Algo::kAuto};
   std::string error;  // "" or what checkAlgoSpec reports
 };
 
@@ -55,9 +63,10 @@ AlgoSpec parseSpec(const std::string& spec) {
     Algo a;
     if (!parseAlgoName(name, &a) || (name.empty() && eq != std::string::npos)) {
       if (out.error.empty())
-        out.error = fmt::format("'{}' is not an algorithm (accepted: {}; or per collective "
-                                "COLL=ALGO,... e.g. allreduce=hierarchical,allgather=ring)",
-                                name, kAlgoNameList);
+        out.error = fmt::format(
+            "'{}' is not an algorithm (accepted: {}; or per collective "
+            "COLL=ALGO,... e.g. allreduce=hierarchical,allgather=ring)",
+            name, kAlgoNameList);
       continue;
     }
     if (eq == std::string::npos) {
@@ -99,9 +108,11 @@ sscResult_t parseForcedAlgos(const std::string& spec, ForcedAlgos* out) {
   *out = noForcedAlgos();
   if (spec.empty()) return sscSuccess;
   const AlgoSpec parsed = parseSpec(spec);
-  if (!parsed.error.empty()) return fail(sscInvalidArgument, "STARSCREAM_ALGO='{}': {}", spec, parsed.error);
+  if (!parsed.error.empty())
+    return fail(sscInvalidArgument, "STARSCREAM_ALGO='{}': {}", spec, parsed.error);
   for (size_t k = 0; k < std::size(kAllColls); ++k)
-    (*out)[static_cast<size_t>(kAllColls[k])] = parsed.per[k] != Algo::kAuto ? parsed.per[k] : parsed.global;
+    (*out)[static_cast<size_t>(kAllColls[k])] =
+        parsed.per[k] != Algo::kAuto ? parsed.per[k] : parsed.global;
   return sscSuccess;
 }
 
@@ -126,8 +137,9 @@ Choice selectCall(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmet
   if (coll == CollKind::kSendRecv) {
     c = {Algo::kDirect, Protocol::kFifo};
   } else if (coll == CollKind::kAllToAll) {
-    c = symmetric && algoSupports(topo, coll, Algo::kSymmetric) ? Choice{Algo::kSymmetric, Protocol::kZeroCopy}
-                                                                : Choice{Algo::kDirect, Protocol::kFifo};
+    c = symmetric && algoSupports(topo, coll, Algo::kSymmetric)
+            ? Choice{Algo::kSymmetric, Protocol::kZeroCopy}
+            : Choice{Algo::kDirect, Protocol::kFifo};
   } else {
     c = tuner.choose(coll, bytes, symmetric);
   }

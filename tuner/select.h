@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Algorithm selection for one call: the communicator's STARSCREAM_ALGO choice when it forces one,
 // else the cost model of the communicator's Tuner (tuner/model.h): the least predicted time.
 #pragma once

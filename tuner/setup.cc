@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tuner/setup.h"
 
 #include <vector>
@@ -25,9 +26,11 @@ sscResult_t createTuner(const Topology& topo, const ModelLimits& limits, int ran
   if (allGather) SSC_CHECK(allGather(prints.data(), sizeof(uint64_t)));
   for (int q = 0; q < nranks; ++q)
     if (prints[static_cast<size_t>(q)] != prints[static_cast<size_t>(rank)])
-      return fail(sscInvalidUsage, "tuner profile differs between rank {} and rank {} (set "
+      return fail(sscInvalidUsage,
+                  "tuner profile differs between rank {} and rank {} (set "
                   "STARSCREAM_TUNER_PROFILE alike on every rank): they would choose different "
-                  "algorithms", rank, q);
+                  "algorithms",
+                  rank, q);
   SSC_LOG(kInfo, "tuner: profile '{}' ({}), {} partitions per GPU", tuner->profile().name,
           tuner->profile().origin, topo.maxPartitions());
   *out = std::move(tuner);

@@ -1,5 +1,7 @@
-// A communicator's Tuner: built once at init from its topology, the profile (STARSCREAM_TUNER_PROFILE,
-// the shipped one for the GPU model, or the topology's links) and the backend's limits.
+// SPDX-License-Identifier: MIT
+// A communicator's Tuner: built once at init from its topology, the profile
+// (STARSCREAM_TUNER_PROFILE, the shipped one for the GPU model, or the topology's links) and the
+// backend's limits.
 #pragma once
 
 #include <cstddef>

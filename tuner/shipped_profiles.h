@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The profiles shipped in tuner/profiles/, compiled into the library (a generated file, see
 // tuner/CMakeLists.txt), so a default per machine needs no install path.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """One layer's decode step with Starscream's sharded KV cache, from PyTorch, checked against SDPA.
 
 K ranks (one per partition of a GPU, launched by mpirun) hold a KV cache sharded by sequence

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A small PyTorch-facing wrapper of Starscream's sharded KV cache and decode (starscream_ops.h).
 
 ctypes over libstarscream.so: tensors travel as their data_ptr(), work is queued on PyTorch's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Row-parallel linear layer on K partitions of one GPU with Starscream's fused GEMM +
 reduce-scatter, called from PyTorch tensors, checked against torch.matmul + a reduce-scatter
 done by torch.distributed, and timed. Launched by mpirun (one process per partition):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A small PyTorch front end of Starscream's fused GEMM-collectives (starscream_ops.h), through
 ctypes on libstarscream.so: no build step, tensors are passed by data_ptr() and the work is
 queued on torch's current CUDA stream.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Starscream: a partition-aware collective communication library for chiplet GPUs.
  *
@@ -42,29 +43,34 @@ extern "C" {
 
 /** Result codes. 0-7 have NCCL's values and meanings; sscTimeout is Starscream's own. */
 typedef enum {
-  sscSuccess = 0,            /* the call succeeded */
+  sscSuccess = 0,              /* the call succeeded */
   sscUnhandledDeviceError = 1, /* a HIP/CUDA runtime call failed */
-  sscSystemError = 2,        /* a system call failed (socket, shared memory, thread, ...) */
-  sscInternalError = 3,      /* a bug in Starscream */
-  sscInvalidArgument = 4,    /* a bad argument: null pointer, bad count, dtype, op, rank, ... */
-  sscInvalidUsage = 5,       /* a bad sequence of calls (group mismatch, use after destroy, ...) */
-  sscRemoteError = 6,        /* a peer failed or sent something unexpected */
-  sscInProgress = 7,         /* a non-blocking operation is still running */
-  sscTimeout = 8,            /* a wait passed STARSCREAM_TIMEOUT: a peer is missing or hung */
+  sscSystemError = 2,          /* a system call failed (socket, shared memory, thread, ...) */
+  sscInternalError = 3,        /* a bug in Starscream */
+  sscInvalidArgument = 4,      /* a bad argument: null pointer, bad count, dtype, op, rank, ... */
+  sscInvalidUsage = 5, /* a bad sequence of calls (group mismatch, use after destroy, ...) */
+  sscRemoteError = 6,  /* a peer failed or sent something unexpected */
+  sscInProgress = 7,   /* a non-blocking operation is still running */
+  sscTimeout = 8,      /* a wait passed STARSCREAM_TIMEOUT: a peer is missing or hung */
   sscNumResults = 9
 } sscResult_t;
 
 /** Element types. fp8 types follow the OCP FP8 spec (e4m3fn: no infinities; e5m2: IEEE-like). */
 typedef enum {
-  sscInt8 = 0, sscChar = 0,
+  sscInt8 = 0,
+  sscChar = 0,
   sscUint8 = 1,
-  sscInt32 = 2, sscInt = 2,
+  sscInt32 = 2,
+  sscInt = 2,
   sscUint32 = 3,
   sscInt64 = 4,
   sscUint64 = 5,
-  sscFloat16 = 6, sscHalf = 6,
-  sscFloat32 = 7, sscFloat = 7,
-  sscFloat64 = 8, sscDouble = 8,
+  sscFloat16 = 6,
+  sscHalf = 6,
+  sscFloat32 = 7,
+  sscFloat = 7,
+  sscFloat64 = 8,
+  sscDouble = 8,
   sscBfloat16 = 9,
   sscFloat8e4m3 = 10,
   sscFloat8e5m2 = 11,
@@ -90,7 +96,9 @@ typedef enum {
 
 #define SSC_UNIQUE_ID_BYTES 128
 /** Opaque bootstrap token: the root's address and a random cookie. Pass it to every rank. */
-typedef struct { char internal[SSC_UNIQUE_ID_BYTES]; } sscUniqueId;
+typedef struct {
+  char internal[SSC_UNIQUE_ID_BYTES];
+} sscUniqueId;
 
 typedef struct sscComm* sscComm_t;
 typedef void* sscStream_t;
@@ -329,7 +337,7 @@ SSC_EXPORT sscResult_t sscStreamSynchronize(sscStream_t stream);
 SSC_EXPORT sscResult_t sscStreamDestroy(sscStream_t stream);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
-#endif  /* STARSCREAM_STARSCREAM_H_ */
+#endif /* STARSCREAM_STARSCREAM_H_ */

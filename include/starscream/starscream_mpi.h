@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Creating a Starscream communicator from an MPI communicator, for programs launched with mpirun.
  * Header-only, so libstarscream itself does not depend on MPI: include it after <mpi.h>.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Starscream operators over a communicator: sequence-sharded paged attention (docs/attention.md)
  * and GEMMs fused with collectives, with the 2D-sharding helper (docs/gemm.md; second half of the
@@ -112,9 +113,11 @@ typedef struct sscKvCacheConfig_v1 {
 } sscKvCacheConfig_t;
 
 #define SSC_KV_CACHE_CONFIG_MAGIC 0x53534b56u
-#define SSC_KV_CACHE_CONFIG_INITIALIZER                                                      \
-  { sizeof(sscKvCacheConfig_t), SSC_KV_CACHE_CONFIG_MAGIC, SSC_VERSION_CODE, 0, 0, 0, 0, 0, 0, \
-    0, sscBfloat16, sscKvPageRoundRobin, 16, sscKvExchangeAuto }
+#define SSC_KV_CACHE_CONFIG_INITIALIZER                                                           \
+  {                                                                                               \
+    sizeof(sscKvCacheConfig_t), SSC_KV_CACHE_CONFIG_MAGIC, SSC_VERSION_CODE, 0, 0, 0, 0, 0, 0, 0, \
+        sscBfloat16, sscKvPageRoundRobin, 16, sscKvExchangeAuto                                   \
+  }
 
 typedef struct sscKvCache* sscKvCache_t;
 
@@ -171,8 +174,7 @@ SSC_EXPORT sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seqId, i
 
 /** Writes the rank that stores token `position` of sequence seqId to *rank (placement only:
     the token need not exist yet). */
-SSC_EXPORT sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seqId, int position,
-                                            int* rank);
+SSC_EXPORT sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seqId, int position, int* rank);
 
 /* ---------------------------------------------------------------- attention */
 
@@ -252,11 +254,11 @@ SSC_EXPORT sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, ssc
  * Errors: as sscAttentionDecode; sscInvalidArgument also for bad cuSeqlens or a chunk longer
  * than its sequence.
  */
-SSC_EXPORT sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q,
-                                           sscDataType_t ioDtype, int numQHeads, int batch,
-                                           const int32_t* seqIds, const int32_t* cuSeqlens,
-                                           float scale, const float* sinks, int window, int flags,
-                                           void* out, float* lse, sscStream_t stream);
+SSC_EXPORT sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDataType_t ioDtype,
+                                           int numQHeads, int batch, const int32_t* seqIds,
+                                           const int32_t* cuSeqlens, float scale,
+                                           const float* sinks, int window, int flags, void* out,
+                                           float* lse, sscStream_t stream);
 
 /* ---------------------------------------------------------------- GEMM + collectives */
 /*
@@ -357,12 +359,12 @@ typedef struct sscGemmConfig_v1 {
 
 /** One call's arguments: SSC_GEMM_ARGS_INITIALIZER, then set m, n, k, x, w, y (and dtype). */
 typedef struct sscGemmArgs_v1 {
-  size_t size;              /* sizeof(sscGemmArgs_t), set by the initializer */
-  unsigned int magic;       /* SSC_GEMM_ARGS_MAGIC, set by the initializer */
-  unsigned int version;     /* SSC_VERSION_CODE, set by the initializer */
-  int64_t m, n, k;          /* the global M; N and K as this rank's x and w have them (below) */
-  sscDataType_t dtype;      /* x and w: sscBfloat16 (default) or sscFloat16 */
-  sscDataType_t outDtype;   /* y: SSC_GEMM_OUT_AS_INPUT (default) or sscFloat32 */
+  size_t size;            /* sizeof(sscGemmArgs_t), set by the initializer */
+  unsigned int magic;     /* SSC_GEMM_ARGS_MAGIC, set by the initializer */
+  unsigned int version;   /* SSC_VERSION_CODE, set by the initializer */
+  int64_t m, n, k;        /* the global M; N and K as this rank's x and w have them (below) */
+  sscDataType_t dtype;    /* x and w: sscBfloat16 (default) or sscFloat16 */
+  sscDataType_t outDtype; /* y: SSC_GEMM_OUT_AS_INPUT (default) or sscFloat32 */
   const void* x;
   const void* w;
   void* y;
@@ -385,8 +387,10 @@ typedef struct sscGemmArgs_v1 {
 
 #define SSC_GEMM_ARGS_MAGIC 0x53534741u
 #define SSC_GEMM_ARGS_INITIALIZER                                                       \
-  { sizeof(sscGemmArgs_t), SSC_GEMM_ARGS_MAGIC, SSC_VERSION_CODE, 0, 0, 0, sscBfloat16, \
-    SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, sscGemmAuto, 0, 0, 0 }
+  {                                                                                     \
+    sizeof(sscGemmArgs_t), SSC_GEMM_ARGS_MAGIC, SSC_VERSION_CODE, 0, 0, 0, sscBfloat16, \
+        SSC_GEMM_OUT_AS_INPUT, 0, 0, 0, 0, sscGemmAuto, 0, 0, 0                         \
+  }
 
 typedef struct sscGemmContext* sscGemm_t;
 
@@ -444,30 +448,34 @@ typedef struct sscGemmShard2dQuery_v1 {
 } sscGemmShard2dQuery_t;
 
 #define SSC_GEMM_SHARD2D_QUERY_MAGIC 0x53533244u
-#define SSC_GEMM_SHARD2D_QUERY_INITIALIZER                                              \
-  { sizeof(sscGemmShard2dQuery_t), SSC_GEMM_SHARD2D_QUERY_MAGIC, SSC_VERSION_CODE,      \
-    sscLinearColumnParallel, 0, 0, 0, 1, 2, 0.0, 0.0, 0.0, 0.0 }
+#define SSC_GEMM_SHARD2D_QUERY_INITIALIZER                                         \
+  {                                                                                \
+    sizeof(sscGemmShard2dQuery_t), SSC_GEMM_SHARD2D_QUERY_MAGIC, SSC_VERSION_CODE, \
+        sscLinearColumnParallel, 0, 0, 0, 1, 2, 0.0, 0.0, 0.0, 0.0                 \
+  }
 
 /** The answer: SSC_GEMM_SHARD2D_PLAN_INITIALIZER; sscGemmShard2d fills the rest. */
 typedef struct sscGemmShard2dPlan_v1 {
-  size_t size;           /* sizeof(sscGemmShard2dPlan_t), set by the initializer */
-  unsigned int magic;    /* SSC_GEMM_SHARD2D_PLAN_MAGIC, set by the initializer */
-  unsigned int version;  /* SSC_VERSION_CODE, set by the initializer */
-  int twoD;              /* 1: the dimension orthogonal to the inter-GPU one is split (2D); 0:
-                            the inter-GPU dimension is split further (1D) */
-  sscGemmOp_t op;        /* the op each partition calls on its GPU's communicator:
-                            sscGemmOpReduceScatter splits K over the partitions,
-                            sscGemmOpAllGather splits N */
-  int64_t m, n, k;       /* the op's m, n, k on partition 0 (the split one from sscGemmRowShard:
-                            partition p gets sscGemmRowShard(dim, partitions, p) of it) */
-  double estUs;          /* the rule's estimate for the choice (GEMM + unfused collective) */
-  double otherEstUs;     /* and for the other option */
+  size_t size;          /* sizeof(sscGemmShard2dPlan_t), set by the initializer */
+  unsigned int magic;   /* SSC_GEMM_SHARD2D_PLAN_MAGIC, set by the initializer */
+  unsigned int version; /* SSC_VERSION_CODE, set by the initializer */
+  int twoD;             /* 1: the dimension orthogonal to the inter-GPU one is split (2D); 0:
+                           the inter-GPU dimension is split further (1D) */
+  sscGemmOp_t op;       /* the op each partition calls on its GPU's communicator:
+                           sscGemmOpReduceScatter splits K over the partitions,
+                           sscGemmOpAllGather splits N */
+  int64_t m, n, k;      /* the op's m, n, k on partition 0 (the split one from sscGemmRowShard:
+                           partition p gets sscGemmRowShard(dim, partitions, p) of it) */
+  double estUs;         /* the rule's estimate for the choice (GEMM + unfused collective) */
+  double otherEstUs;    /* and for the other option */
 } sscGemmShard2dPlan_t;
 
 #define SSC_GEMM_SHARD2D_PLAN_MAGIC 0x53533250u
-#define SSC_GEMM_SHARD2D_PLAN_INITIALIZER                                       \
-  { sizeof(sscGemmShard2dPlan_t), SSC_GEMM_SHARD2D_PLAN_MAGIC, SSC_VERSION_CODE, \
-    0, sscGemmOpReduceScatter, 0, 0, 0, 0.0, 0.0 }
+#define SSC_GEMM_SHARD2D_PLAN_INITIALIZER                                           \
+  {                                                                                 \
+    sizeof(sscGemmShard2dPlan_t), SSC_GEMM_SHARD2D_PLAN_MAGIC, SSC_VERSION_CODE, 0, \
+        sscGemmOpReduceScatter, 0, 0, 0, 0.0, 0.0                                   \
+  }
 
 /**
  * The intra-GPU sharding of a linear layer (pure arithmetic, no communicator). The two options
@@ -481,7 +489,7 @@ SSC_EXPORT sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query,
                                       sscGemmShard2dPlan_t* plan);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
-#endif  /* STARSCREAM_STARSCREAM_OPS_H_ */
+#endif /* STARSCREAM_STARSCREAM_OPS_H_ */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/args.h"
 
 #include <getopt.h>
@@ -144,8 +145,9 @@ std::string applyFlag(int c, const char* arg, Options* o, std::string* warnings)
       int n = 0;
       std::string why = intFlag(1, 1, &n);
       if (!why.empty()) {
-        why = flagName(c) + ": Starscream's perf tests run one rank per process; launch more "
-                            "ranks with mpirun -np instead";
+        why = flagName(c) +
+              ": Starscream's perf tests run one rank per process; launch more "
+              "ranks with mpirun -np instead";
       }
       return why;
     }
@@ -155,12 +157,8 @@ std::string applyFlag(int c, const char* arg, Options* o, std::string* warnings)
       o->algo = arg;
       return "";
     }
-    case 'J':
-      o->jsonFile = arg;
-      return "";
-    case 'T':
-      o->topoFile = arg;
-      return "";
+    case 'J': o->jsonFile = arg; return "";
+    case 'T': o->topoFile = arg; return "";
   }
   return "unknown flag";
 }
@@ -176,9 +174,21 @@ std::optional<size_t> parseSize(std::string_view text) {
   double unit = 1;
   switch (*end) {
     case '\0': break;
-    case 'K': case 'k': unit = 1024.0; ++end; break;
-    case 'M': case 'm': unit = 1024.0 * 1024; ++end; break;
-    case 'G': case 'g': unit = 1024.0 * 1024 * 1024; ++end; break;
+    case 'K':
+    case 'k':
+      unit = 1024.0;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      unit = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      unit = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
     default: return std::nullopt;
   }
   if (*end != '\0') return std::nullopt;
@@ -235,8 +245,8 @@ ParseResult parseArgs(int argc, char* const argv[], Options* options) {
       return result;
     }
     if (c == '?' || c == ':') {
-      std::string flag = optopt ? std::string("-") + static_cast<char>(optopt)
-                                : std::string(argv[optind - 1]);
+      std::string flag =
+          optopt ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1]);
       result.status = ParseStatus::kError;
       result.message = c == '?' ? "unknown option " + flag : "option " + flag + " needs a value";
       return result;
@@ -255,8 +265,8 @@ ParseResult parseArgs(int argc, char* const argv[], Options* options) {
   }
   if (o.minBytes > o.maxBytes) {
     result.status = ParseStatus::kError;
-    result.message = "invalid sizes for 'minbytes' and 'maxbytes': " +
-                     std::to_string(o.minBytes) + " > " + std::to_string(o.maxBytes);
+    result.message = "invalid sizes for 'minbytes' and 'maxbytes': " + std::to_string(o.minBytes) +
+                     " > " + std::to_string(o.maxBytes);
     return result;
   }
   *options = o;
@@ -333,10 +343,12 @@ std::string usage(std::string_view program) {
       "[-h,--help]",
   };
   for (const char* line : lines) text += "\t" + std::string(line) + " \n";
-  text += "Example (8 host-backend ranks emulating 2 GPUs x 4 partitions, as root add "
-          "--allow-run-as-root):\n\tmpirun --oversubscribe -np 8 build/bin/" +
-          std::string(program) + " -b 8 -e 1M -f 4 -A hierarchical -T tools/topologies/2x4.json\n"
-          "docs/perf.md explains the columns; perf/sweep.py runs every algorithm and plots them.\n";
+  text +=
+      "Example (8 host-backend ranks emulating 2 GPUs x 4 partitions, as root add "
+      "--allow-run-as-root):\n\tmpirun --oversubscribe -np 8 build/bin/" +
+      std::string(program) +
+      " -b 8 -e 1M -f 4 -A hierarchical -T tools/topologies/2x4.json\n"
+      "docs/perf.md explains the columns; perf/sweep.py runs every algorithm and plots them.\n";
   return text;
 }
 

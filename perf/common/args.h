@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Command line of the perf tests: nccl-tests' flags and defaults, plus Starscream's -A (algorithm),
 // -J (JSON records) and -T (emulation topology file). Parsing is pure (no MPI, no library calls),
 // so every rank parses the same argv to the same Options and the unit tests can drive it.
@@ -14,29 +15,29 @@ namespace ssc::perf {
 
 struct Options {
   // nccl-tests' defaults.
-  size_t minBytes = size_t{32} << 20;   // -b
-  size_t maxBytes = size_t{32} << 20;   // -e
-  size_t stepBytes = size_t{1} << 20;   // -i
-  size_t stepFactor = 1;                // -f (> 1 wins over -i)
-  int iters = 20;                       // -n
-  int warmupIters = 1;                  // -w
-  int aggIters = 1;                     // -m: calls grouped in one sscGroupStart/End per iteration
-  int runCycles = 1;                    // -N: repeat the size sweep; 0 = until killed
-  int check = 1;                        // -c: check iterations per row (0: no check, #wrong N/A)
-  std::optional<PerfOp> op = PerfOp::kSum;               // -o; nullopt = all
-  std::optional<sscDataType_t> type = sscFloat32;        // -d; nullopt = all
-  int root = 0;                         // -r; -1 = every rank in turn
-  int blocking = 0;                     // -z: 1 = sync + barrier after each call, 2 = sync only
-  int average = 1;                      // -a: time reported: 0 rank 0, 1 mean, 2 min, 3 max
-  int graphLaunches = 0;                // -G: accepted for compatibility; Starscream has no graphs
-  bool reportCpuTime = false;           // -C: time to enqueue, not to complete
-  bool localRegister = false;           // -R: sscCommRegister the send and receive buffers
-  int nThreads = 1;                     // -t: only 1 (one rank per process)
-  int nGpus = 1;                        // -g: only 1 (one rank per process)
+  size_t minBytes = size_t{32} << 20;  // -b
+  size_t maxBytes = size_t{32} << 20;  // -e
+  size_t stepBytes = size_t{1} << 20;  // -i
+  size_t stepFactor = 1;               // -f (> 1 wins over -i)
+  int iters = 20;                      // -n
+  int warmupIters = 1;                 // -w
+  int aggIters = 1;                    // -m: calls grouped in one sscGroupStart/End per iteration
+  int runCycles = 1;                   // -N: repeat the size sweep; 0 = until killed
+  int check = 1;                       // -c: check iterations per row (0: no check, #wrong N/A)
+  std::optional<PerfOp> op = PerfOp::kSum;         // -o; nullopt = all
+  std::optional<sscDataType_t> type = sscFloat32;  // -d; nullopt = all
+  int root = 0;                                    // -r; -1 = every rank in turn
+  int blocking = 0;            // -z: 1 = sync + barrier after each call, 2 = sync only
+  int average = 1;             // -a: time reported: 0 rank 0, 1 mean, 2 min, 3 max
+  int graphLaunches = 0;       // -G: accepted for compatibility; Starscream has no graphs
+  bool reportCpuTime = false;  // -C: time to enqueue, not to complete
+  bool localRegister = false;  // -R: sscCommRegister the send and receive buffers
+  int nThreads = 1;            // -t: only 1 (one rank per process)
+  int nGpus = 1;               // -g: only 1 (one rank per process)
   // Starscream's own.
-  std::string algo;                     // -A: STARSCREAM_ALGO for this run; "" = leave as is
-  std::string jsonFile;                 // -J: JSON Lines file, one record per row (rank 0)
-  std::string topoFile;                 // -T: STARSCREAM_TOPO_FILE for this run
+  std::string algo;      // -A: STARSCREAM_ALGO for this run; "" = leave as is
+  std::string jsonFile;  // -J: JSON Lines file, one record per row (rank 0)
+  std::string topoFile;  // -T: STARSCREAM_TOPO_FILE for this run
 };
 
 enum class ParseStatus { kOk, kHelp, kError };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/bench.h"
 
 #include <algorithm>
@@ -73,8 +74,8 @@ void Bench::initData(bool inPlace, uint64_t seed) {
 int64_t Bench::checkData(bool inPlace) {
   const CallShape s = shape(inPlace);
   std::vector<unsigned char> result(resultBytes(s, elt_));
-  PERF_CHECK(copyFromDevice(result.data(), recv_->data() + resultOffsetBytes(s, elt_),
-                            result.size()));
+  PERF_CHECK(
+      copyFromDevice(result.data(), recv_->data() + resultOffsetBytes(s, elt_), result.size()));
   return countWrong(s, *pattern_, result.data());
 }
 
@@ -170,8 +171,8 @@ void Bench::timeTest(sscDataType_t type, PerfOp op, int root) {
     // Each rank scales its own input by its own scalar, as NCCL's ncclRedOpCreatePreMulSum.
     unsigned char scalar[8] = {};
     Pattern(type, op, world_.nranks, 0).premulScalar(world_.rank, scalar);
-    PERF_CHECK(sscRedOpCreatePreMulSum(&sscOp_, scalar, type, sscScalarHostImmediate,
-                                       session_.comm));
+    PERF_CHECK(
+        sscRedOpCreatePreMulSum(&sscOp_, scalar, type, sscScalarHostImmediate, session_.comm));
   }
   barrier();
 

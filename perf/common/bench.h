@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The timing loop, as nccl-tests' TimeTest/BenchTime: warm up every size, then for each size time
 // the out-of-place and the in-place call, check each, and hand the row to the output.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/check.h"
 
 #include <algorithm>
@@ -46,8 +47,7 @@ int64_t countWrong(const CallShape& shape, const Pattern& pattern, const void* r
   const int n = shape.nranks;
   int64_t wrong = 0;
   switch (shape.kind) {
-    case CollKind::kAllReduce:
-      return pattern.countReducedMismatches(out, 0, c.recvCount);
+    case CollKind::kAllReduce: return pattern.countReducedMismatches(out, 0, c.recvCount);
     case CollKind::kReduceScatter:
       // Rank r holds the reduction of block r of everyone's input.
       return pattern.countReducedMismatches(out, static_cast<size_t>(shape.rank) * c.recvCount,
@@ -58,8 +58,7 @@ int64_t countWrong(const CallShape& shape, const Pattern& pattern, const void* r
         wrong += pattern.countInputMismatches(out + r * c.paramCount * elt, r, 0, c.paramCount);
       }
       return wrong;
-    case CollKind::kBroadcast:
-      return pattern.countInputMismatches(out, shape.root, 0, c.recvCount);
+    case CollKind::kBroadcast: return pattern.countInputMismatches(out, shape.root, 0, c.recvCount);
     case CollKind::kReduce:
       if (shape.rank == shape.root) return pattern.countReducedMismatches(out, 0, c.recvCount);
       // Elsewhere recvbuff is not the call's to touch: still zero, or still the input in place.

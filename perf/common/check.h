@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where each collective's inputs go and where its results must land: the host images of a rank's
 // buffers before a call, and the count of wrong elements after it. Pure host code over byte
 // images; the caller moves them to and from the device (device_buffer.h), and the unit tests

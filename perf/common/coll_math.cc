@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/coll_math.h"
 
 #include <algorithm>
@@ -56,9 +57,7 @@ CollCounts collCounts(CollKind kind, size_t count, size_t eltSize, int nranks) {
     case CollKind::kAllReduce:
     case CollKind::kBroadcast:
     case CollKind::kReduce:
-    case CollKind::kSendRecv:
-      c.sendCount = c.recvCount = c.paramCount = count;
-      break;
+    case CollKind::kSendRecv: c.sendCount = c.recvCount = c.paramCount = count; break;
     case CollKind::kReduceScatter: {
       const size_t base = alignedShare(count, eltSize, nranks);
       c.sendCount = base * n;
@@ -101,8 +100,7 @@ double busBwFactor(CollKind kind, int nranks) {
   return 1.0;
 }
 
-Bandwidth bandwidth(CollKind kind, size_t paramCount, size_t eltSize, double seconds,
-                    int nranks) {
+Bandwidth bandwidth(CollKind kind, size_t paramCount, size_t eltSize, double seconds, int nranks) {
   double bytes = static_cast<double>(paramCount) * static_cast<double>(eltSize);
   if (kind == CollKind::kReduceScatter || kind == CollKind::kAllGather ||
       kind == CollKind::kAllToAll) {
@@ -134,8 +132,8 @@ std::vector<size_t> sizeSeries(size_t minBytes, size_t maxBytes, size_t stepFact
   for (size_t size = minBytes; size <= maxBytes;) {
     sizes.push_back(size);
     // From 0, a factor steps to 1 byte (nccl-tests would repeat size 0 forever).
-    const size_t next = stepFactor > 1 ? (size == 0 ? 1 : checkedMul(size, stepFactor))
-                                       : size + stepBytes;
+    const size_t next =
+        stepFactor > 1 ? (size == 0 ? 1 : checkedMul(size, stepFactor)) : size + stepBytes;
     if (next <= size) break;  // stepBytes 0, or overflow
     size = next;
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Size arithmetic of the perf tests: how a row's byte size becomes element counts and buffer
 // offsets for each collective, the series of sizes a run visits, and the algorithm and bus
 // bandwidth of a measured time. All of it follows nccl-tests (src/*.cu, getCollByteCount and
@@ -10,8 +11,15 @@
 
 namespace ssc::perf {
 
-enum class CollKind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll,
-                      kSendRecv };
+enum class CollKind {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSendRecv
+};
 
 // "all_reduce", "reduce_scatter", ... (the program is <name>_perf).
 const char* collName(CollKind kind);

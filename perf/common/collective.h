@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one perf program contributes: which collective it measures and how to call it. Everything
 // else (flags, sizes, timing, checking, output) is the shared driver's.
 #pragma once

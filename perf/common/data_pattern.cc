@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/data_pattern.h"
 
 #include <algorithm>
@@ -40,9 +41,7 @@ Pattern::Pattern(sscDataType_t type, PerfOp op, int nranks, uint64_t seed)
       elt_(typeSize(type)) {
   const uint64_t limit = exactIntegerLimit(type);
   switch (op) {
-    case PerfOp::kNone:
-      mode_ = Mode::kBits;
-      break;
+    case PerfOp::kNone: mode_ = Mode::kBits; break;
     case PerfOp::kSum:
     case PerfOp::kAvg:
     case PerfOp::kMulSum: {
@@ -99,12 +98,10 @@ double Pattern::inputValue(int rank, size_t index) const {
     case Mode::kSumLike:
       if (!active(rank, residue, window_)) return 0;
       return 1.0 + static_cast<double>(hash(rank, residue) % static_cast<uint64_t>(valueRange_));
-    case Mode::kProd:
-      return active(rank, residue, prodTwos(residue)) ? 2.0 : 1.0;
+    case Mode::kProd: return active(rank, residue, prodTwos(residue)) ? 2.0 : 1.0;
     case Mode::kMinMax:
       return 1.0 + static_cast<double>(hash(rank, residue) % static_cast<uint64_t>(valueRange_));
-    case Mode::kBits:
-      break;
+    case Mode::kBits: break;
   }
   return 0;
 }
@@ -116,15 +113,14 @@ double Pattern::exactReduction(size_t residue) const {
       // Only the window's ranks contribute: rank r is active at j = (residue + shift + r) % n.
       double sum = 0;
       for (int j = 0; j < window_; ++j) {
-        const size_t r = (static_cast<size_t>(j) + 2 * n - residue % n -
-                          static_cast<size_t>(windowShift_)) % n;
+        const size_t r =
+            (static_cast<size_t>(j) + 2 * n - residue % n - static_cast<size_t>(windowShift_)) % n;
         sum += scalarValue(static_cast<int>(r)) * inputValue(static_cast<int>(r), residue);
       }
       if (op_ != PerfOp::kAvg) return sum;
       return isFloatType(type_) ? sum / nranks_ : std::trunc(sum / nranks_);
     }
-    case Mode::kProd:
-      return std::ldexp(1.0, prodTwos(residue));
+    case Mode::kProd: return std::ldexp(1.0, prodTwos(residue));
     case Mode::kMinMax: {
       double best = inputValue(0, residue);
       for (int r = 1; r < nranks_; ++r) {
@@ -133,8 +129,7 @@ double Pattern::exactReduction(size_t residue) const {
       }
       return best;
     }
-    case Mode::kBits:
-      break;
+    case Mode::kBits: break;
   }
   return 0;
 }
@@ -167,8 +162,7 @@ double Pattern::tolerance(size_t index) const {
   // so (n+2)u of the result bounds both; the n * min-subnormal term covers terms that fall
   // below the normal range (fp8) and lose absolute rather than relative precision.
   const double expected = exactReduction(index % kPeriod);
-  return (nranks_ + 2) * unitRoundoff(type_) * std::fabs(expected) +
-         nranks_ * minSubnormal(type_);
+  return (nranks_ + 2) * unitRoundoff(type_) * std::fabs(expected) + nranks_ * minSubnormal(type_);
 }
 
 void Pattern::fillInput(int rank, size_t first, size_t count, void* dst) const {

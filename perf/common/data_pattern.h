@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The data the correctness check (-c) puts in every rank's input, and the results it expects.
 //
 // Each element of each rank's input is a deterministic function of (seed, rank, index), so any
@@ -76,11 +77,11 @@ class Pattern {
   uint64_t seedKey_;
   size_t elt_;
   Mode mode_;
-  int valueRange_ = 1;  // V (sum-like) or M (min/max): inputs are 1..valueRange_
-  int window_ = 0;      // k: active ranks per index (sum-like)
-  int maxTwos_ = 0;     // largest t_i (prod)
-  int windowShift_ = 0; // rotates which ranks are active, per seed
-  bool exact_ = true;   // false only for avg over a non-power-of-two rank count on floats
+  int valueRange_ = 1;   // V (sum-like) or M (min/max): inputs are 1..valueRange_
+  int window_ = 0;       // k: active ranks per index (sum-like)
+  int maxTwos_ = 0;      // largest t_i (prod)
+  int windowShift_ = 0;  // rotates which ranks are active, per seed
+  bool exact_ = true;    // false only for avg over a non-power-of-two rank count on floats
   // Encoded inputs 0..valueRange_ (and 2 for prod), so filling is a copy per element.
   std::vector<unsigned char> encodedSmall_;
   // Per residue, built on first use (filling inputs needs none of it): expected bits (exact_),

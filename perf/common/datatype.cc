@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/datatype.h"
 
 #include <algorithm>
@@ -10,10 +11,10 @@ namespace ssc::perf {
 namespace {
 
 constexpr std::array<PerfOp, 6> kReduceOps = {PerfOp::kSum, PerfOp::kProd, PerfOp::kMax,
-                                              PerfOp::kMin, PerfOp::kAvg, PerfOp::kMulSum};
+                                              PerfOp::kMin, PerfOp::kAvg,  PerfOp::kMulSum};
 
 constexpr std::array<sscDataType_t, sscNumTypes> kTypes = {
-    sscInt8,    sscUint8,   sscInt32,   sscUint32,  sscInt64,      sscUint64,
+    sscInt8,    sscUint8,   sscInt32,   sscUint32,   sscInt64,      sscUint64,
     sscFloat16, sscFloat32, sscFloat64, sscBfloat16, sscFloat8e4m3, sscFloat8e5m2};
 
 struct TypeAlias {
@@ -22,14 +23,14 @@ struct TypeAlias {
 };
 // The first entry for each type is its nccl-tests name, which typeName() returns.
 constexpr TypeAlias kTypeNames[] = {
-    {"int8", sscInt8},         {"uint8", sscUint8},          {"int32", sscInt32},
-    {"uint32", sscUint32},     {"int64", sscInt64},          {"uint64", sscUint64},
-    {"half", sscFloat16},      {"float", sscFloat32},        {"double", sscFloat64},
-    {"bfloat16", sscBfloat16}, {"f8e4m3", sscFloat8e4m3},    {"f8e5m2", sscFloat8e5m2},
-    {"char", sscInt8},         {"int", sscInt32},            {"fp16", sscFloat16},
-    {"float16", sscFloat16},   {"fp32", sscFloat32},         {"float32", sscFloat32},
-    {"fp64", sscFloat64},      {"float64", sscFloat64},      {"bf16", sscBfloat16},
-    {"fp8e4m3", sscFloat8e4m3}, {"e4m3", sscFloat8e4m3},     {"fp8e5m2", sscFloat8e5m2},
+    {"int8", sscInt8},          {"uint8", sscUint8},       {"int32", sscInt32},
+    {"uint32", sscUint32},      {"int64", sscInt64},       {"uint64", sscUint64},
+    {"half", sscFloat16},       {"float", sscFloat32},     {"double", sscFloat64},
+    {"bfloat16", sscBfloat16},  {"f8e4m3", sscFloat8e4m3}, {"f8e5m2", sscFloat8e5m2},
+    {"char", sscInt8},          {"int", sscInt32},         {"fp16", sscFloat16},
+    {"float16", sscFloat16},    {"fp32", sscFloat32},      {"float32", sscFloat32},
+    {"fp64", sscFloat64},       {"float64", sscFloat64},   {"bf16", sscBfloat16},
+    {"fp8e4m3", sscFloat8e4m3}, {"e4m3", sscFloat8e4m3},   {"fp8e5m2", sscFloat8e5m2},
     {"e5m2", sscFloat8e5m2},
 };
 
@@ -74,8 +75,8 @@ double decodeMini(const MiniFloat& f, uint32_t bits) {
   if (f.finiteOnly && field == expMask(f) && mant == mantMask(f)) {
     magnitude = std::numeric_limits<double>::quiet_NaN();
   } else if (!f.finiteOnly && field == expMask(f)) {
-    magnitude = mant ? std::numeric_limits<double>::quiet_NaN()
-                     : std::numeric_limits<double>::infinity();
+    magnitude =
+        mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
   } else if (field == 0) {
     magnitude = std::ldexp(static_cast<double>(mant), 1 - f.bias - f.mantBits);
   } else {
@@ -198,10 +199,18 @@ std::optional<sscDataType_t> parseType(std::string_view name) {
 
 size_t typeSize(sscDataType_t type) {
   switch (type) {
-    case sscInt8: case sscUint8: case sscFloat8e4m3: case sscFloat8e5m2: return 1;
-    case sscFloat16: case sscBfloat16: return 2;
-    case sscInt32: case sscUint32: case sscFloat32: return 4;
-    case sscInt64: case sscUint64: case sscFloat64: return 8;
+    case sscInt8:
+    case sscUint8:
+    case sscFloat8e4m3:
+    case sscFloat8e5m2: return 1;
+    case sscFloat16:
+    case sscBfloat16: return 2;
+    case sscInt32:
+    case sscUint32:
+    case sscFloat32: return 4;
+    case sscInt64:
+    case sscUint64:
+    case sscFloat64: return 8;
     default: return 0;
   }
 }
@@ -233,9 +242,9 @@ int maxPowerOfTwo(sscDataType_t type) {
     case sscUint8: return 7;
     case sscInt32: return 30;
     case sscUint32: return 31;
-    case sscFloat16: return 15;        // 65504 is the largest half
-    case sscFloat8e4m3: return 8;      // 448 is the largest e4m3
-    case sscFloat8e5m2: return 15;     // 57344 is the largest e5m2
+    case sscFloat16: return 15;     // 65504 is the largest half
+    case sscFloat8e4m3: return 8;   // 448 is the largest e4m3
+    case sscFloat8e5m2: return 15;  // 57344 is the largest e5m2
     default: return 52;
   }
 }
@@ -275,8 +284,7 @@ double decode(sscDataType_t type, const void* element) {
     default: break;
   }
   const MiniFloat* f = miniFloatOf(type);
-  return f ? decodeMini(*f, loadMiniBits(type, element))
-           : std::numeric_limits<double>::quiet_NaN();
+  return f ? decodeMini(*f, loadMiniBits(type, element)) : std::numeric_limits<double>::quiet_NaN();
 }
 
 void encode(sscDataType_t type, double value, void* element) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element types and reduction ops as the perf tests name them, and the host-side encoding of
 // values into each type's bits.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/device_buffer.h"
 
 #include <algorithm>

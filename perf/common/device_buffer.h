@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device memory for the perf tests, and the only code that moves bytes between it and the host.
 //
 // Buffers come from sscMemAlloc, the memory the library can use in place (zero copy). On the host

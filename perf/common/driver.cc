@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // perfMain: the sequence every perf program runs. Parse the flags, put -A and -T into the
 // environment before the communicator exists, print nccl-tests' header, create the communicator,
 // run every requested type x op x root over the sizes, print the footer, exit with a code that
@@ -54,7 +55,8 @@ int perfMain(int argc, char** argv, const Collective& collective) {
     }
   }
   if (parsed.status == ParseStatus::kHelp || !problem.empty()) {
-    if (printer && !problem.empty()) std::fprintf(stderr, "%s: %s\n", program.c_str(), problem.c_str());
+    if (printer && !problem.empty())
+      std::fprintf(stderr, "%s: %s\n", program.c_str(), problem.c_str());
     if (printer) std::fputs(usage(program).c_str(), problem.empty() ? stdout : stderr);
     stopMpi();
     return problem.empty() ? kExitOk : kExitUsage;
@@ -86,7 +88,8 @@ int perfMain(int argc, char** argv, const Collective& collective) {
     std::fputs(runHeader(options).c_str(), stdout);
     std::printf("# Algorithm: %s  Topology: %s  Ranks: %d\n", run.algorithm.c_str(),
                 run.topology.empty() ? "(discovered)" : run.topology.c_str(), world.nranks);
-    if (!options.jsonFile.empty()) std::printf("# Writing JSON output to %s\n", options.jsonFile.c_str());
+    if (!options.jsonFile.empty())
+      std::printf("# Writing JSON output to %s\n", options.jsonFile.c_str());
     std::printf("#\n");
   }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/gemm_args.h"
 
 #include <algorithm>
@@ -14,11 +15,11 @@ namespace ssc::perf {
 namespace {
 
 constexpr GemmLayer kLayers[] = {
-    {"llama70b.qkv", 8192, 1280, true},     {"llama70b.o", 1024, 8192, false},
-    {"llama70b.gate_up", 8192, 7168, true}, {"llama70b.down", 3584, 8192, false},
-    {"llama405b.qkv", 16384, 2304, true},   {"llama405b.o", 2048, 16384, false},
+    {"llama70b.qkv", 8192, 1280, true},        {"llama70b.o", 1024, 8192, false},
+    {"llama70b.gate_up", 8192, 7168, true},    {"llama70b.down", 3584, 8192, false},
+    {"llama405b.qkv", 16384, 2304, true},      {"llama405b.o", 2048, 16384, false},
     {"llama405b.gate_up", 16384, 13312, true}, {"llama405b.down", 6656, 16384, false},
-    {"gptoss120b.qkv", 2880, 640, true},    {"gptoss120b.o", 512, 2880, false},
+    {"gptoss120b.qkv", 2880, 640, true},       {"gptoss120b.o", 512, 2880, false},
 };
 
 struct VariantName {
@@ -27,8 +28,8 @@ struct VariantName {
   bool perRank;
 };
 constexpr VariantName kVariants[] = {
-    {"auto", sscGemmAuto, false},   {"unfused", sscGemmUnfused, false},
-    {"chunked", sscGemmChunked, false}, {"fused", sscGemmFused, false},
+    {"auto", sscGemmAuto, false},           {"unfused", sscGemmUnfused, false},
+    {"chunked", sscGemmChunked, false},     {"fused", sscGemmFused, false},
     {"fused_per_rank", sscGemmFused, true},
 };
 
@@ -54,7 +55,8 @@ bool layerWanted(std::string_view filter, std::string_view name) {
   size_t pos = 0;
   while (pos <= filter.size()) {
     const size_t comma = filter.find(',', pos);
-    const std::string_view part = filter.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    const std::string_view part =
+        filter.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     if (!part.empty() && name.find(part) != std::string_view::npos) return true;
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
@@ -62,7 +64,8 @@ bool layerWanted(std::string_view filter, std::string_view name) {
   return false;
 }
 
-std::string splitGemmFlags(int argc, char* const argv[], GemmFlags* flags, std::vector<char*>* rest) {
+std::string splitGemmFlags(int argc, char* const argv[], GemmFlags* flags,
+                           std::vector<char*>* rest) {
   rest->clear();
   for (int i = 0; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -70,7 +73,8 @@ std::string splitGemmFlags(int argc, char* const argv[], GemmFlags* flags, std::
     char which = 0;
     std::string_view value;
     bool attached = false;
-    for (auto [shortFlag, longFlag, c] : {std::tuple{"-L", "--layers", 'L'}, std::tuple{"-V", "--variant", 'V'}}) {
+    for (auto [shortFlag, longFlag, c] :
+         {std::tuple{"-L", "--layers", 'L'}, std::tuple{"-V", "--variant", 'V'}}) {
       const std::string_view s = shortFlag, l = longFlag;
       if (i == 0) break;
       if (a == s || a == l) {
@@ -113,10 +117,12 @@ Options gemmDefaultOptions() {
 
 std::string checkGemmOptions(const Options& o, std::string* warnings) {
   if (o.type && *o.type != sscBfloat16 && *o.type != sscFloat16)
-    return std::string("-d: the GEMM ops take bfloat16 or half (or all: both), not ") + typeName(*o.type);
+    return std::string("-d: the GEMM ops take bfloat16 or half (or all: both), not ") +
+           typeName(*o.type);
   const Options d;
   const auto warn = [&](bool differs, const char* flag) {
-    if (differs) *warnings += std::string("# ") + flag + " has no effect on the GEMM tools; ignored\n";
+    if (differs)
+      *warnings += std::string("# ") + flag + " has no effect on the GEMM tools; ignored\n";
   };
   warn(o.aggIters != d.aggIters, "-m (agg iters)");
   warn(o.runCycles != d.runCycles, "-N (run cycles)");
@@ -134,30 +140,34 @@ std::vector<sscDataType_t> gemmTypes(const Options& o) {
 }
 
 std::string gemmTableHeader() {
-  std::string text = printfString("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "layer", "M",
-                          "N", "K", "rankN", "rankK", "type", "variant", "time", "TFLOP/s", "algbw", "busbw",
-                          "#wrong");
-  text += printfString("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "", "(rows)", "", "", "",
-               "", "", "(ran)", "(us)", "", "(GB/s)", "(GB/s)", "");
+  std::string text = printfString(
+      "# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "layer", "M", "N",
+      "K", "rankN", "rankK", "type", "variant", "time", "TFLOP/s", "algbw", "busbw", "#wrong");
+  text +=
+      printfString("# %-18s  %6s  %6s  %6s  %6s  %6s  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", "",
+                   "(rows)", "", "", "", "", "", "(ran)", "(us)", "", "(GB/s)", "(GB/s)", "");
   return text;
 }
 
 std::string gemmRowText(const GemmRow& r) {
-  const std::string wrong = r.checked ? printfString("%6lld", static_cast<long long>(r.wrong)) : std::string("   N/A");
-  return printfString("  %-18s  %6lld  %6lld  %6lld  %6lld  %6lld  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n", r.layer.c_str(),
-              static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k),
-              static_cast<long long>(r.rankN), static_cast<long long>(r.rankK), r.type, r.variant.c_str(),
-              formatFloat(r.timeUs, 8).c_str(), formatFloat(r.tflops, 7).c_str(), formatFloat(r.bw.algBw, 6).c_str(),
-              formatFloat(r.bw.busBw, 6).c_str(), wrong.c_str());
+  const std::string wrong =
+      r.checked ? printfString("%6lld", static_cast<long long>(r.wrong)) : std::string("   N/A");
+  return printfString(
+      "  %-18s  %6lld  %6lld  %6lld  %6lld  %6lld  %8s  %-11s  %8s  %7s  %6s  %6s  %6s\n",
+      r.layer.c_str(), static_cast<long long>(r.m), static_cast<long long>(r.n),
+      static_cast<long long>(r.k), static_cast<long long>(r.rankN), static_cast<long long>(r.rankK),
+      r.type, r.variant.c_str(), formatFloat(r.timeUs, 8).c_str(), formatFloat(r.tflops, 7).c_str(),
+      formatFloat(r.bw.algBw, 6).c_str(), formatFloat(r.bw.busBw, 6).c_str(), wrong.c_str());
 }
 
 std::string gemmRunHeader(const Options& o, const GemmFlags& f) {
   const bool factor = o.stepFactor > 1;
-  return printfString("# nThread %d nGpus %d minRows %zu maxRows %zu step: %zu(%s) warmup iters: %d iters: %d "
-              "validation: %d variant: %s layers: %s\n",
-              o.nThreads, o.nGpus, o.minBytes, o.maxBytes, factor ? o.stepFactor : o.stepBytes,
-              factor ? "factor" : "rows", o.warmupIters, o.iters, o.check, f.variant.name.c_str(),
-              f.layers.empty() ? "all" : f.layers.c_str());
+  return printfString(
+      "# nThread %d nGpus %d minRows %zu maxRows %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "validation: %d variant: %s layers: %s\n",
+      o.nThreads, o.nGpus, o.minBytes, o.maxBytes, factor ? o.stepFactor : o.stepBytes,
+      factor ? "factor" : "rows", o.warmupIters, o.iters, o.check, f.variant.name.c_str(),
+      f.layers.empty() ? "all" : f.layers.c_str());
 }
 
 std::string gemmRowJson(const RunInfo& run, const Options& o, const GemmFlags& f, const GemmRow& r,
@@ -178,7 +188,8 @@ std::string gemmRowJson(const RunInfo& run, const Options& o, const GemmFlags& f
       {"alg_bw", r.bw.algBw},
       {"bus_bw", r.bw.busBw},
       {"nwrong", r.checked ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json(nullptr)},
-      {"units", {{"time", "us"}, {"alg_bw", "GB/s"}, {"bus_bw", "GB/s"}, {"tflops", "1e12 flop/s"}}},
+      {"units",
+       {{"time", "us"}, {"alg_bw", "GB/s"}, {"bus_bw", "GB/s"}, {"tflops", "1e12 flop/s"}}},
       {"iters", o.iters},
       {"warmup_iters", o.warmupIters},
       {"average", o.average},
@@ -187,11 +198,12 @@ std::string gemmRowJson(const RunInfo& run, const Options& o, const GemmFlags& f
   return record.dump();
 }
 
-Bandwidth gemmBandwidth(bool reduceScatter, int64_t m, int64_t n, int64_t k, size_t eltSize, double seconds,
-                        int nranks) {
+Bandwidth gemmBandwidth(bool reduceScatter, int64_t m, int64_t n, int64_t k, size_t eltSize,
+                        double seconds, int nranks) {
   Bandwidth b;
   if (seconds <= 0) return b;
-  const double bytes = static_cast<double>(m) * static_cast<double>(reduceScatter ? n : k) * eltSize;
+  const double bytes =
+      static_cast<double>(m) * static_cast<double>(reduceScatter ? n : k) * eltSize;
   b.algBw = bytes / seconds / 1e9;
   b.busBw = nranks > 1 ? b.algBw * (nranks - 1) / nranks : 0.0;
   return b;
@@ -208,8 +220,10 @@ std::string gemmUsage(std::string_view program) {
       "[-w,--warmup_iters <warmup iteration count>] (default 3)",
       "[-c,--check <0/1> 1: check up to 9 rows x 65 columns of each rank's output] (default 1)",
       "[-d,--datatype <bfloat16/half/all>] (default bfloat16)",
-      "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] (default 1)",
-      "[-A,--algo <...>] sets STARSCREAM_ALGO (the collectives of the unfused and chunked variants)",
+      "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] (default "
+      "1)",
+      "[-A,--algo <...>] sets STARSCREAM_ALGO (the collectives of the unfused and chunked "
+      "variants)",
       "[-J,--json <file> write one JSON record per row (JSON Lines)]",
       "[-T,--topo <file> emulation topology, sets STARSCREAM_TOPO_FILE]",
       "[-L,--layers <names>] comma-separated substrings of the layers to time (default all)",
@@ -220,9 +234,11 @@ std::string gemmUsage(std::string_view program) {
   text += "Layers (per-GPU TP8 shapes, K x N):";
   for (const GemmLayer& l : kLayers)
     text += " " + std::string(l.name) + " " + std::to_string(l.k) + "x" + std::to_string(l.n);
-  text += "\nExample (8 MPS partitions of one GPU):\n\ttools/emulate/partition-run.sh 8 build/bin/" +
-          std::string(program) + " -b 256 -e 16K -f 4 -L llama70b -V auto -J out.json\n"
-          "docs/perf.md explains the columns.\n";
+  text +=
+      "\nExample (8 MPS partitions of one GPU):\n\ttools/emulate/partition-run.sh 8 build/bin/" +
+      std::string(program) +
+      " -b 256 -e 16K -f 4 -L llama70b -V auto -J out.json\n"
+      "docs/perf.md explains the columns.\n";
   return text;
 }
 

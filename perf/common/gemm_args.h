@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GEMM-collective perf tools (gemm_rs_perf, ag_gemm_perf; perf/gemm_perf.cc): their command
 // line is the collective tools' (args.h) with the sizes read as M, the rows of X (the tokens of a
 // linear layer), plus -L (layers) and -V (variant); their layers are the per-GPU TP8 shapes of
@@ -36,14 +37,15 @@ struct GemmVariant {
   std::string name = "auto";
 };
 struct GemmFlags {
-  std::string layers;  // -L
+  std::string layers;   // -L
   GemmVariant variant;  // -V
 };
 
 // Takes -L/--layers and -V/--variant with their values (as "-L x", "-Lx", "--layers=x" or
 // "--layers x") out of argv into *flags and copies every other argument, argv[0] first, into
 // *rest for parseArgs. Returns "" or why a value is bad.
-std::string splitGemmFlags(int argc, char* const argv[], GemmFlags* flags, std::vector<char*>* rest);
+std::string splitGemmFlags(int argc, char* const argv[], GemmFlags* flags,
+                           std::vector<char*>* rest);
 
 // The tools' defaults where they differ from the collective tools': -b 16 -e 16384 -f 4 (M = 16
 // .. 16384 by 4, the issue's rows), -d bfloat16, -n 10, -w 3.
@@ -57,7 +59,7 @@ std::vector<sscDataType_t> gemmTypes(const Options& options);
 // One row of the table: the per-GPU problem (layer, M, N, K), this run's split, what ran.
 struct GemmRow {
   std::string layer;
-  int64_t m = 0, n = 0, k = 0;  // the per-GPU problem
+  int64_t m = 0, n = 0, k = 0;   // the per-GPU problem
   int64_t rankN = 0, rankK = 0;  // each rank's GEMM: N (all-gather: split) and K (reduce-scatter)
   const char* type = "";
   std::string variant;  // what ran: "unfused", "chunked x3", "fused x1", "fused x8"
@@ -70,7 +72,8 @@ struct GemmRow {
 // The three header lines and one row, in the collective tools' layout (formatFloat widths).
 std::string gemmTableHeader();
 std::string gemmRowText(const GemmRow& row);
-// "# nThread 1 nGpus 1 minRows .. maxRows .. step: ..(factor) warmup iters: .. iters: .. validation: .."
+// "# nThread 1 nGpus 1 minRows .. maxRows .. step: ..(factor) warmup iters: .. iters: ..
+// validation: .."
 std::string gemmRunHeader(const Options& options, const GemmFlags& flags);
 // One JSON object (no newline): the row, the run's identity and settings.
 std::string gemmRowJson(const RunInfo& run, const Options& options, const GemmFlags& flags,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/launch.h"
 
 #include <mpi.h>
@@ -88,8 +89,8 @@ void fatalSsc(sscResult_t result, const char* call, const char* file, int line) 
 }
 
 void fatalMessage(const std::string& message) {
-  std::fprintf(stderr, "%s: rank %d pid %d: %s\n", gWorld.hostname.c_str(), gWorld.rank,
-               gWorld.pid, message.c_str());
+  std::fprintf(stderr, "%s: rank %d pid %d: %s\n", gWorld.hostname.c_str(), gWorld.rank, gWorld.pid,
+               message.c_str());
   std::fflush(stderr);
   if (gComm != nullptr) (void)sscCommAbort(gComm);
   MPI_Abort(MPI_COMM_WORLD, kExitFailure);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The job around a perf test: MPI, the Starscream communicator and stream, the few MPI reductions
 // the driver needs, and what happens when a Starscream call fails.
 #pragma once
@@ -62,10 +63,10 @@ std::string gatherLines(const std::string& line);
 }  // namespace ssc::perf
 
 // Stops the job with a report when a Starscream call does not return sscSuccess.
-#define PERF_CHECK(call)                                                        \
-  do {                                                                          \
-    const sscResult_t perf_check_result_ = (call);                              \
-    if (perf_check_result_ != sscSuccess) {                                     \
-      ::ssc::perf::fatalSsc(perf_check_result_, #call, __FILE__, __LINE__);     \
-    }                                                                           \
+#define PERF_CHECK(call)                                                    \
+  do {                                                                      \
+    const sscResult_t perf_check_result_ = (call);                          \
+    if (perf_check_result_ != sscSuccess) {                                 \
+      ::ssc::perf::fatalSsc(perf_check_result_, #call, __FILE__, __LINE__); \
+    }                                                                       \
   } while (0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/report.h"
 
 #include <algorithm>
@@ -14,7 +15,8 @@ namespace {
 
 nlohmann::ordered_json halfRecord(const PlacementResult& r) {
   if (!r.ran) return nullptr;
-  nlohmann::ordered_json half = {{"time", r.timeUs}, {"alg_bw", r.bw.algBw}, {"bus_bw", r.bw.busBw}};
+  nlohmann::ordered_json half = {
+      {"time", r.timeUs}, {"alg_bw", r.bw.algBw}, {"bus_bw", r.bw.busBw}};
   half["nwrong"] = r.checked ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json(nullptr);
   return half;
 }
@@ -68,7 +70,8 @@ std::string rankLine(int rank, int pid, const std::string& host, int device,
 std::string tableHeader(bool cpuTime) {
   const char* time = cpuTime ? "cputime" : "time";
   std::string text = printfString(
-      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
+      "\n",
       "", "", "", "", "");
   text += printfString("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n",
                        "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong",
@@ -86,8 +89,8 @@ std::string rowPreamble(const RowKey& key) {
 
 std::string rowHalf(const PlacementResult& r) {
   if (!r.ran) return printfString("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
-  const std::string wrong = r.checked ? printfString("%5lld", static_cast<long long>(r.wrong))
-                                      : std::string("  N/A");
+  const std::string wrong =
+      r.checked ? printfString("%5lld", static_cast<long long>(r.wrong)) : std::string("  N/A");
   return printfString("  %7s  %6s  %6s  %5s", formatFloat(r.timeUs, 7).c_str(),
                       formatFloat(r.bw.algBw, 6).c_str(), formatFloat(r.bw.busBw, 6).c_str(),
                       wrong.c_str());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the perf tests print and record: nccl-tests' header, table rows and footer as strings (the
 // driver prints them on rank 0), and one JSON record per row for -J. Pure formatting, no MPI.
 #pragma once
@@ -14,8 +15,8 @@ namespace ssc::perf {
 
 // One of a row's two halves: out of place, then in place.
 struct PlacementResult {
-  bool ran = false;      // false: the collective has no such run (alltoall in place): N/A
-  double timeUs = 0;     // per call, aggregated over ranks as -a says
+  bool ran = false;   // false: the collective has no such run (alltoall in place): N/A
+  double timeUs = 0;  // per call, aggregated over ranks as -a says
   Bandwidth bw;
   bool checked = false;  // false: #wrong is N/A (-c 0, or in-place sendrecv)
   int64_t wrong = 0;     // wrong elements summed over ranks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the C entry points: export macro, argument checks and the call guard that turns any
 // stray C++ exception into sscInternalError so nothing unwinds across the C boundary.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tuner's self-calibration at the end of communicator init (tuner/calibrate.h says what is
 // measured and kept; this file runs it through the communicator's own collectives). It lives in
 // the API layer because it times real calls, argument checks and launch path included, as an
@@ -102,8 +103,7 @@ sscResult_t launch(const CalibrationPoint& p, Buffers& b, sscComm* comm) {
       return sscReduceScatter(b.in, b.out, elems / n, sscFloat32, sscSum, comm, b.stream);
     case CollKind::kAllGather:
       return sscAllGather(b.in, b.out, elems / n, sscFloat32, comm, b.stream);
-    default:
-      return fail(sscInternalError, "calibration: no launcher for {}", collName(p.coll));
+    default: return fail(sscInternalError, "calibration: no launcher for {}", collName(p.coll));
   }
 }
 
@@ -136,7 +136,8 @@ sscResult_t measure(sscComm* comm, const std::vector<CalibrationPoint>& points,
   b.comm = comm;
   bool ok = sscMemAlloc(&b.in, bytes) == sscSuccess && sscMemAlloc(&b.out, bytes) == sscSuccess &&
             sscStreamCreate(&b.stream) == sscSuccess;
-  if (!ok) SSC_LOG(kWarn, "tuner calibration: cannot allocate 2 x {} bytes: {}", bytes, lastError());
+  if (!ok)
+    SSC_LOG(kWarn, "tuner calibration: cannot allocate 2 x {} bytes: {}", bytes, lastError());
   bool all = false;
   SSC_CHECK(allTrue(comm, ok, &all));
   if (!all) return sscSuccess;
@@ -167,16 +168,16 @@ sscResult_t measure(sscComm* comm, const std::vector<CalibrationPoint>& points,
       comm->config.forcedAlgos[static_cast<size_t>(p.coll)] = p.algo;
       // LL packets run only where allowed; a pinned bulk point turns them off.
       comm->config.packetMaxBytes = p.pinned && p.protocol == Protocol::kLL ? UINT64_MAX : 0;
-      comm->config.zeroCopyGrid = !p.pinned ? ZeroCopyGrid::kAuto
+      comm->config.zeroCopyGrid = !p.pinned                               ? ZeroCopyGrid::kAuto
                                   : p.protocol == Protocol::kZeroCopyWide ? ZeroCopyGrid::kWide
                                                                           : ZeroCopyGrid::kBulk;
     }
     auto call = [&] { return launch(p, b, comm); };
     // Two untimed calls (plans, mappings, first-touch), one timed alone to size the batch.
-    double single = call() == sscSuccess && call() == sscSuccess &&
-                            sscStreamSynchronize(b.stream) == sscSuccess
-                        ? timeBatch(comm, b.stream, 1, call)
-                        : -1;
+    double single =
+        call() == sscSuccess && call() == sscSuccess && sscStreamSynchronize(b.stream) == sscSuccess
+            ? timeBatch(comm, b.stream, 1, call)
+            : -1;
     if (single < 0) SSC_LOG(kWarn, "tuner calibration: a call failed: {}", lastError());
     double most = 0;
     bool failed = false;
@@ -234,7 +235,8 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
   key.backend = comm->backend->name();
   key.gpuModel = haveInfo ? std::string(info.name, strnlen(info.name, sizeof(info.name))) : "";
   key.driver = comm->backend->driverVersion();
-  key.library = fmt::format("{}.{}.{}/model-{}", SSC_MAJOR, SSC_MINOR, SSC_PATCH, kCostModelRevision);
+  key.library =
+      fmt::format("{}.{}.{}/model-{}", SSC_MAJOR, SSC_MINOR, SSC_PATCH, kCostModelRevision);
   key.partitionsPerGpu = comm->topo.maxPartitions();
   key.gpus = static_cast<int>(comm->topo.gpus.size());
   key.nodes = comm->topo.nnodes;
@@ -256,15 +258,17 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
   const uint64_t mine = found ? std::hash<std::string>{}(profileToJson(cached)) | 1 : 0;
   hashes[static_cast<size_t>(comm->rank)] = mine;
   SSC_CHECK(comm->bootstrap->allGather(hashes.data(), sizeof(uint64_t)));
-  const bool agreed = mine != 0 && std::all_of(hashes.begin(), hashes.end(),
-                                               [&](uint64_t h) { return h == mine; });
+  const bool agreed =
+      mine != 0 && std::all_of(hashes.begin(), hashes.end(), [&](uint64_t h) { return h == mine; });
   TunerProfile profile;
   if (agreed) {
     profile = std::move(cached);
     SSC_LOG(kInfo, "tuner: calibration from the cache ({})", profile.origin);
   } else if (mode == TuneMode::kCached) {
-    SSC_LOG(kInfo, "tuner: STARSCREAM_TUNE=cached and no calibration cached alike on every rank "
-            "(key {}): the uncalibrated model chooses", key.text());
+    SSC_LOG(kInfo,
+            "tuner: STARSCREAM_TUNE=cached and no calibration cached alike on every rank "
+            "(key {}): the uncalibrated model chooses",
+            key.text());
     return sscSuccess;
   } else {
     const double t0 = nowSeconds();
@@ -307,8 +311,10 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
   SSC_CHECK(comm->bootstrap->allGather(prints.data(), sizeof(uint64_t)));
   for (int q = 0; q < comm->nranks; ++q)
     if (prints[static_cast<size_t>(q)] != prints[static_cast<size_t>(comm->rank)])
-      return fail(sscInternalError, "tuner calibration: rank {} and rank {} fitted different "
-                  "profiles", comm->rank, q);
+      return fail(sscInternalError,
+                  "tuner calibration: rank {} and rank {} fitted different "
+                  "profiles",
+                  comm->rank, q);
   std::lock_guard<std::mutex> g(comm->mu);
   comm->tuner = std::move(tuner);
   comm->plans.clear();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tuner's self-calibration, run by communicator init once the communicator can run calls.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <limits>
 #include <thread>
 
@@ -8,27 +9,33 @@ namespace ssc {
 sscResult_t checkComm(const char* fn, sscComm* comm, bool allowFailed) {
   if (comm == nullptr) return fail(sscInvalidArgument, "{}: comm is NULL", fn);
   if (!commIsLive(comm))
-    return fail(sscInvalidUsage, "{}: comm {} is not a live communicator (destroyed, aborted or "
-                "never created)", fn, static_cast<void*>(comm));
+    return fail(sscInvalidUsage,
+                "{}: comm {} is not a live communicator (destroyed, aborted or "
+                "never created)",
+                fn, static_cast<void*>(comm));
   int state = comm->asyncError.load();
   // The init thread timing the tuner's calibration runs calls before init reports success.
   if (state == sscInProgress && comm->calibrationThread.load() == std::this_thread::get_id())
     state = sscSuccess;
   if (state == sscInProgress)
-    return fail(sscInvalidUsage, "{}: communicator initialisation is still in progress; poll "
-                "sscCommGetAsyncError until it returns sscSuccess", fn);
+    return fail(sscInvalidUsage,
+                "{}: communicator initialisation is still in progress; poll "
+                "sscCommGetAsyncError until it returns sscSuccess",
+                fn);
   if (state != sscSuccess && !allowFailed) {
     std::lock_guard<std::mutex> g(comm->mu);
     return fail(static_cast<sscResult_t>(state), "{}: communicator has failed earlier: {}", fn,
                 comm->asyncMessage);
   }
   if (!allowFailed && comm->finalized.load())
-    return fail(sscInvalidUsage, "{}: communicator was finalized (sscCommFinalize): only queries, "
-                "deregistration and sscCommDestroy may follow", fn);
+    return fail(sscInvalidUsage,
+                "{}: communicator was finalized (sscCommFinalize): only queries, "
+                "deregistration and sscCommDestroy may follow",
+                fn);
   if (!allowFailed) {
     if (std::string gone = commPeerGone(comm); !gone.empty())
-      return fail(sscRemoteError, "{}: {}; the communicator cannot run calls with it any more",
-                  fn, gone);
+      return fail(sscRemoteError, "{}: {}; the communicator cannot run calls with it any more", fn,
+                  gone);
   }
   return sscSuccess;
 }
@@ -59,29 +66,32 @@ sscResult_t resolveOp(const char* fn, sscComm* comm, sscRedOp_t op, sscDataType_
         out->postDivisor = static_cast<uint64_t>(comm->nranks);
       }
       return sscSuccess;
-    default:
-      break;
+    default: break;
   }
   std::lock_guard<std::mutex> g(comm->mu);
   auto it = comm->preMulOps.find(static_cast<int>(op));
   if (it == comm->preMulOps.end())
-    return fail(sscInvalidArgument, "{}: unknown reduction op {} (not a built-in op nor one made "
-                "by sscRedOpCreatePreMulSum on this communicator)", fn, static_cast<int>(op));
+    return fail(sscInvalidArgument,
+                "{}: unknown reduction op {} (not a built-in op nor one made "
+                "by sscRedOpCreatePreMulSum on this communicator)",
+                fn, static_cast<int>(op));
   if (it->second.dtype != type)
     return fail(sscInvalidArgument, "{}: op {} was created for datatype {} but the call uses {}",
                 fn, static_cast<int>(op), dtypeName(it->second.dtype), dtypeName(type));
   out->kind = ReduceKind::kSum;
   out->hasPreScale = true;
-  if (it->second.onDevice) out->preScaleDevice = it->second.devicePtr;
-  else out->preScale = it->second.hostValue;
+  if (it->second.onDevice)
+    out->preScaleDevice = it->second.devicePtr;
+  else
+    out->preScale = it->second.hostValue;
   return sscSuccess;
 }
 
 sscResult_t checkCount(const char* fn, size_t count, size_t elemSize, size_t factor) {
   const size_t limit = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   if (count > limit / elemSize / factor)
-    return fail(sscInvalidArgument, "{}: count {} x {} byte(s) x {} overflows", fn, count,
-                elemSize, factor);
+    return fail(sscInvalidArgument, "{}: count {} x {} byte(s) x {} overflows", fn, count, elemSize,
+                factor);
   return sscSuccess;
 }
 

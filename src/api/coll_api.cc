@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Collective and point-to-point entry points: validate everything, then submit (launch now, or
 // record in the open group).
 #include <cstdint>
@@ -35,7 +36,8 @@ const std::pair<void* const, Registration>* symmetricRegistration(sscComm* comm,
 // through the peer cache instead (plain_buffers.h): a non-root's buffer may be anything there.
 void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outBytes) {
   const CollKind kind = call->args.coll;
-  if (kind != CollKind::kAllReduce && kind != CollKind::kReduceScatter && kind != CollKind::kAllGather)
+  if (kind != CollKind::kAllReduce && kind != CollKind::kReduceScatter &&
+      kind != CollKind::kAllGather)
     return;
   const PeerAccess touched = symmetricPeerAccess(kind, comm->rank == call->args.root);
   const bool peersReadIn = touched.in, peersWriteOut = touched.out;
@@ -74,7 +76,9 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     TraceScope trace(comm);
     if (comm->callCheck != nullptr && comm->nranks > 1) {
       checked = true;
-      const int opCode = !reduces ? -1 : static_cast<int>(op) < sscNumOps ? static_cast<int>(op) : sscNumOps;
+      const int opCode = !reduces                           ? -1
+                         : static_cast<int>(op) < sscNumOps ? static_cast<int>(op)
+                                                            : sscNumOps;
       const bool rooted = kind == CollKind::kBroadcast || kind == CollKind::kReduce;
       print = comm->callCheck->next(kind, count, type, opCode, rooted ? root : -1);
     }
@@ -91,15 +95,18 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     call.elemBytes = esize;
     call.sendbuff = sendbuff;
     call.recvbuff = recvbuff;
-    if (reduces) SSC_CHECK(resolveOp(fn, comm, op, type, &call.reduce));
-    else call.reduce.dtype = type;
+    if (reduces)
+      SSC_CHECK(resolveOp(fn, comm, op, type, &call.reduce));
+    else
+      call.reduce.dtype = type;
     if (kind == CollKind::kBroadcast || kind == CollKind::kReduce)
       SSC_CHECK(checkRank(fn, "root", root, comm->nranks));
     const bool isRoot = comm->rank == root;
     const size_t inBytes = collInputElems(call.args, comm->nranks) * esize;
     const size_t outBytes = collOutputElems(call.args, comm->nranks) * esize;
     // Broadcast reads sendbuff only on the root; reduce writes recvbuff only there.
-    if (kind != CollKind::kBroadcast || isRoot) SSC_CHECK(checkPtr(fn, "sendbuff", sendbuff, count));
+    if (kind != CollKind::kBroadcast || isRoot)
+      SSC_CHECK(checkPtr(fn, "sendbuff", sendbuff, count));
     if (kind != CollKind::kReduce || isRoot) SSC_CHECK(checkPtr(fn, "recvbuff", recvbuff, count));
     const char* in = static_cast<const char*>(sendbuff);
     const char* out = static_cast<const char*>(recvbuff);
@@ -107,20 +114,26 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
     switch (kind) {
       case CollKind::kReduceScatter:
         if (in != nullptr && out != in + comm->rank * block && overlaps(in, inBytes, out, outBytes))
-          return fail(sscInvalidArgument, "{}: recvbuff overlaps sendbuff but is not the in-place "
-                      "position sendbuff + rank * recvcount", fn);
+          return fail(sscInvalidArgument,
+                      "{}: recvbuff overlaps sendbuff but is not the in-place "
+                      "position sendbuff + rank * recvcount",
+                      fn);
         break;
       case CollKind::kAllGather:
         if (in != nullptr && in != out + comm->rank * block && overlaps(in, inBytes, out, outBytes))
-          return fail(sscInvalidArgument, "{}: sendbuff overlaps recvbuff but is not the in-place "
-                      "position recvbuff + rank * sendcount", fn);
+          return fail(sscInvalidArgument,
+                      "{}: sendbuff overlaps recvbuff but is not the in-place "
+                      "position recvbuff + rank * sendcount",
+                      fn);
         break;
       case CollKind::kAllToAll:
         // In place means the very same buffer (as in NCCL): the direct plan then sends each
         // chunk before receiving over it. Any other overlap would shift blocks under the plan.
         if (in != out && overlaps(in, inBytes, out, outBytes))
-          return fail(sscInvalidArgument, "{}: sendbuff and recvbuff partially overlap (all-to-all "
-                      "supports only sendbuff == recvbuff, in place)", fn);
+          return fail(sscInvalidArgument,
+                      "{}: sendbuff and recvbuff partially overlap (all-to-all "
+                      "supports only sendbuff == recvbuff, in place)",
+                      fn);
         break;
       default:
         if (in != nullptr && out != nullptr && in != out && overlaps(in, inBytes, out, outBytes))
@@ -145,9 +158,10 @@ sscResult_t collective(const char* fn, CollKind kind, const void* sendbuff, void
       submitted = true;
       return submitCall(call);
     }
-    call.args.inPlace = in != nullptr && out != nullptr &&
-                        (in == out || (kind == CollKind::kReduceScatter && out == in + comm->rank * block) ||
-                         (kind == CollKind::kAllGather && in == out + comm->rank * block));
+    call.args.inPlace =
+        in != nullptr && out != nullptr &&
+        (in == out || (kind == CollKind::kReduceScatter && out == in + comm->rank * block) ||
+         (kind == CollKind::kAllGather && in == out + comm->rank * block));
     // A pre-multiplied sum scales each rank's input by that rank's own scalar; zero-copy steps
     // read peers' raw inputs and could only apply the local one, so such calls use the FIFOs.
     call.args.rankScaled = reduces && static_cast<int>(op) >= sscNumOps;
@@ -188,7 +202,8 @@ sscResult_t pointToPoint(const char* fn, bool isSend, void* buff, size_t count, 
     SSC_CHECK(checkRank(fn, "peer", peer, comm->nranks));
     SSC_CHECK(checkPtr(fn, isSend ? "sendbuff" : "recvbuff", buff, count));
     if (count == 0) return sscSuccess;
-    SSC_CHECK(checkAccessible(fn, comm, isSend ? "sendbuff" : "recvbuff", buff, count * dtypeSize(type)));
+    SSC_CHECK(
+        checkAccessible(fn, comm, isSend ? "sendbuff" : "recvbuff", buff, count * dtypeSize(type)));
     PendingCall call;
     call.comm = comm;
     call.stream = stream;
@@ -207,8 +222,8 @@ SSC_API sscResult_t sscAllReduce(const void* sendbuff, void* recvbuff, size_t co
                                  sscDataType_t datatype, sscRedOp_t op, sscComm_t comm,
                                  sscStream_t stream) {
   return guarded("sscAllReduce", [&] {
-    return collective("sscAllReduce", CollKind::kAllReduce, sendbuff, recvbuff, count, datatype,
-                      op, true, 0, comm, stream);
+    return collective("sscAllReduce", CollKind::kAllReduce, sendbuff, recvbuff, count, datatype, op,
+                      true, 0, comm, stream);
   });
 }
 
@@ -224,8 +239,8 @@ SSC_API sscResult_t sscReduceScatter(const void* sendbuff, void* recvbuff, size_
 SSC_API sscResult_t sscAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                  sscDataType_t datatype, sscComm_t comm, sscStream_t stream) {
   return guarded("sscAllGather", [&] {
-    return collective("sscAllGather", CollKind::kAllGather, sendbuff, recvbuff, sendcount,
-                      datatype, sscSum, false, 0, comm, stream);
+    return collective("sscAllGather", CollKind::kAllGather, sendbuff, recvbuff, sendcount, datatype,
+                      sscSum, false, 0, comm, stream);
   });
 }
 
@@ -242,8 +257,8 @@ SSC_API sscResult_t sscReduce(const void* sendbuff, void* recvbuff, size_t count
                               sscDataType_t datatype, sscRedOp_t op, int root, sscComm_t comm,
                               sscStream_t stream) {
   return guarded("sscReduce", [&] {
-    return collective("sscReduce", CollKind::kReduce, sendbuff, recvbuff, count, datatype, op,
-                      true, root, comm, stream);
+    return collective("sscReduce", CollKind::kReduce, sendbuff, recvbuff, count, datatype, op, true,
+                      root, comm, stream);
   });
 }
 

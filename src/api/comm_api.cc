@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Communicator entry points: version and errors, unique id, init (blocking and not), split,
 // finalize, destroy, abort and queries.
 #include <algorithm>
@@ -53,18 +54,23 @@ void deleteComm(sscComm* comm, bool orderly = false) {
 // racing destroy/abort calls wins; the other gets sscInvalidUsage, never a double free.
 sscResult_t claimForDelete(const char* fn, sscComm* comm) {
   if (!commUnregisterLive(comm))
-    return fail(sscInvalidUsage, "{}: comm {} is not a live communicator (already destroyed or "
-                "aborted, or being destroyed by another thread)", fn, static_cast<void*>(comm));
+    return fail(sscInvalidUsage,
+                "{}: comm {} is not a live communicator (already destroyed or "
+                "aborted, or being destroyed by another thread)",
+                fn, static_cast<void*>(comm));
   return sscSuccess;
 }
 
 sscResult_t checkConfig(const char* fn, const sscConfig_t* config, bool* blocking) {
   *blocking = true;
   if (config == nullptr) return sscSuccess;
-  if (config->magic != SSC_CONFIG_MAGIC || config->size < offsetof(sscConfig_t, blocking) + sizeof(int))
-    return fail(sscInvalidArgument, "{}: config was not initialised with SSC_CONFIG_INITIALIZER", fn);
+  if (config->magic != SSC_CONFIG_MAGIC ||
+      config->size < offsetof(sscConfig_t, blocking) + sizeof(int))
+    return fail(sscInvalidArgument, "{}: config was not initialised with SSC_CONFIG_INITIALIZER",
+                fn);
   if (config->blocking != SSC_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
-    return fail(sscInvalidArgument, "{}: config.blocking must be 0 or 1 (got {})", fn, config->blocking);
+    return fail(sscInvalidArgument, "{}: config.blocking must be 0 or 1 (got {})", fn,
+                config->blocking);
   *blocking = config->blocking != 0;
   return sscSuccess;
 }
@@ -138,8 +144,10 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
         // A new thread starts on device 0: bind the caller's device first.
         comm->backend->bindDevice(comm->device);
         const sscResult_t r = initGuarded(comm, id, nranks, rank);
-        if (r == sscSuccess) comm->asyncError.store(sscSuccess);
-        else commSetAsyncError(comm, r, initFailureText(comm, r));
+        if (r == sscSuccess)
+          comm->asyncError.store(sscSuccess);
+        else
+          commSetAsyncError(comm, r, initFailureText(comm, r));
       });
     } catch (const std::system_error& e) {
       commUnregisterLive(comm);
@@ -202,8 +210,8 @@ SSC_API sscResult_t sscCommInitRank(sscComm_t* comm, int nranks, sscUniqueId com
   });
 }
 
-SSC_API sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUniqueId commId,
-                                          int rank, sscConfig_t* config) {
+SSC_API sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUniqueId commId, int rank,
+                                          sscConfig_t* config) {
   return guarded("sscCommInitRankConfig", [&] {
     return initRank("sscCommInitRankConfig", comm, nranks, commId, rank, config, nullptr);
   });
@@ -212,17 +220,21 @@ SSC_API sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUnique
 SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlist) {
   return guarded("sscCommInitAll", [&]() -> sscResult_t {
     if (comms == nullptr) return fail(sscInvalidArgument, "sscCommInitAll: comms is NULL");
-    if (ndev < 1) return fail(sscInvalidArgument, "sscCommInitAll: ndev {} must be at least 1", ndev);
+    if (ndev < 1)
+      return fail(sscInvalidArgument, "sscCommInitAll: ndev {} must be at least 1", ndev);
     if (devlist != nullptr)
       for (int i = 0; i < ndev; ++i)
         if (devlist[i] < 0)
-          return fail(sscInvalidArgument, "sscCommInitAll: devlist[{}] = {} is negative", i, devlist[i]);
+          return fail(sscInvalidArgument, "sscCommInitAll: devlist[{}] = {} is negative", i,
+                      devlist[i]);
     const int devices = processBackend()->deviceCount();
     for (int i = 0; devices > 0 && i < ndev; ++i) {
       const int dev = devlist != nullptr ? devlist[i] : i;
       if (dev >= devices)
-        return fail(sscInvalidArgument, "sscCommInitAll: rank {} would use device {}, but {} "
-                    "device(s) are visible{}", i, dev, devices,
+        return fail(sscInvalidArgument,
+                    "sscCommInitAll: rank {} would use device {}, but {} "
+                    "device(s) are visible{}",
+                    i, dev, devices,
                     devlist == nullptr ? " (without a devlist rank i uses device i)" : "");
     }
     sscUniqueId id;
@@ -242,16 +254,19 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
           // Rank i lives on devlist[i] (device i without a list), as in ncclCommInitAll.
           results[i] = guarded("sscCommInitAll", [&] {
             return initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr,
-                            devices == 0 ? -1 : devlist != nullptr ? devlist[i] : i, nullptr,
-                            &group);
+                            devices == 0         ? -1
+                            : devlist != nullptr ? devlist[i]
+                                                 : i,
+                            nullptr, &group);
           });
           messages[i] = lastError();
         }));
       } catch (const std::system_error& e) {
         // A thread or memory limit: the ranks already started wait for this one, which will
         // never come. Abort them, and wait for them to leave before their results go away.
-        notStarted = fmt::format("sscCommInitAll: cannot start thread {} of {}: {}{}", i + 1, ndev,
-                                 e.what(), i == 0 ? "" : fmt::format(" (the {} started were aborted)", i));
+        notStarted =
+            fmt::format("sscCommInitAll: cannot start thread {} of {}: {}{}", i + 1, ndev, e.what(),
+                        i == 0 ? "" : fmt::format(" (the {} started were aborted)", i));
         group.cancel();
       }
     }
@@ -287,7 +302,9 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
     SSC_CHECK(checkConfig(fn, config, &blocking));
     // Round 1: everyone's (color, key). Round 2: the first rank of each color publishes the new
     // communicator's unique id.
-    struct Entry { int32_t color, key; };
+    struct Entry {
+      int32_t color, key;
+    };
     std::vector<Entry> entries(comm->nranks);
     entries[comm->rank] = Entry{color, key};
     if (sscResult_t r = comm->bootstrap->allGather(entries.data(), sizeof(Entry)); r != sscSuccess)
@@ -301,10 +318,12 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
     std::memset(ids.data(), 0, ids.size() * sizeof(sscUniqueId));
     if (!members.empty() && members.front() == comm->rank)
       SSC_CHECK(bootstrapCreateUniqueId(&ids[comm->rank]));
-    if (sscResult_t r = comm->bootstrap->allGather(ids.data(), sizeof(sscUniqueId)); r != sscSuccess)
+    if (sscResult_t r = comm->bootstrap->allGather(ids.data(), sizeof(sscUniqueId));
+        r != sscSuccess)
       return setError(r, commRingFailureText(comm, r, lastError()));
     if (color == SSC_SPLIT_NOCOLOR) return sscSuccess;
-    int newRank = static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
+    int newRank =
+        static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
     Topology sub = subsetTopology(comm->topo, members);
     // The child's init waits on the same peers: if one of them goes away meanwhile (the parent's
     // peer watch hears of it), the child's waits end too.
@@ -379,7 +398,8 @@ SSC_API sscResult_t sscCommAbort(sscComm_t comm) {
 
 SSC_API sscResult_t sscCommGetAsyncError(sscComm_t comm, sscResult_t* asyncError) {
   return guarded("sscCommGetAsyncError", [&]() -> sscResult_t {
-    if (asyncError == nullptr) return fail(sscInvalidArgument, "sscCommGetAsyncError: asyncError is NULL");
+    if (asyncError == nullptr)
+      return fail(sscInvalidArgument, "sscCommGetAsyncError: asyncError is NULL");
     if (comm == nullptr) return fail(sscInvalidArgument, "sscCommGetAsyncError: comm is NULL");
     CommUse use(comm);
     if (!use.live()) return fail(sscInvalidUsage, "sscCommGetAsyncError: comm is not live");

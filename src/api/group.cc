@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/api/group.h"
 #include "src/api/plain_buffers.h"
 #include "src/api/trace_hooks.h"
@@ -48,10 +49,12 @@ bool stagingPaysOff(const PendingCall& c, uint64_t bytes) {
 bool stageable(const PendingCall& c) {
   const CollKind k = c.args.coll;
   const StagingBuffers& s = c.comm->staging;
-  const size_t bytes = std::max(collInputElems(c.args, c.comm->nranks),
-                                collOutputElems(c.args, c.comm->nranks)) * c.elemBytes;
+  const size_t bytes =
+      std::max(collInputElems(c.args, c.comm->nranks), collOutputElems(c.args, c.comm->nranks)) *
+      c.elemBytes;
   return s.bytes != 0 && c.zeroCopyOk && c.peerBuffers.empty() &&
-         (k == CollKind::kAllReduce || k == CollKind::kReduceScatter || k == CollKind::kAllGather) &&
+         (k == CollKind::kAllReduce || k == CollKind::kReduceScatter ||
+          k == CollKind::kAllGather) &&
          !commPacketCall(c.comm, c.args, c.elemBytes) && bytes <= s.bytes &&
          stagingPaysOff(c, bytes);
 }
@@ -59,10 +62,9 @@ bool stageable(const PendingCall& c) {
 // Identifies a staged call for the symmetric barrier's check, as findSymmetric does for
 // registered ones (every rank stages into the same buffers, so only the call itself varies).
 uint32_t stagedCallHash(const PendingCall& c) {
-  const uint64_t h = std::hash<std::string>{}(
-      fmt::format("staged:{}:{}:{}:{}:{}", static_cast<int>(c.args.coll), c.args.count,
-                  static_cast<int>(c.reduce.dtype), static_cast<int>(c.reduce.kind),
-                  c.reduce.hasPreScale));
+  const uint64_t h = std::hash<std::string>{}(fmt::format(
+      "staged:{}:{}:{}:{}:{}", static_cast<int>(c.args.coll), c.args.count,
+      static_cast<int>(c.reduce.dtype), static_cast<int>(c.reduce.kind), c.reduce.hasPreScale));
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
@@ -71,8 +73,9 @@ uint32_t stagedCallHash(const PendingCall& c) {
 bool singleRankCopy(const PendingCall& c, const void** src, void** dst, size_t* bytes) {
   const ReduceSpec& r = c.reduce;
   // A scale known to be 1 (a float average over one rank) leaves the values as they are.
-  const bool scales = r.hasPreScale && (r.preScaleDevice != nullptr ||
-                                        (r.preScale.isInteger ? r.preScale.i != 1 : r.preScale.f != 1.0));
+  const bool scales =
+      r.hasPreScale && (r.preScaleDevice != nullptr ||
+                        (r.preScale.isInteger ? r.preScale.i != 1 : r.preScale.f != 1.0));
   if (c.comm->nranks != 1 || scales) return false;
   *src = c.sendbuff;
   *dst = c.recvbuff;
@@ -86,7 +89,8 @@ sscResult_t launchColl(const PendingCall& c) {
   size_t bytes = 0;
   if (singleRankCopy(c, &src, &dst, &bytes)) {
     traceColl(c, nullptr, "copy");
-    return src == dst ? sscSuccess : c.comm->backend->enqueueCopy(c.comm, dst, src, bytes, c.stream);
+    return src == dst ? sscSuccess
+                      : c.comm->backend->enqueueCopy(c.comm, dst, src, bytes, c.stream);
   }
   auto work = std::make_shared<Work>();
   work->reduce = c.reduce;
@@ -105,8 +109,8 @@ sscResult_t launchColl(const PendingCall& c) {
       work->callHash = stagedCallHash(c);
       ++c.comm->staging.calls;
       const Backend::StagedCopies copies{
-          s.in, c.sendbuff, collInputElems(c.args, c.comm->nranks) * c.elemBytes,
-          c.recvbuff, s.out, collOutputElems(c.args, c.comm->nranks) * c.elemBytes};
+          s.in,       c.sendbuff, collInputElems(c.args, c.comm->nranks) * c.elemBytes,
+          c.recvbuff, s.out,      collOutputElems(c.args, c.comm->nranks) * c.elemBytes};
       traceColl(c, work.get(), "staged");
       return c.comm->backend->enqueueStaged(c.comm, std::move(work), copies, c.stream);
     }
@@ -125,11 +129,14 @@ sscResult_t launchColl(const PendingCall& c) {
 // Sends to this rank itself pair with receives from itself in order (as NCCL pairs any two
 // ranks' messages); when every pair has one size they are plain copies, with no plan step (on
 // one rank: no kernel through the FIFOs at all). Removes them from `calls` once queued.
-sscResult_t copySelfMessages(sscComm* comm, std::vector<const PendingCall*>* calls, sscStream_t stream) {
+sscResult_t copySelfMessages(sscComm* comm, std::vector<const PendingCall*>* calls,
+                             sscStream_t stream) {
   std::vector<const PendingCall*> sends, recvs, rest;
   for (const PendingCall* c : *calls) {
-    if (c->p2p.peer != comm->rank) rest.push_back(c);
-    else (c->p2p.isSend ? sends : recvs).push_back(c);
+    if (c->p2p.peer != comm->rank)
+      rest.push_back(c);
+    else
+      (c->p2p.isSend ? sends : recvs).push_back(c);
   }
   if (sends.empty() || sends.size() != recvs.size()) return sscSuccess;
   for (size_t i = 0; i < sends.size(); ++i)
@@ -154,12 +161,14 @@ bool overlap(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
 // data this rank has yet to send. The exception is the exchange: the k-th receive from a peer
 // into the very buffer of the k-th send to it (an in-place all-to-all), offered for a swap that
 // runs only when the peer offers its side alike.
-sscResult_t offerReceives(sscComm* comm, const std::vector<P2pOp>& ops, Work* work, sscStream_t stream) {
+sscResult_t offerReceives(sscComm* comm, const std::vector<P2pOp>& ops, Work* work,
+                          sscStream_t stream) {
   P2pDirectory& dir = *comm->p2pDirectory;
   const bool capturing = comm->backend->streamCapturing(stream);
   std::vector<int> owners;
   for (const P2pOp& op : ops)
-    if (op.isSend && op.peer != comm->rank && std::find(owners.begin(), owners.end(), op.peer) == owners.end())
+    if (op.isSend && op.peer != comm->rank &&
+        std::find(owners.begin(), owners.end(), op.peer) == owners.end())
       owners.push_back(op.peer);
   SSC_CHECK(dir.refresh(owners, capturing));
   auto p2p = std::make_shared<Work::P2pDirect>();
@@ -176,10 +185,12 @@ sscResult_t offerReceives(sscComm* comm, const std::vector<P2pOp>& ops, Work* wo
     if (op.isSend || op.peer == comm->rank) continue;
     const size_t k = received[op.peer]++;
     const std::vector<size_t>& mirrors = sendsTo[op.peer];
-    const bool exchange = k < mirrors.size() && buf(mirrors[k]) == buf(i) && ops[mirrors[k]].bytes == op.bytes;
+    const bool exchange =
+        k < mirrors.size() && buf(mirrors[k]) == buf(i) && ops[mirrors[k]].bytes == op.bytes;
     bool alone = true;
     for (size_t j = 0; j < ops.size() && alone; ++j)
-      if (j != i && !(exchange && j == mirrors[k]) && overlap(buf(i), op.bytes, buf(j), ops[j].bytes))
+      if (j != i && !(exchange && j == mirrors[k]) &&
+          overlap(buf(i), op.bytes, buf(j), ops[j].bytes))
         alone = false;
     if (!alone) continue;
     int slot = -1;
@@ -200,7 +211,8 @@ sscResult_t launchP2p(sscComm* comm, std::vector<const PendingCall*> calls) {
   sscStream_t stream = calls.front()->stream;
   for (const PendingCall* c : calls)
     if (c->stream != stream)
-      return fail(sscInvalidUsage, "sscGroupEnd: sends/receives on one communicator in one group "
+      return fail(sscInvalidUsage,
+                  "sscGroupEnd: sends/receives on one communicator in one group "
                   "must use one stream");
   SSC_CHECK(copySelfMessages(comm, &calls, stream));
   if (calls.empty()) return sscSuccess;
@@ -294,7 +306,8 @@ SSC_API sscResult_t sscGroupEnd(void) {
     // abort from another thread cannot free one under the launch.
     std::vector<std::unique_ptr<CommUse>> uses;
     for (const auto& c : calls)
-      if (std::none_of(uses.begin(), uses.end(), [&](const auto& u) { return u->comm() == c.comm; }))
+      if (std::none_of(uses.begin(), uses.end(),
+                       [&](const auto& u) { return u->comm() == c.comm; }))
         uses.push_back(std::make_unique<CommUse>(c.comm));
     if (err != sscSuccess) {
       // Checked mode: the peers compare this rank's calls of the group too. Posting each of them
@@ -309,8 +322,10 @@ SSC_API sscResult_t sscGroupEnd(void) {
           refusedCalls.back().check.status = err;
         }
       if (!refusedCalls.empty()) (void)launchAll(refusedCalls);
-      return fail(err, "sscGroupEnd: a call in the group failed ({}); nothing in the group was "
-                  "launched", t_group.firstMessage);
+      return fail(err,
+                  "sscGroupEnd: a call in the group failed ({}); nothing in the group was "
+                  "launched",
+                  t_group.firstMessage);
     }
     for (const auto& c : calls) SSC_CHECK(checkComm("sscGroupEnd", c.comm));
     TraceScope trace(calls);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Group semantics (sscGroupStart/End): inside a group, calls are validated and recorded; the
 // outermost sscGroupEnd launches them, fusing each communicator's sends and receives into one
 // plan so that matching send/recv pairs can never deadlock on each other.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory, registration, stream and reduction-op entry points.
 #include <cstdint>
 #include <iterator>
@@ -30,7 +31,8 @@ sscResult_t dropStalePeerMappings(sscComm* comm, void* buff, size_t size) {
   SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Range)));
   for (int q = 0; q < comm->nranks; ++q) {
     const Range& r = all[static_cast<size_t>(q)];
-    if (r.known != 0) SSC_CHECK(comm->peerCache->dropOverlapping(q, PeerAllocation{r.base, r.bytes, r.id}));
+    if (r.known != 0)
+      SSC_CHECK(comm->peerCache->dropOverlapping(q, PeerAllocation{r.base, r.bytes, r.id}));
   }
   return sscSuccess;
 }
@@ -59,24 +61,31 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
     SSC_CHECK(checkComm("sscCommRegister", comm));
     if (handle == nullptr) return fail(sscInvalidArgument, "sscCommRegister: handle is NULL");
     if (buff == nullptr || size == 0)
-      return fail(sscInvalidArgument, "sscCommRegister: buffer {} of {} bytes is empty", buff, size);
+      return fail(sscInvalidArgument, "sscCommRegister: buffer {} of {} bytes is empty", buff,
+                  size);
     // No buffer is larger than half the address space, nor wraps around its end; the range
     // arithmetic below (overlaps, covering registrations) relies on it.
     if (size > static_cast<size_t>(PTRDIFF_MAX) ||
         reinterpret_cast<uintptr_t>(buff) > UINTPTR_MAX - size)
-      return fail(sscInvalidArgument, "sscCommRegister: [{}, +{}) is not a buffer: the range {} "
-                  "the address space", buff, size,
-                  size > static_cast<size_t>(PTRDIFF_MAX) ? "is larger than half of" : "wraps around the end of");
+      return fail(sscInvalidArgument,
+                  "sscCommRegister: [{}, +{}) is not a buffer: the range {} "
+                  "the address space",
+                  buff, size,
+                  size > static_cast<size_t>(PTRDIFF_MAX) ? "is larger than half of"
+                                                          : "wraps around the end of");
     {
       std::lock_guard<std::mutex> g(comm->mu);
       auto it = comm->registrations.upper_bound(buff);
       bool overlapsNext = it != comm->registrations.end() &&
                           static_cast<char*>(buff) + size > static_cast<char*>(it->first);
-      bool overlapsPrev = it != comm->registrations.begin() &&
-                          static_cast<char*>(std::prev(it)->first) + std::prev(it)->second.bytes > buff;
+      bool overlapsPrev =
+          it != comm->registrations.begin() &&
+          static_cast<char*>(std::prev(it)->first) + std::prev(it)->second.bytes > buff;
       if (overlapsNext || overlapsPrev)
-        return fail(sscInvalidUsage, "sscCommRegister: [{}, +{}) overlaps a buffer already "
-                    "registered on this communicator", buff, size);
+        return fail(sscInvalidUsage,
+                    "sscCommRegister: [{}, +{}) overlaps a buffer already "
+                    "registered on this communicator",
+                    buff, size);
     }
     // Collective: every rank maps every other rank's buffer (when the backend can share it).
     // Memory on other nodes cannot be mapped, so a communicator that spans nodes only records
@@ -86,7 +95,8 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
     if (comm->topo.nnodes == 1) {
       if (sscResult_t r = dropStalePeerMappings(comm, buff, size); r != sscSuccess)
         return setError(r, commRingFailureText(comm, r, lastError()));
-      if (sscResult_t r = comm->backend->registerBuffer(comm, buff, size, &reg.peerBases); r != sscSuccess)
+      if (sscResult_t r = comm->backend->registerBuffer(comm, buff, size, &reg.peerBases);
+          r != sscSuccess)
         return setError(r, commRingFailureText(comm, r, lastError()));
     }
     std::lock_guard<std::mutex> g(comm->mu);
@@ -106,7 +116,8 @@ SSC_API sscResult_t sscCommDeregister(sscComm_t comm, void* handle) {
       std::lock_guard<std::mutex> g(comm->mu);
       auto it = handle == nullptr ? comm->registrations.end() : comm->registrations.find(handle);
       if (it == comm->registrations.end())
-        return fail(sscInvalidArgument, "sscCommDeregister: {} is not a registration of this communicator", handle);
+        return fail(sscInvalidArgument,
+                    "sscCommDeregister: {} is not a registration of this communicator", handle);
       reg = std::move(it->second);
       comm->registrations.erase(it);
     }
@@ -124,7 +135,8 @@ SSC_API sscResult_t sscStreamCreate(sscStream_t* stream) {
 }
 
 SSC_API sscResult_t sscStreamSynchronize(sscStream_t stream) {
-  return guarded("sscStreamSynchronize", [&] { return processBackend()->streamSynchronize(stream); });
+  return guarded("sscStreamSynchronize",
+                 [&] { return processBackend()->streamSynchronize(stream); });
 }
 
 SSC_API sscResult_t sscStreamDestroy(sscStream_t stream) {
@@ -144,7 +156,8 @@ SSC_API sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDat
     if (op == nullptr) return fail(sscInvalidArgument, "{}: op is NULL", fn);
     if (scalar == nullptr) return fail(sscInvalidArgument, "{}: scalar is NULL", fn);
     if (residence != sscScalarDevice && residence != sscScalarHostImmediate)
-      return fail(sscInvalidArgument, "{}: unknown scalar residence {}", fn, static_cast<int>(residence));
+      return fail(sscInvalidArgument, "{}: unknown scalar residence {}", fn,
+                  static_cast<int>(residence));
     PreMulSumOp entry{datatype, residence == sscScalarDevice, {}, scalar};
     if (!entry.onDevice) entry.hostValue = scalarFromElement(datatype, scalar);
     std::lock_guard<std::mutex> g(comm->mu);
@@ -162,7 +175,8 @@ SSC_API sscResult_t sscRedOpDestroy(sscRedOp_t op, sscComm_t comm) {
     CommUse use(comm);
     SSC_CHECK(checkComm("sscRedOpDestroy", comm, true));
     if (static_cast<int>(op) < sscNumOps)
-      return fail(sscInvalidArgument, "sscRedOpDestroy: op {} is a built-in op", static_cast<int>(op));
+      return fail(sscInvalidArgument, "sscRedOpDestroy: op {} is a built-in op",
+                  static_cast<int>(op));
     std::lock_guard<std::mutex> g(comm->mu);
     if (comm->preMulOps.erase(static_cast<int>(op)) == 0)
       return fail(sscInvalidArgument, "sscRedOpDestroy: op {} was not created on this communicator",

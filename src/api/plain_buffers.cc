@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/api/plain_buffers.h"
 
 #include <algorithm>
@@ -42,16 +43,16 @@ size_t callBytes(const PendingCall& c) {
 bool qualifies(const PendingCall& c) {
   sscComm* comm = c.comm;
   const CollKind k = c.args.coll;
-  if (c.isP2p || c.checkOnly || comm->peerCache == nullptr || !comm->peerCache->enabled() || !c.zeroCopyOk ||
-      !c.peerBuffers.empty())
+  if (c.isP2p || c.checkOnly || comm->peerCache == nullptr || !comm->peerCache->enabled() ||
+      !c.zeroCopyOk || !c.peerBuffers.empty())
     return false;
   if (k == CollKind::kSendRecv) return false;
   const size_t bytes = callBytes(c);
   if (bytes < comm->config.zeroCopyMinBytes) return false;
   if (commPacketCall(comm, c.args, c.elemBytes)) return false;
   // A forced algorithm (STARSCREAM_ALGO) other than symmetric keeps its path.
-  return selectAlgo(*comm->tuner, k, bytes, true, comm->config.forcedAlgos[static_cast<size_t>(k)]) ==
-         Algo::kSymmetric;
+  return selectAlgo(*comm->tuner, k, bytes, true,
+                    comm->config.forcedAlgos[static_cast<size_t>(k)]) == Algo::kSymmetric;
 }
 
 PeerMemoryCache::Request requestOf(const PendingCall& c) {
@@ -75,11 +76,11 @@ PeerMemoryCache::Request requestOf(const PendingCall& c) {
 // ranks that mixed the two forms keep the FIFOs. Whether they did is known only once every record
 // is in (the same on all).
 bool runsZeroCopy(const PendingCall& c, const PeerMemoryCache::Result& res) {
-  return res.zeroCopy &&
-         !(c.args.coll == CollKind::kAllToAll && res.anyInPlace && !res.allInPlace);
+  return res.zeroCopy && !(c.args.coll == CollKind::kAllToAll && res.anyInPlace && !res.allInPlace);
 }
 
-void apply(PendingCall* c, const PeerMemoryCache::Request& req, const PeerMemoryCache::Result& res) {
+void apply(PendingCall* c, const PeerMemoryCache::Request& req,
+           const PeerMemoryCache::Result& res) {
   const size_t n = static_cast<size_t>(c->comm->nranks);
   c->peerBuffers.assign(kBufScratch, std::vector<void*>(n, nullptr));
   for (int b : {kBufIn, kBufOut})
@@ -97,8 +98,10 @@ void pinForGraph(const PendingCall& c, const PeerMemoryCache::Result& res) {
   if (res.mappings.empty()) return;
   std::shared_ptr<PeerMemoryCache::Pin> pin = c.comm->peerCache->pin(res);
   if (!c.comm->backend->retainUntilGraphDestroyed(c.stream, [pin] { pin->release(); }))
-    SSC_LOG(kWarn, "could not tie {} peer mapping(s) to the graph being captured: they stay open "
-            "until the communicator is destroyed", res.mappings.size());
+    SSC_LOG(kWarn,
+            "could not tie {} peer mapping(s) to the graph being captured: they stay open "
+            "until the communicator is destroyed",
+            res.mappings.size());
 }
 
 static_assert(sizeof(CallFingerprint) <= PeerMemoryCache::kCheckBytes,
@@ -141,8 +144,10 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
       Posted p{c, {}, 0, list[round].second, {}, sscSuccess};
       if (p.zeroCopy) p.req = requestOf(*c);
       if (c->checked) p.req.check = &c->check;
-      if (comm->peerCache != nullptr) SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
-      else SSC_CHECK(comm->callCheck->post(c->check, &p.ticket));
+      if (comm->peerCache != nullptr)
+        SSC_CHECK(comm->peerCache->post(p.req, &p.ticket));
+      else
+        SSC_CHECK(comm->callCheck->post(c->check, &p.ticket));
       posted.push_back(p);
     }
     if (posted.empty()) break;
@@ -186,8 +191,10 @@ sscResult_t resolvePlainBuffers(std::vector<PendingCall>& calls) {
       } else {
         CallChecker::Collect& got = collects[next++];
         r = got.result;
-        if (r == sscSuccess) prints = std::move(got.all);
-        else if (lastError() != got.error) setError(r, got.error);
+        if (r == sscSuccess)
+          prints = std::move(got.all);
+        else if (lastError() != got.error)
+          setError(r, got.error);
       }
       if (!prints.empty()) {
         const std::string why = describeMismatch(prints.data(), comm->nranks);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Zero-copy for collectives on plain (unregistered) buffers: before a batch of calls launches,
 // the calls that qualify agree with their peers (through comm->peerCache) on every rank's
 // buffers, and those that every rank can share run the symmetric algorithm on the application's

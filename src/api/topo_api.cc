@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Topology queries: the graph the algorithms use, as the application may want to see it (to
 // place work per physical GPU, say).
 #include <cstring>
@@ -39,7 +40,8 @@ SSC_API sscResult_t sscCommGetTopologyJson(sscComm_t comm, char* buffer, size_t*
     if (*size < need) {
       size_t given = *size;
       *size = need;
-      return fail(sscInvalidArgument, "{}: buffer of {} bytes is too small ({} needed)", fn, given, need);
+      return fail(sscInvalidArgument, "{}: buffer of {} bytes is too small ({} needed)", fn, given,
+                  need);
     }
     std::memcpy(buffer, json.c_str(), need);
     *size = need;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/collectives/algorithms.h"
 
 #include <algorithm>
@@ -9,20 +10,16 @@ namespace ssc {
 
 bool algoSupports(const Topology& topo, CollKind coll, Algo algo) {
   switch (algo) {
-    case Algo::kDirect:
-      return coll != CollKind::kSendRecv;
+    case Algo::kDirect: return coll != CollKind::kSendRecv;
     case Algo::kRing:
-    case Algo::kBidirRing:
-      return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv;
+    case Algo::kBidirRing: return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv;
     case Algo::kHierarchical:
-      return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv &&
-             topo.uniformPartitions();
+      return coll != CollKind::kAllToAll && coll != CollKind::kSendRecv && topo.uniformPartitions();
     case Algo::kSymmetric:
       // Also needs registered buffers: the caller checks (CollArgs::symmetric). Peers' memory
       // is mapped within a node only.
       return topo.nnodes == 1 && coll != CollKind::kSendRecv;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -42,7 +39,8 @@ sscResult_t buildCollPlan(const Topology& topo, int rank, const CollArgs& args, 
   if (rank < 0 || rank >= nranks) return SSC_INTERNAL("plan for rank {} of {}", rank, nranks);
   if (params.chunkElems == 0) return SSC_INTERNAL("plan chunk of 0 elements");
   if (algo == Algo::kSymmetric && !args.symmetric)
-    return fail(sscInvalidUsage, "algorithm symmetric needs buffers registered with "
+    return fail(sscInvalidUsage,
+                "algorithm symmetric needs buffers registered with "
                 "sscCommRegister on every rank");
   if (!algoSupports(topo, args.coll, algo))
     return fail(sscInvalidUsage, "algorithm {} cannot run {} on topology '{}'", algoName(algo),
@@ -104,9 +102,11 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
   // and the FIFO steps after them are those of the plan without handshakes, less the skipped
   // messages (the same on both ends).
   {
-    std::vector<uint8_t> sendsTo(static_cast<size_t>(nranks), 0), recvsFrom(static_cast<size_t>(nranks), 0);
+    std::vector<uint8_t> sendsTo(static_cast<size_t>(nranks), 0),
+        recvsFrom(static_cast<size_t>(nranks), 0);
     for (const P2pOp& op : ops)
-      if (op.peer != rank && static_cast<size_t>(op.peer) < directPeers.size() && directPeers[op.peer])
+      if (op.peer != rank && static_cast<size_t>(op.peer) < directPeers.size() &&
+          directPeers[op.peer])
         (op.isSend ? sendsTo : recvsFrom)[op.peer] = 1;
     std::vector<Step>& steps = out->channels[0].steps;
     const auto handshake = [&](StepOp op, int recvPeer, int sendPeer) {
@@ -122,8 +122,8 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
   }
   // The sends to one peer form one byte stream (posting order), and so do the receives from
   // one peer; both sides cut their streams at the same op and chunk boundaries, so the steps and
-  // their slot sizes match. A stream of at least params.p2pSplitBytes is cut into one contiguous part
-  // per channel (at 16-byte multiples, so the vector path stays aligned): a channel is a block
+  // their slot sizes match. A stream of at least params.p2pSplitBytes is cut into one contiguous
+  // part per channel (at 16-byte multiples, so the vector path stays aligned): a channel is a block
   // group of its own with its own connections, so parts move in parallel (one channel moved
   // 8 GB/s on the H200). The cut depends only on the stream's length, which both ends know.
   // Within a channel, round c carries bytes [c, c + 1) x chunk of every part: first every
@@ -142,7 +142,8 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
     auto it = std::find_if(streams.begin(), streams.end(), [&](const Stream& st) {
       return st.isSend == ops[i].isSend && st.peer == ops[i].peer;
     });
-    if (it == streams.end()) it = streams.insert(streams.end(), Stream{ops[i].isSend, ops[i].peer, {}, 0});
+    if (it == streams.end())
+      it = streams.insert(streams.end(), Stream{ops[i].isSend, ops[i].peer, {}, 0});
     it->ops.push_back(i);
     it->bytes += ops[i].bytes;
   }
@@ -174,8 +175,10 @@ sscResult_t buildP2pPlan(int rank, int nranks, const std::vector<P2pOp>& ops,
             const uint64_t a = std::max(clo, start), b = std::min(chi, end);
             if (a < b) {
               const Ref ref{static_cast<uint16_t>(kBufUserBase + i), a - start};
-              if (sends) e.send(st.peer, ref, b - a);
-              else e.recv(st.peer, ref, b - a);
+              if (sends)
+                e.send(st.peer, ref, b - a);
+              else
+                e.recv(st.peer, ref, b - a);
             }
             start = end;
           }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Algorithm generators: each compiles one call into this rank's RankPlan (see plan.h).
 // Ring primitives work over a "ring group" (the ranks of one tier in ring order) so the flat
 // ring, the bidirectional ring and the tiers of the hierarchical algorithms share one code path.

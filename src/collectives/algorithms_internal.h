@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the algorithm files; not part of the collectives layer's interface.
 #pragma once
 

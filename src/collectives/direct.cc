@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Direct algorithms: every rank exchanges with every peer itself, in one hop. Few steps, so they
 // win for small messages and for all-to-all; peers are visited starting from rank+1 so that at
 // any moment each rank talks to a different peer.
@@ -15,8 +16,10 @@ void oneShot(PlanEmitter& e, int rank, int nranks, uint64_t lo, uint64_t n1, Ref
   for (int i = 1; i < nranks; ++i) e.send(peerAt(rank, i, nranks), Ref{kBufIn, lo}, n1, kFlagPreOp);
   for (int q = 0; q < nranks; ++q) {
     if (q == rank) {
-      if (q == 0) e.copy(Ref{kBufIn, lo}, scratch, n1, kFlagPreOp);
-      else e.reduce(Ref{kBufIn, lo}, scratch, n1, kFlagPreOp);
+      if (q == 0)
+        e.copy(Ref{kBufIn, lo}, scratch, n1, kFlagPreOp);
+      else
+        e.reduce(Ref{kBufIn, lo}, scratch, n1, kFlagPreOp);
     } else if (q == 0) {
       e.recv(q, scratch, n1);
     } else {
@@ -75,26 +78,40 @@ void buildDirect(const CallShape& c, size_t elemBytes, RankPlan* plan) {
         uint64_t loopLen = std::min<uint64_t>(n * chunk, count - lo);
         auto off = [&](int j) { return lo + splitOffset(loopLen, n, j); };
         auto cnt = [&](int j) { return splitCount(loopLen, n, j); };
-        directReduceScatter(e, r, n, [&](int j) { return Ref{kBufIn, off(j)}; },
-                            Ref{kBufOut, off(r)}, cnt);
-        directAllGather(e, r, n, Ref{kBufOut, off(r)}, [&](int j) { return Ref{kBufOut, off(j)}; },
-                        cnt);
+        directReduceScatter(
+            e, r, n,
+            [&](int j) {
+              return Ref{kBufIn, off(j)};
+            },
+            Ref{kBufOut, off(r)}, cnt);
+        directAllGather(
+            e, r, n, Ref{kBufOut, off(r)},
+            [&](int j) {
+              return Ref{kBufOut, off(j)};
+            },
+            cnt);
       }
       break;
     case CollKind::kReduceScatter:
-      for (uint64_t lo = 0; lo < count; lo += chunk)
-      {
+      for (uint64_t lo = 0; lo < count; lo += chunk) {
         uint64_t n1 = std::min(chunk, count - lo);
-        directReduceScatter(e, r, n, [&](int j) { return Ref{kBufIn, j * count + lo}; },
-                            Ref{kBufOut, lo}, [n1](int) { return n1; });
+        directReduceScatter(
+            e, r, n,
+            [&](int j) {
+              return Ref{kBufIn, j * count + lo};
+            },
+            Ref{kBufOut, lo}, [n1](int) { return n1; });
       }
       break;
     case CollKind::kAllGather:
-      for (uint64_t lo = 0; lo < count; lo += chunk)
-      {
+      for (uint64_t lo = 0; lo < count; lo += chunk) {
         uint64_t n1 = std::min(chunk, count - lo);
-        directAllGather(e, r, n, Ref{kBufIn, lo}, [&](int j) { return Ref{kBufOut, j * count + lo}; },
-                        [n1](int) { return n1; });
+        directAllGather(
+            e, r, n, Ref{kBufIn, lo},
+            [&](int j) {
+              return Ref{kBufOut, j * count + lo};
+            },
+            [n1](int) { return n1; });
       }
       break;
     case CollKind::kBroadcast:
@@ -144,8 +161,7 @@ void buildDirect(const CallShape& c, size_t elemBytes, RankPlan* plan) {
         }
       }
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

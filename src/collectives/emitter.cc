@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/collectives/emitter.h"
 
 #include <algorithm>
@@ -7,7 +8,8 @@ namespace ssc {
 void PlanEmitter::push(StepOp op, uint8_t flags, Ref src, Ref dst, int recvPeer, int sendPeer,
                        uint64_t n) {
   if (n == 0) return;
-  steps_->push_back(Step{op, flags, src.buf, dst.buf, recvPeer, sendPeer, src.off, dst.off, n, tag_});
+  steps_->push_back(
+      Step{op, flags, src.buf, dst.buf, recvPeer, sendPeer, src.off, dst.off, n, tag_});
 }
 
 void PlanEmitter::copy(Ref src, Ref dst, uint64_t n, uint8_t flags) {

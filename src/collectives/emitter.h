@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PlanEmitter appends steps to one channel of a RankPlan, and the ring primitives build the
 // classic ring schedules over any ordered group of ranks ("ring"), so every tier of every
 // algorithm uses the same, tested schedules.
@@ -55,7 +56,10 @@ struct RingGroup {
   std::vector<int> ranks;
   int pos = 0;
   int size() const { return static_cast<int>(ranks.size()); }
-  int at(int p) const { int m = size(); return ranks[((p % m) + m) % m]; }
+  int at(int p) const {
+    int m = size();
+    return ranks[((p % m) + m) % m];
+  }
   int next() const { return at(pos + 1); }
   int prev() const { return at(pos - 1); }
   RingGroup reversed() const;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/collectives/gpu_rings.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ring orders of the GPUs of one node that share no link: the hierarchical algorithm's rings of
 // same-index partitions (one ring per partition index, G GPUs each) run at the same time, and on
 // a node whose GPUs are all linked pairwise (MI300X: 7 XGMI links per GPU) rings in one GPU order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two-tier algorithms (paper, section IV-D): traffic inside a physical GPU (USR tier) and between
 // GPUs (XGMI tier) is decoupled. All-reduce runs in three phases: reduce-scatter among the
 // partitions of each GPU, all-reduce among same-index partitions across GPUs (G participants,
@@ -21,13 +22,13 @@ namespace ssc {
 namespace {
 
 struct Tiers {
-  RingGroup intra;               // the partitions of this rank's GPU, in XCD ring order
-  RingGroup inter;               // same-index partitions of every GPU (order: see the top)
+  RingGroup intra;  // the partitions of this rank's GPU, in XCD ring order
+  RingGroup inter;  // same-index partitions of every GPU (order: see the top)
   std::vector<std::vector<int>> gpuRanks;  // ranks of GPU g by partition
-  int gpu = 0;                   // this rank's GPU
-  int part = 0;                  // this rank's partition index
-  int P = 1;                     // partitions per GPU
-  int G = 1;                     // GPUs
+  int gpu = 0;                             // this rank's GPU
+  int part = 0;                            // this rank's partition index
+  int P = 1;                               // partitions per GPU
+  int G = 1;                               // GPUs
 };
 
 Tiers makeTiers(const Topology& topo, int rank) {
@@ -70,18 +71,25 @@ void hierChannel(const CallShape& c, const Tiers& t, PlanEmitter& e, uint64_t ba
         // Slices are indexed by partition index (= position in the unreversed intra ring).
         auto sliceOfPos = [&](const RingGroup& ring, int j) {
           int partIndex = indexOf(t.gpuRanks[t.gpu], ring.at(j));
-          return std::pair(lo + splitOffset(loopLen, P, partIndex), splitCount(loopLen, P, partIndex));
+          return std::pair(lo + splitOffset(loopLen, P, partIndex),
+                           splitCount(loopLen, P, partIndex));
         };
-        ringReduceScatter(e, t.intra, [&](int j) {
-          auto [off, n1] = sliceOfPos(t.intra, j);
-          return Slice{Ref{kBufIn, off}, Ref{kBufOut, off}, n1};
-        }, kFlagPreOp, G == 1);
+        ringReduceScatter(
+            e, t.intra,
+            [&](int j) {
+              auto [off, n1] = sliceOfPos(t.intra, j);
+              return Slice{Ref{kBufIn, off}, Ref{kBufOut, off}, n1};
+            },
+            kFlagPreOp, G == 1);
         auto [myOff, myLen] = sliceOfPos(t.intra, t.intra.pos);
         if (G > 1) {
-          ringAllReduce(e, t.inter, [&](int j) {
-            uint64_t off = myOff + splitOffset(myLen, G, j);
-            return Slice{Ref{kBufOut, off}, Ref{kBufOut, off}, splitCount(myLen, G, j)};
-          }, kFlagNone, true);
+          ringAllReduce(
+              e, t.inter,
+              [&](int j) {
+                uint64_t off = myOff + splitOffset(myLen, G, j);
+                return Slice{Ref{kBufOut, off}, Ref{kBufOut, off}, splitCount(myLen, G, j)};
+              },
+              kFlagNone, true);
         }
         ringAllGather(e, t.intra, [&](int j) {
           auto [off, n1] = sliceOfPos(t.intra, j);
@@ -97,16 +105,22 @@ void hierChannel(const CallShape& c, const Tiers& t, PlanEmitter& e, uint64_t ba
         uint64_t n1 = std::min(chunk, base + len - lo);
         for (int g = 0; g < G; ++g) {
           Ref dst = G == 1 ? Ref{kBufOut, lo} : Ref{kBufScratch, scratch + g * chunk};
-          ringReduceScatter(e, t.intra, [&](int j) {
-            int owner = t.gpuRanks[g][indexOf(t.gpuRanks[t.gpu], t.intra.at(j))];
-            return Slice{Ref{kBufIn, owner * count + lo}, dst, n1};
-          }, kFlagPreOp, G == 1);
+          ringReduceScatter(
+              e, t.intra,
+              [&](int j) {
+                int owner = t.gpuRanks[g][indexOf(t.gpuRanks[t.gpu], t.intra.at(j))];
+                return Slice{Ref{kBufIn, owner * count + lo}, dst, n1};
+              },
+              kFlagPreOp, G == 1);
         }
         if (G > 1) {
-          ringReduceScatter(e, t.inter, [&](int j) {
-            int gpu = c.topo.ranks[t.inter.at(j)].gpu;
-            return Slice{Ref{kBufScratch, scratch + gpu * chunk}, Ref{kBufOut, lo}, n1};
-          }, kFlagNone, true);
+          ringReduceScatter(
+              e, t.inter,
+              [&](int j) {
+                int gpu = c.topo.ranks[t.inter.at(j)].gpu;
+                return Slice{Ref{kBufScratch, scratch + gpu * chunk}, Ref{kBufOut, lo}, n1};
+              },
+              kFlagNone, true);
         }
       }
       break;
@@ -163,8 +177,7 @@ void hierChannel(const CallShape& c, const Tiers& t, PlanEmitter& e, uint64_t ba
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -178,7 +191,8 @@ void buildHierarchical(const CallShape& c, RankPlan* plan) {
   plan->channels.resize(channels);
   const uint64_t scratchPerChannel = static_cast<uint64_t>(t.G) * chunk;
   plan->scratchElems = c.args.coll == CollKind::kAllReduce || c.args.coll == CollKind::kBroadcast
-                           ? 0 : channels * scratchPerChannel;
+                           ? 0
+                           : channels * scratchPerChannel;
   if (channels == 1) {
     PlanEmitter e(plan, 0);
     hierChannel(c, t, e, 0, len, 0);

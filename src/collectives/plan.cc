@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/collectives/plan.h"
 
 #include <fmt/format.h>
@@ -91,16 +92,16 @@ std::string bufName(uint16_t b) {
 }  // namespace
 
 std::string formatPlan(const RankPlan& plan) {
-  std::string out = fmt::format("plan {} {} rank {}/{} scratch {} elements{}\n", collName(plan.coll),
-                                algoName(plan.algo), plan.rank, plan.nranks, plan.scratchElems,
-                                plan.wideGrid ? " wide grid" : "");
+  std::string out = fmt::format("plan {} {} rank {}/{} scratch {} elements{}\n",
+                                collName(plan.coll), algoName(plan.algo), plan.rank, plan.nranks,
+                                plan.scratchElems, plan.wideGrid ? " wide grid" : "");
   for (size_t c = 0; c < plan.channels.size(); ++c) {
     out += fmt::format("  channel {}: {} steps\n", c, plan.channels[c].steps.size());
     size_t i = 0;
     for (const Step& s : plan.channels[c].steps) {
       out += fmt::format("    {:4} {:<18}", i++, stepOpName(s.op));
-      const bool peerOp = s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast ||
-                          isP2pHandshake(s.op);
+      const bool peerOp =
+          s.op == StepOp::kPeerReduce || s.op == StepOp::kPeerReduceBcast || isP2pHandshake(s.op);
       if (receives(s.op) || (peerOp && s.recvPeer >= 0)) out += fmt::format(" from {}", s.recvPeer);
       if (sends(s.op) || (peerOp && s.sendPeer >= 0)) out += fmt::format(" to {}", s.sendPeer);
       if (readsSrc(s.op)) out += fmt::format(" src {}[{}]", bufName(s.srcBuf), s.srcOff);
@@ -183,9 +184,10 @@ std::string validatePlans(const std::vector<RankPlan>& plans) {
   for (const auto& [key, counts] : sent) {
     auto it = received.find(key);
     if (it == received.end() || it->second != counts)
-      return fmt::format("connection {}->{} ch {}: {} send(s) do not match {} receive(s) (count or tag)",
-                         std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.size(),
-                         it == received.end() ? 0 : it->second.size());
+      return fmt::format(
+          "connection {}->{} ch {}: {} send(s) do not match {} receive(s) (count or tag)",
+          std::get<0>(key), std::get<1>(key), std::get<2>(key), counts.size(),
+          it == received.end() ? 0 : it->second.size());
   }
   for (const auto& [key, k] : handshakes)
     if (k[0] != 1 || k[1] != 1 || k[2] != 1)

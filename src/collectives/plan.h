@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A plan is what an algorithm compiles a call into: for each rank and channel, a list of steps
 // (copy, send, receive, receive-reduce-send, ...) over chunk ranges of the call's buffers. One
 // executor runs plans on the GPU, another on the host backend, so the plan the tests check is the
@@ -25,7 +26,13 @@ namespace ssc {
 
 // What a call asks for, independent of algorithm.
 enum class CollKind : uint8_t {
-  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSendRecv
 };
 const char* collName(CollKind kind);
 
@@ -38,14 +45,14 @@ const char* algoName(Algo algo);
 enum BufId : uint16_t { kBufIn = 0, kBufOut = 1, kBufScratch = 2, kBufUserBase = 3 };
 
 enum class StepOp : uint8_t {
-  kCopy,               // src -> dst (local)
-  kReduce,             // dst = dst (+) src (local)
-  kSend,               // src -> conn(sendPeer)
-  kRecv,               // conn(recvPeer) -> dst
-  kRecvReduceSend,     // conn(recvPeer) (+) src -> conn(sendPeer)
-  kRecvReduceCopy,     // conn(recvPeer) (+) src -> dst
-  kRecvReduceCopySend, // conn(recvPeer) (+) src -> dst and conn(sendPeer)
-  kRecvCopySend,       // conn(recvPeer) -> dst and conn(sendPeer)
+  kCopy,                // src -> dst (local)
+  kReduce,              // dst = dst (+) src (local)
+  kSend,                // src -> conn(sendPeer)
+  kRecv,                // conn(recvPeer) -> dst
+  kRecvReduceSend,      // conn(recvPeer) (+) src -> conn(sendPeer)
+  kRecvReduceCopy,      // conn(recvPeer) (+) src -> dst
+  kRecvReduceCopySend,  // conn(recvPeer) (+) src -> dst and conn(sendPeer)
+  kRecvCopySend,        // conn(recvPeer) -> dst and conn(sendPeer)
   // Zero-copy steps over symmetric (registered) buffers: "src@q" is buffer srcBuf of rank q at
   // the same offset, mapped into this rank. They need Work::peerBuffers.
   // kPeerReduce and kPeerReduceBcast read every rank's src (recvPeer < 0) or only recvPeer's
@@ -53,11 +60,11 @@ enum class StepOp : uint8_t {
   // stores to this rank's dst (sendPeer < 0) or to dst@sendPeer. Single sources serve broadcast
   // (every rank copies its slice of the root's input into every output), single destinations
   // reduce (every rank reduces its slice into the root's output), so all ranks share the work.
-  kBarrier,            // every rank has reached this point (inputs ready, outputs free)
-  kPeerReduce,         // dst (or dst@sendPeer) = (+) over q = 0..n-1 of src@q (or src@recvPeer)
-  kPeerReduceBcast,    // as kPeerReduce, and the result is stored to dst@q for every q
-  kPeerPush,           // dst@q = src for every q
-  kPeerGather,         // dst[q * count ..] = src@q[..], for every q (all-to-all: one block per rank)
+  kBarrier,          // every rank has reached this point (inputs ready, outputs free)
+  kPeerReduce,       // dst (or dst@sendPeer) = (+) over q = 0..n-1 of src@q (or src@recvPeer)
+  kPeerReduceBcast,  // as kPeerReduce, and the result is stored to dst@q for every q
+  kPeerPush,         // dst@q = src for every q
+  kPeerGather,       // dst[q * count ..] = src@q[..], for every q (all-to-all: one block per rank)
   // In-place all-to-all: for every q != rank, block q of this rank's src and block `rank` of
   // src@q trade places (srcBuf == dstBuf, blocks of `count`). Each pair of blocks is swapped by
   // both of its ranks, each half of it: the lower rank the first count / 2 elements, the higher
@@ -119,11 +126,11 @@ struct Step {
   uint8_t flags;
   uint16_t srcBuf;
   uint16_t dstBuf;
-  int32_t recvPeer;   // -1 when unused
-  int32_t sendPeer;   // -1 when unused
-  uint64_t srcOff;    // elements
-  uint64_t dstOff;    // elements
-  uint64_t count;     // elements
+  int32_t recvPeer;  // -1 when unused
+  int32_t sendPeer;  // -1 when unused
+  uint64_t srcOff;   // elements
+  uint64_t dstOff;   // elements
+  uint64_t count;    // elements
   // FIFO steps: a word both ends of a connection agree on, carried with every slot (0 = none).
   // Point-to-point steps carry their message's length (p2pTag), so a send and a receive of
   // different sizes fail at the first slot even where a slot's size happens to match.
@@ -143,7 +150,7 @@ struct RankPlan {
   Algo algo = Algo::kRing;
   int rank = 0;
   int nranks = 1;
-  uint64_t scratchElems = 0;       // size of kBufScratch this call needs
+  uint64_t scratchElems = 0;  // size of kBufScratch this call needs
   // In place, kBufIn and kBufOut are one memory: element e of kBufIn is element
   // e + inAliasShift of kBufOut. Executors that reorder work across steps (the GPU's blocks)
   // must see that a write to one is a write to the other.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Flat ring and bidirectional ("direction-optimized") ring over all ranks in rank order. This is
 // the chiplet-oblivious baseline: it treats every link alike, so its bandwidth is that of the
 // slowest link on the ring.
@@ -16,18 +17,24 @@ void ringChannel(const CallShape& c, PlanEmitter& e, const RingGroup& ring, uint
     case CollKind::kAllReduce:
       for (uint64_t lo = 0; lo < len; lo += n * chunk) {
         uint64_t loopLen = std::min<uint64_t>(n * chunk, len - lo);
-        ringAllReduce(e, ring, [&](int j) {
-          uint64_t off = base + lo + splitOffset(loopLen, n, j);
-          return Slice{Ref{kBufIn, off}, Ref{kBufOut, off}, splitCount(loopLen, n, j)};
-        }, kFlagPreOp, true);
+        ringAllReduce(
+            e, ring,
+            [&](int j) {
+              uint64_t off = base + lo + splitOffset(loopLen, n, j);
+              return Slice{Ref{kBufIn, off}, Ref{kBufOut, off}, splitCount(loopLen, n, j)};
+            },
+            kFlagPreOp, true);
       }
       break;
     case CollKind::kReduceScatter:
       for (uint64_t lo = base; lo < base + len; lo += chunk) {
         uint64_t n1 = std::min<uint64_t>(chunk, base + len - lo);
-        ringReduceScatter(e, ring, [&](int j) {
-          return Slice{Ref{kBufIn, ring.at(j) * c.args.count + lo}, Ref{kBufOut, lo}, n1};
-        }, kFlagPreOp, true);
+        ringReduceScatter(
+            e, ring,
+            [&](int j) {
+              return Slice{Ref{kBufIn, ring.at(j) * c.args.count + lo}, Ref{kBufOut, lo}, n1};
+            },
+            kFlagPreOp, true);
       }
       break;
     case CollKind::kAllGather:
@@ -52,8 +59,7 @@ void ringChannel(const CallShape& c, PlanEmitter& e, const RingGroup& ring, uint
                    kFlagPreOp, true);
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 

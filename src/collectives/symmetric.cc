@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Zero-copy direct algorithms over symmetric (registered) buffers: every rank reads and writes the
 // other ranks' buffers in place, with a barrier before (inputs ready, outputs free) and after
 // (nobody still reads this rank's input or writes its output). No data passes through a FIFO,
@@ -19,9 +20,10 @@ namespace ssc {
 
 PeerAccess symmetricPeerAccess(CollKind coll, bool isRoot) {
   PeerAccess a;
-  a.in = coll != CollKind::kAllGather && coll != CollKind::kSendRecv && (coll != CollKind::kBroadcast || isRoot);
-  a.out = coll != CollKind::kReduceScatter && coll != CollKind::kAllToAll && coll != CollKind::kSendRecv &&
-          (coll != CollKind::kReduce || isRoot);
+  a.in = coll != CollKind::kAllGather && coll != CollKind::kSendRecv &&
+         (coll != CollKind::kBroadcast || isRoot);
+  a.out = coll != CollKind::kReduceScatter && coll != CollKind::kAllToAll &&
+          coll != CollKind::kSendRecv && (coll != CollKind::kReduce || isRoot);
   return a;
 }
 
@@ -32,9 +34,8 @@ void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan
   const uint64_t count = c.args.count;
   const uint64_t n = static_cast<uint64_t>(c.nranks), r = static_cast<uint64_t>(c.rank);
   auto step = [](StepOp op, uint8_t flags, uint16_t src, uint64_t srcOff, uint16_t dst,
-                 uint64_t dstOff, uint64_t cnt) {
-    return Step{op, flags, src, dst, -1, -1, srcOff, dstOff, cnt};
-  };
+                 uint64_t dstOff,
+                 uint64_t cnt) { return Step{op, flags, src, dst, -1, -1, srcOff, dstOff, cnt}; };
   const Step barrier = step(StepOp::kBarrier, kFlagNone, kBufIn, 0, kBufOut, 0, 0);
   steps.push_back(barrier);
   const uint8_t reduceFlags = kFlagPreOp | kFlagPostOp;
@@ -43,12 +44,14 @@ void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan
       // One-shot reads every peer's whole input, so in place it would read values a peer has
       // already overwritten; two-shot reads and writes slice r only on rank r and is safe.
       // Packets carry the inputs instead (PlanParams::packetOneShot): then in place is fine.
-      if (count * elemBytes <= kDirectOneShotMaxBytes && (!c.args.inPlace || params.packetOneShot)) {
+      if (count * elemBytes <= kDirectOneShotMaxBytes &&
+          (!c.args.inPlace || params.packetOneShot)) {
         steps.push_back(step(StepOp::kPeerReduce, reduceFlags, kBufIn, 0, kBufOut, 0, count));
       } else {
         uint64_t off = splitOffset(count, n, r), cnt = splitCount(count, n, r);
         if (cnt > 0)
-          steps.push_back(step(StepOp::kPeerReduceBcast, reduceFlags, kBufIn, off, kBufOut, off, cnt));
+          steps.push_back(
+              step(StepOp::kPeerReduceBcast, reduceFlags, kBufIn, off, kBufOut, off, cnt));
       }
       break;
     case CollKind::kReduceScatter:
@@ -78,8 +81,7 @@ void buildSymmetric(const CallShape& c, const PlanParams& params, RankPlan* plan
       else
         steps.push_back(step(StepOp::kPeerGather, kFlagNone, kBufIn, r * count, kBufOut, 0, count));
       break;
-    default:
-      break;
+    default: break;
   }
   steps.push_back(barrier);
 }

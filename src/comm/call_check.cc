@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/comm/call_check.h"
 
 #include <unistd.h>
@@ -61,7 +62,8 @@ const Field kFields[] = {
     {"count", [](const CallFingerprint& f) { return std::to_string(f.count); }},
     {"datatype", [](const CallFingerprint& f) { return std::string(dtypeApiName(f.dtype)); }},
     {"op", [](const CallFingerprint& f) { return std::string(checkOpName(f.op)); }},
-    {"root", [](const CallFingerprint& f) {
+    {"root",
+     [](const CallFingerprint& f) {
        return f.root < 0 ? std::string("none") : std::to_string(f.root);
      }},
 };
@@ -77,22 +79,27 @@ std::string describeMismatch(const CallFingerprint* all, int nranks) {
   // A rank whose own checks refused its arguments: the peers fail the call with it.
   for (int q = 0; q < nranks; ++q)
     if (all[q].status != sscSuccess)
-      return fmt::format("{}: call {} failed on rank {} ({}: see that rank's error), so every rank "
-                         "fails it (STARSCREAM_CHECK=1)", fn, ref.seq, q,
-                         resultName(static_cast<sscResult_t>(all[q].status)));
+      return fmt::format(
+          "{}: call {} failed on rank {} ({}: see that rank's error), so every rank "
+          "fails it (STARSCREAM_CHECK=1)",
+          fn, ref.seq, q, resultName(static_cast<sscResult_t>(all[q].status)));
   for (const Field& field : kFields) {
     const std::string want = field.show(ref);
     int first = -1, others = 0;
     for (int q = 1; q < nranks; ++q) {
       if (field.show(all[q]) == want) continue;
-      if (first < 0) first = q;
-      else ++others;
+      if (first < 0)
+        first = q;
+      else
+        ++others;
     }
     if (first < 0) continue;
-    std::string more = others == 0 ? "" : fmt::format(" (and {} more rank{})", others, others > 1 ? "s" : "");
-    return fmt::format("{}: call {} differs across ranks: rank 0 has {} {}, rank {} has {}{} "
-                       "(STARSCREAM_CHECK=1)", fn, ref.seq, field.name, want, first,
-                       field.show(all[first]), more);
+    std::string more =
+        others == 0 ? "" : fmt::format(" (and {} more rank{})", others, others > 1 ? "s" : "");
+    return fmt::format(
+        "{}: call {} differs across ranks: rank 0 has {} {}, rank {} has {}{} "
+        "(STARSCREAM_CHECK=1)",
+        fn, ref.seq, field.name, want, first, field.show(all[first]), more);
   }
   return "";
 }
@@ -100,7 +107,8 @@ std::string describeMismatch(const CallFingerprint* all, int nranks) {
 CallChecker::CallChecker(sscComm* comm) : comm_(comm) {}
 CallChecker::~CallChecker() = default;
 
-CallFingerprint CallChecker::next(CollKind kind, size_t count, sscDataType_t dtype, int op, int root) {
+CallFingerprint CallChecker::next(CollKind kind, size_t count, sscDataType_t dtype, int op,
+                                  int root) {
   CallFingerprint f;
   f.seq = ++seq_;
   f.count = count;
@@ -135,8 +143,10 @@ void CallChecker::collectMany(std::vector<Collect>* jobs) {
   };
   std::vector<Collect*> overBootstrap;
   for (Collect& j : *jobs) {
-    if (j.checker->table != nullptr) run(&j);  // shared memory: every post is already out
-    else overBootstrap.push_back(&j);
+    if (j.checker->table != nullptr)
+      run(&j);  // shared memory: every post is already out
+    else
+      overBootstrap.push_back(&j);
   }
   if (overBootstrap.size() == 1) run(overBootstrap.front());
   if (overBootstrap.size() <= 1) return;
@@ -172,15 +182,20 @@ sscResult_t callCheckSetUp(sscComm* comm) {
   // Every rank learns every setting, so all fail init alike instead of meeting at the first call.
   SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Setting)));
   if (mine.mode < 0)
-    return fail(sscInvalidArgument, "STARSCREAM_CHECK={} is not valid: use 0 (off, the default) "
-                "or 1 (compare every collective call across ranks)", quoted(text));
+    return fail(sscInvalidArgument,
+                "STARSCREAM_CHECK={} is not valid: use 0 (off, the default) "
+                "or 1 (compare every collective call across ranks)",
+                quoted(text));
   bool oneHost = true;
   for (int q = 0; q < comm->nranks; ++q) {
     if (all[q].mode < 0)
-      return fail(sscInvalidArgument, "rank {} has an invalid STARSCREAM_CHECK (0 or 1 expected)", q);
+      return fail(sscInvalidArgument, "rank {} has an invalid STARSCREAM_CHECK (0 or 1 expected)",
+                  q);
     if (all[q].mode != mine.mode)
-      return fail(sscInvalidUsage, "STARSCREAM_CHECK differs across ranks: rank {} has {}, rank {} "
-                  "has {} (it must be the same on every rank)", comm->rank, mine.mode, q, all[q].mode);
+      return fail(sscInvalidUsage,
+                  "STARSCREAM_CHECK differs across ranks: rank {} has {}, rank {} "
+                  "has {} (it must be the same on every rank)",
+                  comm->rank, mine.mode, q, all[q].mode);
     oneHost = oneHost && std::strncmp(all[q].host, mine.host, sizeof(mine.host)) == 0;
   }
   if (mine.mode == 0) return sscSuccess;
@@ -190,8 +205,9 @@ sscResult_t callCheckSetUp(sscComm* comm) {
   if (comm->peerCache == nullptr && comm->nranks > 1 && oneHost)
     SSC_CHECK(ShmAllGather::createShared(comm, &comm->callCheck->table));
   SSC_LOG(kInfo, "STARSCREAM_CHECK=1: every collective call is compared across ranks ({})",
-          comm->peerCache != nullptr ? "shared call table" :
-          comm->callCheck->table != nullptr ? "shared table of its own" : "bootstrap all-gather");
+          comm->peerCache != nullptr          ? "shared call table"
+          : comm->callCheck->table != nullptr ? "shared table of its own"
+                                              : "bootstrap all-gather");
   return sscSuccess;
 }
 

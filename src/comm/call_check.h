@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checked mode (STARSCREAM_CHECK=1): before any data of a collective moves, its ranks exchange a
 // fingerprint of the call {collective, count, datatype, op, root, call number} and every rank
 // fails the call with sscInvalidUsage, naming the field and the ranks, when they differ. Without
@@ -28,14 +29,14 @@ class ShmAllGather;
 
 // What every rank must pass alike for one collective call (buffers and in-place-ness may differ).
 struct CallFingerprint {
-  uint64_t seq = 0;    // the communicator's collective call number, from 1
+  uint64_t seq = 0;  // the communicator's collective call number, from 1
   uint64_t count = 0;
-  int32_t kind = -1;   // CollKind
-  int32_t dtype = -1;  // sscDataType_t
-  int32_t op = -1;     // a built-in sscRedOp_t; sscNumOps: a pre-multiplied sum; -1: no reduction
-  int32_t root = -1;   // broadcast and reduce; -1 for the others
-  int32_t status = 0;  // sscSuccess, or the error this rank's own argument checks raised
-  int32_t version = 1; // layout of this record
+  int32_t kind = -1;    // CollKind
+  int32_t dtype = -1;   // sscDataType_t
+  int32_t op = -1;      // a built-in sscRedOp_t; sscNumOps: a pre-multiplied sum; -1: no reduction
+  int32_t root = -1;    // broadcast and reduce; -1 for the others
+  int32_t status = 0;   // sscSuccess, or the error this rank's own argument checks raised
+  int32_t version = 1;  // layout of this record
 };
 static_assert(sizeof(CallFingerprint) == 40, "posted as raw bytes on every rank");
 

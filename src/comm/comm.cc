@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/comm/comm.h"
 
 #include <unistd.h>
@@ -43,8 +44,10 @@ sscResult_t loadTopology(sscComm* comm, bool fromFile) {
   SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(uint64_t)));
   for (int r = 0; r < comm->nranks; ++r)
     if (all[r] != mine)
-      return fail(sscInvalidUsage, "rank {} built a different topology than rank {} (is "
-                  "STARSCREAM_TOPO_FILE the same on every rank?)", r, comm->rank);
+      return fail(sscInvalidUsage,
+                  "rank {} built a different topology than rank {} (is "
+                  "STARSCREAM_TOPO_FILE the same on every rank?)",
+                  r, comm->rank);
   return sscSuccess;
 }
 
@@ -59,7 +62,8 @@ std::vector<env::WireSetting> wireSettings(const sscComm* comm) {
                                    algoName(comm->config.forcedAlgos[k]));
   context.topologyPreset = comm->topoPreset;
   context.topologyName = comm->topo.name;
-  context.topologyDigest = fmt::format("{:016x}", std::hash<std::string>{}(topologyToJson(comm->topo)));
+  context.topologyDigest =
+      fmt::format("{:016x}", std::hash<std::string>{}(topologyToJson(comm->topo)));
   return env::wireSettings(context);
 }
 
@@ -84,7 +88,8 @@ sscResult_t reportSettingsThatDiffer(sscComm* comm, const std::vector<env::WireS
   SSC_CHECK(comm->bootstrap->allGather(all.data(), n * sizeof(Wire)));
   std::vector<const char*> names;
   for (const env::WireSetting& s : mine) names.push_back(s.name);
-  std::vector<std::vector<std::pair<uint64_t, std::string>>> byRank(static_cast<size_t>(comm->nranks));
+  std::vector<std::vector<std::pair<uint64_t, std::string>>> byRank(
+      static_cast<size_t>(comm->nranks));
   for (size_t q = 0; q < byRank.size(); ++q)
     for (size_t s = 0; s < n; ++s) {
       const Wire& w = all[q * n + s];
@@ -96,8 +101,10 @@ sscResult_t reportSettingsThatDiffer(sscComm* comm, const std::vector<env::WireS
   // still receiving its part of the table is not cut off by an abort notice.
   comm->settingsDiffer = true;
   commStopWatch(comm, /*orderly=*/true);
-  return fail(sscInvalidUsage, "the ranks' settings differ, and each must be the same on every "
-              "rank: {}", text);
+  return fail(sscInvalidUsage,
+              "the ranks' settings differ, and each must be the same on every "
+              "rank: {}",
+              text);
 }
 
 // Round 1, the one all-gather every init has: where each rank runs (onePerProcess) and a digest
@@ -163,9 +170,10 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   std::string what;
   switch (e.kind) {
     case PeerEventKind::kDied:
-      what = fmt::format("rank {} died: its connection closed without a goodbye (killed or "
-                         "crashed){}", e.rank,
-                         e.origin != comm->rank ? fmt::format(", as rank {} noticed", e.origin) : "");
+      what = fmt::format(
+          "rank {} died: its connection closed without a goodbye (killed or "
+          "crashed){}",
+          e.rank, e.origin != comm->rank ? fmt::format(", as rank {} noticed", e.origin) : "");
       break;
     case PeerEventKind::kAborted:
       what = fmt::format("rank {} aborted the communicator (sscCommAbort, a failed call or init)",
@@ -174,8 +182,7 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
     case PeerEventKind::kLeft:
       what = fmt::format("rank {} destroyed its communicator or its process exited", e.rank);
       break;
-    case PeerEventKind::kUnresponsive:
-      return commOnPeerUnresponsive(comm, e);
+    case PeerEventKind::kUnresponsive: return commOnPeerUnresponsive(comm, e);
   }
   {
     std::lock_guard<std::mutex> g(comm->mu);
@@ -191,8 +198,10 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
   if (e.kind != PeerEventKind::kLeft) comm->abortFlag.store(true);
   // A departure is how every orderly teardown looks from the other ranks: not worth a warning.
-  if (e.kind == PeerEventKind::kLeft) SSC_LOG(kInfo, "rank {}: {}", comm->rank, what);
-  else SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
+  if (e.kind == PeerEventKind::kLeft)
+    SSC_LOG(kInfo, "rank {}: {}", comm->rank, what);
+  else
+    SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
 }
 }  // namespace
 
@@ -305,9 +314,9 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
                      comm->backend->packetAllReduceMaxBytes(comm), 4};
   limits.oneMemory = std::string(comm->backend->name()) == "host";
   limits.blocksPerChannel = comm->resources->blocksPerChannel();
-  SSC_CHECK(createTuner(comm->topo, limits, rank, nranks,
-                        [comm](void* d, size_t n) { return comm->bootstrap->allGather(d, n); },
-                        &comm->tuner));
+  SSC_CHECK(createTuner(
+      comm->topo, limits, rank, nranks,
+      [comm](void* d, size_t n) { return comm->bootstrap->allGather(d, n); }, &comm->tuner));
   SSC_CHECK(commSetUpStaging(comm));
   SSC_CHECK(commSetUpPeerCache(comm));
   SSC_CHECK(callCheckSetUp(comm));
@@ -320,8 +329,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
 void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& message) {
   std::lock_guard<std::mutex> g(comm->mu);
   int expected = sscSuccess;
-  if (comm->asyncError.compare_exchange_strong(expected, code) ||
-      expected == sscInProgress) {
+  if (comm->asyncError.compare_exchange_strong(expected, code) || expected == sscInProgress) {
     comm->asyncError.store(code);
     comm->asyncMessage = message;
   }
@@ -455,8 +463,8 @@ void commReleasePeerCache(sscComm* comm) {
 
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                         std::shared_ptr<const RankPlan>* out) {
-  const uint64_t bytes = std::max(collInputElems(args, comm->nranks),
-                                  collOutputElems(args, comm->nranks)) * elemBytes;
+  const uint64_t bytes =
+      std::max(collInputElems(args, comm->nranks), collOutputElems(args, comm->nranks)) * elemBytes;
   const bool packets = commPacketCall(comm, args, elemBytes);
   const Choice choice = selectCall(*comm->tuner, args.coll, bytes, args.symmetric || packets,
                                    comm->config.forcedAlgos[static_cast<size_t>(args.coll)],
@@ -535,7 +543,9 @@ std::string sscComm::asyncErrorText() {
   std::lock_guard<std::mutex> g(mu);
   return asyncMessage;
 }
-std::string sscComm::failureText(const std::string& local) { return ssc::commFailureText(this, local); }
+std::string sscComm::failureText(const std::string& local) {
+  return ssc::commFailureText(this, local);
+}
 void sscComm::workQueued() { ssc::commWorkQueued(this); }
 void sscComm::workDone() { ssc::commWorkDone(this); }
 void sscComm::waitIdle() { ssc::commWaitIdle(this); }

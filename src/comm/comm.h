@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicator: what every layer needs to run a call for one rank.
 #pragma once
 
@@ -57,8 +58,8 @@ struct PreMulSumOp {
 // registration of every rank is the same logical buffer: peers' copies sit at peerBases.
 struct Registration {
   size_t bytes = 0;
-  int index = 0;                  // order of registration on this communicator
-  std::vector<void*> peerBases;   // rank q's buffer mapped here; empty: not shareable
+  int index = 0;                 // order of registration on this communicator
+  std::vector<void*> peerBases;  // rank q's buffer mapped here; empty: not shareable
 };
 
 // Two registered buffers through which calls on unregistered buffers take the zero-copy
@@ -88,7 +89,7 @@ struct sscComm final : ssc::CommView {
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
   // The cost model that picks each call's algorithm (tuner/model.h), built once at init.
   std::shared_ptr<const ssc::Tuner> tuner;
-  std::string asyncMessage;                 // guarded by mu
+  std::string asyncMessage;  // guarded by mu
   // Set by the peer watch when a peer aborted or died (a death also sets asyncError): new calls
   // fail with this text, but an idle communicator is not in error (peers of a job that tears
   // down by aborting must not see failures). Guarded by mu.
@@ -99,7 +100,7 @@ struct sscComm final : ssc::CommView {
   // Children of a blocking sscCommSplit still in their init: a peer that goes away aborts them
   // too (their own watch starts only once their ring exists). Guarded by mu.
   std::vector<sscComm*> initChildren;
-  std::thread initThread;                   // non-blocking init
+  std::thread initThread;  // non-blocking init
   // The thread timing the tuner's calibration sweep at the end of init (src/api/calibration.cc):
   // its calls pass checkComm while the communicator is still "in progress" for everyone else.
   std::atomic<std::thread::id> calibrationThread{};
@@ -119,7 +120,8 @@ struct sscComm final : ssc::CommView {
 
   // Plans are pure functions of (collective, algorithm, count, root, element size, in place,
   // packet one-shot, wide grid): cache them.
-  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool, bool>, std::shared_ptr<const ssc::RankPlan>>
+  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool, bool>,
+           std::shared_ptr<const ssc::RankPlan>>
       plans;
   // Fused point-to-point plans by their ops (send/recv, peer, bytes; the buffers travel in the
   // Work), so a repeated group pattern (a ring exchange every step) reuses one plan and the GPU

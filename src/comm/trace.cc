@@ -180,8 +180,8 @@ std::string TraceLog::json() {
       out += fmt::format(
           ",\n{{\"name\":{},\"cat\":\"device\",\"ph\":\"X\",\"pid\":{},\"tid\":{},"
           "\"ts\":{},\"dur\":{},\"args\":{}}}",
-          jsonString(r.name), pid, r.lane, ts(r.deviceStartNs), micros(r.deviceEndNs - r.deviceStartNs),
-          args);
+          jsonString(r.name), pid, r.lane, ts(r.deviceStartNs),
+          micros(r.deviceEndNs - r.deviceStartNs), args);
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n";
   out += fmt::format(
@@ -190,7 +190,8 @@ std::string TraceLog::json() {
       "\"calls\":{},\"dropped\":{},\"max_calls\":{},\"clock\":\"CLOCK_MONOTONIC + "
       "(CLOCK_REALTIME - CLOCK_MONOTONIC at init), microseconds\"}}\n}}\n",
       id_.rank, id_.nranks, jsonString(id_.host), id_.pid, id_.device, id_.gpu, id_.partition,
-      jsonString(id_.backend), jsonString(id_.topology), records_.size() + dropped_, dropped_, maxCalls_);
+      jsonString(id_.backend), jsonString(id_.topology), records_.size() + dropped_, dropped_,
+      maxCalls_);
   return out;
 }
 

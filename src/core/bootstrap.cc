@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/bootstrap.h"
 
 #include <poll.h>
@@ -33,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 // A connection to a rank's ring listener that has not identified itself yet.
 struct RingCaller {
   Socket sock;
-  std::string who;  // for messages
+  std::string who;          // for messages
   Clock::time_point until;  // dropped when silent past this
   PeerWire hello{};
   size_t got = 0;
@@ -205,9 +206,8 @@ class TcpBootstrap final : public Bootstrap {
   }
 
   bool isPeer(const PeerWire& w, int expectedRank, const char* magic) const {
-    return std::memcmp(w.magic, magic, sizeof(w.magic)) == 0 &&
-           w.version == kProtocolVersion && w.cookie == cookie_ && w.nranks == nranks_ &&
-           w.rank == expectedRank;
+    return std::memcmp(w.magic, magic, sizeof(w.magic)) == 0 && w.version == kProtocolVersion &&
+           w.cookie == cookie_ && w.nranks == nranks_ && w.rank == expectedRank;
   }
 
   sscResult_t joinRoot(const SocketAddress& root, const SocketAddress& local,
@@ -289,7 +289,8 @@ class TcpBootstrap final : public Bootstrap {
       fds.assign(1, {callers.size() < kMaxPendingClients ? listener_.fd() : -1, POLLIN, 0});
       for (const RingCaller& c : callers) fds.push_back({c.sock.fd(), POLLIN, 0});
       if (::poll(fds.data(), fds.size(), deadline.pollMs(kAbortPollMs)) < 0 && errno != EINTR)
-        return fail(sscSystemError, "poll failed while waiting for {}: {}", what, errnoString(errno));
+        return fail(sscSystemError, "poll failed while waiting for {}: {}", what,
+                    errnoString(errno));
       for (size_t i = 0; i < callers.size(); ++i) {
         RingCaller& c = callers[i];
         if (fds[1 + i].revents == 0 && Clock::now() < c.until) continue;
@@ -310,8 +311,8 @@ class TcpBootstrap final : public Bootstrap {
           slot = std::move(c.sock);
         }
         if (!c.sock.valid()) continue;  // taken
-        SSC_LOG(kWarn, "bootstrap: rank {} turned away {}: it did not identify itself as {}",
-                rank_, c.who, prevName_);
+        SSC_LOG(kWarn, "bootstrap: rank {} turned away {}: it did not identify itself as {}", rank_,
+                c.who, prevName_);
       }
       std::erase_if(callers, [](const RingCaller& c) { return c.done; });
       while (fds[0].revents != 0 && callers.size() < kMaxPendingClients) {
@@ -334,8 +335,8 @@ class TcpBootstrap final : public Bootstrap {
   }
 
   const std::atomic<bool>* abortFlag_;
-  const double timeout_;  // STARSCREAM_TIMEOUT, read once at connect
-  const double heartbeatTimeout_;  // STARSCREAM_HEARTBEAT_TIMEOUT, as the peer watch takes it
+  const double timeout_;            // STARSCREAM_TIMEOUT, read once at connect
+  const double heartbeatTimeout_;   // STARSCREAM_HEARTBEAT_TIMEOUT, as the peer watch takes it
   std::vector<std::string> where_;  // by rank: "host h, pid p"
   bool holdsRoot_ = false;
   const std::string nextName_, prevName_;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bootstrap: how ranks find each other before any data moves. sscGetUniqueId starts a root
 // listener thread and encodes its address plus a random cookie; every rank connects to the root,
 // which checks the cookie and rank count, then hands each rank the listening address of the next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap root: serves one communicator's joins (see bootstrap.h), then answers late joiners
 // of its unique id (FormedRoots).
 #include <poll.h>
@@ -196,8 +197,10 @@ class FormedRoots {
       std::thread([this] { run(); }).detach();
       started_ = true;
     } catch (const std::system_error& e) {
-      SSC_LOG(kWarn, "bootstrap root: cannot start the thread that answers late joiners ({}); "
-              "they will be refused instead", e.what());
+      SSC_LOG(kWarn,
+              "bootstrap root: cannot start the thread that answers late joiners ({}); "
+              "they will be refused instead",
+              e.what());
     }
     return started_;
   }
@@ -274,8 +277,10 @@ class FormedRoots {
       std::string why = foreignHello(h, cookie);
       const double ago = std::chrono::duration<double>(now - f.formedAt).count();
       if (why.empty() && !f.failure.empty()) {
-        why = fmt::format("the communicator of this unique id failed to form {:.1f} s ago ({}); "
-                          "make a new id with sscGetUniqueId to try again", ago, f.failure);
+        why = fmt::format(
+            "the communicator of this unique id failed to form {:.1f} s ago ({}); "
+            "make a new id with sscGetUniqueId to try again",
+            ago, f.failure);
       } else if (why.empty()) {
         why = fmt::format(
             "this unique id was already used by a communicator of {} ranks, formed {:.1f} s ago; "
@@ -445,7 +450,8 @@ class Root {
   void failMembers() {
     const std::string message = fmt::format(
         "rank {} died while the communicator was being created (its connection to the bootstrap "
-        "root closed before all {} ranks joined)", dead_, nranks_);
+        "root closed before all {} ranks joined)",
+        dead_, nranks_);
     SSC_LOG(kInfo, "bootstrap root at {}: {}", address_, message);
     retire(message);
     for (const auto& [rank, member] : members_)
@@ -539,6 +545,5 @@ sscResult_t bootstrapCreateUniqueId(sscUniqueId* id) {
   SSC_LOG(kInfo, "bootstrap root listening on {}", address.toString());
   return sscSuccess;
 }
-
 
 }  // namespace ssc

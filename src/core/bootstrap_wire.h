@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap's wire formats and the helpers both ends use (the root in bootstrap_root.cc, the
 // ranks in bootstrap.cc). Private to src/core.
 #pragma once
@@ -148,6 +149,5 @@ inline Wire stamped(const char (&magic)[4]) {
 // its bootstrap lives: true when the id's root runs in this process (then release it later).
 bool formedRootHold(uint64_t cookie);
 void formedRootRelease(uint64_t cookie);
-
 
 }  // namespace ssc::bootstrap_wire

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/dtype.h"
 
 #include <iterator>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The data-type vocabulary every layer shares: element sizes and names, the four combiners, and a
 // scalar in a type's own domain. It sits in the base layer so that the API's argument checks, the
 // plans and the executors agree on one definition without reaching into the kernels.
@@ -14,7 +15,8 @@ namespace ssc {
 size_t dtypeSize(sscDataType_t type);
 bool dtypeValid(sscDataType_t type);
 bool dtypeIsFloat(sscDataType_t type);  // fp16, bf16, fp32, fp64, fp8 types
-const char* dtypeName(sscDataType_t type);  // "float", "half", "bfloat16", "int8", ... (nccl-tests names)
+const char* dtypeName(
+    sscDataType_t type);  // "float", "half", "bfloat16", "int8", ... (nccl-tests names)
 // The API's own name ("float32", "float16", "float8e4m3": sscFloat32 without "ssc"), for messages
 // that compare calls; "an invalid datatype" for values outside sscDataType_t.
 const char* dtypeApiName(int type);

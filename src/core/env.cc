@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/env.h"
 
 #include <fcntl.h>
@@ -115,11 +116,14 @@ constexpr Variable kVariables[] = {
      "sscInvalidUsage naming the field and the ranks when they differ; costs one exchange of a "
      "few bytes per call (none extra where plain-buffer zero-copy exchanges anyway). 0: off. "
      "Read at communicator init, the same on every rank; any other value fails init."},
-    {"STARSCREAM_HOST_SLOTS", "8", "Slots in each host-backend connection FIFO (2 - 32; "
+    {"STARSCREAM_HOST_SLOTS", "8",
+     "Slots in each host-backend connection FIFO (2 - 32; "
      "another value fails init)."},
-    {"STARSCREAM_HOST_SLOT_BYTES", "64K", "Bytes per host-backend FIFO slot (64 - 64M, rounded "
+    {"STARSCREAM_HOST_SLOT_BYTES", "64K",
+     "Bytes per host-backend FIFO slot (64 - 64M, rounded "
      "up to 64; another value fails init)."},
-    {"STARSCREAM_HOST_CHANNELS", "2", "Channels (independent FIFOs per peer) on the host backend "
+    {"STARSCREAM_HOST_CHANNELS", "2",
+     "Channels (independent FIFOs per peer) on the host backend "
      "(1 - 16; another value fails init)."},
     {"STARSCREAM_NCCL_FALLBACK", "",
      "libstarscream-nccl: path of the vendor libnccl.so.2/librccl.so.1 that serves every nccl* "
@@ -136,7 +140,7 @@ enum class Shape { kInteger, kNumber, kChoice };
 struct Rule {
   const char* name;
   Shape shape;
-  const char* choices;  // kChoice: comma-separated
+  const char* choices;   // kChoice: comma-separated
   bool anyCase = false;  // kChoice: compared without case (as the variable's reader does)
 };
 constexpr Rule kRules[] = {
@@ -413,8 +417,9 @@ std::string rankList(const std::vector<int>& ranks) {
   for (; i < ranks.size() && runs < 8; ++runs) {
     size_t j = i;
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += fmt::format("{}{}", out.empty() ? "" : ", ",
-                       j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    out +=
+        fmt::format("{}{}", out.empty() ? "" : ", ",
+                    j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
     i = j + 1;
   }
   if (i < ranks.size()) out += fmt::format(", ... ({} ranks)", ranks.size());
@@ -441,7 +446,8 @@ std::vector<WireSetting> wireSettings(const WireContext& context) {
   const int64_t staging = getString("STARSCREAM_STAGING_BYTES").empty()
                               ? static_cast<int64_t>(context.defaultStagingBytes)
                               : getInt("STARSCREAM_STAGING_BYTES");
-  out.push_back({"STARSCREAM_STAGING_BYTES", std::to_string(staging <= 0 ? 0 : (staging - 1) / 16 + 1),
+  out.push_back({"STARSCREAM_STAGING_BYTES",
+                 std::to_string(staging <= 0 ? 0 : (staging - 1) / 16 + 1),
                  shown("STARSCREAM_STAGING_BYTES")});
   out.push_back({"STARSCREAM_ZERO_COPY_MIN_BYTES",
                  std::to_string(std::max<int64_t>(-1, getInt("STARSCREAM_ZERO_COPY_MIN_BYTES"))),
@@ -451,17 +457,19 @@ std::vector<WireSetting> wireSettings(const WireContext& context) {
     out.push_back({"STARSCREAM_TOPO_FILE", "", "(the parent communicator's topology)"});
   else
     out.push_back({"STARSCREAM_TOPO_FILE", topo.empty() ? "" : context.topologyDigest,
-                   topo.empty() ? "unset (discovery)"
-                                : fmt::format("'{}' (topology '{}' #{})", topo, context.topologyName,
-                                              context.topologyDigest.substr(0, 8))});
+                   topo.empty()
+                       ? "unset (discovery)"
+                       : fmt::format("'{}' (topology '{}' #{})", topo, context.topologyName,
+                                     context.topologyDigest.substr(0, 8))});
   for (const char* name : {"STARSCREAM_CHECK", "STARSCREAM_TUNE"})
     out.push_back({name, getString(name), shown(name)});
   const std::string profile = getString("STARSCREAM_TUNER_PROFILE");
   const std::string content = profile.empty() ? "" : fileDigest(profile);
   out.push_back({"STARSCREAM_TUNER_PROFILE", content,
-                 profile.empty() ? "unset"
-                                 : fmt::format("'{}' ({})", profile,
-                                               content.size() == 16 ? "#" + content.substr(0, 8) : content)});
+                 profile.empty()
+                     ? "unset"
+                     : fmt::format("'{}' ({})", profile,
+                                   content.size() == 16 ? "#" + content.substr(0, 8) : content)});
   // Read at init for the ops layer: the GEMM ops' arrival barrier is a collective kernel, and the
   // prefill split decides which ranks register their KV pools and what they exchange. Compared
   // as chosen ("auto" is not resolved: the topology that resolves it is not known yet).
@@ -470,21 +478,28 @@ std::vector<WireSetting> wireSettings(const WireContext& context) {
   return out;
 }
 
-std::string describeDifferences(const std::vector<const char*>& names,
-                                const std::vector<std::vector<std::pair<uint64_t, std::string>>>& byRank) {
+std::string describeDifferences(
+    const std::vector<const char*>& names,
+    const std::vector<std::vector<std::pair<uint64_t, std::string>>>& byRank) {
   std::string text;
   for (size_t s = 0; s < names.size(); ++s) {
     std::vector<std::pair<uint64_t, std::vector<int>>> groups;  // by value, in order of first rank
     for (size_t q = 0; q < byRank.size(); ++q) {
       const uint64_t v = byRank[q][s].first;
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == v; });
-      if (g == groups.end()) groups.push_back({v, {static_cast<int>(q)}});
-      else g->second.push_back(static_cast<int>(q));
+      auto g =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == v; });
+      if (g == groups.end())
+        groups.push_back({v, {static_cast<int>(q)}});
+      else
+        g->second.push_back(static_cast<int>(q));
     }
     if (groups.size() < 2) continue;
     text += fmt::format("{}{} is ", text.empty() ? "" : "; ", names[s]);
     for (size_t g = 0; g < groups.size() && g < 4; ++g)
-      text += fmt::format("{}{} on {}", g == 0 ? "" : g + 1 == groups.size() ? " but " : ", ",
+      text += fmt::format("{}{} on {}",
+                          g == 0                   ? ""
+                          : g + 1 == groups.size() ? " but "
+                                                   : ", ",
                           byRank[static_cast<size_t>(groups[g].second.front())][s].second,
                           rankList(groups[g].second));
     if (groups.size() > 4) text += fmt::format(" (and {} other values)", groups.size() - 4);

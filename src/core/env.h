@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one registry of STARSCREAM_* environment variables. Every variable the library reads is
 // declared in env.cc with its default and meaning; reading an undeclared name is a bug that
 // getString reports (and tests catch). docs/environment.md is generated from the same table.
@@ -56,10 +57,10 @@ struct WireSetting {
 };
 // What only the communicator knows of them.
 struct WireContext {
-  std::string backend;               // the backend in use
-  uint64_t defaultStagingBytes = 0;  // its STARSCREAM_STAGING_BYTES when unset
-  std::string algos;                 // STARSCREAM_ALGO as parsed, per collective
-  bool topologyPreset = false;       // a split's child: the parent's topology, no file read
+  std::string backend;                       // the backend in use
+  uint64_t defaultStagingBytes = 0;          // its STARSCREAM_STAGING_BYTES when unset
+  std::string algos;                         // STARSCREAM_ALGO as parsed, per collective
+  bool topologyPreset = false;               // a split's child: the parent's topology, no file read
   std::string topologyName, topologyDigest;  // the topology STARSCREAM_TOPO_FILE gave
 };
 // Every setting that changes what a rank sends or expects, in a fixed order: the backend,
@@ -71,7 +72,8 @@ std::vector<WireSetting> wireSettings(const WireContext& context);
 // Each rank's settings as gathered: [rank][setting] = (digest of value, shown), in the order of
 // wireSettings. "" when they agree, else "NAME is A on ranks 0, 2 but B on rank 1; ..." for each
 // setting that differs.
-std::string describeDifferences(const std::vector<const char*>& names,
-                                const std::vector<std::vector<std::pair<uint64_t, std::string>>>& byRank);
+std::string describeDifferences(
+    const std::vector<const char*>& names,
+    const std::vector<std::vector<std::pair<uint64_t, std::string>>>& byRank);
 
 }  // namespace ssc::env

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/errors.h"
 
 #include "src/core/log.h"
@@ -6,7 +7,7 @@ namespace ssc {
 namespace {
 thread_local std::string t_lastError;
 thread_local std::string t_trace;
-}
+}  // namespace
 
 sscResult_t setError(sscResult_t code, std::string message) {
   if (code != sscSuccess && code != sscInProgress) {
@@ -31,7 +32,8 @@ void traceFailure(const char* file, int line, sscResult_t code) {
     if (!t_trace.empty()) t_trace += " <- ";
     t_trace += fmt::format("{}:{}", baseName(file), line);
   }
-  SSC_LOG(kTrace, "{}:{} -> {} ({})", baseName(file), line, static_cast<int>(code), resultName(code));
+  SSC_LOG(kTrace, "{}:{} -> {} ({})", baseName(file), line, static_cast<int>(code),
+          resultName(code));
 }
 
 const char* resultName(sscResult_t code) {

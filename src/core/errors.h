@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal error reporting: every failure path returns an sscResult_t and records a message in a
 // thread-local "last error" that sscGetLastError() hands back. Nothing throws across the C API.
 #pragma once
@@ -54,13 +55,13 @@ const char* resultName(sscResult_t code);
 // The error macro family. SSC_CHECK propagates a failing sscResult_t to the caller and leaves
 // its place in the trace; SSC_INTERNAL fails with sscInternalError naming the place. Runtime
 // (HIP/CUDA) calls have SSC_GPU_CHECK in src/platform/gpu_check.h, built on the same trace.
-#define SSC_CHECK(expr)                                            \
-  do {                                                             \
-    sscResult_t ssc_check_res_ = (expr);                           \
-    if (ssc_check_res_ != sscSuccess) {                            \
-      ::ssc::traceFailure(__FILE__, __LINE__, ssc_check_res_);     \
-      return ssc_check_res_;                                       \
-    }                                                              \
+#define SSC_CHECK(expr)                                        \
+  do {                                                         \
+    sscResult_t ssc_check_res_ = (expr);                       \
+    if (ssc_check_res_ != sscSuccess) {                        \
+      ::ssc::traceFailure(__FILE__, __LINE__, ssc_check_res_); \
+      return ssc_check_res_;                                   \
+    }                                                          \
   } while (0)
 
 #define SSC_INTERNAL(...) ::ssc::failInternal(__FILE__, __LINE__, __VA_ARGS__)

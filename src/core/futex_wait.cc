@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/futex_wait.h"
 
 #include <linux/futex.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Waiting on a word in memory shared between processes: spin briefly, then sleep on it as a
 // futex. The host transport's FIFOs and barriers (host executor) and the network proxy wait
 // this way, so it sits in the base layer rather than in one transport.
@@ -52,8 +53,10 @@ sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bo
     // <= 0 (or NaN) is "no limit", as in the bootstrap's Deadline and the GPU kernels' waits:
     // one meaning for STARSCREAM_TIMEOUT everywhere. An abort still ends the wait.
     if (limit > 0 && waited > limit)
-      return fail(sscTimeout, "waited {:.0f} s to {} rank {} (STARSCREAM_TIMEOUT={}); is that rank "
-                  "alive and running the same operation?", waited, what, peer, limit);
+      return fail(sscTimeout,
+                  "waited {:.0f} s to {} rank {} (STARSCREAM_TIMEOUT={}); is that rank "
+                  "alive and running the same operation?",
+                  waited, what, peer, limit);
     shmSleep(word, seen, 50);
   }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/log.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Logging to stderr with a rank prefix, filtered by STARSCREAM_DEBUG (WARN, INFO, TRACE).
 #pragma once
 
@@ -17,8 +18,8 @@ void logWrite(LogLevel level, std::string_view message);
 
 }  // namespace ssc
 
-#define SSC_LOG(level, ...)                                          \
-  do {                                                               \
-    if (::ssc::logLevel() >= ::ssc::level)                           \
-      ::ssc::logWrite(::ssc::level, ::fmt::format(__VA_ARGS__));     \
+#define SSC_LOG(level, ...)                                      \
+  do {                                                           \
+    if (::ssc::logLevel() >= ::ssc::level)                       \
+      ::ssc::logWrite(::ssc::level, ::fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/peer_watch.h"
 
 #include <poll.h>
@@ -56,9 +57,9 @@ struct Entry {
   std::set<int> silent;    // subjects reported unresponsive (each once)
   PeerEventHandler handler;
   ExitKind onExit;
-  pid_t pid = 0;           // a forked child never speaks for its parent's communicators
+  pid_t pid = 0;  // a forked child never speaks for its parent's communicators
   WatchOptions options;
-  Clock::duration period{};   // between two heartbeats
+  Clock::duration period{};    // between two heartbeats
   Clock::time_point beatAt{};  // when the last heartbeat went out
 };
 
@@ -86,17 +87,18 @@ std::string silenceText(const Entry& e, int rank, int origin) {
       t > 0 ? fmt::format("{:g} s (STARSCREAM_HEARTBEAT_TIMEOUT)", t)
             : std::string("the heartbeat timeout (STARSCREAM_HEARTBEAT_TIMEOUT)");
   if (rank == e.rank) {
-    return fmt::format("{} was declared unresponsive by rank {}: its heartbeat stopped for longer "
-                       "than the other ranks allow (the process was stopped, e.g. SIGSTOP or a "
-                       "debugger, or its host stalled), so they gave up on its calls",
-                       rankName(e, rank), origin);
+    return fmt::format(
+        "{} was declared unresponsive by rank {}: its heartbeat stopped for longer "
+        "than the other ranks allow (the process was stopped, e.g. SIGSTOP or a "
+        "debugger, or its host stalled), so they gave up on its calls",
+        rankName(e, rank), origin);
   }
-  return fmt::format("{} is unresponsive: {} heard no heartbeat from it for more than {} (its "
-                     "process is stopped or frozen, e.g. SIGSTOP, a debugger or a cgroup freezer, "
-                     "or its host stalled)",
-                     rankName(e, rank),
-                     origin == e.rank ? std::string("this rank") : fmt::format("rank {}", origin),
-                     limit);
+  return fmt::format(
+      "{} is unresponsive: {} heard no heartbeat from it for more than {} (its "
+      "process is stopped or frozen, e.g. SIGSTOP, a debugger or a cgroup freezer, "
+      "or its host stalled)",
+      rankName(e, rank),
+      origin == e.rank ? std::string("this rank") : fmt::format("rank {}", origin), limit);
 }
 
 NoticeWire makeNotice(PeerEventKind kind, int rank, int origin) {
@@ -211,8 +213,10 @@ class Watcher {
       std::thread([this] { run(); }).detach();
       started_ = true;
     } catch (const std::system_error& e) {
-      SSC_LOG(kWarn, "peer watch: cannot start its thread ({}): a dead peer will be noticed only "
-              "when STARSCREAM_TIMEOUT expires", e.what());
+      SSC_LOG(kWarn,
+              "peer watch: cannot start its thread ({}): a dead peer will be noticed only "
+              "when STARSCREAM_TIMEOUT expires",
+              e.what());
     }
   }
 
@@ -238,7 +242,8 @@ class Watcher {
               fds.push_back({e->links[i].sock.fd(), POLLIN | POLLRDHUP, 0});
               owners.emplace_back(id, i);
             }
-          const auto due = std::chrono::ceil<std::chrono::milliseconds>(e->beatAt + e->period - now);
+          const auto due =
+              std::chrono::ceil<std::chrono::milliseconds>(e->beatAt + e->period - now);
           waitMs = static_cast<int>(std::clamp<int64_t>(due.count(), 0, waitMs));
         }
       }
@@ -308,8 +313,10 @@ class Watcher {
         const bool valid = std::memcmp(n.magic, kNoticeMagic, sizeof(kNoticeMagic)) == 0 &&
                            n.kind >= 1 && n.kind <= kLastKind && n.rank >= 0 && n.origin >= 0;
         if (!valid) {
-          SSC_LOG(kWarn, "peer watch: rank {} got a malformed notice from rank {}; closing that "
-                  "control connection", e.rank, link.peer);
+          SSC_LOG(kWarn,
+                  "peer watch: rank {} got a malformed notice from rank {}; closing that "
+                  "control connection",
+                  e.rank, link.peer);
           link.sock.reset();
           return;
         }
@@ -398,8 +405,8 @@ std::chrono::milliseconds heartbeatPeriod(double timeoutSeconds) {
 }
 
 std::unique_ptr<PeerWatch> PeerWatch::start(int rank, Socket toNext, int nextRank, Socket fromPrev,
-                                            int prevRank, PeerEventHandler handler,
-                                            ExitKind onExit, WatchOptions options) {
+                                            int prevRank, PeerEventHandler handler, ExitKind onExit,
+                                            WatchOptions options) {
   auto e = std::make_unique<Entry>();
   e->rank = rank;
   e->links[0].sock = std::move(toNext);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Peer watch: learns within milliseconds that a peer process of a communicator died, aborted or
 // left, so that survivors fail at once and name it instead of waiting out STARSCREAM_TIMEOUT.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/shared_file.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory shared between processes of one host without a name: an anonymous file (memfd) that
 // other processes of the same user open as /proc/<pid>/fd/<fd>. Nothing appears in /dev/shm, so
 // a process killed at any moment leaves nothing behind. Used by the host transport's segments,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/core/socket.h"
 
 #include <arpa/inet.h>
@@ -293,8 +294,8 @@ sscResult_t Socket::listen(const SocketAddress& addr, Socket* out, SocketAddress
 }
 
 sscResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline,
-                            const std::atomic<bool>* abortFlag, std::string_view peer,
-                            Socket* out, Refused refused) {
+                            const std::atomic<bool>* abortFlag, std::string_view peer, Socket* out,
+                            Refused refused) {
   if (!addr.valid()) return SSC_INTERNAL("connect to an invalid address");
   const std::string who = fmt::format("{} at {}", peer, addr.toString());
   int backoffMs = 1;
@@ -327,9 +328,12 @@ sscResult_t Socket::connect(const SocketAddress& addr, const Deadline& deadline,
       const auto now = std::chrono::steady_clock::now();
       if (refusals++ == 0) firstRefusal = now;
       if (now - firstRefusal >= std::chrono::milliseconds(kRefusedGraceMs)) {
-        return fail(sscRemoteError, "{} refused the connection ({} attempts over {} ms): nothing "
-                    "listens there any more", who, refusals,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(now - firstRefusal).count());
+        return fail(
+            sscRemoteError,
+            "{} refused the connection ({} attempts over {} ms): nothing "
+            "listens there any more",
+            who, refusals,
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - firstRefusal).count());
       }
     }
     if (attempt == 1)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A small TCP layer for the bootstrap: RAII sockets, IPv4 and IPv6, every blocking call bounded
 // by a deadline and an abort flag. Sockets are non-blocking underneath and every wait is a
 // poll(2) of at most kAbortPollMs, so an abort set from another thread is seen promptly without
@@ -116,8 +117,8 @@ class Socket {
   // Connects to addr. Unreachable attempts are retried with backoff until the deadline (the
   // route may still be coming up); refused ones as `refused` says. `peer` names it in messages.
   static sscResult_t connect(const SocketAddress& addr, const Deadline& deadline,
-                             const std::atomic<bool>* abortFlag, std::string_view peer,
-                             Socket* out, Refused refused = Refused::kRetry);
+                             const std::atomic<bool>* abortFlag, std::string_view peer, Socket* out,
+                             Refused refused = Refused::kRetry);
 
   // Accepts one connection on this listening socket. *from (optional) gets the peer address.
   sscResult_t accept(const Deadline& deadline, const std::atomic<bool>* abortFlag,

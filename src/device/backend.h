@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The backend seam: everything that differs between running on a GPU (HIP on AMD, CUDA on
 // NVIDIA) and on the host backend (CPU threads over shared memory, for tests and emulation).
 // The layers above see only this interface.
@@ -60,11 +61,14 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
-  virtual int deviceIndex() const = 0;  // -1 for the host backend
+  virtual int deviceIndex() const = 0;           // -1 for the host backend
   virtual int deviceCount() const { return 0; }  // visible devices (0 for the host backend)
   // What the runtime knows about this process's device (UUID, PCI id, compute units), for
   // topology discovery. False when there is no device (host backend).
-  virtual bool runtimeInfo(GpuRuntimeInfo* out) { (void)out; return false; }
+  virtual bool runtimeInfo(GpuRuntimeInfo* out) {
+    (void)out;
+    return false;
+  }
   // The GPU driver's version as the runtime reports it ("" without a device): calibrations are
   // kept per driver, whose scheduling and copy paths change the rates the tuner measures.
   virtual std::string driverVersion() const { return ""; }
@@ -109,7 +113,10 @@ class Backend {
 
   // How calls on plain (unregistered) buffers map their peers' buffers themselves
   // (transports/usr/peer_cache.h); null when this backend cannot (staging or FIFOs then).
-  virtual PeerMemoryRuntime* peerMemory(CommView* comm) { (void)comm; return nullptr; }
+  virtual PeerMemoryRuntime* peerMemory(CommView* comm) {
+    (void)comm;
+    return nullptr;
+  }
 
   // Whether this backend's executor runs the one-copy point-to-point handshake (the kP2pOffer,
   // kP2pPush and kP2pWait steps of src/collectives/plan.h). With peerMemory, sends and receives
@@ -154,10 +161,16 @@ class Backend {
   // Blocks until every operation of comm queued so far has finished (this communicator's only:
   // never a device-wide wait). Finalize and destroy call it before the peers' barrier and the
   // frees.
-  virtual sscResult_t drain(CommView* comm) { (void)comm; return sscSuccess; }
+  virtual sscResult_t drain(CommView* comm) {
+    (void)comm;
+    return sscSuccess;
+  }
 
   // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).
-  virtual bool streamCapturing(sscStream_t stream) { (void)stream; return false; }
+  virtual bool streamCapturing(sscStream_t stream) {
+    (void)stream;
+    return false;
+  }
   // Runs `release` (from any thread; it must not call the runtime) once the graph `stream` is
   // being captured into is destroyed and its launches are done. False where it cannot: then
   // `release` never runs.
@@ -173,7 +186,10 @@ class Backend {
   // backend when the communicator is aborted, never cleared), for kernels of higher layers that
   // wait on peers outside the collectives (the attention ops' fused exchange); null where the
   // backend has none.
-  virtual const uint32_t* deviceAbortWord(CommView* comm) { (void)comm; return nullptr; }
+  virtual const uint32_t* deviceAbortWord(CommView* comm) {
+    (void)comm;
+    return nullptr;
+  }
 };
 
 // The backend the process uses (STARSCREAM_BACKEND): a GPU backend when built in, a device is

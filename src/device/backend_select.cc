@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <string>
 
 #include "src/core/env.h"
@@ -20,8 +21,9 @@ Backend* processBackend() {
     Backend* gpu = gpuBackendIfAvailable();
     if (gpu != nullptr) return gpu;
     if (want == "gpu")
-      SSC_LOG(kWarn, "STARSCREAM_BACKEND=gpu but no GPU backend is built in or no device is "
-                     "visible; using the host backend");
+      SSC_LOG(kWarn,
+              "STARSCREAM_BACKEND=gpu but no GPU backend is built in or no device is "
+              "visible; using the host backend");
     return hostBackend();
   }();
   return chosen;

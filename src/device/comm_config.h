@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A communicator's settings, fixed when it is created (from the STARSCREAM_* registry), so that
 // no call re-reads or re-parses the environment and two communicators of one process may differ,
 // as NCCL's per-communicator config and Gloo's options allow. It sits with the backend seam
@@ -29,9 +30,9 @@ inline ForcedAlgos noForcedAlgos() {
 enum class ZeroCopyGrid : uint8_t { kAuto, kBulk, kWide };
 
 struct CommConfig {
-  ForcedAlgos forcedAlgos = noForcedAlgos();  // STARSCREAM_ALGO
+  ForcedAlgos forcedAlgos = noForcedAlgos();        // STARSCREAM_ALGO
   ZeroCopyGrid zeroCopyGrid = ZeroCopyGrid::kAuto;  // STARSCREAM_ZERO_COPY_GRID
-  bool dumpPlans = false;                     // STARSCREAM_DUMP_PLAN
+  bool dumpPlans = false;                           // STARSCREAM_DUMP_PLAN
   // The largest all-reduce (bytes per rank) the backend may send as packets without registration
   // (the GPU's LL one-shot), capped by the backend's own limit; 0 turns packets off. Tests and
   // benchmarks lower it on one communicator to time the bulk path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Whether a GPU kernel may load and store at an application's pointer as it was given, decided
 // from how the runtime classifies the memory behind it. The GPU backend refuses a buffer that its
 // kernels cannot touch before any kernel does (Backend::checkAccessible): a kernel that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A unit of enqueued work: one plan plus the call's buffers and reduction, as an executor needs it.
 #pragma once
 
@@ -16,10 +17,10 @@ namespace ssc {
 struct ReduceSpec {
   sscDataType_t dtype = sscFloat32;
   ReduceKind kind = ReduceKind::kSum;
-  bool hasPreScale = false;          // PreMulSum / float Avg: multiply each input by a scalar
-  Scalar preScale;                   // the scalar when known at enqueue time
+  bool hasPreScale = false;              // PreMulSum / float Avg: multiply each input by a scalar
+  Scalar preScale;                       // the scalar when known at enqueue time
   const void* preScaleDevice = nullptr;  // or read from device memory when the work runs
-  uint64_t postDivisor = 0;          // integer Avg: divide the final sum (0: none)
+  uint64_t postDivisor = 0;              // integer Avg: divide the final sum (0: none)
 };
 
 struct Work {

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What the platform's nccl.h / rccl.h declares, as SSC_NCCL_HAS_<name> 0/1 macros.
 #
 # The shim defines exactly the functions the header declares (plus the nccl_device host calls

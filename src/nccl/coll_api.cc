@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Collectives and point-to-point calls. The values of ncclDataType_t and ncclRedOp_t are
 // Starscream's (abi_checks.cc), so they pass through as they are; gather, scatter and RCCL's
 // all-to-all-v are grouped sends and receives, as NCCL builds them.
@@ -80,34 +81,35 @@ sscResult_t grouped(Post&& post) {
 // elements, block r being rank r's; every other rank sends (gather) or receives (scatter) one.
 // Root's own block is a send to itself paired with a receive from itself (a local copy), unless
 // in place (the other buffer is that block).
-ncclResult_t rootBlocks(const char* fn, const Call& c, bool toRoot, const void* sendbuff, void* recvbuff,
-                        size_t count, int root) {
+ncclResult_t rootBlocks(const char* fn, const Call& c, bool toRoot, const void* sendbuff,
+                        void* recvbuff, size_t count, int root) {
   NCCL_SHIM_CHECK(checkRoot(fn, root, c.comm.nranks));
   NCCL_SHIM_CHECK(checkBlocks(fn, count, c));
   if (count == 0) return ncclSuccess;
   const size_t block = count * c.elemBytes;
   char* blocks = static_cast<char*>(toRoot ? recvbuff : const_cast<void*>(sendbuff));
   if (c.comm.rank == root && blocks == nullptr)
-    return fail(ncclInvalidArgument, "{}: {} is NULL on the root", fn, toRoot ? "recvbuff" : "sendbuff");
+    return fail(ncclInvalidArgument, "{}: {} is NULL on the root", fn,
+                toRoot ? "recvbuff" : "sendbuff");
   return viaSsc(fn, c, grouped([&](auto step) {
-    if (c.comm.rank != root) {
-      step(toRoot ? sscSend(sendbuff, count, c.type, root, c.comm.ssc, c.stream)
-                  : sscRecv(recvbuff, count, c.type, root, c.comm.ssc, c.stream));
-      return;
-    }
-    for (int peer = 0; peer < c.comm.nranks; ++peer) {
-      char* slot = blocks + static_cast<size_t>(peer) * block;
-      const void* from = toRoot ? sendbuff : slot;
-      void* to = toRoot ? slot : recvbuff;
-      if (peer != root) {
-        step(toRoot ? sscRecv(slot, count, c.type, peer, c.comm.ssc, c.stream)
-                    : sscSend(slot, count, c.type, peer, c.comm.ssc, c.stream));
-      } else if (from != to) {
-        step(sscSend(from, count, c.type, root, c.comm.ssc, c.stream));
-        step(sscRecv(to, count, c.type, root, c.comm.ssc, c.stream));
-      }
-    }
-  }));
+                  if (c.comm.rank != root) {
+                    step(toRoot ? sscSend(sendbuff, count, c.type, root, c.comm.ssc, c.stream)
+                                : sscRecv(recvbuff, count, c.type, root, c.comm.ssc, c.stream));
+                    return;
+                  }
+                  for (int peer = 0; peer < c.comm.nranks; ++peer) {
+                    char* slot = blocks + static_cast<size_t>(peer) * block;
+                    const void* from = toRoot ? sendbuff : slot;
+                    void* to = toRoot ? slot : recvbuff;
+                    if (peer != root) {
+                      step(toRoot ? sscRecv(slot, count, c.type, peer, c.comm.ssc, c.stream)
+                                  : sscSend(slot, count, c.type, peer, c.comm.ssc, c.stream));
+                    } else if (from != to) {
+                      step(sscSend(from, count, c.type, root, c.comm.ssc, c.stream));
+                      step(sscRecv(to, count, c.type, root, c.comm.ssc, c.stream));
+                    }
+                  }
+                }));
 }
 
 }  // namespace
@@ -120,8 +122,9 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
   return guarded("ncclAllReduce", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
     return runCall("ncclAllReduce", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclAllReduce", c, sscAllReduce(sendbuff, recvbuff, count, c.type,
-                                                     static_cast<sscRedOp_t>(op), c.comm.ssc, c.stream));
+      return viaSsc("ncclAllReduce", c,
+                    sscAllReduce(sendbuff, recvbuff, count, c.type, static_cast<sscRedOp_t>(op),
+                                 c.comm.ssc, c.stream));
     });
   });
 }
@@ -134,8 +137,9 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
   return guarded("ncclReduce", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
     return runCall("ncclReduce", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclReduce", c, sscReduce(sendbuff, recvbuff, count, c.type,
-                                               static_cast<sscRedOp_t>(op), root, c.comm.ssc, c.stream));
+      return viaSsc("ncclReduce", c,
+                    sscReduce(sendbuff, recvbuff, count, c.type, static_cast<sscRedOp_t>(op), root,
+                              c.comm.ssc, c.stream));
     });
   });
 }
@@ -143,12 +147,13 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 NCCL_SHIM_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, VendorStream stream);
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                           ncclDataType_t datatype, int root, ncclComm_t comm, VendorStream stream) {
+                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                           VendorStream stream) {
   return guarded("ncclBroadcast", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
     return runCall("ncclBroadcast", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclBroadcast", c, sscBroadcast(sendbuff, recvbuff, count, c.type, root,
-                                                     c.comm.ssc, c.stream));
+      return viaSsc("ncclBroadcast", c,
+                    sscBroadcast(sendbuff, recvbuff, count, c.type, root, c.comm.ssc, c.stream));
     });
   });
 }
@@ -161,7 +166,8 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
   return guarded("ncclBcast", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream);
     return runCall("ncclBcast", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclBcast", c, sscBroadcast(buff, buff, count, c.type, root, c.comm.ssc, c.stream));
+      return viaSsc("ncclBcast", c,
+                    sscBroadcast(buff, buff, count, c.type, root, c.comm.ssc, c.stream));
     });
   });
 }
@@ -173,8 +179,8 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
   return guarded("ncclAllGather", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
     return runCall("ncclAllGather", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclAllGather", c, sscAllGather(sendbuff, recvbuff, sendcount, c.type,
-                                                     c.comm.ssc, c.stream));
+      return viaSsc("ncclAllGather", c,
+                    sscAllGather(sendbuff, recvbuff, sendcount, c.type, c.comm.ssc, c.stream));
     });
   });
 }
@@ -203,8 +209,8 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
   return guarded("ncclAlltoAll", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
     return runCall("ncclAlltoAll", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclAlltoAll", c, sscAllToAll(sendbuff, recvbuff, count, c.type, c.comm.ssc,
-                                                   c.stream));
+      return viaSsc("ncclAlltoAll", c,
+                    sscAllToAll(sendbuff, recvbuff, count, c.type, c.comm.ssc, c.stream));
     });
   });
 }
@@ -219,8 +225,8 @@ ncclResult_t ncclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
   return guarded("ncclAllToAll", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclAllToAll, sendbuff, recvbuff, count, datatype, comm, stream);
     return runCall("ncclAllToAll", comm, datatype, stream, [&](const Call& c) {
-      return viaSsc("ncclAllToAll", c, sscAllToAll(sendbuff, recvbuff, count, c.type, c.comm.ssc,
-                                                   c.stream));
+      return viaSsc("ncclAllToAll", c,
+                    sscAllToAll(sendbuff, recvbuff, count, c.type, c.comm.ssc, c.stream));
     });
   });
 }
@@ -240,20 +246,22 @@ ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[], cons
                      datatype, comm, stream);
     const char* fn = "ncclAllToAllv";
     return runCall(fn, comm, datatype, stream, [&](const Call& c) -> ncclResult_t {
-      if (sendcounts == nullptr || sdispls == nullptr || recvcounts == nullptr || rdispls == nullptr)
-        return fail(ncclInvalidArgument, "{}: the count and displacement arrays must not be NULL", fn);
+      if (sendcounts == nullptr || sdispls == nullptr || recvcounts == nullptr ||
+          rdispls == nullptr)
+        return fail(ncclInvalidArgument, "{}: the count and displacement arrays must not be NULL",
+                    fn);
       const char* in = static_cast<const char*>(sendbuff);
       char* out = static_cast<char*>(recvbuff);
       return viaSsc(fn, c, grouped([&](auto step) {
-        for (int peer = 0; peer < c.comm.nranks; ++peer) {
-          if (sendcounts[peer] != 0)
-            step(sscSend(in + sdispls[peer] * c.elemBytes, sendcounts[peer], c.type, peer,
-                         c.comm.ssc, c.stream));
-          if (recvcounts[peer] != 0)
-            step(sscRecv(out + rdispls[peer] * c.elemBytes, recvcounts[peer], c.type, peer,
-                         c.comm.ssc, c.stream));
-        }
-      }));
+                      for (int peer = 0; peer < c.comm.nranks; ++peer) {
+                        if (sendcounts[peer] != 0)
+                          step(sscSend(in + sdispls[peer] * c.elemBytes, sendcounts[peer], c.type,
+                                       peer, c.comm.ssc, c.stream));
+                        if (recvcounts[peer] != 0)
+                          step(sscRecv(out + rdispls[peer] * c.elemBytes, recvcounts[peer], c.type,
+                                       peer, c.comm.ssc, c.stream));
+                      }
+                    }));
     });
   });
 }
@@ -280,8 +288,8 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
 // count).
 NCCL_SHIM_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, VendorStream stream);
-ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                         int root, ncclComm_t comm, VendorStream stream) {
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, VendorStream stream) {
   return guarded("ncclScatter", [&]() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
     return runCall("ncclScatter", comm, datatype, stream, [&](const Call& c) {

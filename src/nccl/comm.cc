@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/nccl/comm.h"
 
 #include <chrono>
@@ -116,7 +117,8 @@ ncclResult_t advance(const char* fn, ncclComm& c) {
     c.ssc = c.job->takeComm();
     c.job.reset();
   }
-  if (c.ssc == nullptr) return fail(ncclInternalError, "{}: communicator has no Starscream half", fn);
+  if (c.ssc == nullptr)
+    return fail(ncclInternalError, "{}: communicator has no Starscream half", fn);
   sscResult_t state = sscSuccess;
   sscResult_t r = sscCommGetAsyncError(c.ssc, &state);
   if (r != sscSuccess) return fromSsc(fn, r, c.ssc);
@@ -142,23 +144,30 @@ ncclResult_t acquire(const char* fn, ncclComm_t handle, Need need, std::shared_p
   if (handle == nullptr) return fail(ncclInvalidArgument, "{}: comm is NULL", fn);
   std::shared_ptr<ncclComm> comm = find(handle);
   if (comm == nullptr)
-    return fail(ncclInvalidUsage, "{}: comm {} is not a live communicator (destroyed, aborted or "
-                "never created)", fn, static_cast<void*>(handle));
+    return fail(ncclInvalidUsage,
+                "{}: comm {} is not a live communicator (destroyed, aborted or "
+                "never created)",
+                fn, static_cast<void*>(handle));
   if (need != Need::kLive) {
     ncclResult_t r = advance(fn, *comm);
     if (r == ncclInProgress)
-      return fail(ncclInvalidUsage, "{}: communicator initialisation is still in progress; poll "
-                  "ncclCommGetAsyncError until it reports ncclSuccess", fn);
+      return fail(ncclInvalidUsage,
+                  "{}: communicator initialisation is still in progress; poll "
+                  "ncclCommGetAsyncError until it reports ncclSuccess",
+                  fn);
     if (r != ncclSuccess) return r;
     if (need == Need::kReady && comm->revoked.load())
-      return fail(ncclInvalidUsage, "{}: the communicator was revoked (ncclCommRevoke); only "
-                  "ncclCommSplit, ncclCommShrink, ncclCommDestroy and ncclCommAbort remain", fn);
+      return fail(ncclInvalidUsage,
+                  "{}: the communicator was revoked (ncclCommRevoke); only "
+                  "ncclCommSplit, ncclCommShrink, ncclCommDestroy and ncclCommAbort remain",
+                  fn);
   }
   *out = std::move(comm);
   return ncclSuccess;
 }
 
-ncclResult_t streamFor(const char* fn, const ncclComm& comm, VendorStream stream, sscStream_t* out) {
+ncclResult_t streamFor(const char* fn, const ncclComm& comm, VendorStream stream,
+                       sscStream_t* out) {
   *out = comm.hostBackend ? comm.hostStream : static_cast<sscStream_t>(stream);
   // On a GPU backend the handle goes to the runtime, which validates its own handles.
   if (!comm.hostBackend) return ncclSuccess;
@@ -169,9 +178,11 @@ ncclResult_t streamFor(const char* fn, const ncclComm& comm, VendorStream stream
   // work already queued there, as stream order wants.
   const sscResult_t r = sscStreamSynchronize(static_cast<sscStream_t>(stream));
   if (r == sscInvalidArgument)
-    return fail(ncclInvalidArgument, "{}: stream {} is not a stream: on the host backend (no GPU) "
+    return fail(ncclInvalidArgument,
+                "{}: stream {} is not a stream: on the host backend (no GPU) "
                 "a call takes NULL, cudaStreamLegacy, cudaStreamPerThread or a stream from "
-                "sscStreamCreate ({})", fn, static_cast<void*>(stream), sscGetLastError(nullptr));
+                "sscStreamCreate ({})",
+                fn, static_cast<void*>(stream), sscGetLastError(nullptr));
   return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, comm.ssc);
 }
 
@@ -180,13 +191,17 @@ std::shared_ptr<CreateJob> startChildJob(ncclComm& parent,
   auto job = std::make_shared<CreateJob>();
   std::lock_guard<std::mutex> g(parent.mu);
   // The previous job still running (if any) is this one's predecessor on the bootstrap.
-  std::shared_ptr<CreateJob> previous = parent.childJobs.empty() ? nullptr : parent.childJobs.back().second;
-  parent.childJobs.emplace_back(std::thread([job, previous, create = std::move(create)] {
-    if (previous) previous->wait();
-    sscComm_t made = nullptr;
-    sscResult_t r = create(&made);
-    job->finish(r, r == sscSuccess ? std::string() : std::string(sscGetLastError(nullptr)), made);
-  }), job);
+  std::shared_ptr<CreateJob> previous =
+      parent.childJobs.empty() ? nullptr : parent.childJobs.back().second;
+  parent.childJobs.emplace_back(
+      std::thread([job, previous, create = std::move(create)] {
+        if (previous) previous->wait();
+        sscComm_t made = nullptr;
+        sscResult_t r = create(&made);
+        job->finish(r, r == sscSuccess ? std::string() : std::string(sscGetLastError(nullptr)),
+                    made);
+      }),
+      job);
   return job;
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicator behind nccl.h's opaque ncclComm_t: a Starscream communicator plus what the
 // NCCL semantics need on top of it (the configuration a split inherits, the completion stream of
 // the host backend, creations still running, the revoked state), and the registry that
@@ -28,9 +29,9 @@ class CreateJob {
   void finish(sscResult_t result, std::string message, sscComm_t comm);
   bool done();
   void wait();
-  sscResult_t result();       // valid once done
+  sscResult_t result();  // valid once done
   const std::string& message();
-  sscComm_t takeComm();       // the new communicator (once done); the caller now owns it
+  sscComm_t takeComm();  // the new communicator (once done); the caller now owns it
 
  private:
   std::mutex mu_;
@@ -42,9 +43,9 @@ class CreateJob {
 };
 
 enum class Need {
-  kLive,             // any live handle (destroy, abort, async error)
-  kReady,            // initialised, not revoked (collectives, queries)
-  kReadyOrRevoked,   // initialised; a revoked communicator may still be split or shrunk
+  kLive,            // any live handle (destroy, abort, async error)
+  kReady,           // initialised, not revoked (collectives, queries)
+  kReadyOrRevoked,  // initialised; a revoked communicator may still be split or shrunk
 };
 
 }  // namespace ssc::nccl

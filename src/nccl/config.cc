@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/nccl/config.h"
 
 #include <cstddef>
@@ -38,7 +39,8 @@ ncclResult_t checkPositive(const char* fn, const char* name, int value) {
 
 ncclResult_t checkNonNegative(const char* fn, const char* name, int value) {
   if (value != kUndef && value < 0)
-    return fail(ncclInvalidArgument, "{}: config.{} must not be negative (got {})", fn, name, value);
+    return fail(ncclInvalidArgument, "{}: config.{} must not be negative (got {})", fn, name,
+                value);
   return ncclSuccess;
 }
 
@@ -52,8 +54,10 @@ ncclResult_t parseConfig(const char* fn, const ncclConfig_t* config, const ShimC
     return ncclSuccess;
   }
   if (config->magic != kConfigMagic)
-    return fail(ncclInvalidArgument, "{}: config was not initialised with NCCL_CONFIG_INITIALIZER "
-                "(magic 0x{:x}, expected 0x{:x})", fn, config->magic, kConfigMagic);
+    return fail(ncclInvalidArgument,
+                "{}: config was not initialised with NCCL_CONFIG_INITIALIZER "
+                "(magic 0x{:x}, expected 0x{:x})",
+                fn, config->magic, kConfigMagic);
   if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int))
     return fail(ncclInvalidArgument, "{}: config.size {} is too small to be an ncclConfig_t", fn,
                 config->size);

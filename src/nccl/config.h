@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ncclConfig_t parsing. The struct is versioned by its leading size/magic/version fields: a
 // program built against an older nccl.h passes a shorter struct, one built against a newer
 // header a longer one. Only the fields that lie inside the caller's `size` are read.

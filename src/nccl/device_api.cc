@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host entry points of NCCL's device-side API (nccl_device/*.h). Frameworks import them
 // with the rest of libnccl.so.2 (PyTorch 2.11 does), so they must exist here: a call that fell
 // through to the real NCCL with a Starscream communicator would read our handle as NCCL's.
@@ -30,8 +31,10 @@ using namespace ssc::nccl;
 namespace {
 
 ncclResult_t unsupported(const char* fn) {
-  return fail(ncclInvalidUsage, "{}: NCCL's device-side API (nccl_device.h) is not supported by "
-              "Starscream; its communicators serve host-side calls only", fn);
+  return fail(ncclInvalidUsage,
+              "{}: NCCL's device-side API (nccl_device.h) is not supported by "
+              "Starscream; its communicators serve host-side calls only",
+              fn);
 }
 
 // The (world rank, world size) of a live communicator, or false with the last error set.
@@ -51,16 +54,16 @@ bool identity(const char* fn, ncclComm_t comm, int* rank, int* nranks) {
 using TeamOfComm = ncclTeam_t (*)(ncclComm_t);
 using RankInTeam = int (*)(ncclComm_t, ncclTeam_t, int);
 using SlotCount = int (*)(int, int);
-#define SSC_NCCL_FORWARD_PLAIN(name, type, missing, ...)                                 \
-  do {                                                                                  \
-    if (vendorMode()) {                                                                 \
-      static const auto vendor_fn_ = reinterpret_cast<type>(vendorSymbol(#name));       \
-      if (vendor_fn_ == nullptr) {                                                      \
-        (void)vendorMissing(#name);                                                     \
-        return missing;                                                                 \
-      }                                                                                 \
-      return vendor_fn_(__VA_ARGS__);                                                   \
-    }                                                                                   \
+#define SSC_NCCL_FORWARD_PLAIN(name, type, missing, ...)                          \
+  do {                                                                            \
+    if (vendorMode()) {                                                           \
+      static const auto vendor_fn_ = reinterpret_cast<type>(vendorSymbol(#name)); \
+      if (vendor_fn_ == nullptr) {                                                \
+        (void)vendorMissing(#name);                                               \
+        return missing;                                                           \
+      }                                                                           \
+      return vendor_fn_(__VA_ARGS__);                                             \
+    }                                                                             \
   } while (0)
 
 #if SSC_NCCL_HAS_ncclDevCommCreate

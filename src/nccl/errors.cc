@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/nccl/errors.h"
 
 #include <cctype>
@@ -66,21 +67,24 @@ ncclResult_t toNccl(sscResult_t result) {
 ncclResult_t fromSsc(const char* fn, sscResult_t result, sscComm_t comm) {
   const ncclResult_t code = toNccl(result);
   std::string_view why = withoutSscPrefix(sscGetLastError(comm));
-  if (result == sscTimeout)
-    return fail(code, "{}: {} (STARSCREAM_TIMEOUT passed)", fn, why);
+  if (result == sscTimeout) return fail(code, "{}: {} (STARSCREAM_TIMEOUT passed)", fn, why);
   return setError(code, fmt::format("{}: {}", fn, why));
 }
 
 const char* resultString(ncclResult_t result) {
   switch (static_cast<int>(result)) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled device (CUDA/HIP) error (run with STARSCREAM_DEBUG=WARN for details)";
-    case ncclSystemError: return "unhandled system error (run with STARSCREAM_DEBUG=WARN for details)";
-    case ncclInternalError: return "internal error - please report this issue to the Starscream developers";
-    case ncclInvalidArgument: return "invalid argument (run with STARSCREAM_DEBUG=WARN for details)";
+    case ncclUnhandledCudaError:
+      return "unhandled device (CUDA/HIP) error (run with STARSCREAM_DEBUG=WARN for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with STARSCREAM_DEBUG=WARN for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the Starscream developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with STARSCREAM_DEBUG=WARN for details)";
     case ncclInvalidUsage: return "invalid usage (run with STARSCREAM_DEBUG=WARN for details)";
     case 6: return "remote process exited or there was a network error";  // ncclRemoteError
-    case 7: return "NCCL operation in progress";                           // ncclInProgress
+    case 7: return "NCCL operation in progress";                          // ncclInProgress
     default: return "unknown result code";
   }
 }
@@ -88,21 +92,28 @@ const char* resultString(ncclResult_t result) {
 ncclResult_t typeSize(const char* fn, ncclDataType_t type, size_t* bytes) {
   *bytes = 0;
   switch (static_cast<int>(type)) {
-    case ncclInt8: case ncclUint8: *bytes = 1; break;
+    case ncclInt8:
+    case ncclUint8: *bytes = 1; break;
     case ncclFloat16: *bytes = 2; break;
-    case ncclInt32: case ncclUint32: case ncclFloat32: *bytes = 4; break;
-    case ncclInt64: case ncclUint64: case ncclFloat64: *bytes = 8; break;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: *bytes = 4; break;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: *bytes = 8; break;
 #if SSC_NCCL_HAS_ncclBfloat16
     case ncclBfloat16: *bytes = 2; break;
 #endif
 #if SSC_NCCL_HAS_ncclFloat8e4m3 && SSC_NCCL_HAS_ncclFloat8e5m2
-    case ncclFloat8e4m3: case ncclFloat8e5m2:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
 #if SSC_NCCL_IS_RCCL
       // RCCL's fp8 on gfx942 (MI300) is the FNUZ encoding; Starscream reduces OCP e4m3fn/e5m2.
       // Same size, different numbers: refuse rather than return wrong sums.
-      return fail(ncclInvalidUsage, "{}: fp8 datatype {} is not supported in RCCL builds "
-                  "(Starscream implements OCP FP8, RCCL on MI300 uses the FNUZ encoding)", fn,
-                  static_cast<int>(type));
+      return fail(ncclInvalidUsage,
+                  "{}: fp8 datatype {} is not supported in RCCL builds "
+                  "(Starscream implements OCP FP8, RCCL on MI300 uses the FNUZ encoding)",
+                  fn, static_cast<int>(type));
 #else
       *bytes = 1;
       break;

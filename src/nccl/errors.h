@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Error reporting of the shim: the thread's last error (what ncclGetLastError returns), the
 // mapping of Starscream results onto NCCL's, and NCCL's result strings.
 #pragma once
@@ -41,8 +42,8 @@ ncclResult_t typeSize(const char* fn, ncclDataType_t type, size_t* bytes);
 }  // namespace ssc::nccl
 
 // Propagates a failing ncclResult_t to the caller.
-#define NCCL_SHIM_CHECK(expr)                                       \
-  do {                                                              \
-    ncclResult_t nccl_shim_res_ = (expr);                           \
-    if (nccl_shim_res_ != ncclSuccess) return nccl_shim_res_;       \
+#define NCCL_SHIM_CHECK(expr)                                 \
+  do {                                                        \
+    ncclResult_t nccl_shim_res_ = (expr);                     \
+    if (nccl_shim_res_ != ncclSuccess) return nccl_shim_res_; \
   } while (0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/nccl/fallback.h"
 
 #include <dlfcn.h>
@@ -14,7 +15,7 @@ struct Vendor {
   bool active = false;     // forward everything
   void* handle = nullptr;  // NULL when active but the library could not be used
   std::string path;
-  std::string error;       // why `handle` is NULL
+  std::string error;  // why `handle` is NULL
 };
 
 // A symbol of this library, to recognise it: a fallback path that leads back to the shim
@@ -26,8 +27,10 @@ void shimAnchor() {}
 bool starscreamRunsOnHost() {
   sscComm_t probe = nullptr;
   if (sscCommInitAll(&probe, 1, nullptr) != sscSuccess) {
-    SSC_LOG(kWarn, "NCCL shim: cannot probe the Starscream backend ({}); assuming the host "
-            "backend", sscGetLastError(nullptr));
+    SSC_LOG(kWarn,
+            "NCCL shim: cannot probe the Starscream backend ({}); assuming the host "
+            "backend",
+            sscGetLastError(nullptr));
     return true;
   }
   int device = -1;
@@ -41,7 +44,8 @@ Vendor load() {
   v.path = env::getString("STARSCREAM_NCCL_FALLBACK");
   if (v.path.empty()) return v;
   if (!starscreamRunsOnHost()) {
-    SSC_LOG(kInfo, "NCCL shim: STARSCREAM_NCCL_FALLBACK is set but Starscream runs on a GPU "
+    SSC_LOG(kInfo,
+            "NCCL shim: STARSCREAM_NCCL_FALLBACK is set but Starscream runs on a GPU "
             "backend here, so Starscream serves every call");
     return v;
   }
@@ -61,21 +65,27 @@ Vendor load() {
   void* version = dlsym(v.handle, "ncclGetVersion");
   Dl_info theirs{}, ours{};
   if (version == nullptr) {
-    v.error = fmt::format("STARSCREAM_NCCL_FALLBACK={} does not export ncclGetVersion: not an "
-                          "NCCL or RCCL library", v.path);
+    v.error = fmt::format(
+        "STARSCREAM_NCCL_FALLBACK={} does not export ncclGetVersion: not an "
+        "NCCL or RCCL library",
+        v.path);
   } else if (dladdr(version, &theirs) != 0 &&
              dladdr(reinterpret_cast<void*>(&shimAnchor), &ours) != 0 &&
              theirs.dli_fbase == ours.dli_fbase) {
-    v.error = fmt::format("STARSCREAM_NCCL_FALLBACK={} is the Starscream shim itself; point it "
-                          "at the vendor's libnccl.so.2 or librccl.so.1", v.path);
+    v.error = fmt::format(
+        "STARSCREAM_NCCL_FALLBACK={} is the Starscream shim itself; point it "
+        "at the vendor's libnccl.so.2 or librccl.so.1",
+        v.path);
   }
   if (!v.error.empty()) {
     dlclose(v.handle);
     v.handle = nullptr;
     return v;
   }
-  SSC_LOG(kInfo, "NCCL shim: Starscream runs on its host backend here; forwarding every nccl* "
-          "call to {}", v.path);
+  SSC_LOG(kInfo,
+          "NCCL shim: Starscream runs on its host backend here; forwarding every nccl* "
+          "call to {}",
+          v.path);
   return v;
 }
 

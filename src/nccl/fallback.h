@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The optional vendor fallback. With STARSCREAM_NCCL_FALLBACK=<path of libnccl.so.2 or
 // librccl.so.1>, a process that Starscream cannot serve forwards every nccl* call to that
 // library, loaded with dlopen(RTLD_NOW | RTLD_LOCAL) so it never enters the global namespace.
@@ -39,11 +40,11 @@ ncclResult_t forwardToVendor(const char* fn, Fn f, Args... args) {
 
 // In vendor mode, returns the vendor library's answer to this call. Used first thing in every
 // entry point whose arguments the vendor can take unchanged.
-#define SSC_NCCL_FORWARD(name, ...)                                                          \
-  do {                                                                                        \
-    if (::ssc::nccl::vendorMode()) {                                                          \
-      static const auto vendor_fn_ =                                                          \
-          reinterpret_cast<decltype(&::name)>(::ssc::nccl::vendorSymbol(#name));              \
-      return ::ssc::nccl::forwardToVendor(#name, vendor_fn_ __VA_OPT__(, ) __VA_ARGS__);      \
-    }                                                                                         \
+#define SSC_NCCL_FORWARD(name, ...)                                                      \
+  do {                                                                                   \
+    if (::ssc::nccl::vendorMode()) {                                                     \
+      static const auto vendor_fn_ =                                                     \
+          reinterpret_cast<decltype(&::name)>(::ssc::nccl::vendorSymbol(#name));         \
+      return ::ssc::nccl::forwardToVendor(#name, vendor_fn_ __VA_OPT__(, ) __VA_ARGS__); \
+    }                                                                                    \
   } while (0)

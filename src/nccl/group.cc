@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/nccl/group.h"
 
 #include <algorithm>
@@ -52,8 +53,10 @@ ncclResult_t settle(const char* fn, GroupState& g, bool launched) {
   bool pending = false;
   for (const auto& comm : g.creations) {
     ncclResult_t r = comm->config.blocking ? awaitReady(fn, *comm) : advance(fn, *comm);
-    if (r == ncclInProgress) pending = true;
-    else keep(r);
+    if (r == ncclInProgress)
+      pending = true;
+    else
+      keep(r);
   }
   if (result == ncclSuccess && pending) return ncclInProgress;
   return result;
@@ -112,8 +115,7 @@ ncclResult_t ncclGroupEnd() {
   return guarded("ncclGroupEnd", []() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclGroupEnd);
     const char* fn = "ncclGroupEnd";
-    if (t_group.depth == 0)
-      return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
+    if (t_group.depth == 0) return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
     if (--t_group.depth > 0) {
       sscResult_t r = sscGroupEnd();  // nested: only closes a level
       return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, nullptr);
@@ -123,8 +125,10 @@ ncclResult_t ncclGroupEnd() {
     if (g.firstError != ncclSuccess) {
       discardSscGroup(g.sscCalls > 0);
       settle(fn, g, false);
-      return fail(g.firstError, "{}: a call in the group failed ({}); nothing in the group was "
-                  "launched", fn, g.firstMessage);
+      return fail(g.firstError,
+                  "{}: a call in the group failed ({}); nothing in the group was "
+                  "launched",
+                  fn, g.firstMessage);
     }
     sscResult_t launched = sscGroupEnd();
     ncclResult_t r = launched == sscSuccess ? ncclSuccess : fromSsc(fn, launched, nullptr);
@@ -147,10 +151,11 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
     constexpr unsigned int kSimInfoMagic = 0x74685283;
     if (simInfo != nullptr &&
         (simInfo->magic != kSimInfoMagic || simInfo->size < sizeof(size_t) + 2 * sizeof(unsigned)))
-      return fail(ncclInvalidArgument, "{}: simInfo was not initialised with "
-                  "NCCL_SIM_INFO_INITIALIZER", fn);
-    if (t_group.depth == 0)
-      return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
+      return fail(ncclInvalidArgument,
+                  "{}: simInfo was not initialised with "
+                  "NCCL_SIM_INFO_INITIALIZER",
+                  fn);
+    if (t_group.depth == 0) return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
     if (--t_group.depth > 0) {
       sscResult_t r = sscGroupEnd();
       return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, nullptr);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NCCL group semantics on top of Starscream's: ncclGroupStart/End nest and map onto
 // sscGroupStart/End, which record and launch the calls (fusing each communicator's sends and
 // receives). What the shim adds per thread: communicator creations started inside the group

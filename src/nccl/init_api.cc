@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Communicator creation: unique ids, init (blocking, non-blocking, inside groups), init-all,
 // split and shrink.
 #include <algorithm>
@@ -30,10 +31,12 @@ sscUniqueId toSscId(const ncclUniqueId& id) {
 // (STARSCREAM_NCCL_FALLBACK or the backend differ between them): fail here, not in a hang.
 ncclResult_t checkStarscreamId(const char* fn, const ncclUniqueId& id) {
   if (id.internal[kIdTagByte] == kVendorIdTag)
-    return fail(ncclInvalidUsage, "{}: the unique id was made by the vendor NCCL library (the "
+    return fail(ncclInvalidUsage,
+                "{}: the unique id was made by the vendor NCCL library (the "
                 "rank that called ncclGetUniqueId forwards to STARSCREAM_NCCL_FALLBACK) but "
                 "Starscream serves this rank; every rank must run with the same "
-                "STARSCREAM_NCCL_FALLBACK and Starscream backend", fn);
+                "STARSCREAM_NCCL_FALLBACK and Starscream backend",
+                fn);
   return ncclSuccess;
 }
 
@@ -104,8 +107,8 @@ ncclResult_t adoptChild(const char* fn, ncclComm_t* out, const ShimConfig& cfg, 
 sscResult_t shrinkRendezvous(sscComm_t parent, const std::vector<int>& survivors, int myParentRank,
                              sscComm_t* out) {
   const int leader = survivors.front();
-  const int newRank = static_cast<int>(
-      std::find(survivors.begin(), survivors.end(), myParentRank) - survivors.begin());
+  const int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), myParentRank) -
+                                       survivors.begin());
   sscUniqueId id{};
   sscStream_t stream = nullptr;
   sscResult_t r = sscStreamCreate(&stream);
@@ -194,7 +197,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
       SSC_NCCL_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, ids.data(), config);
     }
     if (nId > 1)
-      SSC_LOG(kInfo, "NCCL shim: {}: using the first of {} unique ids (one bootstrap root)", fn, nId);
+      SSC_LOG(kInfo, "NCCL shim: {}: using the first of {} unique ids (one bootstrap root)", fn,
+              nId);
     return initFromId(fn, newcomm, nranks, commIds[0], myrank, config);
   });
 }
@@ -236,7 +240,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     if (newcomm == nullptr) return fail(ncclInvalidArgument, "{}: newcomm is NULL", fn);
     *newcomm = nullptr;
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
-      return fail(ncclInvalidArgument, "{}: color {} must be >= 0 or NCCL_SPLIT_NOCOLOR", fn, color);
+      return fail(ncclInvalidArgument, "{}: color {} must be >= 0 or NCCL_SPLIT_NOCOLOR", fn,
+                  color);
     ShimConfig cfg;
     NCCL_SHIM_CHECK(parseConfig(fn, config, &parent->config, &cfg));
     const Mode mode = creationMode(cfg);
@@ -289,13 +294,17 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
       excluded[static_cast<size_t>(r)] = true;
     }
     if (excluded[static_cast<size_t>(parent->rank)])
-      return fail(ncclInvalidArgument, "{}: rank {} is in excludeRanksList; excluded ranks must "
-                  "not call ncclCommShrink", fn, parent->rank);
+      return fail(ncclInvalidArgument,
+                  "{}: rank {} is in excludeRanksList; excluded ranks must "
+                  "not call ncclCommShrink",
+                  fn, parent->rank);
     if (!parent->hostBackend)
-      return fail(ncclInvalidUsage, "{}: not supported on Starscream's GPU backends yet (the "
+      return fail(ncclInvalidUsage,
+                  "{}: not supported on Starscream's GPU backends yet (the "
                   "surviving ranks meet without the excluded ones over host buffers, which only "
                   "the host backend moves); excluded ranks that are alive can instead join an "
-                  "ncclCommSplit with NCCL_SPLIT_NOCOLOR", fn);
+                  "ncclCommSplit with NCCL_SPLIT_NOCOLOR",
+                  fn);
     // NCCL_SHRINK_ABORT first stops the parent's in-flight work. On the host backend every call
     // has completed before it returned, so this rank has none.
     ShimConfig cfg;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Version, errors, and the life of a communicator after creation: finalize, destroy, abort,
 // revoke, asynchronous errors and queries.
 #include "src/nccl/comm.h"
@@ -124,8 +125,10 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     if (comm == nullptr) return ncclSuccess;  // as NCCL
     std::shared_ptr<ncclComm> c = retire(comm);
     if (c == nullptr)
-      return fail(ncclInvalidUsage, "ncclCommDestroy: comm {} is not a live communicator (already "
-                  "destroyed?)", static_cast<void*>(comm));
+      return fail(ncclInvalidUsage,
+                  "ncclCommDestroy: comm {} is not a live communicator (already "
+                  "destroyed?)",
+                  static_cast<void*>(comm));
     return teardown("ncclCommDestroy", c, false);
   });
 }

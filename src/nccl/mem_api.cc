@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory, buffer registration, symmetric windows and reduction operators.
 #include "src/nccl/comm.h"
 #include "src/nccl/errors.h"
@@ -72,8 +73,10 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     *win = nullptr;
     // NCCL_WIN_DEFAULT (0) and NCCL_WIN_COLL_SYMMETRIC are the flags NCCL 2.28 defines.
     if ((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) != 0)
-      return fail(ncclInvalidArgument, "{}: unknown winFlags {:#x} (NCCL_WIN_DEFAULT or "
-                  "NCCL_WIN_COLL_SYMMETRIC)", fn, winFlags);
+      return fail(ncclInvalidArgument,
+                  "{}: unknown winFlags {:#x} (NCCL_WIN_DEFAULT or "
+                  "NCCL_WIN_COLL_SYMMETRIC)",
+                  fn, winFlags);
     void* handle = nullptr;
     sscResult_t r = sscCommRegister(c->ssc, buff, size, &handle);
     if (r != sscSuccess) return fromSsc(fn, r, c->ssc);

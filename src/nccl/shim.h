@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by every file of the NCCL shim: the platform's own nccl.h or rccl.h (found and probed by
 // NcclFeatures.cmake), the export macro, and the guard that keeps C++ exceptions from crossing
 // the C ABI.
@@ -24,9 +25,9 @@ using VendorStream = cudaStream_t;
 // Declares an exported entry point the way NCCL's own NCCL_API does: nccl<F> is a weak
 // definition and pnccl<F> an alias of it, so a profiling library may define nccl<F> itself and
 // still reach the implementation through pnccl<F>. Follow it with the definition of nccl<F>.
-#define NCCL_SHIM_API(ret, func, ...)                                                   \
-  extern "C" __attribute__((visibility("default"))) __attribute__((alias(#func))) ret \
-  p##func(__VA_ARGS__);                                                                 \
+#define NCCL_SHIM_API(ret, func, ...)                                             \
+  extern "C" __attribute__((visibility("default"))) __attribute__((alias(#func))) \
+  ret p##func(__VA_ARGS__);                                                       \
   extern "C" __attribute__((visibility("default"))) __attribute__((weak)) ret func(__VA_ARGS__)
 
 namespace ssc::nccl {

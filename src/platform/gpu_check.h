@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SSC_GPU_CHECK: the runtime (HIP/CUDA) member of the error macro family (src/core/errors.h).
 // Host code only. A failing runtime call returns sscUnhandledDeviceError with what was being done,
 // the runtime's own text and the call's place, and leaves that place in the error trace:
@@ -26,11 +27,12 @@ inline sscResult_t gpuFail(const char* file, int line, const char* call, hipErro
 }  // namespace ssc
 
 // For a chain of runtime calls that share one error variable: `return SSC_GPU_FAIL(e, "...")`.
-#define SSC_GPU_FAIL(err, ...) ::ssc::gpuFail(__FILE__, __LINE__, "", (err), fmt::format(__VA_ARGS__))
+#define SSC_GPU_FAIL(err, ...) \
+  ::ssc::gpuFail(__FILE__, __LINE__, "", (err), fmt::format(__VA_ARGS__))
 
-#define SSC_GPU_CHECK(call, ...)                                                        \
-  do {                                                                                  \
-    const hipError_t ssc_gpu_err_ = (call);                                             \
-    if (ssc_gpu_err_ != hipSuccess)                                                     \
+#define SSC_GPU_CHECK(call, ...)                                                                \
+  do {                                                                                          \
+    const hipError_t ssc_gpu_err_ = (call);                                                     \
+    if (ssc_gpu_err_ != hipSuccess)                                                             \
       return ::ssc::gpuFail(__FILE__, __LINE__, #call, ssc_gpu_err_, fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one portability header of the GPU backend. Sources are written in HIP C++; on AMD this
 // header includes the HIP runtime, on NVIDIA it maps the HIP names we use onto CUDA. Debian's
 // HIP-on-NVIDIA headers do not build against CUDA 13, hence a small mapping of our own: only the
@@ -227,11 +228,14 @@ inline bool sscPointerRange(const void* p, uintptr_t* base, size_t* bytes, uint6
 #endif
   if (hipPointerGetAttributes(&attr, p) != hipSuccess || typeOf(attr) != hipMemoryTypeDevice ||
       hipPointerGetAttribute(&start, HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess ||
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) !=
+          hipSuccess ||
       hipPointerGetAttribute(&size, HIP_POINTER_ATTRIBUTE_RANGE_SIZE,
-                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess ||
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) !=
+          hipSuccess ||
       hipPointerGetAttribute(&buffer, HIP_POINTER_ATTRIBUTE_BUFFER_ID,
-                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess) {
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) !=
+          hipSuccess) {
     (void)hipGetLastError();
     return false;
   }
@@ -253,7 +257,8 @@ inline bool sscPointerRange(const void* p, uintptr_t* base, size_t* bytes, uint6
     return reinterpret_cast<GetAttributes>(fn);
   }();
   if (get == nullptr) return false;
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                  CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                  CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
   unsigned type = 0;
@@ -285,7 +290,8 @@ inline bool sscRetainUntilGraphDestroyed(hipStream_t stream, void* ptr, void (*d
   hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
   hipGraph_t graph = nullptr;
   hipUserObject_t object = nullptr;
-  if (hipStreamGetCaptureInfo_v2(stream, &status, nullptr, &graph, nullptr, nullptr) != hipSuccess ||
+  if (hipStreamGetCaptureInfo_v2(stream, &status, nullptr, &graph, nullptr, nullptr) !=
+          hipSuccess ||
       status != hipStreamCaptureStatusActive || graph == nullptr ||
       hipUserObjectCreate(&object, ptr, destroy, 1, hipUserObjectNoDestructorSync) != hipSuccess ||
       hipGraphRetainUserObject(graph, object, 1, hipGraphUserObjectMove) != hipSuccess) {
@@ -320,8 +326,8 @@ inline double sscGpuTimerTicksPerSecond(int device) {
 // difference read as int32 is >= 0, so counters may wrap) and cuStreamWriteValue32, through the
 // runtime's entry-point query (the library does not link libcuda); HIP: hipStreamWaitValue32
 // (Gte, unsigned; the docs ask for the word in signal memory: hipExtMallocWithFlags with
-// hipMallocSignalMemory) and hipStreamWriteValue32. hipErrorNotSupported (CUDA: cudaErrorNotSupported)
-// where the driver lacks them.
+// hipMallocSignalMemory) and hipStreamWriteValue32. hipErrorNotSupported (CUDA:
+// cudaErrorNotSupported) where the driver lacks them.
 #if defined(SSC_GPU_IS_HIP)
 inline hipError_t sscStreamWaitValueGeq32(hipStream_t stream, uint32_t* addr, uint32_t value) {
   return hipStreamWaitValue32(stream, addr, value, hipStreamWaitValueGte, 0xFFFFFFFFu);
@@ -335,7 +341,8 @@ using StreamValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned i
 inline StreamValue32 streamValueCall(const char* name) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     (void)cudaGetLastError();
     return nullptr;
@@ -343,21 +350,25 @@ inline StreamValue32 streamValueCall(const char* name) {
   return reinterpret_cast<StreamValue32>(fn);
 }
 inline hipError_t streamValueResult(CUresult r) {
-  return r == CUDA_SUCCESS ? cudaSuccess : r == CUDA_ERROR_NOT_SUPPORTED ? cudaErrorNotSupported
-                                                                          : cudaErrorUnknown;
+  return r == CUDA_SUCCESS               ? cudaSuccess
+         : r == CUDA_ERROR_NOT_SUPPORTED ? cudaErrorNotSupported
+                                         : cudaErrorUnknown;
 }
 }  // namespace ssc_detail
 inline hipError_t sscStreamWaitValueGeq32(hipStream_t stream, uint32_t* addr, uint32_t value) {
   static const ssc_detail::StreamValue32 wait = ssc_detail::streamValueCall("cuStreamWaitValue32");
   if (wait == nullptr) return cudaErrorNotSupported;
   return ssc_detail::streamValueResult(wait(reinterpret_cast<CUstream>(stream),
-                                            reinterpret_cast<CUdeviceptr>(addr), value, CU_STREAM_WAIT_VALUE_GEQ));
+                                            reinterpret_cast<CUdeviceptr>(addr), value,
+                                            CU_STREAM_WAIT_VALUE_GEQ));
 }
 inline hipError_t sscStreamWriteValue32(hipStream_t stream, uint32_t* addr, uint32_t value) {
-  static const ssc_detail::StreamValue32 write = ssc_detail::streamValueCall("cuStreamWriteValue32");
+  static const ssc_detail::StreamValue32 write =
+      ssc_detail::streamValueCall("cuStreamWriteValue32");
   if (write == nullptr) return cudaErrorNotSupported;
   return ssc_detail::streamValueResult(write(reinterpret_cast<CUstream>(stream),
-                                             reinterpret_cast<CUdeviceptr>(addr), value, CU_STREAM_WRITE_VALUE_DEFAULT));
+                                             reinterpret_cast<CUdeviceptr>(addr), value,
+                                             CU_STREAM_WRITE_VALUE_DEFAULT));
 }
 #endif
 
@@ -372,7 +383,8 @@ struct SscStreamValueOp {
   bool write;
 };
 constexpr int kStreamValueBatch = 256;
-inline hipError_t sscStreamBatchValue32(hipStream_t stream, const SscStreamValueOp* ops, int count) {
+inline hipError_t sscStreamBatchValue32(hipStream_t stream, const SscStreamValueOp* ops,
+                                        int count) {
   if (count <= 0) return hipSuccess;
 #if defined(SSC_GPU_IS_HIP)
   for (int i = 0; i < count; ++i) {
@@ -386,7 +398,8 @@ inline hipError_t sscStreamBatchValue32(hipStream_t stream, const SscStreamValue
   static const Batch batch = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+    if (cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
         found != cudaDriverEntryPointSuccess) {
       (void)cudaGetLastError();
       return static_cast<Batch>(nullptr);
@@ -409,7 +422,8 @@ inline hipError_t sscStreamBatchValue32(hipStream_t stream, const SscStreamValue
       params[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
     }
   }
-  return ssc_detail::streamValueResult(batch(reinterpret_cast<CUstream>(stream), static_cast<unsigned>(count), params, 0));
+  return ssc_detail::streamValueResult(
+      batch(reinterpret_cast<CUstream>(stream), static_cast<unsigned>(count), params, 0));
 #endif
 }
 
@@ -423,18 +437,21 @@ inline hipError_t sscStreamBatchValue32(hipStream_t stream, const SscStreamValue
 // launch_dependents): measured on the sharded decode at batch 8-32, blocks of the next kernel
 // resident early made the step up to 32 % slower than plain launches, where the exit-time launch
 // is never slower. HIP, and GPUs before sm_90: a plain launch.
-inline hipError_t sscLaunchDependent(const void* fn, dim3 grid, dim3 block, void** args, size_t smem,
-                                     hipStream_t stream) {
+inline hipError_t sscLaunchDependent(const void* fn, dim3 grid, dim3 block, void** args,
+                                     size_t smem, hipStream_t stream) {
 #if defined(SSC_GPU_IS_CUDA)
   static const bool supported = [] {
     int device = 0, major = 0;
     return cudaGetDevice(&device) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 9;
   }();
   // Inside a stream capture the launch stays plain: a graph's replays pay no launch per kernel
   // to hide, and captured programmatic edges have not been tested here.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (supported && cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone) {
+  if (supported && cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+      capture == cudaStreamCaptureStatusNone) {
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;

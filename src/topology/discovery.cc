@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // discoverLocal (one rank, this process) and buildTopology (all ranks' answers -> one graph).
 // The providers themselves are provider_*.cc; this file decides how their answers combine.
 #include "src/topology/discovery.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Topology discovery. At communicator init each rank fills one LocalRankInfo about itself
 // (discoverLocal), the bootstrap all-gathers them, and every rank runs buildTopology on the
 // same vector, so every rank derives the same graph without further communication.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/topology/link_defaults.h"
 
 #include <algorithm>

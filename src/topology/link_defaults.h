@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Link figures used when neither the emulation file nor a discovery provider gives one. Every
 // figure carries its source in LinkSpec::source, so `starscream-topo` shows whether a number
 // is a vendor specification, a derived "usable" estimate or a plain guess.

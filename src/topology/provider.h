@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Discovery providers: each is one source of facts about the local machine behind one
 // interface, optional at build time (its library or header may be absent: it is then compiled
 // as a stub with builtIn = false) and at run time (no driver, no file: it contributes nothing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The hwloc provider: the host NUMA node of the rank's GPU (through the PCI tree), or of the
 // rank itself when it has no GPU (host backend: where its shared-memory buffers should live);
 // and the machine summary starscream-topo prints. Built when CMake finds hwloc (SSC_HAVE_HWLOC).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rocm-smi provider: XGMI link type, hops and peak bandwidth between AMD GPUs, the NUMA
 // node of each, and partition modes where the installed rocm-smi has the calls (ROCm >= 6;
 // Debian's 5.2 has none, the sysfs provider covers that case).

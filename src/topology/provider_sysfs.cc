@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The amdgpu sysfs provider: partition modes and NUMA node straight from the kernel. It needs no
 // library, so it is always built; on a machine without amdgpu it finds no files and says nothing.
 // Layout (Linux amdgpu, MI300 series):

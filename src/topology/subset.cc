@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/topology/subset.h"
 
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The graph of a sub-communicator (sscCommSplit): the chosen ranks keep their GPUs, partitions
 // and links; GPUs left with no rank disappear.
 #pragma once

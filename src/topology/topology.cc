@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Graph helpers, the built-in shapes, the invariant check, and the JSON writer. The JSON reader
 // (the emulation file format) is topology_file.cc; both follow docs/topology-format.md.
 #include "src/topology/topology.h"
@@ -13,12 +14,9 @@ namespace ssc {
 
 const char* linkTierName(LinkTier tier) {
   switch (tier) {
-    case LinkTier::kIntraGpu:
-      return "USR";
-    case LinkTier::kInterGpu:
-      return "XGMI";
-    case LinkTier::kNetwork:
-      return "NET";
+    case LinkTier::kIntraGpu: return "USR";
+    case LinkTier::kInterGpu: return "XGMI";
+    case LinkTier::kNetwork: return "NET";
   }
   return "?";
 }
@@ -43,12 +41,9 @@ LinkTier Topology::tierBetween(int a, int b) const {
 
 const LinkSpec& Topology::link(LinkTier tier) const {
   switch (tier) {
-    case LinkTier::kIntraGpu:
-      return intraGpu;
-    case LinkTier::kInterGpu:
-      return interGpu;
-    case LinkTier::kNetwork:
-      break;
+    case LinkTier::kIntraGpu: return intraGpu;
+    case LinkTier::kInterGpu: return interGpu;
+    case LinkTier::kNetwork: break;
   }
   return network;
 }
@@ -67,7 +62,8 @@ int hardwarePartitions(std::string_view mode, std::string_view model) {
 
 bool ranksShareComputeUnits(const Topology& topo) {
   for (const GpuInfo& g : topo.gpus)
-    if (static_cast<int>(g.ranks.size()) > std::max(1, hardwarePartitions(g.computePartition, g.model)))
+    if (static_cast<int>(g.ranks.size()) >
+        std::max(1, hardwarePartitions(g.computePartition, g.model)))
       return true;
   return false;
 }

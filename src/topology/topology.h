@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The two-tier topology graph: node > physical GPU > partition (= rank). It is the only input the
 // algorithms and tuner use for placement. Built at communicator init from what each rank
 // discovered locally (LocalRankInfo, exchanged over the bootstrap) or from an emulation file

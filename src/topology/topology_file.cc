@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulation file reader. docs/topology-format.md is the specification. Files are written by
 // hand, so every rejection names the file and the field and says what was expected: the person
 // who reads the message is the one who typed the mistake.
@@ -170,8 +171,8 @@ sscResult_t parseJson(const std::string& text, const std::string& origin, Json* 
   struct TooDeep {};  // thrown from the callback: the only way to stop nlohmann's parser early
   auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
     // depth counts the containers around the one that starts.
-    const bool opens = event == Json::parse_event_t::object_start ||
-                       event == Json::parse_event_t::array_start;
+    const bool opens =
+        event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
     if (opens && depth >= kMaxNesting) throw TooDeep{};
     if (event == Json::parse_event_t::object_start) keysOpen.emplace_back();
     if (event == Json::parse_event_t::object_end && !keysOpen.empty()) keysOpen.pop_back();
@@ -202,8 +203,10 @@ sscResult_t parseJson(const std::string& text, const std::string& origin, Json* 
     if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
     return fail(sscInvalidArgument, "topology file {}: invalid JSON: {}", origin, what);
   } catch (const TooDeep&) {
-    return fail(sscInvalidArgument, "topology file {}: arrays or objects nested deeper than {} "
-                "levels (a topology file needs 3)", origin, kMaxNesting);
+    return fail(sscInvalidArgument,
+                "topology file {}: arrays or objects nested deeper than {} "
+                "levels (a topology file needs 3)",
+                origin, kMaxNesting);
   }
   if (!duplicate.empty())
     return fail(sscInvalidArgument, "topology file {}: field '{}': duplicate key", origin,
@@ -453,11 +456,15 @@ sscResult_t readTopologyText(const std::string& path, std::string* text) {
   if (::fstat(fd, &st) != 0)
     return fail(sscSystemError, "topology file {}: cannot stat: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    return fail(sscInvalidArgument, "topology file {}: not a regular file ({}); give the path "
-                "of a JSON file", path, fileKind(st.st_mode));
+    return fail(sscInvalidArgument,
+                "topology file {}: not a regular file ({}); give the path "
+                "of a JSON file",
+                path, fileKind(st.st_mode));
   auto tooLarge = [&](std::string size) {
-    return fail(sscInvalidArgument, "topology file {}: {} is too large for a topology file (at "
-                "most {} bytes, 4 MiB)", path, size, kMaxFileBytes);
+    return fail(sscInvalidArgument,
+                "topology file {}: {} is too large for a topology file (at "
+                "most {} bytes, 4 MiB)",
+                path, size, kMaxFileBytes);
   };
   if (static_cast<uintmax_t>(st.st_size) > kMaxFileBytes)
     return tooLarge(fmt::format("{} bytes", st.st_size));
@@ -489,8 +496,7 @@ sscResult_t parseTopology(const std::string& text, const std::string& origin, in
     SSC_CHECK(parseJson(text, origin, &doc));
     return parseDocument(doc, origin, nranks, out);
   } catch (const std::exception& e) {
-    return SSC_INTERNAL("topology file {}: unexpected error while reading: {}", origin,
-                e.what());
+    return SSC_INTERNAL("topology file {}: unexpected error while reading: {}", origin, e.what());
   } catch (...) {
     return SSC_INTERNAL("topology file {}: unexpected error while reading", origin);
   }

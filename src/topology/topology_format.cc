@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/topology/topology_format.h"
 
 #include <algorithm>
@@ -40,12 +41,9 @@ struct TierStyle {
 
 TierStyle styleOf(LinkTier tier) {
   switch (tier) {
-    case LinkTier::kIntraGpu:
-      return {"#1f77b4", "solid", 2};
-    case LinkTier::kInterGpu:
-      return {"#d62728", "solid", 1};
-    case LinkTier::kNetwork:
-      break;
+    case LinkTier::kIntraGpu: return {"#1f77b4", "solid", 2};
+    case LinkTier::kInterGpu: return {"#d62728", "solid", 1};
+    case LinkTier::kNetwork: break;
   }
   return {"#2ca02c", "dashed", 1};
 }
@@ -79,9 +77,10 @@ std::string formatTopologyText(const Topology& topo, bool sources) {
   for (LinkTier tier : {LinkTier::kIntraGpu, LinkTier::kInterGpu, LinkTier::kNetwork}) {
     const LinkSpec& spec = topo.link(tier);
     // What the tier joins, and whether this topology has any such pair of ranks at all.
-    const bool used = tier == LinkTier::kIntraGpu   ? topo.maxPartitions() > 1
-                      : tier == LinkTier::kInterGpu ? topo.gpus.size() > static_cast<size_t>(topo.nnodes)
-                                                    : topo.nnodes > 1;
+    const bool used = tier == LinkTier::kIntraGpu ? topo.maxPartitions() > 1
+                      : tier == LinkTier::kInterGpu
+                          ? topo.gpus.size() > static_cast<size_t>(topo.nnodes)
+                          : topo.nnodes > 1;
     const char* joins = tier == LinkTier::kIntraGpu   ? "partitions of a GPU"
                         : tier == LinkTier::kInterGpu ? "GPUs of a node"
                                                       : "nodes";
@@ -135,13 +134,14 @@ std::string formatTopologyDot(const Topology& topo) {
   // Drawn to stay legible at 64 ranks and more: each GPU is a cluster whose partitions sit in one
   // row joined by their USR ring; the XGMI mesh of a node with three or more GPUs is drawn as one
   // hub every GPU joins (a full mesh of 8 GPUs would be 28 crossing lines), the first half of the
-  // GPUs in a row above it and the rest below; bandwidths and latencies are in the legend, not on every edge. Every edge
-  // carries class="USR|XGMI|NET" (the tests read it back).
+  // GPUs in a row above it and the rest below; bandwidths and latencies are in the legend, not on
+  // every edge. Every edge carries class="USR|XGMI|NET" (the tests read it back).
   std::string out = fmt::format("graph {} {{\n", dotQuote(topo.name));
   // compound=true lets XGMI and NET edges end at cluster borders (lhead/ltail): they join GPUs
   // and nodes, not particular partitions.
-  out += "  compound=true;\n  newrank=true;\n  nodesep=0.12;\n  ranksep=0.5;\n"
-         "  fontname=\"Helvetica\";\n";
+  out +=
+      "  compound=true;\n  newrank=true;\n  nodesep=0.12;\n  ranksep=0.5;\n"
+      "  fontname=\"Helvetica\";\n";
   out +=
       "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f2f2f2\", fontname=\"Helvetica\", "
       "fontsize=9, margin=\"0.05,0.02\", width=0.3, height=0.3];\n";
@@ -255,8 +255,9 @@ std::string formatTopologyDot(const Topology& topo) {
           firstRankOfNode[a], firstRankOfNode[b], a, b, attrs(LinkTier::kNetwork));
   // The legend: what a box is, and each tier's colour, bandwidth and latency.
   std::string rows;
-  rows += "<TR><TD COLSPAN=\"3\" ALIGN=\"LEFT\"><B>Legend</B>: a box is one rank on one "
-          "partition (rN = rank N, pM = partition M, mK = memory domain K)</TD></TR>";
+  rows +=
+      "<TR><TD COLSPAN=\"3\" ALIGN=\"LEFT\"><B>Legend</B>: a box is one rank on one "
+      "partition (rN = rank N, pM = partition M, mK = memory domain K)</TD></TR>";
   const struct {
     LinkTier tier;
     const char* what;

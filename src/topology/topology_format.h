@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Human-readable renderings of a topology: the text and Graphviz DOT that starscream-topo
 // prints (its JSON is topologyToJson). They live in the library, not the tool, so tests check
 // exactly what the tool draws.

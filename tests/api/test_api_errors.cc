@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every bad-argument class returns an error code and a message, never a crash or a hang; plus
 // the communicator life cycle (init-all, non-blocking init, abort, destroy) in one process.
 #include <gtest/gtest.h>
@@ -36,9 +37,12 @@ class ApiErrors : public ::testing::Test {
 };
 
 TEST_F(ApiErrors, NullPointers) {
-  expectError(sscAllReduce(nullptr, b_, 4, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "sendbuff");
-  expectError(sscAllReduce(a_, nullptr, 4, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "recvbuff");
-  expectError(sscAllReduce(a_, b_, 4, sscFloat32, sscSum, nullptr, nullptr), sscInvalidArgument, "comm is NULL");
+  expectError(sscAllReduce(nullptr, b_, 4, sscFloat32, sscSum, comms_[0], nullptr),
+              sscInvalidArgument, "sendbuff");
+  expectError(sscAllReduce(a_, nullptr, 4, sscFloat32, sscSum, comms_[0], nullptr),
+              sscInvalidArgument, "recvbuff");
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, sscSum, nullptr, nullptr), sscInvalidArgument,
+              "comm is NULL");
   expectError(sscCommCount(comms_[0], nullptr), sscInvalidArgument, "count is NULL");
   expectError(sscGetUniqueId(nullptr), sscInvalidArgument, "NULL");
   sscUniqueId id{};
@@ -50,40 +54,57 @@ TEST_F(ApiErrors, NullPointers) {
 }
 
 TEST_F(ApiErrors, CountsThatOverflow) {
-  expectError(sscAllReduce(a_, b_, SIZE_MAX, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "overflows");
-  expectError(sscAllGather(a_, b_, SIZE_MAX / 8, sscFloat64, comms_[0], nullptr), sscInvalidArgument, "overflows");
+  expectError(sscAllReduce(a_, b_, SIZE_MAX, sscFloat32, sscSum, comms_[0], nullptr),
+              sscInvalidArgument, "overflows");
+  expectError(sscAllGather(a_, b_, SIZE_MAX / 8, sscFloat64, comms_[0], nullptr),
+              sscInvalidArgument, "overflows");
   // A negative int passed as a count becomes huge.
   int negative = -5;
-  expectError(sscBroadcast(a_, b_, static_cast<size_t>(negative), sscInt8, 0, comms_[0], nullptr), sscInvalidArgument, "overflows");
+  expectError(sscBroadcast(a_, b_, static_cast<size_t>(negative), sscInt8, 0, comms_[0], nullptr),
+              sscInvalidArgument, "overflows");
 }
 
 TEST_F(ApiErrors, UnknownTypeAndOp) {
-  expectError(sscAllReduce(a_, b_, 4, static_cast<sscDataType_t>(99), sscSum, comms_[0], nullptr), sscInvalidArgument, "datatype");
-  expectError(sscAllReduce(a_, b_, 4, sscFloat32, static_cast<sscRedOp_t>(77), comms_[0], nullptr), sscInvalidArgument, "reduction op");
+  expectError(sscAllReduce(a_, b_, 4, static_cast<sscDataType_t>(99), sscSum, comms_[0], nullptr),
+              sscInvalidArgument, "datatype");
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, static_cast<sscRedOp_t>(77), comms_[0], nullptr),
+              sscInvalidArgument, "reduction op");
   expectError(sscRedOpDestroy(sscSum, comms_[0]), sscInvalidArgument, "built-in");
-  expectError(sscRedOpDestroy(static_cast<sscRedOp_t>(1234), comms_[0]), sscInvalidArgument, "not created");
+  expectError(sscRedOpDestroy(static_cast<sscRedOp_t>(1234), comms_[0]), sscInvalidArgument,
+              "not created");
   float two = 2;
   sscRedOp_t op;
-  ASSERT_EQ(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, sscScalarHostImmediate, comms_[0]), sscSuccess);
-  expectError(sscAllReduce(a_, b_, 4, sscFloat64, op, comms_[0], nullptr), sscInvalidArgument, "created for datatype");
+  ASSERT_EQ(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, sscScalarHostImmediate, comms_[0]),
+            sscSuccess);
+  expectError(sscAllReduce(a_, b_, 4, sscFloat64, op, comms_[0], nullptr), sscInvalidArgument,
+              "created for datatype");
   EXPECT_EQ(sscRedOpDestroy(op, comms_[0]), sscSuccess);
-  expectError(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, static_cast<sscScalarResidence_t>(7), comms_[0]), sscInvalidArgument, "residence");
+  expectError(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, static_cast<sscScalarResidence_t>(7),
+                                      comms_[0]),
+              sscInvalidArgument, "residence");
 }
 
 TEST_F(ApiErrors, BadRootAndPeer) {
-  expectError(sscBroadcast(a_, b_, 4, sscFloat32, 2, comms_[0], nullptr), sscInvalidArgument, "root 2");
-  expectError(sscReduce(a_, b_, 4, sscFloat32, sscSum, -1, comms_[0], nullptr), sscInvalidArgument, "root -1");
+  expectError(sscBroadcast(a_, b_, 4, sscFloat32, 2, comms_[0], nullptr), sscInvalidArgument,
+              "root 2");
+  expectError(sscReduce(a_, b_, 4, sscFloat32, sscSum, -1, comms_[0], nullptr), sscInvalidArgument,
+              "root -1");
   expectError(sscSend(a_, 4, sscFloat32, 5, comms_[0], nullptr), sscInvalidArgument, "peer 5");
   expectError(sscRecv(b_, 4, sscFloat32, -1, comms_[0], nullptr), sscInvalidArgument, "peer -1");
 }
 
 TEST_F(ApiErrors, OverlappingBuffers) {
-  expectError(sscAllReduce(a_, a_ + 1, 4, sscFloat32, sscSum, comms_[0], nullptr), sscInvalidArgument, "overlap");
+  expectError(sscAllReduce(a_, a_ + 1, 4, sscFloat32, sscSum, comms_[0], nullptr),
+              sscInvalidArgument, "overlap");
   // All-to-all runs in place only with sendbuff == recvbuff; a shifted overlap is rejected.
-  expectError(sscAllToAll(a_, a_ + 2, 2, sscFloat32, comms_[0], nullptr), sscInvalidArgument, "partially overlap");
-  expectError(sscAllToAll(a_ + 1, a_, 2, sscFloat32, comms_[0], nullptr), sscInvalidArgument, "sendbuff == recvbuff");
-  // Rank 0's in-place all-gather input sits at recvbuff + 0 * count; elsewhere is a partial overlap.
-  expectError(sscAllGather(a_ + 1, a_, 4, sscFloat32, comms_[0], nullptr), sscInvalidArgument, "in-place");
+  expectError(sscAllToAll(a_, a_ + 2, 2, sscFloat32, comms_[0], nullptr), sscInvalidArgument,
+              "partially overlap");
+  expectError(sscAllToAll(a_ + 1, a_, 2, sscFloat32, comms_[0], nullptr), sscInvalidArgument,
+              "sendbuff == recvbuff");
+  // Rank 0's in-place all-gather input sits at recvbuff + 0 * count; elsewhere is a partial
+  // overlap.
+  expectError(sscAllGather(a_ + 1, a_, 4, sscFloat32, comms_[0], nullptr), sscInvalidArgument,
+              "in-place");
 }
 
 TEST_F(ApiErrors, UseAfterDestroy) {
@@ -92,7 +113,8 @@ TEST_F(ApiErrors, UseAfterDestroy) {
   ASSERT_EQ(sscCommDestroy(dead), sscSuccess);
   comms_[1] = nullptr;
   expectError(sscCommCount(dead, nullptr), sscInvalidUsage, "not a live communicator");
-  expectError(sscAllReduce(a_, b_, 4, sscFloat32, sscSum, dead, nullptr), sscInvalidUsage, "not a live communicator");
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, sscSum, dead, nullptr), sscInvalidUsage,
+              "not a live communicator");
   expectError(sscCommDestroy(dead), sscInvalidUsage, "not a live communicator");
   EXPECT_EQ(sscCommDestroy(nullptr), sscSuccess);
 }
@@ -117,7 +139,8 @@ TEST_F(ApiErrors, BadInitArguments) {
   expectError(sscCommInitRank(&c, 2, id, 2), sscInvalidArgument, "rank 2");
   sscConfig_t bad = SSC_CONFIG_INITIALIZER;
   bad.magic = 1;
-  expectError(sscCommInitRankConfig(&c, 1, id, 0, &bad), sscInvalidArgument, "SSC_CONFIG_INITIALIZER");
+  expectError(sscCommInitRankConfig(&c, 1, id, 0, &bad), sscInvalidArgument,
+              "SSC_CONFIG_INITIALIZER");
   sscUniqueId garbage;
   memset(&garbage, 0x5a, sizeof(garbage));
   EXPECT_NE(sscCommInitRank(&c, 1, garbage, 0), sscSuccess);
@@ -165,15 +188,19 @@ TEST_F(ApiErrors, MemoryAndRegistration) {
   void* bufs[2] = {nullptr, nullptr};
   void* handles[2] = {nullptr, nullptr};
   for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(&b, 4096), sscSuccess);
-  onBothRanks([&](int r) { EXPECT_EQ(sscCommRegister(comms_[r], bufs[r], 4096, &handles[r]), sscSuccess); });
+  onBothRanks([&](int r) {
+    EXPECT_EQ(sscCommRegister(comms_[r], bufs[r], 4096, &handles[r]), sscSuccess);
+  });
   void* h = nullptr;
-  expectError(sscCommRegister(comms_[0], static_cast<char*>(bufs[0]) + 8, 16, &h), sscInvalidUsage, "already registered");
+  expectError(sscCommRegister(comms_[0], static_cast<char*>(bufs[0]) + 8, 16, &h), sscInvalidUsage,
+              "already registered");
   onBothRanks([&](int r) { EXPECT_EQ(sscCommDeregister(comms_[r], handles[r]), sscSuccess); });
   expectError(sscCommDeregister(comms_[0], handles[0]), sscInvalidArgument, "not a registration");
   for (auto& b : bufs) EXPECT_EQ(sscMemFree(b), sscSuccess);
   int onStack = 0;
   expectError(sscMemFree(&onStack), sscInvalidArgument, "not allocated by sscMemAlloc");
-  expectError(sscStreamSynchronize(reinterpret_cast<sscStream_t>(&onStack)), sscInvalidArgument, "not a host-backend stream");
+  expectError(sscStreamSynchronize(reinterpret_cast<sscStream_t>(&onStack)), sscInvalidArgument,
+              "not a host-backend stream");
 }
 
 TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
@@ -182,22 +209,30 @@ TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
   const size_t count = 50000;  // large enough for the two-shot variant
   float* bufs[2];
   void* handles[2];
-  for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), 2 * count * sizeof(float)), sscSuccess);
-  onBothRanks([&](int r) { ASSERT_EQ(sscCommRegister(comms_[r], bufs[r], 2 * count * sizeof(float), &handles[r]), sscSuccess); });
+  for (auto& b : bufs)
+    ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), 2 * count * sizeof(float)), sscSuccess);
+  onBothRanks([&](int r) {
+    ASSERT_EQ(sscCommRegister(comms_[r], bufs[r], 2 * count * sizeof(float), &handles[r]),
+              sscSuccess);
+  });
   for (sscComm_t c : comms_) ASSERT_EQ(ssc::commForceAlgo(c, "symmetric"), sscSuccess);
   for (size_t n : {size_t{1}, size_t{7}, count}) {
     for (int r = 0; r < 2; ++r)
-      for (size_t i = 0; i < n; ++i) bufs[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 100);
+      for (size_t i = 0; i < n; ++i)
+        bufs[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 100);
     onBothRanks([&](int r) {
-      EXPECT_EQ(sscAllReduce(bufs[r], bufs[r] + count, n, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+      EXPECT_EQ(sscAllReduce(bufs[r], bufs[r] + count, n, sscFloat32, sscSum, comms_[r], nullptr),
+                sscSuccess);
       EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess) << sscGetLastError(comms_[r]);
     });
     for (int r = 0; r < 2; ++r)
       for (size_t i = 0; i < n; ++i)
-        ASSERT_EQ(bufs[r][count + i], 3.0f * static_cast<float>(i % 100)) << "rank " << r << " i " << i;
+        ASSERT_EQ(bufs[r][count + i], 3.0f * static_cast<float>(i % 100))
+            << "rank " << r << " i " << i;
     // In place (two-shot even when small).
     onBothRanks([&](int r) {
-      EXPECT_EQ(sscAllReduce(bufs[r], bufs[r], n, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+      EXPECT_EQ(sscAllReduce(bufs[r], bufs[r], n, sscFloat32, sscSum, comms_[r], nullptr),
+                sscSuccess);
       EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
     });
     for (int r = 0; r < 2; ++r)
@@ -206,7 +241,9 @@ TEST_F(ApiErrors, ZeroCopyOnRegisteredBuffersAndMismatchedOffsets) {
   // Rank 1 uses another offset: both must report it.
   sscResult_t res[2];
   onBothRanks([&](int r) {
-    EXPECT_EQ(sscAllReduce(bufs[r] + r, bufs[r] + count, 10, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+    EXPECT_EQ(
+        sscAllReduce(bufs[r] + r, bufs[r] + count, 10, sscFloat32, sscSum, comms_[r], nullptr),
+        sscSuccess);
     res[r] = sscCommFinalize(comms_[r]);
   });
   EXPECT_TRUE(res[0] == sscInvalidUsage || res[1] == sscInvalidUsage) << res[0] << " " << res[1];
@@ -223,9 +260,11 @@ TEST_F(ApiErrors, AllToAllInPlace) {
   for (size_t count : {size_t{1}, size_t{7}, size_t{100003}}) {
     std::vector<float> buf[2];
     for (int r = 0; r < 2; ++r)
-      for (size_t k = 0; k < 2 * count; ++k) buf[r].push_back(static_cast<float>(r * 2 * count + k));
+      for (size_t k = 0; k < 2 * count; ++k)
+        buf[r].push_back(static_cast<float>(r * 2 * count + k));
     onBothRanks([&](int r) {
-      EXPECT_EQ(sscAllToAll(buf[r].data(), buf[r].data(), count, sscFloat32, comms_[r], nullptr), sscSuccess)
+      EXPECT_EQ(sscAllToAll(buf[r].data(), buf[r].data(), count, sscFloat32, comms_[r], nullptr),
+                sscSuccess)
           << sscGetLastError(comms_[r]);
       EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess) << sscGetLastError(comms_[r]);
     });
@@ -256,9 +295,11 @@ TEST_F(ApiErrors, QueriesAndStrings) {
 TEST_F(ApiErrors, TwoCommunicatorsInOneProcess) {
   std::vector<double> in0(1000, 1.5), in1(1000, 2.5), out0(1000), out1(1000);
   std::thread t([&] {
-    EXPECT_EQ(sscAllReduce(in1.data(), out1.data(), 1000, sscFloat64, sscSum, comms_[1], nullptr), sscSuccess);
+    EXPECT_EQ(sscAllReduce(in1.data(), out1.data(), 1000, sscFloat64, sscSum, comms_[1], nullptr),
+              sscSuccess);
   });
-  EXPECT_EQ(sscAllReduce(in0.data(), out0.data(), 1000, sscFloat64, sscSum, comms_[0], nullptr), sscSuccess);
+  EXPECT_EQ(sscAllReduce(in0.data(), out0.data(), 1000, sscFloat64, sscSum, comms_[0], nullptr),
+            sscSuccess);
   t.join();
   EXPECT_EQ(sscCommFinalize(comms_[0]), sscSuccess);
   EXPECT_EQ(sscCommFinalize(comms_[1]), sscSuccess);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every call that moves data asks the communicator's backend whether it can touch each buffer
 // (Backend::checkAccessible) before anything is queued, and a refusal is the call's error:
 // sscInvalidArgument naming the function and the argument, the communicator still usable. On a
@@ -31,7 +32,8 @@ class RefusingBackend : public Backend {
     ++checks;
     const auto a = reinterpret_cast<uintptr_t>(p), r = reinterpret_cast<uintptr_t>(refused);
     if (a < r + refusedBytes && r < a + bytes)
-      return fail(sscInvalidArgument, "{}: {} {} is memory this backend cannot access", fn, what, p);
+      return fail(sscInvalidArgument, "{}: {} {} is memory this backend cannot access", fn, what,
+                  p);
     return inner_->checkAccessible(comm, fn, what, p, bytes);
   }
 
@@ -45,10 +47,12 @@ class RefusingBackend : public Backend {
   sscResult_t connect(CommView* comm, std::unique_ptr<CommResources>* out) override {
     return inner_->connect(comm, out);
   }
-  sscResult_t registerBuffer(CommView* comm, void* buff, size_t bytes, std::vector<void*>* peers) override {
+  sscResult_t registerBuffer(CommView* comm, void* buff, size_t bytes,
+                             std::vector<void*>* peers) override {
     return inner_->registerBuffer(comm, buff, bytes, peers);
   }
-  sscResult_t deregisterBuffer(CommView* comm, void* buff, const std::vector<void*>& peers) override {
+  sscResult_t deregisterBuffer(CommView* comm, void* buff,
+                               const std::vector<void*>& peers) override {
     return inner_->deregisterBuffer(comm, buff, peers);
   }
   PeerMemoryRuntime* peerMemory(CommView* comm) override { return inner_->peerMemory(comm); }
@@ -57,7 +61,8 @@ class RefusingBackend : public Backend {
                             sscStream_t stream) override {
     return inner_->enqueueStaged(comm, std::move(work), copies, stream);
   }
-  sscResult_t enqueueCopy(CommView* comm, void* dst, const void* src, size_t bytes, sscStream_t stream) override {
+  sscResult_t enqueueCopy(CommView* comm, void* dst, const void* src, size_t bytes,
+                          sscStream_t stream) override {
     return inner_->enqueueCopy(comm, dst, src, bytes, stream);
   }
   uint64_t packetAllReduceMaxBytes(const CommView* comm) const override {
@@ -100,8 +105,10 @@ class BufferAccess : public ::testing::Test {
     std::vector<float> buf[2] = {std::vector<float>(64, 1.0f), std::vector<float>(64, 2.0f)};
     ASSERT_EQ(sscGroupStart(), sscSuccess);
     for (int r = 0; r < 2; ++r)
-      ASSERT_EQ(sscAllReduce(buf[r].data(), buf[r].data(), 64, sscFloat32, sscSum, comms_[r], nullptr),
-                sscSuccess) << sscGetLastError(nullptr);
+      ASSERT_EQ(
+          sscAllReduce(buf[r].data(), buf[r].data(), 64, sscFloat32, sscSum, comms_[r], nullptr),
+          sscSuccess)
+          << sscGetLastError(nullptr);
     ASSERT_EQ(sscGroupEnd(), sscSuccess) << sscGetLastError(nullptr);
     ASSERT_EQ(sscStreamSynchronize(nullptr), sscSuccess) << sscGetLastError(nullptr);
     for (int r = 0; r < 2; ++r) EXPECT_EQ(buf[r][63], 3.0f);
@@ -123,29 +130,37 @@ TEST_F(BufferAccess, CollectivesRefuseABufferTheBackendCannotTouchAndNameIt) {
   expectRefused(sscAllReduce(bad, bad, 64, sscFloat32, sscSum, comms_[0], nullptr),
                 "is memory this backend cannot access");
   // The whole range counts: a recvbuff of nranks blocks that ends in the refused memory.
-  expectRefused(sscAllGather(good, bad - 64, 64, sscFloat32, comms_[0], nullptr), "sscAllGather: recvbuff ");
+  expectRefused(sscAllGather(good, bad - 64, 64, sscFloat32, comms_[0], nullptr),
+                "sscAllGather: recvbuff ");
   expectRefused(sscReduceScatter(bad, good, 16, sscFloat32, sscSum, comms_[1], nullptr),
                 "sscReduceScatter: sendbuff ");
-  expectRefused(sscBroadcast(bad, good, 64, sscFloat32, 0, comms_[0], nullptr), "sscBroadcast: sendbuff ");
+  expectRefused(sscBroadcast(bad, good, 64, sscFloat32, 0, comms_[0], nullptr),
+                "sscBroadcast: sendbuff ");
   // A broadcast's non-root reads no sendbuff, but writes its recvbuff (here the same buffer).
-  expectRefused(sscBroadcast(bad, bad, 64, sscFloat32, 0, comms_[1], nullptr), "sscBroadcast: recvbuff ");
-  expectRefused(sscReduce(good, bad, 64, sscFloat32, sscSum, 1, comms_[1], nullptr), "sscReduce: recvbuff ");
-  expectRefused(sscAllToAll(bad, good, 16, sscFloat32, comms_[0], nullptr), "sscAllToAll: sendbuff ");
+  expectRefused(sscBroadcast(bad, bad, 64, sscFloat32, 0, comms_[1], nullptr),
+                "sscBroadcast: recvbuff ");
+  expectRefused(sscReduce(good, bad, 64, sscFloat32, sscSum, 1, comms_[1], nullptr),
+                "sscReduce: recvbuff ");
+  expectRefused(sscAllToAll(bad, good, 16, sscFloat32, comms_[0], nullptr),
+                "sscAllToAll: sendbuff ");
   // Nothing moves, nothing is touched.
   EXPECT_EQ(sscAllReduce(bad, bad, 0, sscFloat32, sscSum, comms_[0], nullptr), sscSuccess);
   expectAllReduceWorks();
 }
 
 TEST_F(BufferAccess, SendAndReceiveRefuseABufferTheBackendCannotTouch) {
-  expectRefused(sscSend(bad_.data() + 512, 64, sscFloat32, 1, comms_[0], nullptr), "sscSend: sendbuff ");
-  expectRefused(sscRecv(bad_.data() + 600, 64, sscFloat32, 0, comms_[1], nullptr), "sscRecv: recvbuff ");
+  expectRefused(sscSend(bad_.data() + 512, 64, sscFloat32, 1, comms_[0], nullptr),
+                "sscSend: sendbuff ");
+  expectRefused(sscRecv(bad_.data() + 600, 64, sscFloat32, 0, comms_[1], nullptr),
+                "sscRecv: recvbuff ");
   expectAllReduceWorks();
 }
 
 TEST_F(BufferAccess, ARefusalInAGroupFailsTheGroupAndLeavesTheCommunicatorUsable) {
   ASSERT_EQ(sscGroupStart(), sscSuccess);
-  expectRefused(sscAllReduce(bad_.data() + 512, good_.data(), 64, sscFloat32, sscSum, comms_[0], nullptr),
-                "sscAllReduce: sendbuff ");
+  expectRefused(
+      sscAllReduce(bad_.data() + 512, good_.data(), 64, sscFloat32, sscSum, comms_[0], nullptr),
+      "sscAllReduce: sendbuff ");
   EXPECT_NE(sscGroupEnd(), sscSuccess);
   expectAllReduceWorks();
 }

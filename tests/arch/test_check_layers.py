@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/check_layers.py must fail on each kind of violation it promises to find (an upward
 include, a folder cycle inside a layer, a file past the line limit) and pass a clean tree."""
 import os

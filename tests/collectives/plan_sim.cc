@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tests/collectives/plan_sim.h"
 
 #include <algorithm>
@@ -103,7 +104,8 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
   auto touch = [&](int r, const SymElem& c, const Thread& t, bool write) -> std::string {
     Access& a = intervals[st[r].barriers][&c];
     const auto who = [](const Thread& x) {
-      return fmt::format("rank {} step {} element {}", std::get<0>(x), std::get<1>(x), std::get<2>(x));
+      return fmt::format("rank {} step {} element {}", std::get<0>(x), std::get<1>(x),
+                         std::get<2>(x));
     };
     if (a.written && a.writer != t)
       return fmt::format("race: {} {} an element {} wrote between the same barriers", who(t),
@@ -177,7 +179,11 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
           if (std::string e = touch(r, from, t, false); !e.empty()) return e;
           SymElem c = from;
           if (s.flags & kFlagPreOp) c.pre |= c.ranks;
-          if (first) { v = c; first = false; continue; }
+          if (first) {
+            v = c;
+            first = false;
+            continue;
+          }
           if (std::string e = combine(v, c, &v); !e.empty()) return e;
         }
         if (s.flags & kFlagPostOp) ++v.post;
@@ -232,8 +238,8 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
       const uint64_t m = std::min(slotElems, s.count - st[r].done);
       auto* inQ = isRecv(s.op) ? &fifo[{s.recvPeer, r, ch}] : nullptr;
       auto* outQ = isSend(s.op) ? &fifo[{r, s.sendPeer, ch}] : nullptr;
-      if (inQ && inQ->empty()) continue;                                   // waits for data
-      if (outQ && outQ->size() >= static_cast<size_t>(slots)) continue;   // waits for credit
+      if (inQ && inQ->empty()) continue;                                 // waits for data
+      if (outQ && outQ->size() >= static_cast<size_t>(slots)) continue;  // waits for credit
       Piece got;
       if (inQ) {
         Slot slot = std::move(inQ->front());
@@ -255,15 +261,19 @@ SimResult simulatePlans(const std::vector<RankPlan>& plans,
         if (s.flags & kFlagPreOp) e.pre |= e.ranks;
         return e;
       };
-      auto dstRef = [&](uint64_t k) -> SymElem& { return cell(r, s.dstBuf, s.dstOff + st[r].done + k); };
+      auto dstRef = [&](uint64_t k) -> SymElem& {
+        return cell(r, s.dstBuf, s.dstOff + st[r].done + k);
+      };
       Piece out(m);
       for (uint64_t k = 0; k < m; ++k) {
         SymElem v;
         std::string err;
         switch (s.op) {
-          case StepOp::kCopy: case StepOp::kSend: v = src(k); break;
+          case StepOp::kCopy:
+          case StepOp::kSend: v = src(k); break;
           case StepOp::kReduce: err = combine(dstRef(k), src(k), &v); break;
-          case StepOp::kRecv: case StepOp::kRecvCopySend: v = got[k]; break;
+          case StepOp::kRecv:
+          case StepOp::kRecvCopySend: v = got[k]; break;
           default: err = combine(got[k], src(k), &v); break;
         }
         if (!err.empty()) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A single-threaded simulator for full sets of plans (one per rank), used by the plan-level
 // tests. Elements are symbolic: each carries the index it came from and the set of ranks whose
 // contributions it holds, so the simulator can prove that every element is reduced exactly once,
@@ -16,15 +17,15 @@
 namespace ssc::test {
 
 struct SymElem {
-  int64_t tag = -1;      // the element's global index (-1: never written)
-  uint64_t ranks = 0;    // contributions reduced into it (bit r = rank r)
-  uint64_t pre = 0;      // contributions whose pre-step ran (must equal ranks)
-  int post = 0;          // times the post-step ran
+  int64_t tag = -1;    // the element's global index (-1: never written)
+  uint64_t ranks = 0;  // contributions reduced into it (bit r = rank r)
+  uint64_t pre = 0;    // contributions whose pre-step ran (must equal ranks)
+  int post = 0;        // times the post-step ran
   bool operator==(const SymElem&) const = default;
 };
 
 struct SimResult {
-  std::string error;     // "" when the run completed without a protocol error or deadlock
+  std::string error;  // "" when the run completed without a protocol error or deadlock
   std::vector<std::vector<std::vector<SymElem>>> buffers;  // [rank][buf][element]
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // disjointRingOrders: for every node size up to 16 GPUs, each order visits every GPU once, no
 // pair of GPUs is consecutive (closing pair included) in two orders, and there are as many
 // orders as the complete graph has room for ((n - 1) / 2 Hamiltonian cycles).

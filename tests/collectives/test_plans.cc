@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Plan-level tests, no MPI: every algorithm x collective over many shapes is compiled for all
 // ranks, checked for connection pairing and bounds, and run in the symbolic simulator, which
 // proves each element is reduced exactly once, lands where the collective's definition says, and
@@ -42,15 +43,22 @@ struct Shape {
 };
 
 std::vector<Shape> shapes() {
-  return {{"1 rank", {1}},        {"flat2", {1, 1}},       {"flat3", {1, 1, 1}},
-          {"flat5", {1, 1, 1, 1, 1}}, {"1x4", {4}},       {"2x2", {2, 2}},
-          {"4x2", {2, 2, 2, 2}},  {"2x4", {4, 4}},         {"3x3", {3, 3, 3}},
-          {"uneven 3-2-1", {3, 2, 1}}, {"flat16", std::vector<int>(16, 1)},
+  return {{"1 rank", {1}},
+          {"flat2", {1, 1}},
+          {"flat3", {1, 1, 1}},
+          {"flat5", {1, 1, 1, 1, 1}},
+          {"1x4", {4}},
+          {"2x2", {2, 2}},
+          {"4x2", {2, 2, 2, 2}},
+          {"2x4", {4, 4}},
+          {"3x3", {3, 3, 3}},
+          {"uneven 3-2-1", {3, 2, 1}},
+          {"flat16", std::vector<int>(16, 1)},
           {"8x8", std::vector<int>(8, 8)}};
 }
 
 const CollKind kColls[] = {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather,
-                           CollKind::kBroadcast, CollKind::kReduce, CollKind::kAllToAll};
+                           CollKind::kBroadcast, CollKind::kReduce,        CollKind::kAllToAll};
 const Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical,
                        Algo::kSymmetric};
 
@@ -104,27 +112,41 @@ std::string simulateAndCheck(const std::vector<RankPlan>& plans, CollKind coll, 
     const auto& out = sim.buffers[r][kBufOut];
     auto expect = [&](uint64_t i, SymElem want) -> std::string {
       if (out[i] == want) return "";
-      return fmt::format("rank {} out[{}] = tag {} ranks {:x} pre {:x} post {}; want tag {} ranks "
-                         "{:x} pre {:x} post {}", r, i, out[i].tag, out[i].ranks, out[i].pre,
-                         out[i].post, want.tag, want.ranks, want.pre, want.post);
+      return fmt::format(
+          "rank {} out[{}] = tag {} ranks {:x} pre {:x} post {}; want tag {} ranks "
+          "{:x} pre {:x} post {}",
+          r, i, out[i].tag, out[i].ranks, out[i].pre, out[i].post, want.tag, want.ranks, want.pre,
+          want.post);
     };
     std::string err;
     for (uint64_t i = 0; i < count && err.empty(); ++i) {
       SymElem w = reduced;
       switch (coll) {
-        case CollKind::kAllReduce: w.tag = static_cast<int64_t>(i); err = expect(i, w); break;
-        case CollKind::kReduceScatter: w.tag = static_cast<int64_t>(r * count + i); err = expect(i, w); break;
-        case CollKind::kReduce:
-          if (r == root) { w.tag = static_cast<int64_t>(i); err = expect(i, w); }
+        case CollKind::kAllReduce:
+          w.tag = static_cast<int64_t>(i);
+          err = expect(i, w);
           break;
-        case CollKind::kBroadcast: err = expect(i, contribution(static_cast<int64_t>(i), root)); break;
+        case CollKind::kReduceScatter:
+          w.tag = static_cast<int64_t>(r * count + i);
+          err = expect(i, w);
+          break;
+        case CollKind::kReduce:
+          if (r == root) {
+            w.tag = static_cast<int64_t>(i);
+            err = expect(i, w);
+          }
+          break;
+        case CollKind::kBroadcast:
+          err = expect(i, contribution(static_cast<int64_t>(i), root));
+          break;
         case CollKind::kAllGather:
           for (int j = 0; j < n && err.empty(); ++j)
             err = expect(j * count + i, contribution(static_cast<int64_t>(j * count + i), j));
           break;
         case CollKind::kAllToAll:
           for (int j = 0; j < n && err.empty(); ++j)
-            err = expect(j * count + i, contribution(static_cast<int64_t>(j * N * count + r * count + i), j));
+            err = expect(j * count + i,
+                         contribution(static_cast<int64_t>(j * N * count + r * count + i), j));
           break;
         default: break;
       }
@@ -158,13 +180,14 @@ TEST(Plans, EveryAlgorithmCollectiveAndShape) {
           if (n == 64 && count == 1000) continue;  // keeps the 64-rank cases quick
           for (int root : {0, n - 1}) {
             if (root != 0 && coll != CollKind::kBroadcast && coll != CollKind::kReduce) continue;
-            for (size_t elemBytes : {size_t{1}, size_t{8}, size_t{1} << 17})  // the last forces two-shot paths
-              for (bool inPlace : {false, true}) {  // in place: input and output aliased
+            for (size_t elemBytes :
+                 {size_t{1}, size_t{8}, size_t{1} << 17})  // the last forces two-shot paths
+              for (bool inPlace : {false, true}) {         // in place: input and output aliased
                 std::string err = runCase(topo, coll, algo, count, root, elemBytes, inPlace);
                 ++cases;
                 EXPECT_EQ(err, "") << shape.name << " " << collName(coll) << " " << algoName(algo)
-                                   << " count " << count << " root " << root << " elem " << elemBytes
-                                   << (inPlace ? " in place" : "");
+                                   << " count " << count << " root " << root << " elem "
+                                   << elemBytes << (inPlace ? " in place" : "");
               }
           }
         }
@@ -197,7 +220,11 @@ TEST(Plans, EveryAlgorithmFitsOneChannel) {
 // aliased) and of which one writes it do so at the same offset with the same count: the same
 // block then owns each element in both. Returns "" or the first pair that breaks this.
 std::string crossBlockHazard(const RankPlan& plan) {
-  struct Access { uint64_t lo, n; bool write; size_t step; };
+  struct Access {
+    uint64_t lo, n;
+    bool write;
+    size_t step;
+  };
   for (const ChannelPlan& ch : plan.channels) {
     std::vector<Access> seen;
     for (size_t i = 0; i < ch.steps.size(); ++i) {
@@ -206,7 +233,8 @@ std::string crossBlockHazard(const RankPlan& plan) {
       const bool writes = s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend;
       auto add = [&](uint16_t buf, uint64_t off, bool write) -> std::string {
         if (buf != kBufIn && buf != kBufOut) return "";
-        if (buf == kBufIn) off = static_cast<uint64_t>(static_cast<int64_t>(off) + plan.inAliasShift);
+        if (buf == kBufIn)
+          off = static_cast<uint64_t>(static_cast<int64_t>(off) + plan.inAliasShift);
         const Access a{off, s.count, write, i};
         for (const Access& b : seen)
           if ((a.write || b.write) && a.lo < b.lo + b.n && b.lo < a.lo + a.n &&
@@ -216,8 +244,10 @@ std::string crossBlockHazard(const RankPlan& plan) {
         seen.push_back(a);
         return "";
       };
-      if (reads) if (std::string e = add(s.srcBuf, s.srcOff, false); !e.empty()) return e;
-      if (writes) if (std::string e = add(s.dstBuf, s.dstOff, true); !e.empty()) return e;
+      if (reads)
+        if (std::string e = add(s.srcBuf, s.srcOff, false); !e.empty()) return e;
+      if (writes)
+        if (std::string e = add(s.dstBuf, s.dstOff, true); !e.empty()) return e;
     }
   }
   return "";
@@ -257,7 +287,8 @@ TEST(Plans, SymmetricAllToAllInPlaceSwapsPairs) {
     for (uint64_t count : {0, 1, 2, 7, 1000}) {
       const std::string what = fmt::format("{} ranks count {}", n, count);
       std::vector<RankPlan> plans;
-      ASSERT_EQ(buildPlans(topo, CollKind::kAllToAll, Algo::kSymmetric, count, 0, 4, true, &plans), "")
+      ASSERT_EQ(buildPlans(topo, CollKind::kAllToAll, Algo::kSymmetric, count, 0, 4, true, &plans),
+                "")
           << what;
       EXPECT_EQ(simulateAndCheck(plans, CollKind::kAllToAll, count, 0), "") << what;
       for (const RankPlan& p : plans) {
@@ -330,7 +361,8 @@ TEST(Plans, SupportMatrix) {
   EXPECT_FALSE(algoSupports(makeTopo({2, 2, 2}), CollKind::kBroadcast, Algo::kSymmetric));
   RankPlan plan;
   EXPECT_EQ(buildCollPlan(uneven, 0, CollArgs{CollKind::kAllReduce, 10, 0}, Algo::kHierarchical,
-                          PlanParams{kChunk, 2, 4}, &plan), sscInvalidUsage);
+                          PlanParams{kChunk, 2, 4}, &plan),
+            sscInvalidUsage);
 }
 
 TEST(Plans, HierarchicalKeepsInterGpuTrafficToSameIndexPartitions) {
@@ -341,14 +373,16 @@ TEST(Plans, HierarchicalKeepsInterGpuTrafficToSameIndexPartitions) {
     for (int r = 0; r < topo.nranks(); ++r) {
       RankPlan plan;
       ASSERT_EQ(buildCollPlan(topo, r, CollArgs{coll, 100, 0}, Algo::kHierarchical,
-                              PlanParams{kChunk, 2, 4}, &plan), sscSuccess);
+                              PlanParams{kChunk, 2, 4}, &plan),
+                sscSuccess);
       for (const auto& ch : plan.channels)
         for (const Step& s : ch.steps)
           for (int peer : {s.sendPeer, s.recvPeer}) {
             if (peer < 0) continue;
             bool sameGpu = topo.ranks[peer].gpu == topo.ranks[r].gpu;
             bool sameIndex = topo.ranks[peer].partition == topo.ranks[r].partition;
-            EXPECT_TRUE(sameGpu || sameIndex) << collName(coll) << " rank " << r << " peer " << peer;
+            EXPECT_TRUE(sameGpu || sameIndex)
+                << collName(coll) << " rank " << r << " peer " << peer;
           }
     }
   }
@@ -395,7 +429,9 @@ TEST(Plans, P2pOneCopyHandshakesComeFirstAndPairUp) {
     const std::vector<Step>& steps = plans[r].channels[0].steps;
     ASSERT_GE(steps.size(), static_cast<size_t>(3 * (n - 1)));
     for (int k = 0; k < 3 * (n - 1); ++k) {
-      const StepOp want = k < n - 1 ? StepOp::kP2pOffer : k < 2 * (n - 1) ? StepOp::kP2pPush : StepOp::kP2pWait;
+      const StepOp want = k < n - 1         ? StepOp::kP2pOffer
+                          : k < 2 * (n - 1) ? StepOp::kP2pPush
+                                            : StepOp::kP2pWait;
       EXPECT_EQ(steps[k].op, want) << "rank " << r << " step " << k;
     }
     EXPECT_EQ(std::vector<Step>(steps.begin() + 3 * (n - 1), steps.end()).size(),
@@ -512,7 +548,7 @@ TEST(Plans, P2pStreamsSplitOverChannelsDeliverEveryByteToItsReceive) {
 TEST(Plans, P2pMessagesOfDifferentLengthsDifferInTheirTag) {
   PlanParams params{kChunk, 2, 1};
   params.p2pSplitBytes = 40;
-  const uint64_t sent = 64;  // split: 32 on channel 0, 32 on channel 1
+  const uint64_t sent = 64;      // split: 32 on channel 0, 32 on channel 1
   const uint64_t received = 32;  // below the split: 32 on channel 0
   std::vector<RankPlan> plans(2);
   ASSERT_EQ(buildP2pPlan(0, 2, {{true, 1, sent}}, params, &plans[0]), sscSuccess);
@@ -531,7 +567,8 @@ TEST(Plans, P2pMessagesOfDifferentLengthsDifferInTheirTag) {
   EXPECT_NE(p2pTag(sent), 0u);
   RankPlan ring;
   ASSERT_EQ(buildCollPlan(makeTopo({4}), 0, CollArgs{CollKind::kAllReduce, 64, 0}, Algo::kRing,
-                          PlanParams{kChunk, 2, 4}, &ring), sscSuccess);
+                          PlanParams{kChunk, 2, 4}, &ring),
+            sscSuccess);
   for (const ChannelPlan& c : ring.channels)
     for (const Step& st : c.steps) EXPECT_EQ(st.tag, 0u);
 }
@@ -540,7 +577,8 @@ TEST(Plans, DumpIsReadable) {
   Topology topo = makeTopo({2, 2});
   RankPlan plan;
   ASSERT_EQ(buildCollPlan(topo, 0, CollArgs{CollKind::kAllReduce, 16, 0}, Algo::kHierarchical,
-                          PlanParams{kChunk, 2, 4}, &plan), sscSuccess);
+                          PlanParams{kChunk, 2, 4}, &plan),
+            sscSuccess);
   std::string text = formatPlan(plan);
   EXPECT_NE(text.find("allreduce hierarchical rank 0/4"), std::string::npos) << text;
   EXPECT_NE(text.find("recvReduceCopy"), std::string::npos) << text;

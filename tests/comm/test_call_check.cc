@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checked mode (STARSCREAM_CHECK, src/comm/call_check.h) in one process: the comparison and its
 // messages, the setting's validation at init, and two ranks of one process (sscCommInitAll, the
 // checker's own shared table) driven from one thread through a group.
@@ -61,7 +62,8 @@ TEST(ApiCallCheck, RootsCollectivesAndCallNumbers) {
             "(STARSCREAM_CHECK=1)");
   all[2] = b;
   all[1].kind = static_cast<int32_t>(CollKind::kReduce);
-  EXPECT_NE(describeMismatch(all.data(), 3).find("rank 0 has collective sscBroadcast, rank 1 has sscReduce"),
+  EXPECT_NE(describeMismatch(all.data(), 3)
+                .find("rank 0 has collective sscBroadcast, rank 1 has sscReduce"),
             std::string::npos);
   // Call numbers come first: a rank that skipped a call is named as such.
   all[1] = b;
@@ -80,7 +82,8 @@ TEST(ApiCallCheck, ARankThatRefusedItsArgumentsIsNamed) {
 }
 
 TEST(ApiCallCheck, NamesOfEveryDatatypeAndOp) {
-  for (int t = 0; t < sscNumTypes; ++t) EXPECT_EQ(std::string(dtypeApiName(t)).find("invalid"), std::string::npos);
+  for (int t = 0; t < sscNumTypes; ++t)
+    EXPECT_EQ(std::string(dtypeApiName(t)).find("invalid"), std::string::npos);
   EXPECT_STREQ(dtypeApiName(sscFloat32), "float32");
   EXPECT_STREQ(dtypeApiName(sscInt32), "int32");
   EXPECT_STREQ(checkOpName(sscNumOps), "premulsum");
@@ -110,15 +113,18 @@ TEST_F(ApiCheckedInProcess, AGroupOverBothRanksComparesThem) {
   // Matching: one thread drives both ranks in a group (NCCL's pattern for several per process).
   ASSERT_EQ(sscGroupStart(), sscSuccess);
   for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(sscAllReduce(in[r].data(), out[r].data(), 64, sscFloat32, sscSum, comms_[r], nullptr), sscSuccess);
+    ASSERT_EQ(sscAllReduce(in[r].data(), out[r].data(), 64, sscFloat32, sscSum, comms_[r], nullptr),
+              sscSuccess);
   ASSERT_EQ(sscGroupEnd(), sscSuccess) << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(out[r][63], 3.0f);
   // Rank 1 says int32: the group fails before anything moves, naming the field.
   out[0].assign(64, -1.0f);
   ASSERT_EQ(sscGroupStart(), sscSuccess);
-  ASSERT_EQ(sscAllReduce(in[0].data(), out[0].data(), 64, sscFloat32, sscSum, comms_[0], nullptr), sscSuccess);
-  ASSERT_EQ(sscAllReduce(in[1].data(), out[1].data(), 64, sscInt32, sscSum, comms_[1], nullptr), sscSuccess);
+  ASSERT_EQ(sscAllReduce(in[0].data(), out[0].data(), 64, sscFloat32, sscSum, comms_[0], nullptr),
+            sscSuccess);
+  ASSERT_EQ(sscAllReduce(in[1].data(), out[1].data(), 64, sscInt32, sscSum, comms_[1], nullptr),
+            sscSuccess);
   EXPECT_EQ(sscGroupEnd(), sscInvalidUsage);
   const std::string why = sscGetLastError(nullptr);
   EXPECT_NE(why.find("rank 0 has datatype float32, rank 1 has int32"), std::string::npos) << why;
@@ -127,7 +133,8 @@ TEST_F(ApiCheckedInProcess, AGroupOverBothRanksComparesThem) {
   // The communicators still work.
   ASSERT_EQ(sscGroupStart(), sscSuccess);
   for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(sscAllReduce(in[r].data(), out[r].data(), 64, sscFloat32, sscMax, comms_[r], nullptr), sscSuccess);
+    ASSERT_EQ(sscAllReduce(in[r].data(), out[r].data(), 64, sscFloat32, sscMax, comms_[r], nullptr),
+              sscSuccess);
   ASSERT_EQ(sscGroupEnd(), sscSuccess) << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(out[r][0], 2.0f);
@@ -143,7 +150,8 @@ TEST_F(ApiCheckedInProcess, OverTheBootstrapOneThreadServesBothRanks) {
     ASSERT_EQ(sscGroupStart(), sscSuccess);
     for (int r = 0; r < 2; ++r) {
       const int root = round == 1 && r == 1 ? 1 : 0;  // round 1: rank 1 names another root
-      ASSERT_EQ(sscReduce(in[r], out[r], 8, sscInt32, sscSum, root, comms_[r], nullptr), sscSuccess);
+      ASSERT_EQ(sscReduce(in[r], out[r], 8, sscInt32, sscSum, root, comms_[r], nullptr),
+                sscSuccess);
     }
     const sscResult_t end = sscGroupEnd();
     const std::string why = sscGetLastError(nullptr);
@@ -172,7 +180,8 @@ TEST(ApiCheckSetting, AnythingButZeroOrOneFailsInitNamingTheVariable) {
   for (const char* good : {"0", "1", ""}) {
     setenv("STARSCREAM_CHECK", good, 1);
     sscComm_t comms[2] = {nullptr, nullptr};
-    EXPECT_EQ(sscCommInitAll(comms, 2, nullptr), sscSuccess) << "'" << good << "': " << sscGetLastError(nullptr);
+    EXPECT_EQ(sscCommInitAll(comms, 2, nullptr), sscSuccess)
+        << "'" << good << "': " << sscGetLastError(nullptr);
     for (auto* c : comms)
       if (c) sscCommDestroy(c);
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap and its socket layer, with every rank a thread of this process.
 #include <gtest/gtest.h>
 
@@ -409,7 +410,8 @@ TEST_F(BootstrapTest, ARootThatIsGoneFailsTheJoinerAtOnce) {
   Outcome o = runRank(gone, 0, 2);
   EXPECT_EQ(o.result, sscRemoteError) << o.error;
   EXPECT_NE(o.error.find("the bootstrap root at " + rootAddress(gone).toString() + " is gone"),
-            std::string::npos) << o.error;
+            std::string::npos)
+      << o.error;
   EXPECT_NE(o.error.find("sscGetUniqueId"), std::string::npos) << o.error;
   EXPECT_LT(secondsSince(start), 1.0);
 }
@@ -435,7 +437,8 @@ TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
   Outcome late = runRank(id, 1, 2);
   EXPECT_EQ(late.result, sscInvalidUsage) << late.error;
   EXPECT_NE(late.error.find("this unique id was already used by a communicator of 2 ranks"),
-            std::string::npos) << late.error;
+            std::string::npos)
+      << late.error;
   EXPECT_LT(secondsSince(start), 1.0);
   Outcome stranger = runRank(id, 0, 5);  // another size: the same answer
   EXPECT_NE(stranger.error.find("already used by a communicator of 2 ranks"), std::string::npos)
@@ -460,8 +463,8 @@ TEST_F(BootstrapTest, ALateRankOfAnIdWhoseCommunicatorFailedIsToldWhy) {
   const auto start = Clock::now();
   Outcome late = runRank(id, 1, 2);
   EXPECT_EQ(late.result, sscInvalidUsage) << late.error;
-  EXPECT_NE(late.error.find("the communicator of this unique id failed to form"),
-            std::string::npos) << late.error;
+  EXPECT_NE(late.error.find("the communicator of this unique id failed to form"), std::string::npos)
+      << late.error;
   EXPECT_NE(late.error.find("only 1 of 2 ranks joined"), std::string::npos) << late.error;
   EXPECT_LT(secondsSince(start), 0.5);
 }

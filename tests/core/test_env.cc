@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The STARSCREAM_* registry and its parsers.
 #include <gtest/gtest.h>
 

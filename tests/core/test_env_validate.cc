@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Loud configuration errors: malformed STARSCREAM_* values refuse communicator init (env::validate)
 // and misspelt names are found with a likely intended spelling.
 #include <gtest/gtest.h>

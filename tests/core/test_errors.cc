@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The error macro family: SSC_CHECK leaves each place a failure passes in the thread's trace,
 // a new error starts a new trace, SSC_INTERNAL names where an invariant broke.
 #include <gtest/gtest.h>
@@ -31,8 +32,8 @@ TEST(Errors, CheckRecordsTheWayUpInnermostFirst) {
   clearLastError();
   EXPECT_EQ(outer(), sscInvalidArgument);
   EXPECT_EQ(lastError(), "count is -1");  // the message itself is unchanged
-  const std::string want = "test_errors.cc:" + std::to_string(g_middleLine) + " <- test_errors.cc:" +
-                           std::to_string(g_outerLine);
+  const std::string want = "test_errors.cc:" + std::to_string(g_middleLine) +
+                           " <- test_errors.cc:" + std::to_string(g_outerLine);
   EXPECT_EQ(errorTrace(), want);
 }
 
@@ -56,8 +57,8 @@ TEST(Errors, TraceIsBounded) {
 TEST(Errors, InternalNamesThePlace) {
   const int line = __LINE__ + 1;
   EXPECT_EQ(SSC_INTERNAL("plan for rank {} of {}", 5, 4), sscInternalError);
-  EXPECT_EQ(lastError(), "plan for rank 5 of 4 (internal error at test_errors.cc:" +
-                             std::to_string(line) + ")");
+  EXPECT_EQ(lastError(),
+            "plan for rank 5 of 4 (internal error at test_errors.cc:" + std::to_string(line) + ")");
 }
 
 TEST(Errors, BaseNameStripsDirectories) {

@@ -1,5 +1,6 @@
-// The shared-memory wait (host transport, network proxy): STARSCREAM_TIMEOUT has the bootstrap's and the GPU's meaning here
-// too, so 0 (or less) is "no limit", never "give up at once".
+// SPDX-License-Identifier: MIT
+// The shared-memory wait (host transport, network proxy): STARSCREAM_TIMEOUT has the bootstrap's
+// and the GPU's meaning here too, so 0 (or less) is "no limit", never "give up at once".
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -32,7 +33,8 @@ class ShmWait : public ::testing::Test {
       shmNotify(&word);
     });
     const auto start = std::chrono::steady_clock::now();
-    sscResult_t r = shmWait(&word, [&] { return ready.load(); }, nullptr, "hear from", 1);
+    sscResult_t r = shmWait(
+        &word, [&] { return ready.load(); }, nullptr, "hear from", 1);
     if (waited != nullptr) *waited = std::chrono::steady_clock::now() - start;
     poster.join();
     return r;
@@ -42,8 +44,8 @@ class ShmWait : public ::testing::Test {
 TEST_F(ShmWait, ZeroOrNegativeTimeoutMeansNoLimit) {
   for (const char* never : {"0", "-1", "-0.5"}) {
     ::setenv("STARSCREAM_TIMEOUT", never, 1);
-    EXPECT_EQ(waitForLateFlag(300ms), sscSuccess) << "STARSCREAM_TIMEOUT=" << never << ": "
-                                                  << lastError();
+    EXPECT_EQ(waitForLateFlag(300ms), sscSuccess)
+        << "STARSCREAM_TIMEOUT=" << never << ": " << lastError();
     // The bootstrap reads the same value the same way.
     EXPECT_TRUE(Deadline::fromEnv().never()) << never;
   }
@@ -66,7 +68,9 @@ TEST_F(ShmWait, AbortEndsAWaitWithoutLimit) {
     abortFlag.store(true);
     shmNotify(&word);
   });
-  EXPECT_EQ(shmWait(&word, [] { return false; }, &abortFlag, "hear from", 1), sscRemoteError);
+  EXPECT_EQ(shmWait(
+                &word, [] { return false; }, &abortFlag, "hear from", 1),
+            sscRemoteError);
   aborter.join();
 }
 

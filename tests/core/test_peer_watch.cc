@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer watch on its own: rings of watched "ranks" in this process, wired with socketpairs in
 // place of the bootstrap's TCP control connections.
 #include <gtest/gtest.h>
@@ -92,7 +93,8 @@ TEST(PeerWatch, AClosedConnectionWithoutANoticeIsADeathEveryRankHearsOfOnce) {
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5);
   std::this_thread::sleep_for(100ms);
-  for (int r : {0, 1, 3, 4}) EXPECT_EQ(ring.inboxes[r]->wait(2, 0ms).size(), 1u) << "reported twice";
+  for (int r : {0, 1, 3, 4})
+    EXPECT_EQ(ring.inboxes[r]->wait(2, 0ms).size(), 1u) << "reported twice";
 }
 
 TEST(PeerWatch, AnAnnouncedDepartureIsNotADeath) {
@@ -201,7 +203,8 @@ TEST(PeerWatch, ASilentRankIsReportedUnresponsiveByEveryRankOnceAndToldSo) {
     EXPECT_EQ(events[0].rank, 2);
     EXPECT_TRUE(events[0].origin == 1 || events[0].origin == 3) << events[0].origin;
     EXPECT_NE(events[0].detail.find("rank 2 (host node2, pid 1002) is unresponsive"),
-              std::string::npos) << events[0].detail;
+              std::string::npos)
+        << events[0].detail;
     EXPECT_NE(events[0].detail.find("STARSCREAM_HEARTBEAT_TIMEOUT"), std::string::npos);
   }
   const double seconds =
@@ -209,7 +212,8 @@ TEST(PeerWatch, ASilentRankIsReportedUnresponsiveByEveryRankOnceAndToldSo) {
   EXPECT_GT(seconds, 0.3);
   EXPECT_LT(seconds, 1.0);
   std::this_thread::sleep_for(600ms);
-  for (int r : {0, 1, 3, 4}) EXPECT_EQ(ring.inboxes[r]->wait(2, 0ms).size(), 1u) << "reported twice";
+  for (int r : {0, 1, 3, 4})
+    EXPECT_EQ(ring.inboxes[r]->wait(2, 0ms).size(), 1u) << "reported twice";
   // Both neighbours told rank 2 itself (it reads that when it resumes), amid their heartbeats.
   int toldRank2 = 0, heartbeats = 0;
   for (const Socket* s : {&ring.rawNext[2], &ring.rawPrev[2]})
@@ -254,7 +258,8 @@ TEST(PeerWatch, TheVerdictAboutARankReachesThatRanksHandler) {
   EXPECT_EQ(events[0].rank, 2);
   EXPECT_NE(events[0].detail.find("rank 2 (host node2, pid 1002) was declared unresponsive by "
                                   "rank 1"),
-            std::string::npos) << events[0].detail;
+            std::string::npos)
+      << events[0].detail;
 }
 
 TEST(PeerWatch, WithoutATimeoutASilentRankIsNotJudged) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which memory a GPU kernel may touch as given (src/device/memory_access.h): the rule the GPU
 // backend applies, after asking the runtime, before it queues a call on an application's buffer.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks that what README.md and docs/*.md point a reader at exists, so the README works as
 written: every relative link (and its #anchor, against the target's headings as GitHub
 slugs them), every repository path they name (`src/...`, `tools/...`, brace forms such as

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/docs/check_docs.py must report each kind of broken reference it promises to find (a
 link to a missing file, an anchor with no heading, a repository path or a brace alternative
 that does not exist, a build output no CMakeLists.txt builds) and pass a tree where all exist;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CI's HIP build check: compiles every GPU source of the backend for gfx90a and gfx940
 # without running anything, the way cmake/GpuBackend.cmake's HIP build compiles them:
 #  - device code (src/kernels/gpu/*.cu) with hipcc -x hip, to objects for both targets;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sscCommAbort must wake GPU kernels that wait on a peer: an NCCL user expects ncclCommAbort to
 // end pending work promptly, not after STARSCREAM_TIMEOUT. Rank 0 enqueues an all-reduce that
 // the other ranks never join, so its kernel waits on rank 1; STARSCREAM_TIMEOUT is 60 s, so only
@@ -99,18 +100,23 @@ double stopWaitingKernel(const Case& c, bool viaAbort, sscComm_t comm, void* in,
   const Clock::time_point stopped{Clock::duration(stopAt.load())};
 
   // The kernel must have waited for the stop (else this case tests nothing), then ended promptly.
-  expect(synced >= stopped, what + ": the stream finished before the stop: the kernel did not wait "
-                                   "for the missing rank (" + sscGetErrorString(s) + ")");
+  expect(synced >= stopped, what +
+                                ": the stream finished before the stop: the kernel did not wait "
+                                "for the missing rank (" +
+                                sscGetErrorString(s) + ")");
   const double late = seconds(stopped, synced);
   expect(late < kPromptSeconds, what + ": the stream took " + std::to_string(late) +
-                                    " s after the stop (limit " + std::to_string(kPromptSeconds) + " s)");
+                                    " s after the stop (limit " + std::to_string(kPromptSeconds) +
+                                    " s)");
   if (viaAbort) {
     // The communicator may be gone before the synchronize looks at it (then the kernel's error
     // has no one to report to): success or the abort's error, never the timeout.
     expect(s == sscSuccess || s == sscRemoteError,
            what + ": sscStreamSynchronize returned " + sscGetErrorString(s));
-    expect(abortResult == sscSuccess, what + ": sscCommAbort returned " + sscGetErrorString(abortResult));
-    expect(abortSeconds < kPromptSeconds, what + ": sscCommAbort took " + std::to_string(abortSeconds) + " s");
+    expect(abortResult == sscSuccess,
+           what + ": sscCommAbort returned " + sscGetErrorString(abortResult));
+    expect(abortSeconds < kPromptSeconds,
+           what + ": sscCommAbort took " + std::to_string(abortSeconds) + " s");
     return late;
   }
   expect(s == sscRemoteError, what + ": sscStreamSynchronize returned " + sscGetErrorString(s) +
@@ -142,7 +148,8 @@ double runCase(const Case& c, bool viaAbort) {
     if (sscMemAlloc(&in, bytes) != sscSuccess || sscMemAlloc(&out, bytes) != sscSuccess ||
         sscCommRegister(comm, in, bytes, &hIn) != sscSuccess ||
         sscCommRegister(comm, out, bytes, &hOut) != sscSuccess) {
-      std::fprintf(stderr, "rank %d: symmetric buffers failed: %s\n", g_rank, sscGetLastError(comm));
+      std::fprintf(stderr, "rank %d: symmetric buffers failed: %s\n", g_rank,
+                   sscGetLastError(comm));
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   } else if (hipMalloc(&in, bytes) != hipSuccess || hipMalloc(&out, bytes) != hipSuccess) {
@@ -215,7 +222,8 @@ int main(int argc, char** argv) {
   int total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)
-    std::printf("gpu_abort_test K=%d: %s (%d failure(s))\n", g_nranks, total == 0 ? "PASSED" : "FAILED", total);
+    std::printf("gpu_abort_test K=%d: %s (%d failure(s))\n", g_nranks,
+                total == 0 ? "PASSED" : "FAILED", total);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

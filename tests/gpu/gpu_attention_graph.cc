@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The captured-decode cases of gpu_attention_test: a decode captured once into a CUDA/HIP graph
 // and replayed while its sequences grow, as a serving engine replays its decode step (vLLM
 // captures one per batch size). Each step appends tokens (eagerly, on the replay stream), replays
@@ -27,7 +28,8 @@ namespace {
 
 int g_rank = 0, g_nranks = 1;
 
-constexpr int kKvHeads = 2, kRatio = 8, kHeads = kKvHeads * kRatio, kDim = 128, kPage = 16, kStep = 29;
+constexpr int kKvHeads = 2, kRatio = 8, kHeads = kKvHeads * kRatio, kDim = 128, kPage = 16,
+              kStep = 29;
 
 struct GraphCase {
   sscKvInterleave_t interleave;
@@ -37,10 +39,11 @@ struct GraphCase {
 
 // Appends up to kStep more tokens of every sequence below its final length. False with *what set
 // when the append failed.
-bool grow(sscKvCache_t cache, hipStream_t stream, const ref::Workload& w, const std::vector<int>& finalLengths,
-          std::vector<int>* len, std::string* what) {
+bool grow(sscKvCache_t cache, hipStream_t stream, const ref::Workload& w,
+          const std::vector<int>& finalLengths, std::vector<int>* len, std::string* what) {
   int appended = 0;
-  const sscResult_t r = appendGrowth(cache, stream, w, finalLengths, kKvHeads, kDim, kStep, len, &appended, g_rank);
+  const sscResult_t r =
+      appendGrowth(cache, stream, w, finalLengths, kKvHeads, kDim, kStep, len, &appended, g_rank);
   if (r != sscSuccess) *what = std::string("append: ") + sscGetLastError(nullptr);
   return r == sscSuccess;
 }
@@ -66,19 +69,25 @@ int runGraphCase(sscComm_t comm, hipStream_t stream, const GraphCase& gc, uint32
   sscKvCache_t cache = nullptr;
   CHECK_SSC(sscKvCacheCreate(comm, &cfg, &cache));
 
-  const bool qSharded = gc.flags & SSC_ATTN_Q_SHARDED_HEADS, outSharded = gc.flags & SSC_ATTN_OUT_SHARDED_HEADS;
-  const int qHeads = qSharded ? kHeads / g_nranks : kHeads, outHeads = outSharded ? kHeads / g_nranks : kHeads;
+  const bool qSharded = gc.flags & SSC_ATTN_Q_SHARDED_HEADS,
+             outSharded = gc.flags & SSC_ATTN_OUT_SHARDED_HEADS;
+  const int qHeads = qSharded ? kHeads / g_nranks : kHeads,
+            outHeads = outSharded ? kHeads / g_nranks : kHeads;
   const int qFirst = qSharded ? g_rank * qHeads : 0, outFirst = outSharded ? g_rank * outHeads : 0;
   std::vector<float> qFull(static_cast<size_t>(nseqs) * kHeads * kDim), sinks(kHeads);
-  for (size_t i = 0; i < qFull.size(); ++i) qFull[i] = ref::roundTo(std::cos(0.11f * static_cast<float>(i + seed)), sscBfloat16);
+  for (size_t i = 0; i < qFull.size(); ++i)
+    qFull[i] = ref::roundTo(std::cos(0.11f * static_cast<float>(i + seed)), sscBfloat16);
   for (int h = 0; h < kHeads; ++h) sinks[h] = -1.0f + 0.125f * h;
   std::vector<uint16_t> qH;
   for (int b = 0; b < nseqs; ++b)
     for (int h = qFirst; h < qFirst + qHeads; ++h)
-      for (int i = 0; i < kDim; ++i) qH.push_back(ref::toStorage(qFull[(static_cast<size_t>(b) * kHeads + h) * kDim + i], sscBfloat16));
+      for (int i = 0; i < kDim; ++i)
+        qH.push_back(
+            ref::toStorage(qFull[(static_cast<size_t>(b) * kHeads + h) * kDim + i], sscBfloat16));
   uint16_t* dQ = toDevice(qH, g_rank);
   float* dSinks = toDevice(sinks, g_rank);
-  const size_t outElems = static_cast<size_t>(nseqs) * outHeads * kDim, lseElems = static_cast<size_t>(nseqs) * outHeads;
+  const size_t outElems = static_cast<size_t>(nseqs) * outHeads * kDim,
+               lseElems = static_cast<size_t>(nseqs) * outHeads;
   void *dOut = nullptr, *dEagerOut = nullptr;
   float *dLse = nullptr, *dEagerLse = nullptr;
   CHECK_GPU(hipMalloc(&dOut, outElems * 2));
@@ -98,12 +107,14 @@ int runGraphCase(sscComm_t comm, hipStream_t stream, const GraphCase& gc, uint32
   hipGraphExec_t exec = nullptr;
   if (ok) {
     CHECK_GPU(hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal));
-    const sscResult_t r = sscAttentionDecode(cache, dQ, sscBfloat16, kHeads, nseqs, batch.data(), scale, dSinks,
-                                             gc.window, gc.flags, dOut, dLse, stream);
+    const sscResult_t r =
+        sscAttentionDecode(cache, dQ, sscBfloat16, kHeads, nseqs, batch.data(), scale, dSinks,
+                           gc.window, gc.flags, dOut, dLse, stream);
     const hipError_t ce = hipStreamEndCapture(stream, &graph);
     if (r != sscSuccess || ce != hipSuccess) {
       ok = false;
-      what = r != sscSuccess ? std::string("captured decode: ") + sscGetLastError(nullptr) : hipGetErrorString(ce);
+      what = r != sscSuccess ? std::string("captured decode: ") + sscGetLastError(nullptr)
+                             : hipGetErrorString(ce);
     } else {
       CHECK_GPU(hipGraphInstantiateWithFlags(&exec, graph, 0));
     }
@@ -117,8 +128,9 @@ int runGraphCase(sscComm_t comm, hipStream_t stream, const GraphCase& gc, uint32
     for (int b = 0; b < nseqs; ++b)
       for (int j = 0; j < outHeads; ++j) {
         const int h = outFirst + j, s = batch[b];
-        const float el = ref::referenceAttention(w, s, h / kRatio, &qFull[(static_cast<size_t>(b) * kHeads + h) * kDim],
-                                                 scale, gc.window, &sinks[h], expect.data(), len[s]);
+        const float el = ref::referenceAttention(
+            w, s, h / kRatio, &qFull[(static_cast<size_t>(b) * kHeads + h) * kDim], scale,
+            gc.window, &sinks[h], expect.data(), len[s]);
         const size_t row = static_cast<size_t>(b) * outHeads + j;
         for (int i = 0; i < kDim; ++i) err.addOut(out[row * kDim + i], expect[i]);
         err.addLse(lse[row], el);
@@ -148,8 +160,9 @@ int runGraphCase(sscComm_t comm, hipStream_t stream, const GraphCase& gc, uint32
     }
     if (!ok) break;
     if (steps % 2 == 1) {
-      const sscResult_t r = sscAttentionDecode(cache, dQ, sscBfloat16, kHeads, nseqs, batch.data(), scale, dSinks,
-                                               gc.window, gc.flags, dEagerOut, dEagerLse, stream);
+      const sscResult_t r =
+          sscAttentionDecode(cache, dQ, sscBfloat16, kHeads, nseqs, batch.data(), scale, dSinks,
+                             gc.window, gc.flags, dEagerOut, dEagerLse, stream);
       if (r != sscSuccess) {
         ok = false;
         what = std::string("eager decode: ") + sscGetLastError(nullptr);
@@ -180,10 +193,11 @@ int runGraphCase(sscComm_t comm, hipStream_t stream, const GraphCase& gc, uint32
   const bool pass = allRanksPass(ok, err, &worst);
   if (!ok) std::fprintf(stderr, "rank %d: captured decode: %s\n", g_rank, what.c_str());
   if (g_rank == 0)
-    std::printf("%s GRAPH K=%d %s kv%d gqa%d d%d page%d window=%d flags=%d steps=%d: max |out err| %.3g, "
-                "max lse rel err %.3g\n",
-                pass ? "PASS" : "FAIL", g_nranks, ref::interleaveName(gc.interleave), kKvHeads, kRatio, kDim, kPage,
-                gc.window, gc.flags, steps, worst.out, worst.lse);
+    std::printf(
+        "%s GRAPH K=%d %s kv%d gqa%d d%d page%d window=%d flags=%d steps=%d: max |out err| %.3g, "
+        "max lse rel err %.3g\n",
+        pass ? "PASS" : "FAIL", g_nranks, ref::interleaveName(gc.interleave), kKvHeads, kRatio,
+        kDim, kPage, gc.window, gc.flags, steps, worst.out, worst.lse);
   if (exec != nullptr) CHECK_GPU(hipGraphExecDestroy(exec));
   if (graph != nullptr) CHECK_GPU(hipGraphDestroy(graph));
   CHECK_SSC(sscKvCacheDestroy(cache));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The captured-decode cases of gpu_attention_test (gpu_attention_graph.cc).
 #pragma once
 

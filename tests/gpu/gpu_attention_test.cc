@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sequence-sharded paged attention on the GPU backend (starscream_ops.h): K ranks (mpirun, one
 // per GPU or K MPS partitions of one GPU) build a sharded KV cache, append a workload in rounds,
 // decode, and compare every rank's output and LSE with the fp32 host reference
@@ -83,7 +84,8 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   sscKvCache_t cache = cacheWithWorkload(comm, stream, cfg, w, g_rank);
 
   // Queries (this rank's slice when sharded), sinks, outputs.
-  const bool qSharded = c.flags & SSC_ATTN_Q_SHARDED_HEADS, outSharded = c.flags & SSC_ATTN_OUT_SHARDED_HEADS;
+  const bool qSharded = c.flags & SSC_ATTN_Q_SHARDED_HEADS,
+             outSharded = c.flags & SSC_ATTN_OUT_SHARDED_HEADS;
   const int qHeads = qSharded ? H / g_nranks : H, outHeads = outSharded ? H / g_nranks : H;
   const int qFirst = qSharded ? g_rank * qHeads : 0, outFirst = outSharded ? g_rank * outHeads : 0;
   std::mt19937 rng(seed * 7 + 1);
@@ -96,13 +98,16 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
     for (int h = qFirst; h < qFirst + qHeads; ++h)
       for (int i = 0; i < D; ++i) {
         const float x = qFull[(static_cast<size_t>(b) * H + h) * D + i];
-        if (c.io == sscFloat32) qF.push_back(x);
-        else qH.push_back(ref::toStorage(x, c.io));
+        if (c.io == sscFloat32)
+          qF.push_back(x);
+        else
+          qH.push_back(ref::toStorage(x, c.io));
       }
   std::vector<float> sinks(H);
   for (int h = 0; h < H; ++h) sinks[h] = -1.0f + 0.2f * (h % 16);
   float* dSinks = toDevice(sinks, g_rank);
-  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF, g_rank)) : static_cast<void*>(toDevice(qH, g_rank));
+  void* dQ = c.io == sscFloat32 ? static_cast<void*>(toDevice(qF, g_rank))
+                                : static_cast<void*>(toDevice(qH, g_rank));
   const size_t outElems = static_cast<size_t>(B) * outHeads * D;
   void* dOut = nullptr;
   float* dLse = nullptr;
@@ -128,9 +133,11 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
   for (int b = 0; ok && b < B; ++b)
     for (int j = 0; j < outHeads; ++j) {
       const int h = outFirst + j;
-      const float el = ref::referenceAttention(w, c.batch[b], h / c.ratio, &qFull[(static_cast<size_t>(b) * H + h) * D],
-                                               scale, c.window, c.sinks ? &sinks[h] : nullptr, expect.data());
-      for (int i = 0; i < D; ++i) err.addOut(outF[(static_cast<size_t>(b) * outHeads + j) * D + i], expect[i]);
+      const float el = ref::referenceAttention(
+          w, c.batch[b], h / c.ratio, &qFull[(static_cast<size_t>(b) * H + h) * D], scale, c.window,
+          c.sinks ? &sinks[h] : nullptr, expect.data());
+      for (int i = 0; i < D; ++i)
+        err.addOut(outF[(static_cast<size_t>(b) * outHeads + j) * D + i], expect[i]);
       err.addLse(lse[static_cast<size_t>(b) * outHeads + j], el);
     }
   ok = ok && err.pass(c.io);
@@ -140,11 +147,12 @@ void runCase(sscComm_t comm, hipStream_t stream, const Case& c, uint32_t seed) {
     std::fprintf(stderr, "rank %d: decode %s%s\n", g_rank, sscGetErrorString(r),
                  r != sscSuccess ? (std::string(": ") + sscGetLastError(nullptr)).c_str() : "");
   if (g_rank == 0)
-    std::printf("%s K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s batch=%d window=%d sinks=%d flags=%d %s: "
-                "max |out err| %.3g, max lse rel err %.3g\n",
-                pass ? "PASS" : "FAIL", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
-                c.pageSize, typeName(c.dtype), typeName(c.io), B, c.window, c.sinks, c.flags,
-                exchangeName(cfg.exchange), worst.out, worst.lse);
+    std::printf(
+        "%s K=%d %s kv%d gqa%d d%d page%d kv=%s io=%s batch=%d window=%d sinks=%d flags=%d %s: "
+        "max |out err| %.3g, max lse rel err %.3g\n",
+        pass ? "PASS" : "FAIL", g_nranks, interleaveName(c.interleave), c.kvHeads, c.ratio, D,
+        c.pageSize, typeName(c.dtype), typeName(c.io), B, c.window, c.sinks, c.flags,
+        exchangeName(cfg.exchange), worst.out, worst.lse);
   g_failures += pass ? 0 : 1;
   CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(dQ));
@@ -172,8 +180,10 @@ void skippedCall(sscComm_t comm, hipStream_t stream) {
   setenv("STARSCREAM_TIMEOUT", "1", 1);
   sscKvCache_t cache = nullptr;
   const sscResult_t made = sscKvCacheCreate(comm, &cfg, &cache);
-  if (old != nullptr) setenv("STARSCREAM_TIMEOUT", saved.c_str(), 1);
-  else unsetenv("STARSCREAM_TIMEOUT");
+  if (old != nullptr)
+    setenv("STARSCREAM_TIMEOUT", saved.c_str(), 1);
+  else
+    unsetenv("STARSCREAM_TIMEOUT");
   bool ok = made == sscSuccess;
   if (!ok) std::fprintf(stderr, "rank %d: create: %s\n", g_rank, sscGetLastError(nullptr));
   const int32_t seq = 0;
@@ -190,11 +200,13 @@ void skippedCall(sscComm_t comm, hipStream_t stream) {
     CHECK_GPU(hipStreamSynchronize(stream));
   }
   if (ok && g_rank != 0) {
-    const sscResult_t first = sscAttentionDecode(cache, q, sscFloat32, 1, 1, &seq, 0.125f, nullptr, 0, 0, out, lse, stream);
+    const sscResult_t first = sscAttentionDecode(cache, q, sscFloat32, 1, 1, &seq, 0.125f, nullptr,
+                                                 0, 0, out, lse, stream);
     CHECK_GPU(hipStreamSynchronize(stream));
     float l = 0;
     CHECK_GPU(hipMemcpy(&l, lse, 4, hipMemcpyDeviceToHost));
-    const sscResult_t second = sscAttentionDecode(cache, q, sscFloat32, 1, 1, &seq, 0.125f, nullptr, 0, 0, out, lse, stream);
+    const sscResult_t second = sscAttentionDecode(cache, q, sscFloat32, 1, 1, &seq, 0.125f, nullptr,
+                                                  0, 0, out, lse, stream);
     const std::string msg = sscGetLastError(nullptr);
     ok = first == sscSuccess && std::isnan(l) && second == sscTimeout &&
          msg.find("STARSCREAM_TIMEOUT") != std::string::npos;
@@ -205,8 +217,10 @@ void skippedCall(sscComm_t comm, hipStream_t stream) {
   int bad = ok ? 0 : 1, anyBad = 0;
   MPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)
-    std::printf("%s K=%d fused exchange, rank 0 skips a decode: the others time out (NaN) and then "
-                "fail with sscTimeout\n", anyBad ? "FAIL" : "PASS", g_nranks);
+    std::printf(
+        "%s K=%d fused exchange, rank 0 skips a decode: the others time out (NaN) and then "
+        "fail with sscTimeout\n",
+        anyBad ? "FAIL" : "PASS", g_nranks);
   g_failures += anyBad;
   if (cache != nullptr) CHECK_SSC(sscKvCacheDestroy(cache));
   CHECK_GPU(hipFree(kv));
@@ -242,7 +256,8 @@ void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters
     for (int t = 0; t < context; ++t) {
       seqs.push_back(s);
       if (static_cast<int>(seqs.size()) == chunk || (s == batch - 1 && t == context - 1)) {
-        CHECK_SSC(sscKvCacheAppend(cache, static_cast<int>(seqs.size()), seqs.data(), dKv, dKv, stream));
+        CHECK_SSC(
+            sscKvCacheAppend(cache, static_cast<int>(seqs.size()), seqs.data(), dKv, dKv, stream));
         seqs.clear();
       }
     }
@@ -254,8 +269,8 @@ void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters
   std::vector<int32_t> ids(batch);
   for (int s = 0; s < batch; ++s) ids[s] = s;
   auto once = [&] {
-    CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, H, batch, ids.data(), 0.088f, nullptr, 0, 0, dOut,
-                                 nullptr, stream));
+    CHECK_SSC(sscAttentionDecode(cache, dQ, sscBfloat16, H, batch, ids.data(), 0.088f, nullptr, 0,
+                                 0, dOut, nullptr, stream));
   };
   for (int i = 0; i < 5; ++i) once();
   CHECK_GPU(hipStreamSynchronize(stream));
@@ -273,9 +288,10 @@ void bench(sscComm_t comm, hipStream_t stream, int batch, int context, int iters
   MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   const double kvBytes = 2.0 * batch * context * kvHeads * D * 2 / g_nranks;
   if (g_rank == 0)
-    std::printf("BENCH K=%d batch=%d context=%d kv8 gqa8 d128 bf16 page16: %.1f us per decode, "
-                "%.1f MB of KV per rank, %.0f GB/s per rank\n",
-                g_nranks, batch, context, worst, kvBytes / 1e6, kvBytes / (worst * 1e3));
+    std::printf(
+        "BENCH K=%d batch=%d context=%d kv8 gqa8 d128 bf16 page16: %.1f us per decode, "
+        "%.1f MB of KV per rank, %.0f GB/s per rank\n",
+        g_nranks, batch, context, worst, kvBytes / 1e6, kvBytes / (worst * 1e3));
   CHECK_GPU(hipEventDestroy(t0));
   CHECK_GPU(hipEventDestroy(t1));
   CHECK_SSC(sscKvCacheDestroy(cache));
@@ -296,8 +312,18 @@ void decodeCases(sscComm_t comm, hipStream_t stream) {
       for (int d : {64, 128})
         for (sscDataType_t dtype : {sscBfloat16, sscFloat16}) {
           const int pageSizes[] = {16, 1, 5};
-          Case c{il, 2, ratio, d, pageSizes[i % 3], dtype, i % 2 == 0 ? sscFloat32 : sscBfloat16,
-                 lengths, batch, 0, false, 0};
+          Case c{il,
+                 2,
+                 ratio,
+                 d,
+                 pageSizes[i % 3],
+                 dtype,
+                 i % 2 == 0 ? sscFloat32 : sscBfloat16,
+                 lengths,
+                 batch,
+                 0,
+                 false,
+                 0};
           ++i;
           runCase(comm, stream, c, seed++);
           c.sinks = true;
@@ -323,8 +349,18 @@ void decodeCases(sscComm_t comm, hipStream_t stream) {
   }
   runCase(comm, stream, many, seed++);
   // A larger case: 8 KV heads x GQA 8, head dim 128, 16-token pages, thousands of tokens.
-  Case big{sscKvPageRoundRobin, 8, 8, 128, 16, sscBfloat16, sscBfloat16,
-           {4097, 1, 2500, 333, 8000, 17, 1024, 5}, {0, 1, 2, 3, 4, 5, 6, 7}, 0, true, 0};
+  Case big{sscKvPageRoundRobin,
+           8,
+           8,
+           128,
+           16,
+           sscBfloat16,
+           sscBfloat16,
+           {4097, 1, 2500, 333, 8000, 17, 1024, 5},
+           {0, 1, 2, 3, 4, 5, 6, 7},
+           0,
+           true,
+           0};
   runCase(comm, stream, big, seed++);
   big.interleave = sscKvContiguous;
   big.window = 4096;
@@ -364,7 +400,8 @@ int main(int argc, char** argv) {
   }
 
   if (!prefillOnly && !graphOnly) decodeCases(comm, stream);
-  if (!prefillOnly && !graphOnly) g_failures += runTrimCases(comm, stream, g_rank, g_nranks, g_exchange);
+  if (!prefillOnly && !graphOnly)
+    g_failures += runTrimCases(comm, stream, g_rank, g_nranks, g_exchange);
   if (!prefillOnly) g_failures += runGraphCases(comm, stream, g_rank, g_nranks);
   if (!graphOnly) g_failures += runPrefillCases(comm, stream, g_rank, g_nranks, g_exchange);
   if (g_nranks > 1 && g_exchange == sscKvExchangeFused) skippedCall(comm, stream);
@@ -373,8 +410,8 @@ int main(int argc, char** argv) {
   CHECK_SSC(sscCommFinalize(comm));
   CHECK_SSC(sscCommDestroy(comm));
   if (g_rank == 0)
-    std::printf("gpu_attention_test K=%d: %s (%d failure(s))\n", g_nranks, g_failures == 0 ? "PASSED" : "FAILED",
-                g_failures);
+    std::printf("gpu_attention_test K=%d: %s (%d failure(s))\n", g_nranks,
+                g_failures == 0 ? "PASSED" : "FAILED", g_failures);
   MPI_Finalize();
   return g_failures == 0 ? 0 : 1;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Zero-copy collectives inside CUDA graph capture (docs/zero-copy.md). For all-reduce,
 // all-gather and reduce-scatter, at an LL-or-small size and a bulk size, on plain (cudaMalloc)
 // and registered (sscMemAlloc + sscCommRegister) buffers, in place and out of place: the call is
@@ -44,7 +45,9 @@ void expect(bool ok, const std::string& what) {
 #if defined(SSC_GPU_IS_CUDA)
 enum class Coll { kAllReduce, kAllGather, kReduceScatter };
 const char* nameOf(Coll c) {
-  return c == Coll::kAllReduce ? "all-reduce" : c == Coll::kAllGather ? "all-gather" : "reduce-scatter";
+  return c == Coll::kAllReduce   ? "all-reduce"
+         : c == Coll::kAllGather ? "all-gather"
+                                 : "reduce-scatter";
 }
 
 // Exact in float32: small integers.
@@ -138,10 +141,12 @@ void check(sscComm_t comm, const Bufs& b, int rep, const std::string& what) {
     }
     if (got[i] != want && wrong++ == 0) first = i;
   }
-  expect(wrong == 0, what + ": " + std::to_string(wrong) + " wrong elements, first at " + std::to_string(first));
+  expect(wrong == 0, what + ": " + std::to_string(wrong) + " wrong elements, first at " +
+                         std::to_string(first));
 }
 
-void oneCase(sscComm_t comm, cudaStream_t s, Coll coll, size_t count, bool registered, bool inPlace) {
+void oneCase(sscComm_t comm, cudaStream_t s, Coll coll, size_t count, bool registered,
+             bool inPlace) {
   const std::string tag = std::string(nameOf(coll)) + " count " + std::to_string(count) +
                           (registered ? " registered" : " plain") + (inPlace ? " in place" : "");
   Bufs g = makeBufs(comm, coll, count, registered, inPlace);
@@ -154,7 +159,8 @@ void oneCase(sscComm_t comm, cudaStream_t s, Coll coll, size_t count, bool regis
   CHECK_SSC(issue(comm, e, s));
   const uint64_t eagerZeroCopy = ssc::gpu::symmetricLaunches() - eagerBefore;
   CHECK_GPU(cudaStreamSynchronize(s));
-  expect(eagerZeroCopy == 1 || coll != Coll::kAllReduce, tag + ": the eager all-reduce did not take zero-copy");
+  expect(eagerZeroCopy == 1 || coll != Coll::kAllReduce,
+         tag + ": the eager all-reduce did not take zero-copy");
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   const uint64_t before = ssc::gpu::symmetricLaunches();
@@ -163,8 +169,9 @@ void oneCase(sscComm_t comm, cudaStream_t s, Coll coll, size_t count, bool regis
   CHECK_GPU(cudaStreamEndCapture(s, &graph));
   expect(r == sscSuccess, tag + ": captured call failed: " + sscGetLastError(comm));
   const uint64_t capturedZeroCopy = ssc::gpu::symmetricLaunches() - before;
-  expect(capturedZeroCopy == eagerZeroCopy, tag + ": the captured call took " +
-         (capturedZeroCopy ? "zero-copy" : "the FIFOs") + ", an eager one " + (eagerZeroCopy ? "zero-copy" : "the FIFOs"));
+  expect(capturedZeroCopy == eagerZeroCopy,
+         tag + ": the captured call took " + (capturedZeroCopy ? "zero-copy" : "the FIFOs") +
+             ", an eager one " + (eagerZeroCopy ? "zero-copy" : "the FIFOs"));
   g_zeroCopyCases += capturedZeroCopy == 1;
   ++g_cases;
   CHECK_GPU(cudaGraphInstantiate(&exec, graph, 0));
@@ -198,7 +205,8 @@ void oneCase(sscComm_t comm, cudaStream_t s, Coll coll, size_t count, bool regis
 }
 
 // A graph of `n` all-reduces of `count` floats, replayed `reps` times after one warm-up replay.
-double timeGraph(sscComm_t comm, cudaStream_t s, float* in, float* out, size_t count, int n, int reps) {
+double timeGraph(sscComm_t comm, cudaStream_t s, float* in, float* out, size_t count, int n,
+                 int reps) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK_GPU(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -206,9 +214,12 @@ double timeGraph(sscComm_t comm, cudaStream_t s, float* in, float* out, size_t c
   CHECK_GPU(cudaStreamEndCapture(s, &graph));
   CHECK_GPU(cudaGraphInstantiate(&exec, graph, 0));
   CHECK_GPU(cudaGraphLaunch(exec, s));
-  const double us = eventTimeUs(s, n * reps, [&] {
-    for (int r = 0; r < reps; ++r) CHECK_GPU(cudaGraphLaunch(exec, s));
-  }, g_rank);
+  const double us = eventTimeUs(
+      s, n * reps,
+      [&] {
+        for (int r = 0; r < reps; ++r) CHECK_GPU(cudaGraphLaunch(exec, s));
+      },
+      g_rank);
   CHECK_GPU(cudaStreamSynchronize(s));
   CHECK_GPU(cudaGraphExecDestroy(exec));
   CHECK_GPU(cudaGraphDestroy(graph));
@@ -216,7 +227,10 @@ double timeGraph(sscComm_t comm, cudaStream_t s, float* in, float* out, size_t c
 }
 
 void timing(sscComm_t comm, cudaStream_t s) {
-  struct Row { size_t bytes; double graph, eager, fifo; };
+  struct Row {
+    size_t bytes;
+    double graph, eager, fifo;
+  };
   std::vector<Row> rows;
   for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
     const size_t count = bytes / 4;
@@ -229,9 +243,13 @@ void timing(sscComm_t comm, cudaStream_t s) {
     CHECK_SSC(sscAllReduce(in, out, count, sscFloat32, sscSum, comm, s));
     Row row{bytes, 0, 0, 0};
     row.graph = timeGraph(comm, s, in, out, count, n, reps);
-    row.eager = eventTimeUs(s, n * reps, [&] {
-      for (int k = 0; k < n * reps; ++k) CHECK_SSC(sscAllReduce(in, out, count, sscFloat32, sscSum, comm, s));
-    }, g_rank);
+    row.eager = eventTimeUs(
+        s, n * reps,
+        [&] {
+          for (int k = 0; k < n * reps; ++k)
+            CHECK_SSC(sscAllReduce(in, out, count, sscFloat32, sscSum, comm, s));
+        },
+        g_rank);
     // Before: captured calls never took zero-copy (nor packets), so they ran the model's choice
     // among the FIFO algorithms: force that one on this communicator for the FIFO graph.
     const size_t k = static_cast<size_t>(ssc::CollKind::kAllReduce);
@@ -253,12 +271,16 @@ void timing(sscComm_t comm, cudaStream_t s) {
     CHECK_GPU(cudaFree(out));
   }
   if (g_rank != 0) return;
-  std::printf("\ncapture timing, K = %d, float32 sum all-reduce on plain buffers, us per call (slowest rank)\n",
-              g_nranks);
-  std::printf("| bytes | graph, zero-copy | eager | graph, FIFO (before) | FIFO / zero-copy graph |\n");
+  std::printf(
+      "\ncapture timing, K = %d, float32 sum all-reduce on plain buffers, us per call (slowest "
+      "rank)\n",
+      g_nranks);
+  std::printf(
+      "| bytes | graph, zero-copy | eager | graph, FIFO (before) | FIFO / zero-copy graph |\n");
   std::printf("| --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows)
-    std::printf("| %zu | %.1f | %.1f | %.1f | %.2fx |\n", r.bytes, r.graph, r.eager, r.fifo, r.fifo / r.graph);
+    std::printf("| %zu | %.1f | %.1f | %.1f | %.2fx |\n", r.bytes, r.graph, r.eager, r.fifo,
+                r.fifo / r.graph);
 }
 #endif
 
@@ -283,15 +305,17 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&g_checks, &checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)
-    std::printf("gpu_capture_test K = %d: %s (%d checks, %d failed; %d of %d captured cases zero-copy)\n",
-                g_nranks, failures == 0 ? "PASSED" : "FAILED", checks, failures, g_zeroCopyCases, g_cases);
+    std::printf(
+        "gpu_capture_test K = %d: %s (%d checks, %d failed; %d of %d captured cases zero-copy)\n",
+        g_nranks, failures == 0 ? "PASSED" : "FAILED", checks, failures, g_zeroCopyCases, g_cases);
   if (time && g_nranks > 1) timing(comm, s);
   CHECK_GPU(cudaStreamDestroy(s));
   CHECK_SSC(sscCommDestroy(comm));
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
 #else
-  if (g_rank == 0) std::printf("SKIPPED: gpu_capture_test: the capture cases use the CUDA graph API\n");
+  if (g_rank == 0)
+    std::printf("SKIPPED: gpu_capture_test: the capture cases use the CUDA graph API\n");
   MPI_Finalize();
   return 0;
 #endif

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU collective sweep with its own roofline (what the tuner's calibration reads): all-reduce,
 // reduce-scatter and all-gather from 8 B to 1 GiB, for the default algorithm and each forced one,
 // plus the device-to-device copy bandwidth of the same partitioning measured in the same run (every
@@ -36,7 +37,6 @@
 namespace {
 
 int g_rank = 0, g_nranks = 1;
-
 
 // Seconds per iteration of fn, the slowest rank's, after warm-up.
 template <class Fn>
@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
   // Optional filters, comma-separated names (empty or absent: all).
   const std::string algoFilter = argc > 3 ? argv[3] : "", collFilter = argc > 4 ? argv[4] : "";
   const auto selected = [](const std::string& filter, const char* name) {
-    return filter.empty() || ("," + filter + ",").find(std::string(",") + name + ",") != std::string::npos;
+    return filter.empty() ||
+           ("," + filter + ",").find(std::string(",") + name + ",") != std::string::npos;
   };
   const int device = setUpGpuRank("gpu_coll_perf", g_rank, g_nranks);
   if (device < 0) {
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
   CHECK_GPU(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
   // Where this rank's kernels run: a grid of its SM share, and whether it is resident at once.
   int pct = 100;
-  if (const char* p = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) pct = std::max(1, std::atoi(p));
+  if (const char* p = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"))
+    pct = std::max(1, std::atoi(p));
   // Under an MPS cap the runtime reports the capped SM count (see src/device/gpu/gpu_census.h).
   const int share = std::max(1, pct < 100 ? sms : sms / K);
   int distinct = 0, resident = 0;
@@ -109,9 +111,10 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&distinct, &minDistinct, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&resident, &allResident, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (g_rank == 0)
-    std::printf("# K=%d SMs %d, MPS %d%%: a grid of %d blocks x 512 ran on >= %d distinct SMs per rank, "
-                "all resident at once on every rank: %s\n", K, sms, pct, share, minDistinct,
-                allResident ? "yes" : "no");
+    std::printf(
+        "# K=%d SMs %d, MPS %d%%: a grid of %d blocks x 512 ran on >= %d distinct SMs per rank, "
+        "all resident at once on every rank: %s\n",
+        K, sms, pct, share, minDistinct, allResident ? "yes" : "no");
   // Roofline: all ranks copy at once (so each has its own share of SMs and of HBM), with the
   // runtime's copy engine path and with our own copy kernel; the better one is the roofline.
   const size_t copyBytes = std::min(maxBytes, size_t(256) << 20);
@@ -121,11 +124,13 @@ int main(int argc, char** argv) {
   const double tKernel = timeIt(stream, 5, [&] {
     ssc::gpu::launchCopyKernel(out, in, copyBytes, std::max(1, 2 * share), stream);
   });
-  const double copyBw = K * copyBytes / std::min(tMemcpy, tKernel);  // bytes copied per second, all ranks
+  const double copyBw =
+      K * copyBytes / std::min(tMemcpy, tKernel);  // bytes copied per second, all ranks
   if (g_rank == 0)
-    std::printf("# K=%d copy bandwidth (all ranks at once): memcpy %.1f GB/s, kernel %.1f GB/s, "
-                "roofline uses %.1f GB/s\n", K, K * copyBytes / tMemcpy / 1e9,
-                K * copyBytes / tKernel / 1e9, copyBw / 1e9);
+    std::printf(
+        "# K=%d copy bandwidth (all ranks at once): memcpy %.1f GB/s, kernel %.1f GB/s, "
+        "roofline uses %.1f GB/s\n",
+        K, K * copyBytes / tMemcpy / 1e9, K * copyBytes / tKernel / 1e9, copyBw / 1e9);
 
   sscUniqueId id;
   if (g_rank == 0) CHECK_SSC(sscGetUniqueId(&id));
@@ -144,26 +149,32 @@ int main(int argc, char** argv) {
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
 
   FILE* json = (g_rank == 0 && jsonPath) ? std::fopen(jsonPath, "w") : nullptr;
-  if (json) std::fprintf(json, "{\"K\": %d, \"copy_GBps\": %.2f, \"results\": [\n", K, copyBw / 1e9);
+  if (json)
+    std::fprintf(json, "{\"K\": %d, \"copy_GBps\": %.2f, \"results\": [\n", K, copyBw / 1e9);
   bool firstRow = true;
   if (g_rank == 0)
-    std::printf("%-14s %-13s %12s %10s %9s %9s %7s\n", "coll", "algo", "bytes", "time_us",
-                "algbw", "busbw", "roof%");
+    std::printf("%-14s %-13s %12s %10s %9s %9s %7s\n", "coll", "algo", "bytes", "time_us", "algbw",
+                "busbw", "roof%");
   for (const char* coll : {"allreduce", "reducescatter", "allgather"}) {
-    for (const char* algo : {"default", "symmetric", "symmetric_ll", "symmetric_bulk", "symmetric_wide", "ring",
-                             "bidir_ring", "direct", "hierarchical"}) {
+    for (const char* algo : {"default", "symmetric", "symmetric_ll", "symmetric_bulk",
+                             "symmetric_wide", "ring", "bidir_ring", "direct", "hierarchical"}) {
       if (!selected(algoFilter, algo) || !selected(collFilter, coll)) continue;
-      const bool bulk = std::strcmp(algo, "symmetric_bulk") == 0, ll = std::strcmp(algo, "symmetric_ll") == 0,
+      const bool bulk = std::strcmp(algo, "symmetric_bulk") == 0,
+                 ll = std::strcmp(algo, "symmetric_ll") == 0,
                  wide = std::strcmp(algo, "symmetric_wide") == 0;
-      const bool allReduce = std::strcmp(coll, "allreduce") == 0, allGather = std::strcmp(coll, "allgather") == 0;
+      const bool allReduce = std::strcmp(coll, "allreduce") == 0,
+                 allGather = std::strcmp(coll, "allgather") == 0;
       // Each pinned row runs where its protocol differs from another's (see the top).
-      if ((ll && !allReduce) || (wide && !allGather) || (bulk && !allReduce && !allGather)) continue;
+      if ((ll && !allReduce) || (wide && !allGather) || (bulk && !allReduce && !allGather))
+        continue;
       // The communicator's own settings (read at init), switched per row.
       CHECK_SSC(ssc::commForceAlgo(comm, std::strcmp(algo, "default") == 0 ? ""
-                                         : bulk || ll || wide             ? "symmetric"
-                                                                          : algo));
+                                         : bulk || ll || wide              ? "symmetric"
+                                                                           : algo));
       comm->config.packetMaxBytes = bulk ? 0 : UINT64_MAX;
-      comm->config.zeroCopyGrid = bulk ? ssc::ZeroCopyGrid::kBulk : wide ? ssc::ZeroCopyGrid::kWide : ssc::ZeroCopyGrid::kAuto;
+      comm->config.zeroCopyGrid = bulk   ? ssc::ZeroCopyGrid::kBulk
+                                  : wide ? ssc::ZeroCopyGrid::kWide
+                                         : ssc::ZeroCopyGrid::kAuto;
       for (size_t requested : sizes) {
         if ((bulk || ll) && allReduce && requested > (64u << 10)) continue;
         size_t elems = requested / 4;  // float
@@ -180,7 +191,8 @@ int main(int argc, char** argv) {
             r = sscAllGather(in, out, elems / K, sscFloat32, comm, stream);
         });
         if (r != sscSuccess) {
-          if (g_rank == 0) std::printf("%-14s %-13s %12zu failed: %s\n", coll, algo, bytes, sscGetLastError(comm));
+          if (g_rank == 0)
+            std::printf("%-14s %-13s %12zu failed: %s\n", coll, algo, bytes, sscGetLastError(comm));
           break;
         }
         const double S = static_cast<double>(bytes), algbw = S / t;
@@ -197,10 +209,12 @@ int main(int argc, char** argv) {
           std::printf("%-14s %-13s %12zu %10.2f %9.2f %9.2f %6.1f%%\n", coll, algo, bytes, t * 1e6,
                       algbw / 1e9, busbw / 1e9, 100.0 * roof / t);
           if (json)
-            std::fprintf(json, "%s  {\"coll\": \"%s\", \"algo\": \"%s\", \"bytes\": %zu, \"time_us\": %.3f, "
-                         "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, \"roofline_pct\": %.2f}",
-                         firstRow ? "" : ",\n", coll, algo, bytes, t * 1e6, algbw / 1e9, busbw / 1e9,
-                         100.0 * roof / t);
+            std::fprintf(
+                json,
+                "%s  {\"coll\": \"%s\", \"algo\": \"%s\", \"bytes\": %zu, \"time_us\": %.3f, "
+                "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, \"roofline_pct\": %.2f}",
+                firstRow ? "" : ",\n", coll, algo, bytes, t * 1e6, algbw / 1e9, busbw / 1e9,
+                100.0 * roof / t);
           firstRow = false;
         }
       }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU correctness suite: every collective, dtype and op on the GPU backend against a host
 // reference, for each algorithm (STARSCREAM_ALGO) at counts 0, 1, 7, 1000 and 2^20+3. The
 // symmetric algorithm runs on registered buffers (sscCommRegister of sscMemAlloc memory), twice:
@@ -6,8 +7,9 @@
 // "symmetric_wide", all-gather's push on the wide grid (STARSCREAM_ZERO_COPY_GRID=wide); the run
 // fails if its kernels never ran.
 //
-//   mpirun -np K build/bin/gpu_collectives_test [--quick] [--algos symmetric,symmetric_bulk,symmetric_wide]
-//   (tools/emulate/partition-run.sh; --algos: only those variants, comma-separated)
+//   mpirun -np K build/bin/gpu_collectives_test [--quick] [--algos
+//   symmetric,symmetric_bulk,symmetric_wide] (tools/emulate/partition-run.sh; --algos: only those
+//   variants, comma-separated)
 //
 // Inputs are small integers (-1, 0, 1; unsigned 0..2) so every partial sum, product and average
 // is exact in every type, fp8 included: results then do not depend on the reduction order, and
@@ -34,7 +36,6 @@ namespace {
 
 int g_rank = 0, g_nranks = 1, g_failures = 0, g_checks = 0;
 
-
 // Element i of rank r's input. Unsigned types get 0..2, everything else -1..1; products use
 // nonzero values so they exercise the combiner rather than collapse to zero.
 double inputValue(sscDataType_t t, int r, size_t i, sscRedOp_t op) {
@@ -53,8 +54,10 @@ void fillInput(std::vector<char>& buf, sscDataType_t t, int r, size_t n, sscRedO
 // types pre-scale by 1/nranks, integers divide the sum), combined in rank order.
 std::vector<char> reference(sscDataType_t t, sscRedOp_t op, size_t off, size_t n) {
   const size_t es = dtypeSize(t);
-  const ReduceKind kind = op == sscProd ? ReduceKind::kProd : op == sscMax ? ReduceKind::kMax
-                        : op == sscMin ? ReduceKind::kMin : ReduceKind::kSum;
+  const ReduceKind kind = op == sscProd  ? ReduceKind::kProd
+                          : op == sscMax ? ReduceKind::kMax
+                          : op == sscMin ? ReduceKind::kMin
+                                         : ReduceKind::kSum;
   const bool floatAvg = op == sscAvg && dtypeIsFloat(t);
   Scalar scale;
   scale.f = 1.0 / g_nranks;
@@ -63,8 +66,10 @@ std::vector<char> reference(sscDataType_t t, sscRedOp_t op, size_t off, size_t n
     fillInput(in, t, r, off + n, op);
     std::vector<char> mine(in.begin() + off * es, in.end());
     if (floatAvg) hostScale(t, mine.data(), mine.data(), n, scale);
-    if (r == 0) acc = mine;
-    else hostReduce(t, kind, acc.data(), mine.data(), acc.data(), n);
+    if (r == 0)
+      acc = mine;
+    else
+      hostReduce(t, kind, acc.data(), mine.data(), acc.data(), n);
   }
   if (op == sscAvg && !floatAvg) hostDivide(t, acc.data(), acc.data(), n, g_nranks);
   return acc;
@@ -92,7 +97,8 @@ void expectEqual(const char* what, const std::vector<char>& got, const std::vect
   ++g_failures;
   const size_t es = dtypeSize(t);
   size_t i = 0;
-  while (i * es < got.size() && std::memcmp(got.data() + i * es, want.data() + i * es, es) == 0) ++i;
+  while (i * es < got.size() && std::memcmp(got.data() + i * es, want.data() + i * es, es) == 0)
+    ++i;
   if (g_failures <= 20)
     std::fprintf(stderr, "rank %d FAIL %s %s: element %zu is %g, expected %g\n", g_rank, what,
                  ctx.c_str(), i, getElementAsDouble(t, got.data(), i),
@@ -110,10 +116,12 @@ void sync(sscComm_t comm, const std::string& ctx) {
   callOk(sscStreamSynchronize(nullptr), "sync", ctx, comm);
 }
 
-void runCase(sscComm_t comm, Buffers& b, sscDataType_t t, sscRedOp_t op, size_t n, const std::string& algo) {
+void runCase(sscComm_t comm, Buffers& b, sscDataType_t t, sscRedOp_t op, size_t n,
+             const std::string& algo) {
   const size_t es = dtypeSize(t);
   const int K = g_nranks, me = g_rank;
-  const std::string ctx = algo + " " + dtypeName(t) + " op" + std::to_string(op) + " n=" + std::to_string(n);
+  const std::string ctx =
+      algo + " " + dtypeName(t) + " op" + std::to_string(op) + " n=" + std::to_string(n);
   std::vector<char> in;
   const bool reduces = true;
   (void)reduces;
@@ -205,7 +213,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
   bool quick = false;
-  std::vector<std::string> algos = {"default", "ring", "bidir_ring", "direct", "hierarchical", "symmetric",
+  std::vector<std::string> algos = {"default",        "ring",          "bidir_ring",
+                                    "direct",         "hierarchical",  "symmetric",
                                     "symmetric_bulk", "symmetric_wide"};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
@@ -218,7 +227,8 @@ int main(int argc, char** argv) {
         const size_t comma = std::min(list.find(',', at), list.size());
         const std::string name = list.substr(at, comma - at);
         if (std::find(all.begin(), all.end(), name) == all.end()) {
-          if (g_rank == 0) std::fprintf(stderr, "gpu_collectives_test: unknown variant '%s'\n", name.c_str());
+          if (g_rank == 0)
+            std::fprintf(stderr, "gpu_collectives_test: unknown variant '%s'\n", name.c_str());
           MPI_Finalize();
           return 2;
         }
@@ -227,7 +237,9 @@ int main(int argc, char** argv) {
       }
     } else {
       if (g_rank == 0)
-        std::fprintf(stderr, "usage: gpu_collectives_test [--quick] [--algos default,ring,...,symmetric_wide]\n");
+        std::fprintf(
+            stderr,
+            "usage: gpu_collectives_test [--quick] [--algos default,ring,...,symmetric_wide]\n");
       MPI_Finalize();
       return 2;
     }
@@ -240,7 +252,8 @@ int main(int argc, char** argv) {
 
   const std::vector<size_t> counts = quick ? std::vector<size_t>{0, 1, 7, 1000}
                                            : std::vector<size_t>{0, 1, 7, 1000, (1u << 20) + 3};
-  const size_t maxBytes = 8 * static_cast<size_t>(g_nranks) * std::max<size_t>(counts.back(), 70001);
+  const size_t maxBytes =
+      8 * static_cast<size_t>(g_nranks) * std::max<size_t>(counts.back(), 70001);
   Buffers b;
   if (sscMemAlloc(&b.in, maxBytes) != sscSuccess || sscMemAlloc(&b.out, maxBytes) != sscSuccess) {
     std::fprintf(stderr, "rank %d: sscMemAlloc failed: %s\n", g_rank, sscGetLastError(nullptr));
@@ -259,7 +272,8 @@ int main(int argc, char** argv) {
     sscComm_t comm = nullptr;
     sscResult_t r = sscCommInitRank(&comm, g_nranks, id, g_rank);
     if (r != sscSuccess) {
-      std::fprintf(stderr, "rank %d: comm init (%s) failed: %s\n", g_rank, algo.c_str(), sscGetLastError(nullptr));
+      std::fprintf(stderr, "rank %d: comm init (%s) failed: %s\n", g_rank, algo.c_str(),
+                   sscGetLastError(nullptr));
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     comm->config.packetMaxBytes = algo == "symmetric_bulk" ? 0 : UINT64_MAX;  // bulk: no LL
@@ -299,16 +313,17 @@ int main(int argc, char** argv) {
     int local = g_failures - before, total = 0;
     MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0)
-      std::printf("gpu_collectives_test K=%d algo=%-14s %s (%d failure(s))\n", g_nranks, algo.c_str(),
-                  total == 0 ? "PASSED" : "FAILED", total);
+      std::printf("gpu_collectives_test K=%d algo=%-14s %s (%d failure(s))\n", g_nranks,
+                  algo.c_str(), total == 0 ? "PASSED" : "FAILED", total);
     std::fflush(stdout);
   }
   sscMemFree(b.in);
   sscMemFree(b.out);
   int total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("gpu_collectives_test K=%d: %s, %d checks per rank\n", g_nranks,
-                               total == 0 ? "ALL PASSED" : "FAILED", g_checks);
+  if (g_rank == 0)
+    std::printf("gpu_collectives_test K=%d: %s, %d checks per rank\n", g_nranks,
+                total == 0 ? "ALL PASSED" : "FAILED", g_checks);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

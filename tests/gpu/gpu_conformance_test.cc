@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Regression checks, on the GPU, for the defects the public NCCL test suite and PyTorch found
 // through the shim (docs/nccl-shim.md). Each case names the client behaviour it replays:
 //   - premulsum:  PreMulSum with a per-rank scalar (nccl-tests `-o mulsum`) at 8 B, 256 B, 8 KiB
@@ -46,9 +47,13 @@ void expect(bool ok, const std::string& what) {
 struct Buf {
   float* dev = nullptr;
   size_t n = 0;
-  explicit Buf(size_t count) : n(count) { CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dev), (n ? n : 1) * 4)); }
+  explicit Buf(size_t count) : n(count) {
+    CHECK_GPU(hipMalloc(reinterpret_cast<void**>(&dev), (n ? n : 1) * 4));
+  }
   ~Buf() { (void)hipFree(dev); }
-  void put(const std::vector<float>& h) { CHECK_GPU(hipMemcpy(dev, h.data(), n * 4, hipMemcpyHostToDevice)); }
+  void put(const std::vector<float>& h) {
+    CHECK_GPU(hipMemcpy(dev, h.data(), n * 4, hipMemcpyHostToDevice));
+  }
   std::vector<float> get() const {
     std::vector<float> h(n);
     CHECK_GPU(hipMemcpy(h.data(), dev, n * 4, hipMemcpyDeviceToHost));
@@ -56,7 +61,9 @@ struct Buf {
   }
 };
 
-float valueOf(int rank, size_t i) { return static_cast<float>((rank * 7 + static_cast<int>(i % 13)) % 17); }
+float valueOf(int rank, size_t i) {
+  return static_cast<float>((rank * 7 + static_cast<int>(i % 13)) % 17);
+}
 
 std::vector<float> input(int rank, size_t n) {
   std::vector<float> h(n);
@@ -76,8 +83,9 @@ bool sameAs(const std::vector<float>& got, const std::vector<float>& want, size_
 void check(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   size_t bad = 0;
   const bool ok = sameAs(got, want, &bad);
-  expect(ok, ok ? what : what + " (element " + std::to_string(bad) + ": got " +
-                             std::to_string(got[bad]) + ", want " + std::to_string(want[bad]) + ")");
+  expect(ok, ok ? what
+                : what + " (element " + std::to_string(bad) + ": got " + std::to_string(got[bad]) +
+                      ", want " + std::to_string(want[bad]) + ")");
 }
 
 void premulsum(sscComm_t comm, hipStream_t s) {
@@ -118,8 +126,10 @@ void streams(sscComm_t comm) {
   for (int c = 0; c < calls; ++c) {
     const size_t n = sizes[c % 5];
     sscStream_t s = static_cast<sscStream_t>(st[c % 3]);
-    if (c % 3 == 1) CHECK_SSC(sscAllGather(ins[c]->dev, outs[c]->dev, n, sscFloat32, comm, s));
-    else CHECK_SSC(sscAllReduce(ins[c]->dev, outs[c]->dev, n, sscFloat32, sscSum, comm, s));
+    if (c % 3 == 1)
+      CHECK_SSC(sscAllGather(ins[c]->dev, outs[c]->dev, n, sscFloat32, comm, s));
+    else
+      CHECK_SSC(sscAllReduce(ins[c]->dev, outs[c]->dev, n, sscFloat32, sscSum, comm, s));
   }
   for (auto& s : st) CHECK_SSC(sscStreamSynchronize(static_cast<sscStream_t>(s)));
   for (int c = 0; c < calls; ++c) {
@@ -229,7 +239,8 @@ void graph(sscComm_t comm, hipStream_t s, bool withAllReduce, bool withRing) {
     CHECK_GPU(cudaStreamSynchronize(s));
     sscResult_t async = sscSuccess;
     CHECK_SSC(sscCommGetAsyncError(comm, &async));
-    expect(async == sscSuccess, std::string("graph replay: communicator error: ") + sscGetLastError(comm));
+    expect(async == sscSuccess,
+           std::string("graph replay: communicator error: ") + sscGetLastError(comm));
     std::vector<float> want(n, 0.f);
     for (int q = 0; q < g_nranks; ++q)
       for (size_t i = 0; i < n; ++i) want[i] += valueOf(q + 10 * r, i);
@@ -255,7 +266,8 @@ void warmupThenSmall(sscComm_t comm, hipStream_t s) {
       in.put(input(root, n));
       CHECK_SSC(sscBroadcast(in.dev, out.dev, n, sscFloat32, root, comm, s));
       CHECK_SSC(sscStreamSynchronize(s));
-      check(out.get(), input(root, n), "broadcast root " + std::to_string(root) + " n " + std::to_string(n));
+      check(out.get(), input(root, n),
+            "broadcast root " + std::to_string(root) + " n " + std::to_string(n));
     }
   }
 }
@@ -297,7 +309,9 @@ int main(int argc, char** argv) {
   (void)hipStreamDestroy(s);
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%s (%d checks per rank, %d failures)\n", failures ? "FAILED" : "PASSED", g_checks, failures);
+  if (g_rank == 0)
+    std::printf("%s (%d checks per rank, %d failures)\n", failures ? "FAILED" : "PASSED", g_checks,
+                failures);
   MPI_Finalize();
   return failures ? 1 : 0;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The symmetric executor's own checks, below the public API (hand-built plans through the
 // backend), for what the collective suite cannot reach:
 //   1. registering memory that is not from sscMemAlloc maps nothing, on every rank;
@@ -37,7 +38,8 @@ void expect(bool ok, const std::string& what) {
 sscComm_t newComm() { return newMpiComm(g_rank, g_nranks); }
 
 Step step(StepOp op, uint16_t src, uint64_t srcOff, uint16_t dst, uint64_t dstOff, uint64_t count) {
-  return Step{op, static_cast<uint8_t>(kFlagPreOp | kFlagPostOp), src, dst, -1, -1, srcOff, dstOff, count};
+  return Step{
+      op, static_cast<uint8_t>(kFlagPreOp | kFlagPostOp), src, dst, -1, -1, srcOff, dstOff, count};
 }
 
 // Test 2: [B, PeerReduceBcast(in slice -> out@all), B (middle), PeerReduce(out@all -> in), B].
@@ -57,8 +59,9 @@ void middleBarrier(sscComm_t comm, void* in, void* out, const std::vector<void*>
   plan->channels.resize(1);
   const uint64_t lo = count * r / n, hi = count * (r + 1) / n;
   const Step barrier = step(StepOp::kBarrier, kBufIn, 0, kBufOut, 0, 0);
-  plan->channels[0].steps = {barrier, step(StepOp::kPeerReduceBcast, kBufIn, lo, kBufOut, lo, hi - lo),
-                             barrier, step(StepOp::kPeerReduce, kBufOut, 0, kBufIn, 0, count), barrier};
+  plan->channels[0].steps = {
+      barrier, step(StepOp::kPeerReduceBcast, kBufIn, lo, kBufOut, lo, hi - lo), barrier,
+      step(StepOp::kPeerReduce, kBufOut, 0, kBufIn, 0, count), barrier};
   auto work = std::make_shared<Work>();
   work->plan = plan;
   work->reduce.dtype = sscInt32;
@@ -68,16 +71,17 @@ void middleBarrier(sscComm_t comm, void* in, void* out, const std::vector<void*>
   work->peerBuffers = {pin, pout};
   work->callHash = 0x5eed;
   expect(comm->backend->enqueue(comm, work, nullptr) == sscSuccess, "middle-barrier enqueue");
-  expect(sscStreamSynchronize(nullptr) == sscSuccess, std::string("middle-barrier run: ") + sscGetLastError(comm));
+  expect(sscStreamSynchronize(nullptr) == sscSuccess,
+         std::string("middle-barrier run: ") + sscGetLastError(comm));
   std::vector<int32_t> got(count), sum(count);
   hipMemcpy(got.data(), in, count * 4, hipMemcpyDeviceToHost);
   hipMemcpy(sum.data(), out, count * 4, hipMemcpyDeviceToHost);
   for (size_t i = 0; i < count; ++i) {
     const int32_t s = n * static_cast<int32_t>(i) + n * (n - 1) / 2;
     if (sum[i] != s || got[i] != n * s) {
-      expect(false, "middle-barrier element " + std::to_string(i) + ": out " + std::to_string(sum[i]) +
-                    " in " + std::to_string(got[i]) + ", expected " + std::to_string(s) + " and " +
-                    std::to_string(n * s));
+      expect(false, "middle-barrier element " + std::to_string(i) + ": out " +
+                        std::to_string(sum[i]) + " in " + std::to_string(got[i]) + ", expected " +
+                        std::to_string(s) + " and " + std::to_string(n * s));
       break;
     }
   }
@@ -94,11 +98,13 @@ void mismatch(size_t count, const char* what) {
   sscCommRegister(comm, out, count * 4, &hout);
   hipMemset(in, 0, count * 4);
   const uint64_t before = gpu::symmetricLaunches();
-  const sscResult_t r = sscAllReduce(in, out, count, sscFloat32, g_rank == 0 ? sscMax : sscSum, comm, nullptr);
+  const sscResult_t r =
+      sscAllReduce(in, out, count, sscFloat32, g_rank == 0 ? sscMax : sscSum, comm, nullptr);
   sscResult_t s = sscStreamSynchronize(nullptr);
   sscResult_t async = sscSuccess;
   sscCommGetAsyncError(comm, &async);
-  expect(gpu::symmetricLaunches() > before, std::string(what) + ": the symmetric kernel did not run");
+  expect(gpu::symmetricLaunches() > before,
+         std::string(what) + ": the symmetric kernel did not run");
   expect(r == sscSuccess && (s == sscInvalidUsage || async == sscInvalidUsage),
          std::string(what) + ": expected sscInvalidUsage, got " + sscGetErrorString(s) + " / " +
              sscGetErrorString(async) + ": " + sscGetLastError(comm));
@@ -125,17 +131,23 @@ int main(int argc, char** argv) {
   // 1. Host memory is not shareable: empty on every rank, and not an error.
   std::vector<char> hostMem(4096);
   std::vector<void*> bases{reinterpret_cast<void*>(1)};
-  expect(comm->backend->registerBuffer(comm, hostMem.data(), hostMem.size(), &bases) == sscSuccess &&
-             bases.empty(), "host memory registration must succeed with no peer mapping");
+  expect(
+      comm->backend->registerBuffer(comm, hostMem.data(), hostMem.size(), &bases) == sscSuccess &&
+          bases.empty(),
+      "host memory registration must succeed with no peer mapping");
   // An inner range of an sscMemAlloc allocation is shareable; registering the same allocation
   // twice opens each peer's allocation once (ImportCache) and maps it at the same place.
   std::vector<void*> pin, pout, inner;
   expect(comm->backend->registerBuffer(comm, in, count * 4, &pin) == sscSuccess &&
-             pin.size() == static_cast<size_t>(g_nranks), "registering sscMemAlloc memory");
+             pin.size() == static_cast<size_t>(g_nranks),
+         "registering sscMemAlloc memory");
   expect(comm->backend->registerBuffer(comm, out, count * 4, &pout) == sscSuccess &&
-             pout.size() == static_cast<size_t>(g_nranks), "registering sscMemAlloc memory (out)");
-  expect(comm->backend->registerBuffer(comm, static_cast<char*>(in) + 4096, 4096, &inner) == sscSuccess &&
-             inner.size() == pin.size(), "registering an inner range");
+             pout.size() == static_cast<size_t>(g_nranks),
+         "registering sscMemAlloc memory (out)");
+  expect(comm->backend->registerBuffer(comm, static_cast<char*>(in) + 4096, 4096, &inner) ==
+                 sscSuccess &&
+             inner.size() == pin.size(),
+         "registering an inner range");
   for (size_t q = 0; q < inner.size() && q < pin.size(); ++q)
     expect(inner[q] == static_cast<char*>(pin[q]) + 4096, "inner range maps at base + offset");
   comm->backend->deregisterBuffer(comm, static_cast<char*>(in) + 4096, inner);
@@ -160,7 +172,8 @@ int main(int argc, char** argv) {
   int total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0)
-    std::printf("gpu_symmetric_test K=%d: %s (%d failure(s))\n", g_nranks, total == 0 ? "PASSED" : "FAILED", total);
+    std::printf("gpu_symmetric_test K=%d: %s (%d failure(s))\n", g_nranks,
+                total == 0 ? "PASSED" : "FAILED", total);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Start-up shared by the GPU test programs (run under mpirun / tools/emulate/partition-run.sh).
 #pragma once
 
@@ -27,7 +28,8 @@ inline int setUpGpuRank(const char* program, int rank, int nranks) {
   const int device = rank % ndev;
   hipError_t e = hipSetDevice(device);
   if (e != hipSuccess) {
-    std::fprintf(stderr, "rank %d: hipSetDevice(%d) failed: %s\n", rank, device, hipGetErrorString(e));
+    std::fprintf(stderr, "rank %d: hipSetDevice(%d) failed: %s\n", rank, device,
+                 hipGetErrorString(e));
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   return device;
@@ -79,10 +81,12 @@ inline void checkSscOrAbort(sscResult_t r, const char* what, int rank) {
 template <class T>
 T* toDevice(const std::vector<T>& h, int rank) {
   T* d = nullptr;
-  checkGpuOrAbort(hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)),
-                  "hipMalloc", rank);
+  checkGpuOrAbort(
+      hipMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * sizeof(T)),
+      "hipMalloc", rank);
   if (!h.empty())
-    checkGpuOrAbort(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice), "hipMemcpy", rank);
+    checkGpuOrAbort(hipMemcpy(d, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice),
+                    "hipMemcpy", rank);
   checkGpuOrAbort(hipDeviceSynchronize(), "hipDeviceSynchronize", rank);
   return d;
 }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # CI's HIP compile check: when a hipcc is installed, ctest runs
 # tests/gpu/check_hip_compile.sh, which compiles every GPU source for gfx90a and gfx940 without
 # running it. Included from cmake/GpuBackend.cmake at configure time for every backend choice

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the build into a temporary prefix and builds and runs a downstream project against it
 # (CMake package config and pkg-config file). Checks what the install promises a packager:
 #  - the version: the generated starscream/version.h, the pkg-config file and the library all

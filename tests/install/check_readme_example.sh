@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README's example, as a new user runs it: installs the build into a temporary prefix,
 # extracts the C program and the CMakeLists.txt from README.md (the blocks between
 # <!-- readme-example:begin NAME --> and <!-- readme-example:end -->, so what is checked is what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the two files of test_mpi_collectives share: this process's communicator, stream and
 // rank, made once in test_mpi_collectives.cc's main() and used by every case of both files.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Filling and checking the collective tests' buffers in time proportional to their bytes, not to
 // a reference evaluation per element (test_mpi_collectives.cc, test_param_collectives.cc).
 //
@@ -34,7 +35,8 @@ inline bool referencePeriodHolds(int maxRanks) {
       for (int r = 0; r < maxRanks; ++r)
         for (uint64_t i = 0; i < 7 * kRefPeriod + 3; ++i)
           if (inputValue(r, i, static_cast<sscDataType_t>(t), static_cast<sscRedOp_t>(op)) !=
-              inputValue(r, i % kRefPeriod, static_cast<sscDataType_t>(t), static_cast<sscRedOp_t>(op)))
+              inputValue(r, i % kRefPeriod, static_cast<sscDataType_t>(t),
+                         static_cast<sscRedOp_t>(op)))
             return false;
   return true;
 }
@@ -87,10 +89,14 @@ long long checkPeriodic(sscDataType_t type, sscRedOp_t op, int n, const char* bu
     encodingPasses[r] = closeEnough(getElementAsDouble(type, pattern, r), wants[r], type, op, n);
   }
   switch (dtypeSize(type)) {
-    case 1: return detail::checkElements<1>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
-    case 2: return detail::checkElements<2>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
-    case 4: return detail::checkElements<4>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
-    default: return detail::checkElements<8>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
+    case 1:
+      return detail::checkElements<1>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
+    case 2:
+      return detail::checkElements<2>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
+    case 4:
+      return detail::checkElements<4>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
+    default:
+      return detail::checkElements<8>(type, op, n, buf, elems, pattern, wants, encodingPasses, bad);
   }
 }
 

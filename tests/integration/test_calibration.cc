@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tuner's self-calibration (src/api/calibration.cc) end to end under mpirun, on the host
 // backend, which is calibrated only when asked by name: a refresh times the sweep with every rank,
 // every rank ends with the same calibrated profile and the cache file; a later init takes it from
@@ -134,7 +135,8 @@ TEST_F(Calibration, CorruptFileIsRemeasured) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == 0)
     for (const std::string& f : cacheFiles(g_dir))
-      if (fs::is_regular_file(f)) std::ofstream(f, std::ios::trunc) << "{\"format\": \"starscream-cal";
+      if (fs::is_regular_file(f))
+        std::ofstream(f, std::ios::trunc) << "{\"format\": \"starscream-cal";
   MPI_Barrier(MPI_COMM_WORLD);
   setenv("STARSCREAM_TUNE", "cached", 1);
   sscComm_t comm = init();

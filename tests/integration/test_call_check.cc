@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checked mode (STARSCREAM_CHECK=1, src/comm/call_check.h) under mpirun on the host backend.
 // Without it, ranks that pass the same collective with a different datatype of the same size, a
 // different op, count or root get wrong data, a hang, or an error one call late. With it every
@@ -37,7 +38,9 @@ const char* collName(Coll c) {
                          "sscBroadcast", "sscReduce",        "sscAllToAll"};
   return names[static_cast<int>(c)];
 }
-bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce; }
+bool reduces(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce;
+}
 bool rooted(Coll c) { return c == Coll::kBroadcast || c == Coll::kReduce; }
 
 // One rank's arguments for a call.
@@ -64,7 +67,8 @@ sscResult_t issue(const Args& a, Buffers* b) {
   if (a.inPlace && a.coll == Coll::kAllGather) in = out + g_rank * a.count * es;
   switch (a.coll) {
     case Coll::kAllReduce: return sscAllReduce(in, out, a.count, a.type, a.op, g_comm, g_stream);
-    case Coll::kReduceScatter: return sscReduceScatter(in, out, a.count, a.type, a.op, g_comm, g_stream);
+    case Coll::kReduceScatter:
+      return sscReduceScatter(in, out, a.count, a.type, a.op, g_comm, g_stream);
     case Coll::kAllGather: return sscAllGather(in, out, a.count, a.type, g_comm, g_stream);
     case Coll::kBroadcast: return sscBroadcast(in, out, a.count, a.type, a.root, g_comm, g_stream);
     case Coll::kReduce: return sscReduce(in, out, a.count, a.type, a.op, a.root, g_comm, g_stream);
@@ -87,7 +91,8 @@ long long runMatching(Coll coll, uint64_t count, bool inPlace, std::string* why)
   a.inPlace = inPlace;
   a.root = g_n - 1;
   const uint64_t n = static_cast<uint64_t>(g_n);
-  const uint64_t inElems = coll == Coll::kReduceScatter || coll == Coll::kAllToAll ? n * count : count;
+  const uint64_t inElems =
+      coll == Coll::kReduceScatter || coll == Coll::kAllToAll ? n * count : count;
   float* out = reinterpret_cast<float*>(b.out.data());
   float* in = inPlace ? out : reinterpret_cast<float*>(b.in.data());
   if (inPlace && coll == Coll::kAllGather) in = out + g_rank * count;
@@ -139,8 +144,9 @@ std::string expectRefusedEverywhere(sscResult_t r, const char* field, const std:
   if (g_rank != ownRank)
     ok = ok && text.find(field) != std::string::npos &&
          text.find("STARSCREAM_CHECK=1") != std::string::npos;
-  std::string mine = ok ? "" : fmt::format("rank {}: {} gave {} ({}), want {} naming '{}'", g_rank,
-                                           what, static_cast<int>(r), text, static_cast<int>(want), field);
+  std::string mine = ok ? ""
+                        : fmt::format("rank {}: {} gave {} ({}), want {} naming '{}'", g_rank, what,
+                                      static_cast<int>(r), text, static_cast<int>(want), field);
   // Gather the first failing rank's description on every rank.
   int bad = ok ? 0 : 1;
   std::vector<int> all(g_n);
@@ -163,11 +169,12 @@ void expectMismatchCaught(const Args& same, const Args& odd, const char* field) 
   Buffers b(same.count + odd.count);
   const Args& mine = g_rank == g_n - 1 ? odd : same;
   const sscResult_t r = issue(mine, &b);
-  const std::string what = fmt::format("{} with a different {} on rank {}", collName(same.coll),
-                                       field, g_n - 1);
+  const std::string what =
+      fmt::format("{} with a different {} on rank {}", collName(same.coll), field, g_n - 1);
   EXPECT_EQ(expectRefusedEverywhere(r, field, what), "");
   std::string why;
-  EXPECT_EQ(runMatching(same.coll, same.count, false, &why), 0) << "the call after " << what << ": " << why;
+  EXPECT_EQ(runMatching(same.coll, same.count, false, &why), 0)
+      << "the call after " << what << ": " << why;
 }
 
 class CheckedMode : public ::testing::TestWithParam<Coll> {
@@ -222,7 +229,8 @@ TEST_P(CheckedMode, RootMismatchFailsOnEveryRankAtThatCall) {
   bad.root = g_n + 3;
   const sscResult_t r = issue(g_rank == 0 ? bad : same, &b);
   EXPECT_EQ(expectRefusedEverywhere(r, "failed on rank 0", "a root out of range on rank 0",
-                                    sscInvalidArgument, 0), "");
+                                    sscInvalidArgument, 0),
+            "");
   std::string why;
   EXPECT_EQ(runMatching(GetParam(), 1000, false, &why), 0) << why;
 }
@@ -251,16 +259,22 @@ TEST(CheckedModeGroup, MatchingGroupPassesAndAMismatchInsideFailsTheGroupEverywh
     for (uint64_t i = 0; i < count; ++i) a[i] = static_cast<float>(g_rank + i % 3), bcast[i] = -1;
     if (g_rank == 0) std::memcpy(bcast.data(), a.data(), count * sizeof(float));
     sscResult_t r = sscGroupStart();
-    if (r == sscSuccess) r = sscAllReduce(a.data(), sum.data(), count, sscFloat32, sscSum, g_comm, g_stream);
-    if (r == sscSuccess) r = sscBroadcast(bcast.data(), bcast.data(), count, sscFloat32, odd ? 1 : 0, g_comm, g_stream);
+    if (r == sscSuccess)
+      r = sscAllReduce(a.data(), sum.data(), count, sscFloat32, sscSum, g_comm, g_stream);
+    if (r == sscSuccess)
+      r = sscBroadcast(bcast.data(), bcast.data(), count, sscFloat32, odd ? 1 : 0, g_comm,
+                       g_stream);
     // A send/recv ring in the same group rides along.
     std::vector<int32_t> sendv(7, g_rank), recvv(7, -1);
-    if (r == sscSuccess) r = sscSend(sendv.data(), 7, sscInt32, (g_rank + 1) % g_n, g_comm, g_stream);
-    if (r == sscSuccess) r = sscRecv(recvv.data(), 7, sscInt32, (g_rank + g_n - 1) % g_n, g_comm, g_stream);
+    if (r == sscSuccess)
+      r = sscSend(sendv.data(), 7, sscInt32, (g_rank + 1) % g_n, g_comm, g_stream);
+    if (r == sscSuccess)
+      r = sscRecv(recvv.data(), 7, sscInt32, (g_rank + g_n - 1) % g_n, g_comm, g_stream);
     const sscResult_t end = sscGroupEnd();
     ASSERT_EQ(r, sscSuccess);
     if (round == 1) {
-      EXPECT_EQ(expectRefusedEverywhere(end, "root", "a group with a mismatched broadcast root"), "");
+      EXPECT_EQ(expectRefusedEverywhere(end, "root", "a group with a mismatched broadcast root"),
+                "");
       continue;
     }
     ASSERT_EQ(end, sscSuccess) << sscGetLastError(g_comm);
@@ -281,11 +295,13 @@ TEST(CheckedModeGroup, ARankRefusingACallInsideAGroupFailsTheGroupEverywhere) {
   ASSERT_EQ(sscGroupStart(), sscSuccess);
   (void)sscAllReduce(a.data(), b.data(), 100, sscFloat32, sscSum, g_comm, g_stream);
   // Rank 0 passes an invalid datatype: it refuses the call itself.
-  (void)sscAllReduce(a.data(), b.data(), 100, g_rank == 0 ? static_cast<sscDataType_t>(99) : sscFloat32,
-                     sscSum, g_comm, g_stream);
+  (void)sscAllReduce(a.data(), b.data(), 100,
+                     g_rank == 0 ? static_cast<sscDataType_t>(99) : sscFloat32, sscSum, g_comm,
+                     g_stream);
   const sscResult_t end = sscGroupEnd();
   EXPECT_EQ(expectRefusedEverywhere(end, "failed on rank 0", "a group rank 0 refused",
-                                    sscInvalidArgument, 0), "");
+                                    sscInvalidArgument, 0),
+            "");
   std::string why;
   EXPECT_EQ(runMatching(Coll::kAllReduce, 100, false, &why), 0) << why;
 }
@@ -295,14 +311,17 @@ TEST(CheckedModeTransport, TheBootstrapExchangeCatchesMismatchesToo) {
   // across hosts they exchange through the bootstrap. Dropping the table on every rank at this
   // same point moves the exchange to the bootstrap.
   if (g_n < 2) GTEST_SKIP() << "one rank: nothing to compare";
-  if (g_comm->peerCache != nullptr) GTEST_SKIP() << "the peer cache's table carries the fingerprints";
+  if (g_comm->peerCache != nullptr)
+    GTEST_SKIP() << "the peer cache's table carries the fingerprints";
   ASSERT_NE(g_comm->callCheck, nullptr);
   g_comm->callCheck->table.reset();
   for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast}) {
     Args same{coll, 100};
     Args odd = same;
-    if (coll == Coll::kAllReduce) odd.type = sscInt32;
-    else odd.root = 1;
+    if (coll == Coll::kAllReduce)
+      odd.type = sscInt32;
+    else
+      odd.root = 1;
     expectMismatchCaught(same, odd, coll == Coll::kAllReduce ? "datatype" : "root");
   }
 }
@@ -314,7 +333,8 @@ int main(int argc, char** argv) {
   ssc::test::mpiGtestInit(&argc, &argv, &ssc::test::g_rank, &ssc::test::g_n);
   int rc = 1;
   if (sscCommInitMpi(MPI_COMM_WORLD, &ssc::test::g_comm) != sscSuccess) {
-    fprintf(stderr, "rank %d: sscCommInitMpi failed: %s\n", ssc::test::g_rank, sscGetLastError(nullptr));
+    fprintf(stderr, "rank %d: sscCommInitMpi failed: %s\n", ssc::test::g_rank,
+            sscGetLastError(nullptr));
   } else if (sscStreamCreate(&ssc::test::g_stream) != sscSuccess) {
     fprintf(stderr, "rank %d: sscStreamCreate failed\n", ssc::test::g_rank);
   } else {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Call patterns of NCCL's clients that the NCCL shim cannot express on the host backend (there
 // it completes every call before returning): several streams on ONE communicator, collectives
 // issued round-robin across them with no synchronisation in between, every rank issuing in the
@@ -45,11 +46,11 @@ struct Op {
   int stream;
   uint64_t count;
   int root = 0;
-  std::vector<float> fin, fout;      // all-reduce, reduce-scatter
-  std::vector<int32_t> iin, iout;    // all-gather, broadcast, send/recv
+  std::vector<float> fin, fout;    // all-reduce, reduce-scatter
+  std::vector<int32_t> iin, iout;  // all-gather, broadcast, send/recv
   std::string describe() const {
-    return fmt::format("op {} ({} count {} on stream {})", index, kKindNames[static_cast<int>(kind)],
-                       count, stream);
+    return fmt::format("op {} ({} count {} on stream {})", index,
+                       kKindNames[static_cast<int>(kind)], count, stream);
   }
 };
 
@@ -65,11 +66,13 @@ sscResult_t issue(Op* op) {
   switch (op->kind) {
     case Kind::kAllReduce:
       op->fin.resize(c), op->fout.assign(c, -1.0f);
-      for (uint64_t k = 0; k < c; ++k) op->fin[k] = static_cast<float>(g_rank + 1 + (k + op->index) % 7);
+      for (uint64_t k = 0; k < c; ++k)
+        op->fin[k] = static_cast<float>(g_rank + 1 + (k + op->index) % 7);
       return sscAllReduce(op->fin.data(), op->fout.data(), c, sscFloat32, sscSum, g_comm, s);
     case Kind::kReduceScatter:
       op->fin.resize(n * c), op->fout.assign(c, -1.0f);
-      for (uint64_t k = 0; k < n * c; ++k) op->fin[k] = static_cast<float>(g_rank + 1 + (k + op->index) % 5);
+      for (uint64_t k = 0; k < n * c; ++k)
+        op->fin[k] = static_cast<float>(g_rank + 1 + (k + op->index) % 5);
       return sscReduceScatter(op->fin.data(), op->fout.data(), c, sscFloat32, sscSum, g_comm, s);
     case Kind::kAllGather:
       op->iin.resize(c), op->iout.assign(n * c, -1);
@@ -101,19 +104,25 @@ long long verify(const Op& op, std::string* why) {
   auto expect = [&](uint64_t k, double got, double want) {
     if (got == want) return;
     if (wrong++ == 0 && why->empty())
-      *why = fmt::format("rank {}: {}: element {} is {}, want {}", g_rank, op.describe(), k, got, want);
+      *why = fmt::format("rank {}: {}: element {} is {}, want {}", g_rank, op.describe(), k, got,
+                         want);
   };
   for (uint64_t k = 0; k < c; ++k) {
     switch (op.kind) {
-      case Kind::kAllReduce: expect(k, op.fout[k], ranks + g_n * static_cast<double>((k + op.index) % 7)); break;
+      case Kind::kAllReduce:
+        expect(k, op.fout[k], ranks + g_n * static_cast<double>((k + op.index) % 7));
+        break;
       case Kind::kReduceScatter:
         expect(k, op.fout[k], ranks + g_n * static_cast<double>((g_rank * c + k + op.index) % 5));
         break;
       case Kind::kAllGather:
-        for (uint64_t j = 0; j < n; ++j) expect(j * c + k, op.iout[j * c + k], word(static_cast<int>(j), op.index, k));
+        for (uint64_t j = 0; j < n; ++j)
+          expect(j * c + k, op.iout[j * c + k], word(static_cast<int>(j), op.index, k));
         break;
       case Kind::kBroadcast: expect(k, op.iout[k], word(op.root, op.index, k)); break;
-      case Kind::kSendRecv: expect(k, op.iout[k], word((g_rank + g_n - 1) % g_n, op.index, k)); break;
+      case Kind::kSendRecv:
+        expect(k, op.iout[k], word((g_rank + g_n - 1) % g_n, op.index, k));
+        break;
     }
   }
   return wrong;
@@ -127,8 +136,9 @@ void runSequence(std::vector<Op>& ops, const std::vector<int>& syncOrder) {
   for (Op& op : ops) {
     sscResult_t r = issue(&op);
     if (r != sscSuccess) {
-      if (errors++ == 0) why = fmt::format("rank {}: issuing {}: {}: {}", g_rank, op.describe(),
-                                           sscGetErrorString(r), sscGetLastError(g_comm));
+      if (errors++ == 0)
+        why = fmt::format("rank {}: issuing {}: {}: {}", g_rank, op.describe(),
+                          sscGetErrorString(r), sscGetLastError(g_comm));
     }
   }
   for (int s : syncOrder) {
@@ -145,7 +155,8 @@ void runSequence(std::vector<Op>& ops, const std::vector<int>& syncOrder) {
   EXPECT_EQ(allWrong, 0) << why;
 }
 
-std::vector<Op> makeOps(const std::vector<Kind>& kinds, const std::vector<uint64_t>& counts, int total) {
+std::vector<Op> makeOps(const std::vector<Kind>& kinds, const std::vector<uint64_t>& counts,
+                        int total) {
   std::vector<Op> ops;
   for (int i = 0; i < total; ++i) {
     Op op;
@@ -165,7 +176,8 @@ class MultiStream : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(sscCommInitMpi(MPI_COMM_WORLD, &g_comm), sscSuccess) << sscGetLastError(nullptr);
-    for (sscStream_t& s : g_streams) ASSERT_EQ(sscStreamCreate(&s), sscSuccess) << sscGetLastError(nullptr);
+    for (sscStream_t& s : g_streams)
+      ASSERT_EQ(sscStreamCreate(&s), sscSuccess) << sscGetLastError(nullptr);
   }
   void TearDown() override {
     for (sscStream_t& s : g_streams)
@@ -185,16 +197,16 @@ TEST_F(MultiStream, AllReduceAndAllGatherRoundRobinOverThreeStreams) {
 TEST_F(MultiStream, EveryKindRoundRobinSynchronisedInReverse) {
   // All-reduce, all-gather, reduce-scatter, broadcast (rotating root) and a send/recv ring group,
   // 40 calls over the three streams, the streams synchronised last-first.
-  std::vector<Op> ops = makeOps({Kind::kAllReduce, Kind::kAllGather, Kind::kReduceScatter,
-                                 Kind::kBroadcast, Kind::kSendRecv},
-                                {3, 4099, 100003, 512, 65536}, 40);
+  std::vector<Op> ops = makeOps(
+      {Kind::kAllReduce, Kind::kAllGather, Kind::kReduceScatter, Kind::kBroadcast, Kind::kSendRecv},
+      {3, 4099, 100003, 512, 65536}, 40);
   runSequence(ops, {2, 1, 0});
 }
 
 TEST_F(MultiStream, ManySmallCallsWithoutSynchronisation) {
   // 150 small calls (latency path), the issue order interleaving the streams.
-  std::vector<Op> ops = makeOps({Kind::kAllReduce, Kind::kAllGather, Kind::kBroadcast},
-                                {1, 2, 17, 255, 1000}, 150);
+  std::vector<Op> ops =
+      makeOps({Kind::kAllReduce, Kind::kAllGather, Kind::kBroadcast}, {1, 2, 17, 255, 1000}, 150);
   runSequence(ops, {1, 0, 2});
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mpirun integration tests on the host backend: every collective x algorithm x dtype x op, in
 // place and out of place, counts 0, 1, 7, 1000 and 2^20+3, each rank checking its own output
 // against a reference it computes itself. Launched by ctest under mpirun with several rank counts
@@ -45,14 +46,20 @@ long long allSum(long long local) {
 }
 
 // The communicator reads STARSCREAM_ALGO once, at init: switch its choice in place.
-void forceAlgo(const char* algo) { ASSERT_EQ(ssc::commForceAlgo(g_comm, algo), sscSuccess) << algo; }
+void forceAlgo(const char* algo) {
+  ASSERT_EQ(ssc::commForceAlgo(g_comm, algo), sscSuccess) << algo;
+}
 
 namespace {
 
 // Plain buffers (sscMemAlloc, never registered) kept from case to case and grown on demand, for
 // cases forced to an algorithm that ignores where buffers come from (plain_buffers.cc: a forced
 // algorithm other than symmetric keeps its path): fresh tens of MB per case cost page faults.
-struct KeptBuffers { void* in = nullptr; void* out = nullptr; size_t bytes = 0; } g_kept;
+struct KeptBuffers {
+  void* in = nullptr;
+  void* out = nullptr;
+  size_t bytes = 0;
+} g_kept;
 // Buffers registered (symmetrically) once, for the zero-copy algorithm's cases.
 void* g_poolIn = nullptr;
 void* g_poolOut = nullptr;
@@ -60,7 +67,8 @@ void* g_poolHandles[2] = {nullptr, nullptr};
 constexpr size_t kPoolBytes = 64u << 20;
 
 enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll };
-const char* kCollNames[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall"};
+const char* kCollNames[] = {"allreduce", "reducescatter", "allgather",
+                            "broadcast", "reduce",        "alltoall"};
 constexpr int kOpRotations = 6;  // the number of ops: rotations 0..5 together run every op
 int g_rotation = 0;              // --case-rotation=R
 
@@ -85,7 +93,8 @@ struct Case {
   bool kept = false;        // use g_kept's plain buffers instead of allocating its own
   std::string describe(const char* algo) const {
     return fmt::format("{} {} {} {} count {} {} root {}", algo, kCollNames[static_cast<int>(coll)],
-                       dtypeName(type), opName(op), count, inPlace ? "in-place" : "out-of-place", root);
+                       dtypeName(type), opName(op), count, inPlace ? "in-place" : "out-of-place",
+                       root);
   }
 };
 
@@ -108,7 +117,9 @@ long long runCase(const Case& c, std::string* why) {
     const size_t need = std::max(inElems, outElems) * es + 64;
     if (need > g_kept.bytes) {
       sscMemFree(g_kept.in), sscMemFree(g_kept.out), g_kept = KeptBuffers{};
-      if (sscMemAlloc(&g_kept.in, need) != sscSuccess || sscMemAlloc(&g_kept.out, need) != sscSuccess) return -1;
+      if (sscMemAlloc(&g_kept.in, need) != sscSuccess ||
+          sscMemAlloc(&g_kept.out, need) != sscSuccess)
+        return -1;
       g_kept.bytes = need;
     }
     outBuf = g_kept.out;
@@ -116,7 +127,8 @@ long long runCase(const Case& c, std::string* why) {
     // What an earlier case left must not pass for output this call failed to write.
     std::memset(outBuf, 0xa5, std::max(inElems, outElems) * es);
   } else {
-    if (sscMemAlloc(&outBuf, std::max<uint64_t>(outElems, inElems) * es + 64) != sscSuccess) return -1;
+    if (sscMemAlloc(&outBuf, std::max<uint64_t>(outElems, inElems) * es + 64) != sscSuccess)
+      return -1;
     if (separateIn && sscMemAlloc(&inBuf, inElems * es + 64) != sscSuccess) return -1;
   }
   char* out = static_cast<char*>(outBuf);
@@ -135,12 +147,16 @@ long long runCase(const Case& c, std::string* why) {
   if (reduces(c.coll) && c.op == sscNumOps) {
     std::vector<char> scalar(8);
     setElementFromDouble(c.type, scalar.data(), 0, static_cast<double>(preMulScalar(g_rank)));
-    if (sscRedOpCreatePreMulSum(&op, scalar.data(), c.type, sscScalarHostImmediate, g_comm) != sscSuccess) return -1;
+    if (sscRedOpCreatePreMulSum(&op, scalar.data(), c.type, sscScalarHostImmediate, g_comm) !=
+        sscSuccess)
+      return -1;
   }
   sscResult_t r = sscSuccess;
   switch (c.coll) {
     case Coll::kAllReduce: r = sscAllReduce(in, out, cnt, c.type, op, g_comm, g_stream); break;
-    case Coll::kReduceScatter: r = sscReduceScatter(in, out, cnt, c.type, op, g_comm, g_stream); break;
+    case Coll::kReduceScatter:
+      r = sscReduceScatter(in, out, cnt, c.type, op, g_comm, g_stream);
+      break;
     case Coll::kAllGather: r = sscAllGather(in, out, cnt, c.type, g_comm, g_stream); break;
     case Coll::kBroadcast: r = sscBroadcast(in, out, cnt, c.type, c.root, g_comm, g_stream); break;
     case Coll::kReduce: r = sscReduce(in, out, cnt, c.type, op, c.root, g_comm, g_stream); break;
@@ -156,26 +172,34 @@ long long runCase(const Case& c, std::string* why) {
   long long wrong = 0;
   // Output elements [first, first + cnt) against want(i), i < cnt (periodic_data.h).
   auto checkBlock = [&](uint64_t first, auto want) {
-    wrong += checkPeriodic(c.type, c.op, g_n, out + first * es, cnt, want, [&](uint64_t k, double got, double w) {
-      if (why->empty()) *why = fmt::format("rank {} out[{}] = {} want {}", g_rank, first + k, got, w);
-    });
+    wrong += checkPeriodic(
+        c.type, c.op, g_n, out + first * es, cnt, want, [&](uint64_t k, double got, double w) {
+          if (why->empty())
+            *why = fmt::format("rank {} out[{}] = {} want {}", g_rank, first + k, got, w);
+        });
   };
   switch (c.coll) {
     case Coll::kAllReduce:
       checkBlock(0, [&](uint64_t i) { return reduceReference(g_n, i, c.type, c.op); });
       break;
     case Coll::kReduceScatter:
-      checkBlock(0, [&](uint64_t i) { return reduceReference(g_n, g_rank * cnt + i, c.type, c.op); });
+      checkBlock(0,
+                 [&](uint64_t i) { return reduceReference(g_n, g_rank * cnt + i, c.type, c.op); });
       break;
     case Coll::kReduce:
-      if (g_rank == c.root) checkBlock(0, [&](uint64_t i) { return reduceReference(g_n, i, c.type, c.op); });
+      if (g_rank == c.root)
+        checkBlock(0, [&](uint64_t i) { return reduceReference(g_n, i, c.type, c.op); });
       break;
     case Coll::kBroadcast:
-      checkBlock(0, [&](uint64_t i) { return static_cast<double>(inputValue(c.root, i, c.type, sscSum)); });
+      checkBlock(0, [&](uint64_t i) {
+        return static_cast<double>(inputValue(c.root, i, c.type, sscSum));
+      });
       break;
     case Coll::kAllGather:
       for (int j = 0; j < g_n; ++j)
-        checkBlock(j * cnt, [&](uint64_t i) { return static_cast<double>(inputValue(0, i, c.type, sscSum) + j % 2); });
+        checkBlock(j * cnt, [&](uint64_t i) {
+          return static_cast<double>(inputValue(0, i, c.type, sscSum) + j % 2);
+        });
       break;
     case Coll::kAllToAll:
       for (int j = 0; j < g_n; ++j)
@@ -215,7 +239,8 @@ TEST(MpiCollectives, SmallCountsEveryTypeOpAndAlgorithm) {
           const uint64_t count = counts[slot / 2];
           const bool inPlace = slot % 2 == 1;
           const sscRedOp_t op = reduces(coll) ? caseOp(t, slot) : sscSum;
-          Case c{coll, static_cast<sscDataType_t>(t), op, count, inPlace, static_cast<int>(count % g_n)};
+          Case c{coll,    static_cast<sscDataType_t>(t), op, count,
+                 inPlace, static_cast<int>(count % g_n)};
           c.kept = true;  // a forced algorithm
           expectCase(c, algo);
           if (::testing::Test::HasFailure()) return;
@@ -232,7 +257,8 @@ TEST(MpiCollectives, UnregisteredBuffersOnTheDefaultAlgorithm) {
   forceAlgo("");
   const char* staging = std::getenv("STARSCREAM_STAGING_BYTES");
   if (staging != nullptr && std::atoi(staging) > 0) {
-    ASSERT_NE(g_comm->staging.bytes, 0u) << "STARSCREAM_STAGING_BYTES=" << staging << " set up no staging";
+    ASSERT_NE(g_comm->staging.bytes, 0u)
+        << "STARSCREAM_STAGING_BYTES=" << staging << " set up no staging";
   }
   const uint64_t stagedBefore = g_comm->staging.calls.load();
   // Ops as in SmallCounts (caseOp): every type at every count and placement, every op for each
@@ -246,8 +272,9 @@ TEST(MpiCollectives, UnregisteredBuffersOnTheDefaultAlgorithm) {
       for (int slot = 0; slot < 10; ++slot)
         for (int o = 0; o < (reduces(coll) ? opsPerCase : 1); ++o) {
           const sscRedOp_t op = reduces(coll) ? caseOp(t, slot + o) : sscSum;
-          expectCase(Case{coll, static_cast<sscDataType_t>(t), op, counts[slot / 2], slot % 2 == 1, 0},
-                     "default");
+          expectCase(
+              Case{coll, static_cast<sscDataType_t>(t), op, counts[slot / 2], slot % 2 == 1, 0},
+              "default");
           if (::testing::Test::HasFailure()) return;
         }
   // With staging on, the small calls must have taken it (every rank decides alike).
@@ -284,17 +311,22 @@ TEST(MpiCollectives, PlainBuffersRunZeroCopyFromTheirSecondUse) {
           if (inPlace && coll == Coll::kAllGather) src = dst + g_rank * count;
           for (uint64_t k = 0; k < inElems; ++k) src[k] = static_cast<float>(g_rank + 1 + (k % 7));
           sscResult_t r = sscSuccess;
-          if (coll == Coll::kAllReduce) r = sscAllReduce(src, dst, count, sscFloat32, sscSum, g_comm, g_stream);
-          if (coll == Coll::kReduceScatter) r = sscReduceScatter(src, dst, count, sscFloat32, sscSum, g_comm, g_stream);
-          if (coll == Coll::kAllGather) r = sscAllGather(src, dst, count, sscFloat32, g_comm, g_stream);
+          if (coll == Coll::kAllReduce)
+            r = sscAllReduce(src, dst, count, sscFloat32, sscSum, g_comm, g_stream);
+          if (coll == Coll::kReduceScatter)
+            r = sscReduceScatter(src, dst, count, sscFloat32, sscSum, g_comm, g_stream);
+          if (coll == Coll::kAllGather)
+            r = sscAllGather(src, dst, count, sscFloat32, g_comm, g_stream);
           ASSERT_EQ(r, sscSuccess) << sscGetLastError(g_comm);
           ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
           const float ranks = static_cast<float>(g_n) * (g_n + 1) / 2;
           for (uint64_t i = 0; i < count * (coll == Coll::kAllGather ? g_n : 1); ++i) {
             float want = 0;
             if (coll == Coll::kAllReduce) want = ranks + g_n * static_cast<float>(i % 7);
-            if (coll == Coll::kReduceScatter) want = ranks + g_n * static_cast<float>((g_rank * count + i) % 7);
-            if (coll == Coll::kAllGather) want = static_cast<float>(i / count + 1 + (i % count) % 7);
+            if (coll == Coll::kReduceScatter)
+              want = ranks + g_n * static_cast<float>((g_rank * count + i) % 7);
+            if (coll == Coll::kAllGather)
+              want = static_cast<float>(i / count + 1 + (i % count) % 7);
             wrong += dst[i] != want;
           }
         }
@@ -336,7 +368,8 @@ TEST(MpiCollectives, CapturedCallsRunZeroCopyAndPinTheirMappingsUntilTheGraphGoe
     EXPECT_EQ(g_comm->peerCache->stats().zeroCopyCalls - before.zeroCopyCalls, 1u)
         << "captured call " << rep << " (the first brings the new export) did not run zero-copy";
     for (uint64_t k = 0; k < count; ++k)
-      wrong += buf[k] != static_cast<float>(g_n) * (g_n - 1) / 2 + g_n * static_cast<float>(rep + k % 5);
+      wrong +=
+          buf[k] != static_cast<float>(g_n) * (g_n - 1) / 2 + g_n * static_cast<float>(rep + k % 5);
   }
   EXPECT_EQ(allSum(wrong), 0);
   EXPECT_EQ(g_comm->peerCache->pinnedMappings(), static_cast<size_t>(g_n - 1))
@@ -391,7 +424,8 @@ TEST(MpiCollectives, PlainBufferBroadcastReduceAndAllToAllRunZeroCopy) {
   ASSERT_NE(g_comm->peerCache, nullptr);
   const uint64_t count = 30011;  // odd; above STARSCREAM_ZERO_COPY_MIN_BYTES in int32
   std::vector<int32_t*> bufs(2, nullptr);
-  for (auto& b : bufs) ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), count * g_n * 4), sscSuccess);
+  for (auto& b : bufs)
+    ASSERT_EQ(sscMemAlloc(reinterpret_cast<void**>(&b), count * g_n * 4), sscSuccess);
   int32_t* in = bufs[0];
   int32_t* out = bufs[1];
   long long wrong = 0;
@@ -408,20 +442,22 @@ TEST(MpiCollectives, PlainBufferBroadcastReduceAndAllToAllRunZeroCopy) {
           const uint64_t before = g_comm->peerCache->stats().zeroCopyCalls;
           sscResult_t r = sscSuccess;
           if (coll == Coll::kBroadcast)
-            r = sscBroadcast(isRoot || inPlace ? src : nullptr, dst, count, sscInt32, root, g_comm, g_stream);
+            r = sscBroadcast(isRoot || inPlace ? src : nullptr, dst, count, sscInt32, root, g_comm,
+                             g_stream);
           if (coll == Coll::kReduce)
-            r = sscReduce(src, isRoot || inPlace ? dst : nullptr, count, sscInt32, sscSum, root, g_comm, g_stream);
+            r = sscReduce(src, isRoot || inPlace ? dst : nullptr, count, sscInt32, sscSum, root,
+                          g_comm, g_stream);
           if (coll == Coll::kAllToAll) r = sscAllToAll(src, dst, count, sscInt32, g_comm, g_stream);
           ASSERT_EQ(r, sscSuccess) << sscGetLastError(g_comm);
           ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
-          if (rep == 1)
-            zeroCopy += g_comm->peerCache->stats().zeroCopyCalls - before;
+          if (rep == 1) zeroCopy += g_comm->peerCache->stats().zeroCopyCalls - before;
           for (uint64_t i = 0; i < count * (coll == Coll::kAllToAll ? g_n : 1); ++i) {
             int64_t want = 0;
             if (coll == Coll::kBroadcast) want = root * 1000003 + static_cast<int64_t>(i);
             if (coll == Coll::kReduce) {
               if (!isRoot) break;
-              want = static_cast<int64_t>(g_n) * (g_n - 1) / 2 * 1000003 + g_n * static_cast<int64_t>(i);
+              want = static_cast<int64_t>(g_n) * (g_n - 1) / 2 * 1000003 +
+                     g_n * static_cast<int64_t>(i);
             }
             if (coll == Coll::kAllToAll)
               want = static_cast<int64_t>(i / count) * 1000003 + g_rank * count + i % count;
@@ -469,20 +505,26 @@ int main(int argc, char** argv) {
       ssc::test::g_rotation = std::abs(std::atoi(argv[i] + 16)) % ssc::test::kOpRotations;
   int rc = 1;
   if (!ssc::test::referencePeriodHolds(ssc::test::g_n)) {
-    fprintf(stderr, "rank %d: tests/support/reference.cc's inputValue is no longer periodic with period %d: "
-            "update kRefPeriod (tests/integration/periodic_data.h)\n", ssc::test::g_rank,
-            static_cast<int>(ssc::test::kRefPeriod));
+    fprintf(
+        stderr,
+        "rank %d: tests/support/reference.cc's inputValue is no longer periodic with period %d: "
+        "update kRefPeriod (tests/integration/periodic_data.h)\n",
+        ssc::test::g_rank, static_cast<int>(ssc::test::kRefPeriod));
   } else if (sscCommInitMpi(MPI_COMM_WORLD, &ssc::test::g_comm) != sscSuccess) {
-    fprintf(stderr, "rank %d: sscCommInitMpi failed: %s\n", ssc::test::g_rank, sscGetLastError(nullptr));
+    fprintf(stderr, "rank %d: sscCommInitMpi failed: %s\n", ssc::test::g_rank,
+            sscGetLastError(nullptr));
   } else if (sscStreamCreate(&ssc::test::g_stream) != sscSuccess) {
     fprintf(stderr, "rank %d: sscStreamCreate failed\n", ssc::test::g_rank);
   } else {
     // Collective registration: every rank registers its pool buffers in the same order.
     if (sscMemAlloc(&ssc::test::g_poolIn, ssc::test::kPoolBytes) != sscSuccess ||
         sscMemAlloc(&ssc::test::g_poolOut, ssc::test::kPoolBytes) != sscSuccess ||
-        sscCommRegister(ssc::test::g_comm, ssc::test::g_poolIn, ssc::test::kPoolBytes, &ssc::test::g_poolHandles[0]) != sscSuccess ||
-        sscCommRegister(ssc::test::g_comm, ssc::test::g_poolOut, ssc::test::kPoolBytes, &ssc::test::g_poolHandles[1]) != sscSuccess) {
-      fprintf(stderr, "rank %d: registering the pool failed: %s\n", ssc::test::g_rank, sscGetLastError(ssc::test::g_comm));
+        sscCommRegister(ssc::test::g_comm, ssc::test::g_poolIn, ssc::test::kPoolBytes,
+                        &ssc::test::g_poolHandles[0]) != sscSuccess ||
+        sscCommRegister(ssc::test::g_comm, ssc::test::g_poolOut, ssc::test::kPoolBytes,
+                        &ssc::test::g_poolHandles[1]) != sscSuccess) {
+      fprintf(stderr, "rank %d: registering the pool failed: %s\n", ssc::test::g_rank,
+              sscGetLastError(ssc::test::g_comm));
     } else {
       rc = RUN_ALL_TESTS();
       sscCommDeregister(ssc::test::g_comm, ssc::test::g_poolHandles[0]);
@@ -490,8 +532,8 @@ int main(int argc, char** argv) {
     }
     sscMemFree(ssc::test::g_poolIn);
     sscMemFree(ssc::test::g_poolOut);
-  sscMemFree(ssc::test::g_kept.in);
-  sscMemFree(ssc::test::g_kept.out);
+    sscMemFree(ssc::test::g_kept.in);
+    sscMemFree(ssc::test::g_kept.out);
     sscStreamDestroy(ssc::test::g_stream);
     sscCommDestroy(ssc::test::g_comm);
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cases of test_mpi_collectives outside its collective x algorithm x type x op matrix:
 // bit-exactness across algorithms, a send/receive ring with sends to self, communicator split,
 // topology queries and a device-resident PreMulSum scalar. Same process, communicator and stream
@@ -28,17 +29,22 @@ TEST(MpiCollectives, HierarchicalEqualsFlatRingBitForBit) {
         forceAlgo(algo);
         std::vector<char> in(count * es), out(count * es);
         for (uint64_t i = 0; i < count; ++i)
-          setElementFromDouble(static_cast<sscDataType_t>(t), in.data(), i,
-                               static_cast<double>(inputValue(g_rank, i, static_cast<sscDataType_t>(t), op == sscNumOps ? sscSum : op)));
+          setElementFromDouble(
+              static_cast<sscDataType_t>(t), in.data(), i,
+              static_cast<double>(inputValue(g_rank, i, static_cast<sscDataType_t>(t),
+                                             op == sscNumOps ? sscSum : op)));
         sscRedOp_t useOp = op == sscNumOps ? sscSum : op;
-        ASSERT_EQ(sscAllReduce(in.data(), out.data(), count, static_cast<sscDataType_t>(t), useOp, g_comm, g_stream), sscSuccess);
+        ASSERT_EQ(sscAllReduce(in.data(), out.data(), count, static_cast<sscDataType_t>(t), useOp,
+                               g_comm, g_stream),
+                  sscSuccess);
         ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess);
         results.push_back(out);
       }
       // Float sums of small integers stay exact except in the fp8 types' coarse ranges and avg.
       bool exact = !(t == sscFloat8e5m2 || op == sscAvg);
       if (exact) {
-        EXPECT_EQ(allSum(results[0] != results[1]), 0) << dtypeName(static_cast<sscDataType_t>(t)) << " " << opName(op);
+        EXPECT_EQ(allSum(results[0] != results[1]), 0)
+            << dtypeName(static_cast<sscDataType_t>(t)) << " " << opName(op);
       }
     }
   forceAlgo("");
@@ -48,7 +54,8 @@ TEST(MpiCollectives, SendRecvRingWithSelfAndLargeMessages) {
   // 200001: odd and long enough to be split over the channels (kP2pSplitBytes).
   for (uint64_t bytes : {uint64_t{1}, uint64_t{1000}, uint64_t{200001}, uint64_t{3u << 20}}) {
     std::vector<char> a(bytes), b(bytes), self(bytes), selfOut(bytes);
-    for (uint64_t i = 0; i < bytes; ++i) a[i] = static_cast<char>(g_rank * 31 + i), self[i] = static_cast<char>(i * 7);
+    for (uint64_t i = 0; i < bytes; ++i)
+      a[i] = static_cast<char>(g_rank * 31 + i), self[i] = static_cast<char>(i * 7);
     int next = (g_rank + 1) % g_n, prev = (g_rank + g_n - 1) % g_n;
     ASSERT_EQ(sscGroupStart(), sscSuccess);
     // Receive posted first on purpose: the fused plan must not care about posting order.
@@ -68,7 +75,8 @@ TEST(MpiCollectives, SendRecvRingWithSelfAndLargeMessages) {
 TEST(MpiCollectives, SplitByParityAndNoColor) {
   int color = g_rank == g_n - 1 && g_n > 2 ? SSC_SPLIT_NOCOLOR : g_rank % 2;
   sscComm_t sub = nullptr;
-  ASSERT_EQ(sscCommSplit(g_comm, color, -g_rank, &sub, nullptr), sscSuccess) << sscGetLastError(g_comm);
+  ASSERT_EQ(sscCommSplit(g_comm, color, -g_rank, &sub, nullptr), sscSuccess)
+      << sscGetLastError(g_comm);
   if (color == SSC_SPLIT_NOCOLOR) {
     EXPECT_EQ(sub, nullptr);
     return;

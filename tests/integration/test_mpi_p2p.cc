@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Point-to-point under mpirun, one rank per process as NCCL programs run: the patterns
 // mixture-of-experts and pipeline parallelism send (all-to-allv as grouped sends and receives
 // with uneven splits, in place as nccl-tests and PyTorch emit it, many messages to one peer,
@@ -50,7 +51,9 @@ uint64_t split(int from, int to, int round) {
 }
 
 // The value element i of the message from -> to carries (every element distinct per message).
-uint8_t byteOf(int from, int to, uint64_t i) { return static_cast<uint8_t>(from * 37 + to * 11 + i * 13 + 1); }
+uint8_t byteOf(int from, int to, uint64_t i) {
+  return static_cast<uint8_t>(from * 37 + to * 11 + i * 13 + 1);
+}
 
 // Storage for one test: device-like memory (sscMemAlloc: exportable, one-copy) or a vector (the
 // host backend's stand-in for memory the runtime cannot share: the FIFOs).
@@ -89,7 +92,8 @@ void allToAllv(bool exportable, size_t esize, sscDataType_t type, int rounds) {
   for (int r = 0; r < rounds; ++r) {
     uint64_t off = 0;
     for (int q = 0; q < g_n; ++q)
-      for (uint64_t i = 0; i < split(g_rank, q, r) * esize; ++i) in.get()[off++] = byteOf(g_rank, q, i);
+      for (uint64_t i = 0; i < split(g_rank, q, r) * esize; ++i)
+        in.get()[off++] = byteOf(g_rank, q, i);
     std::memset(out.get(), 0xee, maxOut * esize);
     ASSERT_EQ(sscGroupStart(), sscSuccess);
     uint64_t sOff = 0, rOff = 0;
@@ -144,7 +148,8 @@ TEST(MpiP2p, ManySendsToOnePeerSelfSendsAndZeroBytes) {
   long long wrong = 0;
   for (int round = 0; round < 3; ++round) {
     for (size_t m = 0; m < std::size(sizes); ++m) {
-      for (uint64_t i = 0; i < sizes[m]; ++i) sendBufs[m]->get()[i] = byteOf(g_rank, next, i + m + round);
+      for (uint64_t i = 0; i < sizes[m]; ++i)
+        sendBufs[m]->get()[i] = byteOf(g_rank, next, i + m + round);
       std::memset(recvBufs[m]->get(), 0, sizes[m]);
     }
     for (uint64_t i = 0; i < 1000; ++i) self.get()[i] = byteOf(g_rank, g_rank, i + round);
@@ -152,8 +157,10 @@ TEST(MpiP2p, ManySendsToOnePeerSelfSendsAndZeroBytes) {
     ASSERT_EQ(sscGroupStart(), sscSuccess);
     ASSERT_EQ(sscRecv(selfOut.get(), 1000, sscUint8, g_rank, g_comm, g_stream), sscSuccess);
     for (size_t m = 0; m < std::size(sizes); ++m) {
-      ASSERT_EQ(sscRecv(recvBufs[m]->get(), sizes[m], sscUint8, prev, g_comm, g_stream), sscSuccess);
-      ASSERT_EQ(sscSend(sendBufs[m]->get(), sizes[m], sscUint8, next, g_comm, g_stream), sscSuccess);
+      ASSERT_EQ(sscRecv(recvBufs[m]->get(), sizes[m], sscUint8, prev, g_comm, g_stream),
+                sscSuccess);
+      ASSERT_EQ(sscSend(sendBufs[m]->get(), sizes[m], sscUint8, next, g_comm, g_stream),
+                sscSuccess);
     }
     ASSERT_EQ(sscSend(self.get(), 1000, sscUint8, g_rank, g_comm, g_stream), sscSuccess);
     ASSERT_EQ(sscSend(self2.get(), 5, sscUint8, g_rank, g_comm, g_stream), sscSuccess);
@@ -161,9 +168,12 @@ TEST(MpiP2p, ManySendsToOnePeerSelfSendsAndZeroBytes) {
     ASSERT_EQ(sscGroupEnd(), sscSuccess) << sscGetLastError(g_comm);
     ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
     for (size_t m = 0; m < std::size(sizes); ++m)
-      for (uint64_t i = 0; i < sizes[m]; ++i) wrong += recvBufs[m]->get()[i] != byteOf(prev, g_rank, i + m + round);
-    for (uint64_t i = 0; i < 1000; ++i) wrong += selfOut.get()[i] != byteOf(g_rank, g_rank, i + round);
-    for (uint64_t i = 0; i < 5; ++i) wrong += self2Out.get()[i] != byteOf(g_rank, g_rank, i * 3 + round);
+      for (uint64_t i = 0; i < sizes[m]; ++i)
+        wrong += recvBufs[m]->get()[i] != byteOf(prev, g_rank, i + m + round);
+    for (uint64_t i = 0; i < 1000; ++i)
+      wrong += selfOut.get()[i] != byteOf(g_rank, g_rank, i + round);
+    for (uint64_t i = 0; i < 5; ++i)
+      wrong += self2Out.get()[i] != byteOf(g_rank, g_rank, i * 3 + round);
   }
   EXPECT_EQ(allSum(wrong), 0);
 }
@@ -186,7 +196,8 @@ TEST(MpiP2p, UngroupedSendAndReceive) {
         ASSERT_EQ(sscSend(a.get(), count, sscFloat32, partner, g_comm, g_stream), sscSuccess);
       }
       ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
-      for (uint64_t i = 0; i < count * 4; ++i) wrong += b.get()[i] != byteOf(partner, g_rank, i + round);
+      for (uint64_t i = 0; i < count * 4; ++i)
+        wrong += b.get()[i] != byteOf(partner, g_rank, i + round);
     }
   }
   EXPECT_EQ(allSum(wrong), 0);
@@ -199,23 +210,28 @@ void inPlaceAllToAll(uint64_t count, bool exportable, int rounds, long long* wro
   Buffer buf(count * g_n * 4, exportable);
   for (int r = 0; r < rounds; ++r) {
     for (int q = 0; q < g_n; ++q)
-      for (uint64_t i = 0; i < count * 4; ++i) buf.get()[q * count * 4 + i] = byteOf(g_rank, q, i + r);
+      for (uint64_t i = 0; i < count * 4; ++i)
+        buf.get()[q * count * 4 + i] = byteOf(g_rank, q, i + r);
     ASSERT_EQ(sscGroupStart(), sscSuccess);
     for (int q = 0; q < g_n; ++q) {
-      ASSERT_EQ(sscSend(buf.get() + q * count * 4, count, sscInt32, q, g_comm, g_stream), sscSuccess);
-      ASSERT_EQ(sscRecv(buf.get() + q * count * 4, count, sscInt32, q, g_comm, g_stream), sscSuccess);
+      ASSERT_EQ(sscSend(buf.get() + q * count * 4, count, sscInt32, q, g_comm, g_stream),
+                sscSuccess);
+      ASSERT_EQ(sscRecv(buf.get() + q * count * 4, count, sscInt32, q, g_comm, g_stream),
+                sscSuccess);
     }
     ASSERT_EQ(sscGroupEnd(), sscSuccess) << sscGetLastError(g_comm);
     ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
     for (int q = 0; q < g_n; ++q)
-      for (uint64_t i = 0; i < count * 4; ++i) *wrong += buf.get()[q * count * 4 + i] != byteOf(q, g_rank, i + r);
+      for (uint64_t i = 0; i < count * 4; ++i)
+        *wrong += buf.get()[q * count * 4 + i] != byteOf(q, g_rank, i + r);
   }
 }
 
 TEST(MpiP2p, InPlaceAllToAllAsGroupedSendRecv) {
   long long wrong = 0;
   const uint64_t before = oneCopyOffers();
-  for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{30011}}) inPlaceAllToAll(count, true, 3, &wrong);
+  for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{30011}})
+    inPlaceAllToAll(count, true, 3, &wrong);
   inPlaceAllToAll(4099, false, 2, &wrong);
   EXPECT_EQ(allSum(wrong), 0);
   if (g_comm->p2pDirectory != nullptr && g_n > 1) {
@@ -232,11 +248,14 @@ TEST(MpiP2p, InPlaceSscAllToAll) {
       Buffer buf(count * g_n * 4, exportable);
       int32_t* p = reinterpret_cast<int32_t*>(buf.get());
       for (int rep = 0; rep < 2; ++rep) {
-        for (uint64_t k = 0; k < count * g_n; ++k) p[k] = static_cast<int32_t>(g_rank * 1000003 + k + rep);
-        ASSERT_EQ(sscAllToAll(p, p, count, sscInt32, g_comm, g_stream), sscSuccess) << sscGetLastError(g_comm);
+        for (uint64_t k = 0; k < count * g_n; ++k)
+          p[k] = static_cast<int32_t>(g_rank * 1000003 + k + rep);
+        ASSERT_EQ(sscAllToAll(p, p, count, sscInt32, g_comm, g_stream), sscSuccess)
+            << sscGetLastError(g_comm);
         ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
         for (uint64_t k = 0; k < count * g_n; ++k)
-          wrong += p[k] != static_cast<int32_t>((k / count) * 1000003 + g_rank * count + k % count + rep);
+          wrong += p[k] !=
+                   static_cast<int32_t>((k / count) * 1000003 + g_rank * count + k % count + rep);
       }
     }
   EXPECT_EQ(allSum(wrong), 0);
@@ -267,7 +286,8 @@ TEST(MpiP2p, RingOnTwoStreamsWithoutSynchronisation) {
   ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(g_comm);
   long long wrong = 0;
   for (int k = 0; k < kSteps; ++k)
-    for (uint64_t i = 0; i < count * 2; ++i) wrong += in[k]->get()[i] != byteOf(prev, g_rank, i + k);
+    for (uint64_t i = 0; i < count * 2; ++i)
+      wrong += in[k]->get()[i] != byteOf(prev, g_rank, i + k);
   EXPECT_EQ(allSum(wrong), 0);
   ASSERT_EQ(sscStreamDestroy(other), sscSuccess);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every collective over ranks x algorithm x data type, as Gloo tests its algorithms: one gtest
 // case per (ranks and topology, algorithm, collective, type), each running counts 0, 1, 7 and
 // 1000, in and out of place, several ops and every root, against the independent reference of
@@ -35,8 +36,8 @@ namespace ssc::test {
 namespace {
 
 enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll };
-constexpr const char* kCollNames[] = {"allreduce", "reducescatter", "allgather", "broadcast",
-                                      "reduce", "alltoall"};
+constexpr const char* kCollNames[] = {"allreduce", "reducescatter", "allgather",
+                                      "broadcast", "reduce",        "alltoall"};
 
 struct Shape {
   int ranks;
@@ -166,12 +167,16 @@ long long runRank(const World& w, int rank, Coll coll, sscDataType_t type, sscRe
   long long wrong = 0;
   // Output elements [first, first + count) against want(i), i < count (periodic_data.h).
   auto checkBlock = [&](uint64_t first, auto want) {
-    wrong += checkPeriodic(type, op, n, out + first * es, count, want, [&](uint64_t k, double got, double w) {
-      if (why->empty()) *why = fmt::format("rank {} out[{}] = {}, want {}", rank, first + k, got, w);
-    });
+    wrong += checkPeriodic(
+        type, op, n, out + first * es, count, want, [&](uint64_t k, double got, double w) {
+          if (why->empty())
+            *why = fmt::format("rank {} out[{}] = {}, want {}", rank, first + k, got, w);
+        });
   };
   switch (coll) {
-    case Coll::kAllReduce: checkBlock(0, [&](uint64_t i) { return reduceReference(n, i, type, op); }); break;
+    case Coll::kAllReduce:
+      checkBlock(0, [&](uint64_t i) { return reduceReference(n, i, type, op); });
+      break;
     case Coll::kReduceScatter:
       checkBlock(0, [&](uint64_t i) { return reduceReference(n, rank * count + i, type, op); });
       break;
@@ -179,11 +184,14 @@ long long runRank(const World& w, int rank, Coll coll, sscDataType_t type, sscRe
       if (rank == root) checkBlock(0, [&](uint64_t i) { return reduceReference(n, i, type, op); });
       break;
     case Coll::kBroadcast:
-      checkBlock(0, [&](uint64_t i) { return static_cast<double>(inputValue(root, i, type, sscSum)); });
+      checkBlock(
+          0, [&](uint64_t i) { return static_cast<double>(inputValue(root, i, type, sscSum)); });
       break;
     case Coll::kAllGather:
       for (int j = 0; j < n; ++j)
-        checkBlock(j * count, [&](uint64_t i) { return static_cast<double>(inputValue(0, i, type, sscSum) + j % 2); });
+        checkBlock(j * count, [&](uint64_t i) {
+          return static_cast<double>(inputValue(0, i, type, sscSum) + j % 2);
+        });
       break;
     case Coll::kAllToAll:
       for (int j = 0; j < n; ++j)
@@ -202,13 +210,15 @@ class Collectives : public ::testing::TestWithParam<Param> {};
 TEST_P(Collectives, MatchTheReference) {
   const auto& [shape, algo, coll, type] = GetParam();
   static const bool periodic = referencePeriodHolds(8);
-  ASSERT_TRUE(periodic) << "tests/support/reference.cc's inputValue is no longer periodic with period "
-                        << kRefPeriod << ": update tests/integration/periodic_data.h";
+  ASSERT_TRUE(periodic)
+      << "tests/support/reference.cc's inputValue is no longer periodic with period " << kRefPeriod
+      << ": update tests/integration/periodic_data.h";
   World* w = worldFor(shape);
   ASSERT_NE(w, nullptr);
   for (sscComm_t c : w->comms) ASSERT_EQ(commForceAlgo(c, algo), sscSuccess) << algo;
-  const std::vector<sscRedOp_t> ops =
-      reduces(coll) ? std::vector<sscRedOp_t>{sscSum, sscMax, sscAvg} : std::vector<sscRedOp_t>{sscSum};
+  const std::vector<sscRedOp_t> ops = reduces(coll)
+                                          ? std::vector<sscRedOp_t>{sscSum, sscMax, sscAvg}
+                                          : std::vector<sscRedOp_t>{sscSum};
   const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
   for (uint64_t count : {0, 1, 7, 1000})
     for (bool inPlace : {false, true})
@@ -220,9 +230,9 @@ TEST_P(Collectives, MatchTheReference) {
             wrong[r] = runRank(*w, r, coll, type, op, count, inPlace, root, &why[r]);
           });
           for (int r = 0; r < shape.ranks; ++r)
-            ASSERT_EQ(wrong[r], 0) << fmt::format("count {} {} op {} root {}: {}", count,
-                                                  inPlace ? "in place" : "out of place",
-                                                  opName(op), root, why[r]);
+            ASSERT_EQ(wrong[r], 0)
+                << fmt::format("count {} {} op {} root {}: {}", count,
+                               inPlace ? "in place" : "out of place", opName(op), root, why[r]);
         }
 }
 
@@ -230,8 +240,8 @@ std::string caseName(const ::testing::TestParamInfo<Param>& info) {
   const auto& [shape, algo, coll, type] = info.param;
   std::string topo = shape.topo;
   std::replace(topo.begin(), topo.end(), '-', '_');
-  return fmt::format("np{}_{}_{}_{}_{}", shape.ranks, topo, algo, kCollNames[static_cast<int>(coll)],
-                     dtypeName(type));
+  return fmt::format("np{}_{}_{}_{}_{}", shape.ranks, topo, algo,
+                     kCollNames[static_cast<int>(coll)], dtypeName(type));
 }
 
 // Non-power-of-two ranks, a partitioned topology (hierarchical runs its two tiers there) and an
@@ -239,8 +249,8 @@ std::string caseName(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(
     RanksAlgosTypes, Collectives,
     ::testing::Combine(::testing::Values(Shape{1, "flat"}, Shape{2, "flat"}, Shape{3, "flat"},
-                                         Shape{4, "2x2"}, Shape{5, "flat"}, Shape{6, "uneven-3-2-1"},
-                                         Shape{8, "2x4"}),
+                                         Shape{4, "2x2"}, Shape{5, "flat"},
+                                         Shape{6, "uneven-3-2-1"}, Shape{8, "2x4"}),
                        ::testing::Values("ring", "bidir_ring", "direct", "hierarchical", "auto"),
                        ::testing::Values(Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather,
                                          Coll::kBroadcast, Coll::kReduce, Coll::kAllToAll),

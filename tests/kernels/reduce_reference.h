@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reference codecs for the host-reduce tests, written independently of src/kernels/host so that
 // a shared misunderstanding cannot make both sides agree:
 //   * fp16: gcc's _Float16 (libgcc soft-fp conversions, correctly rounded).
@@ -88,9 +89,12 @@ inline uint16_t doubleToBf16Bits(double x) {
   const double hi = hiBits == 0x7f800000u ? std::ldexp(1.0, 128) : std::bit_cast<float>(hiBits);
   const double dlo = ax - lo, dhi = hi - ax;
   uint32_t pick;
-  if (dlo < dhi) pick = loBits;
-  else if (dhi < dlo) pick = hiBits;
-  else pick = (loBits & 0x10000u) == 0 ? loBits : hiBits;
+  if (dlo < dhi)
+    pick = loBits;
+  else if (dhi < dlo)
+    pick = hiBits;
+  else
+    pick = (loBits & 0x10000u) == 0 ? loBits : hiBits;
   return static_cast<uint16_t>(sign | (pick >> 16));
 }
 

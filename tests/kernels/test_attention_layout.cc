@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The decode kernel's copy ring layout (src/kernels/gpu/attention_kernel.h, attnDecodeSwizzle),
 // checked on the host: the swizzle keeps every 16-byte piece inside its row and gives each piece
 // its own place (else the kernel would read another token's data), and every quarter warp of the
@@ -60,7 +61,8 @@ TEST_P(AttnDecodeRing, FragmentReadsOfEachQuarterWarpHitDistinctBankGroups) {
       for (int h = 0; h < headDim / 64; ++h) {
         std::vector<int> offsets;
         for (int lane = 8 * q; lane < 8 * q + 8; ++lane)
-          offsets.push_back(pieceAt(headDim, 2 * (lane % 4) + (i & 1) + 8 * (i >> 1), 8 * h + lane / 4));
+          offsets.push_back(
+              pieceAt(headDim, 2 * (lane % 4) + (i & 1) + 8 * (i >> 1), 8 * h + lane / 4));
         expectConflictFree(offsets, "V fragment read", headDim, 10 * i + h);
       }
   }
@@ -79,11 +81,14 @@ TEST_P(AttnDecodeRing, CopiesOfEachQuarterWarpHitDistinctBankGroupsAndFillTheSlo
       }
       expectConflictFree(offsets, "copy", headDim, it);
     }
-  EXPECT_EQ(written.size(), static_cast<size_t>(kRows * pieces)) << "every piece of the slot written once";
+  EXPECT_EQ(written.size(), static_cast<size_t>(kRows * pieces))
+      << "every piece of the slot written once";
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadDims, AttnDecodeRing, ::testing::Values(64, 128),
-                         [](const ::testing::TestParamInfo<int>& i) { return "d" + std::to_string(i.param); });
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return "d" + std::to_string(i.param);
+                         });
 
 }  // namespace
 }  // namespace ssc::gpu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Narrow-float conversions of the host backend (src/kernels/host/reduce.h) against the
 // independent references of reduce_reference.h. Suites are named HostReduceConvert* so that
 // `ctest -R HostReduce` runs them with the reduction tests.
@@ -82,16 +83,16 @@ TEST(HostReduceConvertHalf, KnownVectors) {
   EXPECT_EQ(floatToHalf(65519.99f), 0x7bff);
   EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);  // max + half ulp: tie to even = infinity
   EXPECT_EQ(floatToHalf(-kInf), 0xfc00);
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);      // smallest subnormal
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);      // half of it: tie to zero
-  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);      // 1.5 units: tie to even 2
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -14)), 0x0400);      // smallest normal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);         // half of it: tie to zero
+  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);         // 1.5 units: tie to even 2
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
   EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie, even stays
   EXPECT_EQ(floatToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie, odd rounds up
   // A signalling NaN whose payload sits below the half mantissa must not become infinity.
   const uint16_t snan = floatToHalf(floatOf(0x7f800001u));
   EXPECT_EQ(snan & 0x7c00, 0x7c00);
-  EXPECT_NE(snan & 0x0200, 0);  // quiet
+  EXPECT_NE(snan & 0x0200, 0);                                    // quiet
   EXPECT_EQ(floatToHalf(floatOf(0xffc00000u)) & 0x8000, 0x8000);  // NaN sign kept
   EXPECT_TRUE(std::isnan(halfToFloat(0x7c01)));
   EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));
@@ -218,10 +219,10 @@ TEST(HostReduceConvertFp8E5M2, EncodeMatchesNearestEvenSearch) {
 
 TEST(HostReduceConvertFp8E4M3, SpecTableAndSaturation) {
   // Values from the OCP spec's E4M3 table.
-  EXPECT_EQ(fp8e4m3ToFloat(0x7e), 448.0f);                   // S.1111.110, max normal
-  EXPECT_EQ(fp8e4m3ToFloat(0x08), std::ldexp(1.0f, -6));     // min normal
-  EXPECT_EQ(fp8e4m3ToFloat(0x07), std::ldexp(0.875f, -6));   // max subnormal
-  EXPECT_EQ(fp8e4m3ToFloat(0x01), std::ldexp(1.0f, -9));     // min subnormal
+  EXPECT_EQ(fp8e4m3ToFloat(0x7e), 448.0f);                  // S.1111.110, max normal
+  EXPECT_EQ(fp8e4m3ToFloat(0x08), std::ldexp(1.0f, -6));    // min normal
+  EXPECT_EQ(fp8e4m3ToFloat(0x07), std::ldexp(0.875f, -6));  // max subnormal
+  EXPECT_EQ(fp8e4m3ToFloat(0x01), std::ldexp(1.0f, -9));    // min subnormal
   EXPECT_EQ(fp8e4m3ToFloat(0x38), 1.0f);
   EXPECT_EQ(fp8e4m3ToFloat(0x78), 256.0f);  // all-ones exponent is finite in E4M3FN
   EXPECT_TRUE(std::isnan(fp8e4m3ToFloat(0x7f)));
@@ -241,7 +242,7 @@ TEST(HostReduceConvertFp8E4M3, SpecTableAndSaturation) {
   // Ties and subnormals.
   EXPECT_EQ(floatToFp8e4m3(1.0625f), 0x38);  // 1 + 1/16: tie, even mantissa 000
   EXPECT_EQ(floatToFp8e4m3(1.1875f), 0x3a);  // 1 + 3/16: tie, odd 001 rounds up to 010
-  EXPECT_EQ(floatToFp8e4m3(std::ldexp(1.0f, -10)), 0x00);   // half the min subnormal
+  EXPECT_EQ(floatToFp8e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the min subnormal
   EXPECT_EQ(floatToFp8e4m3(std::ldexp(1.0001f, -10)), 0x01);
   EXPECT_EQ(floatToFp8e4m3(std::ldexp(3.0f, -10)), 0x02);   // 1.5 units: tie to 2
   EXPECT_EQ(floatToFp8e4m3(std::ldexp(5.0f, -10)), 0x02);   // 2.5 units: tie to 2
@@ -251,14 +252,15 @@ TEST(HostReduceConvertFp8E4M3, SpecTableAndSaturation) {
 }
 
 TEST(HostReduceConvertFp8E5M2, SpecTableAndOverflow) {
-  EXPECT_EQ(fp8e5m2ToFloat(0x7b), 57344.0f);                  // max normal
-  EXPECT_EQ(fp8e5m2ToFloat(0x04), std::ldexp(1.0f, -14));     // min normal
-  EXPECT_EQ(fp8e5m2ToFloat(0x03), std::ldexp(0.75f, -14));    // max subnormal
-  EXPECT_EQ(fp8e5m2ToFloat(0x01), std::ldexp(1.0f, -16));     // min subnormal
+  EXPECT_EQ(fp8e5m2ToFloat(0x7b), 57344.0f);                // max normal
+  EXPECT_EQ(fp8e5m2ToFloat(0x04), std::ldexp(1.0f, -14));   // min normal
+  EXPECT_EQ(fp8e5m2ToFloat(0x03), std::ldexp(0.75f, -14));  // max subnormal
+  EXPECT_EQ(fp8e5m2ToFloat(0x01), std::ldexp(1.0f, -16));   // min subnormal
   EXPECT_EQ(fp8e5m2ToFloat(0x3c), 1.0f);
   EXPECT_EQ(fp8e5m2ToFloat(0x7c), kInf);
   EXPECT_EQ(fp8e5m2ToFloat(0xfc), -kInf);
-  for (uint8_t nan : {0x7d, 0x7e, 0x7f, 0xfd, 0xfe, 0xff}) EXPECT_TRUE(std::isnan(fp8e5m2ToFloat(nan)));
+  for (uint8_t nan : {0x7d, 0x7e, 0x7f, 0xfd, 0xfe, 0xff})
+    EXPECT_TRUE(std::isnan(fp8e5m2ToFloat(nan)));
   EXPECT_EQ(floatToFp8e5m2(57344.0f), 0x7b);
   EXPECT_EQ(floatToFp8e5m2(61439.0f), 0x7b);
   EXPECT_EQ(floatToFp8e5m2(61440.0f), 0x7c);  // max + half ulp: tie to even = infinity
@@ -269,7 +271,7 @@ TEST(HostReduceConvertFp8E5M2, SpecTableAndOverflow) {
   EXPECT_EQ(nan & 0x7c, 0x7c);
   EXPECT_NE(nan & 0x03, 0);
   EXPECT_EQ(floatToFp8e5m2(floatOf(0x7f800001u)) & 0x03, 0x02);  // signalling -> quiet
-  EXPECT_EQ(floatToFp8e5m2(1.125f), 0x3c);  // 1 + 1/8: tie, even mantissa 00
+  EXPECT_EQ(floatToFp8e5m2(1.125f), 0x3c);                       // 1 + 1/8: tie, even mantissa 00
   EXPECT_EQ(floatToFp8e5m2(1.375f), 0x3e);  // 1 + 3/8: tie, odd 01 rounds up to 10
   EXPECT_EQ(floatToFp8e5m2(std::ldexp(1.0f, -17)), 0x00);
   EXPECT_EQ(floatToFp8e5m2(std::ldexp(3.0f, -17)), 0x02);

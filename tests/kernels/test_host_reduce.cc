@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host-backend element arithmetic (src/kernels/host/reduce.h): every dtype x {sum, prod, max,
 // min}, scaling, division, scalar and element access, checked element by element against
 // references that do not use the code under test (reduce_reference.h and plain wide integer
@@ -21,7 +22,7 @@ namespace ssc {
 namespace {
 
 const std::vector<sscDataType_t> kAllTypes = {
-    sscInt8,   sscUint8,   sscInt32,    sscUint32,     sscInt64,     sscUint64,
+    sscInt8,    sscUint8,   sscInt32,   sscUint32,   sscInt64,      sscUint64,
     sscFloat16, sscFloat32, sscFloat64, sscBfloat16, sscFloat8e4m3, sscFloat8e5m2};
 const ReduceKind kAllKinds[] = {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kMax,
                                 ReduceKind::kMin};
@@ -32,9 +33,15 @@ constexpr size_t kGuard = 16;  // elements past `count` that must stay untouched
 
 size_t elemSize(sscDataType_t t) {
   switch (t) {
-    case sscInt8: case sscUint8: case sscFloat8e4m3: case sscFloat8e5m2: return 1;
-    case sscFloat16: case sscBfloat16: return 2;
-    case sscInt32: case sscUint32: case sscFloat32: return 4;
+    case sscInt8:
+    case sscUint8:
+    case sscFloat8e4m3:
+    case sscFloat8e5m2: return 1;
+    case sscFloat16:
+    case sscBfloat16: return 2;
+    case sscInt32:
+    case sscUint32:
+    case sscFloat32: return 4;
     default: return 8;
   }
 }
@@ -52,10 +59,26 @@ int64_t signExtend(sscDataType_t t, uint64_t bits) {
 uint64_t loadBits(sscDataType_t t, const void* base, size_t i) {
   const char* p = static_cast<const char*>(base) + i * elemSize(t);
   switch (elemSize(t)) {
-    case 1: { uint8_t v; std::memcpy(&v, p, 1); return v; }
-    case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    default: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+    case 1: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
 }
 void storeBits(sscDataType_t t, void* base, size_t i, uint64_t bits) {
@@ -119,8 +142,10 @@ uint64_t refReduce(sscDataType_t t, ReduceKind k, uint64_t a, uint64_t b) {
   switch (k) {
     case ReduceKind::kSum: return refEncode(t, x + y);
     case ReduceKind::kProd: return refEncode(t, x * y);
-    case ReduceKind::kMax: return std::isnan(x) || std::isnan(y) ? refEncode(t, NAN) : x > y ? a : b;
-    case ReduceKind::kMin: return std::isnan(x) || std::isnan(y) ? refEncode(t, NAN) : x < y ? a : b;
+    case ReduceKind::kMax:
+      return std::isnan(x) || std::isnan(y) ? refEncode(t, NAN) : x > y ? a : b;
+    case ReduceKind::kMin:
+      return std::isnan(x) || std::isnan(y) ? refEncode(t, NAN) : x < y ? a : b;
   }
   return 0;
 }
@@ -271,17 +296,19 @@ TEST_P(HostReduceTyped, DivideMatchesReference) {
   const auto x = randomElements(t, n, 41);
   const auto in = makeBuffer(t, x);
   constexpr uint64_t kTwo63 = uint64_t{1} << 63;
-  for (uint64_t d : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{7}, uint64_t{8},
-                     uint64_t{1000}, uint64_t{UINT32_MAX}, (uint64_t{1} << 32) + 1, kTwo63,
-                     UINT64_MAX}) {
+  for (uint64_t d :
+       {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{7}, uint64_t{8}, uint64_t{1000},
+        uint64_t{UINT32_MAX}, (uint64_t{1} << 32) + 1, kTwo63, UINT64_MAX}) {
     SCOPED_TRACE(::testing::Message() << "divisor " << d);
     std::vector<uint64_t> want(n);
     for (size_t i = 0; i < n; ++i) {
       if (isSigned(t)) {
         const int64_t v = signExtend(t, x[i]);
         int64_t q;
-        if (d <= uint64_t{INT64_MAX}) q = v / static_cast<int64_t>(d);  // C++: toward zero
-        else q = (v == INT64_MIN && d == kTwo63) ? -1 : 0;               // |v| <= 2^63
+        if (d <= uint64_t{INT64_MAX})
+          q = v / static_cast<int64_t>(d);  // C++: toward zero
+        else
+          q = (v == INT64_MIN && d == kTwo63) ? -1 : 0;  // |v| <= 2^63
         want[i] = static_cast<uint64_t>(q) & mask(t);
       } else if (isInteger(t)) {
         want[i] = x[i] / d;
@@ -391,8 +418,8 @@ TEST(HostReduceFloat, NaNPropagatesThroughMaxMin) {
 TEST(HostReduceHalf, SumAndProdRoundLikeFloat16Arithmetic) {
   const auto h = [](double v) { return testref::doubleToHalfBits(v); };
   using V = std::vector<uint16_t>;
-  EXPECT_EQ(reduceVec<uint16_t>(sscFloat16, ReduceKind::kSum, {h(2048), h(2050), h(65504), h(65504)},
-                                {h(1), h(1), h(8), h(16)}),
+  EXPECT_EQ(reduceVec<uint16_t>(sscFloat16, ReduceKind::kSum,
+                                {h(2048), h(2050), h(65504), h(65504)}, {h(1), h(1), h(8), h(16)}),
             (V{h(2048), h(2052), h(65504), 0x7c00}));  // ties to even; max + half ulp -> inf
   EXPECT_EQ(reduceVec<uint16_t>(sscFloat16, ReduceKind::kSum, {h(1), h(1 + std::ldexp(1, -10))},
                                 {h(std::ldexp(1, -11)), h(std::ldexp(1, -11))}),
@@ -400,8 +427,10 @@ TEST(HostReduceHalf, SumAndProdRoundLikeFloat16Arithmetic) {
   std::mt19937 rng(77);
   std::vector<uint16_t> a(1 << 18), b(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    do a[i] = static_cast<uint16_t>(rng()); while ((a[i] & 0x7c00) == 0x7c00);
-    do b[i] = static_cast<uint16_t>(rng()); while ((b[i] & 0x7c00) == 0x7c00);
+    do a[i] = static_cast<uint16_t>(rng());
+    while ((a[i] & 0x7c00) == 0x7c00);
+    do b[i] = static_cast<uint16_t>(rng());
+    while ((b[i] & 0x7c00) == 0x7c00);
   }
   for (ReduceKind k : {ReduceKind::kSum, ReduceKind::kProd}) {
     const auto got = reduceVec<uint16_t>(sscFloat16, k, a, b);
@@ -479,8 +508,8 @@ TEST(HostReduceElement, SetRoundsOnceAndSaturates) {
 }
 
 TEST(HostReduceDtype, NamesSizesAndClasses) {
-  const char* names[] = {"int8",   "uint8", "int32",  "uint32",   "int64",  "uint64",
-                         "half",   "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  const char* names[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                         "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   for (sscDataType_t t : kAllTypes) {
     EXPECT_STREQ(dtypeName(t), names[t]);
     EXPECT_EQ(dtypeSize(t), elemSize(t)) << names[t];

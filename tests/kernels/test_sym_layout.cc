@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The symmetric kernels' device-side numbering (src/kernels/gpu/sym_kernel.h), checked on the
 // host: the LL round that the last block of a launch advances on the device, and the control
 // area's own counters, which must not overlap the barrier slots or the LL inboxes; and which
@@ -46,8 +47,8 @@ TEST(SymLayout, OwnCountersSitBetweenTheBarrierSlotsAndTheInboxes) {
 }
 
 // A plan [barrier, step..., barrier] of the given data ops, n ranks, count elements per step.
-SymArgs planOf(std::initializer_list<uint8_t> ops, int nranks, uint64_t count, uint32_t elemBytes = 4,
-               bool wide = true) {
+SymArgs planOf(std::initializer_list<uint8_t> ops, int nranks, uint64_t count,
+               uint32_t elemBytes = 4, bool wide = true) {
   SymArgs a{};
   a.wideGrid = wide ? 1 : 0;
   a.nranks = nranks;
@@ -85,7 +86,8 @@ TEST(SymKernelChoice, PushKernelTakesWideGridAllGathersUpTo256MiBOfOutputOnly) {
     EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, 1))) << n;
     EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems))) << n;
     EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems + 1))) << n;
-    EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems * 2, 2))) << n;  // 2-byte elements
+    EXPECT_TRUE(symUsesPushKernel(planOf({kOpPeerPush}, n, limitElems * 2, 2)))
+        << n;  // 2-byte elements
     // The bulk grid (the tuner's other choice) keeps the bulk kernel at every size.
     EXPECT_FALSE(symIsPushPlan(planOf({kOpPeerPush}, n, 1, 4, false))) << n;
     EXPECT_FALSE(symUsesPushKernel(planOf({kOpPeerPush}, n, 1, 4, false))) << n;
@@ -103,8 +105,8 @@ TEST(SymKernelChoice, LargeWideAllGathersAreCutIntoPushLaunchesThatCoverTheStepE
   for (int n : {2, 8}) {
     for (uint32_t esize : {1u, 2u, 4u, 8u}) {
       const uint64_t limitElems = kSymPushMaxBytes / esize / n;
-      for (uint64_t count : {uint64_t{1}, limitElems - 1, limitElems, limitElems + 1, 2 * limitElems,
-                             4 * limitElems + 12345, 3 * limitElems - 7}) {
+      for (uint64_t count : {uint64_t{1}, limitElems - 1, limitElems, limitElems + 1,
+                             2 * limitElems, 4 * limitElems + 12345, 3 * limitElems - 7}) {
         SymArgs a = planOf({kOpPeerPush}, n, count, esize);
         ASSERT_TRUE(symIsPushPlan(a));
         const uint64_t chunk = symPushChunkElems(a);
@@ -162,16 +164,19 @@ TEST(SymKernelChoice, PlansWhosePointersDisagreeAt16BytesTakeTheUnalignedKernel)
           rs.steps[1].dstBuf = 1;
           rs.steps[1].srcOff = rank * count;
           rs.steps[1].recvPeer = rs.steps[1].sendPeer = -1;
-          EXPECT_EQ(symVectorAligned(rs), rank == 0 || blockAligned) << n << " " << rank << " " << count << " " << es;
+          EXPECT_EQ(symVectorAligned(rs), rank == 0 || blockAligned)
+              << n << " " << rank << " " << count << " " << es;
           SymArgs ag = withBuffers(planOf({kOpPeerPush}, n, count, es), rank);
           ag.steps[1].srcBuf = 0;
           ag.steps[1].dstBuf = 1;
           ag.steps[1].dstOff = rank * count;
-          EXPECT_EQ(symVectorAligned(ag), rank == 0 || blockAligned) << n << " " << rank << " " << count << " " << es;
+          EXPECT_EQ(symVectorAligned(ag), rank == 0 || blockAligned)
+              << n << " " << rank << " " << count << " " << es;
           SymArgs ga = withBuffers(planOf({kOpPeerGather}, n, count, es), rank);
           ga.steps[1].srcBuf = 0;
           ga.steps[1].dstBuf = 1;
-          EXPECT_EQ(symVectorAligned(ga), blockAligned) << n << " " << rank << " " << count << " " << es;
+          EXPECT_EQ(symVectorAligned(ga), blockAligned)
+              << n << " " << rank << " " << count << " " << es;
         }
       }
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The call patterns of NCCL's own test suite (nccl-tests) and of PyTorch, replayed on the host
  * backend through the NCCL API, every result checked element by element on every rank. Built
@@ -42,8 +43,12 @@ typedef struct {
 } Case;
 
 static int reduces(int coll) { return coll == AR || coll == RS || coll == RD; }
-static size_t sendElems(const Case* c) { return c->count * ((c->coll == RS || c->coll == A2A) ? g_n : 1); }
-static size_t recvElems(const Case* c) { return c->count * ((c->coll == AG || c->coll == A2A) ? g_n : 1); }
+static size_t sendElems(const Case* c) {
+  return c->count * ((c->coll == RS || c->coll == A2A) ? g_n : 1);
+}
+static size_t recvElems(const Case* c) {
+  return c->count * ((c->coll == AG || c->coll == A2A) ? g_n : 1);
+}
 static size_t totalBytes(const Case* c) {
   size_t s = sendElems(c), r = recvElems(c);
   return (s > r ? s : r) * kDt[c->dt].size;
@@ -51,9 +56,9 @@ static size_t totalBytes(const Case* c) {
 
 static const char* describe(const char* section, const Case* c) {
   static char name[256];
-  snprintf(name, sizeof(name), "%s: %s %s %s count %zu %s%s root %d", section,
-           kCollName[c->coll], kDt[c->dt].name, kOpName[c->op], c->count,
-           c->inplace ? "in-place" : "out-of-place", c->grouped ? " (outer group)" : "", c->root);
+  snprintf(name, sizeof(name), "%s: %s %s %s count %zu %s%s root %d", section, kCollName[c->coll],
+           kDt[c->dt].name, kOpName[c->op], c->count, c->inplace ? "in-place" : "out-of-place",
+           c->grouped ? " (outer group)" : "", c->root);
   return name;
 }
 
@@ -75,7 +80,15 @@ static int issue(const Case* c, char* sb, char* rb, size_t shift) {
   int ok = 1, made = 0;
   if (c->grouped && !OK(ncclGroupStart())) return 0;
   if (c->op == PMH) {
-    union { int8_t i8; uint8_t u8; int32_t i32; uint16_t f16; float f32; double f64; uint64_t u64; } u;
+    union {
+      int8_t i8;
+      uint8_t u8;
+      int32_t i32;
+      uint16_t f16;
+      float f32;
+      double f64;
+      uint64_t u64;
+    } u;
     memset(&u, 0xA5, sizeof(u)); /* only the datatype's member is set, as in common.cu */
     put(c->dt, &u, 0, scalarOf(g_rank));
     ok = made = OK(ncclRedOpCreatePreMulSum(&op, &u.u64, t, ncclScalarHostImmediate, g_comm));
@@ -134,7 +147,8 @@ static size_t verify(const Case* c, char* sb, char* rb) {
   for (size_t k = 0; k < n; ++k) {
     double want;
     switch (c->coll) {
-      case AR: case RD: want = reduced(c->op, k); break;
+      case AR:
+      case RD: want = reduced(c->op, k); break;
       case RS: want = reduced(c->op, (size_t)g_rank * cnt + k); break;
       case BC: want = val(SUM, c->root, k); break;
       case AG: want = val(SUM, (int)(k / cnt), k % cnt); break;
@@ -153,7 +167,8 @@ static size_t verify(const Case* c, char* sb, char* rb) {
 }
 
 /* One size and placement as BenchTime runs it; `bytes` is the usable size of sb and rb. */
-static void runCase(const char* section, const Case* c, char* sb, char* rb, size_t bytes, int iters) {
+static void runCase(const char* section, const Case* c, char* sb, char* rb, size_t bytes,
+                    int iters) {
   size_t total = totalBytes(c), steps = total ? bytes / total : 1;
   fill(c, sb, rb);
   int ok = issue(c, sb, rb, 0);
@@ -176,8 +191,8 @@ static const size_t kSweep[] = {0, 1, 7, 1000, 4099, 65539, 262147, 1u << 20};
 enum { kSweepBytes = 4 << 20 }; /* the largest total size: -e 4M */
 
 /* Warm-up at the largest size, then every size ascending, out of place then in place. */
-static void sweep(const char* section, int coll, int dt, int op, char* sb, char* rb,
-                  size_t bytes, const size_t* sizes, size_t nsizes, int iters) {
+static void sweep(const char* section, int coll, int dt, int op, char* sb, char* rb, size_t bytes,
+                  const size_t* sizes, size_t nsizes, int iters) {
   Case c = {coll, dt, op, 0, 0, 1, 0};
   size_t largest = 0;
   for (size_t i = 0; i < nsizes; ++i) {
@@ -240,7 +255,7 @@ static void typesAndOps(void) {
 
 static void everyRoot(void) {
   static const size_t counts[] = {1, 4099, 65539};
-  static const int combos[][3] = {{BC, F32, SUM}, {BC, I8, SUM}, {RD, F32, SUM},
+  static const int combos[][3] = {{BC, F32, SUM}, {BC, I8, SUM},  {RD, F32, SUM},
                                   {RD, I32, MAX}, {RD, F64, PMH}, {RD, F16, PMD}};
   const size_t bytes = 65539 * 8;
   char *sb, *rb;
@@ -260,7 +275,8 @@ static void everyRoot(void) {
 /* Calls on sub-ranges of the registered buffers (the timed iterations' shifts). */
 static void onRegistered(const char* section, char* sb, char* rb, size_t bytes) {
   static const size_t counts[] = {1, 4099, 65539};
-  for (int coll = 0; coll < NCOLL; ++coll) sweep(section, coll, F32, SUM, sb, rb, bytes, counts, 3, 3);
+  for (int coll = 0; coll < NCOLL; ++coll)
+    sweep(section, coll, F32, SUM, sb, rb, bytes, counts, 3, 3);
   for (int op = PMH; op <= PMD; ++op) {
     sweep(section, AR, F32, op, sb, rb, bytes, counts, 3, 3);
     sweep(section, RS, I32, op, sb, rb, bytes, counts, 3, 3);
@@ -273,7 +289,8 @@ static void registered(void) {
   void *hs = NULL, *hr = NULL;
   int ok = alloc2(&sb, &rb, bytes) && OK(ncclGroupStart());
   if (ok) {
-    ok = OK(ncclCommRegister(g_comm, sb, bytes, &hs)) && OK(ncclCommRegister(g_comm, rb, bytes, &hr));
+    ok = OK(ncclCommRegister(g_comm, sb, bytes, &hs)) &&
+         OK(ncclCommRegister(g_comm, rb, bytes, &hr));
     ok = OK(ncclGroupEnd()) && ok;
   }
   check("register (-R 1): ncclCommRegister of both buffers in a group", ok);
@@ -294,10 +311,12 @@ static void windows(void) {
          OK(ncclCommWindowRegister(g_comm, rb, bytes, &wr, NCCL_WIN_COLL_SYMMETRIC));
     ok = OK(ncclGroupEnd()) && ok;
   }
-  check("window (-R 2): ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC) of both buffers in a group", ok);
+  check("window (-R 2): ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC) of both buffers in a group",
+        ok);
   if (ok) onRegistered("window", sb, rb, bytes);
   if (ws || wr) {
-    ok = (!ws || OK(ncclCommWindowDeregister(g_comm, ws))) && (!wr || OK(ncclCommWindowDeregister(g_comm, wr)));
+    ok = (!ws || OK(ncclCommWindowDeregister(g_comm, ws))) &&
+         (!wr || OK(ncclCommWindowDeregister(g_comm, wr)));
     check("window (-R 2): ncclCommWindowDeregister", ok);
   }
   ncclMemFree(sb), ncclMemFree(rb);
@@ -334,16 +353,19 @@ static void replay(void) {
     }
     ok = ok && OK(ncclAllReduce(e, e, c, ncclFloat32, ncclMax, g_comm, NULL)) &&
          OK(ncclRedOpCreatePreMulSum(&op, g_devScalar, ncclFloat32, ncclScalarDevice, g_comm)) &&
-         OK(ncclAllReduce(x, f, c, ncclFloat32, op, g_comm, NULL)) && OK(ncclRedOpDestroy(op, g_comm));
+         OK(ncclAllReduce(x, f, c, ncclFloat32, op, g_comm, NULL)) &&
+         OK(ncclRedOpDestroy(op, g_comm));
   }
   for (size_t k = 0; ok && k < c; ++k) {
     double s = reduced(SUM, k), want[] = {s, s, g_n * s, g_n * s, reduced(PMD, k)};
     double got[] = {a[k], b[(k % (size_t)g_n) * c + k], d[k], e[k], f[k]};
-    static const char* names[] = {"allreduce", "allgather", "reducescatter+broadcast", "sendrecv+max", "mulsum"};
+    static const char* names[] = {"allreduce", "allgather", "reducescatter+broadcast",
+                                  "sendrecv+max", "mulsum"};
     for (int i = 0; ok && i < 5; ++i)
       if (got[i] != want[i]) ok = 0, why("%s [%zu] = %g, want %g", names[i], k, got[i], want[i]);
   }
-  check("replay (-G): allreduce, allgather, reducescatter, broadcast, sendrecv, max, mulsum x 50", ok);
+  check("replay (-G): allreduce, allgather, reducescatter, broadcast, sendrecv, max, mulsum x 50",
+        ok);
   ncclMemFree(x), ncclMemFree(a), ncclMemFree(b), ncclMemFree(d), ncclMemFree(e), ncclMemFree(f);
 }
 
@@ -355,7 +377,9 @@ static void replay(void) {
 static size_t cnt(int r, int p, size_t scale) {
   return ((size_t)(r * 3 + p * 5) % 4) * 1001 * scale + (r == p ? 7 : 0);
 }
-static int32_t a2aVal(int r, int p, size_t i) { return r * 1000000 + p * 10000 + (int32_t)(i % 9973); }
+static int32_t a2aVal(int r, int p, size_t i) {
+  return r * 1000000 + p * 10000 + (int32_t)(i % 9973);
+}
 
 static void selfSends(void) {
   for (size_t scale = 1; scale <= 64; scale *= 64) {
@@ -380,7 +404,8 @@ static void selfSends(void) {
       for (size_t i = 0; ok && i < cnt(p, g_rank, scale); ++i, ++ro)
         if (r[ro] != a2aVal(p, g_rank, i)) ok = 0, why("from %d [%zu] = %d", p, i, r[ro]);
     char name[160];
-    snprintf(name, sizeof(name), "self: all_to_all_single as grouped send/recv with self, uneven splits x%zu", scale);
+    snprintf(name, sizeof(name),
+             "self: all_to_all_single as grouped send/recv with self, uneven splits x%zu", scale);
     check(name, ok);
     free(s), free(r);
   }
@@ -391,8 +416,10 @@ static void selfSends(void) {
     for (size_t i = 0; i < c; ++i) s[i] = a2aVal(g_rank, next, i), r[i] = self[i] = -1;
     int ok = OK(ncclGroupStart());
     if (ok && OK(ncclGroupStart())) {
-      ok = OK(ncclSend(s, c, ncclInt32, next, g_comm, NULL)) && OK(ncclRecv(r, c, ncclInt32, prev, g_comm, NULL)) &&
-           OK(ncclSend(s, c, ncclInt32, g_rank, g_comm, NULL)) && OK(ncclRecv(self, c, ncclInt32, g_rank, g_comm, NULL));
+      ok = OK(ncclSend(s, c, ncclInt32, next, g_comm, NULL)) &&
+           OK(ncclRecv(r, c, ncclInt32, prev, g_comm, NULL)) &&
+           OK(ncclSend(s, c, ncclInt32, g_rank, g_comm, NULL)) &&
+           OK(ncclRecv(self, c, ncclInt32, g_rank, g_comm, NULL));
       ok = OK(ncclGroupEnd()) && ok;
     } else {
       ok = 0;
@@ -402,7 +429,8 @@ static void selfSends(void) {
       if (r[i] != a2aVal(prev, g_rank, i) || self[i] != s[i])
         ok = 0, why("[%zu]: from prev %d, from self %d", i, r[i], self[i]);
     char name[160];
-    snprintf(name, sizeof(name), "self: sendrecv ring plus a send to self, nested groups, count %zu", c);
+    snprintf(name, sizeof(name),
+             "self: sendrecv ring plus a send to self, nested groups, count %zu", c);
     check(name, ok);
     free(s), free(r), free(self);
   }
@@ -434,14 +462,18 @@ int main(int argc, char** argv) {
   ok = ok && OK(ncclCommInitRank(&g_comm, g_n, id, g_rank)) && OK(ncclMemAlloc(&g_devScalar, 8));
   check("init", ok);
   if (g_failed == 0) {
-    static const struct { const char* name; void (*run)(void); } parts[] = {
-        {"sweep", sizeSweep}, {"types", typesAndOps}, {"roots", everyRoot},
-        {"register", registered}, {"window", windows}, {"replay", replay}, {"self", selfSends}};
+    static const struct {
+      const char* name;
+      void (*run)(void);
+    } parts[] = {{"sweep", sizeSweep},     {"types", typesAndOps}, {"roots", everyRoot},
+                 {"register", registered}, {"window", windows},    {"replay", replay},
+                 {"self", selfSends}};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); ++i) {
       int before = g_failed;
       double t = MPI_Wtime();
       parts[i].run();
-      if (g_rank == 0) printf("-- %s: %d failed (%.1f s)\n", parts[i].name, g_failed - before, MPI_Wtime() - t);
+      if (g_rank == 0)
+        printf("-- %s: %d failed (%.1f s)\n", parts[i].name, g_failed - before, MPI_Wtime() - t);
       fflush(stdout);
     }
     ncclMemFree(g_devScalar);

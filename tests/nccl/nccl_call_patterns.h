@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Helpers of nccl_call_patterns.c: data types, the integer-valued inputs and their reference
  * results, and the collective check that reports "FAIL ..." lines on rank 0. Header-only (every
@@ -40,7 +41,6 @@ static void check(const char* name, int ok) {
   }
   g_why[0] = '\0';
 }
-
 
 /* ---------------------------------------------------------------- data types */
 
@@ -95,8 +95,10 @@ static double get(int dt, const void* b, size_t k) {
 
 /* Reductions; PMH/PMD: ncclRedOpCreatePreMulSum with a host-immediate / device scalar. */
 enum { SUM, PROD, MAX, MIN, AVG, PMH, PMD, NOPS };
-static const char* kOpName[NOPS] = {"sum", "prod", "max", "min", "avg", "mulsum(host)", "mulsum(device)"};
-static const ncclRedOp_t kNcclOp[NOPS] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, ncclSum, ncclSum};
+static const char* kOpName[NOPS] = {"sum", "prod",         "max",           "min",
+                                    "avg", "mulsum(host)", "mulsum(device)"};
+static const ncclRedOp_t kNcclOp[NOPS] = {ncclSum, ncclProd, ncclMax, ncclMin,
+                                          ncclAvg, ncclSum,  ncclSum};
 
 /* Rank r's element g: small integers (1..11; 1..2 for prod), exact in every type, and sums of
  * up to 5 ranks scaled by 2 stay below int8's 127, so every reduction is exact. */
@@ -111,11 +113,16 @@ static double reduced(int op, size_t g) {
   double acc = 0;
   for (int r = 0; r < g_n; ++r) {
     double x = val(op, r, g) * (op == PMH || op == PMD ? scalarOf(r) : 1.0);
-    if (r == 0) acc = x;
-    else if (op == PROD) acc *= x;
-    else if (op == MAX) acc = x > acc ? x : acc;
-    else if (op == MIN) acc = x < acc ? x : acc;
-    else acc += x;
+    if (r == 0)
+      acc = x;
+    else if (op == PROD)
+      acc *= x;
+    else if (op == MAX)
+      acc = x > acc ? x : acc;
+    else if (op == MIN)
+      acc = x < acc ? x : acc;
+    else
+      acc += x;
   }
   return op == AVG ? acc / g_n : acc;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * What the NCCL test programs (nccl_preload_check.c, nccl_call_patterns.c) share: why the
  * current check failed on this rank, and NCCL calls that note it. Header-only (every function
@@ -11,7 +12,8 @@
 #include <stdio.h>
 
 #if NCCL_VERSION_CODE >= 22800 && !defined(RCCL_BFLOAT16)
-#define HAVE_NCCL_228 1 /* ncclAlltoAll, ncclGather/ncclScatter, shrink, revoke, symmetric windows */
+#define HAVE_NCCL_228 \
+  1 /* ncclAlltoAll, ncclGather/ncclScatter, shrink, revoke, symmetric windows */
 #endif
 
 static char g_why[600];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * An unmodified NCCL program: built against the real nccl.h and linked to the real libnccl, it
  * checks the result of every collective on every rank. ctest runs it under mpirun on the host
@@ -67,10 +68,14 @@ static double reduceRef(size_t i, ncclRedOp_t op) {
   double acc = input(0, i);
   for (int r = 1; r < g_n; ++r) {
     double x = input(r, i);
-    if (op == ncclSum || op == ncclAvg) acc += x;
-    else if (op == ncclProd) acc *= x;
-    else if (op == ncclMax) acc = x > acc ? x : acc;
-    else if (op == ncclMin) acc = x < acc ? x : acc;
+    if (op == ncclSum || op == ncclAvg)
+      acc += x;
+    else if (op == ncclProd)
+      acc *= x;
+    else if (op == ncclMax)
+      acc = x > acc ? x : acc;
+    else if (op == ncclMin)
+      acc = x < acc ? x : acc;
   }
   return op == ncclAvg ? acc / g_n : acc;
 }
@@ -272,8 +277,9 @@ static void checkGroups(void) {
        OK(ncclGroupSimulateEnd(&sim));
   for (size_t i = 0; ok && i < count; ++i)
     if (b[i] != -1) ok = 0, why("the simulated all-reduce wrote b[%zu] = %g", i, b[i]);
-  ok = ok && OK(ncclGroupStart()) && OK(ncclAllReduce(a, a, count, ncclDouble, ncclSum, g_comm, NULL)) &&
-       OK(ncclGroupEnd()) && checkVec("next group", a, count, wantReduced, 1e-12);
+  ok = ok && OK(ncclGroupStart()) &&
+       OK(ncclAllReduce(a, a, count, ncclDouble, ncclSum, g_comm, NULL)) && OK(ncclGroupEnd()) &&
+       checkVec("next group", a, count, wantReduced, 1e-12);
   check("group simulate end", ok);
   free(a), free(b), free(c);
 }
@@ -337,7 +343,8 @@ static void checkNonBlockingInit(void) {
   if (g_rank == 0) ok = OK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   ncclResult_t r = ncclCommInitRankConfig(&comm, g_n, id, g_rank, &config);
-  if (r != ncclInProgress && r != ncclSuccess) ok = 0, why("init -> %d: %s", r, ncclGetLastError(NULL));
+  if (r != ncclInProgress && r != ncclSuccess)
+    ok = 0, why("init -> %d: %s", r, ncclGetLastError(NULL));
   ncclResult_t state = ncclInProgress;
   for (int i = 0; ok && state == ncclInProgress && i < 60000; ++i) {
     ok = OK(ncclCommGetAsyncError(comm, &state));
@@ -362,7 +369,8 @@ static void checkErrors(void) {
   ok &= expect("bad root", ncclBroadcast(a, b, 4, ncclDouble, g_n, g_comm, NULL),
                ncclInvalidArgument, "root");
   ok &= expect("stray group end", ncclGroupEnd(), ncclInvalidUsage, "ncclGroupStart");
-  ok &= OK(ncclGroupStart()) && ncclSend(a, 4, ncclDouble, -1, g_comm, NULL) == ncclInvalidArgument &&
+  ok &= OK(ncclGroupStart()) &&
+        ncclSend(a, 4, ncclDouble, -1, g_comm, NULL) == ncclInvalidArgument &&
         expect("failed group", ncclGroupEnd(), ncclInvalidArgument, "nothing in the group");
 #ifdef HAVE_NCCL_228
   /* Windows work (nccl_call_patterns.c uses them); a flag NCCL does not define is refused. */
@@ -383,11 +391,13 @@ static void checkCheckedMode(void) {
   float a[64], b[64];
   for (int i = 0; i < 64; ++i) a[i] = (float)(g_rank + 1), b[i] = -1.0f;
   ncclDataType_t mine = g_rank == g_n - 1 ? ncclInt32 : ncclFloat32;
-  int ok = expect("dtype differs across ranks", ncclAllReduce(a, b, 64, mine, ncclSum, g_comm, NULL),
-                  ncclInvalidUsage, "datatype");
+  int ok =
+      expect("dtype differs across ranks", ncclAllReduce(a, b, 64, mine, ncclSum, g_comm, NULL),
+             ncclInvalidUsage, "datatype");
   if (ok && b[0] != -1.0f) ok = 0, why("the refused call wrote %g", b[0]);
   ok = ok && OK(ncclAllReduce(a, b, 64, ncclFloat32, ncclSum, g_comm, NULL));
-  if (ok && b[63] != (float)(g_n * (g_n + 1) / 2)) ok = 0, why("sum %g after the refused call", b[63]);
+  if (ok && b[63] != (float)(g_n * (g_n + 1) / 2))
+    ok = 0, why("sum %g after the refused call", b[63]);
   check("checked mode (STARSCREAM_CHECK=1): a datatype mismatch fails on every rank", ok);
 }
 

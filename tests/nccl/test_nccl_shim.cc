@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of the NCCL shim in one process on the host backend: ncclConfig_t parsing (the
 // versioned struct), handle validation, NCCL's group semantics with one thread driving several
 // ranks (creation and collectives inside groups, simulated groups), revoke, the device-API
@@ -67,7 +68,8 @@ TEST(NcclConfig, RejectsWhatNcclRejects) {
   ShimConfig out;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.magic = 0;
-  expectError(parseConfig("t", &config, nullptr, &out), ncclInvalidArgument, "NCCL_CONFIG_INITIALIZER");
+  expectError(parseConfig("t", &config, nullptr, &out), ncclInvalidArgument,
+              "NCCL_CONFIG_INITIALIZER");
   config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 2;
   expectError(parseConfig("t", &config, nullptr, &out), ncclInvalidArgument, "config.blocking");
@@ -171,7 +173,8 @@ TEST_F(NcclShim, BadArgumentsAndUnsupportedFeatures) {
   expectError(ncclAllReduce(a, b, 4, static_cast<ncclDataType_t>(99), ncclSum, comms_[0], nullptr),
               ncclInvalidArgument, "ncclAllReduce: unknown datatype 99");
 #if SSC_NCCL_HAS_ncclGather
-  expectError(ncclGather(a, b, 1, ncclDouble, 5, comms_[0], nullptr), ncclInvalidArgument, "root 5");
+  expectError(ncclGather(a, b, 1, ncclDouble, 5, comms_[0], nullptr), ncclInvalidArgument,
+              "root 5");
 #endif
   expectError(ncclGroupEnd(), ncclInvalidUsage, "no matching ncclGroupStart");
 #if SSC_NCCL_HAS_ncclCommWindowRegister
@@ -180,8 +183,8 @@ TEST_F(NcclShim, BadArgumentsAndUnsupportedFeatures) {
   ncclWindow_t win = nullptr;
   expectError(ncclCommWindowRegister(comms_[0], a, sizeof(a), nullptr, NCCL_WIN_DEFAULT),
               ncclInvalidArgument, "win is NULL");
-  expectError(ncclCommWindowRegister(comms_[0], a, sizeof(a), &win, 0x40),
-              ncclInvalidArgument, "unknown winFlags 0x40");
+  expectError(ncclCommWindowRegister(comms_[0], a, sizeof(a), &win, 0x40), ncclInvalidArgument,
+              "unknown winFlags 0x40");
   EXPECT_EQ(win, nullptr);
 #endif
 #if SSC_NCCL_HAS_DEVICE_API
@@ -256,7 +259,8 @@ TEST_F(NcclShim, SplitInsideAGroupAndRevoke) {
 #if SSC_NCCL_HAS_ncclCommRevoke
   // Revoked: work is refused, destroy still works; the parent is unaffected.
   for (auto* c : sub) ASSERT_EQ(ncclCommRevoke(c, NCCL_REVOKE_DEFAULT), ncclSuccess);
-  expectError(ncclAllReduce(a, a, 1, ncclDouble, ncclSum, sub[0], nullptr), ncclInvalidUsage, "revoked");
+  expectError(ncclAllReduce(a, a, 1, ncclDouble, ncclSum, sub[0], nullptr), ncclInvalidUsage,
+              "revoked");
   expectError(ncclCommFinalize(sub[0]), ncclInvalidUsage, "revoked");
 #endif
   for (auto* c : sub) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);

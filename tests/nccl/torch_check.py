@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """PyTorch's torch.distributed (backend "nccl") through libstarscream-nccl, K ranks on one GPU.
 
 Checks every collective PyTorch's NCCL backend uses, a sub-group made with new_group, and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A dead or aborting rank under PyTorch (backend "nccl" through libstarscream-nccl): how long
 until every survivor's torch.distributed call fails, and does the error name the rank?
 

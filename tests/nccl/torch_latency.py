@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Times torch.distributed.all_reduce (float32, in place, the tensors PyTorch allocates) through
 # whatever NCCL the process loads: under LD_PRELOAD=libstarscream-nccl.so that is Starscream.
 # Prints one line per size on rank 0: bytes, microseconds per call (the slowest rank's mean

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/args.h"
 
 #include <gtest/gtest.h>
@@ -44,12 +45,26 @@ TEST(PerfArgs, DefaultsAreNcclTests) {
 
 TEST(PerfArgs, ShortFlags) {
   Options o;
-  const ParseResult r =
-      parse({"-b", "8", "-e", "128M", "-f", "2", "-i", "4K", "-n", "5", "-w", "3", "-m", "4",
-             "-N", "2", "-c", "0", "-o", "prod", "-d", "bfloat16", "-r", "-1", "-z", "1", "-a",
-             "3", "-C", "1", "-R", "1", "-A", "hierarchical", "-J", "out.jsonl", "-T",
-             "tools/topologies/x.json"},
-            &o);
+  const ParseResult r = parse({"-b", "8",
+                               "-e", "128M",
+                               "-f", "2",
+                               "-i", "4K",
+                               "-n", "5",
+                               "-w", "3",
+                               "-m", "4",
+                               "-N", "2",
+                               "-c", "0",
+                               "-o", "prod",
+                               "-d", "bfloat16",
+                               "-r", "-1",
+                               "-z", "1",
+                               "-a", "3",
+                               "-C", "1",
+                               "-R", "1",
+                               "-A", "hierarchical",
+                               "-J", "out.jsonl",
+                               "-T", "tools/topologies/x.json"},
+                              &o);
   ASSERT_EQ(r.status, ParseStatus::kOk) << r.message;
   EXPECT_EQ(o.minBytes, 8u);
   EXPECT_EQ(o.maxBytes, 128u << 20);
@@ -74,10 +89,10 @@ TEST(PerfArgs, ShortFlags) {
 
 TEST(PerfArgs, LongFlagsAndAll) {
   Options o;
-  const ParseResult r = parse({"--minbytes=1K", "--maxbytes", "1G", "--stepfactor", "4", "--op",
-                               "all", "--datatype", "all", "--algo", "bidir_ring", "--json",
-                               "a.jsonl", "--topo", "t.json", "--iters", "7"},
-                              &o);
+  const ParseResult r = parse(
+      {"--minbytes=1K", "--maxbytes", "1G", "--stepfactor", "4", "--op", "all", "--datatype", "all",
+       "--algo", "bidir_ring", "--json", "a.jsonl", "--topo", "t.json", "--iters", "7"},
+      &o);
   ASSERT_EQ(r.status, ParseStatus::kOk) << r.message;
   EXPECT_EQ(o.minBytes, 1024u);
   EXPECT_EQ(o.maxBytes, size_t{1} << 30);
@@ -91,7 +106,7 @@ TEST(PerfArgs, LongFlagsAndAll) {
 }
 
 TEST(PerfArgs, EveryTypeAndOpName) {
-  const char* types[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+  const char* types[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
                          "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   for (const char* name : types) {
     Options o;
@@ -110,15 +125,15 @@ TEST(PerfArgs, Errors) {
   Options o;
   EXPECT_EQ(parse({"-x"}, &o).status, ParseStatus::kError);
   EXPECT_EQ(parse({"--bogus"}, &o).status, ParseStatus::kError);
-  EXPECT_EQ(parse({"-b"}, &o).status, ParseStatus::kError);           // missing value
+  EXPECT_EQ(parse({"-b"}, &o).status, ParseStatus::kError);  // missing value
   EXPECT_EQ(parse({"-n", "abc"}, &o).status, ParseStatus::kError);
-  EXPECT_EQ(parse({"-n", "0"}, &o).status, ParseStatus::kError);      // no timed iterations
+  EXPECT_EQ(parse({"-n", "0"}, &o).status, ParseStatus::kError);  // no timed iterations
   EXPECT_EQ(parse({"-b", "2M", "-e", "1M"}, &o).status, ParseStatus::kError);
   EXPECT_EQ(parse({"-b", "12x"}, &o).status, ParseStatus::kError);
   EXPECT_EQ(parse({"-d", "float17"}, &o).status, ParseStatus::kError);
   EXPECT_EQ(parse({"-o", "xor"}, &o).status, ParseStatus::kError);
   EXPECT_EQ(parse({"-a", "4"}, &o).status, ParseStatus::kError);
-  EXPECT_EQ(parse({"-g", "2"}, &o).status, ParseStatus::kError);      // one rank per process
+  EXPECT_EQ(parse({"-g", "2"}, &o).status, ParseStatus::kError);  // one rank per process
   EXPECT_EQ(parse({"-A", "tree"}, &o).status, ParseStatus::kError);
   EXPECT_EQ(parse({"stray"}, &o).status, ParseStatus::kError);
   const ParseResult r = parse({"-r", "-2"}, &o);
@@ -186,9 +201,9 @@ TEST(PerfArgs, AlgoSpecs) {
 
 TEST(PerfArgs, UsageNamesEveryFlag) {
   const std::string text = usage("all_reduce_perf");
-  for (const char* flag : {"-b,", "-e,", "-i,", "-f,", "-n,", "-m,", "-w,", "-N,", "-c,", "-o,",
-                           "-d,", "-r,", "-z,", "-a,", "-G,", "-C,", "-R,", "-A,", "-J,", "-T,",
-                           "-h,"}) {
+  for (const char* flag :
+       {"-b,", "-e,", "-i,", "-f,", "-n,", "-m,", "-w,", "-N,", "-c,", "-o,", "-d,",
+        "-r,", "-z,", "-a,", "-G,", "-C,", "-R,", "-A,", "-J,", "-T,", "-h,"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
   EXPECT_NE(text.find("Example"), std::string::npos);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """perf/attention_plot.py on synthetic attention_perf records: one row per (model, context,
 batch) with the exchange shares, naive / sharded and sharded / whole computed from the records,
 an OOM shown as such, and --png writes a PNG (or says matplotlib is missing)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """perf/bench_report.py and perf/bench.sh without a GPU.
 
 bench_report.py on tests/perf/bench_fixture.json (hand-computed figures): the default / best

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The check's layouts against collectives simulated on the host from the API's definitions in
 // starscream.h: every rank's images are prepared, the collective is applied to them the way the
 // header defines it (in place where the in-place rule says), and every rank's check must find
@@ -12,9 +13,8 @@
 namespace ssc::perf {
 namespace {
 
-constexpr CollKind kKinds[] = {CollKind::kAllReduce, CollKind::kReduceScatter,
-                               CollKind::kAllGather, CollKind::kBroadcast,
-                               CollKind::kReduce,    CollKind::kAllToAll,
+constexpr CollKind kKinds[] = {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather,
+                               CollKind::kBroadcast, CollKind::kReduce,        CollKind::kAllToAll,
                                CollKind::kSendRecv};
 
 struct RankState {
@@ -26,8 +26,8 @@ struct RankState {
     return images.recv.data() + shape.counts.sendInplaceOffset * shape.rank * elt;
   }
   unsigned char* recv() {
-    return images.recv.data() + (shape.inPlace ? shape.counts.recvInplaceOffset * shape.rank * elt
-                                               : 0);
+    return images.recv.data() +
+           (shape.inPlace ? shape.counts.recvInplaceOffset * shape.rank * elt : 0);
   }
   size_t elt = 0;
 };
@@ -65,9 +65,7 @@ void simulate(std::vector<RankState>& ranks, const Pattern& p) {
       case CollKind::kAllGather:
         for (int r = 0; r < n; ++r) std::memcpy(out + r * count * elt, in[r].data(), count * elt);
         break;
-      case CollKind::kBroadcast:
-        std::memcpy(out, in[s0.root].data(), count * elt);
-        break;
+      case CollKind::kBroadcast: std::memcpy(out, in[s0.root].data(), count * elt); break;
       case CollKind::kReduce:
         if (me == s0.root) {
           for (size_t i = 0; i < count; ++i) encode(t, reduceAt(i), out + i * elt);
@@ -78,9 +76,7 @@ void simulate(std::vector<RankState>& ranks, const Pattern& p) {
           std::memcpy(out + p2 * count * elt, in[p2].data() + me * count * elt, count * elt);
         }
         break;
-      case CollKind::kSendRecv:
-        std::memcpy(out, in[(me - 1 + n) % n].data(), count * elt);
-        break;
+      case CollKind::kSendRecv: std::memcpy(out, in[(me - 1 + n) % n].data(), count * elt); break;
     }
   }
 }
@@ -98,8 +94,7 @@ std::vector<RankState> prepare(CollKind kind, const Pattern& p, int n, size_t co
 }
 
 int64_t wrongOf(RankState& r, const Pattern& p) {
-  return countWrong(r.shape, p,
-                    r.images.recv.data() + resultOffsetBytes(r.shape, r.elt));
+  return countWrong(r.shape, p, r.images.recv.data() + resultOffsetBytes(r.shape, r.elt));
 }
 
 TEST(PerfCheck, SimulatedCollectivesPassAndCorruptionIsCaught) {
@@ -117,8 +112,8 @@ TEST(PerfCheck, SimulatedCollectivesPassAndCorruptionIsCaught) {
           simulate(ranks, p);
           for (RankState& r : ranks) {
             ASSERT_EQ(wrongOf(r, p), 0)
-                << collName(kind) << " n=" << n << (inPlace ? " in place " : " ")
-                << typeName(t) << " rank " << r.shape.rank;
+                << collName(kind) << " n=" << n << (inPlace ? " in place " : " ") << typeName(t)
+                << " rank " << r.shape.rank;
           }
           // Flip a byte in the last rank's result region (if it has one to check).
           RankState& last = ranks.back();
@@ -147,8 +142,8 @@ TEST(PerfCheck, UntouchedBuffersAreChecked) {
 TEST(PerfCheck, ImagesFollowTheInPlaceRules) {
   const Pattern p(sscFloat32, PerfOp::kNone, 4, 3);
   // all_gather in place: rank 2's input sits at block 2 of its receive buffer.
-  const CallShape ag{CollKind::kAllGather, collCounts(CollKind::kAllGather, 64, 4, 4), 2, 4, 0,
-                     true};
+  const CallShape ag{
+      CollKind::kAllGather, collCounts(CollKind::kAllGather, 64, 4, 4), 2, 4, 0, true};
   const BufferImages agImages = prepareImages(ag, p);
   EXPECT_TRUE(agImages.send.empty());
   ASSERT_EQ(agImages.recv.size(), 64u * 4);
@@ -156,13 +151,13 @@ TEST(PerfCheck, ImagesFollowTheInPlaceRules) {
   EXPECT_EQ(p.countNonZero(agImages.recv.data(), 16), 0);
   EXPECT_EQ(resultOffsetBytes(ag, 4), 0u);
   // reduce_scatter in place: the result is block `rank` of the receive buffer.
-  const CallShape rs{CollKind::kReduceScatter, collCounts(CollKind::kReduceScatter, 64, 4, 4), 3,
-                     4, 0, true};
+  const CallShape rs{
+      CollKind::kReduceScatter, collCounts(CollKind::kReduceScatter, 64, 4, 4), 3, 4, 0, true};
   EXPECT_EQ(resultOffsetBytes(rs, 4), 3u * 16 * 4);
   EXPECT_EQ(resultBytes(rs, 4), 16u * 4);
   // broadcast: only the root has data to send.
-  const CallShape bc{CollKind::kBroadcast, collCounts(CollKind::kBroadcast, 8, 4, 4), 1, 4, 2,
-                     false};
+  const CallShape bc{
+      CollKind::kBroadcast, collCounts(CollKind::kBroadcast, 8, 4, 4), 1, 4, 2, false};
   EXPECT_EQ(p.countNonZero(prepareImages(bc, p).send.data(), 8), 0);
 }
 

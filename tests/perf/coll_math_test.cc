@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/coll_math.h"
 
 #include <gtest/gtest.h>
@@ -39,8 +40,8 @@ TEST(PerfCollMath, CountsOfWholeBufferCollectives) {
 }
 
 TEST(PerfCollMath, CountsOfPerRankCollectives) {
-  for (CollKind kind : {CollKind::kAllReduce, CollKind::kBroadcast, CollKind::kReduce,
-                        CollKind::kSendRecv}) {
+  for (CollKind kind :
+       {CollKind::kAllReduce, CollKind::kBroadcast, CollKind::kReduce, CollKind::kSendRecv}) {
     const CollCounts c = collCounts(kind, 1001, 2, 7);
     EXPECT_EQ(c.sendCount, 1001u);
     EXPECT_EQ(c.recvCount, 1001u);

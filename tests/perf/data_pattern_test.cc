@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/data_pattern.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/datatype.h"
 
 #include <gtest/gtest.h>
@@ -78,7 +79,7 @@ TEST(PerfDatatype, RoundsToNearestEven) {
 TEST(PerfDatatype, Overflow) {
   EXPECT_EQ(bitsOf(sscFloat8e4m3, 1000.0), 0x7Eu);  // e4m3fn saturates
   EXPECT_EQ(bitsOf(sscFloat8e4m3, -1e9), 0xFEu);
-  EXPECT_EQ(bitsOf(sscFloat8e5m2, 1e6), 0x7Cu);     // infinity
+  EXPECT_EQ(bitsOf(sscFloat8e5m2, 1e6), 0x7Cu);  // infinity
   EXPECT_EQ(bitsOf(sscFloat16, 1e6), 0x7C00u);
   EXPECT_EQ(roundTrip(sscInt8, 300.0), 127.0);
   EXPECT_EQ(roundTrip(sscUint8, -3.0), 0.0);
@@ -91,8 +92,7 @@ TEST(PerfDatatype, ExactIntegerLimitsHold) {
     for (uint64_t v = 0; v <= probe; ++v) {
       ASSERT_EQ(roundTrip(t, static_cast<double>(v)), static_cast<double>(v)) << typeName(t);
     }
-    ASSERT_EQ(roundTrip(t, static_cast<double>(limit)), static_cast<double>(limit))
-        << typeName(t);
+    ASSERT_EQ(roundTrip(t, static_cast<double>(limit)), static_cast<double>(limit)) << typeName(t);
     if (isFloatType(t) && limit < (uint64_t{1} << 53)) {
       EXPECT_NE(roundTrip(t, static_cast<double>(limit + 1)), static_cast<double>(limit + 1))
           << typeName(t) << ": the limit is not the largest";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/gemm_args.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,8 @@ namespace ssc::perf {
 namespace {
 
 // Splits {"gemm_rs_perf", args...}; *restOut gets what parseArgs would see, as strings.
-std::string split(std::initializer_list<const char*> args, GemmFlags* flags, std::vector<std::string>* restOut) {
+std::string split(std::initializer_list<const char*> args, GemmFlags* flags,
+                  std::vector<std::string>* restOut) {
   std::vector<std::string> storage = {"gemm_rs_perf"};
   for (const char* a : args) storage.emplace_back(a);
   std::vector<char*> argv;
@@ -48,7 +50,8 @@ TEST(GemmArgs, SplitsItsOwnFlagsInEveryForm) {
 TEST(GemmArgs, RefusesBadVariantsAndMissingValues) {
   GemmFlags f;
   std::vector<std::string> rest;
-  EXPECT_NE(split({"-V", "fastest"}, &f, &rest).find("unknown variant 'fastest'"), std::string::npos);
+  EXPECT_NE(split({"-V", "fastest"}, &f, &rest).find("unknown variant 'fastest'"),
+            std::string::npos);
   EXPECT_NE(split({"-L"}, &f, &rest).find("missing value"), std::string::npos);
   EXPECT_NE(split({"-n", "2", "--variant"}, &f, &rest).find("missing value"), std::string::npos);
 }
@@ -134,7 +137,8 @@ TEST(GemmArgs, JsonRecordSaysWhatRanAndWhatWasAsked) {
   r.type = "bfloat16";
   r.variant = "fused x8";
   r.timeUs = 817;
-  const auto j = nlohmann::json::parse(gemmRowJson(run, gemmDefaultOptions(), f, r, "2026-12-04T00:00:00Z"));
+  const auto j =
+      nlohmann::json::parse(gemmRowJson(run, gemmDefaultOptions(), f, r, "2026-12-04T00:00:00Z"));
   EXPECT_EQ(j["program"], "ag_gemm_perf");
   EXPECT_EQ(j["variant_asked"], "fused_per_rank");
   EXPECT_EQ(j["variant"], "fused x8");

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """perf/gemm_table.py on synthetic gemm_coll_perf records: the table has a row per (layer, M),
 the target lines are computed (a chunked op faster than unfused shows up as a speedup, an auto
 choice slower than unfused is named, auto's own target figures, fused records get their own lines, a timed-out call is left

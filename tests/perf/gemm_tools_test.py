@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """gemm_rs_perf and ag_gemm_perf end to end on the host backend (the CPU's reference GEMM): the
 collective tools' flags, the table, the JSON records, the check, and the exit codes.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "perf/common/report.h"
 
 #include <gtest/gtest.h>
@@ -64,8 +65,7 @@ TEST(PerfReport, RowsLineUpUnderTheHeader) {
 }
 
 TEST(PerfReport, Footer) {
-  EXPECT_EQ(footer(0, 1.5),
-            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n#\n");
+  EXPECT_EQ(footer(0, 1.5), "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n#\n");
   EXPECT_EQ(footer(2, 0).substr(0, 35), "# Out of bounds values : 2 FAILED\n#");
 }
 
@@ -96,9 +96,9 @@ TEST(PerfReport, JsonRecordHasEveryColumn) {
   EXPECT_EQ(j["out_of_place"]["bus_bw"], 1.75);
   EXPECT_EQ(j["out_of_place"]["nwrong"], 0);
   EXPECT_TRUE(j["in_place"]["nwrong"].is_null());
-  EXPECT_TRUE(nlohmann::json::parse(rowRecordJson(run, o, {}, oop, PlacementResult{}, 0, ""))
-                  ["in_place"]
-                      .is_null());
+  EXPECT_TRUE(
+      nlohmann::json::parse(rowRecordJson(run, o, {}, oop, PlacementResult{}, 0, ""))["in_place"]
+          .is_null());
 }
 
 }  // namespace

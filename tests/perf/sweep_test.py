@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """perf/sweep.py against a fake launcher and a fake perf program: records are combined, every
 kind of failed run (exit code, wrong results, timeout) is reported without stopping the sweep,
 and the exit code says so. Needs no MPI and no library."""

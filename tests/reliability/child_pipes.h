@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pipes between a fault test and the ranks it forks (fault_harness.h), made before the FaultJob
 // so that every child inherits them: a board where each rank posts its pid (so the test can stop
 // and resume it with SIGSTOP/SIGCONT), and a gate that ranks wait at until the test opens it.

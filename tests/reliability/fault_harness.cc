@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tests/reliability/fault_harness.h"
 
 #include <dirent.h>
@@ -126,8 +127,10 @@ bool FaultJob::waitReady(int count, double timeoutSeconds) {
     if (::poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
     int32_t r;
     ssize_t n = ::read(readyFd_, &r, sizeof(r));
-    if (n == sizeof(r)) ++seen;
-    else if (n == 0) return false;  // every child closed its end: none will be ready
+    if (n == sizeof(r))
+      ++seen;
+    else if (n == 0)
+      return false;  // every child closed its end: none will be ready
   }
   return true;
 }

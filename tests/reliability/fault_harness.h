@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A harness for fault tests: each rank is a forked child process of the test, so a test can kill
 // one with SIGKILL at a chosen moment and time how fast the survivors notice. mpirun cannot do
 // this: it tears the whole job down as soon as one rank dies.
@@ -15,11 +16,11 @@ namespace ssc::testing {
 
 // What a rank's scenario reports back to the test (through a pipe).
 struct RankReport {
-  bool reported = false;   // false: the child sent nothing (killed, crashed, hung)
-  int result = -1;         // sscResult_t of the call that ended the scenario
-  double seconds = 0;      // CLOCK_MONOTONIC when that call returned (same clock in every process)
-  std::string message;     // sscGetLastError text
-  int exitStatus = -1;     // waitpid status, decoded: exit code, or 128 + signal
+  bool reported = false;  // false: the child sent nothing (killed, crashed, hung)
+  int result = -1;        // sscResult_t of the call that ended the scenario
+  double seconds = 0;     // CLOCK_MONOTONIC when that call returned (same clock in every process)
+  std::string message;    // sscGetLastError text
+  int exitStatus = -1;    // waitpid status, decoded: exit code, or 128 + signal
 };
 
 // Handed to a rank's scenario in the child process.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sscCommAbort and sscCommDestroy from another thread while a thread is inside an entry point of
 // the same communicator: the entry point returns an error (or finishes), never uses freed memory
 // (this suite also runs under AddressSanitizer in CI), and nothing hangs. Two ranks live in this
@@ -71,7 +72,8 @@ TEST_F(AbortRace, DuringACollectiveAndItsSynchronize) {
   sscStream_t stream = nullptr;
   ASSERT_EQ(sscStreamCreate(&stream), sscSuccess);
   abortWhile([&](sscComm_t comm) {
-    sscResult_t r = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, stream);
+    sscResult_t r =
+        sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, stream);
     return r != sscSuccess ? r : sscStreamSynchronize(stream);
   });
   EXPECT_EQ(sscStreamDestroy(stream), sscSuccess);
@@ -87,7 +89,8 @@ TEST_F(AbortRace, DuringAGroupOverTwoCommunicators) {
   ASSERT_EQ(sscStreamCreate(&stream), sscSuccess);
   ASSERT_EQ(sscStreamCreate(&peerStream), sscSuccess);
   auto peer = std::async(std::launch::async, [&] {
-    sscResult_t r = sscAllReduce(c.data(), c.data(), c.size(), sscFloat32, sscSum, other[1], peerStream);
+    sscResult_t r =
+        sscAllReduce(c.data(), c.data(), c.size(), sscFloat32, sscSum, other[1], peerStream);
     return r != sscSuccess ? r : sscStreamSynchronize(peerStream);
   });
   abortWhile([&](sscComm_t comm) {

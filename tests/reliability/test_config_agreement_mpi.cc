@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Settings that must agree, under mpirun with an environment of each rank's own (ctest launches
 // it as an MPMD job: `-np 1 prog : -np 1 env VAR=VALUE prog : -np 1 prog`, so only rank 1 starts
 // with VAR set, as a job script that exports something on one node would).
@@ -60,12 +61,15 @@ int main(int argc, char** argv) {
     const size_t bytes = buf.size() * sizeof(float);
     void* dev = nullptr;
     sscResult_t c = sscMemAlloc(&dev, bytes);
-    if (c == sscSuccess && !ssc::test::copyBuffer(dev, buf.data(), bytes)) c = sscUnhandledDeviceError;
+    if (c == sscSuccess && !ssc::test::copyBuffer(dev, buf.data(), bytes))
+      c = sscUnhandledDeviceError;
     if (c == sscSuccess) c = sscAllReduce(dev, dev, buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (c == sscSuccess) c = sscStreamSynchronize(nullptr);
-    if (c == sscSuccess && !ssc::test::copyBuffer(buf.data(), dev, bytes)) c = sscUnhandledDeviceError;
+    if (c == sscSuccess && !ssc::test::copyBuffer(buf.data(), dev, bytes))
+      c = sscUnhandledDeviceError;
     if (dev != nullptr) (void)sscMemFree(dev);
-    if (c != sscSuccess) failure = std::string("all-reduce failed: ") + sscGetLastError(comm);
+    if (c != sscSuccess)
+      failure = std::string("all-reduce failed: ") + sscGetLastError(comm);
     else if (buf.front() != n * (n + 1) / 2.0f || buf.back() != n * (n + 1) / 2.0f)
       failure = "all-reduce gave a wrong sum";
   }

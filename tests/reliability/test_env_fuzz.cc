@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reliability: every STARSCREAM_* variable of the registry (src/core/env.cc) against a corpus of
 // hostile values (tests/reliability/env_corpus.txt). Each (variable, value) pair runs in a fresh
 // pair of forked processes, one rank each, both with the value set: communicator init, then two
@@ -54,9 +55,12 @@ std::string unescape(const std::string& line) {
       continue;
     }
     const char e = line[++i];
-    if (e == 't') out += '\t';
-    else if (e == 'n') out += '\n';
-    else if (e == '\\') out += '\\';
+    if (e == 't')
+      out += '\t';
+    else if (e == 'n')
+      out += '\n';
+    else if (e == '\\')
+      out += '\\';
     else if (e == 'x' && i + 2 < line.size() + 1) {
       out += static_cast<char>(std::stoi(line.substr(i + 1, 2), nullptr, 16));
       i += 2;
@@ -83,8 +87,10 @@ std::vector<std::string> loadCorpus() {
 std::string shown(const std::string& value) {
   std::string out;
   for (unsigned char c : value.substr(0, 40)) {
-    if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
-    else out += fmt::format("\\x{:02x}", c);
+    if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
   }
   if (value.size() > 40) out += fmt::format("... ({} bytes)", value.size());
   return "'" + out + "'";
@@ -112,7 +118,8 @@ void report(int fd, const std::string& line) {
   if (std::strcmp(var, "STARSCREAM_TIMEOUT") != 0) setenv("STARSCREAM_TIMEOUT", kRankTimeout, 1);
   setenv(var, value.c_str(), 1);
   auto failed = [&](const char* stage, sscResult_t r, sscComm_t comm) {
-    report(resultFd, fmt::format("FAIL {} {} {}", stage, static_cast<int>(r), sscGetLastError(comm)));
+    report(resultFd,
+           fmt::format("FAIL {} {} {}", stage, static_cast<int>(r), sscGetLastError(comm)));
     _exit(0);
   };
   // Rank 0 makes the unique id and hands it to rank 1 (a status byte first).
@@ -146,8 +153,10 @@ void report(int fd, const std::string& line) {
     const bool isFloat = count > 1000;
     for (size_t k = 0; k < count; ++k) {
       const int v = rank * 3 + static_cast<int>(k % 11);
-      if (isFloat) static_cast<float*>(in)[k] = static_cast<float>(v);
-      else static_cast<int32_t*>(in)[k] = v;
+      if (isFloat)
+        static_cast<float*>(in)[k] = static_cast<float>(v);
+      else
+        static_cast<int32_t*>(in)[k] = v;
     }
     r = sscAllReduce(in, out, count, isFloat ? sscFloat32 : sscInt32, sscSum, comm, stream);
     if (r == sscSuccess) r = sscStreamSynchronize(stream);
@@ -156,7 +165,8 @@ void report(int fd, const std::string& line) {
       const int want = 3 + 2 * static_cast<int>(k % 11);
       const double got = isFloat ? static_cast<float*>(out)[k] : static_cast<int32_t*>(out)[k];
       if (got != want) {
-        report(resultFd, fmt::format("WRONG rank {} count {} out[{}] = {} want {}", rank, count, k, got, want));
+        report(resultFd, fmt::format("WRONG rank {} count {} out[{}] = {} want {}", rank, count, k,
+                                     got, want));
         _exit(0);
       }
     }
@@ -213,7 +223,8 @@ Outcome runPair(const char* var, const std::string& value, const std::string& di
   close(resultPipe[1][1]);
   int status[2] = {0, 0};
   bool done[2] = {false, false};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kCaseSeconds);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kCaseSeconds);
   while (!(done[0] && done[1]) && std::chrono::steady_clock::now() < deadline) {
     for (int q = 0; q < 2; ++q)
       if (!done[q] && waitpid(pids[q], &status[q], WNOHANG) == pids[q]) done[q] = true;
@@ -232,7 +243,8 @@ Outcome runPair(const char* var, const std::string& value, const std::string& di
   const std::string pair = fmt::format("{}={}", var, shown(value));
   for (int q = 0; q < 2 && o.problem.empty(); ++q) {
     if (!done[q])
-      o.problem = fmt::format("{}: rank {} hung (killed after {} s); its log: {}", pair, q, kCaseSeconds, tail(logs[q]));
+      o.problem = fmt::format("{}: rank {} hung (killed after {} s); its log: {}", pair, q,
+                              kCaseSeconds, tail(logs[q]));
     else if (WIFSIGNALED(status[q]))
       o.problem = fmt::format("{}: rank {} crashed with signal {}; its log: {}", pair, q,
                               WTERMSIG(status[q]), tail(logs[q]));
@@ -246,7 +258,8 @@ Outcome runPair(const char* var, const std::string& value, const std::string& di
   // Both ranks finished: fine when both succeeded; when any failed, some rank's error must name
   // the variable (a peer of the failing rank may only see it go).
   const bool failed = o.line[0] != "OK" || o.line[1] != "OK";
-  const bool named = o.line[0].find(var) != std::string::npos || o.line[1].find(var) != std::string::npos;
+  const bool named =
+      o.line[0].find(var) != std::string::npos || o.line[1].find(var) != std::string::npos;
   if (failed && !named)
     o.problem = fmt::format("{}: failed without naming the variable: rank 0: {} | rank 1: {}", pair,
                             o.line[0].substr(0, 600), o.line[1].substr(0, 600));
@@ -272,7 +285,8 @@ TEST_P(EnvFuzz, EveryHostileValueWorksOrFailsNamingTheVariable) {
   std::remove((dir + "/rank0.log").c_str());
   std::remove((dir + "/rank1.log").c_str());
   rmdir(dir.c_str());
-  std::printf("%s: %d values ran right, %d were refused naming the variable\n", GetParam(), ok, refused);
+  std::printf("%s: %d values ran right, %d were refused naming the variable\n", GetParam(), ok,
+              refused);
 }
 
 // A spin that checks neither aborts nor STARSCREAM_TIMEOUT must stay short whatever the value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Limits of the machine and inputs past any sensible size: a clean error naming the cause, never
 // an abort, an overcommit surprise or a long wait. sscCommInitAll whose threads cannot all start
 // (a thread or memory limit), registrations that are not buffers, 64 TiB of host memory, calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NCCL shim on the host backend checks the caller's stream as sscAllReduce does: a made-up
 // handle (0x10) is ncclInvalidArgument, where the shim used to ignore it and run the call; NULL,
 // CUDA's default-stream handles and streams from sscStreamCreate still run.
@@ -51,15 +52,17 @@ TEST_F(NcclStreams, AMadeUpStreamIsRefusedAsSscAllReduceRefusesIt) {
   const std::string why = ncclGetLastError(nullptr);
   EXPECT_NE(why.find("ncclAllReduce: stream 0x10 is not a stream"), std::string::npos) << why;
   // The check is Starscream's own (sscStreamSynchronize's, as in sscAllReduce).
-  EXPECT_NE(why.find("is not a host-backend stream from sscStreamCreate"), std::string::npos) << why;
+  EXPECT_NE(why.find("is not a host-backend stream from sscStreamCreate"), std::string::npos)
+      << why;
   ncclAllReduce(bufs[1].data(), bufs[1].data(), 1000, ncclDouble, ncclSum, comms_[1], nullptr);
   // The failed call fails the group: nothing was launched, so nothing waits for rank 0.
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
   EXPECT_EQ(bufs[0][0], 1.0);
   EXPECT_EQ(bufs[1][0], 2.0);
   // Outside a group too.
-  EXPECT_EQ(ncclBroadcast(bufs[0].data(), bufs[0].data(), 1000, ncclDouble, 0, comms_[0], handle(0x10)),
-            ncclInvalidArgument);
+  EXPECT_EQ(
+      ncclBroadcast(bufs[0].data(), bufs[0].data(), 1000, ncclDouble, 0, comms_[0], handle(0x10)),
+      ncclInvalidArgument);
 }
 
 TEST_F(NcclStreams, DefaultStreamHandlesAndStarscreamStreamsRun) {
@@ -72,8 +75,9 @@ TEST_F(NcclStreams, DefaultStreamHandlesAndStarscreamStreamsRun) {
   sscStream_t a = nullptr, b = nullptr;
   ASSERT_EQ(sscStreamCreate(&a), sscSuccess);
   ASSERT_EQ(sscStreamCreate(&b), sscSuccess);
-  ASSERT_EQ(allReduceBoth(reinterpret_cast<VendorStream>(a), reinterpret_cast<VendorStream>(b), bufs),
-            ncclSuccess)
+  ASSERT_EQ(
+      allReduceBoth(reinterpret_cast<VendorStream>(a), reinterpret_cast<VendorStream>(b), bufs),
+      ncclSuccess)
       << ncclGetLastError(nullptr);
   EXPECT_EQ(bufs[0][0], 3.0);
   EXPECT_EQ(bufs[1][999], 3.0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A rank killed (SIGKILL), aborted or gone during init, mid-collective and during split: every
 // survivor gets an error that names it within one second (the peer watch), nothing is left in
 // /dev/shm, and orderly departures are not mistaken for failures. Ranks are forked processes on
@@ -62,7 +63,8 @@ class PeerFaults : public ::testing::Test {
 void allReduceUntilFailure(const RankContext& ctx, sscComm_t comm) {
   std::vector<float> buf(1 << 16, 1.0f);
   for (int i = 0;; ++i) {
-    sscResult_t r = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
+    sscResult_t r =
+        sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (r == sscSuccess) r = sscStreamSynchronize(nullptr);
     if (r != sscSuccess) return ctx.report(r, comm);
     if (i == 5) ctx.ready();
@@ -123,14 +125,13 @@ TEST_F(PeerFaults, KilledWhileIdleFailsTheCommunicatorAsynchronously) {
 
 TEST_F(PeerFaults, KilledDuringInitBeforeEveryRankJoined) {
   // Rank 3 never starts, so ranks 0-2 wait at the root; rank 1 joined and is killed there.
-  FaultJob job(
-      4,
-      [](const RankContext& ctx) {
-        ctx.ready();
-        sscComm_t comm = nullptr;
-        ctx.report(sscCommInitRank(&comm, ctx.nranks(), ctx.id(), ctx.rank()), nullptr);
-      },
-      /*absent=*/{3});
+  FaultJob job(4,
+               [](const RankContext& ctx) {
+                 ctx.ready();
+                 sscComm_t comm = nullptr;
+                 ctx.report(sscCommInitRank(&comm, ctx.nranks(), ctx.id(), ctx.rank()), nullptr);
+               },
+               /*absent=*/{3});
   ASSERT_TRUE(job.waitReady(3, 60));
   std::this_thread::sleep_for(500ms);  // rank 1 has joined the root by now
   const double killedAt = job.kill(1);
@@ -150,7 +151,8 @@ TEST_F(PeerFaults, AMalformedVariableOnOneRankFailsEveryRankAtOnce) {
   std::vector<RankReport> reports = job.finish(60);
   ASSERT_TRUE(reports[1].reported);
   EXPECT_EQ(reports[1].result, sscInvalidArgument);
-  EXPECT_NE(reports[1].message.find("STARSCREAM_HOST_SLOTS"), std::string::npos) << reports[1].message;
+  EXPECT_NE(reports[1].message.find("STARSCREAM_HOST_SLOTS"), std::string::npos)
+      << reports[1].message;
   expectSurvivorsNamed(reports, 1, reports[1].seconds, "aborted");
 }
 
@@ -216,7 +218,8 @@ TEST_F(PeerFaults, ExitWithoutDestroyIsADepartureNotACrash) {
     sscResult_t state = sscInternalError;
     if (sscCommGetAsyncError(comm, &state) != sscSuccess || state != sscSuccess)
       return ctx.report(sscInternalError, comm);  // the departure put an idle comm in error
-    sscResult_t r = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
+    sscResult_t r =
+        sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (r == sscSuccess) r = sscStreamSynchronize(nullptr);
     ctx.report(r, comm);
     // Stay until the other survivor has timed out too, so its error names rank 0's departure
@@ -232,7 +235,8 @@ TEST_F(PeerFaults, ExitWithoutDestroyIsADepartureNotACrash) {
     ASSERT_TRUE(reports[r].reported);
     EXPECT_EQ(reports[r].result, sscTimeout) << reports[r].message;
     EXPECT_NE(reports[r].message.find("rank 0 destroyed its communicator or its process exited"),
-              std::string::npos) << reports[r].message;
+              std::string::npos)
+        << reports[r].message;
   }
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap root's failures, from the ranks' side: a root whose process dies during init is
 // named as gone within about a second, both by ranks that had joined it and by ranks that had not
 // connected yet (instead of retrying the refused connection until STARSCREAM_TIMEOUT), and a rank
@@ -97,10 +98,13 @@ TEST_F(RootFaults, ARootThatDiesDuringInitIsNamedWithinASecondByJoinedAndLateRan
     const RankReport& rep = reports[r];
     ASSERT_TRUE(rep.reported) << "exit status " << rep.exitStatus;
     EXPECT_EQ(rep.result, sscRemoteError) << rep.message;
-    EXPECT_NE(rep.message.find("the bootstrap root at 127.0.0.1:"), std::string::npos) << rep.message;
+    EXPECT_NE(rep.message.find("the bootstrap root at 127.0.0.1:"), std::string::npos)
+        << rep.message;
     EXPECT_NE(rep.message.find(r < 2 ? "went away before every rank joined" : "is gone"),
-              std::string::npos) << rep.message;
-    EXPECT_NE(rep.message.find("sscGetUniqueId exited or crashed"), std::string::npos) << rep.message;
+              std::string::npos)
+        << rep.message;
+    EXPECT_NE(rep.message.find("sscGetUniqueId exited or crashed"), std::string::npos)
+        << rep.message;
     const double took = rep.seconds - (r < 2 ? killedAt : openedAt);
     EXPECT_LT(took, 1.2) << rep.message;
     std::printf("rank %d failed %.0f ms after %s\n", r, took * 1e3,
@@ -136,7 +140,8 @@ TEST_F(RootFaults, AUniqueIdUsedAgainAfterItsCommunicatorFormedIsRefusedAtOnce) 
   ASSERT_TRUE(late.reported);
   EXPECT_EQ(late.result, sscInvalidUsage) << late.message;
   EXPECT_NE(late.message.find("this unique id was already used by a communicator of 2 ranks"),
-            std::string::npos) << late.message;
+            std::string::npos)
+      << late.message;
   EXPECT_LT(late.seconds - openedAt, 1.0) << late.message;
   std::printf("the late rank was refused %.0f ms after it started: %s\n",
               (late.seconds - openedAt) * 1e3, late.message.c_str());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Long runs stay bounded: 10^5 collectives and 10^3 communicator create/destroy cycles (through
 // sscCommSplit) leave resident memory, open file descriptors and threads where they were after a
 // warm-up. Each rank is its own process (one rank per process: the plain-buffer peer cache, the
@@ -63,11 +64,13 @@ class Soak : public ::testing::Test {
 TEST_F(Soak, HundredThousandCollectivesKeepMemoryFdsAndThreadsBounded) {
   FaultJob job(2, [](const RankContext& ctx) {
     sscComm_t comm = nullptr;
-    if (sscCommInitRank(&comm, 2, ctx.id(), ctx.rank()) != sscSuccess) return ctx.report(sscInternalError, nullptr);
+    if (sscCommInitRank(&comm, 2, ctx.id(), ctx.rank()) != sscSuccess)
+      return ctx.report(sscInternalError, nullptr);
     std::vector<float> in(8, 1.0f), out(8);
     auto batch = [&](int calls) {
       for (int i = 0; i < calls; ++i) {
-        if (sscAllReduce(in.data(), out.data(), in.size(), sscFloat32, sscSum, comm, nullptr) != sscSuccess)
+        if (sscAllReduce(in.data(), out.data(), in.size(), sscFloat32, sscSum, comm, nullptr) !=
+            sscSuccess)
           return false;
         if (i % 256 == 255 && sscStreamSynchronize(nullptr) != sscSuccess) return false;
       }
@@ -89,13 +92,15 @@ TEST_F(Soak, HundredThousandCollectivesKeepMemoryFdsAndThreadsBounded) {
 TEST_F(Soak, ThousandCommunicatorCyclesKeepMemoryFdsAndThreadsBounded) {
   FaultJob job(2, [](const RankContext& ctx) {
     sscComm_t parent = nullptr;
-    if (sscCommInitRank(&parent, 2, ctx.id(), ctx.rank()) != sscSuccess) return ctx.report(sscInternalError, nullptr);
+    if (sscCommInitRank(&parent, 2, ctx.id(), ctx.rank()) != sscSuccess)
+      return ctx.report(sscInternalError, nullptr);
     std::vector<float> buf(16, 1.0f);
     auto cycles = [&](int n) {
       for (int i = 0; i < n; ++i) {
         sscComm_t child = nullptr;
         if (sscCommSplit(parent, 0, ctx.rank(), &child, nullptr) != sscSuccess) return false;
-        if (sscAllReduce(buf.data(), buf.data(), 1, sscFloat32, sscMax, child, nullptr) != sscSuccess ||
+        if (sscAllReduce(buf.data(), buf.data(), 1, sscFloat32, sscMax, child, nullptr) !=
+                sscSuccess ||
             sscStreamSynchronize(nullptr) != sscSuccess || sscCommFinalize(child) != sscSuccess ||
             sscCommDestroy(child) != sscSuccess)
           return false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A rank whose process is stopped (SIGSTOP: the stand-in for a hung process or a stalled host) is
 // named by every survivor within seconds through the peer watch's heartbeat, long before
 // STARSCREAM_TIMEOUT; a stop shorter than STARSCREAM_HEARTBEAT_TIMEOUT, or one of the whole job,
@@ -58,7 +59,8 @@ sscComm_t initOrReport(const RankContext& ctx) {
 void allReduceUntilFailure(const RankContext& ctx, sscComm_t comm) {
   std::vector<float> buf(1 << 16, 1.0f);
   for (int i = 0;; ++i) {
-    sscResult_t r = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
+    sscResult_t r =
+        sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (r == sscSuccess) r = sscStreamSynchronize(nullptr);
     if (r != sscSuccess) return ctx.report(r, comm);
     if (i == 5) ctx.ready();
@@ -78,7 +80,8 @@ void allReduceFor(const RankContext& ctx, sscComm_t comm, double seconds) {
     std::fill(buf.begin(), buf.end(), 1.0f);
     buf[0] = more ? 1.0f : 0.0f;
     const double start = monotonicSeconds();
-    sscResult_t r = sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
+    sscResult_t r =
+        sscAllReduce(buf.data(), buf.data(), buf.size(), sscFloat32, sscSum, comm, nullptr);
     if (r == sscSuccess) r = sscStreamSynchronize(nullptr);
     if (r != sscSuccess) return ctx.report(r, comm);
     if (readyAt != 0) slowest = std::max(slowest, monotonicSeconds() - start);
@@ -125,8 +128,8 @@ TEST_F(StoppedPeers, ARankStoppedMidAllReduceIsNamedByEverySurvivorWithinFiveSec
   ASSERT_EQ(::kill(pids[kVictim], SIGCONT), 0);
   const std::vector<RankReport> reports = job.finish(30);
 
-  const std::string name = "rank " + std::to_string(kVictim) + " (host " + hostName() +
-                           ", pid " + std::to_string(pids[kVictim]) + ") is unresponsive";
+  const std::string name = "rank " + std::to_string(kVictim) + " (host " + hostName() + ", pid " +
+                           std::to_string(pids[kVictim]) + ") is unresponsive";
   double fastest = 1e9, slowest = 0;
   for (int r = 0; r < kRanks; ++r) {
     if (r == kVictim) continue;
@@ -140,11 +143,11 @@ TEST_F(StoppedPeers, ARankStoppedMidAllReduceIsNamedByEverySurvivorWithinFiveSec
     fastest = std::min(fastest, rep.seconds - stoppedAt);
     slowest = std::max(slowest, rep.seconds - stoppedAt);
   }
-  std::printf("survivors named the stopped rank %.2f - %.2f s after SIGSTOP; rank 0: %s\n",
-              fastest, slowest, reports[0].message.c_str());
+  std::printf("survivors named the stopped rank %.2f - %.2f s after SIGSTOP; rank 0: %s\n", fastest,
+              slowest, reports[0].message.c_str());
   const RankReport& victim = reports[kVictim];
-  ASSERT_TRUE(victim.reported) << "the resumed rank did not fail (exit status "
-                               << victim.exitStatus << ")";
+  ASSERT_TRUE(victim.reported) << "the resumed rank did not fail (exit status " << victim.exitStatus
+                               << ")";
   EXPECT_NE(victim.result, sscSuccess);
   EXPECT_NE(victim.message.find("was declared unresponsive"), std::string::npos) << victim.message;
   EXPECT_LT(victim.seconds - resumedAt, 2.0) << victim.message;

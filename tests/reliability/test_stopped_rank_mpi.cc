@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A stopped rank under mpirun (default STARSCREAM_HEARTBEAT_TIMEOUT): rank 0 sends SIGSTOP to one
 // rank while every rank loops over all-reduces, then SIGCONT. On either backend: ctest runs it on
 // the host backend, `tools/emulate/partition-run.sh 8 build/bin/test_stopped_rank_mpi 5 stop` on
@@ -133,11 +134,13 @@ int main(int argc, char** argv) {
   } else if (rank != victim) {
     // Survivors: rank 0 shares when it stopped the victim, then resumes it once all have failed.
     MPI_Bcast(&stoppedAt, 1, MPI_DOUBLE, 0, others);
-    const std::string name = "rank " + std::to_string(victim) + " (host " + hostName() +
-                             ", pid " + std::to_string(pids[static_cast<size_t>(victim)]) +
+    const std::string name = "rank " + std::to_string(victim) + " (host " + hostName() + ", pid " +
+                             std::to_string(pids[static_cast<size_t>(victim)]) +
                              ") is unresponsive";
-    if (result == sscSuccess) failure = "the all-reduce loop ended without a failure";
-    else if (message.find(name) == std::string::npos) failure = "the error does not say '" + name + "'";
+    if (result == sscSuccess)
+      failure = "the all-reduce loop ended without a failure";
+    else if (message.find(name) == std::string::npos)
+      failure = "the error does not say '" + name + "'";
     else if (failedAt - stoppedAt > 5.0)
       failure = "the stop was noticed only after " + std::to_string(failedAt - stoppedAt) + " s";
     double took = failedAt - stoppedAt, slowestSurvivor = 0;
@@ -149,14 +152,16 @@ int main(int argc, char** argv) {
     }
   } else {
     // The victim, resumed: its call fails at once, saying the others gave up on it.
-    if (result == sscSuccess) failure = "the resumed rank's loop ended without a failure";
+    if (result == sscSuccess)
+      failure = "the resumed rank's loop ended without a failure";
     else if (message.find("was declared unresponsive") == std::string::npos)
       failure = "the resumed rank was not told it had been declared unresponsive";
   }
 
   std::printf("%s rank %d%s%s\n", failure.empty() ? "PASS" : "FAIL", rank,
               failure.empty() ? "" : ": ", failure.c_str());
-  if (!failure.empty() && !message.empty()) std::printf("  rank %d's error: %s\n", rank, message.c_str());
+  if (!failure.empty() && !message.empty())
+    std::printf("  rank %d's error: %s\n", rank, message.c_str());
   std::fflush(stdout);
   if (comm != nullptr) (void)sscCommAbort(comm);
   if (dev != nullptr) (void)sscMemFree(dev);

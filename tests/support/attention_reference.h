@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support for sharded attention: a KV workload (tokens appended over several rounds, the
 // values rounded to the cache's storage type) and a straightforward fp32-input, double-
 // accumulated reference attention over it. Shared by the host tests (tests/ops) and the GPU test

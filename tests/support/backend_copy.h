@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Copies between the program's host memory and a buffer from sscMemAlloc, whichever backend
 // made it: device memory on a GPU backend, host memory on the host backend. Lets an mpirun test
 // program pass the library's own buffers to collectives (a GPU kernel cannot touch a

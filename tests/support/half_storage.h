@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fp16/bf16 test data: a float rounded to its 16-bit storage and back, and a seeded matrix of
 // such values (the same on every rank for the same seed). Shared by the attention reference and
 // the GEMM-collective tests. Header-only; needs ssc_kernels' conversions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host-backend tests that run n ranks as threads of one process: one communicator per rank
 // (sscCommInitAll) and a stream each. Header-only; gtest assertions report a failed setup.
 #pragma once

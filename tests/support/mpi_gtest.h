@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Start-up and end of a GoogleTest program run under mpirun (tests/integration).
 #pragma once
 
@@ -15,8 +16,8 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
   explicit RankFailurePrinter(int rank) : rank_(rank) {}
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
-                 r.line_number(), r.message());
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
+                 r.file_name() ? r.file_name() : "?", r.line_number(), r.message());
   }
   void OnTestEnd(const ::testing::TestInfo& t) override {
     if (t.result()->Failed())

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tests/support/reference.h"
 
 #include <cmath>
@@ -47,7 +48,8 @@ double reduceReference(int n, uint64_t i, sscDataType_t type, sscRedOp_t op) {
       default: acc += v; break;
     }
   }
-  if (op == sscAvg) return isFloat(type) ? static_cast<double>(acc) / n : static_cast<double>(acc / n);
+  if (op == sscAvg)
+    return isFloat(type) ? static_cast<double>(acc) / n : static_cast<double>(acc / n);
   return static_cast<double>(acc);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test data and independent references for collective results: every rank can compute what any
 // rank contributed, so each rank checks its own output without trusting the library.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the tests of the repository's checker scripts share: write a small tree of files into a
 temporary directory and run a checker on it (tests/arch/test_check_layers.py,
 tests/docs/test_check_docs.py)."""

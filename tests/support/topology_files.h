@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulation topologies of tools/topologies, loaded by name in tests (SSC_SOURCE_DIR is the
 // repository root, set by the test's CMake target).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // On one GPU shared by K ranks (MPS partitions), every rank must see one physical GPU with K
 // partitions, ordered 0..K-1 and identical everywhere. Run under tools/emulate/partition-run.sh;
 // with no GPU it says SKIPPED and succeeds (the host backend makes each rank its own GPU).
@@ -39,12 +40,14 @@ int main(int argc, char** argv) {
       for (int r = 0; r < n; ++r) {
         const int* v = &all[6 * r];
         std::printf("%4d %4d %3d %9d %15d %4d %5d\n", r, v[0], v[1], v[2], v[3], v[4], v[5]);
-        if (v[1] != 0 || v[3] != n || v[4] != 1 || v[5] != 1 || v[2] < 0 || v[2] >= n) failed = 1;
-        else seen[v[2]]++;
+        if (v[1] != 0 || v[3] != n || v[4] != 1 || v[5] != 1 || v[2] < 0 || v[2] >= n)
+          failed = 1;
+        else
+          seen[v[2]]++;
       }
       for (int p = 0; p < n; ++p) failed |= seen[p] != 1;
-      std::printf("%s: %d MPS rank(s) %s one GPU with %d partitions\n", failed ? "FAILED" : "PASSED",
-                  n, failed ? "do not form" : "form", n);
+      std::printf("%s: %d MPS rank(s) %s one GPU with %d partitions\n",
+                  failed ? "FAILED" : "PASSED", n, failed ? "do not form" : "form", n);
     }
   }
   MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);

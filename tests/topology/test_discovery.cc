@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Discovery without the hardware: fake amdgpu sysfs trees (CPX/NPS4, DPX/NPS2, SPX/NPS1),
 // injected rocm-smi answers, and buildTopology over hand-made LocalRankInfo vectors. The
 // strongest checks discover a whole injected machine and compare the graph with the shipped

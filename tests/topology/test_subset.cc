@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // subsetTopology: the graph of a split communicator.
 #include <gtest/gtest.h>
 

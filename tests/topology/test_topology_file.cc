@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The emulation file format (docs/topology-format.md): every shipped file loads with the right
 // shape, every class of malformed input is rejected with a message naming the field, and a
 // topology survives topologyToJson -> parseTopology unchanged.

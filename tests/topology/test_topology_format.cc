@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What starscream-topo prints, checked on the shipped topologies: the DOT graph's clusters,
 // partition boxes and edges per tier (not by eye), the text summary, and the JSON.
 #include <gtest/gtest.h>
@@ -40,7 +41,8 @@ DotGraph parseDot(const std::string& dot) {
   static const std::regex box(R"(^\s+r(\d+) \[label=)");
   static const std::regex edge(R"re(^\s+r(\d+) -- r(\d+) \[.*class="(USR|XGMI|NET)")re");
   // A node's XGMI hub: one edge per GPU (r -- hub above it, hub -- r below it).
-  static const std::regex hub(R"re(^\s+(?:r(\d+) -- xgmi(\d+)|xgmi(\d+) -- r(\d+)) \[.*class="XGMI")re");
+  static const std::regex hub(
+      R"re(^\s+(?:r(\d+) -- xgmi(\d+)|xgmi(\d+) -- r(\d+)) \[.*class="XGMI")re");
   std::istringstream in(dot);
   std::string line;
   std::smatch m;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile input for the topology file reader: every file of the corpus (tests/topology/corpus/:
 // deep nesting, truncated files, huge numbers, wrong types, binary junk), a nesting far deeper
 // than any stack, and paths that are not files (/dev/zero, a FIFO, a directory). Each must give
@@ -90,7 +91,8 @@ TEST_F(TopoFuzz, NestingDeeperThanAnyStackIsRefused) {
   object += "1" + std::string(levels, '}');
   const std::string inField =
       R"({"format": "starscream-topology/1", "nodes": 1, "gpus_per_node": 1,
-          "partitions_per_gpu": 1, "gpus": )" + array + "}";
+          "partitions_per_gpu": 1, "gpus": )" +
+      array + "}";
   for (const auto& [name, text] : {std::pair{"array.json", array}, std::pair{"object.json", object},
                                    std::pair{"field.json", inField}}) {
     const std::string path = write(name, text);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The network proxy over an in-process plugin: two "ranks" in one process, each with its own
 // proxy, exchange FIFO slots the way two executors on different nodes would. The plugin below
 // follows MPI's matching rules (per source, destination and tag, in posting order), so what the
@@ -117,7 +118,8 @@ int fakeCancel(void* request, sscNetError_t*) {
   return 0;
 }
 
-const sscNetV1 kFake = {"fake", nullptr, nullptr, fakeIsend, fakeIrecv, fakeTest, fakeCancel, nullptr};
+const sscNetV1 kFake = {"fake",    nullptr,  nullptr,    fakeIsend,
+                        fakeIrecv, fakeTest, fakeCancel, nullptr};
 
 // --- FIFOs as an executor holds them -------------------------------------------------------
 
@@ -167,12 +169,14 @@ struct Rank {
   explicit Rank(int me) : comm{me}, net(NetComm::wrap(&kFake, &comm)) {}
   void start() {
     const int peer = 1 - comm.rank;
-    proxy = std::make_unique<NetProxy>(*net, std::vector<NetFifo>{view(out[0], peer, 0), view(out[1], peer, 1)},
-                                       std::vector<NetFifo>{view(in[0], peer, 0), view(in[1], peer, 1)},
-                                       [this](const std::string& m) { failures.push_back(m); });
+    proxy = std::make_unique<NetProxy>(
+        *net, std::vector<NetFifo>{view(out[0], peer, 0), view(out[1], peer, 1)},
+        std::vector<NetFifo>{view(in[0], peer, 0), view(in[1], peer, 1)},
+        [this](const std::string& m) { failures.push_back(m); });
   }
 
-  // Posts `bytes` (a pattern of `seed`) in slot n of both pieces' outboxes, as a sender's executor does.
+  // Posts `bytes` (a pattern of `seed`) in slot n of both pieces' outboxes, as a sender's executor
+  // does.
   bool send(uint64_t n, uint64_t bytes, uint64_t seed) {
     for (Fifo& f : out) {
       if (!waitFor([&] { return n - f.head.load() < kSlots; })) return false;
@@ -187,7 +191,8 @@ struct Rank {
   void expectReceived(uint64_t n, uint64_t bytes, uint64_t seed) {
     for (int piece = 0; piece < 2; ++piece) {
       Fifo& f = in[piece];
-      ASSERT_TRUE(waitFor([&] { return f.tail.load(std::memory_order_acquire) > n; })) << "slot " << n;
+      ASSERT_TRUE(waitFor([&] { return f.tail.load(std::memory_order_acquire) > n; }))
+          << "slot " << n;
       const uint64_t s = n % kSlots;
       EXPECT_EQ(f.slotBytes[s], bytes);
       const uint64_t lo = piece * kSlotBytes / 2;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The directory of receive buffers behind one-copy point-to-point (transports/usr/p2p_directory.h),
 // over a fake runtime: ranks are objects in one process sharing one segment, allocations are
 // fake address ranges (nothing is dereferenced). What it must guarantee: a receive is offered
@@ -27,7 +28,9 @@ struct FakeHandle {
 class FakeRuntime : public PeerMemoryRuntime {
  public:
   explicit FakeRuntime(int rank) : rank_(rank) {}
-  void alloc(uintptr_t base, size_t bytes) { allocs_[base] = PeerAllocation{base, bytes, ++nextId_ + 1000u * rank_}; }
+  void alloc(uintptr_t base, size_t bytes) {
+    allocs_[base] = PeerAllocation{base, bytes, ++nextId_ + 1000u * rank_};
+  }
   void free(uintptr_t base) { allocs_.erase(base); }
   static uintptr_t mappedAt(int owner, uint64_t id) {
     return 0x7000'0000'0000ull + (static_cast<uintptr_t>(owner) << 36) + (id << 24);
@@ -41,7 +44,8 @@ class FakeRuntime : public PeerMemoryRuntime {
     *out = it->second;
     return true;
   }
-  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes], std::string*) override {
+  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes],
+                    std::string*) override {
     const FakeHandle h{rank_, 0, a.id};
     std::memset(handle, 0, kPeerHandleBytes);
     std::memcpy(handle, &h, sizeof(h));
@@ -87,12 +91,14 @@ struct World {
       runtimes.push_back(std::make_unique<FakeRuntime>(r));
       idle.push_back(std::make_unique<bool>(true));
       bool* on = idle.back().get();
-      dirs.push_back(std::make_unique<P2pDirectory>(base, r, n, runtimes.back().get(), [on] { return *on; }));
+      dirs.push_back(
+          std::make_unique<P2pDirectory>(base, r, n, runtimes.back().get(), [on] { return *on; }));
     }
   }
   uint64_t offer(int owner, int sender, uintptr_t p, size_t bytes, int* pin = nullptr) {
     uint64_t at = 1;
-    EXPECT_EQ(dirs[owner]->offer(sender, reinterpret_cast<const void*>(p), bytes, &at, pin), sscSuccess);
+    EXPECT_EQ(dirs[owner]->offer(sender, reinterpret_cast<const void*>(p), bytes, &at, pin),
+              sscSuccess);
     return at;
   }
   void refresh(int sender, std::vector<int> owners, bool capturing = false) {
@@ -114,7 +120,8 @@ TEST(P2pDirectory, OffersOnlyWhatTheSenderConfirmed) {
   EXPECT_EQ(w.offer(1, 0, kBuf + 64, 4096), 0u) << "the sender has not mapped it yet";
   w.refresh(0, {1});
   const uint64_t mapped = FakeRuntime::mappedAt(1, 1001);
-  EXPECT_EQ(w.offer(1, 0, kBuf + 64, 4096), mapped + 64) << "mapped: offered at the sender's address";
+  EXPECT_EQ(w.offer(1, 0, kBuf + 64, 4096), mapped + 64)
+      << "mapped: offered at the sender's address";
   EXPECT_EQ(w.offer(1, 2, kBuf + 64, 4096), 0u) << "rank 2 has not mapped it";
   w.refresh(0, {1});  // nothing new: opens nothing twice
   EXPECT_EQ(w.runtimes[0]->openNow(), 1u);
@@ -169,7 +176,8 @@ TEST(P2pDirectory, LeastRecentlyUsedGoesAndPinnedEntriesStay) {
   ASSERT_NE(w.offer(1, 0, kBuf, 64, &pinned), 0u);  // allocation 0 is now the most recent
   ASSERT_GE(pinned, 0);
   std::shared_ptr<P2pDirectory::Pin> pin = w.dirs[1]->pin(pinned);
-  for (int i = 1; i < n; ++i) w.offer(1, 0, kBuf + (static_cast<uintptr_t>(i) << 24), 64);  // 0 is oldest now
+  for (int i = 1; i < n; ++i)
+    w.offer(1, 0, kBuf + (static_cast<uintptr_t>(i) << 24), 64);  // 0 is oldest now
   EXPECT_EQ(w.offer(1, 0, kBuf + (static_cast<uintptr_t>(n) << 24), 64), 0u);
   EXPECT_EQ(w.dirs[1]->stats().evictions, 1u);
   EXPECT_NE(w.offer(1, 0, kBuf, 64), 0u) << "the pinned entry was evicted";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cache of peers' plain buffers (transports/usr/peer_cache.h) over a fake runtime: ranks
 // are threads sharing one in-process call table, allocations are fake address ranges, and the
 // runtime counts exports, opens and closes. Covers reuse (steady state opens nothing), an
@@ -61,7 +62,8 @@ class FakeRuntime : public PeerMemoryRuntime {
     *out = it->second;
     return true;
   }
-  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes], std::string*) override {
+  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes],
+                    std::string*) override {
     const FakeHandle h{rank_, 0, a.id};
     std::memset(handle, 0, kPeerHandleBytes);
     std::memcpy(handle, &h, sizeof(h));
@@ -79,7 +81,8 @@ class FakeRuntime : public PeerMemoryRuntime {
     }
     std::lock_guard<std::mutex> g(mu_);
     const auto key = std::make_pair(h.owner, h.id);
-    EXPECT_EQ(open_.count(key), 0u) << "export " << h.id << " of rank " << h.owner << " opened twice";
+    EXPECT_EQ(open_.count(key), 0u)
+        << "export " << h.id << " of rank " << h.owner << " opened twice";
     open_.insert(key);
     *mapped = reinterpret_cast<void*>(mappedAt(h.owner, h.id));
     ++opens;
@@ -115,7 +118,8 @@ class FakeRuntime : public PeerMemoryRuntime {
 
 // n ranks: runtimes, caches over one shared segment, and a quiesce counter per rank.
 struct World {
-  World(int n, size_t capacity, double timeout = 20) : n(n), segment(ShmAllGather::segmentBytes(n) + 64) {
+  World(int n, size_t capacity, double timeout = 20)
+      : n(n), segment(ShmAllGather::segmentBytes(n) + 64) {
     char* base = segment.data();
     base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;  // slots are cache-line aligned
     for (int r = 0; r < n; ++r) {
@@ -124,7 +128,11 @@ struct World {
       std::atomic<int>* q = quiesces.back().get();
       caches.push_back(std::make_unique<PeerMemoryCache>(
           runtimes[r].get(), std::make_unique<ShmAllGather>(base, r, n, nullptr, timeout),
-          [q] { ++*q; return sscSuccess; }, capacity));
+          [q] {
+            ++*q;
+            return sscSuccess;
+          },
+          capacity));
     }
   }
   // Runs body(rank) on n threads and waits for them.
@@ -145,7 +153,8 @@ struct World {
 uintptr_t bufferAt(int rank, int k) { return 0x1000'0000ull * (rank + 1) + 0x10'0000ull * k; }
 constexpr size_t kAllocBytes = 1 << 20;
 
-PeerMemoryCache::Request allReduce(int rank, int in, int out, size_t bytes = 4096, uint64_t fp = 42) {
+PeerMemoryCache::Request allReduce(int rank, int in, int out, size_t bytes = 4096,
+                                   uint64_t fp = 42) {
   PeerMemoryCache::Request q;
   q.fingerprint = fp;
   q.ptr[0] = reinterpret_cast<void*>(bufferAt(rank, in) + 256);  // not at the allocation start
@@ -155,7 +164,8 @@ PeerMemoryCache::Request allReduce(int rank, int in, int out, size_t bytes = 409
   return q;
 }
 
-sscResult_t call(PeerMemoryCache& c, const PeerMemoryCache::Request& q, PeerMemoryCache::Result* res) {
+sscResult_t call(PeerMemoryCache& c, const PeerMemoryCache::Request& q,
+                 PeerMemoryCache::Result* res) {
   uint64_t ticket = 0;
   sscResult_t r = c.post(q, &ticket);
   if (r != sscSuccess) return r;
@@ -171,7 +181,9 @@ PeerMemoryCache::Request captured(PeerMemoryCache::Request q) {
 
 TEST(PeerCache, SteadyStateReusesExportsAndOpensNothing) {
   World w(4, 8);
-  for (int r = 0; r < 4; ++r) w.runtimes[r]->alloc(bufferAt(r, 0), kAllocBytes), w.runtimes[r]->alloc(bufferAt(r, 1), kAllocBytes);
+  for (int r = 0; r < 4; ++r)
+    w.runtimes[r]->alloc(bufferAt(r, 0), kAllocBytes),
+        w.runtimes[r]->alloc(bufferAt(r, 1), kAllocBytes);
   w.onEveryRank([&](int r) {
     PeerMemoryCache& c = *w.caches[r];
     for (int i = 0; i < 50; ++i) {  // 50 calls: the 8-slot ring wraps several times
@@ -195,7 +207,8 @@ TEST(PeerCache, SteadyStateReusesExportsAndOpensNothing) {
     EXPECT_EQ(w.caches[r]->stats().zeroCopyCalls, 49u);
   }
   for (auto& c : w.caches) c->release();
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(w.runtimes[r]->openNow(), 0u) << "release left mappings open";
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(w.runtimes[r]->openNow(), 0u) << "release left mappings open";
 }
 
 TEST(PeerCache, FreedAndReallocatedAtTheSameAddressIsANewExport) {
@@ -307,7 +320,8 @@ TEST(PeerCache, DifferentCallsOnTheRanksFailEverywhereThenRecover) {
   w.onEveryRank([&](int r) {
     PeerMemoryCache& c = *w.caches[r];
     PeerMemoryCache::Result res;
-    EXPECT_EQ(call(c, allReduce(r, 0, 0, 4096, r == 2 ? 7 : 42), &res), sscInvalidUsage) << "rank " << r;
+    EXPECT_EQ(call(c, allReduce(r, 0, 0, 4096, r == 2 ? 7 : 42), &res), sscInvalidUsage)
+        << "rank " << r;
     EXPECT_FALSE(res.zeroCopy);
     ASSERT_EQ(call(c, allReduce(r, 0, 0), &res), sscSuccess);
     EXPECT_TRUE(res.zeroCopy) << "the tables must still agree after a mismatch";
@@ -405,7 +419,8 @@ TEST(PeerCache, CapturedCallsRunZeroCopyAtOnceAndPinnedMappingsOutliveEviction) 
     PeerMemoryCache::Result res;
     ASSERT_EQ(call(c, captured(allReduce(r, 0, 0)), &res), sscSuccess);
     ASSERT_TRUE(res.zeroCopy) << "a captured call must not freeze the fallback into its graph";
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[1][(r + 1) % 3]), FakeRuntime::mappedAt((r + 1) % 3, 1));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[1][(r + 1) % 3]),
+              FakeRuntime::mappedAt((r + 1) % 3, 1));
     EXPECT_EQ(res.mappings.size(), 2u * 2u);  // in and out, of each of 2 peers
     pins[r] = c.pin(res);
     EXPECT_EQ(c.pinnedMappings(), 2u);
@@ -418,7 +433,8 @@ TEST(PeerCache, CapturedCallsRunZeroCopyAtOnceAndPinnedMappingsOutliveEviction) 
     ASSERT_EQ(call(c, allReduce(r, 0, 0), &res), sscSuccess);
     ASSERT_EQ(call(c, allReduce(r, 0, 0), &res), sscSuccess);
     ASSERT_TRUE(res.zeroCopy);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[0][(r + 2) % 3]), FakeRuntime::mappedAt((r + 2) % 3, 1) + 256);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(res.peers[0][(r + 2) % 3]),
+              FakeRuntime::mappedAt((r + 2) % 3, 1) + 256);
     EXPECT_EQ(c.heldMappings(), 0u);
     for (int k : {3, 3, 2}) ASSERT_EQ(call(c, allReduce(r, k, k), &res), sscSuccess);
     EXPECT_EQ(c.heldMappings(), 2u);

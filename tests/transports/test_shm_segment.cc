@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host transport's segments are anonymous (memfd): a communicator never puts a name in
 // /dev/shm, so a rank killed at any point of its life (with named segments, 3 of 3 kills between
 // shm_open and shm_unlink left a segment behind) has nothing there to leak, and a destroyed
@@ -44,7 +45,8 @@ TEST(ShmSegment, HostCommunicatorsNeverNameSharedMemory) {
 // clamped to something else silently.
 TEST(ShmSegment, OutOfRangeSettingsFailInitLoudly) {
   ::setenv("STARSCREAM_BACKEND", "host", 1);
-  for (const char* name : {"STARSCREAM_HOST_CHANNELS", "STARSCREAM_HOST_SLOTS", "STARSCREAM_HOST_SLOT_BYTES"}) {
+  for (const char* name :
+       {"STARSCREAM_HOST_CHANNELS", "STARSCREAM_HOST_SLOTS", "STARSCREAM_HOST_SLOT_BYTES"}) {
     for (const char* value : {"0", "1000000000"}) {
       ::setenv(name, value, 1);
       sscComm_t comms[2] = {};

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Fails when a choice rule in the library's code names a GPU model or a fixed rank count.
 
 Machine knowledge is data (profiles, topology files, calibrations), never code: a rule such as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Self-calibration (tuner/calibrate.h): the sweep it times, the fit that turns the times into a
 // profile (it must recover the choices of the machine that produced them), and the cache (round
 // trip, missing directories, corrupt and foreign files, concurrent writers).
@@ -161,8 +162,9 @@ TEST(Calibration, FitRefusesNoData) {
   EXPECT_EQ(fitCalibration(topo, ModelLimits{}, defaultProfile(topo), points,
                            std::vector<double>(points.size(), 0), 0, someKey(), &out),
             sscInvalidArgument);
-  EXPECT_EQ(fitCalibration(topo, ModelLimits{}, defaultProfile(topo), points, {1.0}, 0, someKey(), &out),
-            sscInternalError);
+  EXPECT_EQ(
+      fitCalibration(topo, ModelLimits{}, defaultProfile(topo), points, {1.0}, 0, someKey(), &out),
+      sscInternalError);
 }
 
 TEST(CalibrationKey, FileNameIsSafeAndDistinct) {
@@ -219,9 +221,7 @@ TEST(CalibrationCache, CorruptAndForeignFilesAreIgnoredWithAReason) {
   const std::string path = tmp.path() + "/" + key.fileName();
   TunerProfile out;
   std::string why;
-  auto put = [&](const std::string& text) {
-    std::ofstream(path, std::ios::trunc) << text;
-  };
+  auto put = [&](const std::string& text) { std::ofstream(path, std::ios::trunc) << text; };
   put("{\"format\": \"starscream-calibration/1\", \"key\": ");  // cut short
   EXPECT_FALSE(readCalibration(tmp.path(), key, &out, &why));
   EXPECT_NE(why.find("corrupt"), std::string::npos) << why;
@@ -274,7 +274,8 @@ TEST(CalibrationCache, ConcurrentWritersLeaveOneWholeFile) {
       p.name = "writer-" + std::to_string(w);
       p.variants[0].launchUs = 1 + w;
       int rc = 0;
-      for (int i = 0; i < 20 && rc == 0; ++i) rc = writeCalibration(tmp.path(), key, p) == sscSuccess ? 0 : 1;
+      for (int i = 0; i < 20 && rc == 0; ++i)
+        rc = writeCalibration(tmp.path(), key, p) == sscSuccess ? 0 : 1;
       _exit(rc);
     }
     kids.push_back(pid);

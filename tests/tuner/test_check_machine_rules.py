@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_machine_rules.py finds each kind of rule it exists for and lets comments, strings and
 structural limits through (a checker that cannot fail proves nothing)."""
 import pathlib

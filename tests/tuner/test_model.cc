@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cost model: its arithmetic against the classic alpha-beta formulas, the linearity the
 // calibration relies on, the fit, and its choices on the emulated machines (tools/topologies)
 // where gpu_coll_perf sweeps of an H200 in MPS partitions (the ones the shipped profile was fitted
@@ -80,12 +81,12 @@ TEST(TunerModel, OneRankIsOneCopy) {
 TEST(TunerModel, FifoStepsCostTheirBusiestBlock) {
   const uint64_t slot = 512 << 10;
   EXPECT_DOUBLE_EQ(fifoCostBytes(64 << 10, slot, 4), 4.0 * (64 << 10));  // one block busy
-  EXPECT_DOUBLE_EQ(fifoCostBytes(128 << 10, slot, 4), slot);              // one whole piece
-  EXPECT_DOUBLE_EQ(fifoCostBytes(300 << 10, slot, 4), slot);              // every block busy
+  EXPECT_DOUBLE_EQ(fifoCostBytes(128 << 10, slot, 4), slot);             // one whole piece
+  EXPECT_DOUBLE_EQ(fifoCostBytes(300 << 10, slot, 4), slot);             // every block busy
   EXPECT_DOUBLE_EQ(fifoCostBytes(slot, slot, 4), slot);
-  EXPECT_DOUBLE_EQ(fifoCostBytes(3 * slot / 2, slot, 4), 2.0 * slot);     // a slot and a half
-  EXPECT_DOUBLE_EQ(fifoCostBytes(8 * slot, slot, 4), 8.0 * slot);         // large: its bytes
-  EXPECT_DOUBLE_EQ(fifoCostBytes(64 << 10, slot, 1), 64 << 10);           // one block: bytes
+  EXPECT_DOUBLE_EQ(fifoCostBytes(3 * slot / 2, slot, 4), 2.0 * slot);  // a slot and a half
+  EXPECT_DOUBLE_EQ(fifoCostBytes(8 * slot, slot, 4), 8.0 * slot);      // large: its bytes
+  EXPECT_DOUBLE_EQ(fifoCostBytes(64 << 10, slot, 1), 64 << 10);        // one block: bytes
   EXPECT_DOUBLE_EQ(fifoCostBytes(0, slot, 4), 0);
   // In a plan: K = 4 ring all-reduces whose steps are 128 - 512 KiB (S = 512 KiB - 2 MiB) take
   // one time with 8 blocks (64 KiB pieces), as the H200 measured (55 - 56 us), and grow with
@@ -106,13 +107,13 @@ TEST(TunerModel, FifoStepsCostTheirBusiestBlock) {
 // one latency per step (NCCL's form; not measured here).
 TEST(TunerModel, FifoSlotsWithinAGpuPayTheLatencyEach) {
   const auto extra = [](const Topology& t) {
-    const Tuner m(t, uniformProfile(1, 1e9));  // latency only
+    const Tuner m(t, uniformProfile(1, 1e9));                            // latency only
     const uint64_t oneSlot = 2 * (512 << 10), threeSlots = 3 * oneSlot;  // K = 2: steps of S / 2
     return m.estimate(CollKind::kAllReduce, threeSlots, Algo::kRing, false).timeUs -
            m.estimate(CollKind::kAllReduce, oneSlot, Algo::kRing, false).timeUs;
   };
   EXPECT_GE(extra(topoFile("h200-mps-2")), 2 - 1e-9);  // two more slots on the critical path
-  EXPECT_NEAR(extra(makeFlatTopology(2)), 0, 1e-3);     // two GPUs: per step
+  EXPECT_NEAR(extra(makeFlatTopology(2)), 0, 1e-3);    // two GPUs: per step
 }
 
 TEST(TunerModel, PredictionIsLinearInTheProfile) {
@@ -126,8 +127,7 @@ TEST(TunerModel, PredictionIsLinearInTheProfile) {
     EXPECT_NEAR(t0.timeOf(e.features), e.timeUs, 1e-6 * e.timeUs);
     // One more microsecond of XGMI latency costs one microsecond per XGMI step on the path.
     TunerProfile slower = base;
-    for (auto& v : slower.variants)
-      v.tiers[1][static_cast<int>(e.protocol)].latencyUs += 1;
+    for (auto& v : slower.variants) v.tiers[1][static_cast<int>(e.protocol)].latencyUs += 1;
     const Estimate e1 = Tuner(cpx, slower).estimate(CollKind::kAllReduce, 4 << 20, a, true);
     EXPECT_NEAR(e1.timeUs - e.timeUs, e.features.latency[1][static_cast<int>(e.protocol)],
                 1e-6 * e.timeUs + 1e-9)
@@ -143,7 +143,8 @@ TEST(TunerModel, ValidityFollowsTheAlgorithms) {
   EXPECT_TRUE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kSymmetric, true).valid);
   EXPECT_FALSE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kSymmetric, false).valid);
   EXPECT_TRUE(one.estimate(CollKind::kBroadcast, 1 << 20, Algo::kRing, true).valid);
-  EXPECT_EQ(one.estimate(CollKind::kAllReduce, 1024, Algo::kSymmetric, true).protocol, Protocol::kLL);
+  EXPECT_EQ(one.estimate(CollKind::kAllReduce, 1024, Algo::kSymmetric, true).protocol,
+            Protocol::kLL);
   EXPECT_EQ(one.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true).protocol,
             Protocol::kZeroCopy);
 }
@@ -172,8 +173,8 @@ TEST(TunerModel, FitRecoversAKnownProfile) {
   v.partitionsPerGpu = 4;
   v.launchUs = 6;
   v.copyGBps = 500;
-  v.tiers[0][0] = {9, 50};    // FIFO
-  v.tiers[0][1] = {0.5, 200};  // LL
+  v.tiers[0][0] = {9, 50};          // FIFO
+  v.tiers[0][1] = {0.5, 200};       // LL
   v.launchExtraUs[0] = 3;           // the FIFO kernel's own fixed cost
   v.tiers[0][2] = {1.5, 400, 300};  // zero-copy, bulk grid: stores slower than loads
   v.tiers[0][3] = {0.8, 250};       // zero-copy, wide grid (stores only)
@@ -288,8 +289,9 @@ TEST(TunerModel, ChoiceIsCachedAndMatchesTheEstimates) {
 TEST(TunerModel, AllGatherTakesTheFasterZeroCopyGrid) {
   const Topology t = topoFile("h200-mps-8");
   TunerProfile p = uniformProfile(1, 100);
-  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopy)] = {10, 400};     // bulk: slow to start
-  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {2, 200};  // wide: slower stream
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopy)] = {10, 400};  // bulk: slow to start
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {2,
+                                                                       200};  // wide: slower stream
   const Tuner tuner(t, p);
   const Protocol bulk = Protocol::kZeroCopy, wide = Protocol::kZeroCopyWide;
   for (uint64_t b : {uint64_t{4096}, uint64_t{1} << 30}) {
@@ -321,18 +323,22 @@ TEST(TunerModel, AllGatherTakesTheFasterZeroCopyGrid) {
     EXPECT_EQ(t2.choose(CollKind::kAllGather, 2 << 20, true, Algo::kSymmetric).protocol, bulk);
   }
   // Forced to the symmetric algorithm, the grid is still the model's.
-  EXPECT_EQ(tuner.choose(CollKind::kAllGather, 4096, true, Algo::kSymmetric), (Choice{Algo::kSymmetric, wide}));
+  EXPECT_EQ(tuner.choose(CollKind::kAllGather, 4096, true, Algo::kSymmetric),
+            (Choice{Algo::kSymmetric, wide}));
   // The wide grid has no kernel for other collectives; LL serves only small all-reduces; the
   // symmetric algorithm has no FIFO steps.
   EXPECT_FALSE(tuner.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true, &wide).valid);
-  EXPECT_FALSE(tuner.estimate(CollKind::kReduceScatter, 1 << 20, Algo::kSymmetric, true, &wide).valid);
+  EXPECT_FALSE(
+      tuner.estimate(CollKind::kReduceScatter, 1 << 20, Algo::kSymmetric, true, &wide).valid);
   const Protocol ll = Protocol::kLL, fifo = Protocol::kFifo;
   EXPECT_FALSE(tuner.estimate(CollKind::kAllReduce, 1 << 20, Algo::kSymmetric, true, &ll).valid);
   EXPECT_FALSE(tuner.estimate(CollKind::kAllGather, 4096, Algo::kSymmetric, true, &ll).valid);
   EXPECT_TRUE(tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &ll).valid);
   EXPECT_FALSE(tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &fifo).valid);
-  // Pinned to the bulk path, a small all-reduce is costed without LL (gpu_coll_perf's symmetric_bulk).
-  const Estimate plainBulk = tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &bulk);
+  // Pinned to the bulk path, a small all-reduce is costed without LL (gpu_coll_perf's
+  // symmetric_bulk).
+  const Estimate plainBulk =
+      tuner.estimate(CollKind::kAllReduce, 4096, Algo::kSymmetric, true, &bulk);
   ASSERT_TRUE(plainBulk.valid) << plainBulk.why;
   EXPECT_EQ(plainBulk.protocol, bulk);
   EXPECT_GT(plainBulk.features.latency[0][static_cast<int>(Protocol::kZeroCopy)], 0);
@@ -353,15 +359,20 @@ TEST(TunerModel, ZeroCopyLoadsAndStoresMoveAtTheirOwnRates) {
     return e.timeUs;
   };
   // Halving a rate doubles the time of the bytes that move at it, and only theirs.
-  EXPECT_NEAR(timeWith(CollKind::kReduceScatter, 100, 1e5), timeWith(CollKind::kReduceScatter, 100, 50), 0.01);
-  EXPECT_GT(timeWith(CollKind::kReduceScatter, 50, 1e5), 1.9 * timeWith(CollKind::kReduceScatter, 100, 1e5));
-  EXPECT_NEAR(timeWith(CollKind::kAllGather, 1e5, 100), timeWith(CollKind::kAllGather, 50, 100), 0.01);
-  EXPECT_GT(timeWith(CollKind::kAllGather, 1e5, 50), 1.9 * timeWith(CollKind::kAllGather, 1e5, 100));
+  EXPECT_NEAR(timeWith(CollKind::kReduceScatter, 100, 1e5),
+              timeWith(CollKind::kReduceScatter, 100, 50), 0.01);
+  EXPECT_GT(timeWith(CollKind::kReduceScatter, 50, 1e5),
+            1.9 * timeWith(CollKind::kReduceScatter, 100, 1e5));
+  EXPECT_NEAR(timeWith(CollKind::kAllGather, 1e5, 100), timeWith(CollKind::kAllGather, 50, 100),
+              0.01);
+  EXPECT_GT(timeWith(CollKind::kAllGather, 1e5, 50),
+            1.9 * timeWith(CollKind::kAllGather, 1e5, 100));
   const double ar = timeWith(CollKind::kAllReduce, 100, 100);
   EXPECT_GT(timeWith(CollKind::kAllReduce, 50, 100), 1.4 * ar);
   EXPECT_GT(timeWith(CollKind::kAllReduce, 100, 50), 1.4 * ar);
   // A store rate left out is the load rate.
-  EXPECT_NEAR(timeWith(CollKind::kAllGather, 100, 0), timeWith(CollKind::kAllGather, 1e5, 100), 0.01);
+  EXPECT_NEAR(timeWith(CollKind::kAllGather, 100, 0), timeWith(CollKind::kAllGather, 1e5, 100),
+              0.01);
 }
 
 // The executor cuts a wide-grid push into launches of at most ModelLimits::pushLaunchBytes of
@@ -378,16 +389,20 @@ TEST(TunerModel, LongWidePushesPayOneLaunchPerPiece) {
   const uint64_t piece = tuner.limits().pushLaunchBytes;
   ASSERT_EQ(piece, uint64_t{256} << 20);
   for (uint64_t launches : {1, 2, 4}) {
-    const Estimate e = tuner.estimate(CollKind::kAllGather, launches * piece, Algo::kSymmetric, true, &wide);
+    const Estimate e =
+        tuner.estimate(CollKind::kAllGather, launches * piece, Algo::kSymmetric, true, &wide);
     ASSERT_TRUE(e.valid) << e.why;
     EXPECT_DOUBLE_EQ(e.features.launches, launches);
     EXPECT_NEAR(e.timeUs, launches * (10 + 2 + 3 * 1), 0.5) << launches;
   }
   // One byte more is one launch more; the bulk grid runs any size in one.
-  const Estimate over = tuner.estimate(CollKind::kAllGather, piece + 8, Algo::kSymmetric, true, &wide);
+  const Estimate over =
+      tuner.estimate(CollKind::kAllGather, piece + 8, Algo::kSymmetric, true, &wide);
   EXPECT_DOUBLE_EQ(over.features.launches, 2);
   const Protocol bulk = Protocol::kZeroCopy;
-  EXPECT_DOUBLE_EQ(tuner.estimate(CollKind::kAllGather, 4 * piece, Algo::kSymmetric, true, &bulk).features.launches, 1);
+  EXPECT_DOUBLE_EQ(tuner.estimate(CollKind::kAllGather, 4 * piece, Algo::kSymmetric, true, &bulk)
+                       .features.launches,
+                   1);
 }
 
 // A profile without wide-grid figures (every profile before the grid was a choice, and the
@@ -399,7 +414,8 @@ TEST(TunerModel, WithoutWideFiguresTheBulkGridStays) {
     for (auto& tier : p.variants[0].tiers) tier[static_cast<int>(Protocol::kZeroCopyWide)] = {};
     const Tuner tuner(t, p);
     for (uint64_t b = 64; b <= (1u << 30); b *= 16)
-      EXPECT_EQ(tuner.choose(CollKind::kAllGather, b, true, Algo::kSymmetric).protocol, Protocol::kZeroCopy)
+      EXPECT_EQ(tuner.choose(CollKind::kAllGather, b, true, Algo::kSymmetric).protocol,
+                Protocol::kZeroCopy)
           << topo << " " << b;
   }
 }
@@ -413,7 +429,8 @@ TEST(TunerModel, RanksWithDifferentProfilesRefuseInit) {
   EXPECT_NE(lastError().find("rank 1"), std::string::npos) << lastError();
   EXPECT_EQ(createTuner(t, {}, 0, 1, agree, &out), sscSuccess);
   ASSERT_NE(out, nullptr);
-  EXPECT_NE(Tuner(t, uniformProfile(1, 2)).fingerprint(), Tuner(t, uniformProfile(1, 3)).fingerprint());
+  EXPECT_NE(Tuner(t, uniformProfile(1, 2)).fingerprint(),
+            Tuner(t, uniformProfile(1, 3)).fingerprint());
 }
 
 }  // namespace

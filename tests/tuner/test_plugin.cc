@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libstarscream-tuner.so as NCCL loads it: dlopen, the v5 symbol, init, getCollInfo on a cost
 // table, finalize. The model's figures land in the ring's Simple and LL cells only.
 #include <dlfcn.h>
@@ -60,7 +61,8 @@ TEST_F(Plugin, ExportsOnlyThePluginSymbol) {
   EXPECT_STREQ(tuner_->name, "starscream");
   // The model's own symbols stay inside: no clash with libstarscream*.so in the same process.
   EXPECT_EQ(dlsym(lib_, "sscAllReduce"), nullptr);
-  EXPECT_EQ(dlsym(lib_, "_ZN3ssc5TunerC1ENS_8TopologyENS_12TunerProfileENS_11ModelLimitsE"), nullptr);
+  EXPECT_EQ(dlsym(lib_, "_ZN3ssc5TunerC1ENS_8TopologyENS_12TunerProfileENS_11ModelLimitsE"),
+            nullptr);
 }
 
 TEST_F(Plugin, FillsTheRingCellsFromTheModel) {
@@ -174,8 +176,10 @@ TEST_F(Plugin, FillsTheCostTableOnEmulatedTopologies) {
                         Case{SSC_SOURCE_DIR "/tools/topologies/mi300x-8x-cpx-nps4.json", 64, 1},
                         Case{nullptr, 16, 2}}) {
     SCOPED_TRACE(c.file != nullptr ? c.file : "uniform 2 x 8");
-    if (c.file != nullptr) setenv("STARSCREAM_TOPO_FILE", c.file, 1);
-    else unsetenv("STARSCREAM_TOPO_FILE");
+    if (c.file != nullptr)
+      setenv("STARSCREAM_TOPO_FILE", c.file, 1);
+    else
+      unsetenv("STARSCREAM_TOPO_FILE");
     void* ctx = nullptr;
     ASSERT_EQ(tuner_->init(&ctx, 3, c.ranks, c.nodes, nullptr, nullptr, nullptr), kSuccess);
     for (Func f : {kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce}) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tuner profiles: the shipped ones parse, a written profile reads back, and hostile files fail
 // with sscInvalidArgument naming the file, the field and the line.
 #include <gtest/gtest.h>
@@ -58,7 +59,8 @@ TEST(TunerProfile, ParsesGoodFile) {
   EXPECT_DOUBLE_EQ(v.tiers[2][static_cast<int>(Protocol::kFifo)].bandwidthGBps, 0);  // not given
   EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopy)].storeBandwidthGBps, 700);
   EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopyWide)].bandwidthGBps, 800);
-  EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopyWide)].storeBandwidthGBps, 0);  // = loads
+  EXPECT_DOUBLE_EQ(v.tiers[0][static_cast<int>(Protocol::kZeroCopyWide)].storeBandwidthGBps,
+                   0);  // = loads
   EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kFifo)], 12);
   EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kZeroCopyWide)], 0.25);
   EXPECT_DOUBLE_EQ(v.launchExtraUs[static_cast<int>(Protocol::kLL)], 0);  // not given
@@ -104,13 +106,15 @@ TEST(TunerProfile, HostileFilesFailNamingFieldAndLine) {
       {replaced(kGood, "starscream-tuner-profile/1", "starscream-tuner-profile/9"), "'format'"},
       {replaced(kGood, "\"name\": \"test\"", "\"name\": 7"), "'name': must be a string"},
       {replaced(kGood, "\"name\": \"test\",", "\"nmae\": \"test\","), "'nmae': unknown field"},
-      {replaced(kGood, "\"cache_mb\": 50", "\"cache_mb\": -1"), "'variants[0].cache_mb': -1 is outside"},
+      {replaced(kGood, "\"cache_mb\": 50", "\"cache_mb\": -1"),
+       "'variants[0].cache_mb': -1 is outside"},
       {replaced(kGood, "\"bandwidth_gbps\": 300", "\"bandwidth_gbps\": -3"),
        "'variants[0].tiers.usr.fifo.bandwidth_gbps': -3 is outside"},
       {replaced(kGood, "\"bandwidth_gbps\": 300", "\"bandwidth_gbps\": 0"), "bandwidth_gbps"},
       {replaced(kGood, "\"bandwidth_gbps\": 300", "\"bandwidth_gbps\": \"fast\""),
        "must be a number"},
-      {replaced(kGood, "\"latency_us\": 1.5, ", ""), "'variants[0].tiers.usr.fifo.latency_us': missing"},
+      {replaced(kGood, "\"latency_us\": 1.5, ", ""),
+       "'variants[0].tiers.usr.fifo.latency_us': missing"},
       {replaced(kGood, "\"usr\": {\"fifo\"", "\"usr\": {\"lll\""), "'variants[0].tiers.usr.lll'"},
       {replaced(kGood, "\"xgmi\":", "\"nvlink\":"), "'variants[0].tiers.nvlink': unknown field"},
       {replaced(kGood, "\"partitions_per_gpu\": 0", "\"partitions_per_gpu\": 8"),
@@ -123,17 +127,22 @@ TEST(TunerProfile, HostileFilesFailNamingFieldAndLine) {
        "non-empty array"},
       {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bandwidth_gbps\": 0"),
        "'variants[0].tiers.usr.zero_copy.store_bandwidth_gbps': 0 is outside"},
-      {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bw\": 700"), "zero_copy.store_bw': unknown field"},
+      {replaced(kGood, "\"store_bandwidth_gbps\": 700", "\"store_bw\": 700"),
+       "zero_copy.store_bw': unknown field"},
       {replaced(kGood, "\"wide_grid_max_bytes\": 134217728", "\"wide_grid_max_bytes\": -1"),
        "'variants[0].wide_grid_max_bytes': -1 is outside"},
-      {replaced(kGood, "\"fifo\": 12", "\"fifo\": -2"), "'variants[0].launch_extra_us.fifo': -2 is outside"},
-      {replaced(kGood, "\"fifo\": 12", "\"simple\": 2"), "'variants[0].launch_extra_us.simple': unknown field"},
-      {replaced(kGood, "\"launch_extra_us\": {\"fifo\": 12, \"zero_copy_wide\": 0.25}", "\"launch_extra_us\": 3"),
+      {replaced(kGood, "\"fifo\": 12", "\"fifo\": -2"),
+       "'variants[0].launch_extra_us.fifo': -2 is outside"},
+      {replaced(kGood, "\"fifo\": 12", "\"simple\": 2"),
+       "'variants[0].launch_extra_us.simple': unknown field"},
+      {replaced(kGood, "\"launch_extra_us\": {\"fifo\": 12, \"zero_copy_wide\": 0.25}",
+                "\"launch_extra_us\": 3"),
        "'variants[0].launch_extra_us': must be an object"},
   };
   for (const Case& c : cases) {
     const std::string why = parseError(c.text);
-    EXPECT_NE(why.find(c.mustContain), std::string::npos) << "got: '" << why << "'\nfor: " << c.text;
+    EXPECT_NE(why.find(c.mustContain), std::string::npos)
+        << "got: '" << why << "'\nfor: " << c.text;
     EXPECT_NE(why.find("bad.json"), std::string::npos) << why;
   }
   // The line of a bad field is the line its name is on.
@@ -147,18 +156,14 @@ TEST(TunerProfile, FilesAndTheEnvironment) {
   EXPECT_NE(lastError().find("/nonexistent/profile.json"), std::string::npos);
   EXPECT_EQ(loadProfileFile("/tmp", &p), sscInvalidArgument);  // a directory
   const std::string path = ::testing::TempDir() + "ssc_profile_test.json";
-  {
-    std::ofstream(path) << kGood;
-  }
+  { std::ofstream(path) << kGood; }
   Topology topo = makeUniformTopology(1, 2, 2);
   for (GpuInfo& g : topo.gpus) g.model = "MI300X";
   setenv("STARSCREAM_TUNER_PROFILE", path.c_str(), 1);
   ASSERT_EQ(resolveProfile(topo, &p), sscSuccess) << lastError();
   EXPECT_EQ(p.name, "test");
   EXPECT_EQ(p.origin, path);
-  {
-    std::ofstream(path) << "{";
-  }
+  { std::ofstream(path) << "{"; }
   EXPECT_EQ(resolveProfile(topo, &p), sscInvalidArgument);
   unsetenv("STARSCREAM_TUNER_PROFILE");
   // Without the variable: the shipped profile of the GPU model, else the topology's links.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Algorithm selection: STARSCREAM_ALGO parsing (global and per collective) and the model's seam.
 #include <gtest/gtest.h>
 
@@ -48,8 +49,8 @@ TEST_F(Select, GlobalAndPerCollectiveForcing) {
 }
 
 TEST_F(Select, CheckAlgoSpecNamesWhatIsWrong) {
-  for (const char* ok : {"ring", "flat_ring", "Symmetric", "auto", "allreduce=hierarchical,allgather=ring",
-                         "ring,broadcast=direct"})
+  for (const char* ok : {"ring", "flat_ring", "Symmetric", "auto",
+                         "allreduce=hierarchical,allgather=ring", "ring,broadcast=direct"})
     EXPECT_EQ(checkAlgoSpec(ok), "") << ok;
   std::string why = checkAlgoSpec("fastest");
   EXPECT_NE(why.find("'fastest' is not an algorithm"), std::string::npos) << why;
@@ -67,8 +68,10 @@ TEST_F(Select, CheckAlgoSpecNamesWhatIsWrong) {
 TEST_F(Select, ForcedAlgorithmThatCannotRunFallsBack) {
   Topology uneven = makeFlatTopology(3);
   EXPECT_EQ(selectAlgo(uneven, CollKind::kAllToAll, 1 << 20, false, Algo::kRing), Algo::kDirect);
-  EXPECT_NE(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, false, Algo::kSymmetric), Algo::kSymmetric);
-  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true, Algo::kSymmetric), Algo::kSymmetric);
+  EXPECT_NE(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, false, Algo::kSymmetric),
+            Algo::kSymmetric);
+  EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true, Algo::kSymmetric),
+            Algo::kSymmetric);
   // The environment is not read per call: only the communicator's choice counts.
   setenv("STARSCREAM_ALGO", "ring", 1);
   EXPECT_EQ(selectAlgo(uneven, CollKind::kAllReduce, 1 << 20, true), Algo::kSymmetric);
@@ -97,7 +100,8 @@ TEST_F(Select, ModelChoosesWhatNothingForces) {
   ForcedAlgos forced;
   ASSERT_EQ(parseForcedAlgos("allreduce=ring", &forced), sscSuccess);
   EXPECT_EQ(selectAlgo(tuner, CollKind::kAllReduce, 64 << 20, true,
-                       forced[static_cast<size_t>(CollKind::kAllReduce)]), Algo::kRing);
+                       forced[static_cast<size_t>(CollKind::kAllReduce)]),
+            Algo::kRing);
   EXPECT_EQ(selectAlgo(tuner, CollKind::kAllGather, 64 << 20, true,
                        forced[static_cast<size_t>(CollKind::kAllGather)]),
             tuner.choose(CollKind::kAllGather, 64 << 20, true).algo);
@@ -108,29 +112,40 @@ TEST_F(Select, ModelChoosesWhatNothingForces) {
 TEST_F(Select, ZeroCopyGridPinsOnlyTheZeroCopyAllGather) {
   Topology one = makeUniformTopology(1, 1, 8);
   TunerProfile p = defaultProfile(one);
-  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {0.1, 1};  // wide: only for tiny calls
-  p.variants[0].tiers[0][static_cast<int>(Protocol::kFifo)] = {100, 0.1};        // FIFO: never
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kZeroCopyWide)] = {
+      0.1, 1};  // wide: only for tiny calls
+  p.variants[0].tiers[0][static_cast<int>(Protocol::kFifo)] = {100, 0.1};  // FIFO: never
   const Tuner tuner(one, p);
   const Choice small = selectCall(tuner, CollKind::kAllGather, 64, true);
   const Choice large = selectCall(tuner, CollKind::kAllGather, 1 << 30, true);
   EXPECT_EQ(small, (Choice{Algo::kSymmetric, Protocol::kZeroCopyWide}));
   EXPECT_EQ(large, (Choice{Algo::kSymmetric, Protocol::kZeroCopy}));
   for (uint64_t b : {uint64_t{64}, uint64_t{1} << 30}) {
-    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kAuto, ZeroCopyGrid::kWide).protocol,
-              Protocol::kZeroCopyWide) << b;
-    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kAuto, ZeroCopyGrid::kBulk).protocol,
-              Protocol::kZeroCopy) << b;
-    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kSymmetric, ZeroCopyGrid::kWide),
-              (Choice{Algo::kSymmetric, Protocol::kZeroCopyWide})) << b;
+    EXPECT_EQ(
+        selectCall(tuner, CollKind::kAllGather, b, true, Algo::kAuto, ZeroCopyGrid::kWide).protocol,
+        Protocol::kZeroCopyWide)
+        << b;
+    EXPECT_EQ(
+        selectCall(tuner, CollKind::kAllGather, b, true, Algo::kAuto, ZeroCopyGrid::kBulk).protocol,
+        Protocol::kZeroCopy)
+        << b;
+    EXPECT_EQ(
+        selectCall(tuner, CollKind::kAllGather, b, true, Algo::kSymmetric, ZeroCopyGrid::kWide),
+        (Choice{Algo::kSymmetric, Protocol::kZeroCopyWide}))
+        << b;
     // A FIFO algorithm, forced or chosen for plain buffers, has no grid to pin.
     EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, true, Algo::kRing, ZeroCopyGrid::kWide),
-              (Choice{Algo::kRing, Protocol::kFifo})) << b;
-    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, false, Algo::kAuto, ZeroCopyGrid::kWide).protocol,
-              Protocol::kFifo) << b;
+              (Choice{Algo::kRing, Protocol::kFifo}))
+        << b;
+    EXPECT_EQ(selectCall(tuner, CollKind::kAllGather, b, false, Algo::kAuto, ZeroCopyGrid::kWide)
+                  .protocol,
+              Protocol::kFifo)
+        << b;
     // Other collectives keep their one grid.
     for (CollKind c : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllToAll})
       EXPECT_NE(selectCall(tuner, c, b, true, Algo::kSymmetric, ZeroCopyGrid::kWide).protocol,
-                Protocol::kZeroCopyWide) << collName(c) << " " << b;
+                Protocol::kZeroCopyWide)
+          << collName(c) << " " << b;
   }
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cost model's structure, with no measured figure: what it must choose on any machine because
 // of how the algorithms move bytes, not because a profile was fitted somewhere. The machines are
 // the emulation files (tools/topologies) with their GPU renamed, so no shipped profile applies,
@@ -33,7 +34,8 @@ Unmeasured unmeasured(int k, int units, int blocks) {
   return u;
 }
 
-constexpr CollKind kColls[] = {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather};
+constexpr CollKind kColls[] = {CollKind::kAllReduce, CollKind::kReduceScatter,
+                               CollKind::kAllGather};
 
 // Within one GPU a zero-copy step loads each byte straight from its owner where a FIFO hop stores
 // it into a slot and loads it out again: at bandwidth-bound sizes the symmetric algorithm wins
@@ -118,16 +120,20 @@ TEST(ModelStructure, HierarchicalWhereLinksBetweenGpusAreTheBottleneck) {
     const Tuner t(topo, profile, limits);
     for (uint64_t bytes : {uint64_t{64} << 10, uint64_t{1} << 20}) {
       const Choice c = t.choose(CollKind::kAllReduce, bytes, false);
-      EXPECT_EQ(c.algo, Algo::kHierarchical) << name << " " << bytes << " chose " << algoName(c.algo);
-      const double hier = t.estimate(CollKind::kAllReduce, bytes, Algo::kHierarchical, false).timeUs;
+      EXPECT_EQ(c.algo, Algo::kHierarchical)
+          << name << " " << bytes << " chose " << algoName(c.algo);
+      const double hier =
+          t.estimate(CollKind::kAllReduce, bytes, Algo::kHierarchical, false).timeUs;
       const double flat = t.estimate(CollKind::kAllReduce, bytes, Algo::kRing, false).timeUs;
       EXPECT_GT(flat, 1.9 * hier) << name << " " << bytes;
     }
     for (uint64_t bytes : {uint64_t{64} << 20, uint64_t{1} << 30}) {
       if (topo.maxPartitions() < 8) break;
       const Choice c = t.choose(CollKind::kAllReduce, bytes, false);
-      EXPECT_EQ(c.algo, Algo::kHierarchical) << name << " " << bytes << " chose " << algoName(c.algo);
-      const double hier = t.estimate(CollKind::kAllReduce, bytes, Algo::kHierarchical, false).timeUs;
+      EXPECT_EQ(c.algo, Algo::kHierarchical)
+          << name << " " << bytes << " chose " << algoName(c.algo);
+      const double hier =
+          t.estimate(CollKind::kAllReduce, bytes, Algo::kHierarchical, false).timeUs;
       const double bidir = t.estimate(CollKind::kAllReduce, bytes, Algo::kBidirRing, false).timeUs;
       EXPECT_GT(bidir, 1.1 * hier) << name << " " << bytes;
     }
@@ -151,7 +157,8 @@ TEST(ModelStructure, ChoicesDoNotDependOnTheModelName) {
   const Tuner ta(a.topo, pa, a.limits), tb(b.topo, pb, b.limits);
   for (CollKind coll : kColls)
     for (uint64_t bytes = 8; bytes <= (uint64_t{1} << 30); bytes *= 8)
-      for (bool sym : {true, false}) EXPECT_EQ(ta.choose(coll, bytes, sym), tb.choose(coll, bytes, sym));
+      for (bool sym : {true, false})
+        EXPECT_EQ(ta.choose(coll, bytes, sym), tb.choose(coll, bytes, sym));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the 7 nccl-tests binaries the conformance runner uses (MPI=1), from a fetched copy of
 # github.com/NVIDIA/nccl-tests (tag 2.19.6; never vendored into this repository).
 #

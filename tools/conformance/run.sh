@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Conformance runner: the public NCCL test suite (nccl-tests 2.19.6, MPI=1 build) through
 # libstarscream-nccl.so on ONE NVIDIA GPU split into K MPS partitions (tools/emulate/partition-run.sh),
 # with the real NCCL at K = 1 as the reference column. Prints one markdown table. See README.md.

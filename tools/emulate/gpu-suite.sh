@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The GPU suite in one command: the correctness program at K = 1, 2, 4, 8 partitions of one GPU
 # (under MPS, via partition-run.sh). Prints SKIPPED and succeeds where no GPU is visible.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Emulates a GPU partitioned into K parts on one NVIDIA GPU: starts MPS, runs K ranks of
 # <program> under mpirun, each limited to 100/K % of the SMs, and always stops MPS again.
 # The card's own settings (clocks, MIG, compute mode) are never touched.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails when docs/environment.md does not contain the registry table starscream-env prints.
 execute_process(COMMAND ${TOOL} --markdown OUTPUT_VARIABLE table RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // starscream-env: prints the registry of STARSCREAM_* environment variables with their defaults
 // and meanings (the table docs/environment.md holds), or one variable's effective value.
 #include <cstdio>
@@ -7,13 +8,14 @@
 
 int main(int argc, char** argv) {
   if (argc == 2 && (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0)) {
-    std::printf("usage: starscream-env [--markdown | NAME]\n"
-                "Every STARSCREAM_* variable the library reads, with its default and meaning.\n"
-                "  --markdown  the registry as a Markdown table (default; docs/environment.md)\n"
-                "  NAME        the value NAME has in this environment (or its default)\n"
-                "Examples:\n"
-                "  starscream-env\n"
-                "  STARSCREAM_TIMEOUT=30 starscream-env STARSCREAM_TIMEOUT   # prints 30\n");
+    std::printf(
+        "usage: starscream-env [--markdown | NAME]\n"
+        "Every STARSCREAM_* variable the library reads, with its default and meaning.\n"
+        "  --markdown  the registry as a Markdown table (default; docs/environment.md)\n"
+        "  NAME        the value NAME has in this environment (or its default)\n"
+        "Examples:\n"
+        "  starscream-env\n"
+        "  STARSCREAM_TIMEOUT=30 starscream-env STARSCREAM_TIMEOUT   # prints 30\n");
     return 0;
   }
   if (argc == 2 && std::strcmp(argv[1], "--markdown") != 0) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/model/chart_dot.h"
 
 #include <algorithm>
@@ -11,7 +12,8 @@ namespace {
 
 // Plot area, inches: x is log2(bytes), y is busbw from 0 to the largest prediction.
 constexpr double kWidth = 9, kHeight = 5.5;
-constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c",
+                                   "#d62728", "#9467bd", "#8c564b"};
 
 std::string sizeLabel(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
@@ -45,20 +47,21 @@ std::string chartDot(const nlohmann::json& doc) {
   const auto X = [&](double bytes) { return (std::log2(bytes) - lo) / (hi - lo) * kWidth; };
   const auto Y = [&](double bw) { return bw / top * kHeight; };
   std::string d = "graph chart {\n  layout=neato; splines=false; outputorder=edgesfirst;\n";
-  d += fmt::format("  label=\"{} ({} ranks), {}, {} buffers, profile {}: predicted busbw (GB/s) "
-                   "against bytes per rank; circles: the tuner's choice\"; labelloc=t; "
-                   "fontsize=16;\n",
-                   doc.value("topology", ""), doc.value("nranks", 0), doc.value("collective", ""),
-                   doc.value("buffers", ""), doc.value("profile", ""));
+  d += fmt::format(
+      "  label=\"{} ({} ranks), {}, {} buffers, profile {}: predicted busbw (GB/s) "
+      "against bytes per rank; circles: the tuner's choice\"; labelloc=t; "
+      "fontsize=16;\n",
+      doc.value("topology", ""), doc.value("nranks", 0), doc.value("collective", ""),
+      doc.value("buffers", ""), doc.value("profile", ""));
   d += "  node [shape=point, width=0.06, label=\"\"]; edge [penwidth=2];\n";
   // Axes, ticks at every size and at fifths of the busbw range.
-  d += fmt::format("  o [{}, style=invis]; xe [{}, style=invis]; ye [{}, style=invis];\n",
-                   at(0, 0), at(kWidth, 0), at(0, kHeight));
+  d += fmt::format("  o [{}, style=invis]; xe [{}, style=invis]; ye [{}, style=invis];\n", at(0, 0),
+                   at(kWidth, 0), at(0, kHeight));
   d += "  o -- xe [penwidth=1]; o -- ye [penwidth=1];\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const double b = rows[i].at("bytes").get<double>();
-    d += fmt::format("  xt{} [shape=plaintext, fontsize=11, label=\"{}\", {}];\n", i,
-                     sizeLabel(b), at(X(b), -0.25));
+    d += fmt::format("  xt{} [shape=plaintext, fontsize=11, label=\"{}\", {}];\n", i, sizeLabel(b),
+                     at(X(b), -0.25));
   }
   for (int k = 0; k <= 5; ++k)
     d += fmt::format("  yt{} [shape=plaintext, fontsize=11, label=\"{:.0f}\", {}];\n", k,
@@ -79,7 +82,8 @@ std::string chartDot(const nlohmann::json& doc) {
       if (!prev.empty()) d += fmt::format("  {} -- {} [color=\"{}\"];\n", prev, id, color);
       prev = id;
       if (rows[i].value("choice", "") == algos[a])
-        d += fmt::format("  c{} [shape=circle, width=0.22, color=black, {}];\n", id, at(X(b), Y(bw)));
+        d += fmt::format("  c{} [shape=circle, width=0.22, color=black, {}];\n", id,
+                         at(X(b), Y(bw)));
     }
     d += fmt::format("  l{} [shape=plaintext, fontsize=13, fontcolor=\"{}\", label=\"{}\", {}];\n",
                      a, color, algos[a], at(kWidth + 1.0, kHeight - 0.35 * a));

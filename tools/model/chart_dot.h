@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The projection chart (predicted busbw of every algorithm against size, the tuner's choice
 // circled) as Graphviz DOT with pinned positions, so the repo's PNG writer
 // (tools/topo/render_png.h, Graphviz `dot`) draws it without a plotting library.

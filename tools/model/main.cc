@@ -1,10 +1,12 @@
+// SPDX-License-Identifier: MIT
 // starscream-model: what the tuner's cost model predicts for a machine that may not be here.
 //   starscream-model --topo tools/topologies/mi300x-8x-cpx-nps4.json --collective all_reduce ...
 //       -b 8 -e 1G [-f 2] [--profile F] [--plain] [--json] [--png chart.png]
 // For every size: the predicted time and busbw of every algorithm, the model's choice, its
 // speedup over the flat ring, and why: the choice's largest term (launch, a tier's latency or
-// bytes at a protocol's rate, local copies) and its share of the predicted time. --png draws the chart through Graphviz (tools/topo/render_png.h);
-// tools/model/plot.py draws the JSON with matplotlib where that is installed.
+// bytes at a protocol's rate, local copies) and its share of the predicted time. --png draws the
+// chart through Graphviz (tools/topo/render_png.h); tools/model/plot.py draws the JSON with
+// matplotlib where that is installed.
 #include <cstdio>
 #include <string>
 
@@ -73,11 +75,13 @@ int main(int argc, char** argv) {
   std::string pngPath;
   ssc::ModelLimits limits;
   app.add_option("--topo", topoPath, "Topology file (tools/topologies/*.json)")->required();
-  app.add_option("--collective", collText, "all_reduce, reduce_scatter, all_gather, broadcast, reduce");
+  app.add_option("--collective", collText,
+                 "all_reduce, reduce_scatter, all_gather, broadcast, reduce");
   app.add_option("-b,--minbytes", minText, "Smallest size (per-rank buffer, nccl-tests' meaning)");
   app.add_option("-e,--maxbytes", maxText, "Largest size");
   app.add_option("-f,--stepfactor", factor, "Size multiplier")->check(CLI::Range(2, 1024));
-  app.add_option("--profile", profilePath, "Tuner profile (default: the shipped one for the GPU "
+  app.add_option("--profile", profilePath,
+                 "Tuner profile (default: the shipped one for the GPU "
                  "model, else the topology's links)");
   app.add_flag("--plain", plain, "Unregistered buffers (no zero-copy symmetric algorithm)");
   app.add_flag("--json", json, "Print JSON (tools/model/plot.py reads it)");
@@ -86,7 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--channels", limits.channels, "Channels (GPU backend: 2)");
   app.add_option("--ll-max-bytes", limits.llMaxBytes, "LL packet limit (GPU: 64 KiB; 0: none)");
   app.add_flag("--one-memory", limits.oneMemory, "All ranks in one memory (the host backend)");
-  app.add_option("--fifo-blocks", limits.blocksPerChannel, "FIFO kernel blocks per channel (the "
+  app.add_option("--fifo-blocks", limits.blocksPerChannel,
+                 "FIFO kernel blocks per channel (the "
                  "library's 'GPU launch limits' INFO line; H200: 4, 8, 16 at K = 8, 4, 2)")
       ->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
@@ -146,8 +151,8 @@ int main(int argc, char** argv) {
         continue;
       }
       const double bw = ssc::busBandwidthGBps(coll, b, n, e.timeUs);
-      row["algos"][ssc::algoName(a)] = {{"time_us", e.timeUs}, {"busbw_gbps", bw},
-                                        {"protocol", ssc::protocolName(e.protocol)}};
+      row["algos"][ssc::algoName(a)] = {
+          {"time_us", e.timeUs}, {"busbw_gbps", bw}, {"protocol", ssc::protocolName(e.protocol)}};
       if (!json) fmt::print(" {:>22}", fmt::format("{:.1f} ({:.1f})", e.timeUs, bw));
       if (a == Algo::kRing) ringUs = e.timeUs;
       if (best == Algo::kAuto || e.timeUs < bestUs) {
@@ -167,23 +172,30 @@ int main(int argc, char** argv) {
     const std::string name = std::string(ssc::algoName(chosen.algo)) +
                              (chosen.protocol == ssc::Protocol::kZeroCopyWide ? "+" : "");
     if (!json)
-      fmt::print(" {:>13} {:>8.2f}x  {}\n", name, ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0.0,
-                 why);
+      fmt::print(" {:>13} {:>8.2f}x  {}\n", name,
+                 ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0.0, why);
     rows.push_back(row);
     if (b > hi / static_cast<uint64_t>(factor)) break;
   }
-  // The figures a projection rests on, so a chart drawn from this JSON can say where they came from.
+  // The figures a projection rests on, so a chart drawn from this JSON can say where they came
+  // from.
   const auto link = [](const ssc::LinkSpec& l) {
-    return nlohmann::json{{"bandwidth_gbps", l.bandwidthGBps}, {"latency_us", l.latencyUs}, {"source", l.source}};
+    return nlohmann::json{
+        {"bandwidth_gbps", l.bandwidthGBps}, {"latency_us", l.latencyUs}, {"source", l.source}};
   };
-  const nlohmann::json out = {{"topology", topo.name},        {"nranks", n},
-                              {"gpus", topo.gpus.size()},    {"nodes", topo.nnodes},
-                              {"gpu_model", topo.gpus.empty() ? "" : topo.gpus[0].model},
-                              {"links", {{"usr", link(topo.intraGpu)}, {"xgmi", link(topo.interGpu)},
-                                         {"net", link(topo.network)}}},
-                              {"collective", ssc::collName(coll)}, {"buffers", plain ? "plain" : "registered"},
-                              {"profile", tuner.profile().name}, {"profile_origin", tuner.profile().origin},
-                              {"rows", rows}};
+  const nlohmann::json out = {
+      {"topology", topo.name},
+      {"nranks", n},
+      {"gpus", topo.gpus.size()},
+      {"nodes", topo.nnodes},
+      {"gpu_model", topo.gpus.empty() ? "" : topo.gpus[0].model},
+      {"links",
+       {{"usr", link(topo.intraGpu)}, {"xgmi", link(topo.interGpu)}, {"net", link(topo.network)}}},
+      {"collective", ssc::collName(coll)},
+      {"buffers", plain ? "plain" : "registered"},
+      {"profile", tuner.profile().name},
+      {"profile_origin", tuner.profile().origin},
+      {"rows", rows}};
   if (json) fmt::print("{}\n", out.dump(1));
   if (!pngPath.empty()) {
     const std::string err = ssc::topo::renderPng(ssc::model::chartDot(out), pngPath);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Plots starscream-model --json: predicted busbw against size, one line per algorithm, the
 model's choice marked, titled as a projection with the link figures it rests on. Writes a PNG and
 prints the same figures as a table (busbw per algorithm, and the first algorithm of --compare

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // starscream-topo: shows the topology graph Starscream would use, as text (default), JSON
 // (--json, itself a valid emulation file) or Graphviz DOT (--dot), optionally rendered to a
 // PNG (--png). Input: an emulation file (--file, else STARSCREAM_TOPO_FILE as the library reads

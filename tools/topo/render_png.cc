@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/topo/render_png.h"
 
 #include <fcntl.h>

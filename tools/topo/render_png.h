@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Renders DOT text to a PNG through Graphviz's `dot` program, which is optional: it is not on
 // every machine we run on (the H200 host has none), so its absence is an error message, not a
 // build dependency.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // starscream-tune --calibrate: the communicator's own calibration (tuner/calibrate.h), with the
 // thorough sweep, written to the same cache file that communicator init reads on this machine.
 // Launched like the application it prepares, one rank per partition:
@@ -23,18 +24,22 @@ int runCalibrate(int argc, char** argv) {
       char* end = nullptr;
       budget = std::strtod(argv[++i], &end);
       if (end == argv[i] || *end != '\0' || !(budget > 0)) {
-        std::fprintf(stderr, "starscream-tune --calibrate: --budget wants seconds > 0, got '%s'\n", argv[i]);
+        std::fprintf(stderr, "starscream-tune --calibrate: --budget wants seconds > 0, got '%s'\n",
+                     argv[i]);
         return 2;
       }
     } else {
-      std::fprintf(stderr, "starscream-tune --calibrate: unknown argument '%s' (accepted: --budget "
-                   "SECONDS)\n", argv[i]);
+      std::fprintf(stderr,
+                   "starscream-tune --calibrate: unknown argument '%s' (accepted: --budget "
+                   "SECONDS)\n",
+                   argv[i]);
       return 2;
     }
   }
 #ifndef SSC_TUNE_HAVE_MPI
   (void)budget;
-  std::fprintf(stderr, "starscream-tune --calibrate: this build has no MPI (install Open MPI and "
+  std::fprintf(stderr,
+               "starscream-tune --calibrate: this build has no MPI (install Open MPI and "
                "build again); communicator init calibrates by itself (STARSCREAM_TUNE=auto)\n");
   return 2;
 #else
@@ -56,13 +61,15 @@ int runCalibrate(int argc, char** argv) {
     o.thorough = true;
     o.budgetSeconds = budget;
     if (ssc::commCalibrate(comm, o) != sscSuccess) {
-      std::fprintf(stderr, "starscream-tune --calibrate: rank %d: %s\n", rank, sscGetLastError(comm));
+      std::fprintf(stderr, "starscream-tune --calibrate: rank %d: %s\n", rank,
+                   sscGetLastError(comm));
       rc = 1;
     } else if (rank == 0) {
       const auto& p = comm->tuner->profile();
       std::printf("%s\n%s\n", p.origin.c_str(), p.source.c_str());
       if (p.name != "calibrated") {
-        std::fprintf(stderr, "starscream-tune --calibrate: nothing was calibrated (see the "
+        std::fprintf(stderr,
+                     "starscream-tune --calibrate: nothing was calibrated (see the "
                      "log with STARSCREAM_DEBUG=INFO)\n");
         rc = 1;
       }

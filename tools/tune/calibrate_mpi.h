@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // starscream-tune --calibrate (calibrate_mpi.cc).
 #pragma once
 

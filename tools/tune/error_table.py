@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Markdown table of model error from a starscream-tune --points file (lines: K coll algo bytes
 model_us measured_us error%): per K the points, median and worst |error|, the count beyond
 35 %, and per algorithm median / worst (%). The symmetric column holds its LL and bulk-grid

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // starscream-tune: calibrates the tuner's cost model on this machine and writes a profile.
 //   starscream-tune --topo 'tools/topologies/h200-mps-{K}.json' --out h200-mps.json ...
 //       --sweep 'tools/emulate/partition-run.sh {K} build/bin/gpu_coll_perf 268435456 {json}' -K 8
@@ -54,14 +55,18 @@ int main(int argc, char** argv) {
   app.add_option("--chunk-bytes", chunk, "FIFO chunk of the backend measured (GPU: 2 MiB)");
   app.add_option("--channels", channels, "Channels of the backend measured (GPU: 2)");
   app.add_option("--ll-max-bytes", llMax, "LL packet limit of the backend measured (GPU: 64 KiB)");
-  app.add_option("--cache-mb", cacheMB, "The GPU's last-level cache, MB (H200: 50 L2), kept "
+  app.add_option("--cache-mb", cacheMB,
+                 "The GPU's last-level cache, MB (H200: 50 L2), kept "
                  "in every variant: one-rank calls that fit in it cost their launch only");
-  app.add_option("--fifo-blocks", blocksSpec, "K=B: the FIFO kernel ran B blocks per channel at "
+  app.add_option("--fifo-blocks", blocksSpec,
+                 "K=B: the FIFO kernel ran B blocks per channel at "
                  "K partitions (the library's INFO line 'GPU launch limits'; H200: 8=4 4=8 2=16 "
                  "1=32); the model needs it for steps shorter than a slot (default 1)");
-  app.add_option("--points", pointsPath, "Also write every point (K coll algo bytes model_us "
+  app.add_option("--points", pointsPath,
+                 "Also write every point (K coll algo bytes model_us "
                  "measured_us error) to this file");
-  app.add_option("--check", checkPath, "Only report this profile's error on the --from data "
+  app.add_option("--check", checkPath,
+                 "Only report this profile's error on the --from data "
                  "(no fit; --out is then not written)");
   CLI11_PARSE(app, argc, argv);
   std::ofstream points;

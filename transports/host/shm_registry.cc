@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/host/shm_registry.h"
 
 #include <sys/mman.h>
@@ -173,7 +174,8 @@ class ShmPeerMemory : public PeerMemoryRuntime {
     *out = PeerAllocation{reinterpret_cast<uintptr_t>(base), a.bytes, a.id};
     return true;
   }
-  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes], std::string* why) override {
+  bool exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHandleBytes],
+                    std::string* why) override {
     std::lock_guard<std::mutex> g(g_mu);
     auto it = g_allocs.find(reinterpret_cast<char*>(a.base));
     if (it == g_allocs.end() || it->second.id != a.id) {

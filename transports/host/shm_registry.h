@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host-backend memory that peers can map: sscMemAlloc returns memfd-backed shared mappings, and
 // a symmetric registration maps every rank's allocation into every other rank through
 // /proc/<pid>/fd/<fd> (same user, same host). This is what lets the zero-copy algorithms run,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/host/shm_transport.h"
 
 #include <fcntl.h>
@@ -83,9 +84,12 @@ sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* 
   // A value outside what the transport can run is refused, not clamped: a mistyped setting must
   // be loud (every rank reads the same environment, so every rank fails alike).
   int64_t v[3];
-  const struct { const char* name; int64_t lo, hi; } limits[3] = {
-      {"STARSCREAM_HOST_CHANNELS", 1, 16}, {"STARSCREAM_HOST_SLOTS", 2, kShmMaxSlots},
-      {"STARSCREAM_HOST_SLOT_BYTES", 64, 64 << 20}};
+  const struct {
+    const char* name;
+    int64_t lo, hi;
+  } limits[3] = {{"STARSCREAM_HOST_CHANNELS", 1, 16},
+                 {"STARSCREAM_HOST_SLOTS", 2, kShmMaxSlots},
+                 {"STARSCREAM_HOST_SLOT_BYTES", 64, 64 << 20}};
   for (int i = 0; i < 3; ++i) {
     v[i] = env::getInt(limits[i].name);
     if (v[i] < limits[i].lo || v[i] > limits[i].hi)
@@ -112,9 +116,10 @@ sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* 
   SSC_CHECK(comm->bootstrap->allGather(hosts.data(), sizeof(HostId)));
   for (int r = 0; r < t->nranks_; ++r)
     if (local(r) && std::memcmp(&hosts[r], &hosts[t->rank_], sizeof(HostId)) != 0)
-      return fail(sscInvalidUsage, "the topology puts ranks {} and {} on one node, but they run on "
-                  "'{}' and '{}': the host backend shares memory within a node only", r, t->rank_,
-                  hosts[r].name, hosts[t->rank_].name);
+      return fail(sscInvalidUsage,
+                  "the topology puts ranks {} and {} on one node, but they run on "
+                  "'{}' and '{}': the host backend shares memory within a node only",
+                  r, t->rank_, hosts[r].name, hosts[t->rank_].name);
 
   t->maps_.assign(t->nranks_, nullptr);
 
@@ -165,9 +170,10 @@ sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* 
       return fail(sscSystemError, "mapping peers' shared memory failed on rank {}{}{}", r,
                   why.empty() ? "" : ": ", r == t->rank_ ? why : "see that rank's log");
   if (!netPeers.empty()) SSC_CHECK(t->connectNetwork(comm, netPeers));
-  SSC_LOG(kInfo, "host transport: {} channel(s) x {} slots x {} bytes per connection, {} MiB segment, "
-          "{} peer(s) over the network", t->channels_, t->slots_, t->slotBytes_,
-          t->segmentBytes_ >> 20, netPeers.size());
+  SSC_LOG(kInfo,
+          "host transport: {} channel(s) x {} slots x {} bytes per connection, {} MiB segment, "
+          "{} peer(s) over the network",
+          t->channels_, t->slots_, t->slotBytes_, t->segmentBytes_ >> 20, netPeers.size());
   *out = std::move(t);
   return sscSuccess;
 }
@@ -207,12 +213,12 @@ sscResult_t ShmTransport::connectNetwork(PeerView* comm, const std::vector<int>&
       in.push_back(fifo(inbox));
     }
   }
-  proxy_ = std::make_unique<NetProxy>(*net_, std::move(out), std::move(in),
-                                      [comm](const std::string& message) {
-    // The communicator cannot recover from a broken network: record why, and wake every wait.
-    comm->setAsyncError(sscSystemError, "net transport: " + message);
-    comm->abortFlag.store(true);
-  });
+  proxy_ = std::make_unique<NetProxy>(
+      *net_, std::move(out), std::move(in), [comm](const std::string& message) {
+        // The communicator cannot recover from a broken network: record why, and wake every wait.
+        comm->setAsyncError(sscSystemError, "net transport: " + message);
+        comm->abortFlag.store(true);
+      });
   return sscSuccess;
 }
 

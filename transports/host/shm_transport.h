@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host-backend transport: connections between ranks of one host over POSIX shared memory, and to
 // ranks on other nodes through the network proxy (transports/net).
 //
@@ -28,10 +29,10 @@ constexpr int kShmMaxSlots = 32;
 
 // Control block of one FIFO, in the receiver's segment.
 struct alignas(64) ShmFifoCtrl {
-  alignas(64) std::atomic<uint64_t> tail;   // slots posted (written by the sender)
-  std::atomic<uint32_t> tailWord;           // futex word bumped with tail
-  alignas(64) std::atomic<uint64_t> head;   // slots consumed (written by the receiver)
-  std::atomic<uint32_t> headWord;           // futex word bumped with head
+  alignas(64) std::atomic<uint64_t> tail;        // slots posted (written by the sender)
+  std::atomic<uint32_t> tailWord;                // futex word bumped with tail
+  alignas(64) std::atomic<uint64_t> head;        // slots consumed (written by the receiver)
+  std::atomic<uint32_t> headWord;                // futex word bumped with head
   alignas(64) uint64_t slotBytes[kShmMaxSlots];  // bytes posted in each slot (size check)
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libstarscream-net-mpi.so: the network plugin over MPI (transports/net/net_plugin.h).
 //
 // Host-staged: the core hands it host memory (the host backend's FIFOs, or the pinned staging
@@ -27,7 +28,8 @@ int failWith(sscNetError_t* err, const char* what, int code) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
   if (code != MPI_SUCCESS) MPI_Error_string(code, text, &len);
-  std::snprintf(err->text, sizeof(err->text), "%s%s%s", what, code != MPI_SUCCESS ? ": " : "", text);
+  std::snprintf(err->text, sizeof(err->text), "%s%s%s", what, code != MPI_SUCCESS ? ": " : "",
+                text);
   return 1;
 }
 
@@ -46,8 +48,10 @@ void initOnce() {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (finalized) {
-    g_initCode = failWith(&g_initError, "MPI was already finalized: create communicators that span "
-                          "nodes before MPI_Finalize", MPI_SUCCESS);
+    g_initCode = failWith(&g_initError,
+                          "MPI was already finalized: create communicators that span "
+                          "nodes before MPI_Finalize",
+                          MPI_SUCCESS);
     return;
   }
   if (!initialized) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/net/net_comm.h"
 
 #include <dlfcn.h>
@@ -23,7 +24,8 @@ struct Loaded {
 // The directory this library (or the executable it is linked into) was loaded from.
 std::string ownDirectory() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ownDirectory), &info) == 0 || info.dli_fname == nullptr) return "";
+  if (dladdr(reinterpret_cast<void*>(&ownDirectory), &info) == 0 || info.dli_fname == nullptr)
+    return "";
   std::string path = info.dli_fname;
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
@@ -59,7 +61,8 @@ Loaded loadPlugin() {
     SSC_LOG(kInfo, "net transport: plugin '{}' from {}", out.ops->name, path);
     return out;
   }
-  out.error = fmt::format("loading the network plugin {} failed (STARSCREAM_NET_PLUGIN):{}", name, errors);
+  out.error =
+      fmt::format("loading the network plugin {} failed (STARSCREAM_NET_PLUGIN):{}", name, errors);
   return out;
 }
 
@@ -115,7 +118,8 @@ sscResult_t NetComm::create(PeerView* comm, std::unique_ptr<NetComm>* out) {
   sscResult_t mine = sscSuccess;
   const Loaded& p = plugin();
   if (p.ops == nullptr) {
-    mine = fail(sscSystemError, "ranks of this communicator run on {} nodes: {}", comm->topo.nnodes, p.error);
+    mine = fail(sscSystemError, "ranks of this communicator run on {} nodes: {}", comm->topo.nnodes,
+                p.error);
   } else {
     sscNetError_t err{};
     if (p.ops->init(&ids[comm->rank].jobRank, &ids[comm->rank].jobSize, &err) != 0)
@@ -131,12 +135,14 @@ sscResult_t NetComm::create(PeerView* comm, std::unique_ptr<NetComm>* out) {
     jobRanks[r] = ids[r].jobRank;
     if (ids[r].jobSize != ids[comm->rank].jobSize || ids[r].jobRank < 0 ||
         ids[r].jobRank >= ids[r].jobSize)
-      return fail(sscInvalidUsage, "ranks {} and {} are not processes of one {} job (job sizes {} "
-                  "and {}): launch every rank with one mpirun to span nodes", r, comm->rank,
-                  p.ops->name, ids[r].jobSize, ids[comm->rank].jobSize);
+      return fail(sscInvalidUsage,
+                  "ranks {} and {} are not processes of one {} job (job sizes {} "
+                  "and {}): launch every rank with one mpirun to span nodes",
+                  r, comm->rank, p.ops->name, ids[r].jobSize, ids[comm->rank].jobSize);
     for (int q = 0; q < r; ++q)
       if (ids[q].jobRank == ids[r].jobRank)
-        return fail(sscInvalidUsage, "ranks {} and {} are both process {} of their {} job: were they "
+        return fail(sscInvalidUsage,
+                    "ranks {} and {} are both process {} of their {} job: were they "
                     "started as separate jobs? Launch every rank with one mpirun to span nodes",
                     q, r, ids[r].jobRank, p.ops->name);
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/net: reaching ranks on other nodes. The plugin (net_plugin.h) is loaded on first
 // use; a NetComm is its communicator over the ranks of one sscComm.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ABI between libstarscream and a network plugin (libstarscream-net-mpi.so).
 //
 // The network transport lives in a plugin of its own, loaded only when a communicator spans

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/net/net_proxy.h"
 
 #include <algorithm>
@@ -92,7 +93,8 @@ bool NetProxy::progressOutbox(Queue& q) {
       failed(fmt::format("sending to rank {}: {}", f.peer, err.text));
       return false;
     }
-    SSC_LOG(kTrace, "net: send slot {} ({} bytes) to rank {} tag {}", q.posted, q.headers[s] & 0xffffffffu, f.peer, f.tag);
+    SSC_LOG(kTrace, "net: send slot {} ({} bytes) to rank {} tag {}", q.posted,
+            q.headers[s] & 0xffffffffu, f.peer, f.tag);
     ++q.posted;
     moved = true;
   }
@@ -124,7 +126,8 @@ bool NetProxy::progressInbox(Queue& q) {
     Pending& p = q.requests[s];
     if (net_.ops().irecv(net_.handle(), f.peer, headerTag(f), &q.headers[s], sizeof(uint64_t),
                          &p.header, &err) != 0 ||
-        net_.ops().irecv(net_.handle(), f.peer, dataTag(f), data, f.pieceBytes, &p.data, &err) != 0) {
+        net_.ops().irecv(net_.handle(), f.peer, dataTag(f), data, f.pieceBytes, &p.data, &err) !=
+            0) {
       failed(fmt::format("receiving from rank {}: {}", f.peer, err.text));
       return false;
     }
@@ -148,7 +151,8 @@ bool NetProxy::progressInbox(Queue& q) {
     }
     if (p.header != nullptr || p.data != nullptr) break;
     f.slotBytes[s] = q.headers[s];
-    SSC_LOG(kTrace, "net: received slot {} ({} bytes) from rank {} tag {}", q.completed, q.headers[s] & 0xffffffffu, f.peer, f.tag);
+    SSC_LOG(kTrace, "net: received slot {} ({} bytes) from rank {} tag {}", q.completed,
+            q.headers[s] & 0xffffffffu, f.peer, f.tag);
     ++q.completed;
     f.tail->store(q.completed, std::memory_order_release);
     bump(f.tailWord);
@@ -160,8 +164,9 @@ bool NetProxy::progressInbox(Queue& q) {
 void NetProxy::dumpState() {
   auto line = [](const char* kind, const Queue& q) {
     const NetFifo& f = q.fifo;
-    return fmt::format("\n  {} rank {} tag {}: executor tail {} head {}, proxy posted {} completed {}",
-                       kind, f.peer, f.tag, f.tail->load(), f.head->load(), q.posted, q.completed);
+    return fmt::format(
+        "\n  {} rank {} tag {}: executor tail {} head {}, proxy posted {} completed {}", kind,
+        f.peer, f.tag, f.tail->load(), f.head->load(), q.posted, q.completed);
   };
   std::string text;
   for (const Queue& q : outboxes_) text += line("to  ", q);
@@ -186,7 +191,8 @@ void NetProxy::loop() {
     }
     if (stopping) {
       const auto now = std::chrono::steady_clock::now();
-      if (drainDeadline == std::chrono::steady_clock::time_point{}) drainDeadline = now + kDrainLimit;
+      if (drainDeadline == std::chrono::steady_clock::time_point{})
+        drainDeadline = now + kDrainLimit;
       bool sending = false;
       for (const Queue& q : outboxes_) sending |= q.completed < q.posted;
       if (!sending || broken_ || now > drainDeadline) break;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The network proxy: a host thread that turns local FIFOs into network messages and back, so
 // the executors (host threads, GPU kernels) keep the one FIFO protocol they use with local peers
 // (transports/host/shm_transport.h, src/kernels/gpu/plan_kernel.h) and never call the network.
@@ -27,16 +28,16 @@ namespace ssc {
 // only; the other side reads them (acquire) and the writer publishes with release.
 struct NetFifo {
   int peer = 0;
-  int tag = 0;                               // distinct per (channel, block) of a peer; < 2^14
-  std::atomic<uint64_t>* tail = nullptr;     // slots posted: outbox: executor; inbox: proxy
-  std::atomic<uint64_t>* head = nullptr;     // slots freed: outbox: proxy; inbox: executor
-  volatile uint64_t* slotBytes = nullptr;    // [slots]: bytes of each posted slot (whole slot)
-  std::atomic<uint32_t>* tailWord = nullptr; // optional futexes bumped with tail / head (host
-  std::atomic<uint32_t>* headWord = nullptr; // backend waits sleep on them)
-  char* data = nullptr;                      // slot 0 of this FIFO
-  uint64_t slotStride = 0;                   // bytes from one slot to the next
-  uint64_t pieceOffset = 0;                  // this sub-FIFO's part of every slot: the bytes
-  uint64_t pieceBytes = 0;                   // [off, off + min(piece, slot's bytes - off))
+  int tag = 0;                                // distinct per (channel, block) of a peer; < 2^14
+  std::atomic<uint64_t>* tail = nullptr;      // slots posted: outbox: executor; inbox: proxy
+  std::atomic<uint64_t>* head = nullptr;      // slots freed: outbox: proxy; inbox: executor
+  volatile uint64_t* slotBytes = nullptr;     // [slots]: bytes of each posted slot (whole slot)
+  std::atomic<uint32_t>* tailWord = nullptr;  // optional futexes bumped with tail / head (host
+  std::atomic<uint32_t>* headWord = nullptr;  // backend waits sleep on them)
+  char* data = nullptr;                       // slot 0 of this FIFO
+  uint64_t slotStride = 0;                    // bytes from one slot to the next
+  uint64_t pieceOffset = 0;                   // this sub-FIFO's part of every slot: the bytes
+  uint64_t pieceBytes = 0;                    // [off, off + min(piece, slot's bytes - off))
   int slots = 0;
 };
 
@@ -67,10 +68,10 @@ class NetProxy {
   };
   struct Queue {
     NetFifo fifo;
-    uint64_t posted = 0;      // slots handed to the network
-    uint64_t completed = 0;   // of those, finished (in order)
-    std::vector<Pending> requests;    // [slot]
-    std::vector<uint64_t> headers;    // [slot]: byte counts in flight
+    uint64_t posted = 0;            // slots handed to the network
+    uint64_t completed = 0;         // of those, finished (in order)
+    std::vector<Pending> requests;  // [slot]
+    std::vector<uint64_t> headers;  // [slot]: byte counts in flight
   };
 
   void loop();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/usr/ipc_segment.h"
 
 #include <unistd.h>
@@ -39,8 +40,10 @@ sscResult_t agreeAll(PeerView* comm, bool mineOk, const char* what) {
 IpcSegment::~IpcSegment() {
   for (size_t r = 0; r < maps_.size(); ++r) {
     if (maps_[r] == nullptr) continue;
-    if (static_cast<int>(r) == rank_) (void)hipFree(maps_[r]);
-    else (void)hipIpcCloseMemHandle(maps_[r]);
+    if (static_cast<int>(r) == rank_)
+      (void)hipFree(maps_[r]);
+    else
+      (void)hipIpcCloseMemHandle(maps_[r]);
   }
 }
 
@@ -66,7 +69,8 @@ sscResult_t IpcSegment::create(PeerView* comm, size_t bytes, const std::vector<b
   if (e == hipSuccess) e = hipIpcGetMemHandle(&mine.handle, local);
   if (e != hipSuccess)
     setError(sscUnhandledDeviceError, fmt::format("allocating/exporting a {} MiB IPC segment "
-             "failed: {}", bytes >> 20, hipGetErrorString(e)));
+                                                  "failed: {}",
+                                                  bytes >> 20, hipGetErrorString(e)));
   SSC_CHECK(agreeAll(comm, e == hipSuccess, "allocating the GPU connection segment"));
   SSC_CHECK(comm->bootstrap->allGather(info.data(), sizeof(PeerInfo)));
 
@@ -74,9 +78,10 @@ sscResult_t IpcSegment::create(PeerView* comm, size_t bytes, const std::vector<b
   for (int r = 0; r < comm->nranks && why.empty(); ++r) {
     if (r == comm->rank || !mapPeer[r]) continue;
     if (std::strncmp(info[r].host, mine.host, sizeof(mine.host)) != 0) {
-      why = fmt::format("the topology puts ranks {} and {} on one node, but they run on hosts "
-                        "'{}' and '{}': IPC maps memory within a host only", r, comm->rank,
-                        info[r].host, mine.host);
+      why = fmt::format(
+          "the topology puts ranks {} and {} on one node, but they run on hosts "
+          "'{}' and '{}': IPC maps memory within a host only",
+          r, comm->rank, info[r].host, mine.host);
       break;
     }
     if (std::strncmp(info[r].busId, mine.busId, sizeof(mine.busId)) != 0 &&
@@ -87,8 +92,10 @@ sscResult_t IpcSegment::create(PeerView* comm, size_t bytes, const std::vector<b
     void* peer = nullptr;
     e = hipIpcOpenMemHandle(&peer, info[r].handle, hipIpcMemLazyEnablePeerAccess);
     if (e != hipSuccess) {
-      why = fmt::format("opening rank {}'s IPC handle failed: {} (on one GPU, ranks must run "
-                        "under MPS)", r, hipGetErrorString(e));
+      why = fmt::format(
+          "opening rank {}'s IPC handle failed: {} (on one GPU, ranks must run "
+          "under MPS)",
+          r, hipGetErrorString(e));
       break;
     }
     seg->maps_[r] = peer;

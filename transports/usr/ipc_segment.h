@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/usr: memory of one rank mapped into every other rank of a communicator through
 // runtime IPC handles exchanged over the bootstrap. Between partitions of one GPU (processes
 // under MPS) the mapping is plain HBM; between GPUs of a node the same handles are opened over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/usr/p2p_directory.h"
 
 #include <sys/mman.h>
@@ -44,8 +45,13 @@ size_t P2pDirectory::segmentBytes(int nranks) {
 
 P2pDirectory::P2pDirectory(void* segment, int rank, int nranks, PeerMemoryRuntime* runtime,
                            std::function<bool()> idle)
-    : seg_(static_cast<char*>(segment)), rank_(rank), nranks_(nranks), runtime_(runtime),
-      idle_(std::move(idle)), own_(kSlots), pins_(new std::atomic<int>[kSlots]),
+    : seg_(static_cast<char*>(segment)),
+      rank_(rank),
+      nranks_(nranks),
+      runtime_(runtime),
+      idle_(std::move(idle)),
+      own_(kSlots),
+      pins_(new std::atomic<int>[kSlots]),
       mapped_(static_cast<size_t>(nranks), std::vector<Mapped>(kSlots)) {
   for (int s = 0; s < kSlots; ++s) pins_[s].store(0);
 }
@@ -83,7 +89,8 @@ sscResult_t P2pDirectory::claimSlot(const PeerAllocation& a, int* out) {
   if (target < 0 && !retire.empty()) target = retire.front();
   if (target < 0) {
     for (int s = 0; s < kSlots; ++s)
-      if (pins_[s].load() == 0 && (target < 0 || own_[s].lastUse < own_[target].lastUse)) target = s;
+      if (pins_[s].load() == 0 && (target < 0 || own_[s].lastUse < own_[target].lastUse))
+        target = s;
     if (target < 0) return sscSuccess;
     retire.push_back(target);
     ++stats_.evictions;
@@ -105,8 +112,10 @@ sscResult_t P2pDirectory::claimSlot(const PeerAllocation& a, int* out) {
   std::string why;
   if (!runtime_->exportHandle(a, handle, &why)) {
     o.failed = true;  // never offered; the slot is reused like any other
-    SSC_LOG(kInfo, "point-to-point: cannot export a receive buffer's allocation ({}); its "
-            "receives take the FIFOs", why);
+    SSC_LOG(kInfo,
+            "point-to-point: cannot export a receive buffer's allocation ({}); its "
+            "receives take the FIFOs",
+            why);
     *out = target;
     return sscSuccess;
   }
@@ -160,15 +169,19 @@ sscResult_t P2pDirectory::refresh(const std::vector<int>& owners, bool capturing
       const uint64_t g = slot(owner, s)->gen.load(std::memory_order_acquire);
       Mapped& m = mapped_[owner][s];
       if (g == m.gen) continue;
-      if (m.at != nullptr) stale.push_back({owner, s});
-      else if (g != 0) fresh.push_back({owner, s});
-      else m = Mapped{};
+      if (m.at != nullptr)
+        stale.push_back({owner, s});
+      else if (g != 0)
+        fresh.push_back({owner, s});
+      else
+        m = Mapped{};
     }
   }
   // The owner changed these slots once its work had finished. Withdraw the confirmations now;
   // close (a push of ours may still be running) once this rank's work has finished too, never
   // while capturing: until then the slot stays unconfirmed and its receives take the FIFOs.
-  for (const Change& c : stale) confirm(c.owner, rank_, c.s)->gen.store(0, std::memory_order_release);
+  for (const Change& c : stale)
+    confirm(c.owner, rank_, c.s)->gen.store(0, std::memory_order_release);
   if (!stale.empty() && !capturing && (!idle_ || idle_())) {
     for (const Change& c : stale) {
       Mapped& m = mapped_[c.owner][c.s];
@@ -202,8 +215,10 @@ sscResult_t P2pDirectory::refresh(const std::vector<int>& owners, bool capturing
     void* at = nullptr;
     std::string why;
     if (!runtime_->open(handle, a, &at, &why)) {
-      SSC_LOG(kInfo, "point-to-point: cannot map rank {}'s receive buffer ({}); sends to it "
-              "into that allocation take the FIFOs", c.owner, why);
+      SSC_LOG(kInfo,
+              "point-to-point: cannot map rank {}'s receive buffer ({}); sends to it "
+              "into that allocation take the FIFOs",
+              c.owner, why);
       m = Mapped{g, nullptr, a, true};
       continue;
     }
@@ -240,7 +255,8 @@ struct Where {
 }  // namespace
 
 sscResult_t P2pDirectory::createShared(PeerView* comm, PeerMemoryRuntime* runtime,
-                                       std::function<bool()> idle, std::unique_ptr<P2pDirectory>* out) {
+                                       std::function<bool()> idle,
+                                       std::unique_ptr<P2pDirectory>* out) {
   out->reset();
   const int n = comm->nranks, me = comm->rank;
   const size_t bytes = segmentBytes(n);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/usr: the node's directory of receive buffers for one-copy point-to-point. A send and
 // its receive are two ranks' calls with no collective agreement between them, and neither host
 // may wait for the other (rank 0 may call ncclSend and then MPI_Send while rank 1 calls MPI_Recv

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/usr/peer_cache.h"
 
 #include <cstring>
@@ -11,9 +12,9 @@ namespace {
 
 // One buffer of one rank's call, as posted on the shared call table.
 struct PostedBuffer {
-  uint64_t exportId;   // this rank's export of the allocation (0: none)
-  uint64_t offset;     // of the call's buffer in the allocation
-  uint64_t base;       // PeerAllocation of the export
+  uint64_t exportId;  // this rank's export of the allocation (0: none)
+  uint64_t offset;    // of the call's buffer in the allocation
+  uint64_t base;      // PeerAllocation of the export
   uint64_t bytes;
   uint64_t id;
   uint32_t isNew;      // first post of this export: handle is valid, peers open it
@@ -39,8 +40,12 @@ struct PeerMemoryCache::Record {
 
 PeerMemoryCache::PeerMemoryCache(PeerMemoryRuntime* runtime, std::unique_ptr<ShmAllGather> table,
                                  std::function<sscResult_t()> quiesce, size_t capacity)
-    : runtime_(runtime), shared_(std::move(table)), quiesce_(std::move(quiesce)),
-      capacity_(capacity < 2 ? 2 : capacity), rank_(shared_->rank()), nranks_(shared_->nranks()),
+    : runtime_(runtime),
+      shared_(std::move(table)),
+      quiesce_(std::move(quiesce)),
+      capacity_(capacity < 2 ? 2 : capacity),
+      rank_(shared_->rank()),
+      nranks_(shared_->nranks()),
       table_(static_cast<size_t>(shared_->nranks())) {}
 
 PeerMemoryCache::~PeerMemoryCache() { release(); }
@@ -62,7 +67,8 @@ sscResult_t PeerMemoryCache::post(const Request& req, uint64_t* ticket) {
     PeerAllocation a;
     std::string why;
     if (!runtime_->query(req.ptr[b], req.bytes[b], &a, &why)) {
-      SSC_LOG(kTrace, "buffer {} ({} bytes) cannot be mapped by peers: {}", req.ptr[b], req.bytes[b], why);
+      SSC_LOG(kTrace, "buffer {} ({} bytes) cannot be mapped by peers: {}", req.ptr[b],
+              req.bytes[b], why);
       continue;
     }
     auto known = own_.find(a.id);
@@ -70,8 +76,10 @@ sscResult_t PeerMemoryCache::post(const Request& req, uint64_t* ticket) {
       pb.exportId = known->second;
     } else {
       if (!runtime_->exportHandle(a, pb.handle, &why)) {
-        SSC_LOG(kInfo, "exporting the allocation at {:#x} ({} bytes) failed: {}; calls on it use "
-                "the staged or FIFO path", a.base, a.bytes, why);
+        SSC_LOG(kInfo,
+                "exporting the allocation at {:#x} ({} bytes) failed: {}; calls on it use "
+                "the staged or FIFO path",
+                a.base, a.bytes, why);
         continue;
       }
       pb.exportId = ++nextExport_;
@@ -117,8 +125,10 @@ sscResult_t PeerMemoryCache::drop(int q, std::map<uint64_t, Entry>::iterator it)
   if (q != rank_ && e.mapped != nullptr) {
     // A captured graph still uses this mapping: hold it (the table entry goes on every rank).
     const Key key{q, e.alloc.id};
-    if (pinCount_.count(key) != 0) held_[key] = {e.mapped, e.alloc};
-    else SSC_CHECK(closeLater(e.mapped, e.alloc));
+    if (pinCount_.count(key) != 0)
+      held_[key] = {e.mapped, e.alloc};
+    else
+      SSC_CHECK(closeLater(e.mapped, e.alloc));
   }
   if (q == rank_) {
     auto own = own_.find(e.alloc.id);
@@ -177,7 +187,7 @@ void PeerMemoryCache::rememberFailed(const std::pair<int, uint64_t>& key) {
 
 sscResult_t PeerMemoryCache::dropOverlapping(int owner, const PeerAllocation& range) {
   if (owner < 0 || owner >= nranks_ || released_) return sscSuccess;
-  quiesced_ = false;  // outside finish(): the queued work must drain before any close
+  quiesced_ = false;   // outside finish(): the queued work must drain before any close
   capturing_ = false;  // registration is not captured: close now (the runtime needs it)
   SSC_CHECK(flushCloses());
   auto& t = table_[owner];
@@ -196,7 +206,8 @@ sscResult_t PeerMemoryCache::evict(int q) {
   while (t.size() > capacity_) {
     auto victim = t.end();
     for (auto it = t.begin(); it != t.end(); ++it)
-      if (it->second.lastUse < clock_ && (victim == t.end() || it->second.lastUse < victim->second.lastUse))
+      if (it->second.lastUse < clock_ &&
+          (victim == t.end() || it->second.lastUse < victim->second.lastUse))
         victim = it;
     if (victim == t.end()) break;  // everything was used by this very call
     SSC_CHECK(drop(q, victim));
@@ -237,7 +248,8 @@ sscResult_t PeerMemoryCache::settleOpens(const std::vector<Record>& all, bool* f
   if (confirmedSome) openFailures_ = 0;
   if (failed && failedBefore && ++openFailures_ >= kMaxOpenFailures && enabled_) {
     enabled_ = false;
-    SSC_LOG(kWarn, "opening peers' buffers failed {} times with no success in between: calls on "
+    SSC_LOG(kWarn,
+            "opening peers' buffers failed {} times with no success in between: calls on "
             "plain buffers stop trying zero-copy on this communicator (staged or FIFO path)",
             openFailures_);
   }
@@ -255,7 +267,8 @@ bool PeerMemoryCache::usableNow(const std::vector<Record>& all, const Request& r
       if (!pb.shareable) return false;
       auto it = table_[q].find(pb.exportId);
       if (it == table_[q].end() || !it->second.confirmed ||
-          (q != rank_ && it->second.mapped == nullptr) || pb.offset + req.bytes[b] > it->second.alloc.bytes)
+          (q != rank_ && it->second.mapped == nullptr) ||
+          pb.offset + req.bytes[b] > it->second.alloc.bytes)
         return false;
     }
   return true;
@@ -275,7 +288,8 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
   SSC_CHECK(shared_->collect(ticket, all.data(), sizeof(Record)));
   out->checks.resize(static_cast<size_t>(nranks_) * kCheckBytes);
   for (int q = 0; q < nranks_; ++q)
-    std::memcpy(out->checks.data() + static_cast<size_t>(q) * kCheckBytes, all[q].check, kCheckBytes);
+    std::memcpy(out->checks.data() + static_cast<size_t>(q) * kCheckBytes, all[q].check,
+                kCheckBytes);
   ++clock_;
   ++stats_.calls;
   quiesced_ = false;
@@ -330,8 +344,10 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
           } else {
             e.mapped = nullptr;
             ++failedOpens_;
-            SSC_LOG(kWarn, "mapping rank {}'s allocation ({} bytes) failed: {}; the ranks fall back "
-                    "to the staged or FIFO path for it", q, pb.bytes, why);
+            SSC_LOG(kWarn,
+                    "mapping rank {}'s allocation ({} bytes) failed: {}; the ranks fall back "
+                    "to the staged or FIFO path for it",
+                    q, pb.bytes, why);
           }
         }
         t[pb.exportId] = e;  // used once every rank has confirmed its open
@@ -342,8 +358,10 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
         // Expected right after a failed open dropped it (its owner posted before learning so);
         // anything else means the replicated tables diverged.
         if (!failed)
-          SSC_LOG(kWarn, "rank {} names export {} that this rank does not hold (internal: the "
-                  "replicated tables diverged); falling back for this call", q, pb.exportId);
+          SSC_LOG(kWarn,
+                  "rank {} names export {} that this rank does not hold (internal: the "
+                  "replicated tables diverged); falling back for this call",
+                  q, pb.exportId);
         continue;
       }
       it->second.lastUse = clock_;
@@ -351,8 +369,10 @@ sscResult_t PeerMemoryCache::finish(uint64_t ticket, const Request& req, Result*
   }
   for (int q = 0; q < nranks_; ++q) SSC_CHECK(evict(q));
   if (mismatch >= 0)
-    return fail(sscInvalidUsage, "rank {} issued a different call than rank {} at the same point "
-                "(collective, count, type, op or root differ)", mismatch, rank_);
+    return fail(sscInvalidUsage,
+                "rank {} issued a different call than rank {} at the same point "
+                "(collective, count, type, op or root differ)",
+                mismatch, rank_);
   if (anyCaptured && anyNew && enabled_) {
     // A graph would keep this call's fallback for every replay: confirm the new exports now, in
     // a second exchange every rank takes (the same records decide). Posted here, collected by

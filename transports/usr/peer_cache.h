@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/usr: zero-copy on the application's own buffers. A collective on plain device memory
 // (a PyTorch tensor, an nccl-tests buffer) needs each peer's buffer mapped into this process.
 // Per call, every rank finds the allocation behind its buffers (PeerMemoryRuntime::query),
@@ -56,8 +57,8 @@ namespace ssc {
 
 class PeerMemoryCache {
  public:
-  static constexpr size_t kDefaultCapacity = 64;  // exports kept per rank
-  static constexpr int kMaxOpenFailures = 3;      // failed rounds of opens before giving up
+  static constexpr size_t kDefaultCapacity = 64;    // exports kept per rank
+  static constexpr int kMaxOpenFailures = 3;        // failed rounds of opens before giving up
   static constexpr size_t kFailedAllocsKept = 256;  // allocations remembered as failed once
 
   PeerMemoryCache(PeerMemoryRuntime* runtime, std::unique_ptr<ShmAllGather> table,
@@ -66,7 +67,8 @@ class PeerMemoryCache {
   PeerMemoryCache(const PeerMemoryCache&) = delete;
   PeerMemoryCache& operator=(const PeerMemoryCache&) = delete;
 
-  // Bytes of opaque data a record carries for checked mode (STARSCREAM_CHECK, src/comm/call_check.h).
+  // Bytes of opaque data a record carries for checked mode (STARSCREAM_CHECK,
+  // src/comm/call_check.h).
   static constexpr size_t kCheckBytes = 48;
 
   // One call: its two buffers (kBufIn = 0, kBufOut = 1; null = peers do not touch this rank's)
@@ -83,9 +85,9 @@ class PeerMemoryCache {
     const void* check = nullptr;  // kCheckBytes posted as they are; null: zeros
   };
   struct Result {
-    bool zeroCopy = false;   // every rank's buffers are mapped everywhere
-    bool anyInPlace = false; // some rank called in place (all must then run the in-place plan)
-    bool allInPlace = false; // every rank called in place
+    bool zeroCopy = false;    // every rank's buffers are mapped everywhere
+    bool anyInPlace = false;  // some rank called in place (all must then run the in-place plan)
+    bool allInPlace = false;  // every rank called in place
     // [buffer][rank] as addressed here, when zeroCopy; empty when no rank posted the buffer,
     // null for a rank that did not.
     std::vector<void*> peers[2];
@@ -178,19 +180,19 @@ class PeerMemoryCache {
   bool quiesced_ = false;  // within one finish(): drained once already
   size_t capacity_;
   int rank_, nranks_;
-  std::vector<Record> all_;  // the records of the call being finished
+  std::vector<Record> all_;                       // the records of the call being finished
   std::vector<std::map<uint64_t, Entry>> table_;  // [rank]: export id -> entry (replicated)
   std::map<uint64_t, uint64_t> own_;              // own allocation id -> export id (local)
   std::vector<std::pair<void*, PeerAllocation>> deferred_;  // closes that must wait for release()
   std::vector<std::pair<void*, PeerAllocation>> later_;     // closes put off while capturing
   bool capturing_ = false;  // within a captured call's finish(): no quiesce, no close
-  std::vector<std::shared_ptr<Pin>> pins_;                  // live pins (swept each finish())
-  std::map<Key, int> pinCount_;                             // pins per peer allocation
-  std::map<Key, std::pair<void*, PeerAllocation>> held_;    // out of the table, held by pins
+  std::vector<std::shared_ptr<Pin>> pins_;                // live pins (swept each finish())
+  std::map<Key, int> pinCount_;                           // pins per peer allocation
+  std::map<Key, std::pair<void*, PeerAllocation>> held_;  // out of the table, held by pins
   uint64_t nextExport_ = 0;
-  uint64_t clock_ = 0;      // finish() calls so far (the same on every rank)
+  uint64_t clock_ = 0;        // finish() calls so far (the same on every rank)
   uint32_t failedOpens_ = 0;  // opens that failed in this rank's last finish() (posted next)
-  int openFailures_ = 0;    // failed rounds of opens since one last succeeded everywhere
+  int openFailures_ = 0;      // failed rounds of opens since one last succeeded everywhere
   // (owner, allocation id) of exports dropped after a failed round (replicated), bounded.
   std::set<std::pair<int, uint64_t>> failedAllocs_;
   std::deque<std::pair<int, uint64_t>> failedOrder_;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/usr: what a runtime must offer so that a rank can map its peers' memory on its own
 // (no registration by the application): find the allocation behind a pointer, export it, open a
 // peer's export, close it. The GPU backend implements it with runtime IPC handles

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/usr/shm_allgather.h"
 
 #include <sched.h>
@@ -38,7 +39,10 @@ size_t ShmAllGather::segmentBytes(int nranks) {
 
 ShmAllGather::ShmAllGather(void* segment, int rank, int nranks, const std::atomic<bool>* abort,
                            double timeoutSeconds)
-    : segment_(static_cast<char*>(segment)), rank_(rank), nranks_(nranks), abort_(abort),
+    : segment_(static_cast<char*>(segment)),
+      rank_(rank),
+      nranks_(nranks),
+      abort_(abort),
       timeoutSeconds_(timeoutSeconds) {}
 
 ShmAllGather::~ShmAllGather() {
@@ -69,9 +73,10 @@ sscResult_t ShmAllGather::waitFor(const char* what, uint64_t ticket,
       std::string missing;
       for (int q = 0; q < nranks_; ++q)
         if (!ready(this, q, ticket)) missing += (missing.empty() ? "" : ", ") + std::to_string(q);
-      return fail(sscTimeout, "{}: rank(s) {} did not reach call {} within STARSCREAM_TIMEOUT "
-                  "({} s): a peer is missing, hung, or issued different calls", what, missing,
-                  ticket, timeoutSeconds_);
+      return fail(sscTimeout,
+                  "{}: rank(s) {} did not reach call {} within STARSCREAM_TIMEOUT "
+                  "({} s): a peer is missing, hung, or issued different calls",
+                  what, missing, ticket, timeoutSeconds_);
     }
   }
 }
@@ -81,9 +86,10 @@ sscResult_t ShmAllGather::post(const void* record, size_t bytes, uint64_t* ticke
     return SSC_INTERNAL("shared all-gather record of {} bytes (at most {})", bytes, kMaxBytes);
   const uint64_t t = nextTicket_;
   if (t > kDepth)
-    SSC_CHECK(waitFor("posting a call's buffers", t - kDepth, [](const ShmAllGather* s, int q, uint64_t need) {
-      return s->area(q)->collected.load(std::memory_order_acquire) >= need;
-    }));
+    SSC_CHECK(waitFor("posting a call's buffers", t - kDepth,
+                      [](const ShmAllGather* s, int q, uint64_t need) {
+                        return s->area(q)->collected.load(std::memory_order_acquire) >= need;
+                      }));
   Slot& slot = area(rank_)->slots[t % kDepth];
   std::memcpy(slot.data, record, bytes);
   slot.bytes = bytes;
@@ -94,14 +100,17 @@ sscResult_t ShmAllGather::post(const void* record, size_t bytes, uint64_t* ticke
 }
 
 sscResult_t ShmAllGather::collect(uint64_t ticket, void* all, size_t bytes) {
-  SSC_CHECK(waitFor("agreeing on a call's buffers", ticket, [](const ShmAllGather* s, int q, uint64_t t) {
-    return s->area(q)->slots[t % kDepth].ticket.load(std::memory_order_acquire) == t;
-  }));
+  SSC_CHECK(
+      waitFor("agreeing on a call's buffers", ticket, [](const ShmAllGather* s, int q, uint64_t t) {
+        return s->area(q)->slots[t % kDepth].ticket.load(std::memory_order_acquire) == t;
+      }));
   for (int q = 0; q < nranks_; ++q) {
     const Slot& slot = area(q)->slots[ticket % kDepth];
     if (slot.bytes != bytes)
-      return fail(sscInvalidUsage, "rank {} posted a {}-byte record for call {} where this rank "
-                  "posted {} (the ranks issued different calls)", q, slot.bytes, ticket, bytes);
+      return fail(sscInvalidUsage,
+                  "rank {} posted a {}-byte record for call {} where this rank "
+                  "posted {} (the ranks issued different calls)",
+                  q, slot.bytes, ticket, bytes);
     std::memcpy(static_cast<char*>(all) + static_cast<size_t>(q) * bytes, slot.data, bytes);
   }
   area(rank_)->collected.store(ticket, std::memory_order_release);

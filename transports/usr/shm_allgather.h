@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/usr: a host-side all-gather of small records among the ranks of one node, through
 // one shared-memory segment. It is what lets every collective call on plain (unregistered)
 // buffers agree on the peers' buffers without a socket round trip: each rank posts a record of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "transports/xgmi/peer_link.h"
 
 #include "src/core/errors.h"
@@ -17,11 +18,14 @@ sscResult_t checkPeerLink(int localDevice, const char* peerBusId, int peerRank) 
     if (std::string_view(bus) != peerBusId) continue;
     int can = 0;
     if (hipDeviceCanAccessPeer(&can, localDevice, d) != hipSuccess || !can)
-      return fail(sscInvalidUsage, "rank {}'s GPU {} is not peer-accessible from device {} (no "
-                  "XGMI/NVLink/P2P path)", peerRank, peerBusId, localDevice);
+      return fail(sscInvalidUsage,
+                  "rank {}'s GPU {} is not peer-accessible from device {} (no "
+                  "XGMI/NVLink/P2P path)",
+                  peerRank, peerBusId, localDevice);
     return sscSuccess;
   }
-  return fail(sscInvalidUsage, "rank {}'s GPU {} is not visible to this process; do not mask "
+  return fail(sscInvalidUsage,
+              "rank {}'s GPU {} is not visible to this process; do not mask "
               "GPUs of one node from each other (CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES)",
               peerRank, peerBusId);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // transports/xgmi: reaching another GPU of the node (XGMI on AMD, NVLink/PCIe P2P on NVIDIA).
 // Peers' memory is mapped through the same IPC handles as intra-GPU peers (transports/usr); what
 // differs is that the two devices must be able to address each other, which this checks up

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NCCL tuner-plugin ABI, version 5: the newest NCCL 2.28 loads (it looks up the symbol
 // "ncclTunerPlugin_v5" first, then v4, v3, v2; NCCL 2.28.9 src/plugin/tuner.cc). Written from the
 // ABI's facts (layouts, constants, semantics as NCCL 2.28.9 src/include/plugin/tuner/tuner_v5.h
@@ -17,15 +18,31 @@ enum Result : int {
 };
 
 // ncclDebugLogLevel and the subsystem flags the plugin logs under.
-enum LogLevel : int { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 };
+enum LogLevel : int {
+  kLogNone = 0,
+  kLogVersion = 1,
+  kLogWarn = 2,
+  kLogInfo = 3,
+  kLogAbort = 4,
+  kLogTrace = 5
+};
 constexpr unsigned long kLogInit = 0x1, kLogTuning = 0x40;
 typedef void (*Logger)(LogLevel level, unsigned long flags, const char* file, int line,
                        const char* fmt, ...);
 
 // ncclFunc_t.
 enum Func : int {
-  kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4,
-  kSendRecv = 5, kSend = 6, kRecv = 7, kAllToAll = 8, kScatter = 9, kGather = 10,
+  kBroadcast = 0,
+  kReduce = 1,
+  kAllGather = 2,
+  kReduceScatter = 3,
+  kAllReduce = 4,
+  kSendRecv = 5,
+  kSend = 6,
+  kRecv = 7,
+  kAllToAll = 8,
+  kScatter = 9,
+  kGather = 10,
 };
 
 // Rows and columns of the cost table getCollInfo receives: float[numAlgo][numProto], times in

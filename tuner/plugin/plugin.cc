@@ -1,10 +1,12 @@
+// SPDX-License-Identifier: MIT
 // libstarscream-tuner.so: Starscream's cost model as an NCCL tuner plugin (ABI v5, NCCL 2.28).
 // For NCCL's ring it fills the Simple and LL entries of the cost table with what the model
 // predicts for Starscream's ring plan on this machine's topology (the profile's FIFO figures, and
-// for LL its latencies with at most half the FIFO bandwidth); every other entry (tree, LL128, CollNet, NVLS, PAT) is left as NCCL computed it, since
-// the model has no plan for those algorithms. The topology is STARSCREAM_TOPO_FILE when set (its
-// rank count must match), else nNodes x (nRanks / nNodes) GPUs; the profile is resolved as the
-// library does (STARSCREAM_TUNER_PROFILE, shipped per GPU model, links).
+// for LL its latencies with at most half the FIFO bandwidth); every other entry (tree, LL128,
+// CollNet, NVLS, PAT) is left as NCCL computed it, since the model has no plan for those
+// algorithms. The topology is STARSCREAM_TOPO_FILE when set (its rank count must match), else
+// nNodes x (nRanks / nNodes) GPUs; the profile is resolved as the library does
+// (STARSCREAM_TUNER_PROFILE, shipped per GPU model, links).
 #include <algorithm>
 #include <atomic>
 #include <cstdarg>
@@ -57,9 +59,10 @@ const char* funcName(Func f) {
   }
 }
 
-#define SSC_PLUGIN_LOG(ctxLog, level, ...)                                   \
-  do {                                                                       \
-    if ((ctxLog) != nullptr) (ctxLog)(level, kLogInit | kLogTuning, __FILE__, __LINE__, __VA_ARGS__); \
+#define SSC_PLUGIN_LOG(ctxLog, level, ...)                                     \
+  do {                                                                         \
+    if ((ctxLog) != nullptr)                                                   \
+      (ctxLog)(level, kLogInit | kLogTuning, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 Result pluginInit(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes, Logger log,
@@ -137,8 +140,7 @@ Result pluginGetCollInfo(void* context, Func collType, size_t nBytes, int /*numP
   ssc::CollKind coll;
   // What the model cannot speak for keeps NCCL's own cost: returning success with the table
   // untouched is "no opinion" in this ABI.
-  if (!collOf(collType, &coll) || numAlgo <= kAlgoRing || numProto <= kProtoSimple)
-    return kSuccess;
+  if (!collOf(collType, &coll) || numAlgo <= kAlgoRing || numProto <= kProtoSimple) return kSuccess;
   float* table = reinterpret_cast<float*>(collCostTable);  // float[numAlgo][numProto]
   ctx->calls.fetch_add(1, std::memory_order_relaxed);
   float was[2] = {0, 0}, set[2] = {kIgnore, kIgnore};  // Simple, LL: before and after
@@ -188,6 +190,6 @@ Result pluginFinalize(void* context) {
 }  // namespace
 
 extern "C" {
-__attribute__((visibility("default"))) sscnccl::TunerV5 ncclTunerPlugin_v5 = {
-    "starscream", pluginInit, pluginGetCollInfo, pluginFinalize};
+__attribute__((visibility("default")))
+sscnccl::TunerV5 ncclTunerPlugin_v5 = {"starscream", pluginInit, pluginGetCollInfo, pluginFinalize};
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_runtime_info.h"
 #include "src/device/gpu/gpu_backend.h"
 
@@ -69,26 +70,32 @@ class GpuResources : public CommResources {
     if (!reported_.exchange(true)) {
       std::string msg;
       if (code == gpu::kKernelTimeout) {
-        msg = fmt::format("GPU kernel: a wait on rank {} (channel/block {}) passed STARSCREAM_TIMEOUT: "
-                          "a peer is missing or hung", static_cast<int>(peer), channel);
+        msg = fmt::format(
+            "GPU kernel: a wait on rank {} (channel/block {}) passed STARSCREAM_TIMEOUT: "
+            "a peer is missing or hung",
+            static_cast<int>(peer), channel);
         conns->dumpNetworkState();  // which network FIFO stopped, if the wait crossed nodes
-      }
-      else if (code == gpu::kKernelAborted && static_cast<int>(peer) < 0)  // a local barrier
-        msg = fmt::format("GPU kernel: communicator aborted while waiting for this rank's other "
-                          "blocks (channel {})", channel);
+      } else if (code == gpu::kKernelAborted && static_cast<int>(peer) < 0)  // a local barrier
+        msg = fmt::format(
+            "GPU kernel: communicator aborted while waiting for this rank's other "
+            "blocks (channel {})",
+            channel);
       else if (code == gpu::kKernelAborted)
         msg = fmt::format("GPU kernel: communicator aborted while waiting for rank {}",
                           static_cast<int>(peer));
       else if (code == gpu::kKernelCallMismatch)
-        msg = fmt::format("GPU kernel: rank {} reached the same symmetric barrier with a different "
-                          "call (hash {:#x}): the ranks called with different arguments "
-                          "(collective, count, type or buffers)", static_cast<int>(peer), detail);
+        msg = fmt::format(
+            "GPU kernel: rank {} reached the same symmetric barrier with a different "
+            "call (hash {:#x}): the ranks called with different arguments "
+            "(collective, count, type or buffers)",
+            static_cast<int>(peer), detail);
       else
-        msg = fmt::format("GPU kernel: rank {} posted a slot of {} bytes that does not match this "
-                          "rank's step (size or point-to-point message length) on channel {}: "
-                          "the ranks called with different counts, types or peers (or a send "
-                          "and its receive of different sizes)", static_cast<int>(peer), detail,
-                          channel);
+        msg = fmt::format(
+            "GPU kernel: rank {} posted a slot of {} bytes that does not match this "
+            "rank's step (size or point-to-point message length) on channel {}: "
+            "the ranks called with different counts, types or peers (or a send "
+            "and its receive of different sizes)",
+            static_cast<int>(peer), detail, channel);
       // Only when nothing failed before: the first error wins anyway, and sscCommAbort records
       // its own before it frees the communicator; a stream synchronize may get here while that
       // is under way, when comm's mutex and message are already destroyed (the atomic read is
@@ -149,7 +156,7 @@ class GpuResources : public CommResources {
   std::unique_ptr<gpu::SymmetricExecutor> sym;
   std::unique_ptr<gpu::PlanCache> plans;
   std::unique_ptr<gpu::GpuPeerMemory> peerMemory;  // plain buffers' exports and imports
-  int copyBlocks = 1;  // the copy kernel's largest grid: this rank's SM share
+  int copyBlocks = 1;        // the copy kernel's largest grid: this rank's SM share
   bool deviceScope = false;  // every peer on this GPU: FIFO signals at device scope
   uint64_t timeoutTicks = 0;
   int device = -1;  // the communicator's device: made current around every runtime call
@@ -253,9 +260,8 @@ class GpuBackend : public Backend {
     const double ticks = seconds * sscGpuTimerTicksPerSecond(deviceIndex());
     if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
       res->timeoutTicks = static_cast<uint64_t>(ticks);
-    res->sym = std::make_unique<gpu::SymmetricExecutor>(res->conns.get(), limits, comm->rank,
-                                                         comm->nranks, res->timeoutTicks,
-                                                         &comm->config);
+    res->sym = std::make_unique<gpu::SymmetricExecutor>(
+        res->conns.get(), limits, comm->rank, comm->nranks, res->timeoutTicks, &comm->config);
     SSC_CHECK(res->sym->init());
     res->startWatcher();
     {
@@ -277,7 +283,8 @@ class GpuBackend : public Backend {
     return handle->res->sym->registrations().add(comm, buff, bytes, peerBases);
   }
 
-  sscResult_t deregisterBuffer(CommView* comm, void* buff, const std::vector<void*>& peerBases) override {
+  sscResult_t deregisterBuffer(CommView* comm, void* buff,
+                               const std::vector<void*>& peerBases) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr || peerBases.empty()) return sscSuccess;
     GpuResources* res = handle->res.get();
@@ -366,14 +373,16 @@ class GpuBackend : public Backend {
     // In progress: a non-blocking init's own calls (the tuner's calibration); the API lets no
     // other call through before init ends.
     if (prior != sscSuccess && prior != sscInProgress)
-      return fail(prior, "communicator is in error state from an earlier failure; operation skipped");
+      return fail(prior,
+                  "communicator is in error state from an earlier failure; operation skipped");
     const auto stream = static_cast<hipStream_t>(streamHandle);
     const bool capturing = gpu::streamCapturing(stream);
     SSC_CHECK(res->order.before(stream, capturing));
     // A traced call (STARSCREAM_TRACE): events around its work; a graph replays no timing.
     WorkTiming* timing = work != nullptr && !capturing ? work->timing.get() : nullptr;
     if (timing != nullptr) SSC_CHECK(gpu::timingStart(timing, stream));
-    if (staged != nullptr) SSC_CHECK(copyLocked(res, staged->stageIn, staged->in, staged->inBytes, stream));
+    if (staged != nullptr)
+      SSC_CHECK(copyLocked(res, staged->stageIn, staged->in, staged->inBytes, stream));
     if (work != nullptr) SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
     if (staged != nullptr && staged->outBytes != 0)
       SSC_CHECK(copyLocked(res, staged->out, staged->stageOut, staged->outBytes, stream));
@@ -385,8 +394,10 @@ class GpuBackend : public Backend {
   // ones on the copy engine, which moves them as fast with no SM taken from other work.
   static constexpr size_t kKernelCopyMaxBytes = 8u << 20;
 
-  sscResult_t copyLocked(GpuResources* res, void* dst, const void* src, size_t bytes, hipStream_t stream) {
-    const bool sameAlignment = ((reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(src)) & 15u) == 0;
+  sscResult_t copyLocked(GpuResources* res, void* dst, const void* src, size_t bytes,
+                         hipStream_t stream) {
+    const bool sameAlignment =
+        ((reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(src)) & 15u) == 0;
     if (sameAlignment && bytes <= kKernelCopyMaxBytes) {
       const int e = gpu::launchCopyKernel(dst, src, bytes, res->copyBlocks, stream);
       if (e != 0)
@@ -394,7 +405,8 @@ class GpuBackend : public Backend {
                     hipGetErrorString(static_cast<hipError_t>(e)));
       return sscSuccess;
     }
-    SSC_GPU_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, stream), "a copy of {} bytes", bytes);
+    SSC_GPU_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, stream), "a copy of {} bytes",
+                  bytes);
     return sscSuccess;
   }
 
@@ -404,11 +416,13 @@ class GpuBackend : public Backend {
     const RankPlan& plan = *work->plan;
     if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream);
     if (plan.channels.size() > static_cast<size_t>(res->channels()))
-      return SSC_INTERNAL("plan uses {} channels, the GPU transport has {}",
-                  plan.channels.size(), res->channels());
+      return SSC_INTERNAL("plan uses {} channels, the GPU transport has {}", plan.channels.size(),
+                          res->channels());
     if (work->buffers.size() > static_cast<size_t>(gpu::kMaxBuffers))
-      return fail(sscInvalidUsage, "{} buffers in one fused call; the GPU executor takes at most {} "
-                  "(split the group)", work->buffers.size(), gpu::kMaxBuffers);
+      return fail(sscInvalidUsage,
+                  "{} buffers in one fused call; the GPU executor takes at most {} "
+                  "(split the group)",
+                  work->buffers.size(), gpu::kMaxBuffers);
     const gpu::DevicePlan* dplan = nullptr;
     SSC_CHECK(res->plans->get(work->plan, work->elemBytes, capturing, &dplan));
     if (dplan->channels == 0) return sscSuccess;
@@ -417,7 +431,8 @@ class GpuBackend : public Backend {
     gpu::KernelArgs a{};
     res->conns->fillArgs(&a);
     a.steps = dplan->steps;
-    if (a.steps == nullptr) std::copy(std::begin(dplan->inlineSteps), std::end(dplan->inlineSteps), a.inlineSteps);
+    if (a.steps == nullptr)
+      std::copy(std::begin(dplan->inlineSteps), std::end(dplan->inlineSteps), a.inlineSteps);
     std::copy(std::begin(dplan->stepBegin), std::end(dplan->stepBegin), a.stepBegin);
     a.elemBytes = static_cast<uint32_t>(work->elemBytes);
     a.deviceScope = res->deviceScope ? 1 : 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend (HIP on AMD, CUDA on NVIDIA through gpu_runtime.h): device memory from the
 // runtime, streams are the runtime's (sscStream_t = hipStream_t / cudaStream_t, NULL = the
 // default stream), connections are IPC-mapped FIFOs (gpu_connections.h) and every Work is one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_census.h"
 
 #include <algorithm>
@@ -19,13 +20,13 @@ namespace ssc::gpu {
 namespace {
 
 struct Mine {
-  char host[64];            // gethostname: a UUID names a GPU only within one host's view
-  unsigned char uuid[16];   // the device's UUID (every MPS client of one GPU sees the same)
+  char host[64];           // gethostname: a UUID names a GPU only within one host's view
+  unsigned char uuid[16];  // the device's UUID (every MPS client of one GPU sees the same)
   char busId[32];
   int32_t sms;
-  int32_t mpsPercent;    // 100 when not limited
-  int32_t planPerSM;     // occupancy of the FIFO kernel
-  int32_t symPerSM;      // occupancy of the symmetric kernel
+  int32_t mpsPercent;  // 100 when not limited
+  int32_t planPerSM;   // occupancy of the FIFO kernel
+  int32_t symPerSM;    // occupancy of the symmetric kernel
 };
 
 int largestPow2AtMost(int v) {
@@ -43,9 +44,9 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
   int device = 0, sms = 0;
   hipError_t e = hipGetDevice(&device);
   if (e == hipSuccess) e = hipDeviceGetPCIBusId(me.busId, sizeof(me.busId), device);
-  if (e == hipSuccess) e = hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device);
-  if (e != hipSuccess)
-    return SSC_GPU_FAIL(e, "querying the GPU");
+  if (e == hipSuccess)
+    e = hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device);
+  if (e != hipSuccess) return SSC_GPU_FAIL(e, "querying the GPU");
   me.sms = sms;
   if (gethostname(me.host, sizeof(me.host) - 1) != 0) std::strcpy(me.host, "?");
   if (!sscDeviceUuid(device, me.uuid))
@@ -67,11 +68,12 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
     // partitions of one package are not "one device" for the memory model.
     int sharing = 0;
     for (const Mine& q : all)
-      sharing += std::strncmp(q.host, r.host, sizeof(r.host)) == 0 && std::memcmp(q.uuid, r.uuid, 16) == 0;
+      sharing +=
+          std::strncmp(q.host, r.host, sizeof(r.host)) == 0 && std::memcmp(q.uuid, r.uuid, 16) == 0;
     same = same && sharing == comm->nranks;
     // Under an MPS cap the runtime already reports the capped count (measured on the H200:
-    // 14, 16, 32, 66 SMs at 12, 12.5, 25, 50%), so that count is the share; without a cap, ranks on one
-    // GPU split its SMs.
+    // 14, 16, 32, 66 SMs at 12, 12.5, 25, 50%), so that count is the share; without a cap, ranks on
+    // one GPU split its SMs.
     const int share = std::max(1, r.mpsPercent < 100 ? r.sms : r.sms / sharing);
     shareMin = std::min(shareMin, share);
     // FIFO kernel: resident, and at most half the share per channel. Measured on the H200: 4
@@ -91,8 +93,10 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
   same = false;
 #endif
   out->sameDevice = same;
-  SSC_LOG(kInfo, "GPU launch limits: SM share {}, {} FIFO block(s) per channel, symmetric grid "
-          "<= {} blocks ({} per SM), {}", shareMin, out->blocksPerChannel, symBlocks, me.symPerSM,
+  SSC_LOG(kInfo,
+          "GPU launch limits: SM share {}, {} FIFO block(s) per channel, symmetric grid "
+          "<= {} blocks ({} per SM), {}",
+          shareMin, out->blocksPerChannel, symBlocks, me.symPerSM,
           same ? "all ranks on one GPU (device-scope flags)" : "ranks on several GPUs");
   return sscSuccess;
 }

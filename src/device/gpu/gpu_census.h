@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How big the GPU backend's launches may be on one communicator, agreed by all ranks at connect.
 //
 // Both executors need every block of a launch resident at once: FIFO blocks of one channel spin
@@ -19,10 +20,10 @@
 namespace ssc::gpu {
 
 struct LaunchLimits {
-  int blocksPerChannel = 1;   // FIFO plan kernel, per channel (a power of two)
-  int symBlocks = 1;          // the symmetric kernel's largest grid
-  int shareSMs = 1;           // the smallest rank's SM share
-  bool sameDevice = false;    // every rank runs on one GPU (device-scope flags suffice)
+  int blocksPerChannel = 1;  // FIFO plan kernel, per channel (a power of two)
+  int symBlocks = 1;         // the symmetric kernel's largest grid
+  int shareSMs = 1;          // the smallest rank's SM share
+  bool sameDevice = false;   // every rank runs on one GPU (device-scope flags suffice)
 };
 
 // Collective over comm (one bootstrap all-gather). `channels`: the FIFO transport's channels.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_connections.h"
 
 #include <atomic>
@@ -41,9 +42,10 @@ GpuConnections::~GpuConnections() {
 
 sscResult_t GpuConnections::create(CommView* comm, const FifoShape& shape,
                                    std::unique_ptr<GpuConnections>* out) {
-  if (shape.slots > kMaxSlots || shape.channels > kMaxChannels || shape.slotBytes % (16 * shape.blocksPerChannel) != 0)
-    return SSC_INTERNAL("bad GPU FIFO shape: {} slots, {} channels, {} bytes per slot",
-                shape.slots, shape.channels, shape.slotBytes);
+  if (shape.slots > kMaxSlots || shape.channels > kMaxChannels ||
+      shape.slotBytes % (16 * shape.blocksPerChannel) != 0)
+    return SSC_INTERNAL("bad GPU FIFO shape: {} slots, {} channels, {} bytes per slot", shape.slots,
+                        shape.channels, shape.slotBytes);
   std::unique_ptr<GpuConnections> c(new GpuConnections());
   c->shape_ = shape;
   c->nranks_ = comm->nranks;
@@ -92,8 +94,7 @@ sscResult_t GpuConnections::create(CommView* comm, const FifoShape& shape,
     for (int i = 0; i < 16; ++i) c->errorHost_[i] = 0;  // no error, not aborted
     e = hipHostGetDevicePointer(reinterpret_cast<void**>(&c->errorHostDevice_), host, 0);
   }
-  if (e != hipSuccess)
-    return SSC_GPU_FAIL(e, "setting up GPU connections");
+  if (e != hipSuccess) return SSC_GPU_FAIL(e, "setting up GPU connections");
   *out = std::move(c);
   return sscSuccess;
 }

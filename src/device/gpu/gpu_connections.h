@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend's connections for one communicator: every rank's FIFOs, control words and
 // counters live in one IPC segment (transports/usr), mapped by every peer of its node (peers on
 // other nodes get host-staged FIFOs of the same shape, gpu_net.h); this file owns its
@@ -21,8 +22,8 @@ namespace ssc::gpu {
 
 // Shape of every connection of a communicator. Identical on all ranks (constants for now).
 struct FifoShape {
-  int channels = 2;           // plans use at most 2 (bidirectional ring, hierarchical)
-  int blocksPerChannel = 4;   // several blocks per channel split each slot
+  int channels = 2;          // plans use at most 2 (bidirectional ring, hierarchical)
+  int blocksPerChannel = 4;  // several blocks per channel split each slot
   int slots = 8;
   uint64_t slotBytes = 512 << 10;
   uint64_t pieceBytes() const { return slotBytes / blocksPerChannel; }
@@ -33,7 +34,8 @@ struct FifoShape {
 class GpuConnections {
  public:
   // Collective over comm (bootstrap + IPC exchange). Uses the current device.
-  static sscResult_t create(CommView* comm, const FifoShape& shape, std::unique_ptr<GpuConnections>* out);
+  static sscResult_t create(CommView* comm, const FifoShape& shape,
+                            std::unique_ptr<GpuConnections>* out);
   ~GpuConnections();
 
   const FifoShape& shape() const { return shape_; }
@@ -59,15 +61,15 @@ class GpuConnections {
   int nranks_ = 0;
   std::unique_ptr<IpcSegment> segment_;
   std::unique_ptr<GpuNetStaging> net_;  // ranks on other nodes (null on one node)
-  Conn* conns_ = nullptr;            // device copy of the table, [channel][peer]
+  Conn* conns_ = nullptr;               // device copy of the table, [channel][peer]
   uint64_t* barrierCounters_ = nullptr;
   uint32_t* errorDevice_ = nullptr;
   // Word of the host-mapped area that kernels poll for an abort; kept off words 0..3, which the
   // kernel writes.
   static constexpr int kAbortWord = 8;
-  volatile uint32_t* errorHost_ = nullptr;   // pinned, mapped: {code, peer, channel, detail},
-                                             // [kAbortWord]: abort
-  uint32_t* errorHostDevice_ = nullptr;      // the same words as the kernel addresses them
+  volatile uint32_t* errorHost_ = nullptr;  // pinned, mapped: {code, peer, channel, detail},
+                                            // [kAbortWord]: abort
+  uint32_t* errorHostDevice_ = nullptr;     // the same words as the kernel addresses them
 };
 
 }  // namespace ssc::gpu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_launch_order.h"
 
 #include "src/core/errors.h"
@@ -56,7 +57,8 @@ sscResult_t LaunchOrder::before(hipStream_t stream, bool capturing) {
 sscResult_t LaunchOrder::after(hipStream_t stream, bool capturing) {
   if (capturing) return sscSuccess;
   if (last_ == nullptr)
-    SSC_GPU_CHECK(hipEventCreateWithFlags(&last_, hipEventDisableTiming), "creating the launch-order event");
+    SSC_GPU_CHECK(hipEventCreateWithFlags(&last_, hipEventDisableTiming),
+                  "creating the launch-order event");
   SSC_GPU_CHECK(hipEventRecord(last_, stream), "recording the communicator's last launch");
   lastStream_ = stream;
   any_ = true;

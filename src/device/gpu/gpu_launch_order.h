@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every launch of a communicator goes through on the GPU backend (NCCL does the same with
 // its strong stream): the communicator's device is made current, and its operations execute in
 // the order they were issued, whatever streams the caller used. Kernels of one communicator

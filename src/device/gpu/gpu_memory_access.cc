@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_memory_access.h"
 
 #include <cstdint>
@@ -84,14 +85,11 @@ MemoryKind classify(const void* p) {
   if (a.isManaged) return MemoryKind::kManaged;
   switch (a.memoryType) {
     case hipMemoryTypeDevice:
-    case hipMemoryTypeArray:
-      return MemoryKind::kDevice;
-    case hipMemoryTypeUnified:
-      return MemoryKind::kManaged;
+    case hipMemoryTypeArray: return MemoryKind::kDevice;
+    case hipMemoryTypeUnified: return MemoryKind::kManaged;
     case hipMemoryTypeHost:
       return a.devicePointer == p ? MemoryKind::kHostPinned : MemoryKind::kHostPinnedElsewhere;
-    default:
-      return MemoryKind::kHostPageable;
+    default: return MemoryKind::kHostPageable;
   }
 #else
   switch (a.type) {
@@ -103,8 +101,7 @@ MemoryKind classify(const void* p) {
 #if defined(SSC_GPU_IS_HIP)
     case hipMemoryTypeUnified:
 #endif
-    case hipMemoryTypeManaged:
-      return MemoryKind::kManaged;
+    case hipMemoryTypeManaged: return MemoryKind::kManaged;
     case hipMemoryTypeHost:
       return a.devicePointer == p ? MemoryKind::kHostPinned : MemoryKind::kHostPinnedElsewhere;
     default:  // unregistered
@@ -115,7 +112,8 @@ MemoryKind classify(const void* p) {
 
 }  // namespace
 
-sscResult_t checkAccessible(int device, const char* fn, const char* what, const void* p, size_t bytes) {
+sscResult_t checkAccessible(int device, const char* fn, const char* what, const void* p,
+                            size_t bytes) {
   const auto a = reinterpret_cast<uintptr_t>(p);
   DeviceRanges& known = DeviceRanges::process();
   if (known.contains(a, bytes)) return sscSuccess;  // the usual case: no runtime call
@@ -126,8 +124,10 @@ sscResult_t checkAccessible(int device, const char* fn, const char* what, const 
   uint64_t id = 0;
   if (sscPointerRange(p, &base, &size, &id)) {
     if (a + bytes < a || a + bytes > base + size)
-      return fail(sscInvalidArgument, "{}: {} [{}, +{}) runs past the end of its device allocation "
-                  "[{:#x}, +{})", fn, what, p, bytes, base, size);
+      return fail(sscInvalidArgument,
+                  "{}: {} [{}, +{}) runs past the end of its device allocation "
+                  "[{:#x}, +{})",
+                  fn, what, p, bytes, base, size);
     known.add(base, size);
     return sscSuccess;
   }
@@ -142,9 +142,12 @@ sscResult_t checkAccessible(int device, const char* fn, const char* what, const 
 #else
   const char* runtime = "cuda";
 #endif
-  return fail(sscInvalidArgument, "{}: {} {} is {}", fn, what, p, whyInaccessible(kind, pageable, runtime));
+  return fail(sscInvalidArgument, "{}: {} {} is {}", fn, what, p,
+              whyInaccessible(kind, pageable, runtime));
 }
 
-void forgetDeviceRange(const void* base) { DeviceRanges::process().forget(reinterpret_cast<uintptr_t>(base)); }
+void forgetDeviceRange(const void* base) {
+  DeviceRanges::process().forget(reinterpret_cast<uintptr_t>(base));
+}
 
 }  // namespace ssc::gpu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_net.h"
 
 #include <cstring>
@@ -103,13 +104,13 @@ sscResult_t GpuNetStaging::create(CommView* comm, const FifoShape& shape,
       }
     }
   }
-  s->proxy_ = std::make_unique<NetProxy>(*s->net_, std::move(outboxes), std::move(inboxes),
-                                         [comm](const std::string& message) {
-    // A broken network cannot be recovered from: record why and abort, which also ends the
-    // kernels waiting on the staging FIFOs.
-    comm->setAsyncError(sscSystemError, "net transport: " + message);
-    comm->abortFlag.store(true);
-  });
+  s->proxy_ = std::make_unique<NetProxy>(
+      *s->net_, std::move(outboxes), std::move(inboxes), [comm](const std::string& message) {
+        // A broken network cannot be recovered from: record why and abort, which also ends the
+        // kernels waiting on the staging FIFOs.
+        comm->setAsyncError(sscSystemError, "net transport: " + message);
+        comm->abortFlag.store(true);
+      });
   *out = std::move(s);
   return sscSuccess;
 }

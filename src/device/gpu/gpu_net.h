@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend's connections to ranks on other nodes: host-staged FIFOs (transports/net).
 //
 // A kernel cannot reach another node's memory, so for each remote peer it gets FIFOs in pinned
@@ -27,8 +28,8 @@ class GpuNetStaging {
  public:
   // Collective over comm: creates the network communicator and the staging FIFOs for every
   // (channel, peer in netPeers), and starts the proxy.
-  static sscResult_t create(CommView* comm, const FifoShape& shape, const std::vector<int>& netPeers,
-                            std::unique_ptr<GpuNetStaging>* out);
+  static sscResult_t create(CommView* comm, const FifoShape& shape,
+                            const std::vector<int>& netPeers, std::unique_ptr<GpuNetStaging>* out);
   // Stops the proxy, then frees the staging memory (no kernel may still use it).
   ~GpuNetStaging();
   GpuNetStaging(const GpuNetStaging&) = delete;
@@ -49,10 +50,10 @@ class GpuNetStaging {
   int channels_ = 0;
   uint64_t fifoBytes_ = 0;
   uint64_t regionBytes_ = 0;
-  std::vector<int> slotOf_;       // by rank: index among netPeers, -1 for local ranks
+  std::vector<int> slotOf_;  // by rank: index among netPeers, -1 for local ranks
   int npeers_ = 0;
-  char* host_ = nullptr;          // pinned, mapped
-  char* device_ = nullptr;        // the same memory as kernels address it
+  char* host_ = nullptr;    // pinned, mapped
+  char* device_ = nullptr;  // the same memory as kernels address it
   std::unique_ptr<NetComm> net_;
   std::unique_ptr<NetProxy> proxy_;
 };

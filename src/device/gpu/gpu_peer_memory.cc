@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_peer_memory.h"
 
 #include <cstring>
@@ -9,7 +10,8 @@
 
 namespace ssc::gpu {
 
-static_assert(sizeof(hipIpcMemHandle_t) <= kPeerHandleBytes, "an IPC handle must fit a posted record");
+static_assert(sizeof(hipIpcMemHandle_t) <= kPeerHandleBytes,
+              "an IPC handle must fit a posted record");
 
 // Every call below may come while the caller captures a graph (a captured call's exchange):
 // relaxed capture mode lets this thread export and map memory then, as NCCL does at capture.
@@ -20,7 +22,8 @@ bool GpuPeerMemory::query(const void* p, size_t bytes, PeerAllocation* out, std:
   size_t size = 0;
   uint64_t id = 0;
   if (!sscPointerRange(p, &base, &size, &id)) {
-    *why = "not a legacy device allocation (host, managed or VMM memory), or the runtime cannot tell";
+    *why =
+        "not a legacy device allocation (host, managed or VMM memory), or the runtime cannot tell";
     return false;
   }
   const auto a = reinterpret_cast<uintptr_t>(p);
@@ -53,8 +56,8 @@ bool GpuPeerMemory::open(const uint8_t handle[kPeerHandleBytes], const PeerAlloc
   (void)a;
   DeviceGuard onDevice(device_);
   RelaxedCapture relaxed;
-  if (ImportCache::process().open(std::string(reinterpret_cast<const char*>(handle),
-                                               sizeof(hipIpcMemHandle_t)), mapped))
+  if (ImportCache::process().open(
+          std::string(reinterpret_cast<const char*>(handle), sizeof(hipIpcMemHandle_t)), mapped))
     return true;
   *why = lastError();
   return false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Barrier placement. Block b of a channel handles, in every step, the elements whose position
 // within their slot-sized range is in piece b: element e of a step with buffer offset `off` goes
 // to block ((e - off) mod slotElems) / pieceElems. Two steps touching the same element of a local
@@ -25,7 +26,8 @@ static_assert(kOpRecvCopySend == static_cast<uint8_t>(StepOp::kRecvCopySend) &&
                   kOpPeerGather == static_cast<uint8_t>(StepOp::kPeerGather) &&
                   kOpPeerSwap == static_cast<uint8_t>(StepOp::kPeerSwap),
               "DevOp (plan_kernel.h) must mirror ssc::StepOp");
-static_assert(int{kPreOpFlag} == int{kFlagPreOp} && int{kPostOpFlag} == int{kFlagPostOp}, "step flags");
+static_assert(int{kPreOpFlag} == int{kFlagPreOp} && int{kPostOpFlag} == int{kFlagPostOp},
+              "step flags");
 
 namespace {
 
@@ -119,7 +121,8 @@ sscResult_t PlanCache::upload(const std::vector<DevStep>& steps, DevStep** out) 
   const size_t bytes = steps.size() * sizeof(DevStep);
   DevStep* dev = nullptr;
   if (r == hipSuccess) r = hipMalloc(reinterpret_cast<void**>(&dev), bytes);
-  if (r == hipSuccess) r = hipMemcpyAsync(dev, steps.data(), bytes, hipMemcpyHostToDevice, uploadStream_);
+  if (r == hipSuccess)
+    r = hipMemcpyAsync(dev, steps.data(), bytes, hipMemcpyHostToDevice, uploadStream_);
   if (r == hipSuccess) r = hipStreamSynchronize(uploadStream_);
   if (r != hipSuccess) {
     if (dev != nullptr) (void)hipFree(dev);
@@ -140,7 +143,7 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
   }
   if (plan->channels.size() > static_cast<size_t>(kMaxChannels))
     return SSC_INTERNAL("plan uses {} channels; the GPU executor runs at most {}",
-                plan->channels.size(), kMaxChannels);
+                        plan->channels.size(), kMaxChannels);
   Entry e;
   e.plan = plan;
   e.dev.channels = static_cast<int>(plan->channels.size());

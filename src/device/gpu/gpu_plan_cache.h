@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Plans on the device. A plan of at most kInlineSteps steps travels in the kernel's parameters
 // (no device memory at all); a larger one is uploaded once per cached plan (comm->plans and the
 // point-to-point cache hand out the same shared_ptr for the same call shape) and reused by every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_registry.h"
 
 #include <cstring>
@@ -60,8 +61,9 @@ bool ImportCache::open(const std::string& handle, void** mapped) {
   const hipError_t e = hipIpcOpenMemHandle(&p, h, hipIpcMemLazyEnablePeerAccess);
   if (e != hipSuccess) {
     (void)hipGetLastError();
-    setError(sscUnhandledDeviceError, fmt::format("opening a peer's registered allocation failed: {}",
-                                                  hipGetErrorString(e)));
+    setError(
+        sscUnhandledDeviceError,
+        fmt::format("opening a peer's registered allocation failed: {}", hipGetErrorString(e)));
     return false;
   }
   byHandle_[handle] = Import{p, 1};
@@ -101,7 +103,8 @@ Registrations::~Registrations() {
   opened_.clear();
 }
 
-sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes, std::vector<void*>* peerBases) {
+sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes,
+                               std::vector<void*>* peerBases) {
   peerBases->clear();
   const int n = comm->nranks, me = comm->rank;
   std::vector<Offer> offers(n);
@@ -127,8 +130,10 @@ sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes, std::ve
   for (int q = 0; q < n; ++q) {
     if (offers[q].ok) continue;
     // Not an error: the buffer stays registered (recorded) and calls on it use the FIFO path.
-    SSC_LOG(kInfo, "sscCommRegister: rank {} cannot share {} bytes at {}: {}; no zero-copy for this "
-            "registration", q, bytes, buff, q == me ? why : std::string("see that rank's log"));
+    SSC_LOG(kInfo,
+            "sscCommRegister: rank {} cannot share {} bytes at {}: {}; no zero-copy for this "
+            "registration",
+            q, bytes, buff, q == me ? why : std::string("see that rank's log"));
     return sscSuccess;
   }
 
@@ -141,8 +146,9 @@ sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes, std::ve
       continue;
     }
     void* m = nullptr;
-    ok = ImportCache::process().open(std::string(reinterpret_cast<const char*>(&offers[q].handle),
-                                                 sizeof(offers[q].handle)), &m);
+    ok = ImportCache::process().open(
+        std::string(reinterpret_cast<const char*>(&offers[q].handle), sizeof(offers[q].handle)),
+        &m);
     if (!ok) {
       why = lastError();
       break;
@@ -157,8 +163,10 @@ sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes, std::ve
   SSC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(int32_t)));
   for (int q = 0; q < n; ++q) {
     if (all[q]) continue;
-    SSC_LOG(kWarn, "sscCommRegister: rank {} could not map its peers' buffers ({}); no zero-copy "
-            "for this registration", q, q == me ? why : std::string("see that rank's log"));
+    SSC_LOG(kWarn,
+            "sscCommRegister: rank {} could not map its peers' buffers ({}); no zero-copy "
+            "for this registration",
+            q, q == me ? why : std::string("see that rank's log"));
     for (void* m : maps) ImportCache::process().close(m);
     return sscSuccess;
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Symmetric registration on the GPU backend (Backend::registerBuffer): every rank's registered
 // buffer mapped into every other rank's process through runtime IPC handles.
 //

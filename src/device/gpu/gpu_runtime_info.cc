@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the GPU runtime says about this process's device, for topology discovery: the UUID (the
 // same for every MPS client of one NVIDIA GPU), the PCI bus id (AMD CPX/DPX partitions differ in
 // the function number), and the compute units this process may use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fills the topology layer's GpuRuntimeInfo from the GPU runtime (see gpu_runtime_info.cc).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_symmetric.h"
 
 #include <algorithm>
@@ -83,7 +84,8 @@ sscResult_t SymmetricExecutor::init() {
   const uint64_t first = firstLLRound();
   if (a.ctrl[rank_] == nullptr) return SSC_INTERNAL("no symmetric control area for rank {}", rank_);
   SSC_GPU_CHECK(hipMemcpy(a.ctrl[rank_] + SymCtrlLayout::kLLRound, &first, sizeof(first),
-                          hipMemcpyHostToDevice), "setting the first LL round");
+                          hipMemcpyHostToDevice),
+                "setting the first LL round");
   return sscSuccess;
 }
 
@@ -94,9 +96,10 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   const std::vector<Step>& steps = plan.channels[0].steps;
   if (steps.size() > static_cast<size_t>(kMaxSymSteps))
     return SSC_INTERNAL("a symmetric plan of {} steps; the GPU runs at most {}", steps.size(),
-                kMaxSymSteps);
+                        kMaxSymSteps);
   if (nranks_ > kMaxSymPeers)
-    return fail(sscInvalidUsage, "the symmetric algorithm runs on at most {} ranks on the GPU ({} here)",
+    return fail(sscInvalidUsage,
+                "the symmetric algorithm runs on at most {} ranks on the GPU ({} here)",
                 kMaxSymPeers, nranks_);
   uint64_t middles = 0;
   bool peers = false;
@@ -107,7 +110,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
       peers = true;
     } else {
       return SSC_INTERNAL("a plan mixes FIFO step {} with peer steps; the GPU cannot run it",
-                  stepOpName(steps[i].op));
+                          stepOpName(steps[i].op));
     }
   }
   const uint32_t esize = static_cast<uint32_t>(work.elemBytes);
@@ -134,24 +137,28 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   // LL reads only local memory, so in-place one-shots always take it (the generator keeps
   // one-shot within kLLMaxBytes).
   const bool inPlace = a.local[kBufIn] == a.local[kBufOut];
-  const uint64_t llMax = inPlace ? kLLMaxBytes : std::min(config_->packetMaxBytes, kLLDefaultMaxBytes);
+  const uint64_t llMax =
+      inPlace ? kLLMaxBytes : std::min(config_->packetMaxBytes, kLLDefaultMaxBytes);
   if (oneShot && inPlace && steps[1].count * esize > kLLMaxBytes)
-    return SSC_INTERNAL("an in-place one-shot all-reduce of {} bytes is above the LL limit "
-                "({} bytes): the symmetric generator must use two-shot there", steps[1].count * esize,
-                kLLMaxBytes);
+    return SSC_INTERNAL(
+        "an in-place one-shot all-reduce of {} bytes is above the LL limit "
+        "({} bytes): the symmetric generator must use two-shot there",
+        steps[1].count * esize, kLLMaxBytes);
   if (oneShot && esize <= 8 && steps[1].count * esize <= llMax) {
     a.steps[0] = devStep(steps[1]);
     a.nsteps = 1;
     const uint64_t lines = (steps[1].count * esize + 7) / 8;
-    const int blocks = static_cast<int>(std::clamp<uint64_t>((lines + kLLThreads - 1) / kLLThreads, 1,
-                                                             std::min(kMaxLLBlocks, limits_.symBlocks)));
+    const int blocks = static_cast<int>(std::clamp<uint64_t>(
+        (lines + kLLThreads - 1) / kLLThreads, 1, std::min(kMaxLLBlocks, limits_.symBlocks)));
     return counted(launchLLAllReduce(a, blocks, stream), "LL all-reduce");
   }
 
   if (peers) {
-    if (work.peerBuffers.size() < 2 || work.peerBuffers[kBufIn].size() != static_cast<size_t>(nranks_) ||
+    if (work.peerBuffers.size() < 2 ||
+        work.peerBuffers[kBufIn].size() != static_cast<size_t>(nranks_) ||
         work.peerBuffers[kBufOut].size() != static_cast<size_t>(nranks_))
-      return fail(sscInvalidUsage, "a symmetric plan needs the buffers its peers touch registered "
+      return fail(sscInvalidUsage,
+                  "a symmetric plan needs the buffers its peers touch registered "
                   "on every rank (sscCommRegister of sscMemAlloc memory)");
     for (int b = kBufIn; b <= kBufOut; ++b)
       for (int q = 0; q < nranks_; ++q) a.peer[b][q] = work.peerBuffers[b][q];
@@ -170,12 +177,14 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   uint64_t maxBlocks = middles > 0 ? std::max(1, limits_.symBlocks / 2) : limits_.symBlocks;
   uint64_t perBlock = kBytesPerBlock;
   const bool push = symIsPushPlan(a);
-  if (push) {  // the wide grid: half-size blocks, several per SM, at most kSymPushMaxBytes per launch (sym_kernel.h)
+  if (push) {  // the wide grid: half-size blocks, several per SM, at most kSymPushMaxBytes per
+               // launch (sym_kernel.h)
     maxBlocks = std::min(kMaxSymBlocks, std::max(1, limits_.shareSMs) * kSymPushBlocksPerSM);
     perBlock = kBytesPerBlock * kSymPushThreads / kSymThreads;
   }
   const auto launch = [&](uint64_t bytes) {
-    const int blocks = static_cast<int>(std::clamp<uint64_t>((bytes + perBlock - 1) / perBlock, 1, maxBlocks));
+    const int blocks =
+        static_cast<int>(std::clamp<uint64_t>((bytes + perBlock - 1) / perBlock, 1, maxBlocks));
     return counted(launchSymKernel(a, blocks, stream), "symmetric kernel");
   };
   if (!push) return launch(callElems * esize);

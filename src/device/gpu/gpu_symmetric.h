@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host side of the symmetric (zero-copy) executor: turns a Work whose plan has peer steps
 // (Algo::kSymmetric) into one launch of src/kernels/gpu/sym_kernel.cu, and owns the
 // communicator's registrations. The protocols' counters (barrier epochs, LL rounds) live in
@@ -41,7 +42,11 @@ class SymmetricExecutor {
   // `config`: the communicator's (outlives the executor); its packetMaxBytes caps the LL path.
   SymmetricExecutor(const GpuConnections* conns, const LaunchLimits& limits, int rank, int nranks,
                     uint64_t timeoutTicks, const CommConfig* config)
-      : conns_(conns), limits_(limits), rank_(rank), nranks_(nranks), timeoutTicks_(timeoutTicks),
+      : conns_(conns),
+        limits_(limits),
+        rank_(rank),
+        nranks_(nranks),
+        timeoutTicks_(timeoutTicks),
         config_(config) {}
 
   // Writes the first LL round (setFirstLLRound) into this rank's control area; once, at

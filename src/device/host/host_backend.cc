@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend: "device" memory is host memory, streams are HostStream queues, and plans run
 // on the CPU over shared memory. It exists so every algorithm is tested on machines without a
 // GPU; it is never the product's fast path.
@@ -50,7 +51,8 @@ uint64_t hostMemoryBytes() {
   uint64_t most = sysinfo(&si) == 0
                       ? (static_cast<uint64_t>(si.totalram) + si.totalswap) * si.mem_unit
                       : UINT64_MAX;
-  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     std::ifstream file(path);
     uint64_t limit = 0;
     if (file >> limit && limit > 0) most = std::min(most, limit);  // "max" does not parse
@@ -70,8 +72,10 @@ class HostBackend : public Backend {
   sscResult_t memAlloc(void** ptr, size_t bytes) override {
     const uint64_t most = hostMemoryBytes();
     if (bytes > most)
-      return fail(sscSystemError, "out of host memory: cannot allocate {} bytes (more than the "
-                  "{} bytes of memory and swap this machine, or its memory limit, has)", bytes, most);
+      return fail(sscSystemError,
+                  "out of host memory: cannot allocate {} bytes (more than the "
+                  "{} bytes of memory and swap this machine, or its memory limit, has)",
+                  bytes, most);
     return shmAlloc(bytes, ptr);
   }
   sscResult_t memFree(void* ptr) override { return shmFree(ptr); }
@@ -121,14 +125,16 @@ class HostBackend : public Backend {
     if (stream == nullptr) return HostStream::syncAll();
     HostStream* s = HostStream::fromHandle(stream);
     if (s == nullptr)
-      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate",
+                  stream);
     return s->synchronize();
   }
 
   sscResult_t streamDestroy(sscStream_t stream) override {
     HostStream* s = HostStream::fromHandle(stream);
     if (s == nullptr)
-      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate",
+                  stream);
     delete s;
     return sscSuccess;
   }
@@ -167,7 +173,8 @@ class HostBackend : public Backend {
     auto* res = static_cast<HostResources*>(comm->resources.get());
     HostStream* s = stream == nullptr ? res->defaultStream.get() : HostStream::fromHandle(stream);
     if (s == nullptr)
-      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate", stream);
+      return fail(sscInvalidArgument, "stream {} is not a host-backend stream from sscStreamCreate",
+                  stream);
     const bool isStaged = staged != nullptr;
     const StagedCopies copies = isStaged ? *staged : StagedCopies{};
     comm->workQueued();
@@ -193,8 +200,8 @@ class HostBackend : public Backend {
           const std::string why = comm->failureText(lastError());
           comm->setAsyncError(r, why);
           setError(r, why);
-        }
-        else if (isStaged && copies.outBytes != 0) std::memmove(copies.out, copies.stageOut, copies.outBytes);
+        } else if (isStaged && copies.outBytes != 0)
+          std::memmove(copies.out, copies.stageOut, copies.outBytes);
       } else {
         const std::string why = comm->asyncErrorText();
         setError(r, fmt::format("operation skipped: the communicator failed earlier: {}", why));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/host/host_executor.h"
 
 #include <algorithm>
@@ -16,8 +17,14 @@ class ChannelRunner {
  public:
   ChannelRunner(ShmTransport& t, const Work& w, int channel, const std::atomic<bool>* abort,
                 char* scratch, std::vector<uint8_t>* direct)
-      : t_(t), w_(w), channel_(channel), abort_(abort), scratch_(scratch), direct_(direct),
-        esize_(w.elemBytes), slotElems_(t.slotBytes() / w.elemBytes),
+      : t_(t),
+        w_(w),
+        channel_(channel),
+        abort_(abort),
+        scratch_(scratch),
+        direct_(direct),
+        esize_(w.elemBytes),
+        slotElems_(t.slotBytes() / w.elemBytes),
         tmp_(t.slotBytes()) {
     if (w.reduce.hasPreScale)
       scale_ = w.reduce.preScaleDevice ? scalarFromElement(w.reduce.dtype, w.reduce.preScaleDevice)
@@ -63,16 +70,20 @@ class ChannelRunner {
     *fifo = t_.recvFifo(peer, channel_);
     ShmFifoCtrl* c = fifo->ctrl;
     uint64_t head = c->head.load(std::memory_order_relaxed);
-    SSC_CHECK(shmWait(&c->tailWord, [&] { return c->tail.load(std::memory_order_acquire) > head; },
-                      abort_, "receive from", peer));
+    SSC_CHECK(shmWait(
+        &c->tailWord, [&] { return c->tail.load(std::memory_order_acquire) > head; }, abort_,
+        "receive from", peer));
     int slot = static_cast<int>(head % t_.slots());
     const uint64_t posted = c->slotBytes[slot];
-    if (gotBytes != nullptr && (posted >> 32) == (word >> 32)) *gotBytes = posted & 0xffffffffu;
+    if (gotBytes != nullptr && (posted >> 32) == (word >> 32))
+      *gotBytes = posted & 0xffffffffu;
     else if (posted != word)
-      return fail(sscInvalidUsage, "rank {} sent {} bytes (tag {:#x}) to rank {}, which expected {} "
+      return fail(sscInvalidUsage,
+                  "rank {} sent {} bytes (tag {:#x}) to rank {}, which expected {} "
                   "(tag {:#x}): the ranks called with different counts, types or peers (or a send "
-                  "and its receive of different sizes, or groups that do not pair up)", peer,
-                  posted & 0xffffffffu, posted >> 32, t_.rank(), word & 0xffffffffu, word >> 32);
+                  "and its receive of different sizes, or groups that do not pair up)",
+                  peer, posted & 0xffffffffu, posted >> 32, t_.rank(), word & 0xffffffffu,
+                  word >> 32);
     *data = fifo->data + slot * t_.slotBytes();
     return sscSuccess;
   }
@@ -86,9 +97,9 @@ class ChannelRunner {
     ShmFifoCtrl* c = fifo->ctrl;
     uint64_t tail = c->tail.load(std::memory_order_relaxed);
     const uint64_t slots = static_cast<uint64_t>(t_.slots());
-    SSC_CHECK(shmWait(&c->headWord,
-                      [&] { return tail - c->head.load(std::memory_order_acquire) < slots; },
-                      abort_, "send to", peer));
+    SSC_CHECK(shmWait(
+        &c->headWord, [&] { return tail - c->head.load(std::memory_order_acquire) < slots; },
+        abort_, "send to", peer));
     *data = fifo->data + (tail % slots) * t_.slotBytes();
     return sscSuccess;
   }
@@ -126,13 +137,18 @@ class ChannelRunner {
       if (q == t_.rank()) continue;
       ShmBarrierCtrl* peer = t_.barrier(q);
       uint64_t seen = 0;
-      SSC_CHECK(shmWait(&peer->word, [&] {
-        seen = peer->state.load(std::memory_order_acquire);
-        return static_cast<int32_t>(static_cast<uint32_t>(seen >> 32) - epoch) >= 0;
-      }, abort_, "meet at a barrier with", q));
+      SSC_CHECK(shmWait(
+          &peer->word,
+          [&] {
+            seen = peer->state.load(std::memory_order_acquire);
+            return static_cast<int32_t>(static_cast<uint32_t>(seen >> 32) - epoch) >= 0;
+          },
+          abort_, "meet at a barrier with", q));
       if (static_cast<uint32_t>(seen >> 32) == epoch && static_cast<uint32_t>(seen) != w_.callHash)
-        return fail(sscInvalidUsage, "rank {} reached this zero-copy collective with different "
-                    "arguments (count, type, op, root or buffer offsets) than rank {}", q, t_.rank());
+        return fail(sscInvalidUsage,
+                    "rank {} reached this zero-copy collective with different "
+                    "arguments (count, type, op, root or buffer offsets) than rank {}",
+                    q, t_.rank());
     }
     return sscSuccess;
   }
@@ -147,8 +163,10 @@ class ChannelRunner {
       const size_t m = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
       for (int q = first; q <= last; ++q) {
         const char* v = pre(s, peerPtr(q, s.srcBuf, s.srcOff + done), m);
-        if (q == first) std::memcpy(acc.data(), v, m * esize_);
-        else combine(acc.data(), v, acc.data(), m);
+        if (q == first)
+          std::memcpy(acc.data(), v, m * esize_);
+        else
+          combine(acc.data(), v, acc.data(), m);
       }
       post(s, acc.data(), m);
       if (!toAll) {
@@ -172,7 +190,7 @@ class ChannelRunner {
   struct OfferEntry {
     uint64_t address;  // the buffer as the peer has it mapped; 0: through the FIFOs
     uint64_t bytes;
-    uint64_t swap;     // 1: offered for an exchange (the same buffer is the send to the peer)
+    uint64_t swap;  // 1: offered for an exchange (the same buffer is the send to the peer)
   };
   enum : uint32_t { kDoneOk = 0, kDoneCounts = 1, kDoneSizes = 2 };
   struct DoneSlot {
@@ -278,10 +296,12 @@ class ChannelRunner {
   // The error both ranks of a pair whose calls do not match report, alike.
   static sscResult_t mismatch(int sender, int receiver, const DoneSlot& d) {
     if (d.status == kDoneCounts)
-      return fail(sscInvalidUsage, "rank {} posted {} send(s) to rank {} in this group, but rank {} "
-                  "posted {} receive(s) from rank {} in its matching group", sender, d.sent,
-                  receiver, receiver, d.expected, sender);
-    return fail(sscInvalidUsage, "rank {} sends {} bytes to rank {}, whose matching receive "
+      return fail(sscInvalidUsage,
+                  "rank {} posted {} send(s) to rank {} in this group, but rank {} "
+                  "posted {} receive(s) from rank {} in its matching group",
+                  sender, d.sent, receiver, receiver, d.expected, sender);
+    return fail(sscInvalidUsage,
+                "rank {} sends {} bytes to rank {}, whose matching receive "
                 "(message {} of the pair in this group) is {} bytes: counts or types differ",
                 sender, d.sent, receiver, d.index + 1, d.expected);
   }
@@ -308,7 +328,8 @@ class ChannelRunner {
       case StepOp::kPeerReduceBcast: return peerReduce(s, true);
       case StepOp::kPeerPush:
         for (int q = 0; q < t_.nranks(); ++q)
-          std::memmove(peerPtr(q, s.dstBuf, s.dstOff), bufPtr(s.srcBuf, s.srcOff), s.count * esize_);
+          std::memmove(peerPtr(q, s.dstBuf, s.dstOff), bufPtr(s.srcBuf, s.srcOff),
+                       s.count * esize_);
         return sscSuccess;
       case StepOp::kPeerGather:
         for (int q = 0; q < t_.nranks(); ++q)
@@ -320,21 +341,23 @@ class ChannelRunner {
           if (q == t_.rank()) continue;
           uint64_t lo = 0, hi = 0;
           peerSwapHalf(t_.rank(), q, s.count, &lo, &hi);
-          swapRanges(bufPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * s.count + lo),
-                     peerPtr(q, s.srcBuf, s.srcOff + static_cast<uint64_t>(t_.rank()) * s.count + lo),
-                     (hi - lo) * esize_);
+          swapRanges(
+              bufPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * s.count + lo),
+              peerPtr(q, s.srcBuf, s.srcOff + static_cast<uint64_t>(t_.rank()) * s.count + lo),
+              (hi - lo) * esize_);
         }
         return sscSuccess;
-      default:
-        break;
+      default: break;
     }
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
       const size_t bytes = n * esize_;
       const char* src = nullptr;
       char* dst = nullptr;
-      if (s.op != StepOp::kRecv && s.op != StepOp::kRecvCopySend) src = bufPtr(s.srcBuf, s.srcOff + done);
-      if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend) dst = bufPtr(s.dstBuf, s.dstOff + done);
+      if (s.op != StepOp::kRecv && s.op != StepOp::kRecvCopySend)
+        src = bufPtr(s.srcBuf, s.srcOff + done);
+      if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend)
+        dst = bufPtr(s.dstBuf, s.dstOff + done);
       const char* in = nullptr;
       char* out = nullptr;
       ShmFifo rf, sf;
@@ -345,9 +368,7 @@ class ChannelRunner {
           post(s, dst, n);
           break;
         }
-        case StepOp::kReduce:
-          combine(dst, pre(s, src, n), dst, n);
-          break;
+        case StepOp::kReduce: combine(dst, pre(s, src, n), dst, n); break;
         case StepOp::kSend:
           SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
           std::memcpy(out, pre(s, src, n), bytes);
@@ -388,8 +409,7 @@ class ChannelRunner {
           recvDone(rf);
           sendDone(sf, slotWord(s, bytes));
           break;
-        default:
-          return SSC_INTERNAL("host executor: step {} in the wrong place", stepOpName(s.op));
+        default: return SSC_INTERNAL("host executor: step {} in the wrong place", stepOpName(s.op));
       }
     }
     return sscSuccess;
@@ -414,7 +434,7 @@ sscResult_t runPlanOnHost(ShmTransport& transport, const Work& work,
   const RankPlan& plan = *work.plan;
   if (plan.channels.size() > static_cast<size_t>(transport.channels()))
     return SSC_INTERNAL("plan uses {} channels, transport has {}", plan.channels.size(),
-                transport.channels());
+                        transport.channels());
   std::vector<char> scratch(plan.scratchElems * work.elemBytes);
   // One-copy point-to-point: the receives this rank offered plainly are pushed by their senders
   // (or the pair's calls do not match, and both fail); exchanges are marked when their offers

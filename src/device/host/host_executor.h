@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs a plan on the CPU over the shared-memory transport: the host backend's executor. It
 // mirrors the GPU executor step for step (same plans, same FIFO protocol), so a plan that passes
 // here is the plan the GPU runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/device/host/host_stream.h"
 
 #include <atomic>

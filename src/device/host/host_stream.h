@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend's stream: an ordered asynchronous queue served by one progress thread, so a
 // collective returns before its work is done, exactly as on a GPU stream.
 #pragma once

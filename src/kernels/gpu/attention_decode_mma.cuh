@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The decode partial-attention kernel on NVIDIA tensor cores (CUDA builds; included by
 // attention_kernel.cu), on the step of attention_partial_mma.cuh.
 //
@@ -50,10 +51,13 @@ constexpr size_t decodeSmemBytes() {
 __device__ __forceinline__ void cpAsync16(void* smem, const void* gmem, bool valid) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   // With a source size of 0 nothing is read and the 16 bytes are zero-filled (rows past a span).
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(valid ? 16 : 0)
                : "memory");
 }
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cpAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int kPending>
 __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
@@ -64,8 +68,8 @@ __device__ __forceinline__ void cpAsyncWait() {
 // needed, so that the step after a switch does not wait an L2 round trip for it (measured: 2 %
 // of the kernel at 32K, batch 8).
 struct DecodeCursor {
-  int s, page, row, rowEnd;     // the current span and step
-  int nPage, nRow, nRowEnd;     // span s + stride, when there is one
+  int s, page, row, rowEnd;  // the current span and step
+  int nPage, nRow, nRowEnd;  // span s + stride, when there is one
 
   __device__ __forceinline__ void fetchNext(const int32_t* spans, int stride, int end) {
     const int n = s + stride;
@@ -121,7 +125,8 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
   const PartialBlock blk = partialBlock(p);
   const int b = blk.b, kvHead = blk.kvHead, split = blk.split, head0 = blk.head0, G = blk.G;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  uint16_t* ring = reinterpret_cast<uint16_t*>(decodeSmem) + warp * kDecodeStages * decodeSlotElems<kD>();
+  uint16_t* ring =
+      reinterpret_cast<uint16_t*>(decodeSmem) + warp * kDecodeStages * decodeSlotElems<kD>();
 
   const uint16_t* kPool = static_cast<const uint16_t*>(p.kPool);
   const uint16_t* vPool = static_cast<const uint16_t*>(p.vPool);
@@ -189,17 +194,20 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : kDecodeBlocksPerSm)
       const int row = g + 8 * i;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c)
-        kr[i][c] = *reinterpret_cast<const uint4*>(kS + row * kD + ((4 * c + t) ^ attnDecodeSwizzle(row)) * 8);
+        kr[i][c] = *reinterpret_cast<const uint4*>(kS + row * kD +
+                                                   ((4 * c + t) ^ attnDecodeSwizzle(row)) * 8);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int row = 2 * t + (i & 1) + 8 * (i >> 1);
 #pragma unroll
       for (int h = 0; h < kHalves; ++h)
-        vr[i][h] = *reinterpret_cast<const uint4*>(vS + row * kD + ((8 * h + g) ^ attnDecodeSwizzle(row)) * 8);
+        vr[i][h] = *reinterpret_cast<const uint4*>(vS + row * kD +
+                                                   ((8 * h + g) ^ attnDecodeSwizzle(row)) * 8);
     }
-    mmaAttendFragments<kD, kHalf, kSplit>(kr, vr, min(kMmaTokens, use.rowEnd - use.row), t, qa, ql, scale2,
-                                          [](int, int) { return true; }, m, l, acc);
+    mmaAttendFragments<kD, kHalf, kSplit>(
+        kr, vr, min(kMmaTokens, use.rowEnd - use.row), t, qa, ql, scale2,
+        [](int, int) { return true; }, m, l, acc);
     __syncwarp();  // every lane has read the slot before any refills it
     use.next(p.spans, stride, end);
     slot = slot + 1 == kDecodeStages ? 0 : slot + 1;

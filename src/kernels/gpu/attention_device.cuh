@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device helpers of the attention kernels (attention_kernel.cu, attention_exchange.cu,
 // attention_prefill_kernel.cu and the headers they include): -inf, loads and stores of the io
 // types, a block reduction. Device compilers only; each including file gets its own copy
@@ -45,9 +46,12 @@ __device__ __forceinline__ void withIoLoader(const void* base, int dtype, const 
 }
 
 __device__ __forceinline__ void storeIo(void* base, size_t i, int dtype, float x) {
-  if (dtype == sscFloat32) static_cast<float*>(base)[i] = x;
-  else if (dtype == sscFloat16) static_cast<uint16_t*>(base)[i] = HalfTraits::store(x);
-  else static_cast<uint16_t*>(base)[i] = Bf16Traits::store(x);
+  if (dtype == sscFloat32)
+    static_cast<float*>(base)[i] = x;
+  else if (dtype == sscFloat16)
+    static_cast<uint16_t*>(base)[i] = HalfTraits::store(x);
+  else
+    static_cast<uint16_t*>(base)[i] = Bf16Traits::store(x);
 }
 
 // The reduction (max or sum) of x over the block; red holds blockDim.x floats (<= 128).
@@ -56,7 +60,8 @@ __device__ __forceinline__ float blockReduce(float x, float* red, bool isMax) {
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s /= 2) {
     if (static_cast<int>(threadIdx.x) < s)
-      red[threadIdx.x] = isMax ? fmaxf(red[threadIdx.x], red[threadIdx.x + s]) : red[threadIdx.x] + red[threadIdx.x + s];
+      red[threadIdx.x] = isMax ? fmaxf(red[threadIdx.x], red[threadIdx.x + s])
+                               : red[threadIdx.x] + red[threadIdx.x + s];
     __syncthreads();
   }
   const float r = red[0];

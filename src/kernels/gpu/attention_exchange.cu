@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused decode exchange (attention_exchange.h): no collective call, no barrier. A sender
 // stores its data into the receivers' mapped scratch and then, per row (partials) or per chunk
 // (queries), a flag holding the call's epoch with a release store; a receiver polls the flags it
@@ -37,7 +38,8 @@ __device__ bool waitFlag(const uint64_t* f, uint64_t epoch, const AttnWaitCtl& w
       volatile uint32_t* t = w.timedOut;
       if (*t != 0) return false;
       // An aborted communicator ends the wait at once, as it ends the collectives' waits.
-      if (w.abort != nullptr && *reinterpret_cast<const volatile uint32_t*>(w.abort) != 0) return false;
+      if (w.abort != nullptr && *reinterpret_cast<const volatile uint32_t*>(w.abort) != 0)
+        return false;
       const uint64_t now = sscGpuTimer();
       if (start == 0) {
         start = now;
@@ -76,7 +78,8 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   const int t = static_cast<int>(threadIdx.x);
   int ok = 1;
   if (t < p.nranks) {
-    const size_t flag = p.qFlagOffset + (epoch & 1) * p.qFlagParityBytes + static_cast<size_t>(blockIdx.x) * 8;
+    const size_t flag =
+        p.qFlagOffset + (epoch & 1) * p.qFlagParityBytes + static_cast<size_t>(blockIdx.x) * 8;
     releaseFlag(reinterpret_cast<uint64_t*>(p.peerBase[t] + flag + p.rank * p.qFlagStride), epoch,
                 p.wait.deviceScope);
     ok = waitFlag(reinterpret_cast<const uint64_t*>(p.peerBase[p.rank] + flag + t * p.qFlagStride),
@@ -96,7 +99,7 @@ __device__ __forceinline__ void takeCall(AttnEpochWord* w, uint64_t* epoch, uint
     *ticket = atomicAdd(&w->tickets, 1u);
     const uint64_t e = callEpoch(w);
     *epoch = e;
-    __threadfence();  // the read above before the count below
+    __threadfence();                                 // the read above before the count below
     if (atomicAdd(&w->readers, 1u) == blocks - 1) {  // every block took its ticket and read e
       w->readers = 0;
       w->tickets = 0;
@@ -109,23 +112,28 @@ __device__ __forceinline__ void takeCall(AttnEpochWord* w, uint64_t* epoch, uint
 // Slot (b, j) of this rank's rows area, one thread per element: waits for the row of every
 // sender (thread s polls sender s), then merges them with the sink as attnMergeKernel does. A
 // timed-out wait writes NaN.
-__device__ void mergeSlot(const AttnRecvMergeParams& p, int b, int j, uint64_t epoch, float* weight, float* red) {
+__device__ void mergeSlot(const AttnRecvMergeParams& p, int b, int j, uint64_t epoch, float* weight,
+                          float* red) {
   const int t = static_cast<int>(threadIdx.x), h = p.firstHead + j, D = p.headDim;
-  const size_t slot = (epoch & 1) * p.parityFloats + (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
+  const size_t slot =
+      (epoch & 1) * p.parityFloats + (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
   int ok = 1;
   if (t < p.nranks)
-    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2), epoch, p.wait);
+    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2),
+                  epoch, p.wait);
   ok = __syncthreads_and(ok);
   __threadfence();  // the rows' loads below stay after the pollers' acquires
   const size_t row = static_cast<size_t>(b) * p.outHeads + j;
   const size_t o = row * D;
   if (!ok) {
-    for (int e = t; e < D; e += blockDim.x) storeIo(p.out, o + e, p.outDtype, __int_as_float(0x7fc00000));
+    for (int e = t; e < D; e += blockDim.x)
+      storeIo(p.out, o + e, p.outDtype, __int_as_float(0x7fc00000));
     if (t == 0 && p.lse != nullptr) p.lse[row] = __int_as_float(0x7fc00000);
     return;
   }
-  const float lse = mergeRows(p.rows + slot, p.senderStride, p.nranks, D, p.sinks != nullptr ? p.sinks[h] : negInf(),
-                              weight, red, [&](int e, float v) { storeIo(p.out, o + e, p.outDtype, v); });
+  const float lse = mergeRows(p.rows + slot, p.senderStride, p.nranks, D,
+                              p.sinks != nullptr ? p.sinks[h] : negInf(), weight, red,
+                              [&](int e, float v) { storeIo(p.out, o + e, p.outDtype, v); });
   if (t == 0 && p.lse != nullptr) p.lse[row] = lse;
 }
 
@@ -161,10 +169,11 @@ __global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p,
   takeCall(m.epoch, &epoch, &ticket);
   const uint32_t pushes = static_cast<uint32_t>(p.batch) * p.numQHeads;
   if (ticket < pushes) {
-    const int b = static_cast<int>(ticket) / p.numQHeads, h = static_cast<int>(ticket) % p.numQHeads;
+    const int b = static_cast<int>(ticket) / p.numQHeads,
+              h = static_cast<int>(ticket) % p.numQHeads;
     const size_t at = (static_cast<size_t>(b) * p.numQHeads + h) * (p.headDim + 1);
-    pushMergedRowAt(p.target, p.numQHeads, b, h, p.partials + at, p.splitStride, p.splits, p.headDim, weight, red,
-                    epoch);
+    pushMergedRowAt(p.target, p.numQHeads, b, h, p.partials + at, p.splitStride, p.splits,
+                    p.headDim, weight, red, epoch);
   } else {
     const int slot = static_cast<int>(ticket - pushes);
     mergeSlot(m, slot / m.outHeads, slot % m.outHeads, epoch, weight, red);
@@ -177,23 +186,26 @@ __global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p,
 // one before (sscLaunchDependent), so its launch overlaps that kernel.
 int launchAttnQPush(const AttnQPushParams& p, void* stream) {
   void* args[] = {const_cast<AttnQPushParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnQPushKernel), dim3(p.chunks),
-                                             dim3(256), args, 0, static_cast<hipStream_t>(stream)));
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnQPushKernel),
+                                             dim3(p.chunks), dim3(256), args, 0,
+                                             static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m, void* stream) {
   void* args[] = {const_cast<AttnPushParams*>(&p), const_cast<AttnRecvMergeParams*>(&m)};
   const int blocks = p.batch * p.numQHeads + m.batch * m.outHeads;
-  const size_t weights = static_cast<size_t>(p.splits > m.nranks ? p.splits : m.nranks) * sizeof(float);
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnPushMergeKernel), dim3(blocks),
-                                             dim3(p.headDim), args, weights, static_cast<hipStream_t>(stream)));
+  const size_t weights =
+      static_cast<size_t>(p.splits > m.nranks ? p.splits : m.nranks) * sizeof(float);
+  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnPushMergeKernel),
+                                             dim3(blocks), dim3(p.headDim), args, weights,
+                                             static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream) {
   void* args[] = {const_cast<AttnRecvMergeParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnRecvMergeKernel),
-                                             dim3(p.batch, p.outHeads), dim3(p.headDim), args,
-                                             p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
+  return static_cast<int>(sscLaunchDependent(
+      reinterpret_cast<const void*>(&attnRecvMergeKernel), dim3(p.batch, p.outHeads),
+      dim3(p.headDim), args, p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
 }
 
 }  // namespace ssc::gpu

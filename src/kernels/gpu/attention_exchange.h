@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernels of the fused decode exchange (sscKvExchangeFused; layout and epochs in
 // src/ops/attention/exchange.h): the query slices pushed into every peer's scratch in one
 // launch, each rank's partial rows (its split-K partials merged on the way) pushed into the
@@ -25,18 +26,18 @@ struct AttnWaitCtl {
 };
 
 struct AttnQPushParams {
-  const void* q;          // this rank's slice, `bytes` bytes
+  const void* q;  // this rank's slice, `bytes` bytes
   size_t bytes;
-  size_t chunkBytes;      // block i pushes [i * chunkBytes, ...): exchange.h qChunks
+  size_t chunkBytes;  // block i pushes [i * chunkBytes, ...): exchange.h qChunks
   int chunks;
   int nranks;
   int rank;
   char* peerBase[kAttnExchangeMaxPeers];  // every rank's exchange scratch, mapped here
-  size_t qOffset;         // bytes: parity 0's query area (a slice goes at rank * bytes), and
-  size_t qParityBytes;    // parity 1's this much further
-  size_t qFlagOffset;     // bytes: flag (parity 0, sender 0, chunk 0); qFlagStride per sender,
+  size_t qOffset;       // bytes: parity 0's query area (a slice goes at rank * bytes), and
+  size_t qParityBytes;  // parity 1's this much further
+  size_t qFlagOffset;   // bytes: flag (parity 0, sender 0, chunk 0); qFlagStride per sender,
   size_t qFlagStride;
-  size_t qFlagParityBytes;  // parity 1's this much further
+  size_t qFlagParityBytes;     // parity 1's this much further
   const AttnEpochWord* epoch;  // the call is epoch->done + 1 (attention_kernel.h)
   AttnWaitCtl wait;
 };
@@ -52,20 +53,20 @@ struct AttnPushParams {
 };
 
 struct AttnRecvMergeParams {
-  const float* rows;      // this rank's rows area of parity 0, sender 0
-  size_t parityFloats;    // parity 1's rows this much further
+  const float* rows;    // this rank's rows area of parity 0, sender 0
+  size_t parityFloats;  // parity 1's rows this much further
   size_t senderStride;
   size_t rowFloats;
   int nranks;
   int batch;
   int numQHeads;
   int outHeads;
-  int firstHead;          // head of slot j is firstHead + j
+  int firstHead;  // head of slot j is firstHead + j
   int headDim;
-  const float* sinks;     // [numQHeads] or null
-  void* out;              // [batch][outHeads][headDim] of outDtype
+  const float* sinks;  // [numQHeads] or null
+  void* out;           // [batch][outHeads][headDim] of outDtype
   int outDtype;
-  float* lse;             // [batch][outHeads] or null
+  float* lse;  // [batch][outHeads] or null
   // The call is epoch->done + 1; this kernel, the call's last, advances epoch->done to it.
   AttnEpochWord* epoch;
   AttnWaitCtl wait;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device code shared by the attention kernels (attention_kernel.cu: the rank merge and the
 // partial kernels' epilogue; attention_exchange.cu: the push and the merge on arrival): the fp32
 // merge of one (sequence, head) row over n partials (merge.cc's arithmetic), the stores of a row
@@ -33,10 +34,11 @@ __device__ __forceinline__ float loadL2(const float* p) {
 // hundreds of split-K partials stays short. w: n floats, red: blockDim.x floats (<= 128, a power
 // of two), both shared and free again on return.
 template <class Out>
-__device__ float mergeRows(const float* rows, size_t stride, int n, int D, float sink, float* w, float* red,
-                           const Out& out) {
+__device__ float mergeRows(const float* rows, size_t stride, int n, int D, float sink, float* w,
+                           float* red, const Out& out) {
   float mMax = sink;
-  for (int r = threadIdx.x; r < n; r += blockDim.x) mMax = fmaxf(mMax, loadL2(rows + r * stride + D));
+  for (int r = threadIdx.x; r < n; r += blockDim.x)
+    mMax = fmaxf(mMax, loadL2(rows + r * stride + D));
   mMax = blockReduce(mMax, red, true);
   if (mMax == negInf()) {
     for (int e = threadIdx.x; e < D; e += blockDim.x) out(e, 0.0f);
@@ -59,13 +61,17 @@ __device__ float mergeRows(const float* rows, size_t stride, int n, int D, float
 }
 
 __device__ __forceinline__ void releaseFlag(uint64_t* f, uint64_t v, int deviceScope) {
-  if (deviceScope) sscStoreReleaseGpu(f, v);
-  else sscStoreReleaseSys(f, v);
+  if (deviceScope)
+    sscStoreReleaseGpu(f, v);
+  else
+    sscStoreReleaseSys(f, v);
 }
 
 // The fused exchange's epoch of this call (AttnEpochWord, attention_kernel.h): a volatile load,
 // since the word changes between kernels (the last call's merge advanced it).
-__device__ __forceinline__ uint64_t callEpoch(const AttnEpochWord* w) { return sscLoadVolatile(&w->done) + 1; }
+__device__ __forceinline__ uint64_t callEpoch(const AttnEpochWord* w) {
+  return sscLoadVolatile(&w->done) + 1;
+}
 
 // Row (b, h)'s receivers [first, last] and its offset in a receiver's rows area (this rank's rows
 // of the call's parity).
@@ -74,44 +80,51 @@ struct PushSlot {
   size_t mine;
 };
 
-__device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHeads, int b, int h, uint64_t epoch) {
+__device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHeads, int b, int h,
+                                             uint64_t epoch) {
   const int outHeads = t.outSharded ? numQHeads / t.nranks : numQHeads;
   PushSlot s;
   s.first = t.outSharded ? h / outHeads : 0;
   s.last = t.outSharded ? s.first : t.nranks - 1;
   const size_t slot = static_cast<size_t>(b) * outHeads + (t.outSharded ? h % outHeads : h);
-  s.mine = (epoch & 1) * t.parityFloats + static_cast<size_t>(t.rank) * t.senderStride + slot * t.rowFloats;
+  s.mine = (epoch & 1) * t.parityFloats + static_cast<size_t>(t.rank) * t.senderStride +
+           slot * t.rowFloats;
   return s;
 }
 
 // Element e of a row (e = D: its LSE) into every receiver of its slot.
-__device__ __forceinline__ void pushElement(const AttnPushTarget& t, const PushSlot& s, int e, float v) {
+__device__ __forceinline__ void pushElement(const AttnPushTarget& t, const PushSlot& s, int e,
+                                            float v) {
   for (int r = s.first; r <= s.last; ++r) t.peerRows[r][s.mine + e] = v;
 }
 
 // After the stores of rows (b, head0 .. head0 + G - 1), every thread its own: one flag per
 // (row, receiver), holding the call's epoch. Every thread of the block calls it.
-__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads, int b, int head0, int G, int D,
-                                          uint64_t epoch) {
+__device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads, int b, int head0,
+                                          int G, int D, uint64_t epoch) {
   // Each thread fences its own row stores before the barrier (as NCCL's LL128/simple protocols
   // do), so the flag store after it does not rely on cumulativity through bar.sync alone.
-  if (t.deviceScope) __threadfence();
-  else __threadfence_system();
+  if (t.deviceScope)
+    __threadfence();
+  else
+    __threadfence_system();
   __syncthreads();
   const int receivers = t.outSharded ? 1 : t.nranks;
   for (int i = threadIdx.x; i < G * receivers; i += blockDim.x) {
     const PushSlot s = pushSlot(t, numQHeads, b, head0 + i / receivers, epoch);
-    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine + D + 2), epoch,
-                t.deviceScope);
+    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine + D + 2),
+                epoch, t.deviceScope);
   }
 }
 
 // The merge of the row's n partials stored into every receiver of the row, then its flags,
 // for the call `epoch`.
-__device__ __forceinline__ void pushMergedRowAt(const AttnPushTarget& t, int numQHeads, int b, int h, const float* rows,
-                                                size_t stride, int n, int D, float* w, float* red, uint64_t epoch) {
+__device__ __forceinline__ void pushMergedRowAt(const AttnPushTarget& t, int numQHeads, int b,
+                                                int h, const float* rows, size_t stride, int n,
+                                                int D, float* w, float* red, uint64_t epoch) {
   const PushSlot s = pushSlot(t, numQHeads, b, h, epoch);
-  const float lse = mergeRows(rows, stride, n, D, negInf(), w, red, [&](int e, float v) { pushElement(t, s, e, v); });
+  const float lse = mergeRows(rows, stride, n, D, negInf(), w, red,
+                              [&](int e, float v) { pushElement(t, s, e, v); });
   if (threadIdx.x == 0) pushElement(t, s, D, lse);
   pushFlags(t, numQHeads, b, h, 1, D, epoch);
 }
@@ -142,7 +155,8 @@ __device__ __forceinline__ PartialBlock partialBlock(const AttnPartialParams& p)
 // one after another: about 31 us a block, the time of ten 16-token steps (Nsight Compute and the
 // 32K / 128K timings on the H200). kThreads: the block's threads.
 template <int kD, int kThreads>
-__device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, int head0, int G, float (*qs)[kD]) {
+__device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, int head0, int G,
+                                            float (*qs)[kD]) {
   constexpr int kElems = kAttnMaxHeadsPerBlock * kD;
   static_assert(kElems % kThreads == 0, "every thread stages the same count");
   // The fused exchange's query area: the call's parity picks the half.
@@ -153,10 +167,15 @@ __device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, i
     float x[kElems / kThreads];
 #pragma unroll
     for (int k = 0; k < kElems / kThreads; ++k) {
-      const int i = k * kThreads + static_cast<int>(threadIdx.x), gi = i / kD, e = i % kD, h = head0 + gi;
-      x[k] = gi < G ? load(((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
-                            h % p.qHeadsPerRank) * kD + e)
-                    : 0.0f;
+      const int i = k * kThreads + static_cast<int>(threadIdx.x), gi = i / kD, e = i % kD,
+                h = head0 + gi;
+      x[k] =
+          gi < G
+              ? load(((static_cast<size_t>(h / p.qHeadsPerRank) * p.batch + b) * p.qHeadsPerRank +
+                      h % p.qHeadsPerRank) *
+                         kD +
+                     e)
+              : 0.0f;
     }
 #pragma unroll
     for (int k = 0; k < kElems / kThreads; ++k) {
@@ -172,8 +191,8 @@ __device__ __forceinline__ void stageBlockQ(const AttnPartialParams& p, int b, i
 // no launch after the kernel for it; else into its split's partial, for a merge launch. epoch:
 // the exchange's call (callEpoch) where p.finish pushes.
 template <int kD>
-__device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int split, int b, int h, int e, float o,
-                                               float lse, uint64_t epoch) {
+__device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int split, int b, int h,
+                                               int e, float o, float lse, uint64_t epoch) {
   const AttnPartialFinish& f = p.finish;
   const size_t row = static_cast<size_t>(b) * p.numQHeads + h;
   if (p.splits != 1 || f.mode == kAttnFinishNone) {
@@ -206,8 +225,9 @@ __device__ __forceinline__ void emitPartialRow(const AttnPartialParams& p, int s
 // element emitted (emitPartialRow; finishPartialRows follows). Every thread of the block calls
 // it, after a barrier behind the states' stores.
 template <int kD, int kWarps, int kH, bool kLog2>
-__device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int split, int b, int head0, int G,
-                                              const float (&ms)[kWarps][kH], const float (&ls)[kWarps][kH],
+__device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int split, int b,
+                                              int head0, int G, const float (&ms)[kWarps][kH],
+                                              const float (&ls)[kWarps][kH],
                                               const float (*accs)[kH][kD]) {
   constexpr float kLn2 = 0.6931471805599453f;
   const uint64_t epoch =
@@ -227,14 +247,16 @@ __device__ __forceinline__ void emitBlockRows(const AttnPartialParams& p, int sp
       sum += ls[w][gi] * c;
       o += accs[w][gi][e] * c;
     }
-    emitPartialRow<kD>(p, split, b, head0 + gi, e, o / sum, (kLog2 ? mMax * kLn2 : mMax) + logf(sum), epoch);
+    emitPartialRow<kD>(p, split, b, head0 + gi, e, o / sum,
+                       (kLog2 ? mMax * kLn2 : mMax) + logf(sum), epoch);
   }
 }
 
 // After every element of heads head0 .. head0 + G - 1 was emitted: a push's flags, one per
 // (head, receiver). Every thread of the block calls it.
 template <int kD>
-__device__ __forceinline__ void finishPartialRows(const AttnPartialParams& p, int b, int head0, int G) {
+__device__ __forceinline__ void finishPartialRows(const AttnPartialParams& p, int b, int head0,
+                                                  int G) {
   if (p.splits == 1 && p.finish.mode == kAttnFinishPush)
     pushFlags(p.finish.push, p.numQHeads, b, head0, G, kD, callEpoch(p.finish.push.epoch));
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sequence-sharded paged attention on the GPU: K/V append, this rank's partial attention over
 // its pages (online softmax in fp32), and the merge of all ranks' partials (the same arithmetic
 // as the host's src/ops/attention/merge.cc).
@@ -60,7 +61,8 @@ __global__ void kvAppendKernel(const KvAppendParams p) {
   for (int i = threadIdx.x; i < 2 * vecs; i += blockDim.x) {
     const bool isV = i >= vecs;
     const int j = isV ? i - vecs : i;
-    const uint4* s = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(isV ? p.v : p.k) + src);
+    const uint4* s =
+        reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(isV ? p.v : p.k) + src);
     uint4* d = reinterpret_cast<uint4*>(static_cast<uint16_t*>(isV ? p.vPool : p.kPool) + dst);
     d[j] = s[j];
   }
@@ -179,7 +181,8 @@ namespace ssc::gpu {
 
 int launchKvAppend(const KvAppendParams& p, void* stream) {
   if (p.numTokens == 0) return 0;
-  kvAppendKernel<<<dim3(p.numTokens, p.numKvHeads), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(p);
+  kvAppendKernel<<<dim3(p.numTokens, p.numKvHeads), dim3(32), 0,
+                   static_cast<hipStream_t>(stream)>>>(p);
   return static_cast<int>(hipGetLastError());
 }
 
@@ -197,8 +200,8 @@ template <int kD, bool kHalf, bool kSplit>
 PartialKernel decodeKernel() {
   const void* fn = reinterpret_cast<const void*>(&attnDecodeMmaKernel<kD, kHalf, kSplit>);
   // The ring is above the 48 KiB a kernel gets without asking; asked once per instantiation.
-  static const hipError_t optIn = hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize,
-                                                      static_cast<int>(decodeSmemBytes<kD>()));
+  static const hipError_t optIn = hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(decodeSmemBytes<kD>()));
   (void)optIn;  // a failure shows at the launch
   return {fn, kMmaThreads, decodeSmemBytes<kD>()};
 }
@@ -245,15 +248,15 @@ int launchAttnPartial(const AttnPartialParams& p, void* stream) {
   const PartialKernel k = partialKernel(p);
   const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
   void* args[] = {const_cast<AttnPartialParams*>(&p)};
-  return static_cast<int>(
-      sscLaunchDependent(k.fn, grid, dim3(k.threads), args, k.smem, static_cast<hipStream_t>(stream)));
+  return static_cast<int>(sscLaunchDependent(k.fn, grid, dim3(k.threads), args, k.smem,
+                                             static_cast<hipStream_t>(stream)));
 }
 
 int launchAttnMerge(const AttnMergeParams& p, void* stream) {
   void* args[] = {const_cast<AttnMergeParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnMergeKernel),
-                                             dim3(p.batch, p.outHeads), dim3(p.headDim), args,
-                                             p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
+  return static_cast<int>(sscLaunchDependent(
+      reinterpret_cast<const void*>(&attnMergeKernel), dim3(p.batch, p.outHeads), dim3(p.headDim),
+      args, p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
 }
 
 }  // namespace ssc::gpu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernels of sequence-sharded paged attention (src/ops/attention/gpu_ops.cc drives them): store
 // appended K/V rows into this rank's pool pages, compute this rank's partial attention over its
 // pages, merge every rank's partials. Plain declarations: g++ includes this header.
@@ -25,11 +26,11 @@ constexpr int kAttnMaxPeers = 64;
 constexpr int attnDecodeSwizzle(int r) { return (r & 2) | ((((r >> 2) ^ r) & 1) << 2); }
 
 struct KvAppendParams {
-  void* kPool;             // [page][kv head][row][headDim], 2-byte elements
+  void* kPool;  // [page][kv head][row][headDim], 2-byte elements
   void* vPool;
-  const void* k;           // [token][kv head][headDim]
+  const void* k;  // [token][kv head][headDim]
   const void* v;
-  const int64_t* dstRow;   // [token]: element offset of the token's kv head 0 row, or -1
+  const int64_t* dstRow;  // [token]: element offset of the token's kv head 0 row, or -1
   int numTokens;
   int numKvHeads;
   int headDim;
@@ -77,54 +78,54 @@ enum AttnFinishMode : int {
 };
 
 struct AttnPartialFinish {
-  int mode;                // AttnFinishMode
-  const float* sinks;      // kAttnFinishOutput: [numQHeads] or null
-  void* out;               // kAttnFinishOutput: [batch][numQHeads][headDim] of outDtype
+  int mode;            // AttnFinishMode
+  const float* sinks;  // kAttnFinishOutput: [numQHeads] or null
+  void* out;           // kAttnFinishOutput: [batch][numQHeads][headDim] of outDtype
   int outDtype;
-  float* lse;              // kAttnFinishOutput: [batch][numQHeads] or null
-  AttnPushTarget push;     // kAttnFinishPush
+  float* lse;           // kAttnFinishOutput: [batch][numQHeads] or null
+  AttnPushTarget push;  // kAttnFinishPush
 };
 
 struct AttnPartialParams {
-  const void* kPool;        // as KvAppendParams
+  const void* kPool;  // as KvAppendParams
   const void* vPool;
-  int kvDtype;              // sscFloat16 or sscBfloat16
-  const void* q;            // [qRank][batch][qHeadsPerRank][headDim]; one qRank when not sharded
+  int kvDtype;    // sscFloat16 or sscBfloat16
+  const void* q;  // [qRank][batch][qHeadsPerRank][headDim]; one qRank when not sharded
   // Set when q is the fused exchange's query area of parity 0: the call's parity (qEpoch->done +
   // 1) then moves it by qParityBytes per parity.
   const AttnEpochWord* qEpoch;
   size_t qParityBytes;
-  int qDtype;               // sscFloat32, sscFloat16 or sscBfloat16
+  int qDtype;  // sscFloat32, sscFloat16 or sscBfloat16
   int qHeadsPerRank;
-  const int32_t* spanStart; // [batch + 1]: sequence b's spans are [spanStart[b], spanStart[b+1])
-  const int32_t* spans;     // [span][3]: pool page, first row, end row (this rank's tokens)
+  const int32_t* spanStart;  // [batch + 1]: sequence b's spans are [spanStart[b], spanStart[b+1])
+  const int32_t* spans;      // [span][3]: pool page, first row, end row (this rank's tokens)
   int batch;
   int numQHeads;
   int numKvHeads;
-  int headDim;              // 64 or 128
+  int headDim;  // 64 or 128
   int pageSize;
   float scale;
   // Split-K within the rank (flash-decoding): split z of `splits` takes every splits-th span of
   // each sequence, so few sequences still fill the GPU; each split writes its own partial block.
   int splits;
-  size_t splitStride;       // floats between two splits' blocks
-  float* partials;          // [split][batch][numQHeads][headDim + 1]: output then LSE (-inf: empty)
+  size_t splitStride;  // floats between two splits' blocks
+  float* partials;     // [split][batch][numQHeads][headDim + 1]: output then LSE (-inf: empty)
   AttnPartialFinish finish;
 };
 
 struct AttnMergeParams {
-  const float* partials;   // nranks blocks of [batch][numQHeads][headDim + 1]
-  size_t rankStride;       // floats between two ranks' blocks
+  const float* partials;  // nranks blocks of [batch][numQHeads][headDim + 1]
+  size_t rankStride;      // floats between two ranks' blocks
   int nranks;
   int batch;
   int numQHeads;
   int headDim;
-  int firstHead;           // merge heads [firstHead, firstHead + outHeads)
+  int firstHead;  // merge heads [firstHead, firstHead + outHeads)
   int outHeads;
-  const float* sinks;      // [numQHeads] or null: one extra logit per head, no value
-  void* out;               // [batch][outHeads][headDim] of outDtype
-  int outDtype;            // sscFloat32, sscFloat16 or sscBfloat16
-  float* lse;              // [batch][outHeads] or null
+  const float* sinks;  // [numQHeads] or null: one extra logit per head, no value
+  void* out;           // [batch][outHeads][headDim] of outDtype
+  int outDtype;        // sscFloat32, sscFloat16 or sscBfloat16
+  float* lse;          // [batch][outHeads] or null
   // Packed: out is fp32 in the partials' own layout, [batch][outHeads][headDim + 1] with the
   // LSE last (lse unused): how a rank's split-K partials become its one partial.
   bool packed;

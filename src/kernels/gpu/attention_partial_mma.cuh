@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tensor-core attention step shared by the decode kernel (attention_decode_mma.cuh) and the
 // prefill kernel (attention_prefill_kernel.cu), CUDA builds only (sm_80+, mma.sync m16n8k16 with
 // fp32 accumulation); HIP builds keep the portable fp32 kernels. Why tensor cores: at GQA 8 a KV
@@ -70,14 +71,16 @@ __device__ __forceinline__ void splitPair(float a, float b, uint32_t& hi, uint32
 
 // c += a * b for one m16n8k16 tile (row-major A, column-major B, fp32 C).
 template <bool kHalf>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
   if constexpr (kHalf) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -125,11 +128,12 @@ __device__ __forceinline__ void mmaQFragments(const QAt& qAt, int t, uint32_t (&
 // A row that has seen no key yet keeps m = -inf, its exponentials taken against 0 (all zero).
 // The decode and prefill kernels differ only in `visible` and in where the fragments come from.
 template <int kD, bool kHalf, bool kSplit, class Visible>
-__device__ __forceinline__ void mmaAttendFragments(const uint4 (&kr)[2][kD / 32], const uint4 (&vr)[4][kD / 64],
-                                                   int n, int t, const uint32_t (&qa)[kD / 16][4],
+__device__ __forceinline__ void mmaAttendFragments(const uint4 (&kr)[2][kD / 32],
+                                                   const uint4 (&vr)[4][kD / 64], int n, int t,
+                                                   const uint32_t (&qa)[kD / 16][4],
                                                    const uint32_t (&ql)[kD / 16][4], float scale2,
-                                                   const Visible& visible, float (&m)[2], float (&l)[2],
-                                                   float (&acc)[kD / 8][4]) {
+                                                   const Visible& visible, float (&m)[2],
+                                                   float (&l)[2], float (&acc)[kD / 8][4]) {
   constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
   float sc[2][4];
 #pragma unroll
@@ -137,7 +141,8 @@ __device__ __forceinline__ void mmaAttendFragments(const uint4 (&kr)[2][kD / 32]
     sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
 #pragma unroll
     for (int st = 0; st < kSteps; ++st) {
-      const uint32_t b0 = word(kr[i][st / 2], 2 * (st % 2)), b1 = word(kr[i][st / 2], 2 * (st % 2) + 1);
+      const uint32_t b0 = word(kr[i][st / 2], 2 * (st % 2)),
+                     b1 = word(kr[i][st / 2], 2 * (st % 2) + 1);
       mma16816<kHalf>(sc[i], qa[st], b0, b1);
       if constexpr (kSplit) mma16816<kHalf>(sc[i], ql[st], b0, b1);
     }
@@ -205,8 +210,8 @@ __device__ __forceinline__ void mmaAttendFragments(const uint4 (&kr)[2][kD / 32]
 // The same step with the fragments loaded straight from global memory (K and V rows at kb and
 // vb; rows past n never read): every load of the step first, 16 x 16 bytes per lane in flight.
 template <int kD, bool kHalf, bool kSplit, class Visible>
-__device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t* vb, int n, int g, int t,
-                                              const uint32_t (&qa)[kD / 16][4],
+__device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t* vb, int n, int g,
+                                              int t, const uint32_t (&qa)[kD / 16][4],
                                               const uint32_t (&ql)[kD / 16][4], float scale2,
                                               const Visible& visible, float (&m)[2], float (&l)[2],
                                               float (&acc)[kD / 8][4]) {
@@ -221,7 +226,8 @@ __device__ __forceinline__ void mmaAttendStep(const uint16_t* kb, const uint16_t
   for (int i = 0; i < 4; ++i) {
     const int row = 2 * t + (i & 1) + 8 * (i >> 1);
 #pragma unroll
-    for (int h = 0; h < kHalves; ++h) vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
+    for (int h = 0; h < kHalves; ++h)
+      vr[i][h] = loadOrZero(vb + row * kD + 64 * h + 8 * g, row < n);
   }
   mmaAttendFragments<kD, kHalf, kSplit>(kr, vr, n, t, qa, ql, scale2, visible, m, l, acc);
 }

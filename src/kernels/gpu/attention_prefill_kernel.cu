@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The partial attention of a prefill over this rank's paged KV: causal by absolute position,
 // rows = (query token, query head) pairs of one KV head, 16 rows a tile (prefill_plan.h). The
 // spans may be any rank's pages, read in place through the peers' mapped pools (KV side).
@@ -30,11 +31,12 @@ static_assert(kAttnPrefillTileRows == 16, "a tile is the mma's 16 rows");
 #if defined(SSC_GPU_IS_CUDA)
 
 // Warp w of block (x, kv head) takes tile 4x + w. Fragment layout as attnDecodeMmaKernel.
-// Registers capped for 3 blocks an SM (168; about 50 bytes spill, in the query prologue) except with
-// fp32 queries (twice the Q and P fragments: 2 blocks, no spill). Lanes:
-// lane (g, t) holds rows g and g + 8 of the tile.
+// Registers capped for 3 blocks an SM (168; about 50 bytes spill, in the query prologue) except
+// with fp32 queries (twice the Q and P fragments: 2 blocks, no spill). Lanes: lane (g, t) holds
+// rows g and g + 8 of the tile.
 template <int kD, bool kHalf, bool kSplit>
-__global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKernel(const AttnPrefillParams p) {
+__global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3)
+    attnPrefillMmaKernel(const AttnPrefillParams p) {
   constexpr int kSteps = kD / 16, kHalves = kD / 64, kTiles = kD / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int tile = blockIdx.x * kMmaWarps + warp;
@@ -46,15 +48,18 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
   if (tile >= p.numTiles) return;  // warp-uniform: no block-wide synchronisation below
   const int kvHead = p.kvHeadFirst + blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
   const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, p.rowHeads, p.window);
-  const PrefillRow ri[2] = {prefillRow(p.pieces, tr, g, kvHead, ratio, p.rowHeads, p.headOffset, p.window),
-                            prefillRow(p.pieces, tr, g + 8, kvHead, ratio, p.rowHeads, p.headOffset, p.window)};
+  const PrefillRow ri[2] = {
+      prefillRow(p.pieces, tr, g, kvHead, ratio, p.rowHeads, p.headOffset, p.window),
+      prefillRow(p.pieces, tr, g + 8, kvHead, ratio, p.rowHeads, p.headOffset, p.window)};
 
   // Through withIoLoader, so a lane's 64 loads are in flight together.
   uint32_t qa[kSteps][4], ql[kSteps][4];
   withIoLoader(p.q, p.qDtype, [&](const auto& load) {
     mmaQFragments<kD, kHalf, kSplit>(
         [&](int r, int e) -> float {
-          return ri[r].pos < 0 ? 0.0f : load((static_cast<size_t>(ri[r].token) * p.numQHeads + ri[r].head) * kD + e);
+          return ri[r].pos < 0
+                     ? 0.0f
+                     : load((static_cast<size_t>(ri[r].token) * p.numQHeads + ri[r].head) * kD + e);
         },
         t, qa, ql);
   });
@@ -89,7 +94,8 @@ __global__ void __launch_bounds__(kMmaThreads, kSplit ? 2 : 3) attnPrefillMmaKer
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     if (ri[r].pos < 0) continue;
-    float* out = p.partials + (static_cast<size_t>(ri[r].token) * p.numQHeads + ri[r].head) * (kD + 1);
+    float* out =
+        p.partials + (static_cast<size_t>(ri[r].token) * p.numQHeads + ri[r].head) * (kD + 1);
     const bool empty = m[r] == negInf();  // no key of this rank in the row's range
     const float inv = empty ? 0.0f : 1.0f / l[r];
 #pragma unroll
@@ -134,15 +140,20 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   __shared__ float ms[kGroups][kR];
   __shared__ float ls[kGroups][kR];
   __shared__ float accs[kGroups][kR][kD];
-  for (int i = threadIdx.x; i < 2 * p.numPools; i += blockDim.x) pools[i] = p.pools[i];  // read after the sync below
-  const int tile = blockIdx.x, kvHead = p.kvHeadFirst + blockIdx.y, ratio = p.numQHeads / p.numKvHeads;
+  for (int i = threadIdx.x; i < 2 * p.numPools; i += blockDim.x)
+    pools[i] = p.pools[i];  // read after the sync below
+  const int tile = blockIdx.x, kvHead = p.kvHeadFirst + blockIdx.y,
+            ratio = p.numQHeads / p.numKvHeads;
   const int group = threadIdx.x / kGroup, lane = threadIdx.x % kGroup;
   const PrefillTile tr = prefillTile(p.tiles, p.pieces, tile, p.rowHeads, p.window);
   for (int i = threadIdx.x; i < kR * kD; i += blockDim.x) {
     const int r = i / kD, e = i % kD;
-    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.rowHeads, p.headOffset, p.window);
-    qs[r][e] = ri.pos < 0 ? 0.0f
-                          : loadIo(p.q, (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * kD + e, p.qDtype);
+    const PrefillRow ri =
+        prefillRow(p.pieces, tr, r, kvHead, ratio, p.rowHeads, p.headOffset, p.window);
+    qs[r][e] = ri.pos < 0
+                   ? 0.0f
+                   : loadIo(p.q, (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * kD + e,
+                            p.qDtype);
     if (e == 0) {
       rowPos[r] = ri.pos;
       rowStart[r] = ri.start;
@@ -199,7 +210,8 @@ __global__ void __launch_bounds__(kPrefillThreads) attnPrefillKernel(const AttnP
   __syncthreads();
   for (int i = threadIdx.x; i < kR * kD; i += blockDim.x) {
     const int r = i / kD, e = i % kD;
-    const PrefillRow ri = prefillRow(p.pieces, tr, r, kvHead, ratio, p.rowHeads, p.headOffset, p.window);
+    const PrefillRow ri =
+        prefillRow(p.pieces, tr, r, kvHead, ratio, p.rowHeads, p.headOffset, p.window);
     if (ri.pos < 0) continue;
     float* out = p.partials + (static_cast<size_t>(ri.token) * p.numQHeads + ri.head) * (kD + 1);
     float mMax = negInf();
@@ -232,7 +244,8 @@ __global__ void attnHeadPermuteKernel(const AttnHeadPermuteParams p, int units, 
   const int r = static_cast<int>(row / perRank);
   const int64_t rem = row % perRank, t = rem / p.headsPerRank;
   const int j = static_cast<int>(rem % p.headsPerRank);
-  const int64_t to = t * (static_cast<int64_t>(p.nranks) * p.headsPerRank) + static_cast<int64_t>(r) * p.headsPerRank + j;
+  const int64_t to = t * (static_cast<int64_t>(p.nranks) * p.headsPerRank) +
+                     static_cast<int64_t>(r) * p.headsPerRank + j;
   static_cast<U*>(p.dst)[to * units + i % units] = static_cast<const U*>(p.src)[i];
 }
 
@@ -248,9 +261,12 @@ int launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream) {
   const int64_t total = rows * units;
   const dim3 grid(static_cast<unsigned>((total + 255) / 256));
   auto s = static_cast<hipStream_t>(stream);
-  if (unit == 16) attnHeadPermuteKernel<uint4><<<grid, 256, 0, s>>>(p, units, total);
-  else if (unit == 4) attnHeadPermuteKernel<uint32_t><<<grid, 256, 0, s>>>(p, units, total);
-  else attnHeadPermuteKernel<uint16_t><<<grid, 256, 0, s>>>(p, units, total);
+  if (unit == 16)
+    attnHeadPermuteKernel<uint4><<<grid, 256, 0, s>>>(p, units, total);
+  else if (unit == 4)
+    attnHeadPermuteKernel<uint32_t><<<grid, 256, 0, s>>>(p, units, total);
+  else
+    attnHeadPermuteKernel<uint16_t><<<grid, 256, 0, s>>>(p, units, total);
   return static_cast<int>(hipGetLastError());
 }
 
@@ -263,21 +279,29 @@ int launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
   const bool split = p.qDtype == sscFloat32;  // fp32 queries: hi + lo products, as the decode
 #define SSC_PREFILL_MMA(D, H, S) attnPrefillMmaKernel<D, H, S><<<grid, kMmaThreads, 0, s>>>(p)
   if (p.headDim == 64) {
-    if (half) split ? SSC_PREFILL_MMA(64, true, true) : SSC_PREFILL_MMA(64, true, false);
-    else split ? SSC_PREFILL_MMA(64, false, true) : SSC_PREFILL_MMA(64, false, false);
+    if (half)
+      split ? SSC_PREFILL_MMA(64, true, true) : SSC_PREFILL_MMA(64, true, false);
+    else
+      split ? SSC_PREFILL_MMA(64, false, true) : SSC_PREFILL_MMA(64, false, false);
   } else {
-    if (half) split ? SSC_PREFILL_MMA(128, true, true) : SSC_PREFILL_MMA(128, true, false);
-    else split ? SSC_PREFILL_MMA(128, false, true) : SSC_PREFILL_MMA(128, false, false);
+    if (half)
+      split ? SSC_PREFILL_MMA(128, true, true) : SSC_PREFILL_MMA(128, true, false);
+    else
+      split ? SSC_PREFILL_MMA(128, false, true) : SSC_PREFILL_MMA(128, false, false);
   }
 #undef SSC_PREFILL_MMA
 #else
   const dim3 grid(p.numTiles, p.kvHeads);
   if (p.headDim == 64) {
-    if (half) attnPrefillKernel<64, HalfTraits><<<grid, kPrefillThreads, 0, s>>>(p);
-    else attnPrefillKernel<64, Bf16Traits><<<grid, kPrefillThreads, 0, s>>>(p);
+    if (half)
+      attnPrefillKernel<64, HalfTraits><<<grid, kPrefillThreads, 0, s>>>(p);
+    else
+      attnPrefillKernel<64, Bf16Traits><<<grid, kPrefillThreads, 0, s>>>(p);
   } else {
-    if (half) attnPrefillKernel<128, HalfTraits><<<grid, kPrefillThreads, 0, s>>>(p);
-    else attnPrefillKernel<128, Bf16Traits><<<grid, kPrefillThreads, 0, s>>>(p);
+    if (half)
+      attnPrefillKernel<128, HalfTraits><<<grid, kPrefillThreads, 0, s>>>(p);
+    else
+      attnPrefillKernel<128, Bf16Traits><<<grid, kPrefillThreads, 0, s>>>(p);
   }
 #endif
   return static_cast<int>(hipGetLastError());

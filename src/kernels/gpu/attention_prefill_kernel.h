@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The partial-attention kernel of a prefill (src/ops/attention/gpu_ops.cc drives it): this
 // rank's causal partial attention of a chunk of query tokens over its KV pages, per (token,
 // query head) row an output and its LSE, merged afterwards like a decode's partials. Plain
@@ -17,14 +18,15 @@ struct AttnPrefillParams {
   // device memory: pools[i] the K pool of a span whose pool field is i, pools[numPools + i] its
   // V pool. This rank's alone (partials), or every rank's as mapped here, by rank (KV side).
   const void* const* pools;
-  int numPools;  // 1 .. kAttnPrefillMaxPools
-  int kvDtype;              // sscFloat16 or sscBfloat16
-  const void* q;            // [token][numQHeads][headDim] from the chunk's first token
-  int qDtype;               // sscFloat32, sscFloat16 or sscBfloat16
+  int numPools;   // 1 .. kAttnPrefillMaxPools
+  int kvDtype;    // sscFloat16 or sscBfloat16
+  const void* q;  // [token][numQHeads][headDim] from the chunk's first token
+  int qDtype;     // sscFloat32, sscFloat16 or sscBfloat16
   // The lists of src/ops/attention/prefill_plan.h (buildPrefillLists), on the device.
-  const int32_t* pieces;    // [piece][5]: first token, tokens, first position, first span, end span
-  const int32_t* spans;     // [span][5]: pool page, first row, end row, position of the first row, pool
-  const int32_t* tiles;     // [tile][2]: piece, first row (row = token * rowHeads + head - headOffset)
+  const int32_t* pieces;  // [piece][5]: first token, tokens, first position, first span, end span
+  const int32_t*
+      spans;  // [span][5]: pool page, first row, end row, position of the first row, pool
+  const int32_t* tiles;  // [tile][2]: piece, first row (row = token * rowHeads + head - headOffset)
   int numTiles;
   int numQHeads;
   int numKvHeads;
@@ -34,11 +36,11 @@ struct AttnPrefillParams {
   int kvHeads;
   int rowHeads;
   int headOffset;
-  int headDim;              // 64 or 128
+  int headDim;  // 64 or 128
   int pageSize;
   float scale;
-  int window;               // 0: causal over everything; else the last `window` positions
-  float* partials;          // [token][numQHeads][headDim + 1]: output then LSE (-inf: empty)
+  int window;       // 0: causal over everything; else the last `window` positions
+  float* partials;  // [token][numQHeads][headDim + 1]: output then LSE (-inf: empty)
 };
 
 // Rows of (token, query head) one warp (CUDA) or block (HIP) takes: prefill_plan.h's tiles.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The index arithmetic of the prefill kernel (attention_prefill_kernel.cu), shared with the
 // host so CI can walk it without a GPU (tests/ops/attention/test_prefill_plan.cc): which
 // (token, head) rows a tile holds, which key positions they may see, and which rows of a span a
@@ -7,7 +8,8 @@
 #include <cstdint>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
-#define SSC_PREFILL_HD __host__ __device__ inline  // not __forceinline__: HIP defines it in gpu_runtime.h
+#define SSC_PREFILL_HD \
+  __host__ __device__ inline  // not __forceinline__: HIP defines it in gpu_runtime.h
 #else
 #define SSC_PREFILL_HD inline
 #endif
@@ -74,8 +76,8 @@ SSC_PREFILL_HD bool prefillSees(const PrefillRow& r, int keyPos) {
 // stop: this and every later span (they come in position order) lie past the tile.
 struct PrefillSpanRows {
   bool stop;
-  int from, to;    // from >= to: nothing here
-  int firstPos;    // position of row `from`
+  int from, to;  // from >= to: nothing here
+  int firstPos;  // position of row `from`
 };
 SSC_PREFILL_HD PrefillSpanRows prefillSpanRows(const int32_t* span, const PrefillTile& t) {
   const int rb = span[1], re = span[2], fp = span[3];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/kernels/gpu/copy_kernel.h"
 
 #include <cstdint>
@@ -10,7 +11,8 @@ namespace {
 constexpr int kCopyThreads = 512;
 constexpr int kCopyUnroll = 4;  // 16-byte loads in flight per thread
 
-__global__ void __launch_bounds__(kCopyThreads) copyKernel(char* dst, const char* src, uint64_t bytes) {
+__global__ void __launch_bounds__(kCopyThreads)
+    copyKernel(char* dst, const char* src, uint64_t bytes) {
   const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t threads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   const uint64_t misaligned = reinterpret_cast<uintptr_t>(dst) & 15u;
@@ -38,8 +40,9 @@ int launchCopyKernel(void* dst, const void* src, size_t bytes, int maxBlocks, vo
   uint64_t blocks = (bytes + perBlock - 1) / perBlock;
   if (blocks > static_cast<uint64_t>(maxBlocks)) blocks = static_cast<uint64_t>(maxBlocks);
   if (blocks < 1) blocks = 1;
-  copyKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(kCopyThreads), 0, static_cast<hipStream_t>(stream)>>>(
-      static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+  copyKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(kCopyThreads), 0,
+               static_cast<hipStream_t>(stream)>>>(static_cast<char*>(dst),
+                                                   static_cast<const char*>(src), bytes);
   return static_cast<int>(hipGetLastError());
 }
 

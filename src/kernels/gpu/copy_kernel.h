@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A device-to-device copy on the SMs, for one-rank collectives: what the real NCCL does on one
 // rank too. The copy engine (hipMemcpyAsync) reaches the same bandwidth on large copies but
 // starts each one later: on the H200 through nccl-tests, 1-4 MiB copies took 7.3-7.7 us per call

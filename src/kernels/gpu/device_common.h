@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device-side pieces both executors share (the FIFO plan kernel and the symmetric kernels):
 // recording a kernel error for the host, and bounded waits. Device compilers only.
 #pragma once
@@ -46,9 +47,9 @@ __device__ inline void recordError(ErrorSink e, uint32_t code, int peer, int cha
 
 // Polls until done(). False when the wait timed out (recorded as `timeoutCode` against `peer`),
 // the communicator was aborted (recorded as kKernelAborted against `peer`, so the host reports an
-// abort rather than a timeout or a mismatch), or another block/thread recorded an error. The error word, the abort word and the timer are read every 256 polls only:
-// they cost a load each (the abort word one across the host link), and the common case is a
-// short wait.
+// abort rather than a timeout or a mismatch), or another block/thread recorded an error. The error
+// word, the abort word and the timer are read every 256 polls only: they cost a load each (the
+// abort word one across the host link), and the common case is a short wait.
 template <class Done>
 __device__ bool boundedWait(ErrorSink e, uint64_t timeoutTicks, uint32_t timeoutCode, Done done,
                             int peer, int channel) {
@@ -62,7 +63,8 @@ __device__ bool boundedWait(ErrorSink e, uint64_t timeoutTicks, uint32_t timeout
         return false;
       }
       const uint64_t now = sscGpuTimer();
-      if (start == 0) start = now;
+      if (start == 0)
+        start = now;
       else if (timeoutTicks != 0 && now - start > timeoutTicks) {
         recordError(e, timeoutCode, peer, channel, 0);
         return false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element arithmetic of the GPU executor, bit for bit the host backend's (src/kernels/host/
 // reduce.cc): fp16/bf16/fp8 widen to float, combine, round back to nearest-even (e4m3
 // satfinite, e5m2 to infinity); integers wrap; max/min let NaN win; pre-scale and post-divide as
@@ -59,10 +60,13 @@ struct Fp8Traits {
 // Integer sum/prod wrap like the host's: arithmetic in an unsigned type at least as wide as int.
 // Floating types map to themselves so ScalarOps can name the type for every dtype.
 template <class T, bool = std::is_integral_v<T>>
-struct WrapOf { using type = T; };
+struct WrapOf {
+  using type = T;
+};
 template <class T>
 struct WrapOf<T, true> {
-  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+  using type =
+      std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 };
 template <class T>
 using WrapType = typename WrapOf<T>::type;
@@ -77,11 +81,15 @@ SSC_HD bool isNaN(T x) {
 template <int kKind, class T>
 SSC_HD T combineValues(T a, T b) {
   if constexpr (kKind == 0) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
-    else return a + b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
+    else
+      return a + b;
   } else if constexpr (kKind == 1) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
-    else return a * b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
+    else
+      return a * b;
   } else if constexpr (kKind == 2) {
     if (isNaN(a)) return a;
     if (isNaN(b)) return b;
@@ -99,13 +107,15 @@ struct ScalarOps {
   using S = typename Tr::Storage;
   using C = typename Tr::Compute;
   bool scale = false;
-  C mult{};               // float types: the multiplier in the compute type
-  WrapType<C> imult{};    // integer types
+  C mult{};             // float types: the multiplier in the compute type
+  WrapType<C> imult{};  // integer types
   uint64_t divisor = 0;
 
   SSC_HD S pre(S v) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(v) * imult);
-    else return Tr::store(Tr::load(v) * mult);
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(v) * imult);
+    else
+      return Tr::store(Tr::load(v) * mult);
   }
   SSC_HD S post(S v) const {
     if constexpr (std::is_integral_v<C>) {

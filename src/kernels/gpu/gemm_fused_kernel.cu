@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <algorithm>
 
 #include "src/platform/gpu_runtime.h"
@@ -38,7 +39,8 @@ __device__ void waitLane(int i, const FlagList& flags, int count, const FusedErr
       // An aborted communicator ends the wait at once, as it ends the collectives' waits.
       if (sink.abort != nullptr && loadVolatile(sink.abort) != 0) return;
       const uint64_t now = sscGpuTimer();
-      if (start == 0) start = now;
+      if (start == 0)
+        start = now;
       else if (sink.timeoutTicks != 0 && now - start > sink.timeoutTicks) {
         volatile uint32_t* w = sink.word;
         w[1] = static_cast<uint32_t>(i);
@@ -62,7 +64,8 @@ __global__ void fusedWaitKernel(FlagList flags, int count, OutFlagList signals, 
   for (int j = i; j < store.count; j += 32) store.dst[j] = const_cast<void*>(store.v[j]);
   if (nsig > 0 && i == 0) {
     __threadfence_system();  // the stream's earlier kernels' writes before the flags
-    for (int j = 0; j < nsig; ++j) *reinterpret_cast<volatile uint32_t*>(signals.p[j]) = signalValue;
+    for (int j = 0; j < nsig; ++j)
+      *reinterpret_cast<volatile uint32_t*>(signals.p[j]) = signalValue;
     __threadfence_system();
   }
   waitLane(i, flags, count, sink);
@@ -117,9 +120,11 @@ struct F32Traits {
 // the data was written by other processes' kernels that finished before the flags were set, and
 // this kernel starts after the wait kernel, so L1 holds no stale copy of it).
 template <class Traits>
-__global__ void fusedReduceScalar(typename Traits::Storage* dst, SrcList srcs, int count, size_t elems) {
+__global__ void fusedReduceScalar(typename Traits::Storage* dst, SrcList srcs, int count,
+                                  size_t elems) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < elems; i += stride) {
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < elems;
+       i += stride) {
     float acc = 0.0f;
     for (int s = 0; s < count; ++s) acc += ld<Traits>(srcs.p[s], i);
     dst[i] = static_cast<typename Traits::Storage>(Traits::store(acc));
@@ -132,7 +137,8 @@ __global__ void fusedReduceVec(uint4* dst, SrcList srcs, int count, size_t vecs)
   using S = typename Traits::Storage;
   constexpr int kPer = 16 / sizeof(S);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vecs; v += stride) {
+  for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vecs;
+       v += stride) {
     float acc[kPer];
 #pragma unroll
     for (int e = 0; e < kPer; ++e) acc[e] = 0.0f;
@@ -161,7 +167,8 @@ __global__ void addBiasKernel(typename Traits::Storage* y, const typename Traits
   const int64_t colStride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     S* row = y + r * n;
-    for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += colStride)
+    for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
+         j += colStride)
       row[j] = static_cast<S>(Traits::store(Traits::load(row[j]) + Traits::load(bias[j])));
   }
 }
@@ -171,16 +178,19 @@ int addBiasAs(void* y, const void* bias, int64_t rows, int64_t n, hipStream_t s)
   using S = typename Traits::Storage;
   const int64_t colBlocks = std::min<int64_t>((n + kReduceThreads - 1) / kReduceThreads, 64);
   const int64_t rowBlocks = std::min<int64_t>(rows, 4096);
-  addBiasKernel<Traits><<<dim3(static_cast<unsigned>(colBlocks), static_cast<unsigned>(rowBlocks)),
-                          dim3(kReduceThreads), 0, s>>>(static_cast<S*>(y), static_cast<const S*>(bias), rows, n);
+  addBiasKernel<Traits>
+      <<<dim3(static_cast<unsigned>(colBlocks), static_cast<unsigned>(rowBlocks)),
+         dim3(kReduceThreads), 0, s>>>(static_cast<S*>(y), static_cast<const S*>(bias), rows, n);
   return static_cast<int>(hipGetLastError());
 }
 
 template <class Traits>
-int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlocks, hipStream_t s) {
+int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlocks,
+             hipStream_t s) {
   using S = typename Traits::Storage;
   bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0 && (elems * sizeof(S)) % 16 == 0;
-  for (int i = 0; i < count; ++i) aligned = aligned && (reinterpret_cast<uintptr_t>(srcs.p[i]) & 15u) == 0;
+  for (int i = 0; i < count; ++i)
+    aligned = aligned && (reinterpret_cast<uintptr_t>(srcs.p[i]) & 15u) == 0;
   const size_t work = aligned ? elems * sizeof(S) / 16 : elems;
   size_t blocks = (work + kReduceThreads - 1) / kReduceThreads;
   if (blocks > static_cast<size_t>(maxBlocks)) blocks = static_cast<size_t>(maxBlocks);
@@ -213,18 +223,20 @@ int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalVal
     l.target[i] = targets[i];
   }
   for (int i = 0; i < nsig; ++i) out.p[i] = signals[i];
-  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(l, count, out, nsig, signalValue, sink, st);
+  fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(
+      l, count, out, nsig, signalValue, sink, st);
   return static_cast<int>(hipGetLastError());
 }
 
 int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
                     uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream,
                     const PointerStore* store) {
-  return launchFusedSignalWait(&signal, signal != nullptr ? 1 : 0, signalValue, flags, targets, count,
-                               sink, stream, store);
+  return launchFusedSignalWait(&signal, signal != nullptr ? 1 : 0, signalValue, flags, targets,
+                               count, sink, stream, store);
 }
 
-int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks, void* stream) {
+int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks,
+                    void* stream) {
   DstList d{};
   if (ndst > kFusedMaxRanks) ndst = kFusedMaxRanks;
   bool vec = bytes % 16 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0;
@@ -237,8 +249,8 @@ int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, 
   size_t blocks = (work + 255) / 256;
   if (blocks > static_cast<size_t>(maxBlocks)) blocks = static_cast<size_t>(maxBlocks);
   if (blocks < 1) blocks = 1;
-  fusedPushKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(
-      src, d, ndst, bytes, vec);
+  fusedPushKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
+                    static_cast<hipStream_t>(stream)>>>(src, d, ndst, bytes, vec);
   return static_cast<int>(hipGetLastError());
 }
 
@@ -265,7 +277,8 @@ int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBy
   if (rows <= 0 || n <= 0) return 0;
   const auto s = static_cast<hipStream_t>(stream);
   if (elemBytes == 4) return addBiasAs<F32Traits<float>>(y, bias, rows, n, s);
-  return bf16 ? addBiasAs<Bf16Traits>(y, bias, rows, n, s) : addBiasAs<HalfTraits>(y, bias, rows, n, s);
+  return bf16 ? addBiasAs<Bf16Traits>(y, bias, rows, n, s)
+              : addBiasAs<HalfTraits>(y, bias, rows, n, s);
 }
 
 namespace {
@@ -285,9 +298,11 @@ int launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, 
                        unsigned long long* count, int maxBlocks, void* stream) {
   const size_t total = entryBytes * static_cast<size_t>(entries > 0 ? entries : 0);
   if (total == 0) return 0;
-  size_t blocks = std::min<size_t>((total + 255) / 256, static_cast<size_t>(std::max(1, maxBlocks)));
-  countNonZeroKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0, static_cast<hipStream_t>(stream)>>>(
-      static_cast<const unsigned char*>(base), entryBytes, strideBytes, total, count);
+  size_t blocks =
+      std::min<size_t>((total + 255) / 256, static_cast<size_t>(std::max(1, maxBlocks)));
+  countNonZeroKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
+                       static_cast<hipStream_t>(stream)>>>(static_cast<const unsigned char*>(base),
+                                                           entryBytes, strideBytes, total, count);
   return static_cast<int>(hipGetLastError());
 }
 

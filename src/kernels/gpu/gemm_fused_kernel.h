@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device pieces of the fused GEMM-collectives (src/ops/gemm, docs/gemm.md): per-chunk flags in the
 // partitions' registered workspaces; for GEMM + reduce-scatter the owner's sum of its rows out of
 // every partition's slot, read in place through the peer mappings; for all-gather + GEMM the push
@@ -16,10 +17,10 @@ constexpr int kFusedMaxRanks = 16;
 // target, site} (code 1 = timeout), so the host can say which flag stopped moving and how far
 // behind it was. Every wait polls `word` and gives up at once when another wait already failed.
 struct FusedErrorSink {
-  uint32_t* word;  // device address of the host-mapped words
+  uint32_t* word;         // device address of the host-mapped words
   uint64_t timeoutTicks;  // sscGpuTimer ticks; 0: wait forever
   const uint32_t* abort;  // the communicator's abort word (non-zero: sscCommAbort ran); may be null
-  uint32_t site = 0;  // which wait of the op this launch is (the host's names: gpu_gemm.cc)
+  uint32_t site = 0;      // which wait of the op this launch is (the host's names: gpu_gemm.cc)
 };
 
 constexpr int kFusedMaxWaits = 32;  // flags one wait kernel polls (a lane each)
@@ -52,7 +53,8 @@ int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalVal
 // dsts[0 .. ndst) (peers' mapped slots), each element loaded once. No wait of its own: a gate
 // in every block would hold the SMs while it waits, which where ranks share SMs starves the
 // peer being waited for (the caller gates with one warp of launchFusedWait first).
-int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks, void* stream);
+int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks,
+                    void* stream);
 
 // One thread stores `value` into every flags[i] (i < count), after a fence that orders the
 // stream's earlier writes (the GEMM's tile, the reduction's reads) before it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The LL protocol's one-shot all-reduce: each rank pushes its input as LL packets (ll_packet.h)
 // into every peer's inbox and reduces the packets it receives: no barrier, no peer buffers.
 // Device code of the symmetric executor, included only by sym_kernel.cu (hence the unnamed
@@ -79,8 +80,13 @@ __global__ void __launch_bounds__(kLLThreads) llAllReduceKernel(const SSC_GRID_C
     const int q = threadIdx.x;
     const SscLLLine* h = inbox(me, q);
     SscLLLine v{};
-    ok = boundedWait(err, a.timeoutTicks, kKernelTimeout,
-                     [&] { v = sscLoadLL(h); return v.f0 == flag && v.f1 == flag; }, q, 0);
+    ok = boundedWait(
+        err, a.timeoutTicks, kKernelTimeout,
+        [&] {
+          v = sscLoadLL(h);
+          return v.f0 == flag && v.f1 == flag;
+        },
+        q, 0);
     if (ok && (v.d0 != a.callHash || v.d1 != static_cast<uint32_t>(count))) {
       recordError(err, kKernelCallMismatch, q, 0, v.d0);
       ok = 0;
@@ -98,8 +104,13 @@ __global__ void __launch_bounds__(kLLThreads) llAllReduceKernel(const SSC_GRID_C
       } else {
         const SscLLLine* p = inbox(me, q) + 1 + l;
         SscLLLine v{};
-        ok = boundedWait(err, a.timeoutTicks, kKernelTimeout,
-                         [&] { v = sscLoadLL(p); return v.f0 == flag && v.f1 == flag; }, q, 0);
+        ok = boundedWait(
+            err, a.timeoutTicks, kKernelTimeout,
+            [&] {
+              v = sscLoadLL(p);
+              return v.f0 == flag && v.f1 == flag;
+            },
+            q, 0);
         c.w[0] = v.d0, c.w[1] = v.d1;
       }
 #pragma unroll

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The LL packet (NCCL's low-latency protocol) as one device header: the line format and its two
 // vendor-specific accesses. Device code only.
 #pragma once
@@ -18,10 +19,12 @@ __device__ __forceinline__ void sscStoreLL(SscLLLine* p, uint32_t d0, uint32_t d
 #if defined(SSC_GPU_IS_HIP)
   uint64_t* q = reinterpret_cast<uint64_t*>(p);
   __hip_atomic_store(q, (uint64_t(flag) << 32) | d0, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  __hip_atomic_store(q + 1, (uint64_t(flag) << 32) | d1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  __hip_atomic_store(q + 1, (uint64_t(flag) << 32) | d1, __ATOMIC_RELAXED,
+                     __HIP_MEMORY_SCOPE_SYSTEM);
 #else
   asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag),
-               "r"(d1), "r"(flag) : "memory");
+               "r"(d1), "r"(flag)
+               : "memory");
 #endif
 }
 
@@ -35,7 +38,9 @@ __device__ __forceinline__ SscLLLine sscLoadLL(const SscLLLine* p) {
   v.d1 = static_cast<uint32_t>(b), v.f1 = static_cast<uint32_t>(b >> 32);
 #else
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.d0), "=r"(v.f0), "=r"(v.d1), "=r"(v.f1) : "l"(p) : "memory");
+               : "=r"(v.d0), "=r"(v.f0), "=r"(v.d1), "=r"(v.f1)
+               : "l"(p)
+               : "memory");
 #endif
   return v;
 }

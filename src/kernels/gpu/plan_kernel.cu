@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU plan executor: one kernel launch runs one Work (every channel of a RankPlan) with the
 // host executor's step semantics (src/device/host/host_executor.cc) and FIFO protocol
 // (plan_kernel.h). Grid = channels x blocksPerChannel; block b of a channel owns piece b of
@@ -39,7 +40,8 @@ __device__ __forceinline__ uint64_t acquireSignal(const KernelArgs& a, const uin
   return a.deviceScope ? sscLoadAcquireGpu(p) : sscLoadAcquireSys(p);
 }
 // fence: a full fence first, at the same scope (the tail, after the slot's size word).
-__device__ __forceinline__ void releaseSignal(const KernelArgs& a, uint64_t* p, uint64_t v, bool fence) {
+__device__ __forceinline__ void releaseSignal(const KernelArgs& a, uint64_t* p, uint64_t v,
+                                              bool fence) {
   if (a.deviceScope) {
     if (fence) __threadfence();
     sscStoreReleaseGpu(p, v);
@@ -53,8 +55,8 @@ __device__ __forceinline__ ErrorSink errorSink(const KernelArgs& a) {
   return ErrorSink{a.errorDevice, a.errorHost, a.abortHost};
 }
 
-__device__ __forceinline__ void recordError(const KernelArgs& a, uint32_t code, int peer, int channel,
-                                            uint64_t detail) {
+__device__ __forceinline__ void recordError(const KernelArgs& a, uint32_t code, int peer,
+                                            int channel, uint64_t detail) {
   recordError(errorSink(a), code, peer, channel, detail);
 }
 
@@ -72,7 +74,7 @@ struct BlockRunner {
 
   const KernelArgs& a;
   int channel;
-  int block;       // within the channel
+  int block;  // within the channel
   ScalarOps<Tr> sc;
   BlockShared* sh;
 
@@ -107,7 +109,10 @@ struct BlockRunner {
       const uint64_t nvec = n / kPerVec;
       const uint64_t stride = static_cast<uint64_t>(blockDim.x) * kUnroll;
       for (uint64_t base = 0; base < nvec; base += stride) {
-        union Vec { uint4 u; S e[kPerVec]; };
+        union Vec {
+          uint4 u;
+          S e[kPerVec];
+        };
         Vec vin[kUnroll] = {}, vsrc[kUnroll] = {}, vdst[kUnroll] = {};
 #pragma unroll
         for (int k = 0; k < kUnroll; ++k) {
@@ -123,7 +128,8 @@ struct BlockRunner {
           if (i >= nvec) break;
           Vec r;
 #pragma unroll
-          for (int j = 0; j < kPerVec; ++j) r.e[j] = element(p, vin[k].e[j], vsrc[k].e[j], vdst[k].e[j]);
+          for (int j = 0; j < kPerVec; ++j)
+            r.e[j] = element(p, vin[k].e[j], vsrc[k].e[j], vdst[k].e[j]);
           if (p.dst) reinterpret_cast<uint4*>(p.dst)[i] = r.u;
           if (p.out) reinterpret_cast<uint4*>(p.out)[i] = r.u;
         }
@@ -150,8 +156,10 @@ struct BlockRunner {
       __threadfence();
       uint64_t* ctr = a.barrierCounters + channel;
       const uint64_t b = static_cast<uint64_t>(a.blocksPerChannel);
-      const uint64_t target = (atomicAdd(reinterpret_cast<unsigned long long*>(ctr), 1ull) / b + 1) * b;
-      sh->ok = boundedWait(a, [&] { return sscLoadVolatile(ctr) >= target; }, -1, channel);
+      const uint64_t target =
+          (atomicAdd(reinterpret_cast<unsigned long long*>(ctr), 1ull) / b + 1) * b;
+      sh->ok = boundedWait(
+          a, [&] { return sscLoadVolatile(ctr) >= target; }, -1, channel);
       __threadfence();
     }
     __syncthreads();
@@ -193,7 +201,8 @@ struct BlockRunner {
           // The local counters were last written by the previous launch, whose block of this
           // index may have run on another SM: read them from L2, never from a stale L1 line.
           const uint64_t head = sscLoadVolatile(&recvConn->counters[block].recvHead);
-          ok = boundedWait(a, [&] { return acquireSignal(a, &c->tail) > head; }, s.recvPeer, channel);
+          ok = boundedWait(
+              a, [&] { return acquireSignal(a, &c->tail) > head; }, s.recvPeer, channel);
           const uint64_t posted = ok ? sscLoadVolatile(&c->slotBytes[head % a.slots]) : word;
           if (posted != word) {
             recordError(a, kKernelSizeMismatch, s.recvPeer, channel, posted);
@@ -205,8 +214,8 @@ struct BlockRunner {
           const SendCtrl* h = sendConn->sendHeadIn + block;
           const uint64_t tail = sscLoadVolatile(&sendConn->counters[block].sentTail);
           const uint64_t slots = static_cast<uint64_t>(a.slots);
-          ok = boundedWait(a, [&] { return tail - acquireSignal(a, &h->head) < slots; },
-                           s.sendPeer, channel);
+          ok = boundedWait(
+              a, [&] { return tail - acquireSignal(a, &h->head) < slots; }, s.sendPeer, channel);
           sh->sendSlot = tail % slots;
         }
         sh->ok = ok;
@@ -215,8 +224,10 @@ struct BlockRunner {
       if (!sh->ok) return false;
       const uint64_t rslot = sh->recvSlot, sslot = sh->sendSlot;
 
-      p.in = hasRecv ? reinterpret_cast<const S*>(recvConn->recvData + rslot * a.slotBytes + lo) : nullptr;
-      p.out = hasSend ? reinterpret_cast<S*>(sendConn->sendData + sslot * a.slotBytes + lo) : nullptr;
+      p.in = hasRecv ? reinterpret_cast<const S*>(recvConn->recvData + rslot * a.slotBytes + lo)
+                     : nullptr;
+      p.out =
+          hasSend ? reinterpret_cast<S*>(sendConn->sendData + sslot * a.slotBytes + lo) : nullptr;
       p.src = hasSrc ? reinterpret_cast<const S*>(bufPtr(s.srcBuf, s.srcOff + firstElem)) : nullptr;
       p.dst = hasDst ? reinterpret_cast<S*>(bufPtr(s.dstBuf, s.dstOff + firstElem)) : nullptr;
       if (nb != 0) run(p, nb / esize);
@@ -245,23 +256,27 @@ struct BlockRunner {
 };
 
 template <class Tr, int kKind>
-__global__ void __launch_bounds__(kThreadsPerBlock) planKernel(const SSC_GRID_CONSTANT KernelArgs args) {
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    planKernel(const SSC_GRID_CONSTANT KernelArgs args) {
   __shared__ BlockShared sh;
   using C = typename Tr::Compute;
   using S = typename Tr::Storage;
   const int channel = blockIdx.x / args.blocksPerChannel;
-  BlockRunner<Tr, kKind> r{args, channel, static_cast<int>(blockIdx.x % args.blocksPerChannel), {}, &sh};
+  BlockRunner<Tr, kKind> r{
+      args, channel, static_cast<int>(blockIdx.x % args.blocksPerChannel), {}, &sh};
   const DevReduce& red = args.reduce;
   r.sc.divisor = red.postDivisor;
   if (red.hasPreScale) {
     r.sc.scale = true;
     if constexpr (std::is_integral_v<C>) {
       int64_t m = red.scaleInt;
-      if (red.scaleDevice != nullptr) m = static_cast<int64_t>(*static_cast<const S*>(red.scaleDevice));
+      if (red.scaleDevice != nullptr)
+        m = static_cast<int64_t>(*static_cast<const S*>(red.scaleDevice));
       r.sc.imult = static_cast<WrapType<C>>(m);
     } else {
       double m = red.scaleFloat;
-      if (red.scaleDevice != nullptr) m = static_cast<double>(Tr::load(*static_cast<const S*>(red.scaleDevice)));
+      if (red.scaleDevice != nullptr)
+        m = static_cast<double>(Tr::load(*static_cast<const S*>(red.scaleDevice)));
       r.sc.mult = static_cast<C>(m);
     }
   }
@@ -287,7 +302,8 @@ int launchForType(const KernelArgs& args, int channels, hipStream_t stream) {
 
 // Residency probe: block b records its SM and whether it saw every block of the grid arrive
 // (i.e. all were resident at once) within `spinTicks`.
-__global__ void smProbeKernel(uint32_t* out, uint32_t* arrived, uint32_t nblocks, uint64_t spinTicks) {
+__global__ void smProbeKernel(uint32_t* out, uint32_t* arrived, uint32_t nblocks,
+                              uint64_t spinTicks) {
   if (threadIdx.x != 0) return;
 #if defined(SSC_GPU_IS_HIP)
   out[blockIdx.x] = __smid();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU plan executor's interface: plain structs shared by the host side of the backend (which
 // lays out FIFOs and uploads plans) and the kernel (which runs them). No runtime or library
 // headers here, so both g++ and the device compilers include it.
@@ -50,8 +51,8 @@ struct alignas(128) SendCtrl {
 
 // This rank's own copies of the counters it advances (only one block ever touches each).
 struct alignas(16) LocalCounters {
-  uint64_t sentTail;    // towards the peer: slots posted
-  uint64_t recvHead;    // from the peer: slots consumed
+  uint64_t sentTail;  // towards the peer: slots posted
+  uint64_t recvHead;  // from the peer: slots consumed
 };
 
 // Everything one block needs about the connection with one peer on its channel. Arrays are
@@ -69,9 +70,20 @@ struct Conn {
 // ssc::StepOp / StepFlag (src/collectives/plan.h) as device code sees them (it cannot include
 // plan.h); gpu_plan_cache.cc static_asserts that the values agree.
 enum DevOp : uint8_t {
-  kOpCopy, kOpReduce, kOpSend, kOpRecv, kOpRecvReduceSend, kOpRecvReduceCopy,
-  kOpRecvReduceCopySend, kOpRecvCopySend,
-  kOpBarrier, kOpPeerReduce, kOpPeerReduceBcast, kOpPeerPush, kOpPeerGather, kOpPeerSwap
+  kOpCopy,
+  kOpReduce,
+  kOpSend,
+  kOpRecv,
+  kOpRecvReduceSend,
+  kOpRecvReduceCopy,
+  kOpRecvReduceCopySend,
+  kOpRecvCopySend,
+  kOpBarrier,
+  kOpPeerReduce,
+  kOpPeerReduceBcast,
+  kOpPeerPush,
+  kOpPeerGather,
+  kOpPeerSwap
 };
 enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
 
@@ -85,7 +97,7 @@ struct DevStep {
   uint16_t dstBuf;
   int32_t recvPeer;
   int32_t sendPeer;
-  uint32_t tag;     // ssc::Step::tag: sent with every slot in the size word's upper half
+  uint32_t tag;  // ssc::Step::tag: sent with every slot in the size word's upper half
   uint64_t srcOff;
   uint64_t dstOff;
   uint64_t count;
@@ -93,35 +105,35 @@ struct DevStep {
 
 // How the call reduces: dtype/op plus NCCL's pre-scale and post-divide.
 struct DevReduce {
-  uint32_t dtype;       // sscDataType_t
-  uint32_t kind;        // ssc::ReduceKind
+  uint32_t dtype;  // sscDataType_t
+  uint32_t kind;   // ssc::ReduceKind
   uint32_t hasPreScale;
   uint32_t scaleIsInteger;
-  int64_t scaleInt;     // integer types: the wrapped multiplier
-  double scaleFloat;    // float types
+  int64_t scaleInt;         // integer types: the wrapped multiplier
+  double scaleFloat;        // float types
   const void* scaleDevice;  // non-null: read the scalar (of dtype) from here when the kernel runs
   uint64_t postDivisor;     // integer Avg: 0 = none
 };
 
 struct KernelArgs {
-  const DevStep* steps;                     // all channels' steps, concatenated (null: inlineSteps)
-  uint32_t stepBegin[kMaxChannels + 1];     // channel c runs steps [stepBegin[c], stepBegin[c+1])
-  const Conn* conns;                        // [channel][peer]
+  const DevStep* steps;                  // all channels' steps, concatenated (null: inlineSteps)
+  uint32_t stepBegin[kMaxChannels + 1];  // channel c runs steps [stepBegin[c], stepBegin[c+1])
+  const Conn* conns;                     // [channel][peer]
   int nranks;
   int blocksPerChannel;
   int slots;
   uint32_t elemBytes;
-  uint32_t deviceScope;                     // 1: every peer is on this GPU (signals at .gpu scope)
+  uint32_t deviceScope;  // 1: every peer is on this GPU (signals at .gpu scope)
   uint64_t slotBytes;
-  uint64_t pieceBytes;                      // bytes of each slot a block owns (multiple of 16)
-  uint64_t* barrierCounters;                // [channel], monotonic
-  uint32_t* errorDevice;                    // device word all waits poll: stop when non-zero
-  uint32_t* errorHost;                      // host-mapped: {code, peer, channel, detail}
-  const uint32_t* abortHost;                // host-mapped: non-zero once the comm is aborted
-  uint64_t timeoutTicks;                    // 0: wait forever
+  uint64_t pieceBytes;        // bytes of each slot a block owns (multiple of 16)
+  uint64_t* barrierCounters;  // [channel], monotonic
+  uint32_t* errorDevice;      // device word all waits poll: stop when non-zero
+  uint32_t* errorHost;        // host-mapped: {code, peer, channel, detail}
+  const uint32_t* abortHost;  // host-mapped: non-zero once the comm is aborted
+  uint64_t timeoutTicks;      // 0: wait forever
   DevReduce reduce;
-  void* buffers[kMaxBuffers];               // by BufId; kBufScratch filled in by the backend
-  DevStep inlineSteps[kInlineSteps];        // the steps when `steps` is null
+  void* buffers[kMaxBuffers];         // by BufId; kBufScratch filled in by the backend
+  DevStep inlineSteps[kInlineSteps];  // the steps when `steps` is null
 };
 
 // Launches the plan kernel: grid = channels x blocksPerChannel. Returns 0 or the runtime's

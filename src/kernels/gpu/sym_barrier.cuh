@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The barrier protocol of the zero-copy kernels (sym_kernel.h): release/acquire flags per
 // (rank, block) in each rank's control segment, numbered on the device, a grid barrier for middle
 // barriers, and the call hash every barrier checks so ranks running different calls fail instead
@@ -24,8 +25,10 @@ __device__ __forceinline__ uint64_t loadAcquire(const uint64_t* p, bool deviceSc
 }
 
 __device__ __forceinline__ void storeRelease(uint64_t* p, uint64_t v, bool deviceScope) {
-  if (deviceScope) sscStoreReleaseGpu(p, v);
-  else sscStoreReleaseSys(p, v);
+  if (deviceScope)
+    sscStoreReleaseGpu(p, v);
+  else
+    sscStoreReleaseSys(p, v);
 }
 
 __device__ __forceinline__ SymBarrierSlot* slotOf(const SymArgs& a, int rank, int block) {
@@ -62,8 +65,9 @@ __device__ bool gridSync(const SymArgs& a) {
       __threadfence();  // the reset before the release: the next sync's arrivals count from 0
       atomicAdd(reinterpret_cast<unsigned long long*>(generation), 1ull);
     } else {
-      ok = boundedWait(sinkOf(a), a.timeoutTicks, kKernelTimeout,
-                       [&] { return sscLoadVolatile(generation) != gen; }, -1, 0);
+      ok = boundedWait(
+          sinkOf(a), a.timeoutTicks, kKernelTimeout,
+          [&] { return sscLoadVolatile(generation) != gen; }, -1, 0);
     }
     __threadfence();
   }
@@ -86,9 +90,10 @@ __device__ bool peerBarrier(const SymArgs& a, uint64_t epoch) {
   if (q < a.nranks && q != a.rank) {  // one thread per peer: all n - 1 polls run at once
     const SymBarrierSlot* ps = slotOf(a, q, blockIdx.x);
     uint64_t seen = 0;
-    ok = boundedWait(sinkOf(a), a.timeoutTicks, kKernelTimeout,
-                     [&] { return (seen = loadAcquire(&ps->epoch, dev)) >= epoch; }, q,
-                     static_cast<int>(blockIdx.x));
+    ok = boundedWait(
+        sinkOf(a), a.timeoutTicks, kKernelTimeout,
+        [&] { return (seen = loadAcquire(&ps->epoch, dev)) >= epoch; }, q,
+        static_cast<int>(blockIdx.x));
     if (ok && seen == epoch) {
       const uint32_t h = reinterpret_cast<const volatile uint32_t*>(ps->hash)[epoch & 1];
       if (h != a.callHash) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bulk protocol: peer loads (or stores) of 16-byte vectors straight from/to the peers' mapped
 // buffers between barriers (kPeerReduce, kPeerReduceBcast, kPeerPush, kPeerGather, kPeerSwap).
 // Device code of the symmetric executor, included only by sym_kernel.cu (hence the unnamed
@@ -31,7 +32,8 @@ struct SymRunner {
   uint64_t gtid, gthreads;
 
   __device__ SymRunner(const SymArgs& args)
-      : a(args), ops(args.reduce),
+      : a(args),
+        ops(args.reduce),
         gtid(static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x),
         gthreads(static_cast<uint64_t>(gridDim.x) * blockDim.x) {}
 
@@ -62,8 +64,9 @@ struct SymRunner {
     const bool doPost = (s.flags & kPostOpFlag) && ops.post.divisor != 0;
     const int ndst = bcast ? n : 1;
     const auto dst = [&](int k) {
-      return bcast ? peerPtr(s.dstBuf, k, s.dstOff)
-                   : s.sendPeer >= 0 ? peerPtr(s.dstBuf, s.sendPeer, s.dstOff) : localPtr(s.dstBuf, s.dstOff);
+      return bcast             ? peerPtr(s.dstBuf, k, s.dstOff)
+             : s.sendPeer >= 0 ? peerPtr(s.dstBuf, s.sendPeer, s.dstOff)
+                               : localPtr(s.dstBuf, s.dstOff);
     };
     // One source with nothing to compute (broadcast): a plain copy, more loads in flight.
     if (s.recvPeer >= 0 && !pre && !doPost) {
@@ -111,8 +114,10 @@ struct SymRunner {
         return;
       }
     }
-    if (nsrc <= 8) reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
-    else reduceGroups<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    if (nsrc <= 8)
+      reduceVec<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    else
+      reduceGroups<8, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
     scalar(head + nvec * kPerVec, count);
   }
 
@@ -121,21 +126,23 @@ struct SymRunner {
   // 203 / 333 us (reduce-scatter, 256 MiB) with 4 loads against 220 / 355 us with 8, and
   // reduce + broadcast in 275 / 602 us against 324 / 663.
   template <class Dst>
-  __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
-                                            bool doPost, const Dst& dst, int ndst, int src0,
-                                            int nsrc) const {
+  __device__ __forceinline__ void reduceFew(const DevStep& s, uint64_t head, uint64_t nvec,
+                                            bool pre, bool doPost, const Dst& dst, int ndst,
+                                            int src0, int nsrc) const {
     // 1-byte types widen 16 values per vector: one vector per peer (2 x 2 spilled fp8 min and
     // max, ptxas -v).
-    if constexpr (kPeers == 2 && sizeof(S) > 1) reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
-    else reduceVec<kPeers, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    if constexpr (kPeers == 2 && sizeof(S) > 1)
+      reduceVec<2, 2>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
+    else
+      reduceVec<kPeers, 1>(s, head, nvec, pre, doPost, dst, ndst, src0, nsrc);
   }
 
   // Sources are ranks src0 .. src0 + n - 1, n <= kG (more: reduceGroups): one pass, kG x kU
   // loads in flight, the first source's value starting the sum.
   template <int kG, int kU, class Dst>
-  __device__ __forceinline__ void reduceVec(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
-                                            bool doPost, const Dst& dst, int ndst, int src0,
-                                            int n) const {
+  __device__ __forceinline__ void reduceVec(const DevStep& s, uint64_t head, uint64_t nvec,
+                                            bool pre, bool doPost, const Dst& dst, int ndst,
+                                            int src0, int n) const {
     // The few-rank kernels keep their sources' addresses in registers; 8 of them spilled the
     // all-sizes kernel (ptxas -v), which reads them from the parameter block in the loop.
     constexpr bool kHoist = kG <= 4;
@@ -153,8 +160,10 @@ struct SymRunner {
       for (int j = 0; j < kG; ++j) {
         if (j < n) {
           const uint4* p;
-          if constexpr (kHoist) p = src[j];
-          else p = srcOf(j);
+          if constexpr (kHoist)
+            p = src[j];
+          else
+            p = srcOf(j);
 #pragma unroll
           for (int u = 0; u < kU; ++u) {
             const uint64_t i = v0 + u * gthreads;
@@ -173,7 +182,8 @@ struct SymRunner {
         for (int j = 1; j < kG; ++j) {
           if (j < n) {
 #pragma unroll
-            for (int e = 0; e < kPerVec; ++e) acc[e] = ops.combine(acc[e], ops.in(x[j][u].e[e], pre), false);
+            for (int e = 0; e < kPerVec; ++e)
+              acc[e] = ops.combine(acc[e], ops.in(x[j][u].e[e], pre), false);
           }
         }
         Vec r;
@@ -186,8 +196,8 @@ struct SymRunner {
 
   // More than kG sources: groups of kG, the sums carried from group to group.
   template <int kG, int kU, class Dst>
-  __device__ void reduceGroups(const DevStep& s, uint64_t head, uint64_t nvec, bool pre, bool doPost,
-                               const Dst& dst, int ndst, int src0, int n) const {
+  __device__ void reduceGroups(const DevStep& s, uint64_t head, uint64_t nvec, bool pre,
+                               bool doPost, const Dst& dst, int ndst, int src0, int n) const {
     for (uint64_t v0 = gtid; v0 < nvec; v0 += gthreads * kU) {
       C acc[kU][kPerVec] = {};
       for (int g = 0; g < n; g += kG) {
@@ -195,7 +205,8 @@ struct SymRunner {
 #pragma unroll
         for (int j = 0; j < kG; ++j) {
           if (g + j < n) {
-            const uint4* p = reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, src0 + g + j, s.srcOff + head));
+            const uint4* p =
+                reinterpret_cast<const uint4*>(peerPtr(s.srcBuf, src0 + g + j, s.srcOff + head));
 #pragma unroll
             for (int u = 0; u < kU; ++u) {
               const uint64_t i = v0 + u * gthreads;
@@ -272,8 +283,9 @@ struct SymRunner {
 
   // kPeerPush: this rank's src into every rank's dst.
   __device__ void push(const DevStep& s) const {
-    copyRange(localPtr(s.srcBuf, s.srcOff), [&](int k) { return peerPtr(s.dstBuf, k, s.dstOff); },
-              a.nranks, s.count);
+    copyRange(
+        localPtr(s.srcBuf, s.srcOff), [&](int k) { return peerPtr(s.dstBuf, k, s.dstOff); },
+        a.nranks, s.count);
   }
 
   // kPeerGather: block q of this rank's dst from src@q. Each rank starts at its own neighbour,
@@ -283,7 +295,8 @@ struct SymRunner {
     for (int j = 0; j < n; ++j) {
       const int q = (a.rank + j) % n;
       S* d = localPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count);
-      copyRange(peerPtr(s.srcBuf, q, s.srcOff), [d](int) { return d; }, 1, s.count);
+      copyRange(
+          peerPtr(s.srcBuf, q, s.srcOff), [d](int) { return d; }, 1, s.count);
     }
   }
 
@@ -343,7 +356,8 @@ struct SymRunner {
       const int q = (a.rank + j) % n;
       const uint64_t lo = a.rank < q ? 0 : mid, hi = a.rank < q ? mid : count;
       swapRange(localPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * count + lo),
-                peerPtr(s.srcBuf, q, s.srcOff + static_cast<uint64_t>(a.rank) * count + lo), hi - lo);
+                peerPtr(s.srcBuf, q, s.srcOff + static_cast<uint64_t>(a.rank) * count + lo),
+                hi - lo);
     }
   }
 };
@@ -358,7 +372,8 @@ struct SymRunner {
 // stay there (but for symPushKernel below).
 
 template <class Tr, int kKind, int kPeers>
-__device__ __forceinline__ void runDataStep(const SymRunner<Tr, kKind, kPeers>& r, const DevStep& s) {
+__device__ __forceinline__ void runDataStep(const SymRunner<Tr, kKind, kPeers>& r,
+                                            const DevStep& s) {
   switch (s.op) {
     case kOpPeerReduce: r.reduce(s, false); break;
     case kOpPeerReduceBcast: r.reduce(s, true); break;
@@ -394,7 +409,8 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
 // All-gather's push on the wide grid (sym_kernel.h, symUsesPushKernel): 256-thread blocks, several
 // per SM, the plan's one step at a fixed place.
 template <class Tr>
-__global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM) symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {
+__global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM)
+    symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {
   const SymRunner<Tr, 0, 0> r(a);
   uint64_t epoch = barrierBase(a);
   if (!peerBarrier(a, ++epoch)) return;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The symmetric executor's launches. One device header per protocol: sym_barrier.cuh (barriers),
 // sym_bulk.cuh (bulk peer loads/stores), ll_kernel.cuh + ll_packet.h (LL packets), sym_ops.cuh
 // (the arithmetic both share); data layouts in sym_kernel.h; the per-type kernels are compiled in
@@ -33,6 +34,8 @@ namespace ssc::gpu {
 // One translation unit per data type holds that type's kernels (sym_kernel_dtype.cu, compiled
 // once per type by CMake), so that a parallel build compiles the 192 instantiations on as many
 // cores instead of one nvcc spending minutes on them.
+// The case macros six types a row, as clang-format cannot lay them out.
+// clang-format off
 int launchSymKernel(const SymArgs& args, int blocks, void* stream) {
   switch (args.reduce.dtype) {  // sscDataType_t values
 #define SSC_SYM_CASE(d) \
@@ -54,6 +57,7 @@ int launchLLAllReduce(const SymArgs& args, int blocks, void* stream) {
     default: return -1;
   }
 }
+// clang-format on
 
 int symKernelBlocksPerSM() {
   int best = 1 << 30;

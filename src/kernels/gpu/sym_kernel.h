@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The symmetric (zero-copy) executor's interface: plans of Algo::kSymmetric ([kBarrier, one peer
 // step, kBarrier]) run as one launch of a dedicated kernel that loads and stores peers' registered
 // buffers directly. Plain structs, no runtime headers: g++ and the device compilers include it.
@@ -50,7 +51,7 @@
 
 namespace ssc::gpu {
 
-constexpr int kMaxSymPeers = 64;    // peer tables travel in the kernel parameters
+constexpr int kMaxSymPeers = 64;  // peer tables travel in the kernel parameters
 constexpr int kMaxSymSteps = 8;
 constexpr int kMaxSymBlocks = 512;  // barrier slots per rank
 constexpr int kSymThreads = 512;
@@ -84,7 +85,9 @@ constexpr uint64_t kLLPeerStride = (kLLLinesPerPeer * 16 + 127) / 128 * 128;
 constexpr uint64_t llNextRound(uint64_t round) {
   return static_cast<uint32_t>(round + 1) == 0 ? round + 3 : round + 1;
 }
-constexpr bool llClearsAfterRound(uint64_t round) { return static_cast<uint32_t>(round) >= 0xFFFFFFFEu; }
+constexpr bool llClearsAfterRound(uint64_t round) {
+  return static_cast<uint32_t>(round) >= 0xFFFFFFFEu;
+}
 
 // constexpr: device code calls these too (nvcc --expt-relaxed-constexpr; clang treats them as
 // host+device).
@@ -92,12 +95,14 @@ struct SymCtrlLayout {
   static constexpr uint64_t kBarriers = 0;
   // 256 bytes of this rank's own counters (peers never touch them), uint64 each:
   static constexpr uint64_t kGridCounter = kBarriers + kMaxSymBlocks * sizeof(SymBarrierSlot);
-  static constexpr uint64_t kGridArrive = kGridCounter;          // blocks at the grid sync (0 between)
+  static constexpr uint64_t kGridArrive = kGridCounter;  // blocks at the grid sync (0 between)
   static constexpr uint64_t kGridGeneration = kGridCounter + 8;  // grid syncs completed
   static constexpr uint64_t kLLDone = kGridCounter + 16;         // blocks done with the LL launch
   static constexpr uint64_t kLLRound = kGridCounter + 24;        // the next LL launch's round
-  static constexpr uint64_t kInbox = kGridCounter + 256;  // [parity][sender] x kLLPeerStride
-  static constexpr uint64_t bytes(int nranks) { return kInbox + 2 * static_cast<uint64_t>(nranks) * kLLPeerStride; }
+  static constexpr uint64_t kInbox = kGridCounter + 256;         // [parity][sender] x kLLPeerStride
+  static constexpr uint64_t bytes(int nranks) {
+    return kInbox + 2 * static_cast<uint64_t>(nranks) * kLLPeerStride;
+  }
   static constexpr uint64_t inbox(int parity, int sender, int nranks) {
     return kInbox + (static_cast<uint64_t>(parity) * nranks + sender) * kLLPeerStride;
   }
@@ -110,16 +115,16 @@ struct SymArgs {
   int rank;
   uint32_t elemBytes;
   uint32_t callHash;
-  uint32_t deviceScope;       // 1: every peer is on this GPU (acquire/release at .gpu scope)
-  uint32_t wideGrid;          // 1: a push plan runs in the push kernel (RankPlan::wideGrid)
-  uint64_t timeoutTicks;      // 0: wait forever
+  uint32_t deviceScope;   // 1: every peer is on this GPU (acquire/release at .gpu scope)
+  uint32_t wideGrid;      // 1: a push plan runs in the push kernel (RankPlan::wideGrid)
+  uint64_t timeoutTicks;  // 0: wait forever
   uint32_t* errorDevice;
   uint32_t* errorHost;
   const uint32_t* abortHost;  // host-mapped: non-zero once the communicator is aborted
   DevReduce reduce;
-  void* local[2];                 // this rank's kBufIn / kBufOut for the call
-  char* ctrl[kMaxSymPeers];       // every rank's control area as mapped here
-  void* peer[2][kMaxSymPeers];    // [kBufIn / kBufOut][rank]: registered buffers, at the call
+  void* local[2];               // this rank's kBufIn / kBufOut for the call
+  char* ctrl[kMaxSymPeers];     // every rank's control area as mapped here
+  void* peer[2][kMaxSymPeers];  // [kBufIn / kBufOut][rank]: registered buffers, at the call
 };
 
 // The bulk kernel a plan runs in (sym_bulk.cuh, symKernel): a reduction of its own, op, for the
@@ -127,7 +132,8 @@ struct SymArgs {
 // reduction), else the kernel for any plan, kAnyDataOp.
 constexpr int kAnyDataOp = 0;  // kOpCopy's value: no symmetric plan has that step
 inline int symReductionOp(const SymArgs& a) {
-  if (a.nsteps != 3 || a.steps[0].op != kOpBarrier || a.steps[2].op != kOpBarrier) return kAnyDataOp;
+  if (a.nsteps != 3 || a.steps[0].op != kOpBarrier || a.steps[2].op != kOpBarrier)
+    return kAnyDataOp;
   const int op = a.steps[1].op;
   return op == kOpPeerReduce || op == kOpPeerReduceBcast ? op : kAnyDataOp;
 }
@@ -147,17 +153,19 @@ constexpr int kSymPushThreads = 256;
 constexpr int kSymPushBlocksPerSM = 8;
 constexpr uint64_t kSymPushMaxBytes = uint64_t{256} << 20;
 inline bool symIsPushPlan(const SymArgs& a) {
-  return a.wideGrid != 0 && a.nsteps == 3 && a.steps[0].op == kOpBarrier && a.steps[1].op == kOpPeerPush &&
-         a.steps[2].op == kOpBarrier;
+  return a.wideGrid != 0 && a.nsteps == 3 && a.steps[0].op == kOpBarrier &&
+         a.steps[1].op == kOpPeerPush && a.steps[2].op == kOpBarrier;
 }
 inline bool symUsesPushKernel(const SymArgs& a) {
-  return symIsPushPlan(a) && a.steps[1].count * a.elemBytes * static_cast<uint64_t>(a.nranks) <= kSymPushMaxBytes;
+  return symIsPushPlan(a) &&
+         a.steps[1].count * a.elemBytes * static_cast<uint64_t>(a.nranks) <= kSymPushMaxBytes;
 }
 // Elements of the push step per launch for a push plan (symIsPushPlan): the whole step when it
 // fits kSymPushMaxBytes of output, else the most that does, rounded down to a multiple of 4 KiB
 // so every launch's pointers keep the first one's 16-byte alignment.
 inline uint64_t symPushChunkElems(const SymArgs& a) {
-  const uint64_t count = a.steps[1].count, outPerElem = a.elemBytes * static_cast<uint64_t>(a.nranks);
+  const uint64_t count = a.steps[1].count,
+                 outPerElem = a.elemBytes * static_cast<uint64_t>(a.nranks);
   if (outPerElem == 0 || count * outPerElem <= kSymPushMaxBytes) return count;
   const uint64_t align = 4096 / a.elemBytes;  // elemBytes divides 4096 (1, 2, 4 or 8)
   return kSymPushMaxBytes / outPerElem / align * align;
@@ -172,9 +180,15 @@ inline uint64_t symPushChunkElems(const SymArgs& a) {
 // barriers (IPC mappings keep an allocation's offsets, so peers' pointers are judged alike).
 inline bool symVectorAligned(const SymArgs& a) {
   const uint64_t es = a.elemBytes;
-  const auto mis = [](const void* p) { return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u); };
-  const auto peerAt = [&](uint16_t buf, int q, uint64_t off) { return static_cast<const char*>(a.peer[buf][q]) + off * es; };
-  const auto localAt = [&](uint16_t buf, uint64_t off) { return static_cast<const char*>(a.local[buf]) + off * es; };
+  const auto mis = [](const void* p) {
+    return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u);
+  };
+  const auto peerAt = [&](uint16_t buf, int q, uint64_t off) {
+    return static_cast<const char*>(a.peer[buf][q]) + off * es;
+  };
+  const auto localAt = [&](uint16_t buf, uint64_t off) {
+    return static_cast<const char*>(a.local[buf]) + off * es;
+  };
   for (int i = 0; i < a.nsteps; ++i) {
     const DevStep& s = a.steps[i];
     if (s.count == 0) continue;
@@ -182,11 +196,13 @@ inline bool symVectorAligned(const SymArgs& a) {
       case kOpPeerReduce:
       case kOpPeerReduceBcast: {
         const bool bcast = s.op == kOpPeerReduceBcast;
-        const char* d0 = bcast ? peerAt(s.dstBuf, 0, s.dstOff)
-                         : s.sendPeer >= 0 ? peerAt(s.dstBuf, s.sendPeer, s.dstOff) : localAt(s.dstBuf, s.dstOff);
+        const char* d0 = bcast             ? peerAt(s.dstBuf, 0, s.dstOff)
+                         : s.sendPeer >= 0 ? peerAt(s.dstBuf, s.sendPeer, s.dstOff)
+                                           : localAt(s.dstBuf, s.dstOff);
         const uint32_t m = mis(d0);
         if (m % es != 0) return false;
-        for (int q = s.recvPeer >= 0 ? s.recvPeer : 0; q < (s.recvPeer >= 0 ? s.recvPeer + 1 : a.nranks); ++q)
+        for (int q = s.recvPeer >= 0 ? s.recvPeer : 0;
+             q < (s.recvPeer >= 0 ? s.recvPeer + 1 : a.nranks); ++q)
           if (mis(peerAt(s.srcBuf, q, s.srcOff)) != m) return false;
         for (int k = 1; bcast && k < a.nranks; ++k)
           if (mis(peerAt(s.dstBuf, k, s.dstOff)) != m) return false;
@@ -207,8 +223,7 @@ inline bool symVectorAligned(const SymArgs& a) {
         break;
       case kOpPeerSwap:  // the bulk kernel's swap handles any misalignment (element by element)
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return true;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One data type's symmetric-executor kernels (bulk and LL, every reduction kind and rank-count
 // variant). CMake compiles this file once per sscDataType_t value with SSC_SYM_DTYPE set
 // (cmake/GpuBackend.cmake), so the instantiations spread over the cores of a parallel build.
@@ -18,6 +19,7 @@ int symLaunchForDtype(const SymArgs& args, int blocks, void* stream, bool ll) {
 }
 
 // This translation unit's one instantiation; sym_kernel.cu calls it through the declaration.
-template int symLaunchForDtype<SSC_SYM_DTYPE>(const SymArgs& args, int blocks, void* stream, bool ll);
+template int symLaunchForDtype<SSC_SYM_DTYPE>(const SymArgs& args, int blocks, void* stream,
+                                              bool ll);
 
 }  // namespace ssc::gpu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The launches of the symmetric executor's kernels for one data type. Device code, included by
 // sym_kernel.cu (the dispatch on the call's type) and sym_kernel_dtype.cu (one data type's
 // kernels per translation unit).
@@ -22,19 +23,56 @@ template <int kDtype>
 int symLaunchForDtype(const SymArgs& args, int blocks, void* stream, bool ll);
 
 // The element traits of each sscDataType_t value.
-template <int kDtype> struct TraitsOf;
-template <> struct TraitsOf<0> { using T = NativeTraits<int8_t>; };
-template <> struct TraitsOf<1> { using T = NativeTraits<uint8_t>; };
-template <> struct TraitsOf<2> { using T = NativeTraits<int32_t>; };
-template <> struct TraitsOf<3> { using T = NativeTraits<uint32_t>; };
-template <> struct TraitsOf<4> { using T = NativeTraits<int64_t>; };
-template <> struct TraitsOf<5> { using T = NativeTraits<uint64_t>; };
-template <> struct TraitsOf<6> { using T = HalfTraits; };
-template <> struct TraitsOf<7> { using T = NativeTraits<float>; };
-template <> struct TraitsOf<8> { using T = NativeTraits<double>; };
-template <> struct TraitsOf<9> { using T = Bf16Traits; };
-template <> struct TraitsOf<10> { using T = Fp8Traits<conv::Fp8E4M3>; };
-template <> struct TraitsOf<11> { using T = Fp8Traits<conv::Fp8E5M2>; };
+template <int kDtype>
+struct TraitsOf;
+template <>
+struct TraitsOf<0> {
+  using T = NativeTraits<int8_t>;
+};
+template <>
+struct TraitsOf<1> {
+  using T = NativeTraits<uint8_t>;
+};
+template <>
+struct TraitsOf<2> {
+  using T = NativeTraits<int32_t>;
+};
+template <>
+struct TraitsOf<3> {
+  using T = NativeTraits<uint32_t>;
+};
+template <>
+struct TraitsOf<4> {
+  using T = NativeTraits<int64_t>;
+};
+template <>
+struct TraitsOf<5> {
+  using T = NativeTraits<uint64_t>;
+};
+template <>
+struct TraitsOf<6> {
+  using T = HalfTraits;
+};
+template <>
+struct TraitsOf<7> {
+  using T = NativeTraits<float>;
+};
+template <>
+struct TraitsOf<8> {
+  using T = NativeTraits<double>;
+};
+template <>
+struct TraitsOf<9> {
+  using T = Bf16Traits;
+};
+template <>
+struct TraitsOf<10> {
+  using T = Fp8Traits<conv::Fp8E4M3>;
+};
+template <>
+struct TraitsOf<11> {
+  using T = Fp8Traits<conv::Fp8E5M2>;
+};
 
 namespace {
 
@@ -42,7 +80,8 @@ template <class Tr, int kKind>
 struct BulkLauncher {
   static void launch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
     if (!symVectorAligned(a)) {  // the grid the replaced kernel was sized for, its block size
-      symUnalignedKernel<Tr, kKind><<<g, symUsesPushKernel(a) ? dim3(kSymPushThreads) : b, 0, st>>>(a);
+      symUnalignedKernel<Tr, kKind>
+          <<<g, symUsesPushKernel(a) ? dim3(kSymPushThreads) : b, 0, st>>>(a);
       return;
     }
     if (symUsesPushKernel(a)) {  // the host sized the grid for it (gpu_symmetric.cc)
@@ -59,9 +98,12 @@ struct BulkLauncher {
   // pressure (and spill) of the one that serves more.
   template <int kOp>
   static void reduceLaunch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
-    if (a.nranks <= 2) symKernel<Tr, kKind, 2, kOp><<<g, b, 0, st>>>(a);
-    else if (a.nranks <= 4) symKernel<Tr, kKind, 4, kOp><<<g, b, 0, st>>>(a);  // structural limit
-    else symKernel<Tr, kKind, 0, kOp><<<g, b, 0, st>>>(a);
+    if (a.nranks <= 2)
+      symKernel<Tr, kKind, 2, kOp><<<g, b, 0, st>>>(a);
+    else if (a.nranks <= 4)
+      symKernel<Tr, kKind, 4, kOp><<<g, b, 0, st>>>(a);  // structural limit
+    else
+      symKernel<Tr, kKind, 0, kOp><<<g, b, 0, st>>>(a);
   }
 };
 

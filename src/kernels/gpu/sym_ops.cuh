@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element arithmetic shared by the bulk and LL protocols: widen, pre-scale, combine in rank
 // order, post-step, narrow (see sym_kernel.cu's header comment for the exactness rules).
 // Device code of the symmetric executor, included only by sym_kernel.cu (hence the unnamed
@@ -35,11 +36,13 @@ struct SymOps {
     scale = true;
     if constexpr (std::is_integral_v<C>) {
       int64_t m = red.scaleInt;
-      if (red.scaleDevice != nullptr) m = static_cast<int64_t>(*static_cast<const S*>(red.scaleDevice));
+      if (red.scaleDevice != nullptr)
+        m = static_cast<int64_t>(*static_cast<const S*>(red.scaleDevice));
       imult = static_cast<WrapType<C>>(m);
     } else {
       double m = red.scaleFloat;
-      if (red.scaleDevice != nullptr) m = static_cast<double>(Tr::load(*static_cast<const S*>(red.scaleDevice)));
+      if (red.scaleDevice != nullptr)
+        m = static_cast<double>(Tr::load(*static_cast<const S*>(red.scaleDevice)));
       mult = static_cast<C>(m);
     }
   }
@@ -48,8 +51,10 @@ struct SymOps {
   __device__ __forceinline__ C in(S v, bool pre) const {
     const C c = Tr::load(v);
     if (!pre) return c;
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(c) * imult);
-    else return c * mult;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(c) * imult);
+    else
+      return c * mult;
   }
   __device__ __forceinline__ C combine(C acc, C v, bool first) const {
     return first ? v : combineValues<kKind>(acc, v);

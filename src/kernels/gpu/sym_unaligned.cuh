@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bulk protocol for plans whose pointers disagree at 16 bytes (symVectorAligned false in
 // sym_kernel.h): an all-gather or reduce-scatter whose per-rank block is not a multiple of 16
 // bytes reads or writes some block at another 16-byte misalignment than its partner. The bulk
@@ -27,15 +28,17 @@ namespace {
 
 // Bytes [s, s + 16) of the 32 bytes lo, hi (little-endian), 0 < s < 16.
 __device__ __forceinline__ uint4 funnel16(uint4 lo, uint4 hi, uint32_t s) {
-  const uint64_t w0 = lo.x | static_cast<uint64_t>(lo.y) << 32, w1 = lo.z | static_cast<uint64_t>(lo.w) << 32;
-  const uint64_t w2 = hi.x | static_cast<uint64_t>(hi.y) << 32, w3 = hi.z | static_cast<uint64_t>(hi.w) << 32;
+  const uint64_t w0 = lo.x | static_cast<uint64_t>(lo.y) << 32,
+                 w1 = lo.z | static_cast<uint64_t>(lo.w) << 32;
+  const uint64_t w2 = hi.x | static_cast<uint64_t>(hi.y) << 32,
+                 w3 = hi.z | static_cast<uint64_t>(hi.w) << 32;
   const bool up = s >= 8;  // the first word of the result starts in w1
   const uint64_t a0 = up ? w1 : w0, a1 = up ? w2 : w1, a2 = up ? w3 : w2;
   const uint32_t r = (s & 7u) * 8u;
   const uint64_t r0 = r == 0 ? a0 : (a0 >> r) | (a1 << (64u - r));
   const uint64_t r1 = r == 0 ? a1 : (a1 >> r) | (a2 << (64u - r));
-  return make_uint4(static_cast<uint32_t>(r0), static_cast<uint32_t>(r0 >> 32), static_cast<uint32_t>(r1),
-                    static_cast<uint32_t>(r1 >> 32));
+  return make_uint4(static_cast<uint32_t>(r0), static_cast<uint32_t>(r0 >> 32),
+                    static_cast<uint32_t>(r1), static_cast<uint32_t>(r1 >> 32));
 }
 
 // A source read as aligned vectors: vector i of the data starting at byte address p is bytes
@@ -87,8 +90,9 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
     const bool doPost = (s.flags & kPostOpFlag) && ops.post.divisor != 0;
     const int ndst = bcast ? n : 1;
     const auto dst = [&](int k) {
-      return bcast ? peerPtr(s.dstBuf, k, s.dstOff)
-                   : s.sendPeer >= 0 ? peerPtr(s.dstBuf, s.sendPeer, s.dstOff) : localPtr(s.dstBuf, s.dstOff);
+      return bcast             ? peerPtr(s.dstBuf, k, s.dstOff)
+             : s.sendPeer >= 0 ? peerPtr(s.dstBuf, s.sendPeer, s.dstOff)
+                               : localPtr(s.dstBuf, s.dstOff);
     };
     if (s.recvPeer >= 0 && !pre && !doPost) {  // one source, nothing to compute: a copy
       copyRange(peerPtr(s.srcBuf, s.recvPeer, s.srcOff), dst, ndst, count);
@@ -131,7 +135,8 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
 #pragma unroll
         for (int u = 0; u < kReduceUnroll; ++u)
 #pragma unroll
-          for (int e = 0; e < kPerVec; ++e) acc[u][e] = ops.combine(acc[u][e], ops.in(x[u].e[e], pre), q == src0);
+          for (int e = 0; e < kPerVec; ++e)
+            acc[u][e] = ops.combine(acc[u][e], ops.in(x[u].e[e], pre), q == src0);
       }
 #pragma unroll
       for (int u = 0; u < kReduceUnroll; ++u) {
@@ -168,7 +173,8 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
 
   // copyRange for destinations that share the misalignment m.
   template <class DstAt>
-  __device__ void copyTo(const S* src, const DstAt& dstAt, int ndst, uint64_t count, uint32_t m) const {
+  __device__ void copyTo(const S* src, const DstAt& dstAt, int ndst, uint64_t count,
+                         uint32_t m) const {
     const uint64_t head = headOf(m, true, count);
     const auto scalar = [&](uint64_t lo, uint64_t hi) {
       for (uint64_t i = lo + gtid; i < hi; i += gthreads) {
@@ -203,8 +209,9 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
   }
 
   __device__ void push(const DevStep& s) const {
-    copyRange(localPtr(s.srcBuf, s.srcOff), [&](int k) { return peerPtr(s.dstBuf, k, s.dstOff); }, a.nranks,
-              s.count);
+    copyRange(
+        localPtr(s.srcBuf, s.srcOff), [&](int k) { return peerPtr(s.dstBuf, k, s.dstOff); },
+        a.nranks, s.count);
   }
 
   __device__ void gather(const DevStep& s) const {
@@ -221,7 +228,8 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
 // kAnyDataOp instantiation, with the shifted data paths. Launched with the block size of the
 // kernel it replaces (512 threads, or the push kernel's 256).
 template <class Tr, int kKind>
-__global__ void __launch_bounds__(kSymThreads) symUnalignedKernel(const SSC_GRID_CONSTANT SymArgs a) {
+__global__ void __launch_bounds__(kSymThreads)
+    symUnalignedKernel(const SSC_GRID_CONSTANT SymArgs a) {
   const SymShiftedRunner<Tr, kKind> r(a);
   uint64_t epoch = barrierBase(a);
   for (int i = 0; i < a.nsteps; ++i) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Out-of-line entry points for the narrow-float conversions declared in reduce.h. The
 // implementations live in convert.h so that the reduction loops can inline them.
 #include "src/kernels/host/convert.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bit-exact conversions between binary32 and the narrow floating-point storage types the host
 // backend reduces: IEEE binary16 ("half"), bfloat16, OCP FP8 E4M3FN and OCP FP8 E5M2.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element-wise arithmetic of the host backend (see reduce.h).
 //
 // Structure: every public entry point maps the runtime sscDataType_t to a compile-time "element
@@ -113,16 +114,20 @@ constexpr bool isNaN(T x) {
 struct OpSum {
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
-    else return a + b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(WrapType<T>(a) + WrapType<T>(b));
+    else
+      return a + b;
   }
 };
 
 struct OpProd {
   template <class T>
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
-    else return a * b;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(WrapType<T>(a) * WrapType<T>(b));
+    else
+      return a * b;
   }
 };
 

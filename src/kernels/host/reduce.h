@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element-wise arithmetic of the host backend: the reduce-copy primitive the host executor runs
 // for every plan step that combines data, for every sscDataType_t and reduction kind.
 // fp16, bf16 and fp8 values are widened to float, combined, and rounded back to nearest-even

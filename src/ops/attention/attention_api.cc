@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C entry points of the sharded KV cache and attention (starscream_ops.h): validate every
 // argument (the same on every rank, so every rank reaches the same verdict before any
 // collective starts), then hand over to the backend's half (host_ops.cc or gpu_ops.cc).
@@ -24,8 +25,10 @@ sscResult_t checkCache(const char* fn, sscKvCache* c) {
   if (c == nullptr) return fail(sscInvalidArgument, "{}: cache is NULL", fn);
   std::lock_guard<std::mutex> g(g_cachesMu);
   if (g_caches.count(c) == 0)
-    return fail(sscInvalidUsage, "{}: cache {} is not a live KV cache (destroyed or never "
-                "created)", fn, static_cast<void*>(c));
+    return fail(sscInvalidUsage,
+                "{}: cache {} is not a live KV cache (destroyed or never "
+                "created)",
+                fn, static_cast<void*>(c));
   return sscSuccess;
 }
 
@@ -38,10 +41,12 @@ sscResult_t checkCache(const char* fn, sscKvCache* c) {
 // exchange counts calls on the device.
 sscResult_t checkNotCapturing(const char* fn, const sscKvCache* c, sscStream_t stream) {
   if (!c->backend->streamCapturing(stream)) return sscSuccess;
-  return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, and this call cannot "
+  return fail(sscInvalidUsage,
+              "{}: the stream is being captured into a graph, and this call cannot "
               "be: it builds its page lists (an append its rows) on the host from the cache as it "
               "is then, so a replay would reuse the captured ones. Run it outside the graph (a "
-              "decode can be captured).", fn);
+              "decode can be captured).",
+              fn);
 }
 
 // A trim below what a captured decode's replays read (its window start, which only grows) would
@@ -50,9 +55,11 @@ sscResult_t checkTrimAgainstGraphs(const char* fn, const sscKvCache* c, int seq,
   if (!c->onGpu) return sscSuccess;
   int window = 0;
   if (!gpuGraphReadsBelow(c, seq, position, &window)) return sscSuccess;
-  return fail(sscInvalidUsage, "{}: sequence {} is read by a decode captured into a graph with window {} "
+  return fail(sscInvalidUsage,
+              "{}: sequence {} is read by a decode captured into a graph with window {} "
               "(0: whole), whose replays would read below position {}; trim at most to its window "
-              "start, or destroy the cache", fn, seq, window, position);
+              "start, or destroy the cache",
+              fn, seq, window, position);
 }
 
 sscResult_t checkSeq(const char* fn, const sscKvCache* c, int seq, const char* what) {
@@ -65,9 +72,10 @@ sscResult_t checkSeq(const char* fn, const sscKvCache* c, int seq, const char* w
 sscResult_t checkConfig(const char* fn, const sscKvCacheConfig_t* cfg) {
   if (cfg == nullptr) return fail(sscInvalidArgument, "{}: config is NULL", fn);
   if (cfg->size != sizeof(sscKvCacheConfig_t) || cfg->magic != SSC_KV_CACHE_CONFIG_MAGIC)
-    return fail(sscInvalidArgument, "{}: config was not initialised with "
-                "SSC_KV_CACHE_CONFIG_INITIALIZER (size {}, magic {:#x})", fn, cfg->size,
-                cfg->magic);
+    return fail(sscInvalidArgument,
+                "{}: config was not initialised with "
+                "SSC_KV_CACHE_CONFIG_INITIALIZER (size {}, magic {:#x})",
+                fn, cfg->size, cfg->magic);
   auto positive = [&](int v, const char* name) -> sscResult_t {
     if (v < 1) return fail(sscInvalidArgument, "{}: config.{} = {} must be >= 1", fn, name, v);
     return sscSuccess;
@@ -82,26 +90,33 @@ sscResult_t checkConfig(const char* fn, const sscKvCacheConfig_t* cfg) {
   SSC_CHECK(positive(cfg->maxBatch, "maxBatch"));
   SSC_CHECK(positive(cfg->maxQHeads, "maxQHeads"));
   if (cfg->maxQHeads % cfg->numKvHeads != 0)
-    return fail(sscInvalidArgument, "{}: config.maxQHeads = {} is not a multiple of "
-                "numKvHeads = {}", fn, cfg->maxQHeads, cfg->numKvHeads);
+    return fail(sscInvalidArgument,
+                "{}: config.maxQHeads = {} is not a multiple of "
+                "numKvHeads = {}",
+                fn, cfg->maxQHeads, cfg->numKvHeads);
   if (cfg->dtype != sscBfloat16 && cfg->dtype != sscFloat16)
-    return fail(sscInvalidArgument, "{}: config.dtype = {} (supported: sscBfloat16, "
-                "sscFloat16)", fn, static_cast<int>(cfg->dtype));
+    return fail(sscInvalidArgument,
+                "{}: config.dtype = {} (supported: sscBfloat16, "
+                "sscFloat16)",
+                fn, static_cast<int>(cfg->dtype));
   // Compared as int: a caller's C code may store any int in an enum field.
-  const int interleave = static_cast<int>(cfg->interleave), exchange = static_cast<int>(cfg->exchange);
+  const int interleave = static_cast<int>(cfg->interleave),
+            exchange = static_cast<int>(cfg->exchange);
   if (interleave < sscKvPageRoundRobin || interleave > sscKvSequenceOwner)
-    return fail(sscInvalidArgument, "{}: config.interleave = {} is not an sscKvInterleave_t",
-                fn, interleave);
+    return fail(sscInvalidArgument, "{}: config.interleave = {} is not an sscKvInterleave_t", fn,
+                interleave);
   if (cfg->interleave == sscKvContiguous) SSC_CHECK(positive(cfg->blockPages, "blockPages"));
   if (exchange < sscKvExchangeAuto || exchange > sscKvExchangeFused)
     return fail(sscInvalidArgument, "{}: config.exchange = {} is not an sscKvExchange_t", fn,
                 exchange);
   // Pool rows are indexed with 64-bit arithmetic, but the page table stores int32 pages.
-  const uint64_t poolElems = static_cast<uint64_t>(cfg->maxPages) * cfg->numKvHeads *
-                             cfg->pageSize * cfg->headDim;
+  const uint64_t poolElems =
+      static_cast<uint64_t>(cfg->maxPages) * cfg->numKvHeads * cfg->pageSize * cfg->headDim;
   if (poolElems > (1ull << 62) / 2)
-    return fail(sscInvalidArgument, "{}: a pool of {} pages x {} heads x {} tokens x {} is too "
-                "large", fn, cfg->maxPages, cfg->numKvHeads, cfg->pageSize, cfg->headDim);
+    return fail(sscInvalidArgument,
+                "{}: a pool of {} pages x {} heads x {} tokens x {} is too "
+                "large",
+                fn, cfg->maxPages, cfg->numKvHeads, cfg->pageSize, cfg->headDim);
   return sscSuccess;
 }
 
@@ -111,8 +126,10 @@ void freeCache(sscKvCache* c) {
     delete c->peers;
     c->peers = nullptr;
   }
-  if (c->onGpu) gpuDestroy(c);  // frees the buffers too, on the cache's device
-  else freeBuffers(c);
+  if (c->onGpu)
+    gpuDestroy(c);  // frees the buffers too, on the cache's device
+  else
+    freeBuffers(c);
   c->magic = 0;
   delete c;
 }
@@ -124,8 +141,10 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   SSC_CHECK(checkConfig(fn, cfg));
   // The host backend's ranks cannot map each other's scratch: only the all-gather exchange.
   if (cfg->exchange == sscKvExchangeFused && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
-    return fail(sscInvalidUsage, "{}: config.exchange = sscKvExchangeFused needs a GPU backend "
-                "(the host backend exchanges through sscAllGather: use sscKvExchangeAuto)", fn);
+    return fail(sscInvalidUsage,
+                "{}: config.exchange = sscKvExchangeFused needs a GPU backend "
+                "(the host backend exchanges through sscAllGather: use sscKvExchangeAuto)",
+                fn);
   auto* c = new sscKvCache;
   c->comm = comm;
   c->backend = comm->backend;
@@ -162,15 +181,20 @@ sscResult_t checkHeads(const char* fn, const sscKvCache* c, sscDataType_t ioType
                        bool sharded) {
   const sscKvCacheConfig_t& cfg = c->config;
   if (ioType != sscFloat32 && ioType != sscFloat16 && ioType != sscBfloat16)
-    return fail(sscInvalidArgument, "{}: ioDtype = {} (supported: sscFloat32, sscFloat16, "
-                "sscBfloat16)", fn, static_cast<int>(ioType));
+    return fail(sscInvalidArgument,
+                "{}: ioDtype = {} (supported: sscFloat32, sscFloat16, "
+                "sscBfloat16)",
+                fn, static_cast<int>(ioType));
   if (numQHeads < 1 || numQHeads > cfg.maxQHeads || numQHeads % cfg.numKvHeads != 0)
-    return fail(sscInvalidArgument, "{}: numQHeads = {} must be a multiple of numKvHeads = "
-                "{} and at most maxQHeads = {}", fn, numQHeads, cfg.numKvHeads,
-                cfg.maxQHeads);
+    return fail(sscInvalidArgument,
+                "{}: numQHeads = {} must be a multiple of numKvHeads = "
+                "{} and at most maxQHeads = {}",
+                fn, numQHeads, cfg.numKvHeads, cfg.maxQHeads);
   if (sharded && numQHeads % c->comm->nranks != 0)
-    return fail(sscInvalidArgument, "{}: sharded heads need numQHeads ({}) to be a multiple "
-                "of the rank count ({})", fn, numQHeads, c->comm->nranks);
+    return fail(sscInvalidArgument,
+                "{}: sharded heads need numQHeads ({}) to be a multiple "
+                "of the rank count ({})",
+                fn, numQHeads, c->comm->nranks);
   return sscSuccess;
 }
 
@@ -179,9 +203,10 @@ sscResult_t checkHeads(const char* fn, const sscKvCache* c, sscDataType_t ioType
 sscResult_t checkTrim(const char* fn, const sscKvCache* c, int seq, int64_t start, int window) {
   const int64_t from = c->table->trimmedFrom(seq);
   if (start >= from) return sscSuccess;
-  return fail(sscInvalidUsage, "{}: sequence {} was trimmed before position {} "
-              "(sscKvCacheTrimSequence) but window = {} attends from position {}", fn, seq, from,
-              window, start);
+  return fail(sscInvalidUsage,
+              "{}: sequence {} was trimmed before position {} "
+              "(sscKvCacheTrimSequence) but window = {} attends from position {}",
+              fn, seq, from, window, start);
 }
 
 sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
@@ -199,8 +224,7 @@ sscResult_t decode(const char* fn, sscKvCache* c, const DecodeArgs& a, sscStream
   for (int b = 0; b < a.batch; ++b) {
     SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seqIds entry"));
     if (!seen.insert(a.seqIds[b]).second)
-      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seqIds", fn,
-                  a.seqIds[b]);
+      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seqIds", fn, a.seqIds[b]);
     SSC_CHECK(checkTrim(fn, c, a.seqIds[b], windowStart(c, a.seqIds[b], a.window), a.window));
   }
   return c->onGpu ? gpuDecode(c, a, stream) : hostDecode(c, a, stream);
@@ -210,8 +234,7 @@ sscResult_t prefill(const char* fn, sscKvCache* c, PrefillArgs& a, sscStream_t s
   const sscKvCacheConfig_t& cfg = c->config;
   SSC_CHECK(checkHeads(fn, c, a.ioType, a.numQHeads, a.outSharded));
   if (a.batch < 0 || a.batch > cfg.maxSeqs)
-    return fail(sscInvalidArgument, "{}: batch = {} (0 .. maxSeqs = {})", fn, a.batch,
-                cfg.maxSeqs);
+    return fail(sscInvalidArgument, "{}: batch = {} (0 .. maxSeqs = {})", fn, a.batch, cfg.maxSeqs);
   if (a.window < 0) return fail(sscInvalidArgument, "{}: window = {} is negative", fn, a.window);
   if (a.batch == 0) return sscSuccess;
   if (a.seqIds == nullptr) return fail(sscInvalidArgument, "{}: seqIds is NULL", fn);
@@ -223,20 +246,21 @@ sscResult_t prefill(const char* fn, sscKvCache* c, PrefillArgs& a, sscStream_t s
   for (int b = 0; b < a.batch; ++b) {
     SSC_CHECK(checkSeq(fn, c, a.seqIds[b], "a seqIds entry"));
     if (!seen.insert(a.seqIds[b]).second)
-      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seqIds", fn,
-                  a.seqIds[b]);
+      return fail(sscInvalidArgument, "{}: sequence {} appears twice in seqIds", fn, a.seqIds[b]);
     const int64_t n = static_cast<int64_t>(a.cuSeqlens[b + 1]) - a.cuSeqlens[b];
     if (n < 0)
       return fail(sscInvalidArgument, "{}: cuSeqlens decreases at {} ({} then {})", fn, b + 1,
                   a.cuSeqlens[b], a.cuSeqlens[b + 1]);
     a.lengths[b] = c->table->length(a.seqIds[b]);
     if (n > a.lengths[b])
-      return fail(sscInvalidArgument, "{}: sequence {} has {} new tokens in cuSeqlens but only "
-                  "{} cached (append the chunk's K/V first)", fn, a.seqIds[b], n, a.lengths[b]);
+      return fail(sscInvalidArgument,
+                  "{}: sequence {} has {} new tokens in cuSeqlens but only "
+                  "{} cached (append the chunk's K/V first)",
+                  fn, a.seqIds[b], n, a.lengths[b]);
     // The chunk's first token reaches back the furthest.
     if (n > 0)
-      SSC_CHECK(checkTrim(fn, c, a.seqIds[b], prefillWindowStart(a.lengths[b] - n, a.window),
-                          a.window));
+      SSC_CHECK(
+          checkTrim(fn, c, a.seqIds[b], prefillWindowStart(a.lengths[b] - n, a.window), a.window));
   }
   if (a.cuSeqlens[a.batch] == 0) return sscSuccess;
   if (a.q == nullptr) return fail(sscInvalidArgument, "{}: q is NULL", fn);
@@ -262,8 +286,10 @@ SSC_API sscResult_t sscKvCacheDestroy(sscKvCache_t cache) {
     {
       std::lock_guard<std::mutex> g(g_cachesMu);
       if (g_caches.erase(cache) == 0)
-        return fail(sscInvalidUsage, "sscKvCacheDestroy: cache {} is not a live KV cache "
-                    "(destroyed twice?)", static_cast<void*>(cache));
+        return fail(sscInvalidUsage,
+                    "sscKvCacheDestroy: cache {} is not a live KV cache "
+                    "(destroyed twice?)",
+                    static_cast<void*>(cache));
     }
     freeCache(cache);
     return sscSuccess;
@@ -277,8 +303,8 @@ SSC_API sscResult_t sscKvCacheAppend(sscKvCache_t cache, int numTokens, const in
     SSC_CHECK(checkCache(fn, cache));
     CommUse use(cache->comm);
     SSC_CHECK(checkComm(fn, cache->comm));
-    if (numTokens < 0) return fail(sscInvalidArgument, "{}: numTokens = {} is negative", fn,
-                                    numTokens);
+    if (numTokens < 0)
+      return fail(sscInvalidArgument, "{}: numTokens = {} is negative", fn, numTokens);
     SSC_CHECK(checkNotCapturing(fn, cache, stream));
     if (numTokens == 0) return sscSuccess;
     if (seqIds == nullptr) return fail(sscInvalidArgument, "{}: seqIds is NULL", fn);
@@ -313,8 +339,10 @@ SSC_API sscResult_t sscKvCacheTrimSequence(sscKvCache_t cache, int seqId, int po
     SSC_CHECK(checkSeq(fn, cache, seqId, "seqId"));
     const int64_t length = cache->table->length(seqId);
     if (position < 0 || position > length)
-      return fail(sscInvalidArgument, "{}: position = {} is outside sequence {} (0 .. its "
-                  "length {})", fn, position, seqId, length);
+      return fail(sscInvalidArgument,
+                  "{}: position = {} is outside sequence {} (0 .. its "
+                  "length {})",
+                  fn, position, seqId, length);
     SSC_CHECK(checkTrimAgainstGraphs(fn, cache, seqId, position));
     cache->table->trim(seqId, position);
     if (cache->peers != nullptr) cache->peers->trim(seqId, position);
@@ -333,8 +361,7 @@ SSC_API sscResult_t sscKvCacheSequenceLength(sscKvCache_t cache, int seqId, int*
   });
 }
 
-SSC_API sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seqId, int position,
-                                         int* rank) {
+SSC_API sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seqId, int position, int* rank) {
   const char* fn = "sscKvCacheTokenOwner";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
@@ -348,9 +375,9 @@ SSC_API sscResult_t sscKvCacheTokenOwner(sscKvCache_t cache, int seqId, int posi
 }
 
 SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDataType_t ioDtype,
-                                       int numQHeads, int batch, const int32_t* seqIds,
-                                       float scale, const float* sinks, int window, int flags,
-                                       void* out, float* lse, sscStream_t stream) {
+                                       int numQHeads, int batch, const int32_t* seqIds, float scale,
+                                       const float* sinks, int window, int flags, void* out,
+                                       float* lse, sscStream_t stream) {
   const char* fn = "sscAttentionDecode";
   return guarded(fn, [&] {
     SSC_CHECK(checkCache(fn, cache));
@@ -359,11 +386,22 @@ SSC_API sscResult_t sscAttentionDecode(sscKvCache_t cache, const void* q, sscDat
     if ((flags & ~(SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS)) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
     if (!cache->onGpu && cache->backend->streamCapturing(stream))
-      return fail(sscInvalidUsage, "{}: the stream is being captured into a graph, which only the GPU "
-                  "backends can replay; run it outside the graph", fn);
-    DecodeArgs a{q, ioDtype, numQHeads, batch, seqIds, scale, sinks, window,
-                 (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
-                 out, lse};
+      return fail(sscInvalidUsage,
+                  "{}: the stream is being captured into a graph, which only the GPU "
+                  "backends can replay; run it outside the graph",
+                  fn);
+    DecodeArgs a{q,
+                 ioDtype,
+                 numQHeads,
+                 batch,
+                 seqIds,
+                 scale,
+                 sinks,
+                 window,
+                 (flags & SSC_ATTN_Q_SHARDED_HEADS) != 0,
+                 (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
+                 out,
+                 lse};
     return decode(fn, cache, a, stream);
   });
 }
@@ -379,13 +417,16 @@ SSC_API sscResult_t sscAttentionPrefill(sscKvCache_t cache, const void* q, sscDa
     CommUse use(cache->comm);
     SSC_CHECK(checkComm(fn, cache->comm));
     if ((flags & SSC_ATTN_Q_SHARDED_HEADS) != 0)
-      return fail(sscInvalidArgument, "{}: SSC_ATTN_Q_SHARDED_HEADS is not taken: a prefill's "
-                  "queries are replicated (every rank passes all of them)", fn);
+      return fail(sscInvalidArgument,
+                  "{}: SSC_ATTN_Q_SHARDED_HEADS is not taken: a prefill's "
+                  "queries are replicated (every rank passes all of them)",
+                  fn);
     if ((flags & ~SSC_ATTN_OUT_SHARDED_HEADS) != 0)
       return fail(sscInvalidArgument, "{}: unknown flags {:#x}", fn, flags);
     SSC_CHECK(checkNotCapturing(fn, cache, stream));
-    PrefillArgs a{q, ioDtype, numQHeads, batch, seqIds, cuSeqlens, scale, sinks, window,
-                  (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0, out, lse, {}, 1};
+    PrefillArgs a{q,         ioDtype, numQHeads, batch,  seqIds,
+                  cuSeqlens, scale,   sinks,     window, (flags & SSC_ATTN_OUT_SHARDED_HEADS) != 0,
+                  out,       lse,     {},        1};
     return prefill(fn, cache, a, stream);
   });
 }
@@ -394,8 +435,8 @@ namespace ssc::attn {
 
 sscResult_t allocBuffers(sscKvCache* c) {
   const sscKvCacheConfig_t& cfg = c->config;
-  const size_t poolBytes = static_cast<size_t>(cfg.maxPages) * cfg.numKvHeads *
-                           cfg.pageSize * cfg.headDim * c->kvElemBytes;
+  const size_t poolBytes = static_cast<size_t>(cfg.maxPages) * cfg.numKvHeads * cfg.pageSize *
+                           cfg.headDim * c->kvElemBytes;
   const size_t rows = static_cast<size_t>(c->comm->nranks) * cfg.maxBatch * cfg.maxQHeads;
   Backend* b = c->backend;
   SSC_CHECK(b->memAlloc(&c->kPool, poolBytes));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The decode's split-K choice (decode_plan.h).
 #include "src/ops/attention/decode_plan.h"
 

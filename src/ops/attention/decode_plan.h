@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How a decode's partial attention is cut into kernel blocks (pure host logic, unit-tested in
 // CI; the GPU backend's gpu_ops.cc applies it).
 #pragma once

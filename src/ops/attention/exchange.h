@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused exchange of a decode (sscKvExchangeFused): where each rank's partial rows and
 // query slices land in its peers' exchange scratch, and which call epoch a flag carries. Pure
 // arithmetic shared by the host (sizes, pointers) and the tests (tests/ops/attention); the GPU
@@ -8,9 +9,10 @@
 //         LSE, a pad float, then a 64-bit flag (the call's epoch, stored last with release)
 //   q     [parity][sender slice]              the query slices, densely packed for the call
 //   qflag [parity][sender][chunk]             uint64 epochs, one per query chunk a sender pushed
-// Call number e (epochs start at 1, counted on the device: gpu::AttnEpochWord) uses parity e & 1. A sender overwrites parity p only at
-// call e + 2, after its own merge of call e + 1 saw every peer's rows of e + 1, which each peer
-// sent after it had finished reading call e (stream order): two buffers and no barrier suffice.
+// Call number e (epochs start at 1, counted on the device: gpu::AttnEpochWord) uses parity e & 1. A
+// sender overwrites parity p only at call e + 2, after its own merge of call e + 1 saw every peer's
+// rows of e + 1, which each peer sent after it had finished reading call e (stream order): two
+// buffers and no barrier suffice.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +33,9 @@ struct ExchangeLayout {
   size_t rowFloats() const { return static_cast<size_t>(headDim) + 4; }
   size_t flagFloat() const { return static_cast<size_t>(headDim) + 2; }
   size_t rowsPerSender() const { return static_cast<size_t>(maxBatch) * maxQHeads; }
-  size_t rowsFloats() const { return 2 * static_cast<size_t>(nranks) * rowsPerSender() * rowFloats(); }
+  size_t rowsFloats() const {
+    return 2 * static_cast<size_t>(nranks) * rowsPerSender() * rowFloats();
+  }
   // Float offset of row `slot` from `sender` in `parity`.
   size_t rowOffset(int parity, int sender, size_t slot) const {
     return ((static_cast<size_t>(parity) * nranks + sender) * rowsPerSender() + slot) * rowFloats();
@@ -45,11 +49,10 @@ struct ExchangeLayout {
   size_t qOffsetBytes(int parity) const { return rowsFloats() * 4 + parity * qParityBytes(); }
   size_t qFlagOffsetBytes(int parity, int sender, int chunk) const {
     const size_t base = (rowsFloats() * 4 + 2 * qParityBytes() + 127) / 128 * 128;
-    return base + ((static_cast<size_t>(parity) * nranks + sender) * kExchangeMaxQChunks + chunk) * 8;
+    return base +
+           ((static_cast<size_t>(parity) * nranks + sender) * kExchangeMaxQChunks + chunk) * 8;
   }
-  size_t totalBytes() const {
-    return qFlagOffsetBytes(1, nranks - 1, kExchangeMaxQChunks - 1) + 8;
-  }
+  size_t totalBytes() const { return qFlagOffsetBytes(1, nranks - 1, kExchangeMaxQChunks - 1) + 8; }
 };
 
 inline int parityOf(uint64_t epoch) { return static_cast<int>(epoch & 1); }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend's per-cache state (gpu_ops.cc creates it; gpu_prefill.cc uses it too): the
 // upload areas of page lists, the split-K scratch, the pool tables of the prefill kernel, the
 // fused exchange and the order of calls. Internal to src/ops/attention.
@@ -45,8 +46,8 @@ struct Upload {
   sscResult_t put(const void* src, size_t n, hipStream_t stream) {
     SSC_CHECK(gpuCheck(hipEventSynchronize(done), "hipEventSynchronize"));
     std::memcpy(host, src, n);
-    SSC_CHECK(gpuCheck(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream),
-                       "hipMemcpyAsync"));
+    SSC_CHECK(
+        gpuCheck(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream), "hipMemcpyAsync"));
     return gpuCheck(hipEventRecord(done, stream), "hipEventRecord");
   }
 };
@@ -61,7 +62,7 @@ struct GraphList {
   Upload spans;
   uint64_t version = 0;  // the page table's version at the last upload
   std::vector<int64_t> starts;
-  int32_t longest = 0;   // spans of the longest sequence at the capture (the split-K choice)
+  int32_t longest = 0;  // spans of the longest sequence at the capture (the split-K choice)
 
   GraphList() = default;
   GraphList(const GraphList&) = delete;
@@ -74,8 +75,8 @@ constexpr size_t kMaxGraphLists = 64;
 
 class GpuCacheState {
  public:
-  Upload slots;  // int64 [kAppendChunk]: each token's destination row, or -1
-  Upload spans;  // int32 [maxBatch + 1] span starts, then [spans][3]
+  Upload slots;    // int64 [kAppendChunk]: each token's destination row, or -1
+  Upload spans;    // int32 [maxBatch + 1] span starts, then [spans][3]
   Upload prefill;  // int32: one prefill round's lists (prefill_plan.h), at most prefillInts
   size_t prefillInts = 0;
   // The prefill kernel's pool tables (AttnPrefillParams::pools), one allocation: this rank's
@@ -84,7 +85,7 @@ class GpuCacheState {
   void** poolTable = nullptr;
   size_t maxSpanInts = 0;
   int multiprocessors = 1;
-  int fewestMultiprocessors = 1;  // over the communicator's ranks
+  int fewestMultiprocessors = 1;   // over the communicator's ranks
   float* splitPartials = nullptr;  // [split][batch][heads][headDim + 1]
   size_t splitFloats = 0;
   // The page lists of the last decode, still in spans.device: reused while the page table's

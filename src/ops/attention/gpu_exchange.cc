@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused decode exchange's host side (gpu_exchange.h). Nothing here waits for the device:
 // setup and destroy run at cache create and destroy; a call only fills kernel parameters.
 #include "src/ops/attention/gpu_exchange.h"
@@ -16,7 +17,8 @@ namespace ssc::attn {
 namespace {
 sscResult_t gpuCheck(hipError_t e, const char* what) {
   if (e == hipSuccess) return sscSuccess;
-  return fail(sscUnhandledDeviceError, "KV cache exchange: {} failed: {}", what, hipGetErrorString(e));
+  return fail(sscUnhandledDeviceError, "KV cache exchange: {} failed: {}", what,
+              hipGetErrorString(e));
 }
 }  // namespace
 
@@ -55,7 +57,8 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   {
     std::lock_guard<std::mutex> g(comm->mu);
     auto it = comm->registrations.find(scratch_);
-    if (it != comm->registrations.end() && static_cast<int>(it->second.peerBases.size()) == comm->nranks)
+    if (it != comm->registrations.end() &&
+        static_cast<int>(it->second.peerBases.size()) == comm->nranks)
       for (void* p : it->second.peerBases) peers_.push_back(static_cast<char*>(p));
   }
   if (peers_.empty()) {
@@ -100,14 +103,17 @@ void FusedExchange::destroy(sscKvCache* c) {
 
 sscResult_t FusedExchange::begin(const char* fn) const {
   if (*reinterpret_cast<volatile uint32_t*>(timedOutHost_) != 0)
-    return fail(sscTimeout, "{}: an earlier decode on this cache waited for a peer's rows past "
+    return fail(sscTimeout,
+                "{}: an earlier decode on this cache waited for a peer's rows past "
                 "STARSCREAM_TIMEOUT (a rank skipped a call?); the cache's exchange is out of "
-                "step: destroy it", fn);
+                "step: destroy it",
+                fn);
   return sscSuccess;
 }
 
-sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered,
-                                   size_t* parityBytes, const gpu::AttnEpochWord** epoch) {
+sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* stream,
+                                   const void** gathered, size_t* parityBytes,
+                                   const gpu::AttnEpochWord** epoch) {
   gpu::AttnQPushParams p{};
   p.q = q;
   p.bytes = sliceBytes;
@@ -127,7 +133,8 @@ sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* strea
   *gathered = static_cast<char*>(scratch_) + p.qOffset;
   *parityBytes = p.qParityBytes;
   *epoch = epoch_;
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)), "the query push kernel launch");
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)),
+                  "the query push kernel launch");
 }
 
 void FusedExchange::pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) const {
@@ -146,7 +153,8 @@ void FusedExchange::pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) cons
 }
 
 // The merge on arrival of this call's slots (its kernel parameters).
-gpu::AttnRecvMergeParams FusedExchange::mergeParams(const sscKvCache* c, const DecodeArgs& a) const {
+gpu::AttnRecvMergeParams FusedExchange::mergeParams(const sscKvCache* c,
+                                                    const DecodeArgs& a) const {
   const int n = layout_.nranks, H = a.numQHeads;
   gpu::AttnRecvMergeParams m{};
   m.rows = static_cast<const float*>(scratch_) + layout_.rowOffset(0, 0, 0);
@@ -168,8 +176,9 @@ gpu::AttnRecvMergeParams FusedExchange::mergeParams(const sscKvCache* c, const D
   return m;
 }
 
-sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a, const float* partials,
-                                        size_t splitStride, int splits, void* stream) {
+sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a,
+                                        const float* partials, size_t splitStride, int splits,
+                                        void* stream) {
   gpu::AttnPushParams p{};
   p.partials = partials;
   p.splitStride = splitStride;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host side of the fused decode exchange (sscKvExchangeFused) on the GPU backend: the
 // cache's exchange scratch registered on the communicator (its peers map it), the call counter
 // (in device memory: the kernels number the calls, so a captured decode's replays count as calls
@@ -32,8 +33,8 @@ class FusedExchange {
   // The query slices of every rank, [rank][slice] packed, into this rank's scratch in one
   // launch; the partial kernel reads them through *gathered (parity 0's area) moved by
   // *parityBytes per parity, as p.qEpoch says.
-  sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered, size_t* parityBytes,
-                      const gpu::AttnEpochWord** epoch);
+  sscResult_t gatherQ(const void* q, size_t sliceBytes, void* stream, const void** gathered,
+                      size_t* parityBytes, const gpu::AttnEpochWord** epoch);
   // This rank's partial rows ([splits] blocks of [batch][heads][headDim + 1], merged on the
   // way) into the scratch of the ranks that return them, then the merge of what arrives: one
   // launch.
@@ -49,14 +50,14 @@ class FusedExchange {
 
   ExchangeLayout layout_;
   int rank_ = 0;
-  void* scratch_ = nullptr;         // this rank's registered scratch
+  void* scratch_ = nullptr;  // this rank's registered scratch
   void* regHandle_ = nullptr;
-  std::vector<char*> peers_;        // every rank's scratch as mapped here (peers_[rank_] = scratch_)
+  std::vector<char*> peers_;  // every rank's scratch as mapped here (peers_[rank_] = scratch_)
   uint32_t* timedOutHost_ = nullptr;  // host-mapped word the waits set
   uint32_t* timedOutDevice_ = nullptr;
   uint64_t timeoutTicks_ = 0;
   int deviceScope_ = 0;
-  const uint32_t* abort_ = nullptr;  // the communicator's abort word (device view)
+  const uint32_t* abort_ = nullptr;      // the communicator's abort word (device view)
   gpu::AttnEpochWord* epoch_ = nullptr;  // device memory, zeroed at setup: the first call is 1
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend's half of the KV cache: pools and scratch in device memory, the page lists a
 // call needs uploaded through pinned staging, kernels (src/kernels/gpu/attention_kernel.cu) and
 // the exchanges (the fused one of gpu_exchange.h, or the core's sscAllGather) queued on the
@@ -26,7 +27,8 @@ namespace {
 constexpr int kAppendChunk = 4096;
 // Blocks of the partial kernel per (sequence, KV head): query heads of one KV head, 16 a block.
 int headChunks(int numQHeads, int numKvHeads) {
-  return (std::max(numQHeads / numKvHeads, 1) + gpu::kAttnMaxHeadsPerBlock - 1) / gpu::kAttnMaxHeadsPerBlock;
+  return (std::max(numQHeads / numKvHeads, 1) + gpu::kAttnMaxHeadsPerBlock - 1) /
+         gpu::kAttnMaxHeadsPerBlock;
 }
 
 constexpr size_t kMaxSplitScratchFloats = size_t{8} << 20;  // 32 MiB
@@ -52,7 +54,8 @@ sscResult_t gpuCreate(sscKvCache* c) {
     // waits for a peer (as the exchange's zeroing, gpu_exchange.cc).
     hipStream_t copy = nullptr;
     SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&copy, hipStreamNonBlocking), "hipStreamCreate"));
-    hipError_t e = hipMemcpyAsync(dev, table.data(), table.size() * sizeof(void*), hipMemcpyHostToDevice, copy);
+    hipError_t e = hipMemcpyAsync(dev, table.data(), table.size() * sizeof(void*),
+                                  hipMemcpyHostToDevice, copy);
     if (e == hipSuccess) e = hipStreamSynchronize(copy);
     (void)hipStreamDestroy(copy);
     SSC_CHECK(gpuCheck(e, "hipMemcpyAsync(the pool table)"));
@@ -60,14 +63,16 @@ sscResult_t gpuCreate(sscKvCache* c) {
   SSC_CHECK(c->gpu->slots.create(kAppendChunk * sizeof(int64_t)));
   // A call's spans: at most one per pool page of this rank (the batch's sequences are distinct
   // and their pages disjoint) plus, per sequence, the starts.
-  c->gpu->maxSpanInts = static_cast<size_t>(c->config.maxBatch) + 1 + 3 * static_cast<size_t>(c->config.maxPages);
+  c->gpu->maxSpanInts =
+      static_cast<size_t>(c->config.maxBatch) + 1 + 3 * static_cast<size_t>(c->config.maxPages);
   SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
   // A prefill round holds at most maxBatch * maxQHeads rows, i.e. that / numKvHeads rows
   // of one KV head whatever the call's head count (the bound at GQA ratio 1).
   // Reading the peers' pages in place, a round's spans may come from every rank's pool.
   c->gpu->prefillInts = prefillListsBound(
       static_cast<int64_t>(c->config.maxBatch) * c->config.maxQHeads / c->config.numKvHeads,
-      c->config.maxSeqs, 1, static_cast<int64_t>(c->config.maxPages) * (c->peers != nullptr ? nranks : 1));
+      c->config.maxSeqs, 1,
+      static_cast<int64_t>(c->config.maxPages) * (c->peers != nullptr ? nranks : 1));
   SSC_CHECK(c->gpu->prefill.create(c->gpu->prefillInts * sizeof(int32_t)));
   int sms = 0;
   SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
@@ -83,9 +88,9 @@ sscResult_t gpuCreate(sscKvCache* c) {
   } else {
     c->gpu->fewestMultiprocessors = c->gpu->multiprocessors;
   }
-  c->gpu->splitFloats = std::min(kMaxSplitScratchFloats,
-                                 static_cast<size_t>(kDecodeMaxSplits) * c->config.maxBatch *
-                                     c->config.maxQHeads * (c->config.headDim + 1));
+  c->gpu->splitFloats =
+      std::min(kMaxSplitScratchFloats, static_cast<size_t>(kDecodeMaxSplits) * c->config.maxBatch *
+                                           c->config.maxQHeads * (c->config.headDim + 1));
   void* split = nullptr;
   SSC_CHECK(gpuCheck(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)), "hipMalloc"));
   c->gpu->splitPartials = static_cast<float*>(split);
@@ -93,7 +98,8 @@ sscResult_t gpuCreate(sscKvCache* c) {
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord"));
   SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->prefill.done, nullptr), "hipEventRecord"));
-  SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming), "hipEventCreate"));
+  SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming),
+                     "hipEventCreate"));
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
   // communicator), so the registration inside setup() is collective as it must be. AUTO takes
   // the fused exchange wherever the peers' scratch maps, the all-gather otherwise: the fused
@@ -105,7 +111,8 @@ sscResult_t gpuCreate(sscKvCache* c) {
     std::string why;
     SSC_CHECK(c->gpu->exchange.setup(c, &c->gpu->fused, &why));
     if (!c->gpu->fused && c->config.exchange == sscKvExchangeFused)
-      return fail(sscInvalidUsage, "sscKvCacheCreate: config.exchange = sscKvExchangeFused, but {}", why);
+      return fail(sscInvalidUsage, "sscKvCacheCreate: config.exchange = sscKvExchangeFused, but {}",
+                  why);
   }
   return sscSuccess;
 }
@@ -141,7 +148,8 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
     for (int i = 0; i < n; ++i) {
       const TokenSlot t = c->slots[first + i];
       if (t.page >= 0)
-        dst[i] = (static_cast<int64_t>(t.page) * cfg.numKvHeads * cfg.pageSize + t.row) * cfg.headDim;
+        dst[i] =
+            (static_cast<int64_t>(t.page) * cfg.numKvHeads * cfg.pageSize + t.row) * cfg.headDim;
     }
     SSC_CHECK(c->gpu->slots.put(dst.data(), n * sizeof(int64_t), s));
     gpu::KvAppendParams p{};
@@ -154,7 +162,8 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
     p.numKvHeads = cfg.numKvHeads;
     p.headDim = cfg.headDim;
     p.pageSize = cfg.pageSize;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchKvAppend(p, s)), "the KV append kernel launch"));
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchKvAppend(p, s)),
+                       "the KV append kernel launch"));
   }
   c->gpu->appendStream = s;
   c->gpu->haveAppendStream = true;
@@ -181,7 +190,8 @@ bool gpuGraphReadsBelow(const sscKvCache* c, int seq, int64_t position, int* win
 namespace {
 
 // Each sequence's first position under `window` (windowStart), as a decode's page lists take it.
-std::vector<int64_t> windowStarts(const sscKvCache* c, const int32_t* seqIds, int batch, int window) {
+std::vector<int64_t> windowStarts(const sscKvCache* c, const int32_t* seqIds, int batch,
+                                  int window) {
   std::vector<int64_t> starts(batch);
   for (int b = 0; b < batch; ++b) starts[b] = windowStart(c, seqIds[b], window);
   return starts;
@@ -193,8 +203,8 @@ sscResult_t spanList(const sscKvCache* c, const int32_t* seqIds, const int64_t* 
                      std::vector<int32_t>* list, int32_t* longest) {
   flattenSpans(*c->table, seqIds, starts, batch, list);
   if (list->size() > c->gpu->maxSpanInts)
-    return fail(sscInternalError, "KV cache: a decode's {} span ints exceed the {} reserved", list->size(),
-                c->gpu->maxSpanInts);
+    return fail(sscInternalError, "KV cache: a decode's {} span ints exceed the {} reserved",
+                list->size(), c->gpu->maxSpanInts);
   *longest = 0;
   for (int b = 0; b < batch; ++b) *longest = std::max(*longest, (*list)[b + 1] - (*list)[b]);
   return sscSuccess;
@@ -281,17 +291,20 @@ sscResult_t eagerList(sscKvCache* c, const DecodeArgs& a, hipStream_t s) {
 sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
   GpuCacheState& g = *c->gpu;
   for (auto& l : g.graphLists)
-    if (l->window == a.window && std::equal(a.seqIds, a.seqIds + a.batch, l->seqs.begin(), l->seqs.end())) {
+    if (l->window == a.window &&
+        std::equal(a.seqIds, a.seqIds + a.batch, l->seqs.begin(), l->seqs.end())) {
       *out = l.get();
       return sscSuccess;
     }
   if (g.graphLists.size() >= kMaxGraphLists)
-    return fail(sscInvalidUsage, "sscAttentionDecode: {} decodes of distinct sequences or windows were "
+    return fail(sscInvalidUsage,
+                "sscAttentionDecode: {} decodes of distinct sequences or windows were "
                 "captured into graphs on this cache already (the most it keeps page lists for)",
                 kMaxGraphLists);
   gpu::RelaxedCapture relaxed;  // allocations and a private stream's copy while capturing
   if (g.sideStream == nullptr)
-    SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking), "hipStreamCreate"));
+    SSC_CHECK(
+        gpuCheck(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking), "hipStreamCreate"));
   auto l = std::make_unique<GraphList>();
   SSC_CHECK(l->spans.create(g.maxSpanInts * sizeof(int32_t)));
   // On the side stream, never the null stream: that one synchronizes with a blocking stream
@@ -327,7 +340,8 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   const gpu::AttnEpochWord* qEpoch = nullptr;
   size_t qParityBytes = 0;
   if (a.qSharded && nranks > 1 && fused) {
-    SSC_CHECK(g.exchange.gatherQ(a.q, static_cast<size_t>(a.batch) * qHeads * D * dtypeSize(a.ioType),
+    SSC_CHECK(g.exchange.gatherQ(a.q,
+                                 static_cast<size_t>(a.batch) * qHeads * D * dtypeSize(a.ioType),
                                  stream, &q, &qParityBytes, &qEpoch));
   } else if (a.qSharded && nranks > 1) {
     SSC_CHECK(sscAllGather(a.q, c->qGather, static_cast<size_t>(a.batch) * qHeads * D, a.ioType,
@@ -369,10 +383,11 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   pp.headDim = D;
   pp.pageSize = cfg.pageSize;
   pp.scale = a.scale;
-  const int64_t blocks = static_cast<int64_t>(a.batch) * cfg.numKvHeads * headChunks(H, cfg.numKvHeads);
-  const int64_t splits = decodeSplits(blocks, longest,
-                                    int64_t{gpu::attnPartialBlocksPerSm(pp)} * g.multiprocessors,
-                                    static_cast<int64_t>(g.splitFloats / count));
+  const int64_t blocks =
+      static_cast<int64_t>(a.batch) * cfg.numKvHeads * headChunks(H, cfg.numKvHeads);
+  const int64_t splits =
+      decodeSplits(blocks, longest, int64_t{gpu::attnPartialBlocksPerSm(pp)} * g.multiprocessors,
+                   static_cast<int64_t>(g.splitFloats / count));
   pp.splits = static_cast<int>(std::max<int64_t>(splits, 1));
   pp.splitStride = count;
   pp.partials = pp.splits > 1 ? c->gpu->splitPartials : mine;
@@ -390,7 +405,8 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
     f.outDtype = a.ioType;
     f.lse = a.lse;
   }
-  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)), "the partial attention kernel launch"));
+  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)),
+                     "the partial attention kernel launch"));
   const bool finished = pp.splits == 1;
   // Fused: the splits are merged inside the push, which stores the rows straight into the ranks
   // that return them; the merge there starts as they arrive (no collective call, no barrier).
@@ -412,7 +428,8 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
     mp.out = a.out;
     mp.outDtype = a.ioType;
     mp.lse = a.lse;
-    return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
+    return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)),
+                    "the merge kernel launch");
   }
   if (!finished) {  // the splits' partials into this rank's one, exactly as ranks merge
     mp.partials = c->gpu->splitPartials;
@@ -423,7 +440,8 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
     mp.out = mine;
     mp.outDtype = sscFloat32;
     mp.packed = true;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the split merge kernel launch"));
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)),
+                       "the split merge kernel launch"));
   }
 
   // 3. Every rank's partials (in place), then the merge of the heads this rank returns.

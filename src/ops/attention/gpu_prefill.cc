@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A prefill on the GPU backend (prefill_plan.h decides each round's split): the lists of a
 // round uploaded, the prefill kernel (src/kernels/gpu/attention_prefill_kernel.cu), then the
 // partials' exchange and merge, or (KV side) this rank's finished heads gathered.
@@ -14,8 +15,10 @@ namespace ssc::attn {
 
 namespace {
 
-static_assert(gpu::kPrefillSpanInts == PrefillLists::kSpanInts, "the kernel walks the plan's spans");
-static_assert(kMaxPoolRanks <= gpu::kAttnPrefillMaxPools, "a KV-side launch names every rank's pools");
+static_assert(gpu::kPrefillSpanInts == PrefillLists::kSpanInts,
+              "the kernel walks the plan's spans");
+static_assert(kMaxPoolRanks <= gpu::kAttnPrefillMaxPools,
+              "a KV-side launch names every rank's pools");
 
 // Output on every rank, after each rank put its H / K heads of a round's rows into its slot
 // of qGather ([rank][token][hk][D], io type) and their LSEs into splitPartials: all-gather the
@@ -28,14 +31,16 @@ sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int
   char* gathered = static_cast<char*>(c->qGather);
   SSC_CHECK(sscAllGather(gathered + comm->rank * slice * D * ioBytes, gathered, slice * D, a.ioType,
                          comm, s));
-  gpu::AttnHeadPermuteParams hp{gathered, out, nranks, static_cast<int>(tokens), hk,
-                                static_cast<int>(D * ioBytes)};
-  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch"));
+  gpu::AttnHeadPermuteParams hp{
+      gathered, out, nranks, static_cast<int>(tokens), hk, static_cast<int>(D * ioBytes)};
+  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)),
+                     "the head permute launch"));
   if (lse == nullptr) return sscSuccess;
   float* lses = c->gpu->splitPartials;
   SSC_CHECK(sscAllGather(lses + comm->rank * slice, lses, slice, sscFloat32, comm, s));
   hp = {lses, lse, nranks, static_cast<int>(tokens), hk, 4};
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)), "the head permute launch");
+  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)),
+                  "the head permute launch");
 }
 
 // A prefill: the call's tokens in rounds that fit the exchange scratch. Per round, either
@@ -68,9 +73,10 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
   PrefillLists lists;
   bool readsPeers = false;
   for (const PrefillChunk& ch : chunks) {
-    const PrefillSplit split = choosePrefillSplit(
-        static_cast<PrefillMode>(c->prefillMode), c->peers != nullptr && (a.outSharded || headsGather),
-        nranks, rank, H, cfg.numKvHeads, ch.tokens, warpSlots);
+    const PrefillSplit split =
+        choosePrefillSplit(static_cast<PrefillMode>(c->prefillMode),
+                           c->peers != nullptr && (a.outSharded || headsGather), nranks, rank, H,
+                           cfg.numKvHeads, ch.tokens, warpSlots);
     tables.assign(1, c->table.get());
     if (split.kvSide) {
       // The peers' appends of this call's tokens before the first read of their pages (every
@@ -109,8 +115,10 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
     pp.scale = a.scale;
     pp.window = a.window;
     pp.partials = mine;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPrefill(pp, s)), "the prefill kernel launch"));
-    void* out = static_cast<char*>(a.out) + static_cast<size_t>(ch.firstToken) * outHeads * D * ioBytes;
+    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPrefill(pp, s)),
+                       "the prefill kernel launch"));
+    void* out =
+        static_cast<char*>(a.out) + static_cast<size_t>(ch.firstToken) * outHeads * D * ioBytes;
     float* lse = a.lse != nullptr ? a.lse + static_cast<size_t>(ch.firstToken) * outHeads : nullptr;
     const int hk = H / nranks;
     const size_t slice = static_cast<size_t>(ch.tokens) * hk;  // rows of one rank's heads
@@ -132,7 +140,8 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
       mp.out = a.outSharded ? out : myOut;
       mp.outDtype = a.ioType;
       mp.lse = a.outSharded ? lse : myLse;
-      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
+      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)),
+                         "the merge kernel launch"));
       if (!a.outSharded) SSC_CHECK(gatherHeads(c, a, ch.tokens, hk, out, lse, s));
       continue;
     }
@@ -141,16 +150,18 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
       // then the merged heads are all-gathered (bf16/fp16 rows, not fp32 partials: K x 2 to
       // 4 x fewer bytes than pushing every partial row to every rank) and put in place.
       SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
-      DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
-                    false, true, myOut, myLse};
+      DecodeArgs da{nullptr, a.ioType, H,       static_cast<int>(ch.tokens),
+                    nullptr, a.scale,  a.sinks, 0,
+                    false,   true,     myOut,   myLse};
       SSC_CHECK(g.exchange.pushAndMerge(c, da, mine, count, 1, stream));
       SSC_CHECK(gatherHeads(c, a, ch.tokens, hk, out, lse, s));
       continue;
     }
     if (fused) {
       SSC_CHECK(g.exchange.begin("sscAttentionPrefill"));
-      DecodeArgs da{nullptr, a.ioType, H, static_cast<int>(ch.tokens), nullptr, a.scale, a.sinks, 0,
-                    false, a.outSharded, out, lse};
+      DecodeArgs da{nullptr, a.ioType,     H,       static_cast<int>(ch.tokens),
+                    nullptr, a.scale,      a.sinks, 0,
+                    false,   a.outSharded, out,     lse};
       SSC_CHECK(g.exchange.pushAndMerge(c, da, mine, count, 1, stream));
       continue;
     }
@@ -168,7 +179,8 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
     mp.out = out;
     mp.outDtype = a.ioType;
     mp.lse = lse;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
+    SSC_CHECK(
+        gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
   }
   // With sharded output heads no gather followed the reads: a peer must not reuse a page this
   // rank may still be reading (a release, then an append into it on that peer's stream).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend's half of the KV cache: pools in host memory, partial attention in fp32 on
 // the calling thread, the exchanges through the core's sscAllGather on the same communicator.
 //
@@ -37,8 +38,7 @@ void storeElem(void* base, size_t i, sscDataType_t type, float x) {
 
 // Element offset of row `row` of KV head `head` in pool page `page`.
 size_t poolOffset(const sscKvCacheConfig_t& cfg, int32_t page, int head, int32_t row) {
-  return ((static_cast<size_t>(page) * cfg.numKvHeads + head) * cfg.pageSize + row) *
-         cfg.headDim;
+  return ((static_cast<size_t>(page) * cfg.numKvHeads + head) * cfg.pageSize + row) * cfg.headDim;
 }
 
 // Every rank's partials (in place in c->partials, count floats a rank) to every rank, then the
@@ -51,7 +51,8 @@ sscResult_t exchangeAndMerge(sscKvCache* c, int64_t rows, int H, bool outSharded
   const int nranks = comm->nranks, rank = comm->rank, D = c->config.headDim;
   const size_t count = static_cast<size_t>(rows) * H * (D + 1);
   if (nranks > 1) {
-    SSC_CHECK(sscAllGather(c->partials + rank * count, c->partials, count, sscFloat32, comm, stream));
+    SSC_CHECK(
+        sscAllGather(c->partials + rank * count, c->partials, count, sscFloat32, comm, stream));
     SSC_CHECK(c->backend->streamSynchronize(stream));
   }
   const int outHeads = outSharded ? H / nranks : H;
@@ -112,8 +113,10 @@ sscResult_t hostDecode(sscKvCache* c, const DecodeArgs& a, sscStream_t stream) {
   std::vector<float> q(static_cast<size_t>(a.batch) * H * D);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
-      const size_t src = ((static_cast<size_t>(h / qHeads) * a.batch + b) * qHeads + h % qHeads) * D;
-      for (int i = 0; i < D; ++i) q[(static_cast<size_t>(b) * H + h) * D + i] = loadElem(qAll, src + i, a.ioType);
+      const size_t src =
+          ((static_cast<size_t>(h / qHeads) * a.batch + b) * qHeads + h % qHeads) * D;
+      for (int i = 0; i < D; ++i)
+        q[(static_cast<size_t>(b) * H + h) * D + i] = loadElem(qAll, src + i, a.ioType);
     }
 
   // 2. This rank's partials over its tokens: [batch][H][D + 1] (output, then LSE), written in
@@ -175,9 +178,9 @@ sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream)
     // The GPU's split (no SM count bounds it here): partials, or this rank's heads over every
     // rank's pages read through the mapped pools; then the rows of the other heads are empty
     // (LSE -inf) and the same merge as for partials gives each head its one full row.
-    const PrefillSplit split = choosePrefillSplit(static_cast<PrefillMode>(c->prefillMode),
-                                                  c->peers != nullptr, nranks, rank, H,
-                                                  cfg.numKvHeads, ch.tokens, 0);
+    const PrefillSplit split =
+        choosePrefillSplit(static_cast<PrefillMode>(c->prefillMode), c->peers != nullptr, nranks,
+                           rank, H, cfg.numKvHeads, ch.tokens, 0);
     // This rank's partials of the chunk's rows, [token][H][D + 1], causal by position.
     const size_t count = static_cast<size_t>(ch.tokens) * H * (D + 1);
     float* mine = c->partials + rank * count;
@@ -208,7 +211,10 @@ sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream)
           for (int g = 0; g < split.width; ++g)
             for (int i = 0; i < D; ++i)
               q[static_cast<size_t>(g) * D + i] = loadElem(
-                  a.q, ((static_cast<size_t>(ch.firstToken + token) * H) + kvh * group + split.offset + g) * D + i,
+                  a.q,
+                  ((static_cast<size_t>(ch.firstToken + token) * H) + kvh * group + split.offset +
+                   g) * D +
+                      i,
                   a.ioType);
           acc.assign(split.width, PartialAccumulator(D));
           for (const OwnedSpan& o : owned)
@@ -227,7 +233,8 @@ sscResult_t hostPrefill(sscKvCache* c, const PrefillArgs& a, sscStream_t stream)
               }
             }
           for (int g = 0; g < split.width; ++g) {
-            float* out = mine + (static_cast<size_t>(token) * H + kvh * group + split.offset + g) * (D + 1);
+            float* out =
+                mine + (static_cast<size_t>(token) * H + kvh * group + split.offset + g) * (D + 1);
             out[D] = acc[g].finish(out);
           }
         }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/attention/merge.h"
 
 #include <algorithm>

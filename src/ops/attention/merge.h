@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fp32 arithmetic of sharded attention on the host: one rank's partial attention over its
 // tokens (an online softmax: output normalised by its own denominator, plus the log-sum-exp of
 // its scores) and the exact merge of the ranks' partials.
@@ -27,7 +28,7 @@ class PartialAccumulator {
 
  private:
   float max_ = -__builtin_inff();
-  float sum_ = 0.0f;  // sum of e^{s - max_}
+  float sum_ = 0.0f;        // sum of e^{s - max_}
   std::vector<float> acc_;  // sum of e^{s - max_} v
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/attention/paging.h"
 
 #include <algorithm>
@@ -35,8 +36,13 @@ int64_t Placement::pagesOwned(int seq, int64_t length, int rank) const {
 }
 
 PageTable::PageTable(const Placement& placement, int rank, int maxSeqs, int maxPages)
-    : placement_(placement), rank_(rank), maxPages_(maxPages), lengths_(maxSeqs, 0),
-      trimmed_(maxSeqs, 0), used_(placement.nranks, 0), pages_(maxSeqs) {
+    : placement_(placement),
+      rank_(rank),
+      maxPages_(maxPages),
+      lengths_(maxSeqs, 0),
+      trimmed_(maxSeqs, 0),
+      used_(placement.nranks, 0),
+      pages_(maxSeqs) {
   // Hand out low page numbers first (a stack popped from the back).
   free_.reserve(maxPages);
   for (int p = maxPages - 1; p >= 0; --p) free_.push_back(p);
@@ -50,8 +56,8 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
   for (int i = 0; i < n; ++i) {
     const int s = seqIds[i];
     if (s < 0 || s >= maxSeqs())
-      return fail(sscInvalidArgument, "{}: seqIds[{}] = {} is not a sequence id (0 .. {})", fn,
-                  i, s, maxSeqs() - 1);
+      return fail(sscInvalidArgument, "{}: seqIds[{}] = {} is not a sequence id (0 .. {})", fn, i,
+                  s, maxSeqs() - 1);
     ++added[s];
   }
   std::vector<int64_t> need(placement_.nranks, 0);
@@ -64,9 +70,10 @@ sscResult_t PageTable::append(const char* fn, const int32_t* seqIds, int n,
   }
   for (int r = 0; r < placement_.nranks; ++r)
     if (used_[r] + need[r] > maxPages_)
-      return fail(sscInvalidUsage, "{}: rank {} would need {} more page(s) but has {} of {} "
-                  "free; release or trim sequences or create the cache with more maxPages", fn, r,
-                  need[r], maxPages_ - used_[r], maxPages_);
+      return fail(sscInvalidUsage,
+                  "{}: rank {} would need {} more page(s) but has {} of {} "
+                  "free; release or trim sequences or create the cache with more maxPages",
+                  fn, r, need[r], maxPages_ - used_[r], maxPages_);
   for (int r = 0; r < placement_.nranks; ++r) used_[r] += need[r];
   if (n > 0) ++version_;
 
@@ -126,7 +133,8 @@ void PageTable::spans(int seq, int64_t begin, std::vector<PageSpan>* out) const 
   // Slots are in page order, so the first one that can hold `begin` is the count of this
   // rank's pages before begin's page: a window over a long sequence skips the rest unread.
   const int64_t firstSlot = placement_.pagesOwned(seq, begin / ps * ps, rank_);
-  for (size_t slot = static_cast<size_t>(std::max<int64_t>(firstSlot, 0)); slot < list.size(); ++slot) {
+  for (size_t slot = static_cast<size_t>(std::max<int64_t>(firstSlot, 0)); slot < list.size();
+       ++slot) {
     if (list[slot] < 0) continue;  // trimmed: never reached when begin >= trimmedFrom(seq)
     const int64_t page = placement_.pageOfSlot(seq, rank_, static_cast<int64_t>(slot));
     const int64_t first = std::max(page * ps, begin), last = std::min((page + 1) * ps, length);

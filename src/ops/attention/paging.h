@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where the tokens of a sharded KV cache live: which rank owns each page of a sequence under
 // each interleave (Placement), and each rank's page table (PageTable). Pure host logic, no
 // memory of the cache itself, so CI tests it exhaustively.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/attention/peer_pools.h"
 
 #include <mutex>
@@ -14,7 +15,8 @@ std::vector<const void*> peerBases(sscComm* comm, void* buff) {
   std::vector<const void*> out;
   std::lock_guard<std::mutex> g(comm->mu);
   auto it = comm->registrations.find(buff);
-  if (it != comm->registrations.end() && static_cast<int>(it->second.peerBases.size()) == comm->nranks)
+  if (it != comm->registrations.end() &&
+      static_cast<int>(it->second.peerBases.size()) == comm->nranks)
     out.assign(it->second.peerBases.begin(), it->second.peerBases.end());
   return out;
 }

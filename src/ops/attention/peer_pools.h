@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peers' KV pools, mapped here, and every rank's page table mirrored here: what a prefill
 // needs to read all of a sequence's pages in place instead of exchanging partials (the
 // KV-side strategy, docs/attention.md "How a prefill runs").
@@ -53,10 +54,10 @@ class PeerPools {
  private:
   const PageTable* own_ = nullptr;
   std::vector<std::unique_ptr<PageTable>> mirrors_;  // [rank]; null at this rank
-  std::vector<const void*> k_, v_;                    // [rank] pools as mapped here
+  std::vector<const void*> k_, v_;                   // [rank] pools as mapped here
   void* kHandle_ = nullptr;
   void* vHandle_ = nullptr;
-  void* word_ = nullptr;  // the barrier's int32 (backend memory)
+  void* word_ = nullptr;            // the barrier's int32 (backend memory)
   std::vector<TokenSlot> scratch_;  // the mirrors' slots, unused
 };
 

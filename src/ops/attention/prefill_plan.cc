@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/attention/prefill_plan.h"
 
 #include <algorithm>
@@ -35,10 +36,14 @@ PrefillSplit choosePrefillSplit(PrefillMode mode, bool poolsMapped, int nranks, 
   all.width = ratio;
   const char* no = nullptr;
   const int hk = nranks > 0 ? numQHeads / nranks : 0;
-  if (mode == PrefillMode::kPartials) no = "partials asked for";
-  else if (nranks < 2) no = "one rank";
-  else if (!poolsMapped) no = "the peers' pools are not mapped";
-  else if (numQHeads % nranks != 0) no = "the query heads do not divide over the ranks";
+  if (mode == PrefillMode::kPartials)
+    no = "partials asked for";
+  else if (nranks < 2)
+    no = "one rank";
+  else if (!poolsMapped)
+    no = "the peers' pools are not mapped";
+  else if (numQHeads % nranks != 0)
+    no = "the query heads do not divide over the ranks";
   else if (hk % ratio != 0 && ratio % hk != 0)
     no = "a rank's heads straddle KV groups unevenly";
   else if (mode == PrefillMode::kAuto && warpSlots > 0 &&
@@ -85,7 +90,8 @@ void buildPrefillLists(const std::vector<const PageTable*>& tables, const int32_
     for (const PageTable* const& t : tables) {
       spans.clear();
       t->spans(seqIds[p.b], prefillWindowStart(p.firstPos, window), &spans);
-      for (const PageSpan& s : spans) owned.push_back({s, static_cast<int32_t>(&t - tables.data())});
+      for (const PageSpan& s : spans)
+        owned.push_back({s, static_cast<int32_t>(&t - tables.data())});
     }
     // The kernel stops at the first span past a tile: position order across owners (the
     // owners' positions never overlap, each table's spans are in order already).
@@ -95,7 +101,8 @@ void buildPrefillLists(const std::vector<const PageTable*>& tables, const int32_
       });
     const int32_t firstSpan = static_cast<int32_t>(spanInts.size() / PrefillLists::kSpanInts);
     for (const OwnedSpan& o : owned)
-      for (int32_t v : {o.s.page, o.s.rowBegin, o.s.rowEnd, static_cast<int32_t>(o.s.firstPosition), o.owner})
+      for (int32_t v :
+           {o.s.page, o.s.rowBegin, o.s.rowEnd, static_cast<int32_t>(o.s.firstPosition), o.owner})
         spanInts.push_back(v);
     for (int32_t v : {static_cast<int32_t>(p.firstToken), static_cast<int32_t>(p.tokens),
                       static_cast<int32_t>(p.firstPos), firstSpan,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How a prefill call is cut into work (pure host logic, unit-tested in CI): the call's query
 // tokens in chunks that fit the cache's exchange scratch, each chunk's pieces (the part of one
 // sequence's new tokens inside it, with the position of its first token), and for the GPU
@@ -16,7 +17,7 @@ struct PrefillPiece {
   int b;               // index into the call's seqIds
   int64_t firstToken;  // first of its tokens, counted from the chunk's first token
   int64_t tokens;
-  int64_t firstPos;    // sequence position of that token
+  int64_t firstPos;  // sequence position of that token
 };
 
 struct PrefillChunk {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C entry points of the fused GEMM-collectives and the 2D-sharding helper (starscream_ops.h):
 // validate every argument (the host arguments are the same on every rank, so every rank reaches
 // the same verdict before any collective starts), choose the plan, hand over to the backend's
@@ -53,18 +54,23 @@ void waitFusedReaders(sscGemmContext* g) {
       if (!gpuFusedFlags(g, flags.data(), flags.size() * 4)) return;
     } else {
       for (size_t i = 0; i < flags.size(); ++i)
-        flags[i] = std::atomic_ref<uint32_t>(static_cast<uint32_t*>(static_cast<void*>(
-                       static_cast<char*>(g->workspace) + g->workspaceBytes))[i]).load(std::memory_order_acquire);
+        flags[i] =
+            std::atomic_ref<uint32_t>(static_cast<uint32_t*>(static_cast<void*>(
+                                          static_cast<char*>(g->workspace) + g->workspaceBytes))[i])
+                .load(std::memory_order_acquire);
     }
     for (uint32_t back = 0; back < 2 && back < g->fusedUses; ++back) {
       const uint32_t use = g->fusedUses - back;
       for (int q = 0; q < K; ++q)
-        all = all && static_cast<int32_t>(flags[kFusedDoneOff / 4 + (use % 2) * kFusedMaxRanks + q] - use) >= 0;
+        all = all && static_cast<int32_t>(
+                         flags[kFusedDoneOff / 4 + (use % 2) * kFusedMaxRanks + q] - use) >= 0;
     }
     if (all) return;
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (limit > 0 && waited > limit) {
-      SSC_LOG(kWarn, "sscGemmDestroy: peers did not finish reading this rank's fused GEMM slots "
+      SSC_LOG(kWarn,
+              "sscGemmDestroy: peers did not finish reading this rank's fused GEMM slots "
               "within STARSCREAM_TIMEOUT; freeing the workspace anyway");
       return;
     }
@@ -88,16 +94,19 @@ constexpr int64_t kMaxElems = int64_t{1} << 56;
 
 sscResult_t checkMatrix(const char* fn, const char* what, int64_t rows, int64_t cols) {
   if (rows > 0 && cols > kMaxElems / rows)
-    return fail(sscInvalidArgument, "{}: {} of {} x {} elements is too large", fn, what, rows, cols);
+    return fail(sscInvalidArgument, "{}: {} of {} x {} elements is too large", fn, what, rows,
+                cols);
   return sscSuccess;
 }
 
 // AUTO's rates for p on g's communicator (gemm_rates.h), cached per size class in the context.
 GemmRates ratesFor(sscGemmContext* g, const Problem& p) {
-  const auto key = std::make_tuple(static_cast<int>(p.op), rateClass(collectiveBytes(p)), static_cast<int>(p.collBytes()));
+  const auto key = std::make_tuple(static_cast<int>(p.op), rateClass(collectiveBytes(p)),
+                                   static_cast<int>(p.collBytes()));
   std::lock_guard<std::mutex> lock(g->ratesMu);
   auto it = g->rates.find(key);
-  if (it == g->rates.end()) it = g->rates.emplace(key, gemmRates(*g->comm->tuner, p, g->barrier)).first;
+  if (it == g->rates.end())
+    it = g->rates.emplace(key, gemmRates(*g->comm->tuner, p, g->barrier)).first;
   return it->second;
 }
 
@@ -109,15 +118,19 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   // Arguments whose size ends at xGathered (a struct without `bias`): accepted, without a bias.
   const bool hasBias = a->size == sizeof(sscGemmArgs_t);
   if ((!hasBias && a->size != offsetof(sscGemmArgs_t, bias)) || a->magic != SSC_GEMM_ARGS_MAGIC)
-    return fail(sscInvalidArgument, "{}: args were not initialised with SSC_GEMM_ARGS_INITIALIZER "
-                "(size {}, magic {:#x})", fn, a->size, a->magic);
+    return fail(sscInvalidArgument,
+                "{}: args were not initialised with SSC_GEMM_ARGS_INITIALIZER "
+                "(size {}, magic {:#x})",
+                fn, a->size, a->magic);
   if (a->dtype != sscBfloat16 && a->dtype != sscFloat16)
     return fail(sscInvalidArgument, "{}: args.dtype = {} (supported: sscBfloat16, sscFloat16)", fn,
                 static_cast<int>(a->dtype));
   const sscDataType_t out = a->outDtype == SSC_GEMM_OUT_AS_INPUT ? a->dtype : a->outDtype;
   if (out != a->dtype && out != sscFloat32)
-    return fail(sscInvalidArgument, "{}: args.outDtype = {} (supported: SSC_GEMM_OUT_AS_INPUT, "
-                "the input type, or sscFloat32)", fn, static_cast<int>(a->outDtype));
+    return fail(sscInvalidArgument,
+                "{}: args.outDtype = {} (supported: SSC_GEMM_OUT_AS_INPUT, "
+                "the input type, or sscFloat32)",
+                fn, static_cast<int>(a->outDtype));
   if (a->m < 0 || a->n < 0 || a->k < 0)
     return fail(sscInvalidArgument, "{}: args m = {}, n = {}, k = {}: each must be >= 0", fn, a->m,
                 a->n, a->k);
@@ -151,20 +164,23 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   // wait would pass at once against the capture's values, and a rank would read a peer's slot
   // before the peer wrote it. AUTO plans without them there; a forced fused call is refused.
   if (capturing && a->variant == sscGemmFused && c->p.nranks > 1)
-    return fail(sscInvalidUsage, "{}: sscGemmFused on a stream being captured into a graph: the "
+    return fail(sscInvalidUsage,
+                "{}: sscGemmFused on a stream being captured into a graph: the "
                 "fused forms order the ranks by per-call flag values fixed at capture, so a replay "
                 "would not wait for the peers; capture sscGemmAuto (unfused under capture) or "
-                "sscGemmUnfused instead", fn);
+                "sscGemmUnfused instead",
+                fn);
   const bool fusedAvailable = !capturing && (!g->fusedTried || !g->fusedPeers.empty());
   // AUTO's rule weighs the variants at this communicator's rates (gemm_rates.h): the same tuner
   // and barrier decision on every rank, so every rank plans alike.
   GemmRates rates;
-  const bool ruled = a->variant == sscGemmAuto && a->chunks == 0 && fusedAvailable && comm->nranks > 1 &&
-                     comm->nranks <= kFusedMaxRanks && comm->tuner != nullptr;
+  const bool ruled = a->variant == sscGemmAuto && a->chunks == 0 && fusedAvailable &&
+                     comm->nranks > 1 && comm->nranks <= kFusedMaxRanks && comm->tuner != nullptr;
   if (ruled) rates = ratesFor(g, c->p);
   if (!makePlan(c->p, a->variant, a->chunks, g->workspaceBytes, &c->plan, &why, fusedAvailable,
                 ruled ? &rates : nullptr))
-    return fail(a->variant == sscGemmFused ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn, why);
+    return fail(a->variant == sscGemmFused ? sscInvalidUsage : sscInvalidArgument, "{}: {}", fn,
+                why);
   if (capturing && c->plan.variant != sscGemmFused && a->variant == sscGemmAuto)
     c->plan.reason += " (under stream capture: no fused form)";
   // Pointers, after the shape: what must be there depends on the rows this rank owns.
@@ -173,7 +189,8 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
   const bool work = a->m > 0 && a->n > 0;
   const int64_t xRows = op == Op::kReduceScatter ? a->m : own;
   const int64_t yRows = op == Op::kReduceScatter ? own : a->m;
-  if (work && a->k > 0 && xRows > 0 && a->x == nullptr) return fail(sscInvalidArgument, "{}: x is NULL", fn);
+  if (work && a->k > 0 && xRows > 0 && a->x == nullptr)
+    return fail(sscInvalidArgument, "{}: x is NULL", fn);
   if (work && a->k > 0 && a->w == nullptr) return fail(sscInvalidArgument, "{}: w is NULL", fn);
   if (work && yRows > 0 && a->y == nullptr) return fail(sscInvalidArgument, "{}: y is NULL", fn);
   if (a->xGathered != nullptr) {
@@ -185,8 +202,10 @@ sscResult_t prepare(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_
     const size_t bytes = static_cast<size_t>(a->m) * a->k * 2;
     const RowRange mine = rowShard(a->m, comm->nranks, comm->rank);
     if (xp != nullptr && xp >= g0 && xp < g0 + bytes && xp != g0 + mine.first * a->k * 2)
-      return fail(sscInvalidArgument, "{}: x lies inside xGathered but not at this rank's rows "
-                  "(row {}): in place means x = xGathered + {} * k elements", fn, mine.first, mine.first);
+      return fail(sscInvalidArgument,
+                  "{}: x lies inside xGathered but not at this rank's rows "
+                  "(row {}): in place means x = xGathered + {} * k elements",
+                  fn, mine.first, mine.first);
   }
   return sscSuccess;
 }
@@ -208,8 +227,10 @@ sscResult_t mapWorkspace(const char* fn, sscGemmContext* g) {
     g->fusedPeers.clear();
   }
   if (g->fusedPeers.empty())
-    SSC_LOG(kInfo, "{}: the workspace cannot be mapped into the peers: no fused variant, no arrival "
-            "barrier", fn);
+    SSC_LOG(kInfo,
+            "{}: the workspace cannot be mapped into the peers: no fused variant, no arrival "
+            "barrier",
+            fn);
   return sscSuccess;
 }
 
@@ -239,7 +260,9 @@ sscResult_t run(const char* fn, sscGemmContext* g, Op op, const sscGemmArgs_t* a
 namespace ssc::gemm {
 
 namespace {
-char* flagsOf(sscGemmContext* g, int q) { return static_cast<char*>(g->fusedPeers[q]) + g->workspaceBytes; }
+char* flagsOf(sscGemmContext* g, int q) {
+  return static_cast<char*>(g->fusedPeers[q]) + g->workspaceBytes;
+}
 }  // namespace
 
 uint32_t* fusedReady(sscGemmContext* g, int q, int slot) {
@@ -249,10 +272,12 @@ uint32_t* fusedDone(sscGemmContext* g, int q, int slot, int owner) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedDoneOff) + slot * kFusedMaxRanks + owner;
 }
 uint32_t* fusedFrom(sscGemmContext* g, int q, int slot, int producer) {
-  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedFromOff) + slot * kFusedMaxRanks + producer;
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedFromOff) + slot * kFusedMaxRanks +
+         producer;
 }
 uint32_t* fusedReadyFrom(sscGemmContext* g, int q, int fi, int producer) {
-  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedReadyFromOff) + fi * kFusedMaxRanks + producer;
+  return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedReadyFromOff) + fi * kFusedMaxRanks +
+         producer;
 }
 uint32_t* fusedArrive(sscGemmContext* g, int q, int producer) {
   return reinterpret_cast<uint32_t*>(flagsOf(g, q) + kFusedArriveOff) + producer;
@@ -271,7 +296,8 @@ SSC_API sscResult_t sscGemmRowShard(int64_t m, int nranks, int rank, int64_t* fi
     if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks = {} must be >= 1", fn, nranks);
     SSC_CHECK(checkRank(fn, "rank", rank, nranks));
     if (firstRow == nullptr || numRows == nullptr)
-      return fail(sscInvalidArgument, "{}: {} is NULL", fn, firstRow == nullptr ? "firstRow" : "numRows");
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn,
+                  firstRow == nullptr ? "firstRow" : "numRows");
     const RowRange r = rowShard(m, nranks, rank);
     *firstRow = r.first;
     *numRows = r.count;
@@ -289,8 +315,10 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
     if (config != nullptr) {
       if (config->size != sizeof(sscGemmConfig_t) || config->magic != SSC_GEMM_CONFIG_MAGIC)
-        return fail(sscInvalidArgument, "{}: config was not initialised with "
-                    "SSC_GEMM_CONFIG_INITIALIZER (size {}, magic {:#x})", fn, config->size, config->magic);
+        return fail(sscInvalidArgument,
+                    "{}: config was not initialised with "
+                    "SSC_GEMM_CONFIG_INITIALIZER (size {}, magic {:#x})",
+                    fn, config->size, config->magic);
       cfg = *config;
     }
     auto* g = new sscGemmContext;
@@ -299,7 +327,8 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->device = comm->device;
     g->onGpu = comm->backend->deviceIndex() >= 0;
     // Validated at communicator init (env::validate), like every STARSCREAM_* choice.
-    g->probe = probeWanted(env::getString("STARSCREAM_GEMM_PROBE"), std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    g->probe = probeWanted(env::getString("STARSCREAM_GEMM_PROBE"),
+                           std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     // Read at init and compared there; the topology is the same on every rank, so auto decides
     // alike everywhere.
     g->barrier = g->onGpu && comm->nranks > 1 && comm->nranks <= kFusedMaxRanks &&
@@ -332,20 +361,24 @@ SSC_API sscResult_t sscGemmDestroy(sscGemm_t gemm) {
     {
       std::lock_guard<std::mutex> lock(g_ctxMu);
       if (g_contexts.erase(gemm) == 0)
-        return fail(sscInvalidUsage, "sscGemmDestroy: gemm {} is not a live context (destroyed "
-                    "twice?)", static_cast<void*>(gemm));
+        return fail(sscInvalidUsage,
+                    "sscGemmDestroy: gemm {} is not a live context (destroyed "
+                    "twice?)",
+                    static_cast<void*>(gemm));
     }
     freeContext(gemm);
     return sscSuccess;
   });
 }
 
-SSC_API sscResult_t sscGemmReduceScatter(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream) {
+SSC_API sscResult_t sscGemmReduceScatter(sscGemm_t gemm, const sscGemmArgs_t* args,
+                                         sscStream_t stream) {
   const char* fn = "sscGemmReduceScatter";
   return guarded(fn, [&] { return run(fn, gemm, Op::kReduceScatter, args, stream); });
 }
 
-SSC_API sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args, sscStream_t stream) {
+SSC_API sscResult_t sscAllGatherGemm(sscGemm_t gemm, const sscGemmArgs_t* args,
+                                     sscStream_t stream) {
   const char* fn = "sscAllGatherGemm";
   return guarded(fn, [&] { return run(fn, gemm, Op::kAllGather, args, stream); });
 }
@@ -358,12 +391,14 @@ SSC_API sscResult_t sscGemmQueryPlan(sscGemm_t gemm, sscGemmOp_t op, const sscGe
     CommUse use(gemm->comm);
     SSC_CHECK(checkComm(fn, gemm->comm));
     if (op != sscGemmOpReduceScatter && op != sscGemmOpAllGather)
-      return fail(sscInvalidArgument, "{}: op = {} is not an sscGemmOp_t", fn, static_cast<int>(op));
+      return fail(sscInvalidArgument, "{}: op = {} is not an sscGemmOp_t", fn,
+                  static_cast<int>(op));
     if (variant == nullptr || chunks == nullptr)
-      return fail(sscInvalidArgument, "{}: {} is NULL", fn, variant == nullptr ? "variant" : "chunks");
+      return fail(sscInvalidArgument, "{}: {} is NULL", fn,
+                  variant == nullptr ? "variant" : "chunks");
     Call c;
-    SSC_CHECK(prepare(fn, gemm, op == sscGemmOpReduceScatter ? Op::kReduceScatter : Op::kAllGather, args, &c,
-                      false));
+    SSC_CHECK(prepare(fn, gemm, op == sscGemmOpReduceScatter ? Op::kReduceScatter : Op::kAllGather,
+                      args, &c, false));
     *variant = c.plan.variant;
     *chunks = c.plan.chunks;
     return sscSuccess;
@@ -375,12 +410,17 @@ SSC_API sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmSh
   return guarded(fn, [&] {
     if (query == nullptr || plan == nullptr)
       return fail(sscInvalidArgument, "{}: {} is NULL", fn, query == nullptr ? "query" : "plan");
-    if (query->size != sizeof(sscGemmShard2dQuery_t) || query->magic != SSC_GEMM_SHARD2D_QUERY_MAGIC)
-      return fail(sscInvalidArgument, "{}: query was not initialised with "
-                  "SSC_GEMM_SHARD2D_QUERY_INITIALIZER (size {}, magic {:#x})", fn, query->size, query->magic);
+    if (query->size != sizeof(sscGemmShard2dQuery_t) ||
+        query->magic != SSC_GEMM_SHARD2D_QUERY_MAGIC)
+      return fail(sscInvalidArgument,
+                  "{}: query was not initialised with "
+                  "SSC_GEMM_SHARD2D_QUERY_INITIALIZER (size {}, magic {:#x})",
+                  fn, query->size, query->magic);
     if (plan->size != sizeof(sscGemmShard2dPlan_t) || plan->magic != SSC_GEMM_SHARD2D_PLAN_MAGIC)
-      return fail(sscInvalidArgument, "{}: plan was not initialised with "
-                  "SSC_GEMM_SHARD2D_PLAN_INITIALIZER (size {}, magic {:#x})", fn, plan->size, plan->magic);
+      return fail(sscInvalidArgument,
+                  "{}: plan was not initialised with "
+                  "SSC_GEMM_SHARD2D_PLAN_INITIALIZER (size {}, magic {:#x})",
+                  fn, plan->size, plan->magic);
     std::string why;
     if (!shard2d(*query, plan, &why)) return fail(sscInvalidArgument, "{}: {}", fn, why);
     return sscSuccess;
@@ -390,7 +430,9 @@ SSC_API sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmSh
 #if !defined(STARSCREAM_HAVE_GPU)
 // Host-only builds: a communicator is never on a GPU backend, so these are never reached.
 namespace ssc::gemm {
-sscResult_t gpuCreate(sscGemmContext*) { return fail(sscInternalError, "gemm: GPU backend not built"); }
+sscResult_t gpuCreate(sscGemmContext*) {
+  return fail(sscInternalError, "gemm: GPU backend not built");
+}
 void gpuDestroy(sscGemmContext*) {}
 sscResult_t gpuRun(sscGemmContext*, const Call&, sscStream_t) {
   return fail(sscInternalError, "gemm: GPU backend not built");

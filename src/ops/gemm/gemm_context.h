@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The context behind sscGemm_t and the backend-specific halves of the fused GEMM-collectives:
 // the host backend's (host_gemm.cc: the reference GEMM on the CPU, then the core's collectives)
 // and the GPU backend's (gpu_gemm.cc and its neighbours: cuBLASLt / hipBLASLt, the steps on the
@@ -36,7 +37,7 @@ struct Call {
   const void* x = nullptr;
   const void* w = nullptr;
   void* y = nullptr;
-  void* xGathered = nullptr;  // all-gather: also receives the gathered X (or NULL)
+  void* xGathered = nullptr;   // all-gather: also receives the gathered X (or NULL)
   const void* bias = nullptr;  // [n] of outType added to the rows of y this rank holds (or NULL)
   // SSC_GEMM_COPY_ENGINE: the fused variant orders the ranks with stream memory operations
   // (gpu_gemm_ce.cc); the host backend runs the same flag protocol. Only where the caller's

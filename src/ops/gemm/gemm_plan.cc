@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/gemm/gemm_plan.h"
 
 #include <fmt/format.h>
@@ -34,17 +35,21 @@ PeerGemms peerGemms(const Problem& p, int rank) {
   for (int i = 1; i < p.nranks; ++i) {
     const int q = (rank + i) % p.nranks;
     const int64_t rows = rowShard(p.m, p.nranks, q).count;
-    if (rows == block && rows > 0) out.batched.push_back(q);
-    else if (rows > 0) out.single.push_back(q);
+    if (rows == block && rows > 0)
+      out.batched.push_back(q);
+    else if (rows > 0)
+      out.single.push_back(q);
   }
-  const double entryFlops = 2.0 * static_cast<double>(block) * static_cast<double>(p.n) * static_cast<double>(p.k);
-  out.batch = out.batched.size() >= 2 && (block < kPeerBatchMaxRows || entryFlops < kPeerBatchMaxFlops);
+  const double entryFlops =
+      2.0 * static_cast<double>(block) * static_cast<double>(p.n) * static_cast<double>(p.k);
+  out.batch =
+      out.batched.size() >= 2 && (block < kPeerBatchMaxRows || entryFlops < kPeerBatchMaxFlops);
   return out;
 }
 
 bool GemmRates::valid() const {
-  return gemmTflops > 0 && memGBps > 0 && copyGBps > 0 && launchUs > 0 && syncUs > 0 && collFixedUs > 0 &&
-         collGBps > 0;
+  return gemmTflops > 0 && memGBps > 0 && copyGBps > 0 && launchUs > 0 && syncUs > 0 &&
+         collFixedUs > 0 && collGBps > 0;
 }
 
 double estimateGemmLaunchUs(const GemmRates& r, double rows, double n, double k, double entries,
@@ -78,7 +83,8 @@ VariantEstimates estimateVariants(const Problem& p, const GemmRates& r) {
   VariantEstimates e;
   if (p.nranks <= 1 || p.m <= 0 || !r.valid()) return e;
   const int64_t block = blockRows(p.m, p.nranks);
-  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
+               k = static_cast<double>(p.k);
   const double c = static_cast<double>(block);
   const double total = static_cast<double>(p.nranks) * c * static_cast<double>(p.width()) *
                        static_cast<double>(p.collBytes());
@@ -94,16 +100,18 @@ VariantEstimates estimateVariants(const Problem& p, const GemmRates& r) {
   const PeerGemms peers = peerGemms(p, 0);
   double peerUs = 0.0;
   if (peers.batch) {
-    peerUs += estimateGemmLaunchUs(r, c, n, k, static_cast<double>(peers.batched.size()), p.inBytes, p.outBytes);
+    peerUs += estimateGemmLaunchUs(r, c, n, k, static_cast<double>(peers.batched.size()), p.inBytes,
+                                   p.outBytes);
   } else {
     for (size_t i = 0; i < peers.batched.size(); ++i)
       peerUs += estimateGemmLaunchUs(r, c, n, k, 1, p.inBytes, p.outBytes);
   }
   for (int q : peers.single)
-    peerUs += estimateGemmLaunchUs(r, static_cast<double>(rowShard(p.m, p.nranks, q).count), n, k, 1,
-                                   p.inBytes, p.outBytes);
-  e.fused = r.syncUs + r.launchUs + ownCopy + r.launchUs + estimateGemmLaunchUs(r, c, n, k, 1, p.inBytes, p.outBytes) +
-            r.syncUs + peerUs + r.launchUs;
+    peerUs += estimateGemmLaunchUs(r, static_cast<double>(rowShard(p.m, p.nranks, q).count), n, k,
+                                   1, p.inBytes, p.outBytes);
+  e.fused = r.syncUs + r.launchUs + ownCopy + r.launchUs +
+            estimateGemmLaunchUs(r, c, n, k, 1, p.inBytes, p.outBytes) + r.syncUs + peerUs +
+            r.launchUs;
   return e;
 }
 
@@ -112,7 +120,8 @@ bool autoPicksFused(const Problem& p, const Plan& otherwise, const GemmRates& ra
   *perRank = false;
   const VariantEstimates e = estimateVariants(p, rates);
   if (estimates != nullptr) *estimates = e;
-  if (!rates.valid() || p.nranks <= 1 || otherwise.variant != sscGemmUnfused || otherwise.chunks != 1)
+  if (!rates.valid() || p.nranks <= 1 || otherwise.variant != sscGemmUnfused ||
+      otherwise.chunks != 1)
     return false;
   if (p.op == Op::kReduceScatter) return e.fused < e.unfused;
   // xGathered needs the gathered X in one place, which only the push form has.
@@ -130,7 +139,8 @@ bool probeWanted(const std::string& mode, const char* mpsPercent) {
   // costs one GEMM per new shape, a wrong answer costs more).
   char* end = nullptr;
   const double pct = std::strtod(mpsPercent, &end);
-  if (end == mpsPercent) return std::string(mpsPercent).find_first_not_of(" \t") != std::string::npos;
+  if (end == mpsPercent)
+    return std::string(mpsPercent).find_first_not_of(" \t") != std::string::npos;
   return pct < 100.0;
 }
 
@@ -149,10 +159,11 @@ bool makeFusedAllGather(const Problem& p, int requestChunks, size_t workspaceByt
   pl->chunkRows = pl->block;
   const size_t slot = static_cast<size_t>(p.nranks) * pl->block * p.k * p.inBytes;
   if (slot > workspaceBytes) {
-    *why = fmt::format("variant sscGemmFused on sscAllGatherGemm keeps the whole gathered X "
-                       "({} x {} rows of {} bytes = {} bytes) in the workspace, which holds {}: "
-                       "create the context with a larger workspaceBytes, or use sscGemmAuto",
-                       p.nranks, pl->block, p.k * p.inBytes, slot, workspaceBytes);
+    *why = fmt::format(
+        "variant sscGemmFused on sscAllGatherGemm keeps the whole gathered X "
+        "({} x {} rows of {} bytes = {} bytes) in the workspace, which holds {}: "
+        "create the context with a larger workspaceBytes, or use sscGemmAuto",
+        p.nranks, pl->block, p.k * p.inBytes, slot, workspaceBytes);
     return false;
   }
   pl->slots = 2 * slot <= workspaceBytes ? 2 : 1;
@@ -179,8 +190,9 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
       return false;
     }
     if (!fusedAvailable) {
-      *why = "variant sscGemmFused needs the context's workspace mapped into every peer, which "
-             "this backend or communicator cannot do; use sscGemmAuto or sscGemmChunked";
+      *why =
+          "variant sscGemmFused needs the context's workspace mapped into every peer, which "
+          "this backend or communicator cannot do; use sscGemmAuto or sscGemmChunked";
       return false;
     }
   }
@@ -202,7 +214,8 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   }
   const size_t rowBytes = static_cast<size_t>(p.width()) * p.collBytes();  // one row of one rank
   const size_t total = rowBytes * pl.block * p.nranks;
-  const int64_t byRule = std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
+  const int64_t byRule =
+      std::min<int64_t>({kMaxChunks, static_cast<int64_t>(total / kMinChunkBytes), pl.block});
   int64_t chunks = 1;
   if (requestVariant == sscGemmAuto) {
     // No chunks unless the caller asks: nothing overlaps within a rank (schedule(), gemm_plan.h
@@ -211,9 +224,12 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
     // variant where autoPicksFused estimates it faster (below).
     chunks = requestChunks > 0 ? requestChunks : 1;
     pl.variant = chunks >= 2 ? sscGemmChunked : sscGemmUnfused;
-    pl.reason = requestChunks > 0 ? fmt::format("{} chunks asked for", requestChunks)
-                                  : fmt::format("the collective moves {:.1f} MiB: unfused (without overlap, "
-                                                "chunks only add fixed costs)", mib(total));
+    pl.reason = requestChunks > 0
+                    ? fmt::format("{} chunks asked for", requestChunks)
+                    : fmt::format(
+                          "the collective moves {:.1f} MiB: unfused (without overlap, "
+                          "chunks only add fixed costs)",
+                          mib(total));
   } else if (requestVariant == sscGemmFused) {
     pl.reason = "fused variant asked for";
     if (p.op == Op::kAllGather) {
@@ -240,18 +256,21 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
   // The contiguous side of a chunk's GEMM (Plan::scratchBytes), per row of a rank's block.
   // A workspace too small for it even at one row runs the strided batch instead (correct, slower).
   const bool scratch = pl.variant != sscGemmUnfused && chunks > 1 && p.nranks > 1;
-  size_t scratchRow = !scratch ? 0
-                      : static_cast<size_t>(p.nranks) *
-                            (p.op == Op::kReduceScatter ? p.k * p.inBytes : p.n * p.outBytes);
-  if ((static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow > workspaceBytes) scratchRow = 0;
+  size_t scratchRow = !scratch
+                          ? 0
+                          : static_cast<size_t>(p.nranks) *
+                                (p.op == Op::kReduceScatter ? p.k * p.inBytes : p.n * p.outBytes);
+  if ((static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow > workspaceBytes)
+    scratchRow = 0;
   if (rowBytes > 0) {
     const size_t perRow = (static_cast<size_t>(pl.slots) * p.nranks + 1) * rowBytes + scratchRow;
     const int64_t fit = static_cast<int64_t>(workspaceBytes / perRow);
     if (fit < 1) {
-      *why = fmt::format("workspaceBytes = {} cannot hold one row per rank of the collective "
-                         "({} slot(s) x {} ranks + 1 pad row, {} bytes each = {} bytes); "
-                         "create the context with a larger workspaceBytes",
-                         workspaceBytes, pl.slots, p.nranks, rowBytes, perRow);
+      *why = fmt::format(
+          "workspaceBytes = {} cannot hold one row per rank of the collective "
+          "({} slot(s) x {} ranks + 1 pad row, {} bytes each = {} bytes); "
+          "create the context with a larger workspaceBytes",
+          workspaceBytes, pl.slots, p.nranks, rowBytes, perRow);
       return false;
     }
     if (cr > fit) {
@@ -270,19 +289,24 @@ bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t wo
       p.nranks <= kFusedMaxRanks && autoPicksFused(p, pl, *rates, &perRank, &est)) {
     Plan fused;
     std::string ignored;
-    // The fused reduce-scatter was estimated in one chunk: a workspace that needs more keeps unfused.
+    // The fused reduce-scatter was estimated in one chunk: a workspace that needs more keeps
+    // unfused.
     if (makePlan(p, sscGemmFused, perRank ? p.nranks : 0, workspaceBytes, &fused, &ignored, true) &&
         (p.op == Op::kAllGather || fused.chunks == 1)) {
-      fused.reason = fmt::format("the rule estimates {:.0f} us fused against {:.0f} us unfused ({})",
-                                 p.op == Op::kAllGather && !perRank ? est.push : est.fused, est.unfused, pl.reason);
+      fused.reason = fmt::format(
+          "the rule estimates {:.0f} us fused against {:.0f} us unfused ({})",
+          p.op == Op::kAllGather && !perRank ? est.push : est.fused, est.unfused, pl.reason);
       pl = fused;
     } else {
-      pl.reason += fmt::format("; the rule estimates the fused variant faster ({:.0f} against {:.0f} us), but "
-                               "the workspace does not hold it in one chunk", est.fused, est.unfused);
+      pl.reason += fmt::format(
+          "; the rule estimates the fused variant faster ({:.0f} against {:.0f} us), but "
+          "the workspace does not hold it in one chunk",
+          est.fused, est.unfused);
     }
   } else if (requestVariant == sscGemmAuto && requestChunks == 0 && est.unfused > 0) {
-    pl.reason += fmt::format("; the rule estimates {:.0f} us unfused against {:.0f} us fused", est.unfused,
-                             p.op == Op::kAllGather && (p.gatherOut || est.push < est.fused) ? est.push : est.fused);
+    pl.reason += fmt::format(
+        "; the rule estimates {:.0f} us unfused against {:.0f} us fused", est.unfused,
+        p.op == Op::kAllGather && (p.gatherOut || est.push < est.fused) ? est.push : est.fused);
   }
   *plan = pl;
   return true;
@@ -346,8 +370,10 @@ float load(const void* base, size_t i, sscDataType_t t) {
 }
 
 void store(void* base, size_t i, sscDataType_t t, float x) {
-  if (t == sscFloat32) static_cast<float*>(base)[i] = x;
-  else static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
+  if (t == sscFloat32)
+    static_cast<float*>(base)[i] = x;
+  else
+    static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
 }
 
 }  // namespace
@@ -370,7 +396,8 @@ void hostGemm(const void* x, const void* w, void* y, int64_t rows, int64_t n, in
   }
 }
 
-double estimateGemmUs(const Machine& mc, int partitions, double m, double n, double k, double elem) {
+double estimateGemmUs(const Machine& mc, int partitions, double m, double n, double k,
+                      double elem) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double flops = 2.0 * m * n * k;
   const double bytes = (m * k + n * k + m * n) * elem;
@@ -413,12 +440,15 @@ bool shard2d(const sscGemmShard2dQuery_t& q, sscGemmShard2dPlan_t* plan, std::st
   if (q.collGbps > 0) mc.collGbps = q.collGbps;
   if (q.collLatencyUs > 0) mc.collLatencyUs = q.collLatencyUs;
   const int P = q.partitions;
-  const double m = static_cast<double>(q.m), n = static_cast<double>(q.n), k = static_cast<double>(q.k);
+  const double m = static_cast<double>(q.m), n = static_cast<double>(q.n),
+               k = static_cast<double>(q.k);
   const double e = q.elemBytes;
   const int64_t kp = blockRows(q.k, P), np = blockRows(q.n, P);
   // Split K: partial [m][n] products, reduce-scattered. Split N: X [m][k] all-gathered.
-  const double rsUs = estimateGemmUs(mc, P, m, n, static_cast<double>(kp), e) + estimateCollUs(mc, P, m * n * e);
-  const double agUs = estimateGemmUs(mc, P, m, static_cast<double>(np), k, e) + estimateCollUs(mc, P, m * k * e);
+  const double rsUs =
+      estimateGemmUs(mc, P, m, n, static_cast<double>(kp), e) + estimateCollUs(mc, P, m * n * e);
+  const double agUs =
+      estimateGemmUs(mc, P, m, static_cast<double>(np), k, e) + estimateCollUs(mc, P, m * k * e);
   // The 1D option splits the dimension the GPUs already split; it wins ties (no change).
   const bool column = q.inter == sscLinearColumnParallel;
   const bool oneDIsRs = !column;  // row-parallel: K split further; column-parallel: N split further

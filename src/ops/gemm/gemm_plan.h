@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pure shape logic of the fused GEMM-collectives (starscream_ops.h, docs/gemm.md): which rows
 // each rank owns, how a call is cut into chunks, which GEMMs a chunk runs and where they read
 // and write, the rule that picks the variant, and the 2D-sharding helper's cost rule. No
@@ -37,8 +38,8 @@ struct Problem {
   Op op = Op::kReduceScatter;
   int64_t m = 0, n = 0, k = 0;
   int nranks = 1;
-  size_t inBytes = 2;   // element size of x and w
-  size_t outBytes = 2;  // element size of y
+  size_t inBytes = 2;      // element size of x and w
+  size_t outBytes = 2;     // element size of y
   bool gatherOut = false;  // all-gather: the caller wants the gathered X too (xGathered)
   // Elements of one row of the collective's buffer: n (reduce-scatter of Y) or k (all-gather of X).
   int64_t width() const { return op == Op::kReduceScatter ? n : k; }
@@ -61,14 +62,14 @@ struct Plan {
   // chunk's rows of x, nranks x chunkRows x k inputs; all-gather: its rows of y, nranks x
   // chunkRows x n outputs), so a chunk is ONE vendor GEMM that reads W once instead of a
   // strided batch that reads W once per rank (at small M, where the GEMM is bound by reading W,
-  // that costs chunks x nranks reads of W: docs/gemm.md). Chunked and fused plans of more than one chunk; 0
-  // elsewhere (the GPU half then runs a batch, the host half never needs it).
+  // that costs chunks x nranks reads of W: docs/gemm.md). Chunked and fused plans of more than one
+  // chunk; 0 elsewhere (the GPU half then runs a batch, the host half never needs it).
   size_t scratchBytes = 0;
-  bool direct = false;    // one rank: the GEMM writes y, no collective, no workspace
+  bool direct = false;  // one rank: the GEMM writes y, no collective, no workspace
   // The fused all-gather (chunks 1: push + one GEMM; chunks = nranks: one GEMM per source rank
   // reading the peers' rows in place, own rows first): the fused all-gather below.
   bool agPerRank = false;
-  std::string reason;     // why this variant and chunk count (logged at INFO)
+  std::string reason;  // why this variant and chunk count (logged at INFO)
 };
 
 // The fused reduce-scatter: each rank's GEMM writes a chunk's partial rows into a slot of its
@@ -83,15 +84,17 @@ struct Plan {
 // larger tail and table, not a new measurement.
 constexpr int kFusedMaxRanks = 16;
 constexpr size_t kFusedFlagBytes = 4096;
-constexpr size_t kFusedReadyOff = 0;    // uint32 ready[slot]: the producer's chunk use number
-constexpr size_t kFusedBellOff = 64;    // uint32: the host backend's futex word for this rank
-constexpr size_t kFusedDoneOff = 128;   // uint32 done[slot][owner]: owner finished reading
-constexpr size_t kFusedFromOff = 512;   // uint32 from[slot][producer]: the fused all-gather's
-                                        // producer wrote (push) or published (per rank) its rows
-constexpr size_t kFusedErrOff = 1024;   // uint32 {code, peer}: a GPU wait timed out (host backend: unused)
-constexpr size_t kFusedReadyFromOff = 1536;  // uint32 readyFrom[use % 2][producer]: SSC_GEMM_COPY_ENGINE's
-                                             // reduce-scatter; each producer writes it in every
-                                             // owner, so every wait reads local memory
+constexpr size_t kFusedReadyOff = 0;   // uint32 ready[slot]: the producer's chunk use number
+constexpr size_t kFusedBellOff = 64;   // uint32: the host backend's futex word for this rank
+constexpr size_t kFusedDoneOff = 128;  // uint32 done[slot][owner]: owner finished reading
+constexpr size_t kFusedFromOff = 512;  // uint32 from[slot][producer]: the fused all-gather's
+                                       // producer wrote (push) or published (per rank) its rows
+constexpr size_t kFusedErrOff =
+    1024;  // uint32 {code, peer}: a GPU wait timed out (host backend: unused)
+constexpr size_t kFusedReadyFromOff =
+    1536;  // uint32 readyFrom[use % 2][producer]: SSC_GEMM_COPY_ENGINE's
+           // reduce-scatter; each producer writes it in every
+           // owner, so every wait reads local memory
 constexpr size_t kFusedArriveOff = 2048;  // uint32 arrive[producer]: the arrival barrier's count
                                           // (monotonic: a wait passes at >= the barrier's use)
 
@@ -194,7 +197,8 @@ bool barrierWanted(const std::string& mode, bool shared);
 // sscGemmAuto considers the fused variant only when fusedAvailable and `rates` (the machine's,
 // autoPicksFused) are given and valid; without them it runs unfused.
 bool makePlan(const Problem& p, int requestVariant, int requestChunks, size_t workspaceBytes,
-              Plan* plan, std::string* why, bool fusedAvailable = true, const GemmRates* rates = nullptr);
+              Plan* plan, std::string* why, bool fusedAvailable = true,
+              const GemmRates* rates = nullptr);
 
 struct ChunkRows {
   int64_t begin = 0;  // first row within each block
@@ -258,10 +262,10 @@ namespace ssc::gemm {
 // (docs/gemm.md, "The hangs of the overlapped forms"). The overlap had not paid either: the
 // chunked variant ran at 0.58-0.65x of unfused.
 enum class StepKind {
-  kGemm,     // chunk's GEMM pieces (RS: x -> slot; AG: slot -> y)
-  kColl,     // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
-  kPadIn,    // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
-  kPadOut,   // RS: pad -> this rank's rows of y
+  kGemm,      // chunk's GEMM pieces (RS: x -> slot; AG: slot -> y)
+  kColl,      // chunk's collective (RS: slot -> y or pad; AG: x or pad -> slot)
+  kPadIn,     // AG: this rank's rows of the chunk -> pad (it owns fewer than the chunk's rows)
+  kPadOut,    // RS: pad -> this rank's rows of y
   kGatherOut  // AG with xGathered: the chunk's gathered rows, slot -> xGathered
 };
 struct Step {

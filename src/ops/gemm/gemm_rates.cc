@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/gemm/gemm_rates.h"
 
 #include <algorithm>
@@ -20,8 +21,10 @@ double estimateUs(const Tuner& tuner, CollKind coll, uint64_t bytes, const Choic
 }  // namespace
 
 uint64_t collectiveBytes(const Problem& p) {
-  return static_cast<uint64_t>(std::max(p.nranks, 1)) * static_cast<uint64_t>(blockRows(p.m, p.nranks)) *
-         static_cast<uint64_t>(std::max<int64_t>(p.width(), 0)) * static_cast<uint64_t>(p.collBytes());
+  return static_cast<uint64_t>(std::max(p.nranks, 1)) *
+         static_cast<uint64_t>(blockRows(p.m, p.nranks)) *
+         static_cast<uint64_t>(std::max<int64_t>(p.width(), 0)) *
+         static_cast<uint64_t>(p.collBytes());
 }
 
 int rateClass(uint64_t bytes) {
@@ -44,13 +47,15 @@ GemmRates gemmRates(const Tuner& tuner, const Problem& p, bool barrier) {
   const uint64_t elem = std::max<uint64_t>(p.collBytes(), 1);
   const uint64_t least = static_cast<uint64_t>(p.nranks) * elem;
   const uint64_t total = std::max(rateClassBytes(rateClass(collectiveBytes(p))), least);
-  const CollKind coll = p.op == Op::kReduceScatter ? CollKind::kReduceScatter : CollKind::kAllGather;
+  const CollKind coll =
+      p.op == Op::kReduceScatter ? CollKind::kReduceScatter : CollKind::kAllGather;
   const Choice choice = tuner.choose(coll, total, true);
   r.collFixedUs = estimateUs(tuner, coll, least, choice);
   // The rate at the class's size; a call too small for its bytes to show takes the rate of a
   // larger one (its time is then the fixed cost either way).
   for (uint64_t bytes : {total, std::max<uint64_t>(total, uint64_t{64} << 20)}) {
-    const double whole = estimateUs(tuner, coll, bytes, bytes == total ? choice : tuner.choose(coll, bytes, true));
+    const double whole =
+        estimateUs(tuner, coll, bytes, bytes == total ? choice : tuner.choose(coll, bytes, true));
     if (whole > r.collFixedUs) {
       r.collGBps = static_cast<double>(bytes) / (whole - r.collFixedUs) * 1e-3;
       break;

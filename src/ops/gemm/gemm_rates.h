@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sscGemmAuto's rates (GemmRates, gemm_plan.h) for a call on a communicator, from what the
 // communicator already knows: its tuner's cost model (tuner/model.h) for the collective, the
 // waits and the launches, and the profile's copy rate for the GEMM's memory side. The same

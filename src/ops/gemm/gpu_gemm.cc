@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend's half of the fused GEMM-collectives (the context's state, BLAS shapes
 // included, is gpu_gemm_state.h): the chunks' GEMMs on the vendor BLAS
 // (cuBLASLt / hipBLASLt through src/platform/gpu_runtime.h), the collectives through the
@@ -35,20 +36,24 @@ sscResult_t gpuCheck(hipError_t e, const char* what) {
 sscResult_t gpuCreate(sscGemmContext* g) {
   gpu::DeviceGuard onDevice(g->device);
 #if !defined(STARSCREAM_HAVE_BLASLT)
-  return fail(sscInvalidUsage, "sscGemmCreate: this build of Starscream has no vendor BLAS "
-              "(hipBLASLt was not found when it was configured), which the GEMM ops need on the GPU");
+  return fail(
+      sscInvalidUsage,
+      "sscGemmCreate: this build of Starscream has no vendor BLAS "
+      "(hipBLASLt was not found when it was configured), which the GEMM ops need on the GPU");
 #else
   // Left uninitialised: rows past m in a slot or the pad only ever feed rows nobody keeps, and a
   // hipMemset on the null stream could wait behind another communicator's kernel.
   SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes + kFusedFlagBytes));
   auto* s = new GpuGemmState;
   g->gpu = s;
-  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking),
+                     "hipStreamCreateWithFlags"));
   // The fused variant's flags start at zero (no chunk published, none read) before any peer can
   // map them (the first fused call), on the side stream: the null stream could wait behind
   // another communicator's kernel.
   SSC_CHECK(gpuCheck(hipMemsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
-                                    kFusedFlagBytes, s->side), "hipMemsetAsync"));
+                                    kFusedFlagBytes, s->side),
+                     "hipMemsetAsync"));
   SSC_CHECK(gpuCheck(hipStreamSynchronize(s->side), "hipStreamSynchronize"));
   void* err = nullptr;
   SSC_CHECK(gpuCheck(hipHostMalloc(&err, 64, hipHostMallocMapped), "hipHostMalloc"));
@@ -56,17 +61,23 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   for (int i = 0; i < 16; ++i) s->errHost[i] = 0;
   SSC_CHECK(gpuCheck(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
                      "hipHostGetDevicePointer"));
-  const double seconds = shmTimeoutSeconds(), ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
-  if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18) s->timeoutTicks = static_cast<uint64_t>(ticks);
+  const double seconds = shmTimeoutSeconds(),
+               ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
+  if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
+    s->timeoutTicks = static_cast<uint64_t>(ticks);
   s->abort = g->comm->backend->deviceAbortWord(g->comm);
-  if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) != hipSuccess) s->sms = 1;
+  if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) !=
+      hipSuccess)
+    s->sms = 1;
   s->probe = g->probe;
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
   SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
-  SSC_CHECK(gpuCheck(hipMalloc(reinterpret_cast<void**>(&s->tables), 2 * gpu::kFusedMaxStores * sizeof(void*)),
-                     "hipMalloc"));
+  SSC_CHECK(gpuCheck(
+      hipMalloc(reinterpret_cast<void**>(&s->tables), 2 * gpu::kFusedMaxStores * sizeof(void*)),
+      "hipMalloc"));
   for (hipEvent_t& e : s->tableRead)
-    SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
+    SSC_CHECK(
+        gpuCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
   return sscSuccess;
 #endif
 }
@@ -129,9 +140,10 @@ sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, co
   one.rows = g.rows * g.batch;
   if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
     const size_t row = c.p.k * typeBytes(c.inType);
-    SSC_CHECK(gpuCheck(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
-                                        g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
-                       "hipMemcpy2DAsync"));
+    SSC_CHECK(
+        gpuCheck(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
+                                  g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                 "hipMemcpy2DAsync"));
     one.dRow = g.dRow;
     return gs->matmul(c, scratch, d, one, on);
   }
@@ -144,19 +156,20 @@ sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, co
 }
 
 void* scratchOf(sscGemmContext* g, const Plan& pl) {
-  return pl.scratchBytes == 0 ? nullptr
-                              : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
+  return pl.scratchBytes == 0
+             ? nullptr
+             : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
 }
 
 }  // namespace
 
-sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d, const GemmPiece& piece,
-                     bool scratch, hipStream_t s) {
+sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d,
+                     const GemmPiece& piece, bool scratch, hipStream_t s) {
   return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
 }
 
-sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
-                                PeerBatch* b) {
+sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
+                                hipStream_t s, PeerBatch* b) {
 #if defined(SSC_BLAS_POINTER_ARRAY)
   const std::vector<int>& peers = b->peers.batched;
   const int batch = static_cast<int>(peers.size());
@@ -205,8 +218,8 @@ sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s
 
 sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
   SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g->gpu->tableRead[b.slot], 0), "hipStreamWaitEvent"));
-  return gpuCheck(static_cast<hipError_t>(gpu::launchFusedSignalWait(nullptr, 0, 0, nullptr, nullptr, 0,
-                                                                     gpu::FusedErrorSink{}, s, &b.store)),
+  return gpuCheck(static_cast<hipError_t>(gpu::launchFusedSignalWait(
+                      nullptr, 0, 0, nullptr, nullptr, 0, gpu::FusedErrorSink{}, s, &b.store)),
                   "the pointer table's store");
 }
 #endif
@@ -225,21 +238,24 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
   if (p.m == 0 || p.n == 0) return sscSuccess;
   if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
     const int64_t rows = heldRows(c);
-    return rows == 0 ? sscSuccess : gpuCheck(hipMemsetAsync(c.y, 0, rows * p.n * ob, s), "hipMemsetAsync");
+    return rows == 0 ? sscSuccess
+                     : gpuCheck(hipMemsetAsync(c.y, 0, rows * p.n * ob, s), "hipMemsetAsync");
   }
   if (pl.direct) {
     GemmPiece all;
     all.rows = p.m;
     if (c.xGathered != nullptr && c.xGathered != c.x)
-      SSC_CHECK(gpuCheck(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
-                         "hipMemcpyAsync"));
+      SSC_CHECK(
+          gpuCheck(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
+                   "hipMemcpyAsync"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
   // Never under stream capture (gemm_api.cc plans no fused form there).
   if (pl.variant == sscGemmFused && c.copyEngine)
     return p.op == Op::kAllGather ? ceRunFusedAllGather(g, c, s) : ceRunFusedReduceScatter(g, c, s);
   if (pl.variant == sscGemmFused)
-    return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s) : kernelRunFusedReduceScatter(g, c, s);
+    return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s)
+                                  : kernelRunFusedReduceScatter(g, c, s);
   sscComm* comm = g->comm;
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   const bool rs = p.op == Op::kReduceScatter;
@@ -273,23 +289,26 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
       case StepKind::kPadIn:
         if (mine > 0)
           SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
-                                            hipMemcpyDeviceToDevice, s), "hipMemcpyAsync"));
+                                            hipMemcpyDeviceToDevice, s),
+                             "hipMemcpyAsync"));
         break;
       case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
         for (const GemmPiece& g : chunkPieces(p, pl, j)) {
           const size_t rowBytes = p.k * ib;
-          SSC_CHECK(gpuCheck(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
-                                              std::max<size_t>(g.dStride, g.rows) * rowBytes,
-                                              cbyte(slot, g.aRow * rowBytes),
-                                              std::max<size_t>(g.aStride, g.rows) * rowBytes,
-                                              g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, s),
-                             "hipMemcpy2DAsync"));
+          SSC_CHECK(
+              gpuCheck(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
+                                        std::max<size_t>(g.dStride, g.rows) * rowBytes,
+                                        cbyte(slot, g.aRow * rowBytes),
+                                        std::max<size_t>(g.aStride, g.rows) * rowBytes,
+                                        g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, s),
+                       "hipMemcpy2DAsync"));
         }
         break;
       case StepKind::kPadOut:
         if (mine > 0)
           SSC_CHECK(gpuCheck(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
-                                            hipMemcpyDeviceToDevice, s), "hipMemcpyAsync"));
+                                            hipMemcpyDeviceToDevice, s),
+                             "hipMemcpyAsync"));
         break;
     }
   }
@@ -312,8 +331,10 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   // A pass of its own over y for now: cuBLASLt / hipBLASLt's bias epilogue would save it, but
   // the reduce-scatter's sum happens after the GEMM, and the epilogue needs the heuristic run
   // again with it (docs/gemm.md, Left).
-  return launched(gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
-                                     c.outType == sscBfloat16, stream), "the bias kernel");
+  return launched(
+      gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
+                         c.outType == sscBfloat16, stream),
+      "the bias kernel");
 #endif
 }
 

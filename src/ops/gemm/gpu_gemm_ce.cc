@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SSC_GEMM_COPY_ENGINE: the fused forms with no kernel that waits on a peer (docs/gemm.md).
 //
 // Why: under an SM cap (an MPS partition, a CPX XCD) every waiting or copying kernel of the
@@ -39,8 +40,10 @@ namespace {
 // gpuCheck, but a driver without stream memory operations is the caller's choice of flag.
 sscResult_t ceCheck(hipError_t e, const char* what) {
   if (e == hipErrorNotSupported)
-    return fail(sscInvalidUsage, "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
-                "this driver does not offer ({})", what);
+    return fail(sscInvalidUsage,
+                "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
+                "this driver does not offer ({})",
+                what);
   return gpuCheck(e, what);
 }
 
@@ -57,8 +60,10 @@ class CopyEngine {
   explicit CopyEngine(sscGemmContext* g) : g_(g), me_(g->comm->rank) {}
 
   sscResult_t init() {
-    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
-    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&release_, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking),
+                      "hipStreamCreateWithFlags"));
+    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&release_, hipStreamNonBlocking),
+                      "hipStreamCreateWithFlags"));
     void* h = nullptr;
     SSC_CHECK(ceCheck(hipHostMalloc(&h, kFusedFlagBytes, hipHostMallocMapped), "hipHostMalloc"));
     host_ = static_cast<uint32_t*>(h);
@@ -87,7 +92,8 @@ class CopyEngine {
     std::lock_guard<std::mutex> lk(mu_);
     while (free_.size() < 3) {
       hipEvent_t e = nullptr;
-      SSC_CHECK(ceCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
+      SSC_CHECK(
+          ceCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
       free_.push_back(e);
     }
     for (int i = 0; i < 3; ++i) {
@@ -171,32 +177,38 @@ class CopyEngine {
   void releaseWaits(const Pending& f, bool aborted) {
     const uint32_t use = pending_.back().use;
     const int K = static_cast<int>(g_->fusedPeers.size());
-    uint32_t* tail = reinterpret_cast<uint32_t*>(static_cast<char*>(g_->workspace) + g_->workspaceBytes);
+    uint32_t* tail =
+        reinterpret_cast<uint32_t*>(static_cast<char*>(g_->workspace) + g_->workspaceBytes);
     std::string missing;
-    if (hipMemcpyAsync(host_, tail, kFusedFlagBytes, hipMemcpyDeviceToHost, release_) == hipSuccess &&
+    if (hipMemcpyAsync(host_, tail, kFusedFlagBytes, hipMemcpyDeviceToHost, release_) ==
+            hipSuccess &&
         settled()) {
       const size_t arrived = (f.kind == Kind::kAllGather ? kFusedFromOff : kFusedReadyFromOff) / 4 +
                              (f.use % 2) * kFusedMaxRanks;
       // Its own word: no wait reads it (the per-rank all-gather never writes it).
       for (int q = 0; q < K; ++q)
         if (q != me_ && static_cast<int32_t>(host_[arrived + q] - f.use) < 0)
-          missing += fmt::format("{}rank {} ({} of use {})", missing.empty() ? "" : ", ", q,
-                                 f.kind == Kind::kAllGather ? "its rows of X" : "its partial product", f.use);
+          missing += fmt::format(
+              "{}rank {} ({} of use {})", missing.empty() ? "" : ", ", q,
+              f.kind == Kind::kAllGather ? "its rows of X" : "its partial product", f.use);
       for (uint32_t back = 1; back <= 2 && back < f.use; ++back)
         for (int q = 0; q < K; ++q)
-          if (static_cast<int32_t>(host_[kFusedDoneOff / 4 + ((f.use - back) % 2) * kFusedMaxRanks + q] -
-                                   (f.use - back)) < 0)
-            missing += fmt::format("{}rank {} (had not finished reading use {})", missing.empty() ? "" : ", ",
-                                   q, f.use - back);
+          if (static_cast<int32_t>(
+                  host_[kFusedDoneOff / 4 + ((f.use - back) % 2) * kFusedMaxRanks + q] -
+                  (f.use - back)) < 0)
+            missing += fmt::format("{}rank {} (had not finished reading use {})",
+                                   missing.empty() ? "" : ", ", q, f.use - back);
     }
     for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
       for (size_t i = 0; i < kWordsPerArray; ++i) host_[off / 4 + i] = use;
     for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
-      (void)hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4, hipMemcpyHostToDevice, release_);
-    failure_ = fmt::format("{} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
-                           f.kind == Kind::kAllGather ? "an all-gather + GEMM" : "a GEMM + reduce-scatter",
-                           aborted ? "because the communicator was aborted" : "after STARSCREAM_TIMEOUT",
-                           missing.empty() ? "unknown" : missing);
+      (void)hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4,
+                           hipMemcpyHostToDevice, release_);
+    failure_ =
+        fmt::format("{} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
+                    f.kind == Kind::kAllGather ? "an all-gather + GEMM" : "a GEMM + reduce-scatter",
+                    aborted ? "because the communicator was aborted" : "after STARSCREAM_TIMEOUT",
+                    missing.empty() ? "unknown" : missing);
     failed_.store(true, std::memory_order_release);
     SSC_LOG(kWarn, "{}", failure_);
   }
@@ -235,8 +247,10 @@ sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
   hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
   SSC_CHECK(ceCheck(hipStreamIsCapturing(s, &capture), "hipStreamIsCapturing"));
   if (capture != hipStreamCaptureStatusNone)
-    return fail(sscInvalidUsage, "gemm: SSC_GEMM_COPY_ENGINE cannot run on a stream being captured "
-                "into a graph (its watchdog follows each call by events): leave the flag off there");
+    return fail(
+        sscInvalidUsage,
+        "gemm: SSC_GEMM_COPY_ENGINE cannot run on a stream being captured "
+        "into a graph (its watchdog follows each call by events): leave the flag off there");
   CopyEngine*& ce = *gpuCopyEngine(g);
   if (ce == nullptr) {
     auto* fresh = new CopyEngine(g);
@@ -263,8 +277,9 @@ class Ops {
   }
   void write(uint32_t* word, uint32_t value) { ops_.push_back({word, value, true}); }
   sscResult_t submit(hipStream_t s) {
-    const sscResult_t r = ceCheck(sscStreamBatchValue32(s, ops_.data(), static_cast<int>(ops_.size())),
-                                  "sscStreamBatchValue32");
+    const sscResult_t r =
+        ceCheck(sscStreamBatchValue32(s, ops_.data(), static_cast<int>(ops_.size())),
+                "sscStreamBatchValue32");
     ops_.clear();
     return r;
   }
@@ -304,7 +319,8 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
       SSC_CHECK(ceCheck(hipEventRecord(ev[0], s), "hipEventRecord"));
       gate(g, me, K, use, &ops);
       SSC_CHECK(ops.submit(s));
-      for (const GemmPiece& piece : chunkPieces(p, pl, j)) SSC_CHECK(gpuPiece(g, c, c.x, mySlot, piece, true, s));
+      for (const GemmPiece& piece : chunkPieces(p, pl, j))
+        SSC_CHECK(gpuPiece(g, c, c.x, mySlot, piece, true, s));
       for (int q = 0; q < K; ++q)
         if (q != me) ops.write(fusedReadyFrom(g, q, fi, me), use);
       for (int q = 0; q < K; ++q)
@@ -313,11 +329,13 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
       const int64_t mine = ownChunkRows(p, pl, j, me);
       if (mine > 0) {
         const void* srcs[kFusedMaxRanks];
-        for (int q = 0; q < K; ++q) srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
-        SSC_CHECK(ceCheck(static_cast<hipError_t>(gpu::launchFusedReduce(
-                              byte(c.y, cr.begin * p.n * ob), srcs, K, static_cast<size_t>(mine * p.n),
-                              static_cast<int>(ob), c.outType == sscBfloat16, 4 * gpuSms(g), s)),
-                          "the fused reduce kernel"));
+        for (int q = 0; q < K; ++q)
+          srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
+        SSC_CHECK(
+            ceCheck(static_cast<hipError_t>(gpu::launchFusedReduce(
+                        byte(c.y, cr.begin * p.n * ob), srcs, K, static_cast<size_t>(mine * p.n),
+                        static_cast<int>(ob), c.outType == sscBfloat16, 4 * gpuSms(g), s)),
+                    "the fused reduce kernel"));
       }
       for (int q = 0; q < K; ++q) ops.write(fusedDone(g, q, slot, me), use);
       SSC_CHECK(ops.submit(s));
@@ -370,8 +388,9 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
     for (int i = 0; i < K; ++i) {  // rotated, so the ranks do not all write into one peer at once
       const int q = (me + i) % K;
       if ((!pl.agPerRank || q == me) && own.count > 0)
-        SSC_CHECK(ceCheck(hipMemcpyAsync(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x,
-                                         own.count * p.k * ib, hipMemcpyDeviceToDevice, cs), "hipMemcpyAsync"));
+        SSC_CHECK(ceCheck(hipMemcpyAsync(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib),
+                                         c.x, own.count * p.k * ib, hipMemcpyDeviceToDevice, cs),
+                          "hipMemcpyAsync"));
     }
     for (int q = 0; q < K; ++q)
       if (q != me) ops.write(fusedFrom(g, q, fi, me), use);
@@ -404,7 +423,9 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
 
 #endif
 
-sscResult_t ceEarlierTimeout(const CopyEngine* ce) { return ce == nullptr ? sscSuccess : ce->earlier(); }
+sscResult_t ceEarlierTimeout(const CopyEngine* ce) {
+  return ce == nullptr ? sscSuccess : ce->earlier();
+}
 
 void ceDestroy(CopyEngine* ce) { delete ce; }
 

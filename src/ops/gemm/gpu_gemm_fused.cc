@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused forms whose ranks order themselves with waiting kernels (docs/gemm.md
 // "How a call runs"): the GEMM + reduce-scatter that sums each owner's rows out of every rank's
 // slot, and the all-gather + GEMM in its push and per-rank forms. Every step on the caller's
@@ -24,18 +25,25 @@ sscResult_t earlierTimeout(const FusedWaitState& gs, int nranks) {
   const uint32_t lane = gs.errHost[1], seen = gs.errHost[2], want = gs.errHost[3];
   const char* what = "a fused wait";
   switch (gs.errHost[4]) {
-    case kSiteRsGate: what = "GEMM + reduce-scatter, before refilling a slot: the done flag of reader"; break;
-    case kSiteRsReady: what = "GEMM + reduce-scatter, before the sum: the ready flag of producer"; break;
+    case kSiteRsGate:
+      what = "GEMM + reduce-scatter, before refilling a slot: the done flag of reader";
+      break;
+    case kSiteRsReady:
+      what = "GEMM + reduce-scatter, before the sum: the ready flag of producer";
+      break;
     case kSiteAgGate: what = "all-gather + GEMM, before the push: the done flag of reader"; break;
     case kSiteAgRows: what = "all-gather + GEMM, before the GEMM: the rows flag of producer"; break;
     case kSiteArrive:
-      what = "the arrival barrier before a collective (STARSCREAM_GEMM_BARRIER): the arrive flag of";
+      what =
+          "the arrival barrier before a collective (STARSCREAM_GEMM_BARRIER): the arrive flag of";
       break;
     default: break;
   }
-  return fail(sscTimeout, "gemm: an earlier call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
+  return fail(sscTimeout,
+              "gemm: an earlier call's wait passed STARSCREAM_TIMEOUT ({} rank {}: "
               "holds use {}, the wait needs {}): a peer is missing or hung; the context's results "
-              "since then are not valid (destroy it)", what, lane % nranks, seen, want);
+              "since then are not valid (destroy it)",
+              what, lane % nranks, seen, want);
 }
 
 gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
@@ -62,8 +70,9 @@ sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
     flags[q] = fusedArrive(g, me, q);
     at[q] = use;
   }
-  return launched(gpu::launchFusedSignalWait(signals, K, use, flags, at, K, sinkAt(gs, kSiteArrive), s),
-                  "the arrival barrier");
+  return launched(
+      gpu::launchFusedSignalWait(signals, K, use, flags, at, K, sinkAt(gs, kSiteArrive), s),
+      "the arrival barrier");
 }
 
 sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
@@ -82,19 +91,20 @@ sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, h
   SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
   if (c.xGathered == nullptr) return sscSuccess;
   // The slot's rows are X's rows (x in place inside it: the same bytes).
-  return gpuCheck(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType), hipMemcpyDeviceToDevice, s),
+  return gpuCheck(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
+                                 hipMemcpyDeviceToDevice, s),
                   "hipMemcpyAsync");
 }
 
-sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
-                             PeerBatch* batch) {
+sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
+                             hipStream_t s, PeerBatch* batch) {
   *batch = PeerBatch{};
   batch->peers = peerGemms(c.p, c.rank);
   return batch->peers.batch ? gpuPreparePeerBatch(g, c, slotOff, use, s, batch) : sscSuccess;
 }
 
-sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch, size_t slotOff,
-                             hipStream_t s) {
+sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch,
+                             size_t slotOff, hipStream_t s) {
   auto one = [&](int q) {  // peer q's rows, one GEMM
     const RowRange r = rowShard(c.p.m, c.p.nranks, q);
     GemmPiece gq;
@@ -103,7 +113,8 @@ sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& 
     return gpuPiece(g, c, cbyte(g->fusedPeers[static_cast<size_t>(q)], slotOff), c.y, gq, false, s);
   };
   // Both lists rotated, so the ranks do not all read one peer's slot at once.
-  if (batch.ready) SSC_CHECK(gpuRunPeerBatch(g, batch, s));
+  if (batch.ready)
+    SSC_CHECK(gpuRunPeerBatch(g, batch, s));
   else
     for (int q : batch.peers.batched) SSC_CHECK(one(q));
   for (int q : batch.peers.single) SSC_CHECK(one(q));
@@ -146,8 +157,9 @@ sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStr
         targets[n] = prev;
       }
     }
-    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sinkAt(gs, kSiteRsGate), s),
-                       "fused wait"));
+    SSC_CHECK(
+        launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sinkAt(gs, kSiteRsGate), s),
+                 "fused wait"));
     for (const GemmPiece& piece : chunkPieces(p, pl, j))
       SSC_CHECK(gpuPiece(g, c, c.x, mySlot, piece, true, s));
     uint32_t* myReady = fusedReady(g, me, slot);
@@ -157,13 +169,16 @@ sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStr
       doneAt[q] = fusedDone(g, q, slot, me);
       srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
     }
-    SSC_CHECK(launched(gpu::launchFusedWait(flags, targets, K, myReady, use, sinkAt(gs, kSiteRsReady), s),
-                       "fused wait"));
+    SSC_CHECK(
+        launched(gpu::launchFusedWait(flags, targets, K, myReady, use, sinkAt(gs, kSiteRsReady), s),
+                 "fused wait"));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     if (mine > 0)
-      SSC_CHECK(launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
-                                                static_cast<size_t>(mine * p.n), static_cast<int>(ob),
-                                                c.outType == sscBfloat16, 4 * gpuSms(g), s), "fused reduce"));
+      SSC_CHECK(
+          launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
+                                          static_cast<size_t>(mine * p.n), static_cast<int>(ob),
+                                          c.outType == sscBfloat16, 4 * gpuSms(g), s),
+                   "fused reduce"));
     SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
     g->lastDoneIndex = slot;
   }
@@ -201,7 +216,8 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
   void* dsts[gpu::kFusedMaxRanks];
   int nd = 0;
   for (int q = 0; q < K; ++q)
-    if (!pl.agPerRank || q == me) dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
+    if (!pl.agPerRank || q == me)
+      dsts[nd++] = byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib);
   // The gate in one warp of its own launch, not in every block of the push: an early rank's
   // push would otherwise spin on up to all of its SMs until the slowest reader's GEMM of the
   // previous call ends, and where ranks share SMs (MPS partitions) that starves the very GEMM
@@ -220,8 +236,9 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
     at[q] = use;
   }
   if (!pl.agPerRank) {
-    SSC_CHECK(launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s),
-                       "fused wait"));
+    SSC_CHECK(
+        launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s),
+                 "fused wait"));
     SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
   } else {
     SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
@@ -232,7 +249,8 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
     PeerBatch batch;
     SSC_CHECK(gemmPeersPrepare(g, c, slotOff, use, s, &batch));
     SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s,
-                                            batch.ready ? &batch.store : nullptr), "fused wait"));
+                                            batch.ready ? &batch.store : nullptr),
+                       "fused wait"));
     SSC_CHECK(gemmPeersInPlace(g, c, batch, slotOff, s));
   }
   uint32_t* doneAt[gpu::kFusedMaxRanks];
@@ -240,7 +258,6 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
   g->lastDoneIndex = fi;
   return launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal");
 }
-
 
 #endif
 

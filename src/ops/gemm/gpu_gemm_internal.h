@@ -1,6 +1,7 @@
-// What the GPU half's files share (gpu_gemm.cc, gpu_gemm_fused.cc, gpu_gemm_ce.cc): one GEMM piece on the context's
-// vendor BLAS, and the copy-engine form's state behind the GpuGemmState. Built only with a GPU
-// backend; nothing outside src/ops/gemm includes it.
+// SPDX-License-Identifier: MIT
+// What the GPU half's files share (gpu_gemm.cc, gpu_gemm_fused.cc, gpu_gemm_ce.cc): one GEMM piece
+// on the context's vendor BLAS, and the copy-engine form's state behind the GpuGemmState. Built
+// only with a GPU backend; nothing outside src/ops/gemm includes it.
 #pragma once
 
 #include <vector>
@@ -16,8 +17,8 @@ sscResult_t gpuCheck(hipError_t e, const char* what);
 // gpu_gemm.cc: a GEMM piece of call c from A rows of `a` into D rows of `d` on stream s (the
 // BLAS's algorithm vetted once per shape where STARSCREAM_GEMM_PROBE is on). With `scratch`, a
 // strided batch runs as one 2D copy and one GEMM through the plan's scratch (runPiece).
-sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d, const GemmPiece& piece,
-                     bool scratch, hipStream_t s);
+sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d,
+                     const GemmPiece& piece, bool scratch, hipStream_t s);
 // The context's SMs as the runtime reports them (the MPS share under a cap).
 int gpuSms(sscGemmContext* g);
 // What the waiting kernels need to bound and report a wait (GpuGemmState): the pinned words a
@@ -43,10 +44,10 @@ sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, h
 // batch->store (PeerBatch) where batch->ready, then `run` after it. use: the call's use number
 // (the table's slot, rewritten two uses later, after this call's done flags).
 struct PeerBatch;
-sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
-                             PeerBatch* batch);
-sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch, size_t slotOff,
-                             hipStream_t s);
+sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
+                             hipStream_t s, PeerBatch* batch);
+sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch,
+                             size_t slotOff, hipStream_t s);
 // gpu_gemm.cc: the peers with full blocks as ONE pointer-array batch of the vendor BLAS, whose
 // table (W, X, D pointers) a kernel stores on the stream before the GEMM (from its launch
 // arguments, so no host buffer must outlive the call): `ready` where the
@@ -55,14 +56,14 @@ sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& 
 struct PeerBatch {
   PeerGemms peers;  // peerGemms(c.p, c.rank), once a call
   bool ready = false;
-  gpu::PointerStore store;  // what the wait launch stores (dst: the table)
+  gpu::PointerStore store;      // what the wait launch stores (dst: the table)
   const void* shape = nullptr;  // gpu_gemm.cc's Shape
   void** table = nullptr;
   int slot = 0;  // the table's: use % 2
 };
 // b->peers set, b->peers.batch true; fills the rest of *b.
-sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use, hipStream_t s,
-                                PeerBatch* b);
+sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
+                                hipStream_t s, PeerBatch* b);
 sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s);
 // The copy-engine form's store of b's table on stream s (one launch), after the last GEMM that
 // read the same table slot wherever it ran (an event: no flag of that form orders it).

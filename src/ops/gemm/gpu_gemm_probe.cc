@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "src/ops/gemm/gpu_gemm_probe.h"
 
 #if defined(STARSCREAM_HAVE_BLASLT)
@@ -23,21 +24,25 @@ size_t skew(uint32_t align) { return align >= 256 ? 0 : align; }
 
 }  // namespace
 
-sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hipblasLtMatrixLayout_t a,
-                           hipblasLtMatrixLayout_t b, hipblasLtMatrixLayout_t d,
-                           const hipblasLtMatmulAlgo_t& algo, const ProbeShape& s, void* blasWorkspace,
-                           size_t blasWorkspaceBytes, int sms, hipStream_t stream, uint64_t* unwritten) {
+sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
+                           hipblasLtMatrixLayout_t a, hipblasLtMatrixLayout_t b,
+                           hipblasLtMatrixLayout_t d, const hipblasLtMatmulAlgo_t& algo,
+                           const ProbeShape& s, void* blasWorkspace, size_t blasWorkspaceBytes,
+                           int sms, hipStream_t stream, uint64_t* unwritten) {
   // The probe waits for the stream, which a stream being captured into a graph cannot do (and
   // the capture would be lost): refuse, so the caller runs the shape once outside the graph.
   hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
   SSC_CHECK(check(hipStreamIsCapturing(stream, &capture), "hipStreamIsCapturing"));
   if (capture != hipStreamCaptureStatusNone)
-    return fail(sscInvalidUsage, "gemm: a new GEMM shape ({} x {} x {}, rows x n x k) on a stream being "
-                "captured into a graph: STARSCREAM_GEMM_PROBE checks its BLAS algorithm first, which "
-                "waits for the stream; run the call once before capturing it", s.rows, s.n, s.k);
+    return fail(
+        sscInvalidUsage,
+        "gemm: a new GEMM shape ({} x {} x {}, rows x n x k) on a stream being "
+        "captured into a graph: STARSCREAM_GEMM_PROBE checks its BLAS algorithm first, which "
+        "waits for the stream; run the call once before capturing it",
+        s.rows, s.n, s.k);
   if (s.pointers && s.batch > kPointerTableStride)
-    return fail(sscInternalError, "gemm: probing a pointer-array batch of {} entries (at most {})", s.batch,
-                kPointerTableStride);
+    return fail(sscInternalError, "gemm: probing a pointer-array batch of {} entries (at most {})",
+                s.batch, kPointerTableStride);
   const size_t last = static_cast<size_t>(s.batch > 1 ? s.batch - 1 : 0);
   const size_t wBytes = static_cast<size_t>(s.n) * s.k * s.inBytes;
   const size_t xBytes = (last * s.aStride + s.rows) * s.k * s.inBytes;
@@ -49,18 +54,21 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
   char* base = nullptr;
   // Stream-ordered: a plain allocation or free may wait for the whole device, where another
   // stream of this process can hold a kernel waiting on the peers.
-  SSC_CHECK(check(hipMallocAsync(reinterpret_cast<void**>(&base), total, stream), "hipMallocAsync"));
+  SSC_CHECK(
+      check(hipMallocAsync(reinterpret_cast<void**>(&base), total, stream), "hipMallocAsync"));
   char* w = base + skew(s.alignW);
   char* x = base + region(wBytes) + skew(s.alignX);
   char* y = base + region(wBytes) + region(xBytes) + skew(s.alignD);
   auto* count = reinterpret_cast<unsigned long long*>(base + total - 256);
-  sscResult_t r = check(hipMemsetAsync(base, 0, total - 256 + sizeof(*count), stream), "hipMemsetAsync");
+  sscResult_t r =
+      check(hipMemsetAsync(base, 0, total - 256 + sizeof(*count), stream), "hipMemsetAsync");
   if (r == sscSuccess) r = check(hipMemsetAsync(y, 0xFF, dBytes, stream), "hipMemsetAsync");
   // An algorithm the library refuses at launch (cuBLASLt did for one its heuristic had returned,
   // gpu_gemm.cc runPiece) is one more to skip, not an error of the call.
   bool refused = false;
   std::vector<void*> table;  // the host side of a pointer-array table, alive until the wait below
-  void** devTable = reinterpret_cast<void**>(base + region(wBytes) + region(xBytes) + region(dBytes));
+  void** devTable =
+      reinterpret_cast<void**>(base + region(wBytes) + region(xBytes) + region(dBytes));
   if (r == sscSuccess && s.pointers) {
     table.assign(3 * kTable, nullptr);
     for (int i = 0; i < s.batch; ++i) {
@@ -68,7 +76,8 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
       table[kTable + i] = x + i * s.aStride * s.k * s.inBytes;
       table[2 * kTable + i] = y + i * s.dStride * s.n * s.outBytes;
     }
-    r = check(hipMemcpyAsync(devTable, table.data(), table.size() * sizeof(void*), hipMemcpyHostToDevice, stream),
+    r = check(hipMemcpyAsync(devTable, table.data(), table.size() * sizeof(void*),
+                             hipMemcpyHostToDevice, stream),
               "hipMemcpyAsync");
   }
   if (r == sscSuccess) {
@@ -76,17 +85,18 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hip
     const void* aw = s.pointers ? static_cast<const void*>(devTable) : w;
     const void* bx = s.pointers ? static_cast<const void*>(devTable + kTable) : x;
     void* dy = s.pointers ? static_cast<void*>(devTable + 2 * kTable) : y;
-    refused = hipblasLtMatmul(lt, desc, &alpha, aw, a, bx, b, &beta, dy, d, dy, d, &algo, blasWorkspace,
-                              blasWorkspaceBytes, stream) != HIPBLAS_STATUS_SUCCESS;
+    refused = hipblasLtMatmul(lt, desc, &alpha, aw, a, bx, b, &beta, dy, d, dy, d, &algo,
+                              blasWorkspace, blasWorkspaceBytes, stream) != HIPBLAS_STATUS_SUCCESS;
   }
   const size_t rowBytes = static_cast<size_t>(s.n) * s.outBytes;
   if (r == sscSuccess && !refused)
-    r = check(static_cast<hipError_t>(gpu::launchCountNonZero(y, s.rows * rowBytes, s.dStride * rowBytes,
-                                                              s.batch, count, 4 * sms, stream)),
+    r = check(static_cast<hipError_t>(gpu::launchCountNonZero(
+                  y, s.rows * rowBytes, s.dStride * rowBytes, s.batch, count, 4 * sms, stream)),
               "the count kernel");
   unsigned long long left = 0;
   if (r == sscSuccess && !refused)
-    r = check(hipMemcpyAsync(&left, count, sizeof(left), hipMemcpyDeviceToHost, stream), "hipMemcpyAsync");
+    r = check(hipMemcpyAsync(&left, count, sizeof(left), hipMemcpyDeviceToHost, stream),
+              "hipMemcpyAsync");
   const sscResult_t freed = check(hipFreeAsync(base, stream), "hipFreeAsync");
   const sscResult_t synced = check(hipStreamSynchronize(stream), "hipStreamSynchronize");
   SSC_CHECK(r);

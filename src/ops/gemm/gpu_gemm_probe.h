@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: MIT
 // The GPU half's check of a vendor BLAS algorithm before the GEMM ops trust it (gpu_gemm.cc):
 // under an MPS SM cap cuBLASLt (on an H200) returned algorithms that leave whole tiles or batch
 // entries of the output unwritten and report success (one process at a 20 % cap, m = 1000,
 // n = 96, k = 200: 488 of 1000 rows never written, no communication involved; `gpu_gemm_test`
-// at K = 5 under tools/emulate/partition-run.sh with STARSCREAM_GEMM_PROBE=off shows it). STARSCREAM_GEMM_PROBE (docs/environment.md) says when the ops probe.
+// at K = 5 under tools/emulate/partition-run.sh with STARSCREAM_GEMM_PROBE=off shows it).
+// STARSCREAM_GEMM_PROBE (docs/environment.md) says when the ops probe.
 #pragma once
 
 #include <cstddef>
@@ -38,13 +40,14 @@ constexpr uint64_t kProbeRefused = ~uint64_t{0};
 // Runs `algo` once on `stream` over zero inputs of this shape, laid out and aligned as the call's
 // (stream-ordered allocations of its own), into a D whose bytes start at 0xFF, waits for the
 // stream, and returns in *unwritten the output bytes the GEMM should have set to zero but did not
-// (0: the algorithm computed every element; kProbeRefused: it did not launch). The caller's stream holds only work whose peers'
-// part is already queued (the ops probe before a GEMM, in their one ordered list), so the wait
-// cannot stall a peer.
-sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc, hipblasLtMatrixLayout_t a,
-                           hipblasLtMatrixLayout_t b, hipblasLtMatrixLayout_t d,
-                           const hipblasLtMatmulAlgo_t& algo, const ProbeShape& shape, void* blasWorkspace,
-                           size_t blasWorkspaceBytes, int sms, hipStream_t stream, uint64_t* unwritten);
+// (0: the algorithm computed every element; kProbeRefused: it did not launch). The caller's stream
+// holds only work whose peers' part is already queued (the ops probe before a GEMM, in their one
+// ordered list), so the wait cannot stall a peer.
+sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
+                           hipblasLtMatrixLayout_t a, hipblasLtMatrixLayout_t b,
+                           hipblasLtMatrixLayout_t d, const hipblasLtMatmulAlgo_t& algo,
+                           const ProbeShape& shape, void* blasWorkspace, size_t blasWorkspaceBytes,
+                           int sms, hipStream_t stream, uint64_t* unwritten);
 
 }  // namespace ssc::gemm
 #endif

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU GEMM context's state (GpuGemmState): the vendor BLAS handle and workspace, the GEMM
 // shapes described so far with the algorithm each was given (probed where STARSCREAM_GEMM_PROBE
 // is on), the side stream and the fused variant's wait words. Used by gpu_gemm.cc, which runs
@@ -54,9 +55,9 @@ struct Shape {
 constexpr int kProbeCandidates = 8;
 // ShapeKey's strides for a pointer-array batch (tableShape).
 constexpr int64_t kPointerArray = -1;
-static_assert(3 * kPointerTableStride <= gpu::kFusedMaxStores, "a table is stored by one wait launch");
+static_assert(3 * kPointerTableStride <= gpu::kFusedMaxStores,
+              "a table is stored by one wait launch");
 #endif
-
 
 class GpuGemmState {
  public:
@@ -76,7 +77,8 @@ class GpuGemmState {
   void* blasWorkspace = nullptr;
   std::map<ShapeKey, Shape> shapes;
   // The per-rank all-gather's pointer-array tables, [use % 2][kFusedMaxStores] (PeerBatch), and
-  // the end of each one's last GEMM where no flag orders it (the copy-engine form, gpuStorePeerTable).
+  // the end of each one's last GEMM where no flag orders it (the copy-engine form,
+  // gpuStorePeerTable).
   void** tables = nullptr;
   hipEvent_t tableRead[2] = {nullptr, nullptr};
 
@@ -124,8 +126,9 @@ class GpuGemmState {
     g.rows = rows;
     g.batch = batch;
     g.aStride = g.dStride = kPointerArray;
-    const ShapeKey key{c.p.n, rows, c.p.k, batch, kPointerArray, kPointerArray, c.weightKN, c.inType,
-                       c.outType, alignmentOf(c.w, 0), alignX, alignD};
+    const ShapeKey key{c.p.n,         rows,       c.p.k,    batch,     kPointerArray,
+                       kPointerArray, c.weightKN, c.inType, c.outType, alignmentOf(c.w, 0),
+                       alignX,        alignD};
     return shapeOf(c, g, key, stream, out);
   }
 
@@ -135,19 +138,29 @@ class GpuGemmState {
     const float alpha = 1.0f, beta = 0.0f;
     void** x = table + kPointerTableStride;
     void** d = table + 2 * kPointerTableStride;
-    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, table, s.a, x, s.b, &beta, d, s.d, d, s.d, &s.algo,
-                                     blasWorkspace, kBlasWorkspaceBytes, stream),
+    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, table, s.a, x, s.b, &beta, d, s.d, d, s.d,
+                                     &s.algo, blasWorkspace, kBlasWorkspaceBytes, stream),
                      "hipblasLtMatmul (pointer-array batch)");
   }
 
-  sscResult_t matmul(const Call& c, const void* a, void* d, const GemmPiece& g, hipStream_t stream) {
+  sscResult_t matmul(const Call& c, const void* a, void* d, const GemmPiece& g,
+                     hipStream_t stream) {
     const int64_t n = c.p.n, k = c.p.k;
     const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
     const void* bPtr = cbyte(a, g.aRow * k * ib);
     void* dPtr = byte(d, g.dRow * n * ob);
     const size_t bStride = g.aStride * k * ib, dStride = g.dStride * n * ob;
-    const ShapeKey key{n, g.rows, k, g.batch, g.aStride, g.dStride, c.weightKN, c.inType,
-                       c.outType, alignmentOf(c.w, 0), alignmentOf(bPtr, bStride),
+    const ShapeKey key{n,
+                       g.rows,
+                       k,
+                       g.batch,
+                       g.aStride,
+                       g.dStride,
+                       c.weightKN,
+                       c.inType,
+                       c.outType,
+                       alignmentOf(c.w, 0),
+                       alignmentOf(bPtr, bStride),
                        alignmentOf(dPtr, dStride)};
     const Shape* found = nullptr;
     SSC_CHECK(shapeOf(c, g, key, stream, &found));
@@ -167,29 +180,41 @@ class GpuGemmState {
         return sscSuccess;
       }
       if (s.rejected > 0)
-        return fail(sscUnhandledDeviceError, "gemm: none of the BLAS's {} algorithms for {} x {} x {} "
-                    "(rows x n x k) computed every output element in its probe (STARSCREAM_GEMM_PROBE, "
-                    "docs/gemm.md): the vendor library is not usable for this shape here", s.rejected,
-                    g.rows, n, k);
-      return fail(sscUnhandledDeviceError, "gemm: the BLAS has no algorithm for {} x {} x {} "
-                  "(rows x n x k)", g.rows, n, k);
+        return fail(
+            sscUnhandledDeviceError,
+            "gemm: none of the BLAS's {} algorithms for {} x {} x {} "
+            "(rows x n x k) computed every output element in its probe (STARSCREAM_GEMM_PROBE, "
+            "docs/gemm.md): the vendor library is not usable for this shape here",
+            s.rejected, g.rows, n, k);
+      return fail(sscUnhandledDeviceError,
+                  "gemm: the BLAS has no algorithm for {} x {} x {} "
+                  "(rows x n x k)",
+                  g.rows, n, k);
     }
     const float alpha = 1.0f, beta = 0.0f;
-    return blasCheck(hipblasLtMatmul(lt, s.desc, &alpha, c.w, s.a, bPtr, s.b, &beta, dPtr, s.d,
-                                     dPtr, s.d, &s.algo, blasWorkspace, kBlasWorkspaceBytes, stream),
-                     "hipblasLtMatmul");
+    return blasCheck(
+        hipblasLtMatmul(lt, s.desc, &alpha, c.w, s.a, bPtr, s.b, &beta, dPtr, s.d, dPtr, s.d,
+                        &s.algo, blasWorkspace, kBlasWorkspaceBytes, stream),
+        "hipblasLtMatmul");
   }
 
  private:
-  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, hipStream_t stream, Shape* s) {
+  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, hipStream_t stream,
+                       Shape* s) {
     const int64_t n = c.p.n, k = c.p.k;
     const hipblasOperation_t opA = c.weightKN ? HIPBLAS_OP_N : HIPBLAS_OP_T, opB = HIPBLAS_OP_N;
-    SSC_CHECK(blasCheck(hipblasLtMatmulDescCreate(&s->desc, HIPBLAS_COMPUTE_32F, HIP_R_32F), "hipblasLtMatmulDescCreate"));
-    SSC_CHECK(blasCheck(hipblasLtMatmulDescSetAttribute(s->desc, HIPBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)), "set TRANSA"));
-    SSC_CHECK(blasCheck(hipblasLtMatmulDescSetAttribute(s->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)), "set TRANSB"));
+    SSC_CHECK(blasCheck(hipblasLtMatmulDescCreate(&s->desc, HIPBLAS_COMPUTE_32F, HIP_R_32F),
+                        "hipblasLtMatmulDescCreate"));
+    SSC_CHECK(blasCheck(
+        hipblasLtMatmulDescSetAttribute(s->desc, HIPBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)),
+        "set TRANSA"));
+    SSC_CHECK(blasCheck(
+        hipblasLtMatmulDescSetAttribute(s->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)),
+        "set TRANSB"));
     const hipDataType in = blasType(c.inType), out = blasType(c.outType);
     SSC_CHECK(blasCheck(c.weightKN ? hipblasLtMatrixLayoutCreate(&s->a, in, n, k, n)
-                                   : hipblasLtMatrixLayoutCreate(&s->a, in, k, n, k), "layout A"));
+                                   : hipblasLtMatrixLayoutCreate(&s->a, in, k, n, k),
+                        "layout A"));
     SSC_CHECK(blasCheck(hipblasLtMatrixLayoutCreate(&s->b, in, k, g.rows, k), "layout B"));
     SSC_CHECK(blasCheck(hipblasLtMatrixLayoutCreate(&s->d, out, n, g.rows, n), "layout D"));
     const bool pointers = g.aStride == kPointerArray;
@@ -198,8 +223,12 @@ class GpuGemmState {
       const int32_t batch = g.batch;
       const uint32_t mode = HIPBLASLT_BATCH_MODE_POINTER_ARRAY;
       for (hipblasLtMatrixLayout_t l : {s->a, s->b, s->d}) {
-        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)), "set batch"));
-        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, sizeof(mode)), "set batch mode"));
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(
+                                l, HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
+                            "set batch"));
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_BATCH_MODE,
+                                                              &mode, sizeof(mode)),
+                            "set batch mode"));
       }
 #else
       return sscSuccess;  // not found: the caller runs one GEMM per entry
@@ -209,14 +238,21 @@ class GpuGemmState {
       const int64_t strides[3] = {0, g.aStride * k, g.dStride * n};  // W is shared by the batch
       hipblasLtMatrixLayout_t layouts[3] = {s->a, s->b, s->d};
       for (int i = 0; i < 3; ++i) {
-        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(layouts[i], HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)), "set batch"));
-        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(layouts[i], HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof(strides[i])), "set batch stride"));
+        SSC_CHECK(
+            blasCheck(hipblasLtMatrixLayoutSetAttribute(
+                          layouts[i], HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
+                      "set batch"));
+        SSC_CHECK(blasCheck(hipblasLtMatrixLayoutSetAttribute(
+                                layouts[i], HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                &strides[i], sizeof(strides[i])),
+                            "set batch stride"));
       }
     }
     hipblasLtMatmulPreference_t pref = nullptr;
     SSC_CHECK(blasCheck(hipblasLtMatmulPreferenceCreate(&pref), "hipblasLtMatmulPreferenceCreate"));
     uint64_t wsBytes = kBlasWorkspaceBytes;
-    hipblasStatus_t st = hipblasLtMatmulPreferenceSetAttribute(pref, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes));
+    hipblasStatus_t st = hipblasLtMatmulPreferenceSetAttribute(
+        pref, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof(wsBytes));
 #if defined(SSC_GPU_IS_CUDA)
     // Odd K or N put rows at 2-byte boundaries: tell the heuristic, or it picks a kernel that
     // assumes 16-byte rows and fails at launch.
@@ -240,8 +276,10 @@ class GpuGemmState {
     (void)hipblasLtMatmulPreferenceDestroy(pref);
     if (st != HIPBLAS_STATUS_SUCCESS) found = 0;
     ProbeShape ps;
-    ps.n = n, ps.k = k, ps.rows = g.rows, ps.batch = g.batch, ps.aStride = g.aStride, ps.dStride = g.dStride;
-    if (pointers) ps.aStride = ps.dStride = g.rows, ps.pointers = true;  // the probe's entries: contiguous
+    ps.n = n, ps.k = k, ps.rows = g.rows, ps.batch = g.batch, ps.aStride = g.aStride,
+    ps.dStride = g.dStride;
+    if (pointers)
+      ps.aStride = ps.dStride = g.rows, ps.pointers = true;  // the probe's entries: contiguous
     ps.inBytes = typeBytes(c.inType), ps.outBytes = typeBytes(c.outType);
     ps.alignW = std::get<9>(key), ps.alignX = std::get<10>(key), ps.alignD = std::get<11>(key);
     for (int i = 0; i < found && !s->found; ++i) {
@@ -256,10 +294,13 @@ class GpuGemmState {
         ++s->rejected;
         // A warning: a defect of the vendor's worked around, at most a few lines per shape (and
         // a rank that skips runs more GEMMs than its peers before their collective).
-        SSC_LOG(kWarn, "gemm: the BLAS's algorithm {} of {} for {} x {} x {} (rows x n x k, batch {}) {} "
-                "in its probe: skipped", i + 1, found, g.rows, n, k, g.batch,
-                unwritten == kProbeRefused ? std::string("did not launch")
-                                           : fmt::format("left {} output bytes unwritten", unwritten));
+        SSC_LOG(kWarn,
+                "gemm: the BLAS's algorithm {} of {} for {} x {} x {} (rows x n x k, batch {}) {} "
+                "in its probe: skipped",
+                i + 1, found, g.rows, n, k, g.batch,
+                unwritten == kProbeRefused
+                    ? std::string("did not launch")
+                    : fmt::format("left {} output bytes unwritten", unwritten));
       }
     }
     return sscSuccess;

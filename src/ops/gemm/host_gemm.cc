@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host backend's half of the fused GEMM-collectives: each chunk's GEMMs on the calling
 // thread (hostGemm, fp32 accumulation), then the core's collective on the same communicator and
 // stream. Nothing overlaps here: the host backend is how CI runs the plans (chunking, row
@@ -24,21 +25,27 @@ sscResult_t runPieces(sscGemmContext* ctx, const Call& c, int j, const void* a, 
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   const int64_t n = c.p.n, k = c.p.k;
   const Plan& pl = c.plan;
-  char* scratch = pl.scratchBytes == 0 ? nullptr
-                  : static_cast<char*>(ctx->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
+  char* scratch = pl.scratchBytes == 0
+                      ? nullptr
+                      : static_cast<char*>(ctx->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
   for (const GemmPiece& g : chunkPieces(c.p, pl, j)) {
     if (g.batch > 1 && scratch != nullptr) {
       const int64_t rows = g.rows * g.batch;
       if (static_cast<size_t>(rows) * (g.aStride != g.rows ? k * ib : n * ob) > pl.scratchBytes)
-        return SSC_INTERNAL("gemm: chunk {} needs more scratch than its plan has ({} bytes)", j, pl.scratchBytes);
+        return SSC_INTERNAL("gemm: chunk {} needs more scratch than its plan has ({} bytes)", j,
+                            pl.scratchBytes);
       if (g.aStride != g.rows) {  // x rows of each block -> scratch, one GEMM into the slot
         for (int b = 0; b < g.batch; ++b)
-          std::memcpy(scratch + b * g.rows * k * ib, cbyte(a, (g.aRow + b * g.aStride) * k * ib), g.rows * k * ib);
-        hostGemm(scratch, c.w, byte(d, g.dRow * n * ob), rows, n, k, c.inType, c.outType, c.weightKN, n);
+          std::memcpy(scratch + b * g.rows * k * ib, cbyte(a, (g.aRow + b * g.aStride) * k * ib),
+                      g.rows * k * ib);
+        hostGemm(scratch, c.w, byte(d, g.dRow * n * ob), rows, n, k, c.inType, c.outType,
+                 c.weightKN, n);
       } else {  // one GEMM into the scratch, then its rows to each block of y
-        hostGemm(cbyte(a, g.aRow * k * ib), c.w, scratch, rows, n, k, c.inType, c.outType, c.weightKN, n);
+        hostGemm(cbyte(a, g.aRow * k * ib), c.w, scratch, rows, n, k, c.inType, c.outType,
+                 c.weightKN, n);
         for (int b = 0; b < g.batch; ++b)
-          std::memcpy(byte(d, (g.dRow + b * g.dStride) * n * ob), scratch + b * g.rows * n * ob, g.rows * n * ob);
+          std::memcpy(byte(d, (g.dRow + b * g.dStride) * n * ob), scratch + b * g.rows * n * ob,
+                      g.rows * n * ob);
       }
       continue;
     }
@@ -57,8 +64,10 @@ float loadAs(const void* base, size_t i, sscDataType_t t) {
 }
 
 void storeAs(void* base, size_t i, sscDataType_t t, float x) {
-  if (t == sscFloat32) static_cast<float*>(base)[i] = x;
-  else static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
+  if (t == sscFloat32)
+    static_cast<float*>(base)[i] = x;
+  else
+    static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
 }
 
 std::atomic_ref<uint32_t> word(uint32_t* p) { return std::atomic_ref<uint32_t>(*p); }
@@ -86,9 +95,14 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
     for (int back = 0; back < (j == 0 ? pl.slots : 1); ++back) {
       const uint32_t prev = use - pl.slots + back;
       for (int q = 0; q < K; ++q)
-        SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>(prev % pl.slots), q))
-                                                             .load(std::memory_order_acquire), prev); },
-                          abort, "reuse a GEMM slot read by", q));
+        SSC_CHECK(shmWait(
+            bell(me),
+            [&] {
+              return reached(word(fusedDone(g, me, static_cast<int>(prev % pl.slots), q))
+                                 .load(std::memory_order_acquire),
+                             prev);
+            },
+            abort, "reuse a GEMM slot read by", q));
     }
     SSC_CHECK(runPieces(g, c, j, c.x, mySlot));
     // SSC_GEMM_COPY_ENGINE: the GPU half's stream waits read local words only, so each producer
@@ -104,16 +118,23 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
       shmNotify(bell(me));
     }
     for (int q = 0; q < K; ++q)
-      SSC_CHECK(shmWait(c.copyEngine ? bell(me) : bell(q), [&] {
-        return reached(word(c.copyEngine ? fusedReadyFrom(g, me, fi, q) : fusedReady(g, q, slot))
-                           .load(std::memory_order_acquire), use); }, abort, "wait for the GEMM chunk of", q));
+      SSC_CHECK(shmWait(
+          c.copyEngine ? bell(me) : bell(q),
+          [&] {
+            return reached(
+                word(c.copyEngine ? fusedReadyFrom(g, me, fi, q) : fusedReady(g, q, slot))
+                    .load(std::memory_order_acquire),
+                use);
+          },
+          abort, "wait for the GEMM chunk of", q));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     const size_t elems = static_cast<size_t>(mine * p.n);
     char* dst = byte(c.y, cr.begin * p.n * ob);
     for (size_t i = 0; i < elems; ++i) {
       float acc = 0.0f;
       for (int q = 0; q < K; ++q)
-        acc += loadAs(cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob), i, c.outType);
+        acc += loadAs(cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob), i,
+                      c.outType);
       storeAs(dst, i, c.outType, acc);
     }
     for (int q = 0; q < K; ++q) {
@@ -141,12 +162,18 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
   const RowRange own = rowShard(p.m, K, me);
   for (uint32_t back = 2; back >= 1; --back)
     for (int q = 0; q < K; ++q)
-      SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedDone(g, me, static_cast<int>((use - back) % 2), q))
-                                                           .load(std::memory_order_acquire), use - back); },
-                        abort, "reuse a GEMM slot read by", q));
+      SSC_CHECK(shmWait(
+          bell(me),
+          [&] {
+            return reached(word(fusedDone(g, me, static_cast<int>((use - back) % 2), q))
+                               .load(std::memory_order_acquire),
+                           use - back);
+          },
+          abort, "reuse a GEMM slot read by", q));
   for (int q = 0; q < K; ++q)
     if ((!pl.agPerRank || q == me) && own.count > 0)
-      std::memcpy(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x, own.count * p.k * ib);
+      std::memcpy(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x,
+                  own.count * p.k * ib);
   for (int q = 0; q < K; ++q) {
     word(fusedFrom(g, q, fi, me)).store(use, std::memory_order_release);
     shmNotify(bell(q));
@@ -156,13 +183,15 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
              c.inType, c.outType, c.weightKN, p.n);
   for (int i = 0; i < K; ++i) {
     const int q = (me + i) % K;
-    SSC_CHECK(shmWait(bell(me), [&] { return reached(word(fusedFrom(g, me, fi, q)).load(std::memory_order_acquire), use); },
-                      abort, "wait for the rows of X of", q));
+    SSC_CHECK(shmWait(
+        bell(me),
+        [&] { return reached(word(fusedFrom(g, me, fi, q)).load(std::memory_order_acquire), use); },
+        abort, "wait for the rows of X of", q));
     const RowRange r = rowShard(p.m, K, q);
     if (pl.agPerRank && q != me && r.count > 0)  // the peer's rows, read in place from its slot
       hostGemm(cbyte(g->fusedPeers[q], slotOff + r.first * p.k * ib), c.w,
-               byte(c.y, r.first * p.n * typeBytes(c.outType)), r.count, p.n, p.k, c.inType, c.outType,
-               c.weightKN, p.n);
+               byte(c.y, r.first * p.n * typeBytes(c.outType)), r.count, p.n, p.k, c.inType,
+               c.outType, c.weightKN, p.n);
   }
   const char* local = cbyte(g->workspace, slotOff);
   if (!pl.agPerRank) {
@@ -231,8 +260,7 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
       case StepKind::kPadOut:
         if (mine > 0) std::memcpy(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob);
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return sscSuccess;
@@ -245,7 +273,8 @@ void addBias(const Call& c) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < n; ++j) {
       const size_t i = static_cast<size_t>(r * n + j);
-      storeAs(c.y, i, c.outType, loadAs(c.y, i, c.outType) + loadAs(c.bias, static_cast<size_t>(j), c.outType));
+      storeAs(c.y, i, c.outType,
+              loadAs(c.y, i, c.outType) + loadAs(c.bias, static_cast<size_t>(j), c.outType));
     }
 }
 

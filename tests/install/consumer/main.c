@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Links against the installed library and makes one real call through it. Includes every
    installed header that needs no MPI, so they are checked to compile as C. */
 #include <starscream/starscream.h>

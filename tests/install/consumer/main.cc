@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The installed headers from C++: the declarations keep C linkage (the headers' extern "C"
 // block) with the export macro, so a C++ program links against the C symbols.
 #include <starscream/starscream.h>

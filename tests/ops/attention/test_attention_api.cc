@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The KV cache and attention entry points refuse bad arguments with an error code and a message
 // naming the problem, never a crash; a one-rank communicator is enough for that.
 #include <gtest/gtest.h>
@@ -43,7 +44,8 @@ TEST_F(AttnApi, BadConfigurationsNameTheField) {
   expectError(sscKvCacheCreate(comm_, &cfg_, nullptr), sscInvalidArgument, "cache is NULL");
   expectError(sscKvCacheCreate(nullptr, &cfg_, &c), sscInvalidArgument, "comm is NULL");
   sscKvCacheConfig_t raw{};
-  expectError(sscKvCacheCreate(comm_, &raw, &c), sscInvalidArgument, "SSC_KV_CACHE_CONFIG_INITIALIZER");
+  expectError(sscKvCacheCreate(comm_, &raw, &c), sscInvalidArgument,
+              "SSC_KV_CACHE_CONFIG_INITIALIZER");
   auto bad = [&](auto mutate, const char* needle) {
     sscKvCacheConfig_t x = cfg_;
     mutate(x);
@@ -58,7 +60,12 @@ TEST_F(AttnApi, BadConfigurationsNameTheField) {
   bad([](auto& x) { x.maxQHeads = 3; }, "maxQHeads");
   bad([](auto& x) { x.dtype = sscFloat32; }, "dtype");
   bad([](auto& x) { x.interleave = static_cast<sscKvInterleave_t>(7); }, "interleave");
-  bad([](auto& x) { x.interleave = sscKvContiguous; x.blockPages = 0; }, "blockPages");
+  bad(
+      [](auto& x) {
+        x.interleave = sscKvContiguous;
+        x.blockPages = 0;
+      },
+      "blockPages");
   bad([](auto& x) { x.exchange = static_cast<sscKvExchange_t>(3); }, "exchange");
   bad([](auto& x) { x.exchange = static_cast<sscKvExchange_t>(-1); }, "exchange");
 }
@@ -87,12 +94,16 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
   ASSERT_EQ(sscKvCacheCreate(comm_, &cfg_, &c), sscSuccess) << sscGetLastError(nullptr);
   std::vector<uint16_t> kv(2 * 64 * 20, 0x3f80);
   const int32_t seqs[] = {0, 3};
-  expectError(sscKvCacheAppend(c, 1, &seqs[1], kv.data(), kv.data(), nullptr), sscInvalidArgument, "seqIds[0] = 3");
-  expectError(sscKvCacheAppend(c, 1, seqs, nullptr, kv.data(), nullptr), sscInvalidArgument, "k is NULL");
-  expectError(sscKvCacheAppend(c, -1, seqs, kv.data(), kv.data(), nullptr), sscInvalidArgument, "negative");
+  expectError(sscKvCacheAppend(c, 1, &seqs[1], kv.data(), kv.data(), nullptr), sscInvalidArgument,
+              "seqIds[0] = 3");
+  expectError(sscKvCacheAppend(c, 1, seqs, nullptr, kv.data(), nullptr), sscInvalidArgument,
+              "k is NULL");
+  expectError(sscKvCacheAppend(c, -1, seqs, kv.data(), kv.data(), nullptr), sscInvalidArgument,
+              "negative");
   // 4 pages of 4 tokens: the 17th token of one sequence does not fit, and nothing changes.
   std::vector<int32_t> seventeen(17, 1);
-  expectError(sscKvCacheAppend(c, 17, seventeen.data(), kv.data(), kv.data(), nullptr), sscInvalidUsage, "maxPages");
+  expectError(sscKvCacheAppend(c, 17, seventeen.data(), kv.data(), kv.data(), nullptr),
+              sscInvalidUsage, "maxPages");
   int len = -1;
   ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
   EXPECT_EQ(len, 0);
@@ -103,27 +114,37 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
 
   std::vector<float> q(2 * 4 * 64, 0.5f), out(2 * 4 * 64), lse(8);
   const int32_t two[] = {1, 1};
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, two, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, two, 1.0f, nullptr, 0, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidArgument, "twice");
   const int32_t pair[] = {1, 0};
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 3, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 3, 2, pair, 1.0f, nullptr, 0, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidArgument, "numQHeads");
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 8, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 8, 2, pair, 1.0f, nullptr, 0, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidArgument, "maxQHeads");
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 3, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 3, pair, 1.0f, nullptr, 0, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidArgument, "maxBatch");
-  expectError(sscAttentionDecode(c, q.data(), sscInt32, 4, 2, pair, 1.0f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscInt32, 4, 2, pair, 1.0f, nullptr, 0, 0, out.data(),
+                                 lse.data(), nullptr),
               sscInvalidArgument, "ioDtype");
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, -1, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, -1, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidArgument, "window");
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0x10, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0x10,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidArgument, "flags");
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0, nullptr, lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 1.0f, nullptr, 0, 0, nullptr,
+                                 lse.data(), nullptr),
               sscInvalidArgument, "out is NULL");
   // A good call: all keys and values are 1.0 (bf16 0x3f80), so every output is 1 and the LSE of
   // 16 equal scores s is s + log 16; sequence 0 is empty (zeros, -inf).
-  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 0.125f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 2, pair, 0.125f, nullptr, 0, 0,
+                               out.data(), lse.data(), nullptr),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   EXPECT_FLOAT_EQ(out[0], 1.0f);
   EXPECT_NEAR(lse[0], 0.125f * 0.5f * 64 + std::log(16.0f), 1e-5);
   EXPECT_EQ(out[4 * 64], 0.0f);
@@ -136,7 +157,8 @@ TEST_F(AttnApi, BadCallsAndStaleHandles) {
 
   ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
   expectError(sscKvCacheDestroy(c), sscInvalidUsage, "not a live KV cache");
-  expectError(sscKvCacheAppend(c, 1, seqs, kv.data(), kv.data(), nullptr), sscInvalidUsage, "not a live KV cache");
+  expectError(sscKvCacheAppend(c, 1, seqs, kv.data(), kv.data(), nullptr), sscInvalidUsage,
+              "not a live KV cache");
   EXPECT_EQ(sscKvCacheDestroy(nullptr), sscSuccess);
 }
 
@@ -162,31 +184,38 @@ TEST_F(AttnApi, TrimRefusesBadPositionsAndWindowsThatReachBelowIt) {
   std::vector<float> q(4 * 64, 0.5f), out(4 * 64), lse(4);
   const int32_t one[] = {1};
   const float s = 0.125f * 0.5f * 64;
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidUsage, "trimmed before position 6");
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 5, 0, out.data(), lse.data(), nullptr),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 5, 0,
+                                 out.data(), lse.data(), nullptr),
               sscInvalidUsage, "window = 5 attends from position 5");
-  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 4, 0, out.data(), lse.data(), nullptr),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 4, 0,
+                               out.data(), lse.data(), nullptr),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   EXPECT_FLOAT_EQ(out[0], 1.0f);
   EXPECT_NEAR(lse[0], s + std::log(4.0f), 1e-5);
   // A prefill of the last 2 tokens under window 4 reaches back to position 5.
   const int32_t cu[] = {0, 2};
   std::vector<float> pq(2 * 4 * 64, 0.5f), pout(2 * 4 * 64), plse(8);
-  expectError(sscAttentionPrefill(c, pq.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 4, 0, pout.data(),
-                                  plse.data(), nullptr),
+  expectError(sscAttentionPrefill(c, pq.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 4, 0,
+                                  pout.data(), plse.data(), nullptr),
               sscInvalidUsage, "attends from position 5");
-  ASSERT_EQ(sscAttentionPrefill(c, pq.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 3, 0, pout.data(),
-                                plse.data(), nullptr),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionPrefill(c, pq.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 3, 0,
+                                pout.data(), plse.data(), nullptr),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   EXPECT_NEAR(plse[0], s + std::log(3.0f), 1e-5);
   // Trimming to the length is allowed (nothing left to attend to but what comes next).
   ASSERT_EQ(sscKvCacheTrimSequence(c, 1, 10), sscSuccess);
   // A release clears the trim: the whole sequence is attended to again.
   ASSERT_EQ(sscKvCacheReleaseSequence(c, 1), sscSuccess);
   ASSERT_EQ(sscKvCacheAppend(c, 10, ten.data(), kv.data(), kv.data(), nullptr), sscSuccess);
-  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), nullptr),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0,
+                               out.data(), lse.data(), nullptr),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   EXPECT_NEAR(lse[0], s + std::log(10.0f), 1e-5);
   ASSERT_EQ(sscKvCacheDestroy(c), sscSuccess);
   expectError(sscKvCacheTrimSequence(c, 1, 0), sscInvalidUsage, "not a live KV cache");
@@ -221,18 +250,22 @@ TEST_F(AttnApi, CallsOnAStreamBeingCapturedAreRefusedAndChangeNothing) {
   int len = -1;
   ASSERT_EQ(sscKvCacheSequenceLength(c, 1, &len), sscSuccess);
   EXPECT_EQ(len, 0) << "a refused append changed the page table";
-  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), s),
+  expectError(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0,
+                                 out.data(), lse.data(), s),
               sscInvalidUsage, "only the GPU backends can replay");
-  expectError(sscAttentionPrefill(c, q.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 0, 0, out.data(),
-                                  lse.data(), s),
+  expectError(sscAttentionPrefill(c, q.data(), sscFloat32, 4, 1, one, cu, 0.125f, nullptr, 0, 0,
+                                  out.data(), lse.data(), s),
               sscInvalidUsage, "captured into a graph");
   ASSERT_EQ(sscStreamSynchronize(s), sscSuccess);
   EXPECT_EQ(out[0], -7.0f) << "a refused call wrote its output";
 
   host->pretendCapture(false);
-  ASSERT_EQ(sscKvCacheAppend(c, 4, seqs.data(), kv.data(), kv.data(), s), sscSuccess) << sscGetLastError(nullptr);
-  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0, out.data(), lse.data(), s),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscKvCacheAppend(c, 4, seqs.data(), kv.data(), kv.data(), s), sscSuccess)
+      << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionDecode(c, q.data(), sscFloat32, 4, 1, one, 0.125f, nullptr, 0, 0,
+                               out.data(), lse.data(), s),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(s), sscSuccess);
   EXPECT_FLOAT_EQ(out[0], 1.0f);
   EXPECT_NEAR(lse[0], 0.125f * 0.5f * 64 + std::log(4.0f), 1e-5);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The whole decode through the public API on the host backend: 1-4 ranks as threads of one
 // process (sscCommInitAll), each with its own stream, over every interleave, GQA ratios 1/8/16,
 // head dims 64/128, bf16 and fp16 storage, page sizes 1/4/16, odd lengths, an empty sequence, a
@@ -28,8 +29,10 @@ class AttnHostDecode : public testing::TestWithParam<ref::RanksCase> {
 
 // Stores x (fp32) as io type t at index i of buf.
 void storeIo(std::vector<uint16_t>* half, std::vector<float>* full, sscDataType_t t, float x) {
-  if (t == sscFloat32) full->push_back(x);
-  else half->push_back(ref::toStorage(x, t));
+  if (t == sscFloat32)
+    full->push_back(x);
+  else
+    half->push_back(ref::toStorage(x, t));
 }
 
 // One rank's share of one configuration: create, append the workload, decode in every mode,
@@ -42,10 +45,11 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   const std::vector<int> lengths = {1, 37, 0, 64, 129, 16};
   const std::vector<int32_t> batch = {4, 0, 2, 1, 5, 3};
   const int B = static_cast<int>(batch.size());
-  const ref::Workload w = ref::makeWorkload(1000 + D + ratio + pageSize, kvHeads, D, dtype, lengths, 3);
-  const std::string where = fmt::format("rank {} of {} {} d{} gqa{} {} page {}", rank, nranks,
-                                        ref::interleaveName(interleave), D, ratio,
-                                        ref::typeName(dtype), pageSize);
+  const ref::Workload w =
+      ref::makeWorkload(1000 + D + ratio + pageSize, kvHeads, D, dtype, lengths, 3);
+  const std::string where =
+      fmt::format("rank {} of {} {} d{} gqa{} {} page {}", rank, nranks,
+                  ref::interleaveName(interleave), D, ratio, ref::typeName(dtype), pageSize);
   SCOPED_TRACE(where);
 
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
@@ -64,7 +68,8 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   for (const auto& round : w.rounds)
     ASSERT_EQ(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(),
                                round.k.data(), round.v.data(), stream),
-              sscSuccess) << sscGetLastError(nullptr);
+              sscSuccess)
+        << sscGetLastError(nullptr);
   for (int s = 0; s < static_cast<int>(lengths.size()); ++s) {
     int len = -1;
     EXPECT_EQ(sscKvCacheSequenceLength(cache, s, &len), sscSuccess);
@@ -91,22 +96,24 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
         const bool qSharded = flags & SSC_ATTN_Q_SHARDED_HEADS;
         const bool outSharded = flags & SSC_ATTN_OUT_SHARDED_HEADS;
         const int qHeads = qSharded ? H / nranks : H, outHeads = outSharded ? H / nranks : H;
-        const int qFirst = qSharded ? rank * qHeads : 0, outFirst = outSharded ? rank * outHeads : 0;
+        const int qFirst = qSharded ? rank * qHeads : 0,
+                  outFirst = outSharded ? rank * outHeads : 0;
         std::vector<uint16_t> qHalf;
         std::vector<float> qF;
         std::vector<float> qRounded(qFull.size());  // what the decode sees, for the reference
         for (size_t i = 0; i < qFull.size(); ++i) qRounded[i] = ref::roundTo(qFull[i], io);
         for (int b = 0; b < B; ++b)
           for (int h = qFirst; h < qFirst + qHeads; ++h)
-            for (int i = 0; i < D; ++i) storeIo(&qHalf, &qF, io, qFull[(static_cast<size_t>(b) * H + h) * D + i]);
+            for (int i = 0; i < D; ++i)
+              storeIo(&qHalf, &qF, io, qFull[(static_cast<size_t>(b) * H + h) * D + i]);
         const void* q = io == sscFloat32 ? static_cast<const void*>(qF.data()) : qHalf.data();
         std::vector<float> outF(static_cast<size_t>(B) * outHeads * D, NAN);
         std::vector<uint16_t> outHalf(outF.size(), 0xffff);
         std::vector<float> lse(static_cast<size_t>(B) * outHeads, NAN);
         void* out = io == sscFloat32 ? static_cast<void*>(outF.data()) : outHalf.data();
-        const sscResult_t r =
-            sscAttentionDecode(cache, q, io, H, B, batch.data(), scale, withSinks ? sinks.data() : nullptr,
-                               window, flags, out, lse.data(), stream);
+        const sscResult_t r = sscAttentionDecode(cache, q, io, H, B, batch.data(), scale,
+                                                 withSinks ? sinks.data() : nullptr, window, flags,
+                                                 out, lse.data(), stream);
         EXPECT_EQ(r, sscSuccess) << sscGetLastError(nullptr);
         if (r != sscSuccess) continue;
         EXPECT_EQ(sscStreamSynchronize(stream), sscSuccess);
@@ -117,23 +124,25 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
           for (int j = 0; j < outHeads; ++j) {
             const int h = outFirst + j;
             const float expectLse = ref::referenceAttention(
-                w, batch[b], h / ratio, &qRounded[(static_cast<size_t>(b) * H + h) * D], scale, window,
-                withSinks ? &sinks[h] : nullptr, expect.data());
+                w, batch[b], h / ratio, &qRounded[(static_cast<size_t>(b) * H + h) * D], scale,
+                window, withSinks ? &sinks[h] : nullptr, expect.data());
             for (int i = 0; i < D; ++i) {
               const size_t o = (static_cast<size_t>(b) * outHeads + j) * D + i;
               const float got = io == sscFloat32 ? outF[o] : ref::fromStorage(outHalf[o], io);
               worst = std::max(worst, std::fabs(got - expect[i]));
               if (!(std::fabs(got - expect[i]) <= tol)) {
                 ADD_FAILURE() << "window " << window << " sinks " << withSinks << " flags " << flags
-                              << " seq " << batch[b] << " head " << h << " i " << i << ": got " << got
-                              << " want " << expect[i];
+                              << " seq " << batch[b] << " head " << h << " i " << i << ": got "
+                              << got << " want " << expect[i];
                 goto next;
               }
             }
             const float gotLse = lse[static_cast<size_t>(b) * outHeads + j];
-            if (std::isinf(expectLse)) EXPECT_EQ(gotLse, expectLse) << "seq " << batch[b] << " head " << h;
-            else EXPECT_NEAR(gotLse, expectLse, 3e-5f * std::max(1.0f, std::fabs(expectLse)))
-                << "window " << window << " seq " << batch[b] << " head " << h;
+            if (std::isinf(expectLse))
+              EXPECT_EQ(gotLse, expectLse) << "seq " << batch[b] << " head " << h;
+            else
+              EXPECT_NEAR(gotLse, expectLse, 3e-5f * std::max(1.0f, std::fabs(expectLse)))
+                  << "window " << window << " seq " << batch[b] << " head " << h;
           }
       next:;
       }

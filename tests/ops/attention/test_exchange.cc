@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused exchange's layout (src/ops/attention/exchange.h): every region inside the scratch and
 // disjoint from the others, rows and flags aligned, parities apart, each partial row sent to
 // exactly the ranks that return its head, and the query chunks covering a slice exactly.
@@ -20,7 +21,7 @@ TEST(AttnExchange, RegionsAreDisjointAlignedAndInside) {
       EXPECT_EQ(rowBytes % 16, 0u);
       EXPECT_EQ(l.flagFloat() * 4 % 8, 0u);
       EXPECT_GT(l.flagFloat(), static_cast<size_t>(d));  // after the outputs and the LSE
-      EXPECT_LT(l.flagFloat() + 1, l.rowFloats());      // 8 bytes fit in the row
+      EXPECT_LT(l.flagFloat() + 1, l.rowFloats());       // 8 bytes fit in the row
       // Every (parity, sender, slot) row is its own, and all rows end before the queries.
       std::set<size_t> starts;
       for (int p = 0; p < 2; ++p)
@@ -86,8 +87,8 @@ TEST(AttnExchange, QueryChunksCoverASliceExactly) {
     ASSERT_GE(c.chunks, 1);
     ASSERT_LE(c.chunks, kExchangeMaxQChunks);
     EXPECT_EQ(c.chunkBytes % 16, 0u);
-    EXPECT_GE(c.chunkBytes * c.chunks, bytes);            // covered
-    EXPECT_LT(c.chunkBytes * (c.chunks - 1), bytes);      // no empty chunk
+    EXPECT_GE(c.chunkBytes * c.chunks, bytes);        // covered
+    EXPECT_LT(c.chunkBytes * (c.chunks - 1), bytes);  // no empty chunk
   }
 }
 

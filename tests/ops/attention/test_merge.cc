@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fp32 partial attention and the merge of partials: split a sequence's tokens over shards
 // in every way the interleaves do (and some they do not), merge, compare with the reference
 // attention over all tokens. Covers empty shards, one token, sinks, windows, GQA head groups
@@ -92,8 +93,8 @@ TEST_P(AttnMerge, ShardedEqualsReference) {
             const float* sp = withSink ? &sink : nullptr;
             const int L = w.length(seq);
             const int start = window > 0 && L > window ? L - window : 0;
-            const float expectLse = ref::referenceAttention(w, seq, head, q.data(), scale, window,
-                                                            sp, expect.data());
+            const float expectLse =
+                ref::referenceAttention(w, seq, head, q.data(), scale, window, sp, expect.data());
             // Round-robin pages of 4, blocks of 3 pages of 2, and "all on the last shard".
             auto rr = [&](int t) { return (t / 4) % shards; };
             auto blocks = [&](int t) { return (t / 2 / 3) % shards; };
@@ -103,17 +104,21 @@ TEST_P(AttnMerge, ShardedEqualsReference) {
               std::vector<float> lses(shards);
               for (int s = 0; s < shards; ++s) {
                 float* o = &outs[static_cast<size_t>(s) * D];
-                lses[s] = which == 0   ? shardPartial(w, seq, head, q.data(), scale, start, s, rr, o)
-                          : which == 1 ? shardPartial(w, seq, head, q.data(), scale, start, s, blocks, o)
-                                       : shardPartial(w, seq, head, q.data(), scale, start, s, last, o);
+                lses[s] = which == 0 ? shardPartial(w, seq, head, q.data(), scale, start, s, rr, o)
+                          : which == 1
+                              ? shardPartial(w, seq, head, q.data(), scale, start, s, blocks, o)
+                              : shardPartial(w, seq, head, q.data(), scale, start, s, last, o);
               }
-              const float lse = mergePartials(outs.data(), D, lses.data(), shards, D, sp, got.data());
-              SCOPED_TRACE(testing::Message() << "seq " << seq << " qh " << qh << " window "
-                                              << window << " sink " << withSink << " shards "
-                                              << shards << " placement " << which);
+              const float lse =
+                  mergePartials(outs.data(), D, lses.data(), shards, D, sp, got.data());
+              SCOPED_TRACE(testing::Message()
+                           << "seq " << seq << " qh " << qh << " window " << window << " sink "
+                           << withSink << " shards " << shards << " placement " << which);
               EXPECT_LE(maxAbsDiff(got.data(), expect.data(), D), 2e-5f);
-              if (std::isinf(expectLse)) EXPECT_EQ(lse, expectLse);
-              else EXPECT_NEAR(lse, expectLse, 2e-5f * std::max(1.0f, std::fabs(expectLse)));
+              if (std::isinf(expectLse))
+                EXPECT_EQ(lse, expectLse);
+              else
+                EXPECT_NEAR(lse, expectLse, 2e-5f * std::max(1.0f, std::fabs(expectLse)));
               // The pairwise form, folded in reverse order, gives the same (associativity).
               if (!withSink) {
                 std::vector<float> acc(D, 0.0f);
@@ -121,8 +126,10 @@ TEST_P(AttnMerge, ShardedEqualsReference) {
                 for (int s = shards - 1; s >= 0; --s)
                   mergeInto(acc.data(), &accLse, &outs[static_cast<size_t>(s) * D], lses[s], D);
                 EXPECT_LE(maxAbsDiff(acc.data(), expect.data(), D), 2e-5f);
-                if (std::isinf(expectLse)) EXPECT_EQ(accLse, expectLse);
-                else EXPECT_NEAR(accLse, lse, 1e-5f * std::max(1.0f, std::fabs(lse)));
+                if (std::isinf(expectLse))
+                  EXPECT_EQ(accLse, expectLse);
+                else
+                  EXPECT_NEAR(accLse, lse, 1e-5f * std::max(1.0f, std::fabs(lse)));
               }
             }
           }

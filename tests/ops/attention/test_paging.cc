@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Placement math and page tables of the sharded KV cache, checked against brute force over
 // every interleave, rank count, run length, page size and length in a small range.
 #include <gtest/gtest.h>
@@ -47,7 +48,8 @@ void expectSpansCoverOnce(const std::vector<PageTable>& tables, const TokenPlace
       }
   }
   for (int64_t pos = 0; pos < length; ++pos)
-    EXPECT_EQ(seen[pos], pos >= begin ? 1 : 0) << "seq " << seq << " pos " << pos << " from " << begin;
+    EXPECT_EQ(seen[pos], pos >= begin ? 1 : 0)
+        << "seq " << seq << " pos " << pos << " from " << begin;
 }
 
 }  // namespace
@@ -156,7 +158,8 @@ TEST(AttnPageTable, RanksTogetherCoverEveryTokenOnce) {
               EXPECT_EQ(tables[r].length(s), len[s]);
             }
             for (int q = 0; q < n; ++q)
-              EXPECT_EQ(tables[r].pagesUsed(q), static_cast<int64_t>(tables[q].maxPages() - tables[q].freePages()));
+              EXPECT_EQ(tables[r].pagesUsed(q),
+                        static_cast<int64_t>(tables[q].maxPages() - tables[q].freePages()));
           }
           for (int s = 0; s < 5; ++s)
             for (int64_t begin : {int64_t{0}, int64_t{3}, len[s]})
@@ -273,12 +276,14 @@ TEST(AttnPageTable, TrimFreesOnlyWholePagesBeforeThePositionOnEveryRank) {
           for (int32_t s : round) pos.push_back(len[s]++);
           for (int r = 0; r < n; ++r) {
             std::vector<TokenSlot> slots;
-            ASSERT_EQ(tables[r].append("t", round.data(), static_cast<int>(round.size()), &slots), sscSuccess)
+            ASSERT_EQ(tables[r].append("t", round.data(), static_cast<int>(round.size()), &slots),
+                      sscSuccess)
                 << "step " << step;
             for (size_t i = 0; i < round.size(); ++i)
               if (slots[i].page >= 0) where[r][{round[i], pos[i]}] = slots[i];
           }
-          std::vector<int64_t> to = {std::max<int64_t>(0, len[0] - 5), trimmed[1], std::max<int64_t>(0, len[2] - 7)};
+          std::vector<int64_t> to = {std::max<int64_t>(0, len[0] - 5), trimmed[1],
+                                     std::max<int64_t>(0, len[2] - 7)};
           if (step % 6 == 5) to[1] = std::min(len[1], trimmed[1] + ps + ps / 2 + 1);
           for (int s = 0; s < 3; ++s) {
             const bool freesAPage = to[s] / ps > trimmed[s] / ps;
@@ -304,14 +309,16 @@ TEST(AttnPageTable, TrimFreesOnlyWholePagesBeforeThePositionOnEveryRank) {
               for (size_t slot = 0; slot < tables[r].pages(s).size(); ++slot) {
                 const int32_t page = tables[r].pages(s)[slot];
                 const int64_t seqPage = p.pageOfSlot(s, r, static_cast<int64_t>(slot));
-                EXPECT_EQ(page < 0, seqPage < trimmed[s] / ps) << "seq " << s << " page " << seqPage;
+                EXPECT_EQ(page < 0, seqPage < trimmed[s] / ps)
+                    << "seq " << s << " page " << seqPage;
                 if (page < 0) continue;
                 EXPECT_TRUE(pool.insert(page).second);
                 ++held;
               }
             EXPECT_EQ(held, tables[r].maxPages() - tables[r].freePages());
             for (int q = 0; q < n; ++q)
-              EXPECT_EQ(tables[r].pagesUsed(q), tables[q].maxPages() - tables[q].freePages()) << "rank " << r;
+              EXPECT_EQ(tables[r].pagesUsed(q), tables[q].maxPages() - tables[q].freePages())
+                  << "rank " << r;
           }
           for (int s = 0; s < 3; ++s)
             for (int64_t begin : {trimmed[s], trimmed[s] + 1, len[s]}) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PeerPools (src/ops/attention/peer_pools.h) on the host backend, ranks as threads: after every
 // append, trim and release (releases and trims free pages that later appends take again), each
 // rank's mirror of every other rank's page table equals that rank's own table, and every token
@@ -35,7 +36,9 @@ class AttnPeerPools : public testing::TestWithParam<ref::RanksCase> {
 };
 
 // Element i of the K row of token `pos` of sequence `seq` (V: its negation): distinct per token.
-uint16_t kElem(int seq, int pos, int i) { return static_cast<uint16_t>(1 + seq * 4096 + pos * 8 + i % 8); }
+uint16_t kElem(int seq, int pos, int i) {
+  return static_cast<uint16_t>(1 + seq * 4096 + pos * 8 + i % 8);
+}
 
 sscKvCacheConfig_t config(sscKvInterleave_t interleave) {
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
@@ -85,7 +88,8 @@ TEST_P(AttnPeerPools, MirrorsMatchTheOwnersAndTheirPoolsReadBack) {
       for (int q = 0; q < rc.nranks; ++q) {
         const PageTable& m = cache->peers->table(q);
         for (int s = 0; s < kSeqs; ++s) {
-          EXPECT_EQ(m.pages(s), own[q]->pages(s)) << after << ": rank " << rank << "'s mirror of " << q << ", seq " << s;
+          EXPECT_EQ(m.pages(s), own[q]->pages(s))
+              << after << ": rank " << rank << "'s mirror of " << q << ", seq " << s;
           EXPECT_EQ(m.trimmedFrom(s), own[q]->trimmedFrom(s)) << after;
           std::vector<PageSpan> spans;
           m.spans(s, m.trimmedFrom(s), &spans);
@@ -93,11 +97,13 @@ TEST_P(AttnPeerPools, MirrorsMatchTheOwnersAndTheirPoolsReadBack) {
             for (int row = sp.rowBegin; row < sp.rowEnd; ++row) {
               const int pos = static_cast<int>(sp.firstPosition + (row - sp.rowBegin));
               for (int h = 0; h < kKvHeads; ++h) {
-                const size_t at = ((static_cast<size_t>(sp.page) * kKvHeads + h) * kPage + row) * kDim;
+                const size_t at =
+                    ((static_cast<size_t>(sp.page) * kKvHeads + h) * kPage + row) * kDim;
                 const auto* k = static_cast<const uint16_t*>(cache->peers->k(q)) + at;
                 const auto* v = static_cast<const uint16_t*>(cache->peers->v(q)) + at;
                 for (int i = 0; i < kDim; i += 17)
-                  if (k[i] != kElem(s, pos, h * kDim + i) || v[i] != static_cast<uint16_t>(~kElem(s, pos, h * kDim + i)))
+                  if (k[i] != kElem(s, pos, h * kDim + i) ||
+                      v[i] != static_cast<uint16_t>(~kElem(s, pos, h * kDim + i)))
                     ++wrong;
               }
             }
@@ -127,13 +133,14 @@ TEST_P(AttnPeerPools, MirrorsMatchTheOwnersAndTheirPoolsReadBack) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    RanksAndInterleaves, AttnPeerPools,
-    testing::Values(ref::RanksCase{2, sscKvPageRoundRobin}, ref::RanksCase{3, sscKvContiguous},
-                    ref::RanksCase{4, sscKvSequenceOwner}, ref::RanksCase{4, sscKvPageRoundRobin}),
-    [](const testing::TestParamInfo<ref::RanksCase>& i) {
-      return ref::ranksCaseName(i.param.nranks, i.param.interleave);
-    });
+INSTANTIATE_TEST_SUITE_P(RanksAndInterleaves, AttnPeerPools,
+                         testing::Values(ref::RanksCase{2, sscKvPageRoundRobin},
+                                         ref::RanksCase{3, sscKvContiguous},
+                                         ref::RanksCase{4, sscKvSequenceOwner},
+                                         ref::RanksCase{4, sscKvPageRoundRobin}),
+                         [](const testing::TestParamInfo<ref::RanksCase>& i) {
+                           return ref::ranksCaseName(i.param.nranks, i.param.interleave);
+                         });
 
 // Partials asked for (or one rank): no registration, no mirrors.
 TEST(AttnPeerPoolsOff, PartialsOrOneRankMapNothing) {

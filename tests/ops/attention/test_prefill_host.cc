@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The whole prefill (sscAttentionPrefill) through the public API on the host backend: 1-4 ranks
 // as threads of one process, every interleave, GQA 1/8/16, head dims 64/128, bf16 and fp16
 // storage, page sizes 1/4/16, against the fp32 reference of every query token at its position.
@@ -32,7 +33,8 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
                         sscKvInterleave_t interleave, int headDim, int ratio, sscDataType_t dtype,
                         int pageSize, int maxBatch) {
   const int kvHeads = 2, H = kvHeads * ratio, D = headDim, B = static_cast<int>(kBatch.size());
-  const ref::Workload w = ref::makeWorkload(2000 + D + ratio + pageSize, kvHeads, D, dtype, kLengths, 3);
+  const ref::Workload w =
+      ref::makeWorkload(2000 + D + ratio + pageSize, kvHeads, D, dtype, kLengths, 3);
   SCOPED_TRACE(fmt::format("rank {} of {} {} d{} gqa{} {} page {} maxBatch {}", rank, nranks,
                            ref::interleaveName(interleave), D, ratio, ref::typeName(dtype),
                            pageSize, maxBatch));
@@ -52,7 +54,8 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   for (const auto& round : w.rounds)
     ASSERT_EQ(sscKvCacheAppend(cache, static_cast<int>(round.seqs.size()), round.seqs.data(),
                                round.k.data(), round.v.data(), stream),
-              sscSuccess) << sscGetLastError(nullptr);
+              sscSuccess)
+        << sscGetLastError(nullptr);
   std::vector<int32_t> cu = {0};
   for (int b = 0; b < B; ++b) cu.push_back(cu.back() + kNew[b]);
   const int T = cu.back();
@@ -74,57 +77,61 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
     sscDataType_t io;
   };
   const int sharded = shardable ? SSC_ATTN_OUT_SHARDED_HEADS : 0;
-  const Combo combos[] = {{0, false, 0, sscFloat32}, {7, true, sharded, sscBfloat16},
-                          {0, true, sharded, sscFloat32}, {7, false, 0, sscBfloat16}};
+  const Combo combos[] = {{0, false, 0, sscFloat32},
+                          {7, true, sharded, sscBfloat16},
+                          {0, true, sharded, sscFloat32},
+                          {7, false, 0, sscBfloat16}};
   for (const Combo& cb : combos) {
     {  // the goto below leaves this scope for the next combination
-        const int window = cb.window, flags = cb.flags;
-        const bool withSinks = cb.withSinks;
-        const sscDataType_t io = cb.io;
-        const bool outSharded = flags & SSC_ATTN_OUT_SHARDED_HEADS;
-        const int outHeads = outSharded ? H / nranks : H, outFirst = outSharded ? rank * outHeads : 0;
-        std::vector<float> qRounded(qFull.size()), qF;
-        std::vector<uint16_t> qHalf;
-        for (size_t i = 0; i < qFull.size(); ++i) {
-          qRounded[i] = ref::roundTo(qFull[i], io);
-          if (io == sscFloat32) qF.push_back(qFull[i]);
-          else qHalf.push_back(ref::toStorage(qFull[i], io));
-        }
-        const void* q = io == sscFloat32 ? static_cast<const void*>(qF.data()) : qHalf.data();
-        std::vector<float> outF(static_cast<size_t>(T) * outHeads * D, NAN);
-        std::vector<uint16_t> outHalf(outF.size(), 0xffff);
-        std::vector<float> lse(static_cast<size_t>(T) * outHeads, NAN);
-        void* out = io == sscFloat32 ? static_cast<void*>(outF.data()) : outHalf.data();
-        const sscResult_t r = sscAttentionPrefill(cache, q, io, H, B, kBatch.data(), cu.data(), scale,
-                                                  withSinks ? sinks.data() : nullptr, window, flags, out,
-                                                  lse.data(), stream);
-        EXPECT_EQ(r, sscSuccess) << sscGetLastError(nullptr);
-        if (r != sscSuccess) continue;
-        const float tol = io == sscFloat32 ? 3e-5f : 1e-2f;
-        std::vector<float> expect(D);
-        for (int b = 0; b < B; ++b)
-          for (int t = 0; t < kNew[b]; ++t) {
-            const int seq = kBatch[b], pos = kLengths[seq] - kNew[b] + t, token = cu[b] + t;
-            for (int j = 0; j < outHeads; ++j) {
-              const int h = outFirst + j;
-              const float expectLse = ref::referenceAttention(
-                  w, seq, h / ratio, &qRounded[(static_cast<size_t>(token) * H + h) * D], scale, window,
-                  withSinks ? &sinks[h] : nullptr, expect.data(), pos + 1);
-              for (int i = 0; i < D; ++i) {
-                const size_t o = (static_cast<size_t>(token) * outHeads + j) * D + i;
-                const float got = io == sscFloat32 ? outF[o] : ref::fromStorage(outHalf[o], io);
-                if (!(std::fabs(got - expect[i]) <= tol)) {
-                  ADD_FAILURE() << "window " << window << " sinks " << withSinks << " flags " << flags
-                                << " seq " << seq << " pos " << pos << " head " << h << " i " << i
-                                << ": got " << got << " want " << expect[i];
-                  goto next;
-                }
+      const int window = cb.window, flags = cb.flags;
+      const bool withSinks = cb.withSinks;
+      const sscDataType_t io = cb.io;
+      const bool outSharded = flags & SSC_ATTN_OUT_SHARDED_HEADS;
+      const int outHeads = outSharded ? H / nranks : H, outFirst = outSharded ? rank * outHeads : 0;
+      std::vector<float> qRounded(qFull.size()), qF;
+      std::vector<uint16_t> qHalf;
+      for (size_t i = 0; i < qFull.size(); ++i) {
+        qRounded[i] = ref::roundTo(qFull[i], io);
+        if (io == sscFloat32)
+          qF.push_back(qFull[i]);
+        else
+          qHalf.push_back(ref::toStorage(qFull[i], io));
+      }
+      const void* q = io == sscFloat32 ? static_cast<const void*>(qF.data()) : qHalf.data();
+      std::vector<float> outF(static_cast<size_t>(T) * outHeads * D, NAN);
+      std::vector<uint16_t> outHalf(outF.size(), 0xffff);
+      std::vector<float> lse(static_cast<size_t>(T) * outHeads, NAN);
+      void* out = io == sscFloat32 ? static_cast<void*>(outF.data()) : outHalf.data();
+      const sscResult_t r = sscAttentionPrefill(cache, q, io, H, B, kBatch.data(), cu.data(), scale,
+                                                withSinks ? sinks.data() : nullptr, window, flags,
+                                                out, lse.data(), stream);
+      EXPECT_EQ(r, sscSuccess) << sscGetLastError(nullptr);
+      if (r != sscSuccess) continue;
+      const float tol = io == sscFloat32 ? 3e-5f : 1e-2f;
+      std::vector<float> expect(D);
+      for (int b = 0; b < B; ++b)
+        for (int t = 0; t < kNew[b]; ++t) {
+          const int seq = kBatch[b], pos = kLengths[seq] - kNew[b] + t, token = cu[b] + t;
+          for (int j = 0; j < outHeads; ++j) {
+            const int h = outFirst + j;
+            const float expectLse = ref::referenceAttention(
+                w, seq, h / ratio, &qRounded[(static_cast<size_t>(token) * H + h) * D], scale,
+                window, withSinks ? &sinks[h] : nullptr, expect.data(), pos + 1);
+            for (int i = 0; i < D; ++i) {
+              const size_t o = (static_cast<size_t>(token) * outHeads + j) * D + i;
+              const float got = io == sscFloat32 ? outF[o] : ref::fromStorage(outHalf[o], io);
+              if (!(std::fabs(got - expect[i]) <= tol)) {
+                ADD_FAILURE() << "window " << window << " sinks " << withSinks << " flags " << flags
+                              << " seq " << seq << " pos " << pos << " head " << h << " i " << i
+                              << ": got " << got << " want " << expect[i];
+                goto next;
               }
-              const float gotLse = lse[static_cast<size_t>(token) * outHeads + j];
-              EXPECT_NEAR(gotLse, expectLse, 3e-5f * std::max(1.0f, std::fabs(expectLse)))
-                  << "window " << window << " seq " << seq << " pos " << pos << " head " << h;
             }
+            const float gotLse = lse[static_cast<size_t>(token) * outHeads + j];
+            EXPECT_NEAR(gotLse, expectLse, 3e-5f * std::max(1.0f, std::fabs(expectLse)))
+                << "window " << window << " seq " << seq << " pos " << pos << " head " << h;
           }
+        }
     }
   next:;
   }
@@ -180,12 +187,12 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<ref::RanksCase>& i) {
       return ref::ranksCaseName(i.param.nranks, i.param.interleave);
     });
-INSTANTIATE_TEST_SUITE_P(
-    Ranks, AttnHostPrefillPartials,
-    testing::Values(ref::RanksCase{2, sscKvPageRoundRobin}, ref::RanksCase{4, sscKvContiguous}),
-    [](const testing::TestParamInfo<ref::RanksCase>& i) {
-      return ref::ranksCaseName(i.param.nranks, i.param.interleave);
-    });
+INSTANTIATE_TEST_SUITE_P(Ranks, AttnHostPrefillPartials,
+                         testing::Values(ref::RanksCase{2, sscKvPageRoundRobin},
+                                         ref::RanksCase{4, sscKvContiguous}),
+                         [](const testing::TestParamInfo<ref::RanksCase>& i) {
+                           return ref::ranksCaseName(i.param.nranks, i.param.interleave);
+                         });
 
 // Argument checks: each a clear code and message, nothing run.
 TEST(AttnPrefillApi, RejectsBadArguments) {
@@ -207,8 +214,8 @@ TEST(AttnPrefillApi, RejectsBadArguments) {
     const int32_t ids[] = {0, 1};
     const int32_t cuOk[] = {0, 3}, cuLong[] = {0, 4}, cuBad0[] = {1, 3}, cuDown[] = {0, 2, 1};
     auto call = [&](const int32_t* cu, int batch, const int32_t* seq, int flags, int heads) {
-      return sscAttentionPrefill(cache, q.data(), sscFloat32, heads, batch, seq, cu, 0.125f, nullptr, 0,
-                                 flags, out.data(), nullptr, stream);
+      return sscAttentionPrefill(cache, q.data(), sscFloat32, heads, batch, seq, cu, 0.125f,
+                                 nullptr, 0, flags, out.data(), nullptr, stream);
     };
     EXPECT_EQ(call(cuOk, 1, ids, 0, 4), sscSuccess) << sscGetLastError(nullptr);
     EXPECT_EQ(call(cuLong, 1, ids, 0, 4), sscInvalidArgument);
@@ -223,18 +230,23 @@ TEST(AttnPrefillApi, RejectsBadArguments) {
     EXPECT_EQ(call(cu2, 2, twice, 0, 4), sscInvalidArgument);
     const int32_t badSeq[] = {9};
     EXPECT_EQ(call(cuOk, 1, badSeq, 0, 4), sscInvalidArgument);
-    EXPECT_EQ(sscAttentionPrefill(cache, nullptr, sscFloat32, 4, 1, ids, cuOk, 0.125f, nullptr, 0, 0,
-                                  out.data(), nullptr, stream), sscInvalidArgument);
+    EXPECT_EQ(sscAttentionPrefill(cache, nullptr, sscFloat32, 4, 1, ids, cuOk, 0.125f, nullptr, 0,
+                                  0, out.data(), nullptr, stream),
+              sscInvalidArgument);
     EXPECT_EQ(sscAttentionPrefill(cache, q.data(), sscInt32, 4, 1, ids, cuOk, 0.125f, nullptr, 0, 0,
-                                  out.data(), nullptr, stream), sscInvalidArgument);
-    EXPECT_EQ(sscAttentionPrefill(cache, q.data(), sscFloat32, 4, 1, ids, cuOk, 0.125f, nullptr, -1, 0,
-                                  out.data(), nullptr, stream), sscInvalidArgument);
+                                  out.data(), nullptr, stream),
+              sscInvalidArgument);
+    EXPECT_EQ(sscAttentionPrefill(cache, q.data(), sscFloat32, 4, 1, ids, cuOk, 0.125f, nullptr, -1,
+                                  0, out.data(), nullptr, stream),
+              sscInvalidArgument);
     // No new tokens: nothing to do, even with null buffers.
     const int32_t cuNone[] = {0, 0};
-    EXPECT_EQ(sscAttentionPrefill(cache, nullptr, sscFloat32, 4, 1, ids, cuNone, 0.125f, nullptr, 0, 0,
-                                  nullptr, nullptr, stream), sscSuccess);
+    EXPECT_EQ(sscAttentionPrefill(cache, nullptr, sscFloat32, 4, 1, ids, cuNone, 0.125f, nullptr, 0,
+                                  0, nullptr, nullptr, stream),
+              sscSuccess);
     EXPECT_EQ(sscKvCacheDestroy(cache), sscSuccess);
-    EXPECT_EQ(sscAttentionPrefill(cache, q.data(), sscFloat32, 4, 1, ids, cuOk, 0.125f, nullptr, 0, 0,
-                                  out.data(), nullptr, stream), sscInvalidUsage);
+    EXPECT_EQ(sscAttentionPrefill(cache, q.data(), sscFloat32, 4, 1, ids, cuOk, 0.125f, nullptr, 0,
+                                  0, out.data(), nullptr, stream),
+              sscInvalidUsage);
   });
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The prefill plan (prefill_plan.h): chunks cover every query token once, in order, with each
 // token's sequence position; the GPU lists give every (token, head-in-group) row of every piece
 // to exactly one tile, heaviest tiles first, and this rank's spans with their positions. And the
@@ -43,7 +44,8 @@ TEST(AttnPrefillPlan, ChunksCoverEveryTokenOnceWithItsPosition) {
     }
     std::vector<std::pair<int, int64_t>> want;
     for (int b = 0; b < 4; ++b)
-      for (int t = 0; t < cu[b + 1] - cu[b]; ++t) want.push_back({b, lengths[b] - (cu[b + 1] - cu[b]) + t});
+      for (int t = 0; t < cu[b + 1] - cu[b]; ++t)
+        want.push_back({b, lengths[b] - (cu[b + 1] - cu[b]) + t});
     EXPECT_EQ(seen, want) << chunk;
   }
   std::vector<PrefillChunk> none;
@@ -113,20 +115,23 @@ TEST(AttnPrefillPlan, TilesCoverEveryRowOnceHeaviestFirst) {
 // prefillSees says so. Returns (token, head) -> (owner rank, key position) pairs seen, the
 // owner being the rank of the table (pool) the span names.
 using Seen = std::map<std::pair<int, int>, std::set<std::pair<int, int>>>;
-Seen walkKernel(const PrefillLists& l, const std::vector<const PageTable*>& tables, const PrefillSplit& split,
-                int ratio, int window) {
+Seen walkKernel(const PrefillLists& l, const std::vector<const PageTable*>& tables,
+                const PrefillSplit& split, int ratio, int window) {
   const int32_t* pieces = l.flat.data();
   const int32_t* spans = l.flat.data() + l.spansAt();
   const int32_t* tiles = l.flat.data() + l.tilesAt();
   Seen seen;
   for (int kvHead = split.kvFirst; kvHead < split.kvFirst + split.kvHeads; ++kvHead)
     for (int t = 0; t < l.numTiles; ++t) {
-      const ssc::gpu::PrefillTile tile = ssc::gpu::prefillTile(tiles, pieces, t, split.width, window);
+      const ssc::gpu::PrefillTile tile =
+          ssc::gpu::prefillTile(tiles, pieces, t, split.width, window);
       ssc::gpu::PrefillRow rows[16];
       for (int i = 0; i < 16; ++i)
-        rows[i] = ssc::gpu::prefillRow(pieces, tile, i, kvHead, ratio, split.width, split.offset, window);
+        rows[i] =
+            ssc::gpu::prefillRow(pieces, tile, i, kvHead, ratio, split.width, split.offset, window);
       for (int i = 0; i < 16; ++i)
-        if (rows[i].pos >= 0) seen[{rows[i].token, rows[i].head}];  // a row with no key is still a row
+        if (rows[i].pos >= 0)
+          seen[{rows[i].token, rows[i].head}];  // a row with no key is still a row
       const int32_t* pc = pieces + 5 * tile.piece;
       int lastPos = -1;
       for (int s = pc[3]; s < pc[4]; ++s) {
@@ -140,7 +145,9 @@ Seen walkKernel(const PrefillLists& l, const std::vector<const PageTable*>& tabl
             const int kp = sr.firstPos + (r0 - sr.from) + j;
             for (int i = 0; i < 16; ++i) {
               if (!ssc::gpu::prefillSees(rows[i], kp)) continue;
-              EXPECT_TRUE(seen[std::make_pair(rows[i].token, rows[i].head)].insert({tables.at(sp[4])->rank(), kp}).second)
+              EXPECT_TRUE(seen[std::make_pair(rows[i].token, rows[i].head)]
+                              .insert({tables.at(sp[4])->rank(), kp})
+                              .second)
                   << "key seen twice";
             }
           }
@@ -156,75 +163,82 @@ Seen walkKernel(const PrefillLists& l, const std::vector<const PageTable*>& tabl
 TEST(AttnPrefillPlan, KernelWalkSeesExactlyTheCausalWindow) {
   const int kvHeads = 2;
   for (int nranks : {2, 3, 4})
-  for (Interleave mode : {Interleave::kRoundRobin, Interleave::kContiguous, Interleave::kSequenceOwner}) {
-    Placement pl;
-    pl.nranks = nranks;
-    pl.pageSize = 5;
-    pl.mode = mode;
-    pl.blockPages = 2;
-    const std::vector<int64_t> lengths = {61, 1, 40, 17};  // by batch entry (seq ids 3, 0, 1, 2)
-    const int32_t ids[] = {3, 0, 1, 2};
-    const std::vector<int32_t> cu = {0, 25, 26, 66, 67};   // 25 new after 36; 1; 40 (all); 1 after 16
-    std::vector<std::unique_ptr<PageTable>> owned;
-    std::vector<const PageTable*> all;
-    for (int rank = 0; rank < nranks; ++rank) {
-      owned.push_back(std::make_unique<PageTable>(pl, rank, 4, 64));
-      all.push_back(owned.back().get());
-      std::vector<int32_t> seqs;
-      for (int b = 0; b < 4; ++b)
-        for (int64_t t = 0; t < lengths[b]; ++t) seqs.push_back(ids[b]);
-      std::vector<TokenSlot> slots;
-      ASSERT_EQ(owned.back()->append("test", seqs.data(), static_cast<int>(seqs.size()), &slots), sscSuccess);
-    }
-    for (int64_t chunk : {7, 67})
-      for (int ratio : {1, 2, 3, 8})
-        for (int window : {0, 1, 9}) {
-          const int H = kvHeads * ratio;
-          std::vector<PrefillChunk> chunks;
-          planPrefillChunks(cu.data(), lengths.data(), 4, chunk, &chunks);
-          for (const PrefillChunk& c : chunks)
-            for (bool kv : {false, true}) {
-              std::map<std::pair<int, int>, int> headOwner;  // KV side: (token, head) -> rank
-              for (int rank = 0; rank < nranks; ++rank) {
-                const PrefillSplit split = choosePrefillSplit(
-                    kv ? PrefillMode::kKvSide : PrefillMode::kPartials, true, nranks, rank, H, kvHeads, c.tokens, 0);
-                if (kv && !split.kvSide) continue;  // this head count cannot split (ChoosesTheSplit)
-                PrefillLists l;
-                const std::vector<const PageTable*> tables =
-                    split.kvSide ? all : std::vector<const PageTable*>{all[rank]};
-                buildPrefillLists(tables, ids, c, split.width, window, &l);
-                const Seen seen = walkKernel(l, tables, split, ratio, window);
-                size_t rowsWant = 0;
-                for (const PrefillPiece& p : c.pieces) {
-                  const int seq = ids[p.b];
-                  for (int64_t t = 0; t < p.tokens; ++t) {
-                    const int64_t pos = p.firstPos + t;
-                    std::set<std::pair<int, int>> want;
-                    for (int64_t k = prefillWindowStart(pos, window); k <= pos; ++k)
-                      if (split.kvSide || pl.tokenOwner(seq, k) == rank)
-                        want.insert({pl.tokenOwner(seq, k), static_cast<int>(k)});
-                    for (int h = split.firstHead; h < split.firstHead + split.heads; ++h) {
-                      ++rowsWant;
-                      const auto key = std::make_pair(static_cast<int>(p.firstToken + t), h);
-                      if (split.kvSide) {
-                        EXPECT_TRUE(headOwner.insert({key, rank}).second) << "head computed twice";
+    for (Interleave mode :
+         {Interleave::kRoundRobin, Interleave::kContiguous, Interleave::kSequenceOwner}) {
+      Placement pl;
+      pl.nranks = nranks;
+      pl.pageSize = 5;
+      pl.mode = mode;
+      pl.blockPages = 2;
+      const std::vector<int64_t> lengths = {61, 1, 40, 17};  // by batch entry (seq ids 3, 0, 1, 2)
+      const int32_t ids[] = {3, 0, 1, 2};
+      const std::vector<int32_t> cu = {0, 25, 26, 66,
+                                       67};  // 25 new after 36; 1; 40 (all); 1 after 16
+      std::vector<std::unique_ptr<PageTable>> owned;
+      std::vector<const PageTable*> all;
+      for (int rank = 0; rank < nranks; ++rank) {
+        owned.push_back(std::make_unique<PageTable>(pl, rank, 4, 64));
+        all.push_back(owned.back().get());
+        std::vector<int32_t> seqs;
+        for (int b = 0; b < 4; ++b)
+          for (int64_t t = 0; t < lengths[b]; ++t) seqs.push_back(ids[b]);
+        std::vector<TokenSlot> slots;
+        ASSERT_EQ(owned.back()->append("test", seqs.data(), static_cast<int>(seqs.size()), &slots),
+                  sscSuccess);
+      }
+      for (int64_t chunk : {7, 67})
+        for (int ratio : {1, 2, 3, 8})
+          for (int window : {0, 1, 9}) {
+            const int H = kvHeads * ratio;
+            std::vector<PrefillChunk> chunks;
+            planPrefillChunks(cu.data(), lengths.data(), 4, chunk, &chunks);
+            for (const PrefillChunk& c : chunks)
+              for (bool kv : {false, true}) {
+                std::map<std::pair<int, int>, int> headOwner;  // KV side: (token, head) -> rank
+                for (int rank = 0; rank < nranks; ++rank) {
+                  const PrefillSplit split =
+                      choosePrefillSplit(kv ? PrefillMode::kKvSide : PrefillMode::kPartials, true,
+                                         nranks, rank, H, kvHeads, c.tokens, 0);
+                  if (kv && !split.kvSide)
+                    continue;  // this head count cannot split (ChoosesTheSplit)
+                  PrefillLists l;
+                  const std::vector<const PageTable*> tables =
+                      split.kvSide ? all : std::vector<const PageTable*>{all[rank]};
+                  buildPrefillLists(tables, ids, c, split.width, window, &l);
+                  const Seen seen = walkKernel(l, tables, split, ratio, window);
+                  size_t rowsWant = 0;
+                  for (const PrefillPiece& p : c.pieces) {
+                    const int seq = ids[p.b];
+                    for (int64_t t = 0; t < p.tokens; ++t) {
+                      const int64_t pos = p.firstPos + t;
+                      std::set<std::pair<int, int>> want;
+                      for (int64_t k = prefillWindowStart(pos, window); k <= pos; ++k)
+                        if (split.kvSide || pl.tokenOwner(seq, k) == rank)
+                          want.insert({pl.tokenOwner(seq, k), static_cast<int>(k)});
+                      for (int h = split.firstHead; h < split.firstHead + split.heads; ++h) {
+                        ++rowsWant;
+                        const auto key = std::make_pair(static_cast<int>(p.firstToken + t), h);
+                        if (split.kvSide) {
+                          EXPECT_TRUE(headOwner.insert({key, rank}).second)
+                              << "head computed twice";
+                        }
+                        const auto it = seen.find(key);
+                        ASSERT_NE(it, seen.end()) << "row not walked: head " << h;
+                        EXPECT_EQ(it->second, want)
+                            << "ranks " << nranks << " rank " << rank << " seq " << seq << " pos "
+                            << pos << " head " << h << " ratio " << ratio << " window " << window
+                            << " chunk " << chunk << " kv " << kv;
                       }
-                      const auto it = seen.find(key);
-                      ASSERT_NE(it, seen.end()) << "row not walked: head " << h;
-                      EXPECT_EQ(it->second, want)
-                          << "ranks " << nranks << " rank " << rank << " seq " << seq << " pos " << pos << " head " << h
-                          << " ratio " << ratio << " window " << window << " chunk " << chunk << " kv " << kv;
                     }
                   }
+                  EXPECT_EQ(seen.size(), rowsWant) << "rows of other heads walked";
                 }
-                EXPECT_EQ(seen.size(), rowsWant) << "rows of other heads walked";
+                if (!headOwner.empty()) {
+                  EXPECT_EQ(headOwner.size(), static_cast<size_t>(c.tokens) * H);
+                }
               }
-              if (!headOwner.empty()) {
-                EXPECT_EQ(headOwner.size(), static_cast<size_t>(c.tokens) * H);
-              }
-            }
-        }
-  }
+          }
+    }
 }
 
 // The split's rule: KV side gives each rank a disjoint share of the heads, all heads in all,
@@ -238,7 +252,8 @@ TEST(AttnPrefillPlan, ChoosesTheSplit) {
         std::vector<int> owner(H, -1);
         for (int rank = 0; rank < nranks; ++rank) {
           const char* why = nullptr;
-          const PrefillSplit s = choosePrefillSplit(PrefillMode::kKvSide, true, nranks, rank, H, kvHeads, 4096, 0, &why);
+          const PrefillSplit s = choosePrefillSplit(PrefillMode::kKvSide, true, nranks, rank, H,
+                                                    kvHeads, 4096, 0, &why);
           const int hk = H / nranks;
           const bool can = H % nranks == 0 && (hk % ratio == 0 || ratio % hk == 0);
           ASSERT_EQ(s.kvSide, can) << H << " heads, " << nranks << " ranks";
@@ -266,19 +281,28 @@ TEST(AttnPrefillPlan, ChoosesTheSplit) {
       }
   const char* why = nullptr;
   // Partials asked for, one rank, pools not mapped, heads that do not divide: partials.
-  EXPECT_FALSE(choosePrefillSplit(PrefillMode::kPartials, true, 8, 0, 8, 1, 1 << 14, 0, &why).kvSide);
+  EXPECT_FALSE(
+      choosePrefillSplit(PrefillMode::kPartials, true, 8, 0, 8, 1, 1 << 14, 0, &why).kvSide);
   EXPECT_STREQ(why, "partials asked for");
   EXPECT_FALSE(choosePrefillSplit(PrefillMode::kKvSide, true, 1, 0, 8, 1, 1 << 14, 0, &why).kvSide);
-  EXPECT_FALSE(choosePrefillSplit(PrefillMode::kKvSide, false, 8, 0, 8, 1, 1 << 14, 0, &why).kvSide);
-  EXPECT_FALSE(choosePrefillSplit(PrefillMode::kKvSide, true, 8, 0, 12, 1, 1 << 14, 0, &why).kvSide);
+  EXPECT_FALSE(
+      choosePrefillSplit(PrefillMode::kKvSide, false, 8, 0, 8, 1, 1 << 14, 0, &why).kvSide);
+  EXPECT_FALSE(
+      choosePrefillSplit(PrefillMode::kKvSide, true, 8, 0, 12, 1, 1 << 14, 0, &why).kvSide);
   // H 24 over 4 ranks with groups of 8: 6 heads a rank straddle a group unevenly.
-  EXPECT_FALSE(choosePrefillSplit(PrefillMode::kKvSide, true, 4, 1, 24, 3, 1 << 14, 0, &why).kvSide);
+  EXPECT_FALSE(
+      choosePrefillSplit(PrefillMode::kKvSide, true, 4, 1, 24, 3, 1 << 14, 0, &why).kvSide);
   EXPECT_STREQ(why, "a rank's heads straddle KV groups unevenly");
   // Auto: KV side once a rank's rows (tokens x H / K) fill half its tiles of 16 at once.
   const int64_t slots = 168;  // 14 SMs x 12 warps
-  EXPECT_TRUE(choosePrefillSplit(PrefillMode::kAuto, true, 8, 3, 8, 1, 16 * slots / 2, slots).kvSide);
-  EXPECT_FALSE(choosePrefillSplit(PrefillMode::kAuto, true, 8, 3, 8, 1, 16 * slots / 2 - 1, slots, &why).kvSide);
+  EXPECT_TRUE(
+      choosePrefillSplit(PrefillMode::kAuto, true, 8, 3, 8, 1, 16 * slots / 2, slots).kvSide);
+  EXPECT_FALSE(
+      choosePrefillSplit(PrefillMode::kAuto, true, 8, 3, 8, 1, 16 * slots / 2 - 1, slots, &why)
+          .kvSide);
   EXPECT_STREQ(why, "too few rows a rank to fill its SMs");
-  EXPECT_TRUE(choosePrefillSplit(PrefillMode::kKvSide, true, 8, 3, 8, 1, 1, slots).kvSide) << "forced";
-  EXPECT_TRUE(choosePrefillSplit(PrefillMode::kAuto, true, 8, 3, 8, 1, 1, 0).kvSide) << "no SM bound";
+  EXPECT_TRUE(choosePrefillSplit(PrefillMode::kKvSide, true, 8, 3, 8, 1, 1, slots).kvSide)
+      << "forced";
+  EXPECT_TRUE(choosePrefillSplit(PrefillMode::kAuto, true, 8, 3, 8, 1, 1, 0).kvSide)
+      << "no SM bound";
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A sliding-window layer that frees what fell out of its window (sscKvCacheTrimSequence), through
 // the public API on the host backend: 1-4 ranks as threads, every interleave, page sizes 1 and
 // 4. Sequences grow one token a step (a decode loop) in a pool sized for their windows only, so
@@ -54,7 +55,8 @@ float worstError(const ref::Workload& w, const std::vector<float>& q, const std:
       const size_t row = r * kHeads + h;
       const float el = ref::referenceAttention(w, seqOf[r], h / kRatio, &q[row * kDim], scale,
                                                kWindow, &sinks[h], expect.data(), endOf[r]);
-      for (int i = 0; i < kDim; ++i) worst = std::max(worst, std::fabs(out[row * kDim + i] - expect[i]));
+      for (int i = 0; i < kDim; ++i)
+        worst = std::max(worst, std::fabs(out[row * kDim + i] - expect[i]));
       worst = std::max(worst, std::fabs(lse[row] - el) / std::max(1.0f, std::fabs(el)));
     }
   return std::isnan(worst) ? INFINITY : worst;
@@ -62,7 +64,8 @@ float worstError(const ref::Workload& w, const std::vector<float>& q, const std:
 
 void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream,
                         sscKvInterleave_t interleave, int pageSize) {
-  SCOPED_TRACE(fmt::format("rank {} of {} {} page {}", rank, nranks, ref::interleaveName(interleave), pageSize));
+  SCOPED_TRACE(fmt::format("rank {} of {} {} page {}", rank, nranks,
+                           ref::interleaveName(interleave), pageSize));
   const int nseqs = static_cast<int>(kFinal.size());
   const ref::Workload w = ref::makeWorkload(77 + pageSize, kKvHeads, kDim, sscBfloat16, kFinal, 2);
   sscKvCacheConfig_t cfg = SSC_KV_CACHE_CONFIG_INITIALIZER;
@@ -105,14 +108,17 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
         ids.push_back(s);
         appendRow(w, s, len[s]++, &k, &v);
       }
-    ASSERT_EQ(sscKvCacheAppend(cache, static_cast<int>(ids.size()), ids.data(), k.data(), v.data(), stream),
-              sscSuccess) << "step " << step << ": " << sscGetLastError(nullptr);
+    ASSERT_EQ(sscKvCacheAppend(cache, static_cast<int>(ids.size()), ids.data(), k.data(), v.data(),
+                               stream),
+              sscSuccess)
+        << "step " << step << ": " << sscGetLastError(nullptr);
     for (int s = 0; s < nseqs; ++s)
       ASSERT_EQ(sscKvCacheTrimSequence(cache, s, std::max(0, len[s] - kWindow)), sscSuccess)
           << sscGetLastError(nullptr);
-    ASSERT_EQ(sscAttentionDecode(cache, q.data(), sscFloat32, kHeads, nseqs, all.data(), scale, sinks.data(),
-                                 kWindow, 0, out.data(), lse.data(), stream),
-              sscSuccess) << "step " << step << ": " << sscGetLastError(nullptr);
+    ASSERT_EQ(sscAttentionDecode(cache, q.data(), sscFloat32, kHeads, nseqs, all.data(), scale,
+                                 sinks.data(), kWindow, 0, out.data(), lse.data(), stream),
+              sscSuccess)
+        << "step " << step << ": " << sscGetLastError(nullptr);
     ASSERT_EQ(sscStreamSynchronize(stream), sscSuccess);
     // Not an ASSERT: a rank that left the loop early would leave the others waiting.
     const float err = worstError(w, q, {0, 1, 2}, len, sinks, out, lse);
@@ -123,10 +129,12 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
     if (len[0] > kWindow) {
       // The whole sequence, or one token more than the window: both reach below the trim.
       for (int window : {0, kWindow + 1}) {
-        EXPECT_EQ(sscAttentionDecode(cache, q.data(), sscFloat32, kHeads, 1, all.data(), scale, nullptr,
-                                     window, 0, out.data(), lse.data(), stream),
-                  sscInvalidUsage) << "window " << window;
-        EXPECT_NE(std::string(sscGetLastError(nullptr)).find("trimmed before position"), std::string::npos);
+        EXPECT_EQ(sscAttentionDecode(cache, q.data(), sscFloat32, kHeads, 1, all.data(), scale,
+                                     nullptr, window, 0, out.data(), lse.data(), stream),
+                  sscInvalidUsage)
+            << "window " << window;
+        EXPECT_NE(std::string(sscGetLastError(nullptr)).find("trimmed before position"),
+                  std::string::npos);
       }
     }
   }
@@ -141,7 +149,8 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   std::vector<int32_t> chunkIds(kChunk, 0);
   std::vector<uint16_t> k, v;
   for (int t = 0; t < kChunk; ++t) appendRow(w, 0, len[0] + t, &k, &v);
-  ASSERT_EQ(sscKvCacheAppend(cache, kChunk, chunkIds.data(), k.data(), v.data(), stream), sscSuccess)
+  ASSERT_EQ(sscKvCacheAppend(cache, kChunk, chunkIds.data(), k.data(), v.data(), stream),
+            sscSuccess)
       << sscGetLastError(nullptr);
   const int first = len[0];
   len[0] += kChunk;
@@ -150,18 +159,20 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   for (size_t i = 0; i < pq.size(); ++i) pq[i] = std::cos(0.21f * static_cast<float>(i));
   std::vector<float> pout(pq.size()), plse(static_cast<size_t>(kChunk) * kHeads);
   ASSERT_EQ(sscKvCacheTrimSequence(cache, 0, first + 1 - kWindow), sscSuccess);
-  ASSERT_EQ(sscAttentionPrefill(cache, pq.data(), sscFloat32, kHeads, 1, all.data(), cu, scale, sinks.data(),
-                                kWindow, 0, pout.data(), plse.data(), stream),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionPrefill(cache, pq.data(), sscFloat32, kHeads, 1, all.data(), cu, scale,
+                                sinks.data(), kWindow, 0, pout.data(), plse.data(), stream),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(stream), sscSuccess);
   std::vector<int> seqOf(kChunk, 0), endOf;
   for (int t = 0; t < kChunk; ++t) endOf.push_back(first + t + 1);
   EXPECT_LE(worstError(w, pq, seqOf, endOf, sinks, pout, plse), 3e-5f);
   ASSERT_EQ(sscKvCacheTrimSequence(cache, 0, first + 2 - kWindow), sscSuccess);
-  EXPECT_EQ(sscAttentionPrefill(cache, pq.data(), sscFloat32, kHeads, 1, all.data(), cu, scale, sinks.data(),
-                                kWindow, 0, pout.data(), plse.data(), stream),
+  EXPECT_EQ(sscAttentionPrefill(cache, pq.data(), sscFloat32, kHeads, 1, all.data(), cu, scale,
+                                sinks.data(), kWindow, 0, pout.data(), plse.data(), stream),
             sscInvalidUsage);
-  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("trimmed before position"), std::string::npos);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("trimmed before position"),
+            std::string::npos);
 
   // A release clears the trim: the sequence starts again from position 0 with its whole window.
   ASSERT_EQ(sscKvCacheReleaseSequence(cache, 0), sscSuccess);
@@ -170,9 +181,10 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
   for (int t = 0; t < 3; ++t) appendRow(w, 0, t, &k, &v);
   ASSERT_EQ(sscKvCacheAppend(cache, 3, chunkIds.data(), k.data(), v.data(), stream), sscSuccess)
       << sscGetLastError(nullptr);
-  ASSERT_EQ(sscAttentionDecode(cache, q.data(), sscFloat32, kHeads, 1, all.data(), scale, sinks.data(), 0, 0,
-                               out.data(), lse.data(), stream),
-            sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAttentionDecode(cache, q.data(), sscFloat32, kHeads, 1, all.data(), scale,
+                               sinks.data(), 0, 0, out.data(), lse.data(), stream),
+            sscSuccess)
+      << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(stream), sscSuccess);
   EXPECT_LE(worstError(w, q, {0}, {3}, sinks, out, lse), 3e-5f);
   EXPECT_EQ(sscKvCacheDestroy(cache), sscSuccess);
@@ -183,7 +195,8 @@ void checkConfiguration(int rank, int nranks, sscComm_t comm, sscStream_t stream
 TEST_P(AttnHostTrim, SlidingWindowDecodeInAPoolOnlyTheWindowsFit) {
   const ref::RanksCase rc = GetParam();
   runRanks(rc.nranks, [&](int rank, sscComm_t comm, sscStream_t stream) {
-    for (int pageSize : {1, 4}) checkConfiguration(rank, rc.nranks, comm, stream, rc.interleave, pageSize);
+    for (int pageSize : {1, 4})
+      checkConfiguration(rank, rc.nranks, comm, stream, rc.interleave, pageSize);
   });
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """examples/pytorch/starscream_gemm.py's C-API layer on the host backend, without PyTorch (a stub
 module stands in for it): under mpirun, rank 0's unique id (all 128 bytes) reaches the other
 ranks, every rank initialises the communicator and a GEMM context through ctypes, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fused GEMM-collectives end to end on the host backend under mpirun (1-4 ranks): both ops,
 // odd M/N/K (M not a multiple of the rank count, ranks that own one row or none), bf16 and
 // fp16, y in the input type or fp32, W stored [N][K] or [K][N], with and without nn.Linear's
@@ -34,8 +35,8 @@ using ssc::test::seededMatrix;
 void dot(const std::vector<uint16_t>& x, const std::vector<uint16_t>& w, int64_t row, int64_t col,
          int64_t n, int64_t k, bool kn, sscDataType_t t, double* val, double* mag) {
   for (int64_t i = 0; i < k; ++i) {
-    const double term = double(fromStorage(x[row * k + i], t)) *
-                        fromStorage(w[kn ? i * n + col : col * k + i], t);
+    const double term =
+        double(fromStorage(x[row * k + i], t)) * fromStorage(w[kn ? i * n + col : col * k + i], t);
     *val += term;
     *mag += std::fabs(term);
   }
@@ -53,12 +54,14 @@ struct Case {
   bool bias = false;
   bool ce = false;  // SSC_GEMM_COPY_ENGINE (the host backend runs its flag protocol)
   std::string name() const {
-    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}{}{}", rs ? "gemm_rs" : "ag_gemm",
-                       m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
-                       out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "", static_cast<int>(variant), chunks,
-                       tinyWorkspace ? " tiny-workspace" : "",
-                       gathered == 1 ? " xGathered" : gathered == 2 ? " in-place" : "", bias ? " bias" : "",
-                       ce ? " copy-engine" : "");
+    return fmt::format("{} m{} n{} k{} {}->{}{} variant {} chunks {}{}{}{}{}",
+                       rs ? "gemm_rs" : "ag_gemm", m, n, k, dtype == sscBfloat16 ? "bf16" : "fp16",
+                       out == sscFloat32 ? "fp32" : "same", kn ? " KN" : "",
+                       static_cast<int>(variant), chunks, tinyWorkspace ? " tiny-workspace" : "",
+                       gathered == 1   ? " xGathered"
+                       : gathered == 2 ? " in-place"
+                                       : "",
+                       bias ? " bias" : "", ce ? " copy-engine" : "");
   }
 };
 
@@ -76,7 +79,8 @@ void runCase(const Case& c, sscGemm_t gemm) {
                                                             xMine.begin() + (first + rows) * c.k);
   const int64_t yRows = c.rs ? rows : c.m;
   const size_t ob = c.out == sscFloat32 ? 4 : 2;
-  std::vector<unsigned char> y(static_cast<size_t>(yRows * c.n) * ob + 1, 0xAB);  // +1: a guard byte
+  std::vector<unsigned char> y(static_cast<size_t>(yRows * c.n) * ob + 1,
+                               0xAB);  // +1: a guard byte
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = c.m;
   a.n = c.n;
@@ -115,7 +119,8 @@ void runCase(const Case& c, sscGemm_t gemm) {
       for (int64_t i = 0; i < c.k; ++i) wkn[i * c.n + j] = wMine[j * c.k + i];
     a.w = wkn.data();
   }
-  const sscResult_t r = c.rs ? sscGemmReduceScatter(gemm, &a, g_stream) : sscAllGatherGemm(gemm, &a, g_stream);
+  const sscResult_t r =
+      c.rs ? sscGemmReduceScatter(gemm, &a, g_stream) : sscAllGatherGemm(gemm, &a, g_stream);
   ASSERT_EQ(r, sscSuccess) << sscGetLastError(nullptr);
   ASSERT_EQ(sscStreamSynchronize(g_stream), sscSuccess) << sscGetLastError(nullptr);
   EXPECT_EQ(y.back(), 0xAB) << "wrote past y";
@@ -135,15 +140,17 @@ void runCase(const Case& c, sscGemm_t gemm) {
     for (int64_t j = 0; j < c.n && bad < 5; ++j) {
       const int64_t row = c.rs ? first + i : i;
       double val = 0, mag = 0;
-      for (size_t q = 0; q < xs.size(); ++q) dot(xs[q], ws[q], row, j, c.n, c.k, false, c.dtype, &val, &mag);
+      for (size_t q = 0; q < xs.size(); ++q)
+        dot(xs[q], ws[q], row, j, c.n, c.k, false, c.dtype, &val, &mag);
       if (c.bias) {  // once, after the sum (one more rounding to y's type: the +2 below covers it)
         const double b = c.out == sscFloat32 ? biasF[j] : fromStorage(biasH[j], c.out);
         val += b;
         mag += std::fabs(b);
       }
       const size_t idx = static_cast<size_t>(i * c.n + j);
-      const double got = ob == 4 ? reinterpret_cast<const float*>(y.data())[idx]
-                                 : fromStorage(reinterpret_cast<const uint16_t*>(y.data())[idx], c.out);
+      const double got = ob == 4
+                             ? reinterpret_cast<const float*>(y.data())[idx]
+                             : fromStorage(reinterpret_cast<const uint16_t*>(y.data())[idx], c.out);
       const double tol = (mag + 1e-30) * eps * (xs.size() + 2) + 1e-6;
       if (!(std::fabs(got - val) <= tol)) {
         ADD_FAILURE() << fmt::format("y[{}][{}] = {}, want {} (tolerance {})", i, j, got, val, tol);
@@ -169,15 +176,16 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
   cfg.workspaceBytes = 1800;  // >= (2 slots x 4 ranks + 1) x 33 x 4 bytes: a row or two a chunk
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
-  const std::vector<std::array<int64_t, 3>> shapes = {
-      {1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {64, 33, 17}, {3, 8, 5}, {5, 8, 0}, {0, 3, 3}};
+  const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},   {7, 5, 3},    {37, 29, 19},
+                                                      {13, 1, 40}, {64, 33, 17}, {3, 8, 5},
+                                                      {5, 8, 0},   {0, 3, 3}};
   int index = 0;
   for (bool rs : {true, false})
     for (const auto& s : shapes)
       for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
         const int mode = index++ % 4;
-        Case c{rs, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2,
-               sscGemmAuto, 0, false};
+        Case c{rs,        s[0],        s[1], s[2], t, mode == 1 ? sscFloat32 : t,
+               mode == 2, sscGemmAuto, 0,    false};
         c.bias = index % 3 != 0;
         runCase(c, big);
         c.variant = sscGemmChunked;
@@ -203,7 +211,8 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
   int chunks = -1;
   sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
   a.m = 37, a.n = 29, a.k = 19;
-  EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpReduceScatter, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+  EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpReduceScatter, &a, &variant, &chunks), sscSuccess)
+      << sscGetLastError(nullptr);
   // Small: the rule runs it unfused; the tiny workspace still cuts it into chunks.
   EXPECT_EQ(variant, sscGemmUnfused);
   EXPECT_EQ(chunks, g_n == 1 ? 1 : 2) << "37 rows, 58-byte rows, 1800-byte workspace";
@@ -221,15 +230,18 @@ TEST_F(GemmMpi, FusedOddShapes) {
   cfg.workspaceBytes = 1 << 20;
   sscGemm_t big = nullptr, tiny = nullptr;
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
-  cfg.workspaceBytes = (2 * 8 + 1) * 33 * 4 * 2;  // two rows of the widest case per chunk at 8 ranks
+  cfg.workspaceBytes =
+      (2 * 8 + 1) * 33 * 4 * 2;  // two rows of the widest case per chunk at 8 ranks
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
-  const std::vector<std::array<int64_t, 3>> shapes = {
-      {1, 1, 1}, {7, 5, 3}, {37, 29, 19}, {13, 1, 40}, {64, 33, 17}, {3, 8, 5}, {5, 8, 0}, {0, 3, 3}};
+  const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},   {7, 5, 3},    {37, 29, 19},
+                                                      {13, 1, 40}, {64, 33, 17}, {3, 8, 5},
+                                                      {5, 8, 0},   {0, 3, 3}};
   int index = 0;
   for (const auto& s : shapes)
     for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
       const int mode = index++ % 4;
-      Case c{true, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, sscGemmFused, 0, false};
+      Case c{true,      s[0],         s[1], s[2], t, mode == 1 ? sscFloat32 : t,
+             mode == 2, sscGemmFused, 0,    false};
       c.bias = index % 3 != 0;
       // Waiting kernels' flags and SSC_GEMM_COPY_ENGINE's (readyFrom) alternate on one context.
       for (int rep = 0; rep < 4; ++rep) {
@@ -254,7 +266,8 @@ TEST_F(GemmMpi, FusedOddShapes) {
   for (const auto& s : shapes)
     for (sscDataType_t t : {sscBfloat16, sscFloat16}) {
       const int mode = index++ % 4;
-      Case c{false, s[0], s[1], s[2], t, mode == 1 ? sscFloat32 : t, mode == 2, sscGemmFused, 0, false};
+      Case c{false,     s[0],         s[1], s[2], t, mode == 1 ? sscFloat32 : t,
+             mode == 2, sscGemmFused, 0,    false};
       c.bias = index % 3 != 0;
       for (int rep = 0; rep < 2; ++rep) runCase(c, big);
       c.chunks = 2;  // per rank
@@ -282,14 +295,17 @@ TEST_F(GemmMpi, FusedOddShapes) {
     sscGemmArgs_t a = SSC_GEMM_ARGS_INITIALIZER;
     a.m = 37, a.n = 29, a.k = 19;
     a.variant = sscGemmFused;
-    EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpReduceScatter, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(sscGemmQueryPlan(tiny, sscGemmOpReduceScatter, &a, &variant, &chunks), sscSuccess)
+        << sscGetLastError(nullptr);
     EXPECT_EQ(variant, sscGemmFused);
     EXPECT_GE(chunks, 2);
-    EXPECT_EQ(sscGemmQueryPlan(big, sscGemmOpAllGather, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(sscGemmQueryPlan(big, sscGemmOpAllGather, &a, &variant, &chunks), sscSuccess)
+        << sscGetLastError(nullptr);
     EXPECT_EQ(variant, sscGemmFused);
     EXPECT_EQ(chunks, 1);
     a.chunks = 2;
-    EXPECT_EQ(sscGemmQueryPlan(big, sscGemmOpAllGather, &a, &variant, &chunks), sscSuccess) << sscGetLastError(nullptr);
+    EXPECT_EQ(sscGemmQueryPlan(big, sscGemmOpAllGather, &a, &variant, &chunks), sscSuccess)
+        << sscGetLastError(nullptr);
     EXPECT_EQ(chunks, g_n);
     // The tiny workspace cannot hold a gathered X of 1000 rows: refused, naming the setting.
     a.m = 1000;
@@ -381,7 +397,8 @@ TEST_F(GemmMpi, Shard2dTakesInitializedStructs) {
   sscGemmShard2dPlan_t unset{};
   unset.size = sizeof(unset);  // no magic
   EXPECT_EQ(sscGemmShard2d(&q, &unset), sscInvalidArgument);
-  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("SSC_GEMM_SHARD2D_PLAN_INITIALIZER"), std::string::npos);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("SSC_GEMM_SHARD2D_PLAN_INITIALIZER"),
+            std::string::npos);
   q.inter = static_cast<sscLinearParallel_t>(2);
   EXPECT_EQ(sscGemmShard2d(&q, &plan), sscInvalidArgument);
   EXPECT_NE(std::string(sscGetLastError(nullptr)).find("inter"), std::string::npos);
@@ -402,7 +419,8 @@ class RankFailures : public testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   ssc::test::mpiGtestInit(&argc, &argv, &g_rank, &g_n);
   testing::UnitTest::GetInstance()->listeners().Append(new RankFailures);
-  if (sscCommInitMpi(MPI_COMM_WORLD, &g_comm) != sscSuccess || sscStreamCreate(&g_stream) != sscSuccess) {
+  if (sscCommInitMpi(MPI_COMM_WORLD, &g_comm) != sscSuccess ||
+      sscStreamCreate(&g_stream) != sscSuccess) {
     std::fprintf(stderr, "rank %d: init failed: %s\n", g_rank, sscGetLastError(nullptr));
     MPI_Abort(MPI_COMM_WORLD, 2);
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pure shape logic of the fused GEMM-collectives (src/ops/gemm/gemm_plan.h): row ranges,
 // the variant rule, the workspace limit, and a simulation of every chunk's GEMM pieces over many
 // shapes (each output row produced exactly once, from the right input row); the reference host
@@ -139,12 +140,13 @@ TEST(GemmPlanRule, FusedReduceScatterOnly) {
   EXPECT_EQ(pl.chunks, 1);
   ASSERT_TRUE(makePlan(big, sscGemmFused, 0, size_t{40} << 20, &pl, &why)) << why;
   EXPECT_GE(pl.chunks, 3);
-  EXPECT_LE(static_cast<size_t>(pl.slots) * pl.slotBytes + pl.padBytes + pl.scratchBytes, size_t{40} << 20);
+  EXPECT_LE(static_cast<size_t>(pl.slots) * pl.slotBytes + pl.padBytes + pl.scratchBytes,
+            size_t{40} << 20);
   // Refused where it is not built, with the reason.
   EXPECT_FALSE(makePlan(rs, sscGemmFused, 0, 1 << 20, &pl, &why, false));
   EXPECT_NE(why.find("mapped"), std::string::npos) << why;
-  EXPECT_FALSE(makePlan(problem(Op::kReduceScatter, 10, 10, 10, kFusedMaxRanks + 1), sscGemmFused, 0,
-                        1 << 20, &pl, &why));
+  EXPECT_FALSE(makePlan(problem(Op::kReduceScatter, 10, 10, 10, kFusedMaxRanks + 1), sscGemmFused,
+                        0, 1 << 20, &pl, &why));
   EXPECT_NE(why.find("at most"), std::string::npos) << why;
   // AUTO never picks it where it cannot run.
   ASSERT_TRUE(makePlan(rs, sscGemmAuto, 0, 1 << 20, &pl, &why, false));
@@ -167,7 +169,8 @@ TEST(GemmPlanRule, RefusesBadRequests) {
 TEST(GemmPlanRule, FusedAllGatherForms) {
   Plan pl;
   std::string why;
-  Problem p = problem(Op::kAllGather, 37, 29, 19, 4);  // block 10, slot 4 x 10 x 19 x 2 = 1520 bytes
+  Problem p =
+      problem(Op::kAllGather, 37, 29, 19, 4);  // block 10, slot 4 x 10 x 19 x 2 = 1520 bytes
   ASSERT_TRUE(makePlan(p, sscGemmFused, 0, 1 << 20, &pl, &why)) << why;
   EXPECT_EQ(pl.variant, sscGemmFused);
   EXPECT_FALSE(pl.agPerRank);
@@ -221,7 +224,8 @@ TEST(GemmPlanPieces, PeerGemmsCoverEveryPeerOnce) {
           EXPECT_LT(rowShard(m, n, q).count, block);
         }
         for (int q = 0; q < n; ++q)
-          EXPECT_EQ(seen[static_cast<size_t>(q)], q != rank && rowShard(m, n, q).count > 0 ? 1 : 0) << "peer " << q;
+          EXPECT_EQ(seen[static_cast<size_t>(q)], q != rank && rowShard(m, n, q).count > 0 ? 1 : 0)
+              << "peer " << q;
       }
   // 4099 rows on 8 ranks: blocks of 513, rank 7 has 508: six full peers, one alone; blocks of
   // 513 rows are batched only while an entry is small (kPeerBatchMaxRows, kPeerBatchMaxFlops).
@@ -229,10 +233,11 @@ TEST(GemmPlanPieces, PeerGemmsCoverEveryPeerOnce) {
   EXPECT_EQ(pg.batched, (std::vector<int>{3, 4, 5, 6, 0, 1}));
   EXPECT_EQ(pg.single, std::vector<int>{7});
   EXPECT_TRUE(pg.batch);  // 2 x 513 x 5 x 3 flops an entry
-  EXPECT_FALSE(peerGemms(problem(Op::kAllGather, 4096, 1024, 3584, 8), 0).batch);  // 70b.down: 3.8e9
-  EXPECT_TRUE(peerGemms(problem(Op::kAllGather, 4096, 1024, 1024, 8), 0).batch);   // 70b.o: 1.1e9
-  EXPECT_TRUE(peerGemms(problem(Op::kAllGather, 256, 1664, 16384, 8), 0).batch);   // 32 rows a block
-  EXPECT_FALSE(peerGemms(problem(Op::kAllGather, 16384, 1024, 1024, 8), 0).batch); // 70b.o: 4.3e9
+  EXPECT_FALSE(
+      peerGemms(problem(Op::kAllGather, 4096, 1024, 3584, 8), 0).batch);          // 70b.down: 3.8e9
+  EXPECT_TRUE(peerGemms(problem(Op::kAllGather, 4096, 1024, 1024, 8), 0).batch);  // 70b.o: 1.1e9
+  EXPECT_TRUE(peerGemms(problem(Op::kAllGather, 256, 1664, 16384, 8), 0).batch);  // 32 rows a block
+  EXPECT_FALSE(peerGemms(problem(Op::kAllGather, 16384, 1024, 1024, 8), 0).batch);  // 70b.o: 4.3e9
   pg = peerGemms(problem(Op::kAllGather, 4088, 5, 3, 8), 7);  // blocks of 511: a batch of 7
   EXPECT_EQ(pg.batched, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_TRUE(pg.single.empty());
@@ -317,13 +322,15 @@ TEST(GemmHost, MatchesDoubleReferenceBothLayouts) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < n; ++j) {
       double ref = 0;
-      for (int64_t i = 0; i < k; ++i) ref += double(bf16ToFloat(x[r * k + i])) * bf16ToFloat(w[j * k + i]);
+      for (int64_t i = 0; i < k; ++i)
+        ref += double(bf16ToFloat(x[r * k + i])) * bf16ToFloat(w[j * k + i]);
       EXPECT_NEAR(y[r * n + j], ref, 1e-5);
       EXPECT_EQ(y[r * n + j], yt[r * n + j]);
     }
 }
 
-sscGemmShard2dPlan_t ask(sscLinearParallel_t inter, int64_t m, int64_t n, int64_t k, int partitions) {
+sscGemmShard2dPlan_t ask(sscLinearParallel_t inter, int64_t m, int64_t n, int64_t k,
+                         int partitions) {
   sscGemmShard2dQuery_t q = SSC_GEMM_SHARD2D_QUERY_INITIALIZER;
   q.inter = inter;
   q.m = m;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sscGemmAuto's rates read from a communicator's tuner (gemmRates, gemm_rates.h) and the rule's
 // answers with them (autoPicksFused, gemm_plan.h) on machines described by topology files and
 // the shipped profiles: the K = 8 H200 rates test_gemm_rule.cc feeds by hand, and sensible
@@ -20,10 +21,11 @@ namespace {
 
 // One GPU of `model` split into `k` ranks by `mode` (MPS: the emulation's shape, any rank count).
 Topology oneGpu(const std::string& model, const std::string& mode, int k) {
-  const std::string text = "{\"format\": \"starscream-topology/1\", \"name\": \"one-gpu-" + std::to_string(k) +
-                           "\", \"nodes\": 1, \"gpus_per_node\": 1, \"partitions_per_gpu\": " + std::to_string(k) +
-                           ", \"gpu_model\": \"" + model + "\", \"compute_partition\": \"" + mode +
-                           "\", \"placement\": \"packed\"}";
+  const std::string text =
+      "{\"format\": \"starscream-topology/1\", \"name\": \"one-gpu-" + std::to_string(k) +
+      "\", \"nodes\": 1, \"gpus_per_node\": 1, \"partitions_per_gpu\": " + std::to_string(k) +
+      ", \"gpu_model\": \"" + model + "\", \"compute_partition\": \"" + mode +
+      "\", \"placement\": \"packed\"}";
   Topology t;
   EXPECT_EQ(parseTopology(text, "<test>", kAnyRankCount, &t), sscSuccess) << lastError();
   return t;
@@ -55,10 +57,11 @@ struct Layer {
   int64_t k, n;
 };
 const Layer kLayers[] = {
-    {"gptoss120b.o", 512, 2880},    {"gptoss120b.qkv", 2880, 640},   {"llama405b.down", 6656, 16384},
-    {"llama405b.gate_up", 16384, 13312}, {"llama405b.o", 2048, 16384}, {"llama405b.qkv", 16384, 2304},
-    {"llama70b.down", 3584, 8192},  {"llama70b.gate_up", 8192, 7168}, {"llama70b.o", 1024, 8192},
-    {"llama70b.qkv", 8192, 1280},
+    {"gptoss120b.o", 512, 2880},     {"gptoss120b.qkv", 2880, 640},
+    {"llama405b.down", 6656, 16384}, {"llama405b.gate_up", 16384, 13312},
+    {"llama405b.o", 2048, 16384},    {"llama405b.qkv", 16384, 2304},
+    {"llama70b.down", 3584, 8192},   {"llama70b.gate_up", 8192, 7168},
+    {"llama70b.o", 1024, 8192},      {"llama70b.qkv", 8192, 1280},
 };
 const int64_t kMs[] = {16, 64, 256, 1024, 4096, 16384, 65536};
 
@@ -81,7 +84,8 @@ bool autoFuses(const Problem& p, const GemmRates& r) {
 // and 380 GB/s, where the fixed costs decide anyway).
 TEST(GemmRates, TheShippedH200ProfileAtEightPartitions) {
   Topology t;
-  ASSERT_EQ(loadTopologyFile(std::string(SSC_SOURCE_DIR) + "/tools/topologies/h200-mps-8.json", kAnyRankCount, &t),
+  ASSERT_EQ(loadTopologyFile(std::string(SSC_SOURCE_DIR) + "/tools/topologies/h200-mps-8.json",
+                             kAnyRankCount, &t),
             sscSuccess)
       << lastError();
   std::string name;
@@ -111,7 +115,8 @@ TEST(GemmRates, TheShippedH200ProfileAtEightPartitions) {
   b.m = 16383;
   ASSERT_EQ(rateClass(collectiveBytes(a)), rateClass(collectiveBytes(b)));
   EXPECT_EQ(gemmRates(tuner, a, true).collGBps, gemmRates(tuner, b, true).collGBps);
-  EXPECT_EQ(rateClassBytes(rateClass(collectiveBytes(a))), collectiveBytes(a));  // 256 MiB: a class's end
+  EXPECT_EQ(rateClassBytes(rateClass(collectiveBytes(a))),
+            collectiveBytes(a));  // 256 MiB: a class's end
 }
 
 // Sensible at any rank count: small M stays unfused (fixed costs and, for the per-rank
@@ -128,8 +133,9 @@ TEST(GemmRates, SensibleAtEveryRankCount) {
       for (Op op : {Op::kAllGather, Op::kReduceScatter}) {
         bool fusedBelow = false;
         for (int64_t m : kMs) {
-          SCOPED_TRACE(testing::Message() << "K = " << ranks << (op == Op::kAllGather ? " ag " : " rs ") << l.name
-                                          << " M = " << m);
+          SCOPED_TRACE(testing::Message()
+                       << "K = " << ranks << (op == Op::kAllGather ? " ag " : " rs ") << l.name
+                       << " M = " << m);
           const Problem p = layerProblem(l, op, m, ranks);
           const GemmRates r = gemmRates(tuner, p, true);
           ASSERT_TRUE(r.valid());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sscGemmAuto's rule (autoPicksFused, gemm_plan.h) against what the variants measured. The
 // table is the TP8 layers of gemm_coll_perf (perf/common/gemm_args.cc: Llama-3-70B,
 // Llama-3.1-405B, GPT-OSS-120B per GPU, bf16) at M = 16 .. 16384 on K = 8 MPS partitions of one
@@ -26,10 +27,10 @@ namespace {
 struct Cell {
   const char* layer;
   int64_t m;
-  int64_t agN, agK;            // the all-gather's shape (N split over the partitions)
-  double agUnfused, agFused;   // unfused, and the fused per-rank form (forced, chunks = 8)
-  int64_t rsN, rsK;            // the reduce-scatter's shape (K split over the partitions)
-  double rsUnfused, rsFused;   // unfused, and fused in one chunk (forced)
+  int64_t agN, agK;           // the all-gather's shape (N split over the partitions)
+  double agUnfused, agFused;  // unfused, and the fused per-rank form (forced, chunks = 8)
+  int64_t rsN, rsK;           // the reduce-scatter's shape (K split over the partitions)
+  double rsUnfused, rsFused;  // unfused, and fused in one chunk (forced)
 };
 
 // us per call at K = 8 (see the top of the file).
@@ -155,8 +156,6 @@ bool autoFuses(const Problem& p, const GemmRates& r, Plan* out = nullptr) {
   return pl.variant == sscGemmFused;
 }
 
-
-
 // The cells where the rule does not take the measured winner, and why. All four are per-rank
 // all-gathers that won by 1.15-1.25x and that the rule estimates 6-16 % slower than unfused: the
 // rule takes the unfused all-gather's time from the tuner (Tuner::estimate of the zero-copy
@@ -191,7 +190,8 @@ std::vector<bool> decisions(double ridge) {
   for (const Cell& c : kTable)
     for (Op op : {Op::kAllGather, Op::kReduceScatter}) {
       const bool ag = op == Op::kAllGather;
-      out.push_back(autoFuses(problem(op, c.m, ag ? c.agN : c.rsN, ag ? c.agK : c.rsK, kRanks), h200K8Rates(op, ridge)));
+      out.push_back(autoFuses(problem(op, c.m, ag ? c.agN : c.rsN, ag ? c.agK : c.rsK, kRanks),
+                              h200K8Rates(op, ridge)));
     }
   return out;
 }
@@ -210,30 +210,35 @@ TEST(GemmRule, TakesTheMeasuredWinnerAtEightPartitions) {
       const bool fused = autoFuses(p, r, &pl);
       const double unfused = ag ? c.agUnfused : c.rsUnfused, measured = ag ? c.agFused : c.rsFused;
       const Verdict v = verdict(unfused, measured);
-      SCOPED_TRACE(testing::Message() << (ag ? "ag " : "rs ") << c.layer << " M = " << c.m << ": estimated "
-                                      << e.unfused << " us unfused, " << e.fused << " fused, " << e.push
-                                      << " push; measured " << unfused << " unfused, " << measured << " fused; "
-                                      << pl.reason);
+      SCOPED_TRACE(testing::Message() << (ag ? "ag " : "rs ") << c.layer << " M = " << c.m
+                                      << ": estimated " << e.unfused << " us unfused, " << e.fused
+                                      << " fused, " << e.push << " push; measured " << unfused
+                                      << " unfused, " << measured << " fused; " << pl.reason);
       fusedCells += fused ? 1 : 0;
       if (v == Verdict::kTie) continue;
       ++judged;
       const bool right = fused == (v == Verdict::kWon);
       agreed += right ? 1 : 0;
-      EXPECT_EQ(right, !listedMiss(c, op)) << (right ? "a listed miss now agrees: update kMisses" : "a new miss");
+      EXPECT_EQ(right, !listedMiss(c, op))
+          << (right ? "a listed miss now agrees: update kMisses" : "a new miss");
       // Never a fused form the table shows losing.
       if (v == Verdict::kLost) {
         EXPECT_FALSE(fused);
       }
       if (fused) {
-        EXPECT_TRUE(ag && pl.agPerRank) << "only the per-rank all-gather ever estimates faster here";
+        EXPECT_TRUE(ag && pl.agPerRank)
+            << "only the per-rank all-gather ever estimates faster here";
         EXPECT_NE(pl.reason.find("estimates"), std::string::npos) << pl.reason;
-        EXPECT_EQ(pl.reason.find("copy engine"), std::string::npos) << pl.reason;  // waiting kernels
+        EXPECT_EQ(pl.reason.find("copy engine"), std::string::npos)
+            << pl.reason;  // waiting kernels
       }
     }
   EXPECT_EQ(judged - agreed, static_cast<int>(std::size(kMisses)));
   EXPECT_EQ(fusedCells, 14);
-  std::printf("the rule takes the measured winner in %d of %d judged cells (%d ties not judged); fuses %d\n", agreed,
-              judged, 2 * static_cast<int>(std::size(kTable)) - judged, fusedCells);
+  std::printf(
+      "the rule takes the measured winner in %d of %d judged cells (%d ties not judged); fuses "
+      "%d\n",
+      agreed, judged, 2 * static_cast<int>(std::size(kTable)) - judged, fusedCells);
 }
 
 // The rate the communicator does not measure, the GEMM's compute rate (the ridge point times the
@@ -261,19 +266,21 @@ TEST(GemmRule, EarlierThresholdCells) {
       {Op::kAllGather, 16384, 2048, 2048, kGiB, sscGemmFused},   // 405b.o: 1.31x
       {Op::kAllGather, 4096, 80, 2880, kGiB, sscGemmFused},      // gptoss.qkv (a batch): 1.22x
       {Op::kAllGather, 4096, 2048, 2048, kGiB, sscGemmUnfused},  // 405b.o: won 1.16x, a listed miss
-      {Op::kAllGather, 16384, 1024, 1024, kGiB, sscGemmUnfused}, // 70b.o: won 1.18x, a listed miss
-      {Op::kAllGather, 4096, 1024, 1024, kGiB, sscGemmUnfused},  // 70b.o: a tie
-      {Op::kAllGather, 4096, 360, 512, kGiB, sscGemmUnfused},    // gptoss.o: lost
-      {Op::kAllGather, 1024, 896, 8192, kGiB, sscGemmUnfused},   // M = 1024: lost or tied
-      {Op::kAllGather, 16384, 1664, 16384, kDefaultWorkspaceBytes, sscGemmUnfused},  // X > workspace
+      {Op::kAllGather, 16384, 1024, 1024, kGiB, sscGemmUnfused},  // 70b.o: won 1.18x, a listed miss
+      {Op::kAllGather, 4096, 1024, 1024, kGiB, sscGemmUnfused},   // 70b.o: a tie
+      {Op::kAllGather, 4096, 360, 512, kGiB, sscGemmUnfused},     // gptoss.o: lost
+      {Op::kAllGather, 1024, 896, 8192, kGiB, sscGemmUnfused},    // M = 1024: lost or tied
+      {Op::kAllGather, 16384, 1664, 16384, kDefaultWorkspaceBytes,
+       sscGemmUnfused},                                                // X > workspace
       {Op::kReduceScatter, 16384, 7168, 1024, kGiB, sscGemmUnfused},   // 70b.gate_up: a tie (1.00)
       {Op::kReduceScatter, 16384, 13312, 2048, kGiB, sscGemmUnfused},  // 405b.gate_up: a tie (1.00)
       {Op::kReduceScatter, 16384, 2304, 2048, kGiB, sscGemmUnfused},   // 405b.qkv: a tie (1.07)
       {Op::kReduceScatter, 4096, 8192, 128, kGiB, sscGemmUnfused},     // 70b.o: lost (1.27)
   };
   for (const Want& w : cases) {
-    SCOPED_TRACE(testing::Message() << (w.op == Op::kAllGather ? "ag" : "rs") << " m " << w.m << " n " << w.n
-                                    << " k " << w.k << " workspace " << w.workspace);
+    SCOPED_TRACE(testing::Message()
+                 << (w.op == Op::kAllGather ? "ag" : "rs") << " m " << w.m << " n " << w.n << " k "
+                 << w.k << " workspace " << w.workspace);
     const Problem p = problem(w.op, w.m, w.n, w.k, kRanks);
     const GemmRates r = h200K8Rates(w.op);
     Plan pl;
@@ -307,8 +314,8 @@ TEST(GemmRule, EarlierThresholdCells) {
 // The estimates, term by term (estimateVariants), on rates round enough to add by hand.
 TEST(GemmRule, EstimatesAddTheStepsOfEachForm) {
   GemmRates r;
-  r.gemmTflops = 1;      // 1e6 flops a microsecond
-  r.memGBps = 1;         // 1e3 bytes a microsecond
+  r.gemmTflops = 1;  // 1e6 flops a microsecond
+  r.memGBps = 1;     // 1e3 bytes a microsecond
   r.copyGBps = 2;
   r.launchUs = 10;
   r.syncUs = 20;
@@ -317,7 +324,8 @@ TEST(GemmRule, EstimatesAddTheStepsOfEachForm) {
   r.barrier = false;
   ASSERT_TRUE(r.valid());
   // Memory-bound GEMMs: m = 4 rows on 2 ranks, n = k = 1000, 2-byte elements.
-  const double gemm4 = 10 + (4 * 1000 + 1000 * 1000 + 4 * 1000) * 2 / 1e3;  // launch + (X + W + Y) / mem
+  const double gemm4 =
+      10 + (4 * 1000 + 1000 * 1000 + 4 * 1000) * 2 / 1e3;  // launch + (X + W + Y) / mem
   EXPECT_DOUBLE_EQ(estimateGemmLaunchUs(r, 4, 1000, 1000, 1, 2, 2), gemm4);
   Problem rs = problem(Op::kReduceScatter, 4, 1000, 1000, 2);
   VariantEstimates e = estimateVariants(rs, r);
@@ -342,7 +350,8 @@ TEST(GemmRule, EstimatesAddTheStepsOfEachForm) {
   r.gemmTflops = 1e-3;  // 1e3 flops a microsecond: 4e9 flops a block = 4e6 us, far past its bytes
   ag.m = 4000;
   e = estimateVariants(ag, r);
-  EXPECT_NEAR(e.fused - e.unfused, (20 + 10 + 10 + 20 + 10 + 10) + 2000 * 1000 * 2 / 2e3 - 30 - 4000 * 1000 * 2 / 4e3,
+  EXPECT_NEAR(e.fused - e.unfused,
+              (20 + 10 + 10 + 20 + 10 + 10) + 2000 * 1000 * 2 / 2e3 - 30 - 4000 * 1000 * 2 / 4e3,
               1e-6 * e.unfused);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The schedule the GPU half issues on the caller's stream (schedule(), gemm_plan.h), checked
 // over many shapes, rank counts, ranks and chunk counts: the list is the order, so step a
 // happens before step b when a comes first. Guarantees: a chunk's collective after its GEMM
@@ -24,7 +25,8 @@ std::vector<size_t> find(const std::vector<Step>& g, StepKind k, int chunk) {
   return out;
 }
 
-void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool gatherOut = false) {
+void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks,
+           bool gatherOut = false) {
   Problem p;
   p.op = op;
   p.m = m;
@@ -63,10 +65,12 @@ void check(Op op, int64_t m, int nranks, int rank, int variant, int chunks, bool
     // Every later chunk on the same slot writes it only after this chunk's reader, and every
     // later use of the pad comes after this chunk's.
     for (int later = j + 1; later < pl.chunks; ++later) {
-      const size_t writer = rs ? find(g, StepKind::kGemm, later)[0] : find(g, StepKind::kColl, later)[0];
+      const size_t writer =
+          rs ? find(g, StepKind::kGemm, later)[0] : find(g, StepKind::kColl, later)[0];
       const size_t reader = rs ? coll[0] : gemm[0];
       if (later % pl.slots == j % pl.slots) {
-        EXPECT_TRUE(before(reader, writer)) << "slot of chunk " << j << " rewritten by chunk " << later;
+        EXPECT_TRUE(before(reader, writer))
+            << "slot of chunk " << j << " rewritten by chunk " << later;
       }
       for (size_t a : padIn.empty() ? padOut : padIn)
         for (StepKind k : {StepKind::kPadIn, StepKind::kPadOut})
@@ -81,8 +85,9 @@ TEST(GemmSchedule, HappensBeforeOverShapes) {
       for (int64_t m : {1, 5, 7, 17, 64, 65})
         for (int rank = 0; rank < n; ++rank)
           for (int chunks : {1, 2, 3, 5}) {
-            SCOPED_TRACE(testing::Message() << (op == Op::kReduceScatter ? "rs" : "ag") << " m " << m
-                                            << " ranks " << n << " rank " << rank << " chunks " << chunks);
+            SCOPED_TRACE(testing::Message()
+                         << (op == Op::kReduceScatter ? "rs" : "ag") << " m " << m << " ranks " << n
+                         << " rank " << rank << " chunks " << chunks);
             check(op, m, n, rank, sscGemmChunked, chunks);
             check(op, m, n, rank, sscGemmUnfused, chunks);
             if (op == Op::kAllGather) check(op, m, n, rank, sscGemmChunked, chunks, true);
