@@ -419,7 +419,8 @@ TEST_F(BootstrapTest, ARootThatIsGoneFailsTheJoinerAtOnce) {
 // An id serves one communicator. While it lives, the root answers a rank that joins with the
 // same id again at once; once every rank of this process destroyed it, the listener is closed
 // and the late rank is refused, which it reports as the root being gone (both within a second,
-// with STARSCREAM_TIMEOUT at 20 s).
+// with STARSCREAM_TIMEOUT at 20 s; the checks allow 5 s, far from the timeout, so a loaded
+// machine running tests in parallel does not fail them).
 TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
   sscUniqueId id;
   ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
@@ -439,7 +440,7 @@ TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
   EXPECT_NE(late.error.find("this unique id was already used by a communicator of 2 ranks"),
             std::string::npos)
       << late.error;
-  EXPECT_LT(secondsSince(start), 1.0);
+  EXPECT_LT(secondsSince(start), 5.0);
   Outcome stranger = runRank(id, 0, 5);  // another size: the same answer
   EXPECT_NE(stranger.error.find("already used by a communicator of 2 ranks"), std::string::npos)
       << stranger.error;
@@ -451,7 +452,7 @@ TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
   late = runRank(id, 1, 2);
   EXPECT_EQ(late.result, sscRemoteError) << late.error;
   EXPECT_NE(late.error.find("is gone"), std::string::npos) << late.error;
-  EXPECT_LT(secondsSince(start), 1.0);
+  EXPECT_LT(secondsSince(start), 5.0);
 }
 
 TEST_F(BootstrapTest, ALateRankOfAnIdWhoseCommunicatorFailedIsToldWhy) {
