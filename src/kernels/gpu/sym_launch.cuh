@@ -100,8 +100,8 @@ struct BulkLauncher {
   static void reduceLaunch(dim3 g, dim3 b, hipStream_t st, const SymArgs& a) {
     if (a.nranks <= 2)
       symKernel<Tr, kKind, 2, kOp><<<g, b, 0, st>>>(a);
-    else if (a.nranks <= 4)
-      symKernel<Tr, kKind, 4, kOp><<<g, b, 0, st>>>(a);  // structural limit
+    else if (a.nranks <= 4)  // structural limit
+      symKernel<Tr, kKind, 4, kOp><<<g, b, 0, st>>>(a);
     else
       symKernel<Tr, kKind, 0, kOp><<<g, b, 0, st>>>(a);
   }
