@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "src/nccl/group.h"
+#include "src/nccl/group_api.h"
 
 #include <algorithm>
 #include <string>

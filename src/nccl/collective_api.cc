@@ -7,7 +7,7 @@
 #include "src/nccl/comm.h"
 #include "src/nccl/errors.h"
 #include "src/nccl/fallback.h"
-#include "src/nccl/group.h"
+#include "src/nccl/group_api.h"
 
 using namespace ssc::nccl;
 
