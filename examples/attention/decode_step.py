@@ -2,24 +2,29 @@
 # SPDX-License-Identifier: MIT
 """One layer's decode step with Starscream's sharded KV cache, from PyTorch, checked against SDPA.
 
-K ranks (one per partition of a GPU, launched by mpirun) hold a KV cache sharded by sequence
-position (starscream_attention.KvCache over libstarscream.so); every rank appends the same
-tokens and keeps the pages it owns, then each step every rank passes the same query and gets the
-exact attention over all tokens. The result is compared with
+K ranks (one per partition of a GPU) hold a KV cache sharded by sequence position
+(starscream.KvCache: the custom ops torch.ops.starscream.kv_append and attention_decode); every
+rank appends the same tokens and keeps the pages it owns, then each step every rank passes the
+same query and gets the exact attention over all tokens. The result is compared with
 torch.nn.functional.scaled_dot_product_attention over the unsharded KV in fp32, and the step is
 timed (CUDA events on PyTorch's current stream, max over ranks). Default shape: one GPU's share
 of Llama-3-70B at TP 8 (8 query heads, 1 KV head, head dim 128), bf16, batch 8, ~32K tokens.
 
-    tools/emulate/partition-run.sh 8 env SSC_LIB=$PWD/build/lib/libstarscream.so \\
-        python3 examples/attention/decode_step.py [--batch 8] [--context 32768] [--shard-heads]
+    starscream-run --partitions 8 examples/attention/decode_step.py [--batch 8] \\
+        [--context 32768] [--shard-heads]
+
+(pip install ./python first, or `PYTHONPATH=python python3 -m starscream.run ...` from the
+checkout.)
 
 --window W runs a sliding-window layer instead (GPT-OSS: 128 on alternate layers): the cache is
 not sharded (each sequence on one rank), every append is followed by a trim to the last W tokens
 (KvCache.trim, sscKvCacheTrimSequence), so the pool holds only the windows, and the reference is
 SDPA over each sequence's last W tokens.
 
-The communicator's unique id travels over a gloo group (torch.distributed, env:// from Open MPI's
-variables). Exit status 0 when every rank's check passed.
+torch.distributed runs on NCCL, served by Starscream's shim under starscream-run (which also
+sets RANK, WORLD_SIZE and the rest from Open MPI's variables); the Starscream communicator comes
+from that process group (its unique id through the group's store). Exit status 0 when every
+rank's check passed.
 """
 import argparse
 import math
@@ -30,20 +35,11 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from starscream_attention import (SSC_ATTN_OUT_SHARDED_HEADS, SSC_ATTN_Q_SHARDED_HEADS,  # noqa: E402
-                                  KvCache, Library)
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def launch_env():
-    env = os.environ
-    rank = int(env.get("OMPI_COMM_WORLD_RANK", env.get("RANK", "0")))
-    world = int(env.get("OMPI_COMM_WORLD_SIZE", env.get("WORLD_SIZE", "1")))
-    env.setdefault("MASTER_ADDR", "127.0.0.1")
-    env.setdefault("MASTER_PORT", "29533")
-    return rank, world
+try:
+    import starscream
+except ImportError:  # run from the checkout without installing the package
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import starscream
 
 
 def reference(q, k, v, scale):
@@ -75,17 +71,10 @@ def main():
                          "(auto: the fused exchange where the peers' scratch maps, else the all-gather)")
     a = ap.parse_args()
 
-    rank, world = launch_env()
-    torch.cuda.set_device(rank % torch.cuda.device_count())
-    if world > 1 and torch.cuda.device_count() == 1:  # K MPS partitions of one GPU
-        os.environ.setdefault("STARSCREAM_TOPO_FILE", f"{REPO}/tools/topologies/h200-mps-{world}.json")
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    lib = Library()
-    uid = torch.zeros(128, dtype=torch.uint8)
-    if rank == 0:
-        uid = torch.tensor(list(lib.unique_id()), dtype=torch.uint8)
-    dist.broadcast(uid, 0)
-    comm = lib.comm_init(world, bytes(uid.tolist()), rank)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    dist.init_process_group("nccl")
+    comm = starscream.Comm.from_process_group()
 
     # The layer's cached K/V, the same on every rank (same seed): odd lengths around --context.
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -102,7 +91,6 @@ def main():
     ref_out = torch.stack([r[0] for r in ref])
     ref_lse = torch.stack([r[1] for r in ref])
 
-    flags = SSC_ATTN_Q_SHARDED_HEADS | SSC_ATTN_OUT_SHARDED_HEADS if a.shard_heads else 0
     share = a.q_heads // world
     q_in = q[:, rank * share:(rank + 1) * share].contiguous() if a.shard_heads else q
     heads = slice(rank * share, (rank + 1) * share) if a.shard_heads else slice(0, a.q_heads)
@@ -113,16 +101,19 @@ def main():
         max_pages = a.batch * math.ceil(max(1, math.ceil(max(lengths) / a.page)) / world) + a.batch
     failures = 0
     for exchange in a.exchanges.split(","):
-        cache = KvCache(lib, comm, num_kv_heads=a.kv_heads, head_dim=a.head_dim, page_size=a.page,
-                        max_pages=max_pages, max_seqs=a.batch, max_batch=a.batch, max_q_heads=a.q_heads,
-                        interleave="sequence_owner" if w else "round_robin", exchange=exchange)
+        cache = starscream.KvCache(comm, num_kv_heads=a.kv_heads, head_dim=a.head_dim,
+                                   page_size=a.page, max_pages=max_pages, max_seqs=a.batch,
+                                   max_batch=a.batch, max_q_heads=a.q_heads,
+                                   interleave="sequence_owner" if w else "round_robin",
+                                   exchange=exchange)
         for b, n in enumerate(lengths):
             for t in range(0, n, chunk):
                 m = min(chunk, n - t)
                 cache.append([b] * m, ks[b][t:t + m], vs[b][t:t + m])
                 if w:
                     cache.trim(b, max(0, t + m - w))
-        out, lse = cache.decode(q_in, ids, scale, flags=flags, window=w)
+        shard = dict(q_sharded_heads=a.shard_heads, out_sharded_heads=a.shard_heads)
+        out, lse = cache.decode(q_in, ids, scale, window=w, **shard)
         torch.cuda.synchronize()
         err = (out.float() - ref_out[:, heads]).abs().max().item()
         lse_err = (lse - ref_lse[:, heads]).abs().max().item()
@@ -130,18 +121,18 @@ def main():
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         for _ in range(3):
-            cache.decode(q_in, ids, scale, flags=flags, window=w, out=out, lse=lse)
+            cache.decode(q_in, ids, scale, window=w, **shard)
         torch.cuda.synchronize()
         dist.barrier()
         start.record()
         for _ in range(a.iters):
-            cache.decode(q_in, ids, scale, flags=flags, window=w, out=out, lse=lse)
+            cache.decode(q_in, ids, scale, window=w, **shard)
         end.record()
         end.synchronize()
         us = 1000.0 * start.elapsed_time(end) / a.iters
         cache.close()
 
-        stats = torch.tensor([err, lse_err, us, 0.0 if ok else 1.0], dtype=torch.float64)
+        stats = torch.tensor([err, lse_err, us, 0.0 if ok else 1.0], dtype=torch.float64, device="cuda")
         dist.all_reduce(stats, op=dist.ReduceOp.MAX)
         failures += int(stats[3].item())
         if rank == 0:
@@ -151,7 +142,7 @@ def main():
                   f"d={a.head_dim} shard_heads={int(a.shard_heads)} window={w}: max |out - SDPA| {stats[0]:.3g}, "
                   f"max |lse - ref| {stats[1]:.3g}; decode step {stats[2]:.1f} us (max over ranks; "
                   f"{kv_mb:.0f} MB of KV, {kv_mb / world:.0f} MB per rank)", flush=True)
-    lib.comm_destroy(comm)
+    comm.close()
     dist.destroy_process_group()
     return 1 if failures else 0
 
