@@ -3,11 +3,11 @@
 // stray C++ exception into sscInternalError so nothing unwinds across the C boundary.
 #pragma once
 
-#include <exception>
-#include <new>
+#include <utility>
 
 #include "src/comm/comm.h"
 #include "src/core/errors.h"
+#include "src/core/guard.h"
 #include "src/kernels/host/reduce.h"
 #include "starscream/starscream.h"
 
@@ -19,15 +19,11 @@ namespace ssc {
 
 template <typename F>
 sscResult_t guarded(const char* fn, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(sscSystemError, "{}: out of host memory", fn);
-  } catch (const std::exception& e) {
-    return SSC_INTERNAL("{}: unexpected exception: {}", fn, e.what());
-  } catch (...) {
+  return catchAll(std::forward<F>(body), [fn](Caught kind, const char* what) {
+    if (kind == Caught::kOutOfMemory) return fail(sscSystemError, "{}: out of host memory", fn);
+    if (kind == Caught::kException) return SSC_INTERNAL("{}: unexpected exception: {}", fn, what);
     return SSC_INTERNAL("{}: unexpected exception", fn);
-  }
+  });
 }
 
 // comm is live, initialised and not failed.
