@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace ssc {
 
@@ -340,5 +341,22 @@ void groupRecordError(sscResult_t code) {
     t_group.firstError = code;
     t_group.firstMessage = lastError();
   }
+}
+
+void groupRestateError(const std::string& was, const std::string& now) {
+  if (t_group.depth > 0 && t_group.firstError != sscSuccess && t_group.firstMessage == was)
+    t_group.firstMessage = now;
+}
+
+sscResult_t groupDiscard() {
+  if (t_group.depth == 0)
+    return fail(sscInvalidUsage, "sscGroupEnd without a matching sscGroupStart");
+  if (--t_group.depth > 0) return sscSuccess;
+  t_group.calls.clear();
+  const sscResult_t err = std::exchange(t_group.firstError, sscSuccess);
+  if (err == sscSuccess) return sscSuccess;
+  return fail(err,
+              "sscGroupEnd: a call in the group failed ({}); nothing in the group was launched",
+              t_group.firstMessage);
 }
 }  // namespace ssc

@@ -4,6 +4,7 @@
 // plan so that matching send/recv pairs can never deadlock on each other.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "src/api/api.h"
@@ -49,5 +50,13 @@ int groupDepth();
 
 // Marks the open group (if any) as failed: its sscGroupEnd reports `code` and launches nothing.
 void groupRecordError(sscResult_t code);
+
+// For the internal interface (ssc_internal.h), which the NCCL shim uses so that its groups are
+// these groups. The message the open group's failure reports, when it is `was`, becomes `now`:
+// the same failure restated by a caller naming its own entry point.
+void groupRestateError(const std::string& was, const std::string& now);
+// Ends a level as sscGroupEnd does, but the outermost launches nothing: its calls are dropped,
+// and a failure recorded in the group is returned as sscGroupEnd would return it.
+sscResult_t groupDiscard();
 
 }  // namespace ssc

@@ -19,6 +19,7 @@ sscResult_t setError(sscResult_t code, std::string message) {
 }
 
 const std::string& lastError() { return t_lastError; }
+void replaceLastError(std::string message) { t_lastError = std::move(message); }
 void clearLastError() {
   t_lastError.clear();
   t_trace.clear();

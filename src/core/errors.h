@@ -31,6 +31,10 @@ sscResult_t fail(sscResult_t code, fmt::format_string<Args...> format, Args&&...
 // This thread's last error message ("" if none).
 const std::string& lastError();
 void clearLastError();
+// Replaces this thread's last error message without logging: for a caller above the C API (the
+// NCCL shim, through src/api/ssc_internal.h) that reports a failure in its own words and logs it
+// itself. The trace is left as it is.
+void replaceLastError(std::string message);
 
 // The way this thread's last error travelled up, innermost first ("comm.cc:180 <- comm_api.cc:
 // 92"), as NCCL's "file:line -> code" lines: every SSC_CHECK a failure passes through adds its

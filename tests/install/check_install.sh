@@ -9,7 +9,8 @@
 #  - the package's compatibility: find_package(Starscream MAJOR.MINOR) finds it, and a request
 #    the ABI rule refuses (another 0.x minor, another major) does not;
 #  - the exports: libstarscream.so exports exactly the ssc* functions the installed headers
-#    declare with SSC_EXPORT.
+#    declare with SSC_EXPORT, plus the one function of its internal interface for the NCCL shim
+#    (src/api/ssc_internal.h, not installed).
 # Usage: check_install.sh BUILD_DIR VERSION
 set -euo pipefail
 build_dir=$1
@@ -41,9 +42,11 @@ if [ "$major" = 0 ]; then soname=libstarscream.so.$major.$minor; else soname=lib
 got=$(readelf -d "$libdir/libstarscream.so" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
 [ "$got" = "$soname" ] || fail "SONAME is '$got', expected $soname"
 
-# Exports: the SSC_EXPORT declarations of the installed headers, and the library's ssc* symbols.
-grep -ho 'SSC_EXPORT [^(]*\bssc[A-Za-z0-9_]*(' "$incdir"/*.h | sed 's/.*\(ssc[A-Za-z0-9_]*\)($/\1/' |
-  sort -u > "$tmp/declared"
+# Exports: the SSC_EXPORT declarations of the installed headers and of the internal interface,
+# and the library's ssc* symbols.
+[ ! -e "$incdir/ssc_internal.h" ] || fail "the internal interface ssc_internal.h is installed"
+grep -ho 'SSC_EXPORT [^(]*\bssc[A-Za-z0-9_]*(' "$incdir"/*.h "$src_dir/../../src/api/ssc_internal.h" |
+  sed 's/.*\(ssc[A-Za-z0-9_]*\)($/\1/' | sort -u > "$tmp/declared"
 nm -D --defined-only "$libdir/libstarscream.so" | awk '$3 ~ /^ssc/ { print $3 }' | sort -u \
   > "$tmp/exported"
 [ -s "$tmp/declared" ] || fail "no SSC_EXPORT declaration found in the installed headers"
