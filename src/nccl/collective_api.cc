@@ -38,12 +38,9 @@ ncclResult_t runCall(const char* fn, ncclComm_t handle, ncclDataType_t type, Ven
   if (r == ncclSuccess) r = streamFor(fn, *comm, stream, &sscStream);
   if (r == ncclSuccess) {
     r = issue(Call{*comm, sscStream, elemBytes, static_cast<sscDataType_t>(type)});
-    if (r == ncclSuccess) {
-      groupNoteSscCall();
-      r = completeCall(fn, comm);
-    }
+    if (r == ncclSuccess) r = completeCall(fn, comm);
   }
-  if (r != ncclSuccess) groupRecordError(r);
+  if (r != ncclSuccess) groupFail(r);
   return r;
 }
 

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 
-#include "src/core/log.h"
 #include "src/nccl/errors.h"
 
 namespace ssc::nccl {

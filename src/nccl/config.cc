@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstring>
 
-#include "src/core/log.h"
 #include "src/nccl/errors.h"
 
 namespace ssc::nccl {
@@ -153,8 +152,8 @@ ncclResult_t parseConfig(const char* fn, const ncclConfig_t* config, const ShimC
   hint("nvlinkCentricSched", nvlinkSched);
 #endif
   if (!hints.empty())
-    SSC_LOG(kInfo, "NCCL shim: {}: ignoring performance hints Starscream decides itself:{}", fn,
-            hints);
+    NCCL_SHIM_LOG(kInfo, "NCCL shim: {}: ignoring performance hints Starscream decides itself:{}",
+                  fn, hints);
   return ncclSuccess;
 }
 

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "src/nccl/errors.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <mutex>
 #include <string_view>
 
-#include "src/core/log.h"
+#include "src/nccl/core_link.h"
 
 namespace ssc::nccl {
 namespace {
-thread_local std::string t_lastError;
 
 // Starscream's messages start with the ssc entry point that failed ("sscAllReduce: ...") or,
 // inside a group, with "sscGroupEnd: ". The caller called an nccl* function, so the ssc name
@@ -25,20 +27,37 @@ std::string_view withoutSscPrefix(std::string_view message) {
 
 ncclResult_t setError(ncclResult_t code, std::string message) {
   if (code != ncclSuccess && code != ncclInProgress)
-    SSC_LOG(kWarn, "NCCL shim: {}: {}", resultString(code), message);
-  t_lastError = std::move(message);
+    NCCL_SHIM_LOG(kWarn, "NCCL shim: {}: {}", resultString(code), message);
+  recordError(message);
   return code;
 }
 
-const std::string& lastError() { return t_lastError; }
+void recordError(const std::string& message) {
+  if (core() != nullptr) core()->setLastError(message.c_str());
+}
 
-ncclResult_t guardFailure(const char* fn, const std::exception* e, bool outOfMemory) noexcept {
+const char* lastError() {
+  return core() != nullptr ? sscGetLastError(nullptr) : coreMismatchMessage();
+}
+
+ncclResult_t coreMismatch() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The library's logger is the one piece missing, so straight to stderr, whatever
+    // STARSCREAM_DEBUG says: every call fails from here on.
+    const std::string line = fmt::format("{}\n", coreMismatchMessage());
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+  });
+  return ncclInternalError;
+}
+
+ncclResult_t guardFailure(const char* fn, Caught kind, const char* what) noexcept {
   try {
-    if (outOfMemory) return fail(ncclSystemError, "{}: out of host memory", fn);
+    if (kind == Caught::kOutOfMemory) return fail(ncclSystemError, "{}: out of host memory", fn);
     return fail(ncclInternalError, "{}: unexpected exception: {}", fn,
-                e != nullptr ? e->what() : "(not a std::exception)");
+                what != nullptr ? what : "(not a std::exception)");
   } catch (...) {
-    return outOfMemory ? ncclSystemError : ncclInternalError;
+    return kind == Caught::kOutOfMemory ? ncclSystemError : ncclInternalError;
   }
 }
 

@@ -5,8 +5,7 @@
 
 #include <string>
 
-#include "src/core/env.h"
-#include "src/core/log.h"
+#include "src/nccl/core_link.h"
 
 namespace ssc::nccl {
 namespace {
@@ -27,10 +26,10 @@ void shimAnchor() {}
 bool starscreamRunsOnHost() {
   sscComm_t probe = nullptr;
   if (sscCommInitAll(&probe, 1, nullptr) != sscSuccess) {
-    SSC_LOG(kWarn,
-            "NCCL shim: cannot probe the Starscream backend ({}); assuming the host "
-            "backend",
-            sscGetLastError(nullptr));
+    NCCL_SHIM_LOG(kWarn,
+                  "NCCL shim: cannot probe the Starscream backend ({}); assuming the host "
+                  "backend",
+                  sscGetLastError(nullptr));
     return true;
   }
   int device = -1;
@@ -41,12 +40,12 @@ bool starscreamRunsOnHost() {
 
 Vendor load() {
   Vendor v;
-  v.path = env::getString("STARSCREAM_NCCL_FALLBACK");
+  v.path = envString("STARSCREAM_NCCL_FALLBACK");
   if (v.path.empty()) return v;
   if (!starscreamRunsOnHost()) {
-    SSC_LOG(kInfo,
-            "NCCL shim: STARSCREAM_NCCL_FALLBACK is set but Starscream runs on a GPU "
-            "backend here, so Starscream serves every call");
+    NCCL_SHIM_LOG(kInfo,
+                  "NCCL shim: STARSCREAM_NCCL_FALLBACK is set but Starscream runs on a GPU "
+                  "backend here, so Starscream serves every call");
     return v;
   }
   v.active = true;
@@ -82,10 +81,10 @@ Vendor load() {
     v.handle = nullptr;
     return v;
   }
-  SSC_LOG(kInfo,
-          "NCCL shim: Starscream runs on its host backend here; forwarding every nccl* "
-          "call to {}",
-          v.path);
+  NCCL_SHIM_LOG(kInfo,
+                "NCCL shim: Starscream runs on its host backend here; forwarding every nccl* "
+                "call to {}",
+                v.path);
   return v;
 }
 

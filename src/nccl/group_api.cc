@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/nccl/errors.h"
@@ -11,31 +12,19 @@
 namespace ssc::nccl {
 namespace {
 
-struct GroupState {
-  int depth = 0;
-  int sscCalls = 0;
-  ncclResult_t firstError = ncclSuccess;
-  std::string firstMessage;
+// What the outermost ncclGroupEnd does beyond Starscream's group end, collected while the group
+// is open. Not a group state of its own: the group (depth, calls, failure) is Starscream's.
+struct EndWork {
   std::vector<std::shared_ptr<ncclComm>> touched;    // host-backend comms with queued work
   std::vector<std::shared_ptr<ncclComm>> creations;  // communicators created in the group
   std::vector<std::shared_ptr<CreateJob>> jobs;      // creation jobs with no comm on this rank
 };
-thread_local GroupState t_group;
+thread_local EndWork t_endWork;
 
-// Drops the open Starscream group without launching it. Starscream has no call for that, but a
-// group in which a call failed launches nothing at its sscGroupEnd (src/api/group.h, tested in
-// tests/api/test_api_errors.cc); so, when calls were recorded, first record a call that fails
-// (a send on a NULL communicator).
-// TODO(ssc api): use an sscGroupDiscard() once starscream.h has one.
-void discardSscGroup(bool hasCalls) {
-  if (hasCalls) (void)sscSend(nullptr, 1, sscUint8, 0, nullptr, nullptr);
-  (void)sscGroupEnd();
-}
-
-// What the outermost end does after launching (or discarding): complete the host-backend work
-// and the creations. Returns the first error, else ncclInProgress if a non-blocking creation
-// still runs, else ncclSuccess.
-ncclResult_t settle(const char* fn, GroupState& g, bool launched) {
+// What the outermost end does after launching (or not): complete the host-backend work and the
+// creations. Returns the first error, else ncclInProgress if a non-blocking creation still
+// runs, else ncclSuccess.
+ncclResult_t settle(const char* fn, EndWork& g, bool launched) {
   ncclResult_t result = ncclSuccess;
   auto keep = [&](ncclResult_t r) {
     if (result == ncclSuccess && r != ncclSuccess) result = r;
@@ -62,33 +51,46 @@ ncclResult_t settle(const char* fn, GroupState& g, bool launched) {
   return result;
 }
 
-}  // namespace
-
-int groupDepth() { return t_group.depth; }
-
-void groupNoteSscCall() {
-  if (t_group.depth > 0) ++t_group.sscCalls;
+// ncclGroupEnd (launch) and ncclGroupSimulateEnd (not): Starscream ends the level, launching
+// the outermost group's calls or dropping them, and reports a call of the group that failed;
+// the outermost end then settles the shim's own work.
+ncclResult_t endGroup(const char* fn, bool launch) {
+  const int depth = groupDepth();
+  if (depth == 0) return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
+  EndWork g = depth == 1 ? std::exchange(t_endWork, EndWork{}) : EndWork{};
+  const sscResult_t ended = launch ? sscGroupEnd() : core()->groupDiscard();
+  const ncclResult_t result = ended == sscSuccess ? ncclSuccess : fromSsc(fn, ended, nullptr);
+  if (depth > 1) return result;
+  const std::string why = result != ncclSuccess ? lastError() : "";
+  const ncclResult_t settled = settle(fn, g, launch && ended == sscSuccess);
+  if (result == ncclSuccess) return settled;
+  // The group's failure is the answer: a creation's failure met while settling does not
+  // replace its message.
+  if (why != lastError()) recordError(why);
+  return result;
 }
 
-void groupRecordError(ncclResult_t code) {
-  if (t_group.depth > 0 && t_group.firstError == ncclSuccess && code != ncclSuccess) {
-    t_group.firstError = code;
-    t_group.firstMessage = lastError();
-  }
+}  // namespace
+
+int groupDepth() { return coreGroupDepth(); }
+
+void groupFail(ncclResult_t code) {
+  if (code != ncclSuccess && code != ncclInProgress && groupDepth() > 0)
+    core()->groupFail(static_cast<sscResult_t>(code));
 }
 
 void groupAwaitCreation(const std::shared_ptr<ncclComm>& comm) {
-  if (t_group.depth > 0) t_group.creations.push_back(comm);
+  if (groupDepth() > 0) t_endWork.creations.push_back(comm);
 }
 
 void groupAwaitJob(const std::shared_ptr<CreateJob>& job) {
-  if (t_group.depth > 0) t_group.jobs.push_back(job);
+  if (groupDepth() > 0) t_endWork.jobs.push_back(job);
 }
 
 ncclResult_t completeCall(const char* fn, const std::shared_ptr<ncclComm>& comm) {
   if (!comm->hostBackend) return ncclSuccess;
-  if (t_group.depth > 0) {
-    t_group.touched.push_back(comm);
+  if (groupDepth() > 0) {
+    t_endWork.touched.push_back(comm);
     return ncclSuccess;
   }
   sscResult_t r = sscStreamSynchronize(comm->hostStream);
@@ -103,10 +105,11 @@ NCCL_SHIM_API(ncclResult_t, ncclGroupStart);
 ncclResult_t ncclGroupStart() {
   return guarded("ncclGroupStart", []() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclGroupStart);
+    // A new outermost group owes nothing to an earlier one that sscGroupEnd closed (a program
+    // mixing the two APIs): drop what that one collected.
+    if (groupDepth() == 0) t_endWork = EndWork{};
     sscResult_t r = sscGroupStart();
-    if (r != sscSuccess) return fromSsc("ncclGroupStart", r, nullptr);
-    ++t_group.depth;
-    return ncclSuccess;
+    return r == sscSuccess ? ncclSuccess : fromSsc("ncclGroupStart", r, nullptr);
   });
 }
 
@@ -114,26 +117,7 @@ NCCL_SHIM_API(ncclResult_t, ncclGroupEnd);
 ncclResult_t ncclGroupEnd() {
   return guarded("ncclGroupEnd", []() -> ncclResult_t {
     SSC_NCCL_FORWARD(ncclGroupEnd);
-    const char* fn = "ncclGroupEnd";
-    if (t_group.depth == 0) return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
-    if (--t_group.depth > 0) {
-      sscResult_t r = sscGroupEnd();  // nested: only closes a level
-      return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, nullptr);
-    }
-    GroupState g = std::move(t_group);
-    t_group = GroupState{};
-    if (g.firstError != ncclSuccess) {
-      discardSscGroup(g.sscCalls > 0);
-      settle(fn, g, false);
-      return fail(g.firstError,
-                  "{}: a call in the group failed ({}); nothing in the group was "
-                  "launched",
-                  fn, g.firstMessage);
-    }
-    sscResult_t launched = sscGroupEnd();
-    ncclResult_t r = launched == sscSuccess ? ncclSuccess : fromSsc(fn, launched, nullptr);
-    ncclResult_t settled = settle(fn, g, launched == sscSuccess);
-    return r != ncclSuccess ? r : settled;
+    return endGroup("ncclGroupEnd", /*launch=*/true);
   });
 }
 
@@ -155,18 +139,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
                   "{}: simInfo was not initialised with "
                   "NCCL_SIM_INFO_INITIALIZER",
                   fn);
-    if (t_group.depth == 0) return fail(ncclInvalidUsage, "{}: no matching ncclGroupStart", fn);
-    if (--t_group.depth > 0) {
-      sscResult_t r = sscGroupEnd();
-      return r == sscSuccess ? ncclSuccess : fromSsc(fn, r, nullptr);
-    }
-    GroupState g = std::move(t_group);
-    t_group = GroupState{};
-    discardSscGroup(g.sscCalls > 0);
-    ncclResult_t settled = settle(fn, g, false);
-    if (g.firstError != ncclSuccess)
-      return fail(g.firstError, "{}: a call in the group failed ({})", fn, g.firstMessage);
-    return settled;
+    return endGroup(fn, /*launch=*/false);
   });
 }
 #endif

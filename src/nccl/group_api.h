@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// NCCL group semantics on top of Starscream's: ncclGroupStart/End nest and map onto
-// sscGroupStart/End, which record and launch the calls (fusing each communicator's sends and
-// receives). What the shim adds per thread: communicator creations started inside the group
-// (NCCL completes them at ncclGroupEnd), host-backend communicators whose queued work the group
-// end must complete, errors the shim itself found inside the group, and ncclGroupSimulateEnd.
+// NCCL group semantics on top of Starscream's: ncclGroupStart/End are sscGroupStart/End, whose
+// per-thread state (depth, recorded calls, the group's first failure) is the one group state of
+// the process. A call the shim refuses inside a group fails that group through the library's
+// internal interface, so ncclGroupEnd returns its error and launches nothing, as in NCCL. What
+// the shim adds is the NCCL-only work of the outermost ncclGroupEnd: completing host-backend
+// communicators' queued calls, and the communicator creations started inside the group.
 #pragma once
 
 #include <memory>
@@ -12,15 +13,12 @@
 
 namespace ssc::nccl {
 
-// Depth of this thread's open groups (0: none).
+// Depth of this thread's open groups (0: none): Starscream's.
 int groupDepth();
 
-// A Starscream call was recorded in the open group.
-void groupNoteSscCall();
-
-// The shim rejected a call inside the open group: ncclGroupEnd reports `code` (with this
-// thread's message at the time) and launches nothing, as NCCL does.
-void groupRecordError(ncclResult_t code);
+// The shim refused a call inside the open group (this thread's last error says why): the group
+// fails with `code` and launches nothing, as NCCL does. No effect outside a group.
+void groupFail(ncclResult_t code);
 
 // A creation started inside the open group: ncclGroupEnd waits for it when its configuration
 // is blocking, and returns ncclInProgress while a non-blocking one still runs.

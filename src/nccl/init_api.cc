@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "src/core/log.h"
 #include "src/nccl/comm.h"
 #include "src/nccl/errors.h"
 #include "src/nccl/fallback.h"
@@ -197,8 +196,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
       SSC_NCCL_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, ids.data(), config);
     }
     if (nId > 1)
-      SSC_LOG(kInfo, "NCCL shim: {}: using the first of {} unique ids (one bootstrap root)", fn,
-              nId);
+      NCCL_SHIM_LOG(kInfo, "NCCL shim: {}: using the first of {} unique ids (one bootstrap root)",
+                    fn, nId);
     return initFromId(fn, newcomm, nranks, commIds[0], myrank, config);
   });
 }

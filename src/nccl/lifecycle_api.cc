@@ -65,15 +65,15 @@ const char* ncclGetLastError(ncclComm_t comm) {
       static const auto vendorFn =
           reinterpret_cast<decltype(&ncclGetLastError)>(vendorSymbol("ncclGetLastError"));
       if (vendorFn != nullptr) return vendorFn(comm);
-      return lastError().c_str();
+      return lastError();
     }
     // This thread's last failure first (NCCL ignores comm); else, for a communicator that has
     // failed asynchronously, Starscream's record of why.
-    if (!lastError().empty() || comm == nullptr) return lastError().c_str();
+    if (*lastError() != '\0' || comm == nullptr) return lastError();
     std::shared_ptr<ncclComm> c;
     sscResult_t state = sscSuccess;
     if (acquire("ncclGetLastError", comm, Need::kReadyOrRevoked, &c) != ncclSuccess)
-      return lastError().c_str();
+      return lastError();
     if (sscCommGetAsyncError(c->ssc, &state) != sscSuccess || state == sscSuccess) return "";
     return sscGetLastError(c->ssc);
   } catch (...) {

@@ -4,11 +4,12 @@
 // the C ABI.
 #pragma once
 
-#include <exception>
-#include <new>
+#include <utility>
 
 #include "nccl_features.h"
 #include SSC_NCCL_VENDOR_HEADER
+#include "src/core/guard.h"
+#include "src/nccl/core_link.h"
 #include "starscream/starscream.h"
 
 namespace ssc::nccl {
@@ -32,20 +33,18 @@ using VendorStream = cudaStream_t;
 
 namespace ssc::nccl {
 
-ncclResult_t guardFailure(const char* fn, const std::exception* e, bool outOfMemory) noexcept;
+// errors.cc: the result (and message) of an exception caught in `fn`; the answer of every call
+// when libstarscream.so does not serve the shim's internal interface (said once on stderr).
+ncclResult_t guardFailure(const char* fn, Caught kind, const char* what) noexcept;
+ncclResult_t coreMismatch();
 
-// Runs an entry point's body; any exception becomes an error code with a message.
+// Runs an entry point's body; any exception becomes an error code with a message (the library's
+// exception barrier, src/core/guard.h, with NCCL's result codes).
 template <typename F>
 ncclResult_t guarded(const char* fn, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc& e) {
-    return guardFailure(fn, &e, true);
-  } catch (const std::exception& e) {
-    return guardFailure(fn, &e, false);
-  } catch (...) {
-    return guardFailure(fn, nullptr, false);
-  }
+  if (!coreLinked()) return coreMismatch();
+  return catchAll(std::forward<F>(body),
+                  [fn](Caught kind, const char* what) { return guardFailure(fn, kind, what); });
 }
 
 }  // namespace ssc::nccl

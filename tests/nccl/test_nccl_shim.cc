@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the NCCL shim in one process on the host backend: ncclConfig_t parsing (the
 // versioned struct), handle validation, NCCL's group semantics with one thread driving several
-// ranks (creation and collectives inside groups, simulated groups), revoke, the device-API
-// entry points, and (when ctest sets STARSCREAM_NCCL_FALLBACK) the vendor fallback.
+// ranks (creation and collectives inside groups, simulated and poisoned groups), revoke, the
+// device-API entry points, that the shim's registry, logger, last error and groups are
+// libstarscream.so's (with STARSCREAM_DEBUG=WARN, which ctest sets for nccl.one_core), and (when
+// ctest sets STARSCREAM_NCCL_FALLBACK) the vendor fallback.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "src/nccl/config.h"
+#include "src/nccl/core_link.h"
 #include "src/nccl/fallback.h"
 #include "src/nccl/shim.h"  // the platform's nccl.h or rccl.h
 
@@ -288,6 +291,147 @@ TEST_F(NcclShim, SimulatedGroupLaunchesNothingAndFailedGroupReportsTheCall) {
   ncclAllReduce(b, b, 8, ncclDouble, ncclSum, comms_[1], nullptr);
   expectError(ncclGroupEnd(), ncclInvalidArgument, "nothing in the group was launched");
   EXPECT_EQ(b[7], 14);
+}
+
+// One last-error slot: a grouped call the shim refuses is what ncclGroupEnd reports, and what
+// both ncclGetLastError and sscGetLastError say; nothing of the group is launched.
+TEST_F(NcclShim, FailedGroupKeepsItsCauseAsTheLastError) {
+  double a[8], b[8];
+  for (int i = 0; i < 8; ++i) a[i] = b[i] = i;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(a, a, 8, ncclDouble, ncclSum, comms_[0], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(b, b, 8, static_cast<ncclDataType_t>(42), ncclSum, comms_[1], nullptr),
+            ncclInvalidArgument);
+  EXPECT_STREQ(sscGetLastError(nullptr), ncclGetLastError(nullptr));
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  const std::string msg = ncclGetLastError(nullptr);
+  EXPECT_NE(msg.find("ncclGroupEnd: a call in the group failed (ncclAllReduce: unknown datatype "
+                     "42); nothing in the group was launched"),
+            std::string::npos)
+      << msg;
+  EXPECT_STREQ(sscGetLastError(nullptr), msg.c_str());
+  EXPECT_EQ(a[7], 7);
+  // A call that Starscream itself refuses in the group is reported under its nccl* name too.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(a, a, 8, ncclDouble, static_cast<ncclRedOp_t>(77), comms_[0], nullptr),
+            ncclInvalidArgument);
+  ASSERT_EQ(ncclAllReduce(b, b, 8, ncclDouble, ncclSum, comms_[1], nullptr), ncclSuccess);
+  expectError(ncclGroupEnd(), ncclInvalidArgument,
+              "a call in the group failed (ncclAllReduce: unknown reduction op 77");
+  EXPECT_EQ(b[7], 7);
+  // The failures left nothing behind.
+  ASSERT_EQ(allReduceBoth(comms_[0], comms_[1], a, b, 8), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(a[7], 14);
+  EXPECT_EQ(b[7], 14);
+}
+
+// The poisoned group: a refused call fails the group at its outermost end however it nests, and
+// whichever API opened it (the shim's groups are Starscream's), simulated ends included.
+TEST_F(NcclShim, PoisonedGroupFailsAtTheOutermostEnd) {
+  double a[4] = {1, 1, 1, 1}, b[4] = {2, 2, 2, 2};
+  const auto bad = static_cast<ncclDataType_t>(42);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(a, a, 4, ncclDouble, ncclSum, comms_[0], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(b, b, 4, bad, ncclSum, comms_[1], nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);  // the inner end only closes a level
+  ASSERT_EQ(ncclAllReduce(b, b, 4, ncclDouble, ncclSum, comms_[1], nullptr), ncclSuccess);
+  expectError(ncclGroupEnd(), ncclInvalidArgument, "(ncclAllReduce: unknown datatype 42)");
+  EXPECT_EQ(a[0], 1);
+  EXPECT_EQ(b[0], 2);
+
+  ASSERT_EQ(sscGroupStart(), sscSuccess);
+  EXPECT_EQ(ncclAllReduce(b, b, 4, bad, ncclSum, comms_[1], nullptr), ncclInvalidArgument);
+  EXPECT_EQ(sscGroupEnd(), sscInvalidArgument);
+  EXPECT_NE(std::string(sscGetLastError(nullptr)).find("(ncclAllReduce: unknown datatype 42)"),
+            std::string::npos)
+      << sscGetLastError(nullptr);
+
+#if SSC_NCCL_HAS_ncclGroupSimulateEnd
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(a, a, 4, ncclDouble, ncclSum, comms_[0], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(b, b, 4, bad, ncclSum, comms_[1], nullptr), ncclInvalidArgument);
+  expectError(ncclGroupSimulateEnd(&sim), ncclInvalidArgument,
+              "ncclGroupSimulateEnd: a call in the group failed (ncclAllReduce: unknown datatype "
+              "42)");
+#endif
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);  // every group above is closed
+  ASSERT_EQ(allReduceBoth(comms_[0], comms_[1], a, b, 4), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(a[0], 3);
+  EXPECT_EQ(b[3], 3);
+}
+
+// The internal interface answers the version the shim was built for, and no other.
+TEST(NcclShimCore, InternalInterfaceServesItsVersionOnly) {
+  ASSERT_NE(ssc::nccl::core(), nullptr);
+  EXPECT_EQ(ssc::nccl::core(), sscInternalInterface(SSC_INTERNAL_VERSION));
+  EXPECT_EQ(sscInternalInterface(SSC_INTERNAL_VERSION + 1), nullptr);
+  EXPECT_EQ(sscInternalInterface(0), nullptr);
+  EXPECT_EQ(ssc::nccl::core()->groupDepth(), 0);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ssc::nccl::core()->groupDepth(), 1);  // the shim's group is the library's
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ssc::nccl::core()->groupDiscard(), sscInvalidUsage);  // no group to end
+}
+
+// Where ctest starts them with STARSCREAM_DEBUG=WARN (nccl.one_core): the log lines a failure
+// leaves. The library reads the level once, at its first log line.
+class NcclShimLogged : public NcclShim {
+ protected:
+  void SetUp() override {
+    const char* level = std::getenv("STARSCREAM_DEBUG");
+    if (level == nullptr || std::string(level) != "WARN")
+      GTEST_SKIP() << "needs STARSCREAM_DEBUG=WARN from the start (ctest's nccl.one_core)";
+    NcclShim::SetUp();
+  }
+};
+
+// One registry and one logger: the shim reads STARSCREAM_* variables and logs through
+// libstarscream.so. Changed after the library read it, STARSCREAM_DEBUG stays what the library
+// read, for the shim's lines too (a copy of the logger in the shim would read it afresh).
+TEST_F(NcclShimLogged, OneRegistryAndOneLogger) {
+  int n = 0;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(sscCommCount(nullptr, &n), sscInvalidArgument);
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("STARSCREAM WARN invalid argument: sscCommCount: comm is NULL"),
+            std::string::npos)
+      << log;
+  unsetenv("STARSCREAM_DEBUG");
+  testing::internal::CaptureStderr();
+  expectError(ncclCommCount(nullptr, &n), ncclInvalidArgument, "ncclCommCount: comm is NULL");
+  log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("STARSCREAM WARN NCCL shim: invalid argument"), std::string::npos) << log;
+  EXPECT_NE(log.find("ncclCommCount: comm is NULL"), std::string::npos) << log;
+  // The registry is the library's: what it reads, and its warning for an undeclared name.
+  EXPECT_EQ(ssc::nccl::envString("STARSCREAM_TIMEOUT"), "30");  // set by SetUp
+  EXPECT_EQ(ssc::nccl::envString("STARSCREAM_NCCL_FALLBACK"), "");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ssc::nccl::envString("STARSCREAM_NO_SUCH_VARIABLE"), "");
+  log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("STARSCREAM_NO_SUCH_VARIABLE is not in the registry"), std::string::npos)
+      << log;
+  setenv("STARSCREAM_DEBUG", "WARN", 1);
+}
+
+// The poisoned group logs its cause and the group's failure, nothing made up on the way (no
+// failing call of Starscream's own, such as a send on a NULL communicator).
+TEST_F(NcclShimLogged, PoisonedGroupLogsOnlyItsCause) {
+  double a[4] = {}, b[4] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(a, a, 4, ncclDouble, ncclSum, comms_[0], nullptr), ncclSuccess);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclAllReduce(b, b, 4, static_cast<ncclDataType_t>(42), ncclSum, comms_[1], nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("ncclAllReduce: unknown datatype 42"), std::string::npos) << log;
+  EXPECT_NE(log.find("nothing in the group was launched"), std::string::npos) << log;
+  EXPECT_EQ(log.find("sscSend"), std::string::npos) << log;
+  EXPECT_EQ(log.find("comm is NULL"), std::string::npos) << log;
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("(ncclAllReduce: unknown datatype 42)"),
+            std::string::npos);
 }
 
 TEST_F(NcclShim, AbortFromAnotherThreadUnblocksAWaiter) {
