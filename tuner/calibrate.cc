@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -24,7 +25,10 @@
 namespace ssc {
 namespace {
 
-constexpr const char* kCalibrationFormat = "starscream-calibration/1";
+// Version 2 added the anchors. A file of an earlier version is no error: the machine is
+// calibrated again (a sweep of well under a second) and the file replaced.
+constexpr const char* kCalibrationFormat = "starscream-calibration/2";
+constexpr const char* kOlderFormats[] = {"starscream-calibration/1"};
 // A cache file larger than this is not a calibration (a profile is a few KiB): refused unread.
 constexpr std::streamoff kMaxCalibrationFileBytes = 1 << 20;
 
@@ -41,6 +45,13 @@ uint64_t fnv1a(const std::string& s) {
 constexpr uint64_t kSizes[] = {uint64_t{1} << 10, uint64_t{16} << 10, uint64_t{64} << 10,
                                uint64_t{1} << 20, uint64_t{8} << 20,  uint64_t{64} << 20};
 constexpr uint64_t kWideCheckBytes = uint64_t{256} << 20;
+
+// Four significant digits, as the profile's figures: a sweep's times carry no more.
+double rounded(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * scale) / scale;
+}
 
 int createDirs(const std::string& dir) {
   if (dir.empty()) return EINVAL;
@@ -126,12 +137,18 @@ std::vector<CalibrationPoint> calibrationPoints(const Topology& topo, const Mode
   if (n < 2) return out;
   const bool mappable = topo.nnodes == 1 && n <= kSymmetricMaxRanks;
   for (CollKind coll : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather}) {
-    const uint64_t minBytes = coll == CollKind::kAllReduce
-                                  ? limits.elemBytes
-                                  : limits.elemBytes * static_cast<uint64_t>(n);
+    // One element per rank: the smallest call a reduce-scatter or all-gather can make, and an
+    // all-reduce every algorithm splits into whole elements. Each series starts there: below the
+    // sweep's next size every call is latency-bound, which is where algorithms whose fitted
+    // latencies are close can differ most on the machine (the FIFO kernel's plan against the LL
+    // kernel's one shot), so the anchors must reach it. One point a series, on the same batch
+    // rule as the others: a few hundred microseconds each.
+    const uint64_t minBytes = limits.elemBytes * static_cast<uint64_t>(n);
+    std::vector<uint64_t> own = {minBytes};
+    own.insert(own.end(), sizes.begin(), sizes.end());
     auto add = [&](Algo algo, bool pinned, Protocol protocol, bool (*keep)(uint64_t, uint64_t)) {
       uint64_t last = 0;
-      for (uint64_t b : sizes) {
+      for (uint64_t b : own) {
         const uint64_t bytes = std::max(b, minBytes);
         if (bytes == last) continue;  // a floor that several sizes round up to
         last = bytes;
@@ -164,6 +181,35 @@ uint64_t calibrationBufferBytes(const std::vector<CalibrationPoint>& points) {
   uint64_t most = 0;
   for (const CalibrationPoint& p : points) most = std::max(most, p.bytes);
   return most;
+}
+
+Anchors anchorsFromSweep(const std::vector<CalibrationPoint>& points,
+                         const std::vector<double>& timesUs) {
+  Anchors out;
+  for (size_t i = 0; i < points.size() && i < timesUs.size(); ++i) {
+    if (!(timesUs[i] > 0) || points[i].bytes == 0) continue;
+    const CalibrationPoint& p = points[i];
+    // A FIFO algorithm runs its one protocol; the symmetric one the protocol the point pinned.
+    const Protocol protocol = p.algo == Algo::kSymmetric ? p.protocol : Protocol::kFifo;
+    AnchorSeries* s = nullptr;
+    for (AnchorSeries& c : out.series)
+      if (c.coll == p.coll && c.algo == p.algo && c.protocol == protocol) s = &c;
+    if (s == nullptr) {
+      out.series.push_back({p.coll, p.algo, protocol, {}});
+      s = &out.series.back();
+    }
+    s->points.push_back({p.bytes, rounded(timesUs[i])});
+  }
+  // Ascending and distinct, as parseAnchors requires (a size measured twice keeps its first time).
+  for (AnchorSeries& s : out.series) {
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const AnchorPoint& a, const AnchorPoint& b) { return a.bytes < b.bytes; });
+    s.points.erase(
+        std::unique(s.points.begin(), s.points.end(),
+                    [](const AnchorPoint& a, const AnchorPoint& b) { return a.bytes == b.bytes; }),
+        s.points.end());
+  }
+  return out;
 }
 
 sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits,
@@ -228,33 +274,36 @@ sscResult_t fitCalibration(const Topology& topo, const ModelLimits& limits,
 std::string calibrationCacheDir() {
   const std::string set = env::getString("STARSCREAM_TUNE_CACHE");
   if (!set.empty()) return set;
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/starscream";
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/starscream";
+  const std::string xdg = env::getExternal("XDG_CACHE_HOME");
+  if (xdg.starts_with('/')) return xdg + "/starscream";
+  const std::string home = env::getExternal("HOME");
+  if (!home.empty()) return home + "/.cache/starscream";
   return "";
 }
 
-std::string calibrationJson(const CalibrationKey& key, const TunerProfile& profile) {
+std::string calibrationJson(const CalibrationKey& key, const Calibration& calibration) {
   nlohmann::json j;
   j["format"] = kCalibrationFormat;
   j["key"] = key.text();
-  j["profile"] = nlohmann::json::parse(profileToJson(profile));
+  j["profile"] = nlohmann::json::parse(profileToJson(calibration.profile));
+  j["anchors"] = nlohmann::json::parse(anchorsToJson(calibration.anchors));
   return j.dump(2) + "\n";
 }
 
-bool readCalibration(const std::string& dir, const CalibrationKey& key, TunerProfile* out,
-                     std::string* why) {
-  why->clear();
-  if (dir.empty()) return false;
-  const std::string path = dir + "/" + key.fileName();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;  // none yet: not worth a warning
+namespace {
+
+enum class Parsed { kOk, kOutdated, kBad };
+
+// Reads a cache file: its key into *keyText, the rest into *out. kBad and kOutdated with *why
+// saying what. `want`: the key it must have (checked before the rest: another machine's file says
+// so whatever it holds); null: any.
+Parsed parseCalibrationFile(const std::string& path, std::ifstream& in, const std::string* want,
+                            Calibration* out, std::string* keyText, std::string* why) {
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0 || size > kMaxCalibrationFileBytes) {
     *why = fmt::format("{}: not a calibration ({} bytes)", path, static_cast<long long>(size));
-    return false;
+    return Parsed::kBad;
   }
   in.seekg(0);
   std::stringstream ss;
@@ -264,36 +313,80 @@ bool readCalibration(const std::string& dir, const CalibrationKey& key, TunerPro
     j = nlohmann::json::parse(ss.str());
   } catch (const std::exception& e) {
     *why = fmt::format("{}: corrupt ({})", path, e.what());
-    return false;
+    return Parsed::kBad;
   }
-  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
-      j["format"].get<std::string>() != kCalibrationFormat) {
+  const std::string format = j.is_object() && j.contains("format") && j["format"].is_string()
+                                 ? j["format"].get<std::string>()
+                                 : "";
+  for (const char* older : kOlderFormats)
+    if (format == older) {
+      *why = fmt::format("{}: written in the earlier format {} (no measured anchors)", path, older);
+      return Parsed::kOutdated;
+    }
+  if (format != kCalibrationFormat) {
     *why = fmt::format("{}: not in format {}", path, kCalibrationFormat);
-    return false;
+    return Parsed::kBad;
   }
-  if (!j.contains("key") || !j["key"].is_string() || j["key"].get<std::string>() != key.text()) {
+  *keyText = j.contains("key") && j["key"].is_string() ? j["key"].get<std::string>() : "";
+  if (want != nullptr ? *keyText != *want : keyText->empty()) {
     *why = fmt::format(
-        "{}: written for another machine or configuration (its key '{}', this "
-        "one '{}')",
-        path, j.value("key", std::string("?")), key.text());
-    return false;
+        "{}: written for another machine or configuration (its key '{}', this one '{}')", path,
+        keyText->empty() ? "?" : *keyText, want != nullptr ? *want : "?");
+    return Parsed::kBad;
   }
   if (!j.contains("profile") || !j["profile"].is_object()) {
     *why = fmt::format("{}: has no profile", path);
-    return false;
+    return Parsed::kBad;
   }
-  TunerProfile p;
-  if (parseProfile(j["profile"].dump(), path, &p) != sscSuccess) {
+  Calibration c;
+  if (parseProfile(j["profile"].dump(), path, &c.profile) != sscSuccess) {
     *why = fmt::format("{}: {}", path, lastError());
-    return false;
+    return Parsed::kBad;
   }
-  p.origin = path;
-  *out = std::move(p);
+  if (!j.contains("anchors")) {
+    *why = fmt::format("{}: has no anchors", path);
+    return Parsed::kBad;
+  }
+  if (parseAnchors(j["anchors"].dump(), path, &c.anchors) != sscSuccess) {
+    *why = lastError();
+    return Parsed::kBad;
+  }
+  c.profile.origin = path;
+  *out = std::move(c);
+  return Parsed::kOk;
+}
+
+}  // namespace
+
+bool readCalibration(const std::string& dir, const CalibrationKey& key, Calibration* out,
+                     std::string* why, bool* outdated) {
+  why->clear();
+  if (outdated != nullptr) *outdated = false;
+  if (dir.empty()) return false;
+  const std::string path = dir + "/" + key.fileName();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;  // none yet: not worth a warning
+  Calibration c;
+  std::string keyText;
+  const std::string want = key.text();
+  const Parsed r = parseCalibrationFile(path, in, &want, &c, &keyText, why);
+  if (r == Parsed::kOutdated && outdated != nullptr) *outdated = true;
+  if (r != Parsed::kOk) return false;
+  *out = std::move(c);
   return true;
 }
 
+sscResult_t loadCalibrationFile(const std::string& path, Calibration* out, std::string* keyText) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(sscInvalidArgument, "calibration {}: cannot open it", path);
+  std::string why;
+  if (parseCalibrationFile(path, in, nullptr, out, keyText, &why) != Parsed::kOk)
+    return fail(sscInvalidArgument, "calibration {}", why);
+  return sscSuccess;
+}
+
 sscResult_t writeCalibration(const std::string& dir, const CalibrationKey& key,
-                             const TunerProfile& profile) {
+                             const Calibration& calibration) {
   if (dir.empty())
     return fail(sscSystemError,
                 "calibration cache: no directory (set STARSCREAM_TUNE_CACHE, "
@@ -305,7 +398,7 @@ sscResult_t writeCalibration(const std::string& dir, const CalibrationKey& key,
   const std::string path = dir + "/" + key.fileName();
   const std::string tmp =
       fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
-  const std::string text = calibrationJson(key, profile);
+  const std::string text = calibrationJson(key, calibration);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return fail(sscSystemError, "calibration cache {}: {}", tmp, std::strerror(errno));
   size_t done = 0;

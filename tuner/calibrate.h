@@ -9,13 +9,16 @@
 // short sweep of real collectives together (calibrationPoints: every algorithm and pinned
 // protocol at a handful of sizes), take each point's slowest rank, fit the model's rates to that
 // (fitVariant, the fitter starscream-tune uses) and keep the profile in a per-user cache keyed by
-// what changes the rates. Every rank fits the same numbers, so they choose alike.
+// what changes the rates, with the measured times themselves as anchors (tuner/anchors.h): where
+// the sweep timed the algorithms a call could take, their times rank them, not the fit. Every rank
+// fits the same numbers and holds the same anchors, so they choose alike.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tuner/anchors.h"
 #include "tuner/fit.h"
 #include "tuner/model.h"
 #include "tuner/profile.h"
@@ -63,8 +66,10 @@ struct CalibrationPoint {
 
 // The sweep for this topology: all-reduce, reduce-scatter and all-gather with every algorithm
 // that can serve them (the symmetric one with each of its protocols: LL where it applies, the
-// bulk and, for all-gather, the wide grid), at sizes from latency-bound to bandwidth-bound.
-// Ordered by size within each (collective, algorithm) so a caller may stop early on its budget.
+// bulk and, for all-gather, the wide grid), at sizes from latency-bound to bandwidth-bound. Each
+// series starts at the smallest size a call can have (one element per rank), so the anchors reach
+// every latency-bound size. Ordered by size within each (collective, algorithm) so a caller may
+// stop early on its budget.
 // `maxBytes` caps the sizes (0: none). `thorough`: every power of two from 256 B to 256 MiB
 // instead of the handful of sizes init measures (starscream-tune --calibrate).
 std::vector<CalibrationPoint> calibrationPoints(const Topology& topo, const ModelLimits& limits,
@@ -72,6 +77,19 @@ std::vector<CalibrationPoint> calibrationPoints(const Topology& topo, const Mode
 
 // The largest per-rank buffer (bytes) the sweep needs, for the input and for the output.
 uint64_t calibrationBufferBytes(const std::vector<CalibrationPoint>& points);
+
+// What a calibration is: the fitted profile and the sweep's measured times, the anchors.
+struct Calibration {
+  TunerProfile profile;
+  Anchors anchors;
+  bool operator==(const Calibration&) const = default;
+};
+
+// The sweep's times as anchors: one series per (collective, algorithm, protocol) of the points
+// measured (timesUs[i] > 0), each time to four significant digits, so the anchors a fresh
+// calibration uses are those its cache file gives back.
+Anchors anchorsFromSweep(const std::vector<CalibrationPoint>& points,
+                         const std::vector<double>& timesUs);
 
 // Fits a profile to the sweep's times (`timesUs[i]` for points[i]; <= 0: not measured) and the
 // measured copy rate (GB/s a rank copies while every rank copies; 0: keep start's). `start`
@@ -87,19 +105,27 @@ std::string calibrationCacheDir();
 
 // Reads the calibration for `key` from `dir`. Returns true with *out filled when a file for the
 // key exists, parses, and was written for exactly this key. A missing file is false with an empty
-// *why; a corrupt or foreign one (another key, another format) is false with *why saying which
-// and why, for the caller's warning.
-bool readCalibration(const std::string& dir, const CalibrationKey& key, TunerProfile* out,
-                     std::string* why);
+// *why; a corrupt or foreign one (another key, an unknown format) is false with *why saying which
+// and why, for the caller's warning. A file of an earlier calibration format (one without
+// anchors) is false with *outdated set and *why saying so: not an error, the machine is
+// calibrated again and the file replaced.
+bool readCalibration(const std::string& dir, const CalibrationKey& key, Calibration* out,
+                     std::string* why, bool* outdated = nullptr);
+
+// Reads a calibration cache file whatever its key (starscream-model --calibration shows what a
+// machine's calibration chooses); *keyText: the key it was written for. sscInvalidArgument naming
+// the file when it is not a calibration of the current format.
+sscResult_t loadCalibrationFile(const std::string& path, Calibration* out, std::string* keyText);
 
 // Writes the calibration for `key` into `dir` (created, with its parents, when missing): a
 // temporary file in the same directory renamed over the final name, so a reader sees the old
 // file or the new one, never half of one, and concurrent writers (ranks of one node, several
 // jobs) each publish a whole file. sscSystemError naming the path on failure.
 sscResult_t writeCalibration(const std::string& dir, const CalibrationKey& key,
-                             const TunerProfile& profile);
+                             const Calibration& calibration);
 
-// The cache file's text for a key and profile (format "starscream-calibration/1").
-std::string calibrationJson(const CalibrationKey& key, const TunerProfile& profile);
+// The cache file's text for a key and calibration (format "starscream-calibration/2": the key,
+// the profile, the anchors).
+std::string calibrationJson(const CalibrationKey& key, const Calibration& calibration);
 
 }  // namespace ssc

@@ -63,6 +63,15 @@ Estimate oneRankCopy(Estimate e, uint64_t bytes, double cacheMB) {
   return e;
 }
 
+// Size classes of a quarter octave, represented by their upper end: a size never exceeds its
+// class's, so protocol limits at powers of two (LL up to 64 KiB) fall on the right side.
+int sizeClass(uint64_t bytes) {
+  return bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(double(bytes))));
+}
+uint64_t classBytes(int cls) {
+  return cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
+}
+
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -98,8 +107,11 @@ double busBandwidthGBps(CollKind coll, uint64_t bytes, int nranks, double us) {
   }
 }
 
-Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits)
-    : topo_(std::move(topo)), profile_(std::move(profile)), limits_(limits) {
+Tuner::Tuner(Topology topo, TunerProfile profile, ModelLimits limits, Anchors anchors)
+    : topo_(std::move(topo)),
+      profile_(std::move(profile)),
+      limits_(limits),
+      anchors_(std::move(anchors)) {
   if (profile_.variants.empty()) profile_ = defaultProfile(topo_);
   variant_ = &profile_.variantFor(topo_.maxPartitions());
   // What the profile leaves out comes from the topology's links (see defaultProfile).
@@ -512,50 +524,72 @@ std::vector<Estimate> Tuner::estimateAll(CollKind coll, uint64_t bytes, bool sym
   return out;
 }
 
+Decision Tuner::decide(CollKind coll, uint64_t rep, bool symmetric, Algo only) const {
+  Decision d;
+  // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
+  // overturn what the GPU sweeps measure (the symmetric algorithm fastest at every size where it
+  // can run; docs/benchmarks.md): zero-copy whenever it can serve the call, the model among the
+  // FIFO algorithms otherwise.
+  if (only == Algo::kAuto && limits_.oneMemory && symmetric) {
+    const Estimate e = estimate(coll, rep, Algo::kSymmetric, true);
+    if (e.valid) {
+      d.choice = {Algo::kSymmetric, e.protocol};
+      return d;
+    }
+  }
+  // Every way the executor can run the call: an algorithm with the protocol it runs at this size
+  // (the symmetric all-reduce's LL packets follow the size alone), and all-gather's two grids.
+  std::vector<RankedCandidate> cands;
+  for (Algo a : kAlgos) {
+    if (only != Algo::kAuto && a != only) continue;
+    if (a == Algo::kSymmetric && coll == CollKind::kAllGather) {
+      for (Protocol p : {Protocol::kZeroCopy, Protocol::kZeroCopyWide}) {
+        const Estimate e = estimate(coll, rep, a, symmetric, &p);
+        if (e.valid) cands.push_back({a, p, e.timeUs});
+      }
+      continue;
+    }
+    const Estimate e = estimate(coll, rep, a, symmetric);
+    if (e.valid) cands.push_back({a, e.protocol, e.timeUs});
+  }
+  if (cands.empty()) {
+    // Nothing valid: a forced algorithm keeps its usual protocol, else the ring; the builder
+    // reports why.
+    d.choice = {only == Algo::kAuto ? Algo::kRing : only,
+                only == Algo::kSymmetric ? Protocol::kZeroCopy : Protocol::kFifo};
+    return d;
+  }
+  const AnchoredRanking r = rankWithAnchors(anchors_, coll, rep, cands);
+  d.choice = {cands[r.best].algo, cands[r.best].protocol};
+  d.measured = r.measured;
+  d.why = r.why;
+  return d;
+}
+
 Choice Tuner::choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only) const {
-  // Size classes of a quarter octave, represented by their upper end: a size never exceeds its
-  // class's, so protocol limits at powers of two (LL up to 64 KiB) fall on the right side.
-  const int cls = bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(double(bytes))));
+  const int cls = sizeClass(bytes);
   const auto key = std::make_tuple(static_cast<int>(coll), symmetric, cls, static_cast<int>(only));
   {
     std::lock_guard<std::mutex> g(mu_);
     if (auto it = choices_.find(key); it != choices_.end()) return it->second;
   }
-  const uint64_t rep = cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
-  Choice best{Algo::kAuto, Protocol::kFifo};
-  double bestUs = 0;
-  if (only != Algo::kAuto) {
-    const Estimate e = estimate(coll, rep, only, symmetric);
-    best = {only, e.valid                    ? e.protocol
-                  : only == Algo::kSymmetric ? Protocol::kZeroCopy
-                                             : Protocol::kFifo};
-  }
-  // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
-  // overturn what the GPU sweeps measure (the symmetric algorithm fastest at every size where it
-  // can run; docs/benchmarks.md): zero-copy whenever it can serve the call, the model among the
-  // FIFO algorithms otherwise.
-  if (best.algo == Algo::kAuto && limits_.oneMemory && symmetric) {
-    const Estimate e = estimate(coll, rep, Algo::kSymmetric, true);
-    if (e.valid) best = {Algo::kSymmetric, e.protocol};
-  }
-  for (const Estimate& e :
-       best.algo != Algo::kAuto ? std::vector<Estimate>{} : estimateAll(coll, rep, symmetric))
-    if (e.valid && (best.algo == Algo::kAuto || e.timeUs < bestUs)) {
-      best = {e.algo, e.protocol};
-      bestUs = e.timeUs;
-    }
-  if (best.algo == Algo::kAuto)
-    best = {Algo::kRing, Protocol::kFifo};  // nothing valid: the builder reports why
+  const Choice best = decide(coll, classBytes(cls), symmetric, only).choice;
   std::lock_guard<std::mutex> g(mu_);
   if (choices_.size() > 4096) choices_.clear();
   choices_.emplace(key, best);
   return best;
 }
 
+Decision Tuner::explain(CollKind coll, uint64_t bytes, bool symmetric, Algo only) const {
+  return decide(coll, classBytes(sizeClass(bytes)), symmetric, only);
+}
+
 uint64_t Tuner::fingerprint() const {
-  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", profileToJson(profile_), topo_.name,
+  // The anchors choose too; none leaves the fingerprint of an uncalibrated tuner as it was.
+  return fnv1a(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}{}", profileToJson(profile_), topo_.name,
                            topo_.nranks(), limits_.chunkBytes, limits_.channels, limits_.llMaxBytes,
-                           limits_.elemBytes, limits_.blocksPerChannel, limits_.pushLaunchBytes));
+                           limits_.elemBytes, limits_.blocksPerChannel, limits_.pushLaunchBytes,
+                           anchors_.empty() ? "" : "|" + anchorsToJson(anchors_)));
 }
 
 }  // namespace ssc

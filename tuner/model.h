@@ -17,6 +17,7 @@
 
 #include "src/collectives/plan.h"
 #include "src/topology/topology.h"
+#include "tuner/anchors.h"
 #include "tuner/profile.h"
 
 namespace ssc {
@@ -89,14 +90,26 @@ struct Choice {
   bool operator==(const Choice&) const = default;
 };
 
+// A choice and where it came from (Tuner::explain; starscream-model prints it).
+struct Decision {
+  Choice choice;
+  // The calibration's measured anchors ranked the chosen way against the other measured ones
+  // (tuner/anchors.h); false: the model's predictions did.
+  bool measured = false;
+  std::string why;  // the measured times that decided, or why the model did; "" when no anchor
+};
+
 class Tuner {
  public:
-  Tuner(Topology topo, TunerProfile profile, ModelLimits limits = {});
+  // `anchors`: the calibration sweep's measured times on this machine (tuner/anchors.h), which
+  // rank the algorithms they reach; none: the model ranks every algorithm.
+  Tuner(Topology topo, TunerProfile profile, ModelLimits limits = {}, Anchors anchors = {});
 
   const Topology& topology() const { return topo_; }
   const TunerProfile& profile() const { return profile_; }
   const ProfileVariant& variant() const { return *variant_; }
   const ModelLimits& limits() const { return limits_; }
+  const Anchors& anchors() const { return anchors_; }
 
   // `bytes` as selectAlgo counts them: the larger of the call's per-rank input and output.
   // `symmetric`: registered (or zero-copy-able) buffers, so the symmetric algorithm may run.
@@ -111,10 +124,14 @@ class Tuner {
   // Every algorithm (kRing .. kSymmetric), valid or not, in enum order.
   std::vector<Estimate> estimateAll(CollKind coll, uint64_t bytes, bool symmetric) const;
   // The fastest valid algorithm and its protocol; ties go to the earlier algorithm in enum order
-  // (and to the bulk grid). `only`: that algorithm (forced by STARSCREAM_ALGO), with its fastest
-  // protocol; when it cannot serve the call, {only, its usual protocol}. Cached per size class (a
-  // quarter octave), so a call costs a map lookup once its class has been seen.
+  // (and to the bulk grid). Where the calibration's anchors reach the size, the measured
+  // algorithms are ranked by their measured times (rankWithAnchors). `only`: that algorithm
+  // (forced by STARSCREAM_ALGO), with its fastest protocol; when it cannot serve the call, {only,
+  // its usual protocol}. Cached per size class (a quarter octave), so a call costs a map lookup
+  // once its class has been seen.
   Choice choose(CollKind coll, uint64_t bytes, bool symmetric, Algo only = Algo::kAuto) const;
+  // choose's answer with where it came from (uncached: for tools and logs).
+  Decision explain(CollKind coll, uint64_t bytes, bool symmetric, Algo only = Algo::kAuto) const;
 
   double timeOf(const Features& f) const;
   // The rate local copies run at (GB/s a rank copies while every rank does), as the model uses it.
@@ -130,6 +147,7 @@ class Tuner {
   TunerProfile profile_;
   const ProfileVariant* variant_;
   ModelLimits limits_;
+  Anchors anchors_;
   std::array<std::array<AlphaBeta, kNumProtocols>, kNumTiers> params_{};  // resolved, all > 0
   double copyGBps_ = 0;
   mutable std::mutex mu_;
@@ -139,6 +157,8 @@ class Tuner {
   mutable std::map<std::pair<int, int>, std::array<double, kNumTiers>> sharing_;
 
   std::array<double, kNumTiers> sharing(CollKind coll, Algo algo) const;
+  // choose's work for the size class represented by `rep`.
+  Decision decide(CollKind coll, uint64_t rep, bool symmetric, Algo only) const;
 };
 
 // The per-call count an algorithm sees for `bytes` (see CollArgs::count), at least 1.

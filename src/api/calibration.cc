@@ -245,25 +245,32 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
   key.limitsHash = limitsHash(current.limits());
   const std::string dir = calibrationCacheDir();
 
-  // Every rank must end with the same profile: use the cache only when every rank found the
-  // same one in its own.
-  TunerProfile cached;
+  // Every rank must end with the same profile and anchors: use the cache only when every rank
+  // found the same one in its own.
+  Calibration cached;
   bool found = false;
   if (mode != TuneMode::kRefresh) {
     std::string why;
-    found = readCalibration(dir, key, &cached, &why);
-    if (!why.empty()) SSC_LOG(kWarn, "tuner: ignoring the calibration cache file {}", why);
+    bool outdated = false;
+    found = readCalibration(dir, key, &cached, &why, &outdated);
+    if (outdated)
+      SSC_LOG(kInfo, "tuner: calibrating again: the cache file {}", why);
+    else if (!why.empty())
+      SSC_LOG(kWarn, "tuner: ignoring the calibration cache file {}", why);
   }
   std::vector<uint64_t> hashes(static_cast<size_t>(comm->nranks), 0);
-  const uint64_t mine = found ? std::hash<std::string>{}(profileToJson(cached)) | 1 : 0;
+  const uint64_t mine = found ? std::hash<std::string>{}(profileToJson(cached.profile) +
+                                                         anchorsToJson(cached.anchors)) |
+                                    1
+                              : 0;
   hashes[static_cast<size_t>(comm->rank)] = mine;
   SSC_CHECK(comm->bootstrap->allGather(hashes.data(), sizeof(uint64_t)));
   const bool agreed =
       mine != 0 && std::all_of(hashes.begin(), hashes.end(), [&](uint64_t h) { return h == mine; });
-  TunerProfile profile;
+  Calibration calibration;
   if (agreed) {
-    profile = std::move(cached);
-    SSC_LOG(kInfo, "tuner: calibration from the cache ({})", profile.origin);
+    calibration = std::move(cached);
+    SSC_LOG(kInfo, "tuner: calibration from the cache ({})", calibration.profile.origin);
   } else if (mode == TuneMode::kCached) {
     SSC_LOG(kInfo,
             "tuner: STARSCREAM_TUNE=cached and no calibration cached alike on every rank "
@@ -291,19 +298,25 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
       return sscSuccess;
     }
     if (fitCalibration(comm->topo, current.limits(), current.profile(), points, times, copy, key,
-                       &profile) != sscSuccess) {
+                       &calibration.profile) != sscSuccess) {
       SSC_LOG(kWarn, "tuner: calibration fit failed ({}): the uncalibrated model chooses",
               lastError());
       return sscSuccess;
     }
-    SSC_LOG(kInfo, "tuner: calibrated in {:.2f} s ({} of {} points; {})", nowSeconds() - t0,
-            measured, points.size(), profile.source);
-    if (writeCalibration(dir, key, profile) != sscSuccess)
+    // The times themselves rank the algorithms they measured (tuner/anchors.h): the fit's error
+    // is enough to flip a choice where two predictions are close and the machine's times are not.
+    calibration.anchors = anchorsFromSweep(points, times);
+    SSC_LOG(kInfo,
+            "tuner: calibrated in {:.2f} s ({} of {} points, kept as {} measured series; {})",
+            nowSeconds() - t0, measured, points.size(), calibration.anchors.series.size(),
+            calibration.profile.source);
+    if (writeCalibration(dir, key, calibration) != sscSuccess)
       SSC_LOG(kWarn, "tuner: the calibration is used but not cached: {}", lastError());
     else
-      profile.origin = dir + "/" + key.fileName();
+      calibration.profile.origin = dir + "/" + key.fileName();
   }
-  auto tuner = std::make_shared<const Tuner>(comm->topo, std::move(profile), current.limits());
+  auto tuner = std::make_shared<const Tuner>(comm->topo, std::move(calibration.profile),
+                                             current.limits(), std::move(calibration.anchors));
   // The ranks' profiles came from one gathered data set (or one agreed file): check anyway, as
   // init does, since a difference would make them choose different algorithms.
   std::vector<uint64_t> prints(static_cast<size_t>(comm->nranks), 0);

@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: MIT
 // Self-calibration (tuner/calibrate.h): the sweep it times, the fit that turns the times into a
-// profile (it must recover the choices of the machine that produced them), and the cache (round
-// trip, missing directories, corrupt and foreign files, concurrent writers).
+// profile (it must recover the choices of the machine that produced them), the anchors it keeps,
+// and the cache (round trip with the anchors, missing directories, corrupt, foreign and
+// earlier-format files, concurrent writers).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "src/core/errors.h"
 #include "tests/support/topology_files.h"
@@ -87,6 +94,14 @@ std::vector<double> timesOf(const Tuner& truth, const std::vector<CalibrationPoi
   return out;
 }
 
+// A calibration as init makes one: the profile, and as anchors the times the machine the profile
+// describes gives the sweep on an 8-partition GPU.
+Calibration calibrationOf(const TunerProfile& p) {
+  const Topology topo = topoFile("h200-mps-8");
+  const auto points = calibrationPoints(topo, ModelLimits{});
+  return {p, anchorsFromSweep(points, timesOf(Tuner(topo, p), points))};
+}
+
 TEST(Calibration, SweepCoversEveryAlgorithmAndProtocol) {
   const Topology topo = topoFile("h200-mps-8");
   ModelLimits limits;
@@ -118,6 +133,55 @@ TEST(Calibration, SweepCoversEveryAlgorithmAndProtocol) {
   EXPECT_TRUE(calibrationPoints(makeFlatTopology(1), limits).empty());
 }
 
+// Every series the sweep times starts at the smallest call (one element per rank), so its anchors
+// reach the latency-bound sizes where close predictions flip; and that costs one point a series.
+TEST(Calibration, SweepMeasuresTheSmallestSizeOfEverySeries) {
+  for (const char* name : {"h200-mps-2", "h200-mps-8"}) {
+    SCOPED_TRACE(name);
+    const Topology topo = topoFile(name);
+    ModelLimits limits;
+    const uint64_t floor = limits.elemBytes * static_cast<uint64_t>(topo.nranks());
+    for (bool thorough : {false, true}) {
+      const auto points = calibrationPoints(topo, limits, 0, thorough);
+      std::map<std::tuple<int, int, int>, std::vector<uint64_t>> series;
+      for (const CalibrationPoint& p : points)
+        series[{static_cast<int>(p.coll), static_cast<int>(p.algo), static_cast<int>(p.protocol)}]
+            .push_back(p.bytes);
+      EXPECT_GE(series.size(), 14u);
+      for (const auto& [id, sizes] : series) {
+        ASSERT_FALSE(sizes.empty());
+        EXPECT_EQ(sizes.front(), floor) << std::get<0>(id) << " " << std::get<1>(id);
+        // Below the sweep's next size: that one point only (the sweep's budget).
+        EXPECT_EQ(std::count_if(sizes.begin(), sizes.end(), [](uint64_t b) { return b < 256; }), 1);
+      }
+    }
+  }
+}
+
+// The anchors are the measured points, one series per (collective, algorithm, protocol), at four
+// significant digits (what the cache file gives back), without the points not measured.
+TEST(Calibration, AnchorsFromTheSweep) {
+  const Topology topo = topoFile("h200-mps-2");
+  const auto points = calibrationPoints(topo, ModelLimits{});
+  std::vector<double> times(points.size(), 0);
+  for (size_t i = 0; i < points.size(); ++i) times[i] = i % 5 == 4 ? 0 : 10.0 + i + 1.0 / 3;
+  const Anchors a = anchorsFromSweep(points, times);
+  size_t kept = 0;
+  for (const AnchorSeries& s : a.series) {
+    EXPECT_EQ(s.protocol == Protocol::kFifo, s.algo != Algo::kSymmetric);
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      if (k > 0) {
+        EXPECT_LT(s.points[k - 1].bytes, s.points[k].bytes);
+      }
+      const double t = s.points[k].timeUs;
+      EXPECT_NEAR(t, std::round(t * 100) / 100, 1e-9) << "four significant digits";
+    }
+    kept += s.points.size();
+  }
+  EXPECT_EQ(kept, static_cast<size_t>(
+                      std::count_if(times.begin(), times.end(), [](double t) { return t > 0; })));
+}
+
 // The fit must recover, from the sweep's times alone, the choices of the machine that produced
 // them: within 10 % of that machine's best at every size, though the fit starts from the
 // topology's link figures, which favour the FIFO algorithms.
@@ -137,21 +201,25 @@ TEST(Calibration, FitRecoversTheMachinesChoices) {
         << lastError();
     ASSERT_EQ(fitted.variants.size(), 1u);
     EXPECT_EQ(fitted.variants[0].partitionsPerGpu, topo.maxPartitions());
-    const Tuner model(topo, fitted, limits);
-    for (CollKind coll : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather})
-      for (uint64_t bytes = 1024; bytes <= (uint64_t{1} << 30); bytes *= 4)
-        for (bool sym : {true, false}) {
-          const Choice c = model.choose(coll, bytes, sym);
-          double best = 1e300;
-          for (const Estimate& e : truth.estimateAll(coll, bytes, sym))
-            if (e.valid) best = std::min(best, e.timeUs);
-          const Protocol proto = c.protocol;
-          const Estimate got = truth.estimate(coll, bytes, c.algo, sym, &proto);
-          ASSERT_TRUE(got.valid) << collName(coll) << " " << bytes << " " << algoName(c.algo);
-          EXPECT_LE(got.timeUs, 1.10 * best)
-              << collName(coll) << " " << bytes << " B sym=" << sym << ": chose "
-              << algoName(c.algo) << " at " << got.timeUs << " us, best " << best << " us";
-        }
+    // The fitted model alone, and with the sweep's times as anchors (what init uses).
+    const auto times = timesOf(truth, points);
+    for (const Anchors& anchors : {Anchors{}, anchorsFromSweep(points, times)})
+      for (CollKind coll : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather})
+        for (uint64_t bytes = 64; bytes <= (uint64_t{1} << 30); bytes *= 4)
+          for (bool sym : {true, false}) {
+            const Tuner model(topo, fitted, limits, anchors);
+            const Choice c = model.choose(coll, bytes, sym);
+            double best = 1e300;
+            for (const Estimate& e : truth.estimateAll(coll, bytes, sym))
+              if (e.valid) best = std::min(best, e.timeUs);
+            const Protocol proto = c.protocol;
+            const Estimate got = truth.estimate(coll, bytes, c.algo, sym, &proto);
+            ASSERT_TRUE(got.valid) << collName(coll) << " " << bytes << " " << algoName(c.algo);
+            EXPECT_LE(got.timeUs, 1.10 * best)
+                << collName(coll) << " " << bytes << " B sym=" << sym
+                << " anchors=" << !anchors.empty() << ": chose " << algoName(c.algo) << " at "
+                << got.timeUs << " us, best " << best << " us";
+          }
   }
 }
 
@@ -196,15 +264,25 @@ TEST(CalibrationCache, RoundTripIntoMissingDirectories) {
   ASSERT_FALSE(tmp.path().empty());
   const std::string dir = tmp.path() + "/a/b/starscream";  // none of it exists yet
   const CalibrationKey key = someKey();
-  const TunerProfile p = slowFifoMachine();
-  TunerProfile back;
+  const Calibration p = calibrationOf(slowFifoMachine());
+  ASSERT_FALSE(p.anchors.empty());
+  Calibration back;
   std::string why;
   EXPECT_FALSE(readCalibration(dir, key, &back, &why));
   EXPECT_TRUE(why.empty()) << "a missing file is not worth a warning: " << why;
   ASSERT_EQ(writeCalibration(dir, key, p), sscSuccess) << lastError();
-  ASSERT_TRUE(readCalibration(dir, key, &back, &why)) << why;
-  EXPECT_EQ(back.variants, p.variants);
-  EXPECT_EQ(back.name, p.name);
+  bool outdated = true;
+  ASSERT_TRUE(readCalibration(dir, key, &back, &why, &outdated)) << why;
+  EXPECT_FALSE(outdated);
+  EXPECT_EQ(back.profile.variants, p.profile.variants);
+  EXPECT_EQ(back.profile.name, p.profile.name);
+  // The anchors come back exactly, so a tuner from the file chooses as the fresh one did.
+  EXPECT_EQ(back.anchors, p.anchors);
+  const Topology topo = topoFile("h200-mps-8");
+  EXPECT_EQ(Tuner(topo, back.profile, {}, back.anchors).fingerprint(),
+            Tuner(topo, p.profile, {}, p.anchors).fingerprint());
+  EXPECT_NE(Tuner(topo, back.profile, {}, back.anchors).fingerprint(),
+            Tuner(topo, back.profile, {}).fingerprint());
   // Written again (a refresh): replaced, and no temporary file is left behind.
   ASSERT_EQ(writeCalibration(dir, key, p), sscSuccess) << lastError();
   int files = 0;
@@ -219,10 +297,10 @@ TEST(CalibrationCache, CorruptAndForeignFilesAreIgnoredWithAReason) {
   TempDir tmp;
   const CalibrationKey key = someKey();
   const std::string path = tmp.path() + "/" + key.fileName();
-  TunerProfile out;
+  Calibration out;
   std::string why;
   auto put = [&](const std::string& text) { std::ofstream(path, std::ios::trunc) << text; };
-  put("{\"format\": \"starscream-calibration/1\", \"key\": ");  // cut short
+  put("{\"format\": \"starscream-calibration/2\", \"key\": ");  // cut short
   EXPECT_FALSE(readCalibration(tmp.path(), key, &out, &why));
   EXPECT_NE(why.find("corrupt"), std::string::npos) << why;
 
@@ -233,16 +311,47 @@ TEST(CalibrationCache, CorruptAndForeignFilesAreIgnoredWithAReason) {
   // Another machine's file under this name (copied between hosts, or a hash collision).
   CalibrationKey other = key;
   other.gpuModel = "Another GPU";
-  put(calibrationJson(other, slowFifoMachine()));
+  put(calibrationJson(other, calibrationOf(slowFifoMachine())));
   EXPECT_FALSE(readCalibration(tmp.path(), key, &out, &why));
   EXPECT_NE(why.find("another machine"), std::string::npos) << why;
 
   // The right key with a profile that does not parse.
-  std::string text = calibrationJson(key, slowFifoMachine());
+  std::string text = calibrationJson(key, calibrationOf(slowFifoMachine()));
   text.replace(text.find("\"variants\""), 10, "\"variantz\"");
   put(text);
   EXPECT_FALSE(readCalibration(tmp.path(), key, &out, &why));
   EXPECT_NE(why.find("variantz"), std::string::npos) << why;
+
+  // The right key with anchors that do not parse: an unknown algorithm, sizes out of order, a
+  // time of zero, none at all.
+  const std::string good = calibrationJson(key, calibrationOf(slowFifoMachine()));
+  auto withAnchors = [&](const std::string& anchors) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    if (anchors.empty())
+      j.erase("anchors");
+    else
+      j["anchors"] = nlohmann::json::parse(anchors);
+    return j.dump(2);
+  };
+  const std::pair<std::string, std::string> badAnchors[] = {
+      {R"([{"collective": "allreduce", "algorithm": "tree", "protocol": "fifo",
+            "points": [[8, 7.0]]}])",
+       "anchors[0].algorithm"},
+      {R"([{"collective": "allreduce", "algorithm": "ring", "protocol": "fifo",
+            "points": [[1024, 9.0], [8, 7.0]]}])",
+       "ascend"},
+      {R"([{"collective": "allgather", "algorithm": "direct", "protocol": "fifo",
+            "points": [[8, 0]]}])",
+       "anchors[0].points[0]"},
+      {R"({"ring": 1})", "array"},
+      {"", "no anchors"}};
+  for (const auto& [anchors, expect] : badAnchors) {
+    put(withAnchors(anchors));
+    bool outdated = true;
+    EXPECT_FALSE(readCalibration(tmp.path(), key, &out, &why, &outdated)) << anchors;
+    EXPECT_FALSE(outdated);
+    EXPECT_NE(why.find(expect), std::string::npos) << why;
+  }
 
   // Far too large to be a calibration: refused unread.
   put(std::string(2 << 20, ' '));
@@ -250,13 +359,36 @@ TEST(CalibrationCache, CorruptAndForeignFilesAreIgnoredWithAReason) {
   EXPECT_NE(why.find("not a calibration"), std::string::npos) << why;
 }
 
+// A file of the format before anchors: not an error, not a warning; init calibrates again and
+// replaces it.
+TEST(CalibrationCache, EarlierFormatMeansCalibrateAgain) {
+  TempDir tmp;
+  const CalibrationKey key = someKey();
+  nlohmann::json old =
+      nlohmann::json::parse(calibrationJson(key, calibrationOf(slowFifoMachine())));
+  old["format"] = "starscream-calibration/1";
+  old.erase("anchors");
+  std::ofstream(tmp.path() + "/" + key.fileName()) << old.dump(2);
+  Calibration out;
+  std::string why;
+  bool outdated = false;
+  EXPECT_FALSE(readCalibration(tmp.path(), key, &out, &why, &outdated));
+  EXPECT_TRUE(outdated);
+  EXPECT_NE(why.find("earlier format"), std::string::npos) << why;
+  // Written again, it reads.
+  ASSERT_EQ(writeCalibration(tmp.path(), key, calibrationOf(slowFifoMachine())), sscSuccess);
+  EXPECT_TRUE(readCalibration(tmp.path(), key, &out, &why, &outdated)) << why;
+  EXPECT_FALSE(outdated);
+}
+
 TEST(CalibrationCache, UnwritableDirectoryFailsWithThePath) {
   TempDir tmp;
   const std::string file = tmp.path() + "/plain-file";
   std::ofstream(file) << "x";
-  EXPECT_EQ(writeCalibration(file + "/sub", someKey(), slowFifoMachine()), sscSystemError);
+  const Calibration c = calibrationOf(slowFifoMachine());
+  EXPECT_EQ(writeCalibration(file + "/sub", someKey(), c), sscSystemError);
   EXPECT_NE(lastError().find("plain-file"), std::string::npos) << lastError();
-  EXPECT_EQ(writeCalibration("", someKey(), slowFifoMachine()), sscSystemError);
+  EXPECT_EQ(writeCalibration("", someKey(), c), sscSystemError);
 }
 
 // Ranks of one node calibrate together and all write the same file: every reader sees a whole
@@ -270,9 +402,9 @@ TEST(CalibrationCache, ConcurrentWritersLeaveOneWholeFile) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      TunerProfile p = slowFifoMachine();
-      p.name = "writer-" + std::to_string(w);
-      p.variants[0].launchUs = 1 + w;
+      Calibration p = calibrationOf(slowFifoMachine());
+      p.profile.name = "writer-" + std::to_string(w);
+      p.profile.variants[0].launchUs = 1 + w;
       int rc = 0;
       for (int i = 0; i < 20 && rc == 0; ++i)
         rc = writeCalibration(tmp.path(), key, p) == sscSuccess ? 0 : 1;
@@ -282,11 +414,11 @@ TEST(CalibrationCache, ConcurrentWritersLeaveOneWholeFile) {
   }
   // Read while they write: any file seen must be whole.
   for (int i = 0; i < 200; ++i) {
-    TunerProfile p;
+    Calibration p;
     std::string why;
     if (readCalibration(tmp.path(), key, &p, &why)) {
-      ASSERT_EQ(p.name.rfind("writer-", 0), 0u);
-      EXPECT_EQ(p.variants[0].launchUs, 1 + std::stoi(p.name.substr(7)));
+      ASSERT_EQ(p.profile.name.rfind("writer-", 0), 0u);
+      EXPECT_EQ(p.profile.variants[0].launchUs, 1 + std::stoi(p.profile.name.substr(7)));
     } else {
       EXPECT_TRUE(why.empty()) << why;
     }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // starscream-model: what the tuner's cost model predicts for a machine that may not be here.
 //   starscream-model --topo tools/topologies/mi300x-8x-cpx-nps4.json --collective all_reduce ...
-//       -b 8 -e 1G [-f 2] [--profile F] [--plain] [--json] [--png chart.png]
+//       -b 8 -e 1G [-f 2] [--profile F | --calibration F] [--plain] [--json] [--png chart.png]
 // For every size: the predicted time and busbw of every algorithm, the model's choice, its
 // speedup over the flat ring, and why: the choice's largest term (launch, a tier's latency or
-// bytes at a protocol's rate, local copies) and its share of the predicted time. --png draws the
+// bytes at a protocol's rate, local copies) and its share of the predicted time, or, with a
+// machine's calibration cache file, "measured ..." where its anchors (the sweep's own times)
+// ranked the algorithms. --png draws the
 // chart through Graphviz (tools/topo/render_png.h); tools/model/plot.py draws the JSON with
 // matplotlib where that is installed.
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "src/core/errors.h"
 #include "tools/model/chart_dot.h"
 #include "tools/topo/render_png.h"
+#include "tuner/calibrate.h"
 #include "tuner/model.h"
 #include "tuner/select.h"
 #include "tuner/shipped_profiles.h"
@@ -69,7 +72,8 @@ std::string human(uint64_t b) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Predict collective times on a topology with the tuner's cost model"};
-  std::string topoPath, profilePath, collText = "all_reduce", minText = "8", maxText = "1G";
+  std::string topoPath, profilePath, calibrationPath, collText = "all_reduce", minText = "8",
+                                                      maxText = "1G";
   int factor = 2;
   bool plain = false, json = false;
   std::string pngPath;
@@ -83,6 +87,10 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profilePath,
                  "Tuner profile (default: the shipped one for the GPU "
                  "model, else the topology's links)");
+  app.add_option("--calibration", calibrationPath,
+                 "A calibration cache file (a machine's STARSCREAM_TUNE_CACHE): its profile and "
+                 "its measured anchors, which rank the algorithms they reach")
+      ->excludes("--profile");
   app.add_flag("--plain", plain, "Unregistered buffers (no zero-copy symmetric algorithm)");
   app.add_flag("--json", json, "Print JSON (tools/model/plot.py reads it)");
   app.add_option("--png", pngPath, "Also draw the busbw chart into this PNG (Graphviz 'dot')");
@@ -112,7 +120,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   ssc::TunerProfile profile;
-  if (!profilePath.empty()) {
+  ssc::Anchors anchors;
+  if (!calibrationPath.empty()) {
+    ssc::Calibration calibration;
+    std::string key;
+    if (ssc::loadCalibrationFile(calibrationPath, &calibration, &key) != sscSuccess) {
+      fmt::print(stderr, "starscream-model: {}\n", ssc::lastError());
+      return 1;
+    }
+    profile = std::move(calibration.profile);
+    anchors = std::move(calibration.anchors);
+  } else if (!profilePath.empty()) {
     if (ssc::loadProfileFile(profilePath, &profile) != sscSuccess) {
       fmt::print(stderr, "starscream-model: {}\n", ssc::lastError());
       return 1;
@@ -123,7 +141,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "starscream-model: {}\n", ssc::lastError());
     return 1;
   }
-  const ssc::Tuner tuner(topo, profile, limits);
+  const ssc::Tuner tuner(topo, profile, limits, anchors);
   const int n = topo.nranks();
   const Algo algos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical,
                         Algo::kSymmetric};
@@ -133,6 +151,11 @@ int main(int argc, char** argv) {
                topo.name, n, topo.gpus.size(), topo.nnodes, ssc::collName(coll),
                plain ? "plain" : "registered", tuner.profile().name, tuner.profile().origin);
     fmt::print("# time us (busbw GB/s); '-': the algorithm cannot serve the call\n");
+    if (!tuner.anchors().empty())
+      fmt::print(
+          "# {} measured series from the calibration: 'measured' choices come from their times, "
+          "the columns are the model's\n",
+          tuner.anchors().series.size());
     fmt::print("{:>6}", "size");
     for (Algo a : algos) fmt::print(" {:>22}", ssc::algoName(a));
     fmt::print(" {:>13} {:>9}  {}\n", "choice", "vs ring", "the choice's largest term (why)");
@@ -160,11 +183,18 @@ int main(int argc, char** argv) {
         bestUs = e.timeUs;
       }
     }
-    const ssc::Choice chosen = tuner.choose(coll, b, !plain);
+    const ssc::Decision decision = tuner.explain(coll, b, !plain);
+    const ssc::Choice chosen = decision.choice;
     const ssc::Estimate chosenEst = tuner.estimate(coll, b, chosen.algo, !plain, &chosen.protocol);
     const double chosenUs = chosenEst.timeUs;
-    const std::string why = chosenEst.valid ? tuner.boundBy(chosenEst.features) : "";
-    row["bound_by"] = why;
+    const std::string bound = chosenEst.valid ? tuner.boundBy(chosenEst.features) : "";
+    // A choice the anchors made says so, with the times that made it; the model's term follows.
+    const std::string why = decision.measured ? fmt::format("{}; model: {}", decision.why, bound)
+                            : decision.why.empty() ? bound
+                                                   : fmt::format("{}; {}", bound, decision.why);
+    row["bound_by"] = bound;
+    row["measured"] = decision.measured;
+    if (!decision.why.empty()) row["anchors"] = decision.why;
     row["choice"] = ssc::algoName(chosen.algo);
     row["choice_protocol"] = ssc::protocolName(chosen.protocol);
     row["speedup_vs_ring"] = ringUs > 0 && chosenUs > 0 ? ringUs / chosenUs : 0;
@@ -195,6 +225,7 @@ int main(int argc, char** argv) {
       {"buffers", plain ? "plain" : "registered"},
       {"profile", tuner.profile().name},
       {"profile_origin", tuner.profile().origin},
+      {"anchor_series", tuner.anchors().series.size()},
       {"rows", rows}};
   if (json) fmt::print("{}\n", out.dump(1));
   if (!pngPath.empty()) {
