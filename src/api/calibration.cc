@@ -212,9 +212,10 @@ sscResult_t measure(sscComm* comm, const std::vector<CalibrationPoint>& points,
 sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
   TuneMode mode = options.mode;
   if (options.fromEnvironment) {
-    (void)parseTuneMode(env::getString("STARSCREAM_TUNE"), &mode);  // env::validate checked it
+    // As the communicator read them when it was created (and env::validate checked them).
+    (void)parseTuneMode(comm->settings.getString("STARSCREAM_TUNE"), &mode);
     // An explicit profile is the user's word on the machine (docs/tuner.md).
-    if (!env::getString("STARSCREAM_TUNER_PROFILE").empty()) return sscSuccess;
+    if (!comm->settings.getString("STARSCREAM_TUNER_PROFILE").empty()) return sscSuccess;
   }
   if (mode == TuneMode::kOff || comm->nranks < 2 || comm->tuner == nullptr) return sscSuccess;
   const bool host = std::string(comm->backend->name()) == "host";

@@ -12,6 +12,8 @@
 #include "src/api/calibration.h"
 #include "src/api/group.h"
 #include "src/comm/trace.h"
+#include "src/core/bootstrap.h"
+#include "src/core/env.h"
 #include "src/core/log.h"
 #include "src/topology/subset.h"
 
@@ -116,11 +118,14 @@ std::string initFailureText(sscComm* comm, sscResult_t r) {
   return comm->settingsDiffer ? lastError() : commRingFailureText(comm, r, lastError());
 }
 
+// `settings`: the environment as the creating call found it; the communicator configures
+// everything from it, during init and for its whole life.
 // `parent`: a blocking split's parent, whose peer watch also ends the child's waits during init.
 // `group`: sscCommInitAll's ranks, so that this one can be aborted with them.
 sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUniqueId& id, int rank,
-                     const sscConfig_t* config, const Topology* topoOverride, int device = -1,
-                     sscComm* parent = nullptr, InitAllRanks* group = nullptr) {
+                     const env::Snapshot& settings, const sscConfig_t* config,
+                     const Topology* topoOverride, int device = -1, sscComm* parent = nullptr,
+                     InitAllRanks* group = nullptr) {
   if (out == nullptr) return fail(sscInvalidArgument, "{}: comm is NULL", fn);
   *out = nullptr;
   if (nranks < 1) return fail(sscInvalidArgument, "{}: nranks {} must be at least 1", fn, nranks);
@@ -129,6 +134,9 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   SSC_CHECK(checkConfig(fn, config, &blocking));
   sscComm* comm = nullptr;
   SSC_CHECK(newComm(&comm));
+  // Taken by the creating call, before a non-blocking init returns: whatever the caller sets
+  // afterwards is for the next communicator.
+  comm->settings = settings;
   // The communicator's device: the one asked for (sscCommInitAll), else the caller's current one.
   if (device >= 0) comm->backend->bindDevice(device);
   comm->device = comm->backend->deviceIndex();
@@ -200,20 +208,22 @@ SSC_API const char* sscGetLastError(sscComm_t comm) {
 SSC_API sscResult_t sscGetUniqueId(sscUniqueId* uniqueId) {
   return guarded("sscGetUniqueId", [&]() -> sscResult_t {
     if (uniqueId == nullptr) return fail(sscInvalidArgument, "sscGetUniqueId: uniqueId is NULL");
-    return bootstrapCreateUniqueId(uniqueId);
+    return bootstrapCreateUniqueId(BootstrapOptions::from(env::Snapshot::take()), uniqueId);
   });
 }
 
 SSC_API sscResult_t sscCommInitRank(sscComm_t* comm, int nranks, sscUniqueId commId, int rank) {
   return guarded("sscCommInitRank", [&] {
-    return initRank("sscCommInitRank", comm, nranks, commId, rank, nullptr, nullptr);
+    return initRank("sscCommInitRank", comm, nranks, commId, rank, env::Snapshot::take(), nullptr,
+                    nullptr);
   });
 }
 
 SSC_API sscResult_t sscCommInitRankConfig(sscComm_t* comm, int nranks, sscUniqueId commId, int rank,
                                           sscConfig_t* config) {
   return guarded("sscCommInitRankConfig", [&] {
-    return initRank("sscCommInitRankConfig", comm, nranks, commId, rank, config, nullptr);
+    return initRank("sscCommInitRankConfig", comm, nranks, commId, rank, env::Snapshot::take(),
+                    config, nullptr);
   });
 }
 
@@ -237,8 +247,10 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
                     i, dev, devices,
                     devlist == nullptr ? " (without a devlist rank i uses device i)" : "");
     }
+    // One reading of the environment for the root and every rank: the ranks cannot differ.
+    const env::Snapshot settings = env::Snapshot::take();
     sscUniqueId id;
-    SSC_CHECK(bootstrapCreateUniqueId(&id));
+    SSC_CHECK(bootstrapCreateUniqueId(BootstrapOptions::from(settings), &id));
     // Every rank's init blocks until all have joined, so each runs on its own thread.
     std::vector<sscResult_t> results(ndev, sscSuccess);
     std::vector<std::string> messages(ndev);
@@ -253,7 +265,7 @@ SSC_API sscResult_t sscCommInitAll(sscComm_t* comms, int ndev, const int* devlis
         threads.push_back(commStartThread([&, i] {
           // Rank i lives on devlist[i] (device i without a list), as in ncclCommInitAll.
           results[i] = guarded("sscCommInitAll", [&] {
-            return initRank("sscCommInitAll", &comms[i], ndev, id, i, nullptr, nullptr,
+            return initRank("sscCommInitAll", &comms[i], ndev, id, i, settings, nullptr, nullptr,
                             devices == 0         ? -1
                             : devlist != nullptr ? devlist[i]
                                                  : i,
@@ -314,10 +326,13 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
       if (color != SSC_SPLIT_NOCOLOR && entries[r].color == color) members.push_back(r);
     std::stable_sort(members.begin(), members.end(),
                      [&](int a, int b) { return entries[a].key < entries[b].key; });
+    // The child is a new communicator: it reads the environment as it is now, not as the parent
+    // found it (for its root too).
+    const env::Snapshot settings = env::Snapshot::take();
     std::vector<sscUniqueId> ids(comm->nranks);
     std::memset(ids.data(), 0, ids.size() * sizeof(sscUniqueId));
     if (!members.empty() && members.front() == comm->rank)
-      SSC_CHECK(bootstrapCreateUniqueId(&ids[comm->rank]));
+      SSC_CHECK(bootstrapCreateUniqueId(BootstrapOptions::from(settings), &ids[comm->rank]));
     if (sscResult_t r = comm->bootstrap->allGather(ids.data(), sizeof(sscUniqueId));
         r != sscSuccess)
       return setError(r, commRingFailureText(comm, r, lastError()));
@@ -328,7 +343,7 @@ SSC_API sscResult_t sscCommSplit(sscComm_t comm, int color, int key, sscComm_t* 
     // The child's init waits on the same peers: if one of them goes away meanwhile (the parent's
     // peer watch hears of it), the child's waits end too.
     sscResult_t r = initRank(fn, newcomm, static_cast<int>(members.size()), ids[members.front()],
-                             newRank, config, &sub, -1, comm);
+                             newRank, settings, config, &sub, -1, comm);
     // Name the rank that went away when that is why the waits ended.
     if (r != sscSuccess) return setError(r, commFailureText(comm, lastError()));
     return r;

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "src/core/dtype.h"
-#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 #include "transports/usr/shm_allgather.h"
@@ -169,7 +168,7 @@ std::string quoted(const std::string& text) {
 }  // namespace
 
 sscResult_t callCheckSetUp(sscComm* comm) {
-  const std::string text = env::getString("STARSCREAM_CHECK");
+  const std::string text = comm->settings.getString("STARSCREAM_CHECK");
   struct Setting {
     int32_t mode;  // 0, 1, or -1: not a valid value
     char host[64];

@@ -64,7 +64,7 @@ std::vector<env::WireSetting> wireSettings(const sscComm* comm) {
   context.topologyName = comm->topo.name;
   context.topologyDigest =
       fmt::format("{:016x}", std::hash<std::string>{}(topologyToJson(comm->topo)));
-  return env::wireSettings(context);
+  return env::wireSettings(comm->settings, context);
 }
 
 // Round 2, run by every rank once round 1 found digests that differ (all ranks see the same
@@ -276,7 +276,11 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->rank = rank;
   comm->nranks = nranks;
   setLogRank(rank);
-  SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag, &comm->bootstrap));
+  // Every setting comes from comm->settings, read when the communicator was created: the waits'
+  // limits first, since the bootstrap's waits are the first.
+  comm->waits = WaitLimits::from(comm->settings);
+  SSC_CHECK(Bootstrap::connect(id, rank, nranks, &comm->abortFlag,
+                               BootstrapOptions::from(comm->settings), &comm->bootstrap));
   // From here on a peer that dies or gives up is noticed at once, during the rest of init too.
   comm->bootstrap->startWatch([comm](const PeerEvent& e) { commOnPeerEvent(comm, e); },
                               [comm] {
@@ -290,20 +294,21 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   // warning on stderr. Checked once this rank is in the ring, so that when only this rank's
   // environment is wrong its peers hear of the failed init at once (the peer watch: "aborted")
   // instead of waiting for it at the bootstrap root until STARSCREAM_TIMEOUT.
-  SSC_CHECK(env::validate());
-  // The communicator's settings, read once (CommConfig): no call re-reads the environment.
-  SSC_CHECK(parseForcedAlgos(env::getString("STARSCREAM_ALGO"), &comm->config.forcedAlgos));
-  comm->config.dumpPlans = env::getInt("STARSCREAM_DUMP_PLAN") != 0;
-  comm->config.gemmBarrier = env::getString("STARSCREAM_GEMM_BARRIER");  // validate() checked them
-  comm->config.attnPrefill = env::getString("STARSCREAM_ATTN_PREFILL");
+  const env::Snapshot& settings = comm->settings;
+  SSC_CHECK(env::validate(settings));
+  // The communicator's settings, parsed once (CommConfig): no call re-reads or re-parses them.
+  SSC_CHECK(parseForcedAlgos(settings.getString("STARSCREAM_ALGO"), &comm->config.forcedAlgos));
+  comm->config.dumpPlans = settings.getInt("STARSCREAM_DUMP_PLAN") != 0;
+  comm->config.gemmBarrier = settings.getString("STARSCREAM_GEMM_BARRIER");  // validate() checked
+  comm->config.attnPrefill = settings.getString("STARSCREAM_ATTN_PREFILL");
   {
-    const std::string grid = env::getString("STARSCREAM_ZERO_COPY_GRID");  // validate() checked it
+    const std::string grid = settings.getString("STARSCREAM_ZERO_COPY_GRID");  // validate() checked
     comm->config.zeroCopyGrid = grid == "bulk"   ? ZeroCopyGrid::kBulk
                                 : grid == "wide" ? ZeroCopyGrid::kWide
                                                  : ZeroCopyGrid::kAuto;
   }
   // The topology file is read before the settings are compared: its topology is one of them.
-  const std::string topoFile = comm->topoPreset ? "" : env::getString("STARSCREAM_TOPO_FILE");
+  const std::string topoFile = comm->topoPreset ? "" : settings.getString("STARSCREAM_TOPO_FILE");
   if (!topoFile.empty())
     if (sscResult_t r = loadTopologyFile(topoFile, nranks, &comm->topo); r != sscSuccess)
       return setError(r, "STARSCREAM_TOPO_FILE: " + lastError());
@@ -378,9 +383,9 @@ bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes)
 }
 
 sscResult_t commSetUpStaging(sscComm* comm) {
-  const std::string text = env::getString("STARSCREAM_STAGING_BYTES");
+  const std::string text = comm->settings.getString("STARSCREAM_STAGING_BYTES");
   const int64_t want = text.empty() ? static_cast<int64_t>(comm->backend->defaultStagingBytes())
-                                    : env::getInt("STARSCREAM_STAGING_BYTES");
+                                    : comm->settings.getInt("STARSCREAM_STAGING_BYTES");
   // Zero-copy needs every peer mapped: one node, and the symmetric kernels' rank limit.
   if (want <= 0 || comm->topo.nnodes != 1 || comm->nranks > kSymmetricMaxRanks) return sscSuccess;
   const size_t bytes = (static_cast<size_t>(want) + 15) / 16 * 16;  // no overflow at INT64_MAX
@@ -428,7 +433,7 @@ void P2pDirectoryDeleter::operator()(P2pDirectory* directory) const { delete dir
 
 sscResult_t commSetUpPeerCache(sscComm* comm) {
   PeerMemoryRuntime* runtime = comm->backend->peerMemory(comm);
-  const int64_t minBytes = env::getInt("STARSCREAM_ZERO_COPY_MIN_BYTES");
+  const int64_t minBytes = comm->settings.getInt("STARSCREAM_ZERO_COPY_MIN_BYTES");
   // Every condition is the same on every rank (onePerProcess comes from one gathered table).
   if (runtime == nullptr || comm->nranks < 2 || comm->topo.nnodes != 1 ||
       comm->nranks > kSymmetricMaxRanks || !comm->onePerProcess || minBytes < 0)

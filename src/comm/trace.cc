@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "src/comm/comm.h"
-#include "src/core/env.h"
 #include "src/core/log.h"
 
 namespace ssc {
@@ -223,7 +222,7 @@ std::string TraceLog::write() {
 void TraceLogDeleter::operator()(TraceLog* log) const { delete log; }
 
 void traceSetUp(sscComm* comm) {
-  const std::string dir = env::getString("STARSCREAM_TRACE");
+  const std::string dir = comm->settings.getString("STARSCREAM_TRACE");
   if (dir.empty()) return;
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
     logWrite(kWarn, fmt::format("STARSCREAM_TRACE: cannot create {}: {}; rank {} writes no trace",

@@ -41,14 +41,6 @@ struct RingCaller {
   bool done = false;
 };
 
-// STARSCREAM_HEARTBEAT_TIMEOUT as the peer watch takes it: 0 (never) for <= 0, NaN or infinity;
-// at least 1 s otherwise (the heartbeat goes every 250 ms whatever a rank's own setting).
-double heartbeatTimeoutFromEnv() {
-  const double t = env::getDouble("STARSCREAM_HEARTBEAT_TIMEOUT");
-  if (!(t > 0) || !std::isfinite(t)) return 0;
-  return std::max(t, 1.0);
-}
-
 // Where this process runs, for the messages that name a rank: "host h, pid p".
 struct WhereWire {
   char host[64];
@@ -57,10 +49,12 @@ struct WhereWire {
 
 class TcpBootstrap final : public Bootstrap {
  public:
-  TcpBootstrap(int rank, int nranks, uint64_t cookie, const std::atomic<bool>* abortFlag)
+  TcpBootstrap(int rank, int nranks, uint64_t cookie, const std::atomic<bool>* abortFlag,
+               const BootstrapOptions& options)
       : abortFlag_(abortFlag),
-        timeout_(env::getDouble("STARSCREAM_TIMEOUT")),
-        heartbeatTimeout_(heartbeatTimeoutFromEnv()),
+        timeout_(options.timeoutSeconds),
+        heartbeatTimeout_(options.heartbeatTimeout),
+        ifname_(options.socketIfname),
         nextName_(fmt::format("rank {}", (rank + 1) % nranks)),
         prevName_(fmt::format("rank {}", (rank + nranks - 1) % nranks)) {
     rank_ = rank;
@@ -76,7 +70,7 @@ class TcpBootstrap final : public Bootstrap {
   sscResult_t setUp(const SocketAddress& root) {
     const Deadline deadline = Deadline::after(timeout_);
     SocketAddress local, nextAddress;
-    SSC_CHECK(selectListenAddress(&local));
+    SSC_CHECK(selectListenAddress(ifname_, &local));
     SSC_CHECK(Socket::listen(local, &listener_, &local));
     SSC_CHECK(joinRoot(root, local, deadline, &nextAddress));
     if (nranks_ > 1) {
@@ -335,8 +329,9 @@ class TcpBootstrap final : public Bootstrap {
   }
 
   const std::atomic<bool>* abortFlag_;
-  const double timeout_;            // STARSCREAM_TIMEOUT, read once at connect
+  const double timeout_;            // BootstrapOptions: fixed when the communicator was created
   const double heartbeatTimeout_;   // STARSCREAM_HEARTBEAT_TIMEOUT, as the peer watch takes it
+  const std::string ifname_;        // STARSCREAM_SOCKET_IFNAME
   std::vector<std::string> where_;  // by rank: "host h, pid p"
   bool holdsRoot_ = false;
   const std::string nextName_, prevName_;
@@ -350,8 +345,19 @@ class TcpBootstrap final : public Bootstrap {
 
 }  // namespace
 
+BootstrapOptions BootstrapOptions::from(const env::Snapshot& settings) {
+  BootstrapOptions options;
+  options.timeoutSeconds = settings.getDouble("STARSCREAM_TIMEOUT");
+  // As the peer watch takes it: 0 (never) for <= 0, NaN or infinity; at least 1 s otherwise
+  // (the heartbeat goes every 250 ms whatever a rank's own setting).
+  const double t = settings.getDouble("STARSCREAM_HEARTBEAT_TIMEOUT");
+  options.heartbeatTimeout = !(t > 0) || !std::isfinite(t) ? 0 : std::max(t, 1.0);
+  options.socketIfname = settings.getString("STARSCREAM_SOCKET_IFNAME");
+  return options;
+}
+
 sscResult_t Bootstrap::connect(const sscUniqueId& id, int rank, int nranks,
-                               const std::atomic<bool>* abortFlag,
+                               const std::atomic<bool>* abortFlag, const BootstrapOptions& options,
                                std::unique_ptr<Bootstrap>* out) {
   if (out == nullptr) return fail(sscInvalidArgument, "bootstrap: out is null");
   if (nranks < 1) return fail(sscInvalidArgument, "nranks must be at least 1 (got {})", nranks);
@@ -360,7 +366,7 @@ sscResult_t Bootstrap::connect(const sscUniqueId& id, int rank, int nranks,
   uint64_t cookie = 0;
   SocketAddress root;
   SSC_CHECK(decodeId(id, &cookie, &root));
-  auto bootstrap = std::make_unique<TcpBootstrap>(rank, nranks, cookie, abortFlag);
+  auto bootstrap = std::make_unique<TcpBootstrap>(rank, nranks, cookie, abortFlag, options);
   SSC_CHECK(bootstrap->setUp(root));
   *out = std::move(bootstrap);
   return sscSuccess;

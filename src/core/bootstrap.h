@@ -16,16 +16,29 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
+#include "src/core/env.h"
 #include "src/core/peer_watch.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
 
+// The settings the bootstrap runs by, from those its communicator (or unique id) read when it
+// was created (from()): the bootstrap never reads the environment itself. Value-initialised, it
+// waits without limit and listens on loopback.
+struct BootstrapOptions {
+  double timeoutSeconds = 0;    // STARSCREAM_TIMEOUT: each wait on the root or the ring; <= 0: none
+  double heartbeatTimeout = 0;  // STARSCREAM_HEARTBEAT_TIMEOUT as the peer watch takes it
+  std::string socketIfname;     // STARSCREAM_SOCKET_IFNAME: where to listen ("" loopback)
+  static BootstrapOptions from(const env::Snapshot& settings);
+};
+
 // Creates the unique id: starts the root listener (it serves exactly one communicator of
 // whatever nranks the first rank announces; after that it only answers late joiners, while a
-// rank of this process keeps the communicator, else for a minute) and fills *id.
-sscResult_t bootstrapCreateUniqueId(sscUniqueId* id);
+// rank of this process keeps the communicator, else for a minute) and fills *id. The root waits
+// for the ranks' joins at most options.timeoutSeconds from now.
+sscResult_t bootstrapCreateUniqueId(const BootstrapOptions& options, sscUniqueId* id);
 
 class Bootstrap {
  public:
@@ -35,7 +48,8 @@ class Bootstrap {
   // gone (refused or closed the connection), sscTimeout when one does not answer in time.
   // `abortFlag` may be null; when it becomes true every blocking call returns sscRemoteError.
   static sscResult_t connect(const sscUniqueId& id, int rank, int nranks,
-                             const std::atomic<bool>* abortFlag, std::unique_ptr<Bootstrap>* out);
+                             const std::atomic<bool>* abortFlag, const BootstrapOptions& options,
+                             std::unique_ptr<Bootstrap>* out);
   virtual ~Bootstrap() = default;
 
   int rank() const { return rank_; }
@@ -50,7 +64,7 @@ class Bootstrap {
 
   // Starts the peer watch (peer_watch.h) on the ring's control connections: from now on a
   // neighbour that dies, aborts or leaves is reported to `handler` within milliseconds, one that
-  // sends no heartbeat for STARSCREAM_HEARTBEAT_TIMEOUT as unresponsive (with its host and pid),
+  // sends no heartbeat for options.heartbeatTimeout as unresponsive (with its host and pid),
   // on the watcher thread. No-op for one rank.
   virtual void startWatch(PeerEventHandler handler, ExitKind onExit) = 0;
   // Announces this rank's departure to every rank and stops the watch (idempotent).

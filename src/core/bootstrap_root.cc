@@ -510,14 +510,14 @@ void bootstrap_wire::formedRootRelease(uint64_t cookie) {
   if (FormedRoots* roots = FormedRoots::find()) roots->release(cookie);
 }
 
-sscResult_t bootstrapCreateUniqueId(sscUniqueId* id) {
+sscResult_t bootstrapCreateUniqueId(const BootstrapOptions& options, sscUniqueId* id) {
   if (id == nullptr) return fail(sscInvalidArgument, "sscGetUniqueId: uniqueId is null");
   // The root's join clock starts now, before any rank's: see kRootVerdictGrace.
-  const Deadline deadline = Deadline::fromEnv();
+  const Deadline deadline = Deadline::after(options.timeoutSeconds);
   SocketAddress address;
   Socket listener;
   uint64_t cookie = 0;
-  SSC_CHECK(selectListenAddress(&address));
+  SSC_CHECK(selectListenAddress(options.socketIfname, &address));
   SSC_CHECK(Socket::listen(address, &listener, &address));
   SSC_CHECK(randomCookie(&cookie));
 

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "src/core/env.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -29,21 +26,26 @@ namespace {
 
 // Keep sorted by topic; docs/environment.md is generated from this table (tools/starscream-env).
 constexpr Variable kVariables[] = {
-    {"STARSCREAM_DEBUG", "", "Log level on stderr: WARN, INFO or TRACE (empty: silent)."},
+    {"STARSCREAM_DEBUG", "",
+     "Log level on stderr: WARN, INFO or TRACE (empty: silent). Read once per process."},
     {"STARSCREAM_BACKEND", "auto",
-     "Device backend: auto (GPU when one is visible and built in, else host), gpu or host."},
+     "Device backend: auto (GPU when one is visible and built in, else host), gpu or host. Read "
+     "once per process."},
     {"STARSCREAM_TIMEOUT", "300",
      "Seconds any wait for a peer may take before the operation fails with sscTimeout "
      "(bootstrap, host and GPU transports alike); 0 or less: no limit (only an abort ends "
-     "the wait)."},
+     "the wait). Read when a communicator is created, for all its waits (sscGetUniqueId's, for "
+     "the joins it waits for; sscGemmCreate's and sscKvCacheCreate's, for the context's own)."},
     {"STARSCREAM_HEARTBEAT_TIMEOUT", "3",
      "Seconds a peer process may send no heartbeat (the peer watch's own thread sends one every "
      "250 ms, so long kernels and busy callers never delay it) before it is reported "
      "unresponsive (stopped, frozen or on a stalled host): every wait on it then ends, naming its "
      "rank and host, and the communicator cannot run calls any more. Values below 1 count as "
-     "1; 0 or less: never (only STARSCREAM_TIMEOUT ends such waits)."},
+     "1; 0 or less: never (only STARSCREAM_TIMEOUT ends such waits). Read when a communicator "
+     "is created."},
     {"STARSCREAM_SOCKET_IFNAME", "",
-     "Network interface the bootstrap listens on (empty: loopback, for single-host runs)."},
+     "Network interface the bootstrap listens on (empty: loopback, for single-host runs). Read "
+     "by sscGetUniqueId (the root) and when a communicator is created (its ring)."},
     {"STARSCREAM_TOPO_FILE", "",
      "Emulation topology file (JSON, tools/topologies/); replaces discovery when set."},
     {"STARSCREAM_ALGO", "",
@@ -71,7 +73,8 @@ constexpr Variable kVariables[] = {
      "a corrupt or foreign file is ignored with a warning."},
     {"STARSCREAM_NET_PLUGIN", "libstarscream-net-mpi.so",
      "Network plugin for communicators that span nodes: a path, or a name looked up by the "
-     "dynamic loader and next to libstarscream.so."},
+     "dynamic loader and next to libstarscream.so. Loaded once per process, by the first such "
+     "communicator, under the value it was created with."},
     {"STARSCREAM_STAGING_BYTES", "",
      "Bytes of each of the two registered staging buffers a communicator on one node keeps, "
      "so all-reduce, reduce-scatter and all-gather on unregistered buffers of up to this size "
@@ -103,7 +106,8 @@ constexpr Variable kVariables[] = {
      "collective kernel can otherwise hold the SMs a late rank's GEMM needs until "
      "STARSCREAM_TIMEOUT, docs/gemm.md). Read when a communicator is created, and must be "
      "alike on every rank (init compares it)."},
-    {"STARSCREAM_DUMP_PLAN", "0", "1: print every new plan on stderr (rank-prefixed)."},
+    {"STARSCREAM_DUMP_PLAN", "0",
+     "1: print every new plan on stderr (rank-prefixed). Read when a communicator is created."},
     {"STARSCREAM_TRACE", "",
      "Directory (created if missing) where each rank writes a timeline of its calls at "
      "sscCommFinalize or sscCommDestroy: starscream-trace.<host>.<pid>.rank<R>.json, Chrome/"
@@ -130,7 +134,23 @@ constexpr Variable kVariables[] = {
      "call when Starscream runs on its host backend (docs/nccl-shim.md); empty: never forward."},
     {"STARSCREAM_SPIN", "200",
      "Polls of a flag before a host-backend wait blocks in the kernel (futex); clamped to "
-     "0..1048576 (a spin checks neither aborts nor STARSCREAM_TIMEOUT)."},
+     "0..1048576 (a spin checks neither aborts nor STARSCREAM_TIMEOUT). Read when a "
+     "communicator is created (and by sscGemmCreate, for the GEMM context's own waits)."},
+};
+
+// Inputs the library reads that belong to another layer of the stack (env.h, ExternalInput).
+constexpr ExternalInput kExternal[] = {
+    {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+     "The MPS client's share of the GPU, in percent, as the CUDA runtime applies it. Below 100: "
+     "the GPU backend takes the SM count the runtime reports as this rank's whole share when it "
+     "sizes its kernels' grids, and STARSCREAM_GEMM_PROBE=auto probes. Read when a communicator "
+     "is created (the launch limits) and by sscGemmCreate (the probe)."},
+    {"XDG_CACHE_HOME",
+     "With STARSCREAM_TUNE_CACHE unset, the tuner's calibration cache is "
+     "$XDG_CACHE_HOME/starscream (an absolute path only)."},
+    {"HOME",
+     "With neither STARSCREAM_TUNE_CACHE nor XDG_CACHE_HOME set, the calibration cache is "
+     "$HOME/.cache/starscream."},
 };
 
 // What a set value must look like, for the variables whose values have a shape (validate()).
@@ -169,6 +189,21 @@ const Variable* find(const char* name) {
   for (const auto& v : kVariables)
     if (std::strcmp(v.name, name) == 0) return &v;
   return nullptr;
+}
+
+const ExternalInput* findExternal(const char* name) {
+  for (const auto& v : kExternal)
+    if (std::strcmp(v.name, name) == 0) return &v;
+  return nullptr;
+}
+
+std::atomic<uint64_t> g_reads{0};
+
+// The environment's text for `name` (nullptr when unset or empty): the one place that reads it.
+const char* readEnvironment(const char* name) {
+  g_reads.fetch_add(1, std::memory_order_relaxed);
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
 std::string_view trimmed(std::string_view text) {
@@ -278,16 +313,19 @@ std::string checkValue(const Rule& rule, const std::string& value) {
 }  // namespace
 
 std::span<const Variable> registry() { return kVariables; }
+std::span<const ExternalInput> externalInputs() { return kExternal; }
 
-std::string checkSetValues() {
+std::string checkSetValues(const Snapshot& settings) {
   for (const Rule& rule : kRules) {
-    const char* value = std::getenv(rule.name);
-    if (value == nullptr || *value == '\0') continue;  // unset or empty: the default
+    const char* value = settings.raw(rule.name);
+    if (value == nullptr) continue;  // unset or empty: the default
     const std::string why = checkValue(rule, value);
     if (!why.empty()) return fmt::format("{}='{}': {}", rule.name, value, why);
   }
   return "";
 }
+
+std::string checkSetValues() { return checkSetValues(Snapshot::take()); }
 
 std::vector<std::string> unknownNames() {
   std::vector<std::string> out;
@@ -328,27 +366,28 @@ void warnUnknownNamesOnce() {
   });
 }
 
-sscResult_t validate() {
+sscResult_t validate(const Snapshot& settings) {
   warnUnknownNamesOnce();
-  const std::string why = checkSetValues();
+  const std::string why = checkSetValues(settings);
   if (!why.empty()) return fail(sscInvalidArgument, "{}", why);
   return sscSuccess;
 }
 
-std::string getString(const char* name) {
+namespace {
+
+// The registry's rules, applied to a variable's text as set (nullptr: unset or empty).
+std::string valueOf(const char* name, const char* text) {
   const Variable* var = find(name);
   if (var == nullptr) {
     SSC_LOG(kWarn, "internal: environment variable {} is not in the registry", name);
     return "";
   }
-  const char* value = std::getenv(name);
-  return (value != nullptr && *value != '\0') ? std::string(value) : std::string(var->defaultValue);
+  return text != nullptr ? std::string(text) : std::string(var->defaultValue);
 }
 
 // Unset variables with an empty default read as 0 without a warning: "unset" is not malformed.
-int64_t getInt(const char* name) {
+int64_t intOf(const char* name, const std::string& text) {
   const Variable* var = find(name);
-  const std::string text = getString(name);
   int64_t value = 0;
   if (text.empty() || parseInt(text, &value)) return value;
   int64_t fallback = 0;
@@ -358,9 +397,8 @@ int64_t getInt(const char* name) {
   return fallback;
 }
 
-double getDouble(const char* name) {
+double doubleOf(const char* name, const std::string& text) {
   const Variable* var = find(name);
-  const std::string text = getString(name);
   double value = 0;
   if (text.empty() || parseDouble(text, &value)) return value;
   double fallback = 0;
@@ -368,6 +406,60 @@ double getDouble(const char* name) {
   SSC_LOG(kWarn, "{}='{}' is not a number; using the default {}", name, text, fallback);
   return fallback;
 }
+
+void checkExternal(const char* name) {
+  if (findExternal(name) == nullptr)
+    SSC_LOG(kWarn, "internal: environment variable {} is not among the registry's external inputs",
+            name);
+}
+
+}  // namespace
+
+Snapshot Snapshot::take() {
+  Snapshot s;
+  for (const auto& v : kVariables)
+    if (const char* text = readEnvironment(v.name)) s.set_.emplace(v.name, text);
+  for (const auto& v : kExternal)
+    if (const char* text = readEnvironment(v.name)) s.set_.emplace(v.name, text);
+  return s;
+}
+
+const char* Snapshot::raw(const char* name) const {
+  const auto it = set_.find(std::string_view(name));
+  return it == set_.end() ? nullptr : it->second.c_str();
+}
+
+std::string Snapshot::getString(const char* name) const { return valueOf(name, raw(name)); }
+int64_t Snapshot::getInt(const char* name) const { return intOf(name, getString(name)); }
+double Snapshot::getDouble(const char* name) const { return doubleOf(name, getString(name)); }
+
+std::string Snapshot::external(const char* name) const {
+  checkExternal(name);
+  const char* text = raw(name);
+  return text != nullptr ? text : "";
+}
+
+void Snapshot::set(const char* name, const char* value) {
+  if (value == nullptr || *value == '\0')
+    set_.erase(std::string(name));
+  else
+    set_[name] = value;
+}
+
+std::string getString(const char* name) {
+  if (find(name) == nullptr) return valueOf(name, nullptr);  // warns; reads nothing
+  return valueOf(name, readEnvironment(name));
+}
+int64_t getInt(const char* name) { return intOf(name, getString(name)); }
+double getDouble(const char* name) { return doubleOf(name, getString(name)); }
+
+std::string getExternal(const char* name) {
+  checkExternal(name);
+  const char* text = readEnvironment(name);
+  return text != nullptr ? text : "";
+}
+
+uint64_t environmentReads() { return g_reads.load(std::memory_order_relaxed); }
 
 std::string markdownTable() {
   std::string out = "| variable | default | meaning |\n| --- | --- | --- |\n";
@@ -379,132 +471,10 @@ std::string markdownTable() {
   return out;
 }
 
-namespace {
-
-std::string shown(const char* name) {
-  const char* raw = std::getenv(name);
-  if (raw != nullptr && *raw != '\0') return fmt::format("'{}'", raw);
-  const std::string def = getString(name);
-  return def.empty() ? "unset" : fmt::format("unset (default {})", def);
-}
-
-std::string digest(const std::string& text) {
-  return fmt::format("{:016x}", std::hash<std::string>{}(text));
-}
-
-// The digest of a file's content, read with bounds (a regular file of at most 16 MiB; never
-// blocks on a FIFO), so that the same content under two paths agrees; else why not.
-std::string fileDigest(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return fmt::format("cannot open: {}", std::strerror(errno));
-  std::string text;
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (16 << 20);
-  char buffer[16 << 10];
-  for (ssize_t got = 1; ok && got != 0 && text.size() <= (16u << 20);) {
-    got = ::read(fd, buffer, sizeof(buffer));
-    if (got > 0) text.append(buffer, static_cast<size_t>(got));
-    ok = got >= 0 || errno == EINTR;
-  }
-  ::close(fd);
-  return ok ? digest(text) : "not a readable regular file of at most 16 MiB";
-}
-
-// "rank 3" / "ranks 0, 2-5, 7" (long lists cut short).
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out;
-  size_t runs = 0, i = 0;
-  for (; i < ranks.size() && runs < 8; ++runs) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out +=
-        fmt::format("{}{}", out.empty() ? "" : ", ",
-                    j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
-    i = j + 1;
-  }
-  if (i < ranks.size()) out += fmt::format(", ... ({} ranks)", ranks.size());
-  return (ranks.size() == 1 ? "rank " : "ranks ") + out;
-}
-
-}  // namespace
-
-std::vector<WireSetting> wireSettings(const WireContext& context) {
-  std::vector<WireSetting> out;
-  const bool host = context.backend == "host";
-  out.push_back({"STARSCREAM_BACKEND", context.backend, context.backend});
-  out.push_back({"STARSCREAM_ALGO", context.algos, shown("STARSCREAM_ALGO")});
-  for (const char* name : {"STARSCREAM_ZERO_COPY_GRID", "STARSCREAM_HOST_SLOTS",
-                           "STARSCREAM_HOST_SLOT_BYTES", "STARSCREAM_HOST_CHANNELS"}) {
-    std::string value = getString(name);  // validate() checked the shape
-    if (std::strcmp(name, "STARSCREAM_ZERO_COPY_GRID") != 0) {
-      int64_t v = getInt(name);
-      if (std::strcmp(name, "STARSCREAM_HOST_SLOT_BYTES") == 0 && v > 0) v = (v + 63) / 64 * 64;
-      value = host ? std::to_string(v) : "(not the host backend)";
-    }
-    out.push_back({name, value, shown(name)});
-  }
-  const int64_t staging = getString("STARSCREAM_STAGING_BYTES").empty()
-                              ? static_cast<int64_t>(context.defaultStagingBytes)
-                              : getInt("STARSCREAM_STAGING_BYTES");
-  out.push_back({"STARSCREAM_STAGING_BYTES",
-                 std::to_string(staging <= 0 ? 0 : (staging - 1) / 16 + 1),
-                 shown("STARSCREAM_STAGING_BYTES")});
-  out.push_back({"STARSCREAM_ZERO_COPY_MIN_BYTES",
-                 std::to_string(std::max<int64_t>(-1, getInt("STARSCREAM_ZERO_COPY_MIN_BYTES"))),
-                 shown("STARSCREAM_ZERO_COPY_MIN_BYTES")});
-  const std::string topo = getString("STARSCREAM_TOPO_FILE");
-  if (context.topologyPreset)
-    out.push_back({"STARSCREAM_TOPO_FILE", "", "(the parent communicator's topology)"});
-  else
-    out.push_back({"STARSCREAM_TOPO_FILE", topo.empty() ? "" : context.topologyDigest,
-                   topo.empty()
-                       ? "unset (discovery)"
-                       : fmt::format("'{}' (topology '{}' #{})", topo, context.topologyName,
-                                     context.topologyDigest.substr(0, 8))});
-  for (const char* name : {"STARSCREAM_CHECK", "STARSCREAM_TUNE"})
-    out.push_back({name, getString(name), shown(name)});
-  const std::string profile = getString("STARSCREAM_TUNER_PROFILE");
-  const std::string content = profile.empty() ? "" : fileDigest(profile);
-  out.push_back({"STARSCREAM_TUNER_PROFILE", content,
-                 profile.empty()
-                     ? "unset"
-                     : fmt::format("'{}' ({})", profile,
-                                   content.size() == 16 ? "#" + content.substr(0, 8) : content)});
-  // Read at init for the ops layer: the GEMM ops' arrival barrier is a collective kernel, and the
-  // prefill split decides which ranks register their KV pools and what they exchange. Compared
-  // as chosen ("auto" is not resolved: the topology that resolves it is not known yet).
-  for (const char* name : {"STARSCREAM_GEMM_BARRIER", "STARSCREAM_ATTN_PREFILL"})
-    out.push_back({name, getString(name), shown(name)});
+std::string externalMarkdownTable() {
+  std::string out = "| external input | what Starscream uses it for |\n| --- | --- |\n";
+  for (const auto& v : kExternal) out += fmt::format("| `{}` | {} |\n", v.name, cell(v.meaning));
   return out;
-}
-
-std::string describeDifferences(
-    const std::vector<const char*>& names,
-    const std::vector<std::vector<std::pair<uint64_t, std::string>>>& byRank) {
-  std::string text;
-  for (size_t s = 0; s < names.size(); ++s) {
-    std::vector<std::pair<uint64_t, std::vector<int>>> groups;  // by value, in order of first rank
-    for (size_t q = 0; q < byRank.size(); ++q) {
-      const uint64_t v = byRank[q][s].first;
-      auto g =
-          std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == v; });
-      if (g == groups.end())
-        groups.push_back({v, {static_cast<int>(q)}});
-      else
-        g->second.push_back(static_cast<int>(q));
-    }
-    if (groups.size() < 2) continue;
-    text += fmt::format("{}{} is ", text.empty() ? "" : "; ", names[s]);
-    for (size_t g = 0; g < groups.size() && g < 4; ++g)
-      text += fmt::format("{}{} on {}",
-                          g == 0                   ? ""
-                          : g + 1 == groups.size() ? " but "
-                                                   : ", ",
-                          byRank[static_cast<size_t>(groups[g].second.front())][s].second,
-                          rankList(groups[g].second));
-    if (groups.size() > 4) text += fmt::format(" (and {} other values)", groups.size() - 4);
-  }
-  return text;
 }
 
 }  // namespace ssc::env

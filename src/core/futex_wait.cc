@@ -26,9 +26,10 @@ void shmNotify(std::atomic<uint32_t>* word) {
 
 // At most kShmMaxSpins: the spin checks neither the abort flag nor STARSCREAM_TIMEOUT, so a huge
 // value (or one past INT_MAX, which a plain cast wraps) would stall every wait on a dead peer.
-int shmSpinCount() {
-  return static_cast<int>(std::clamp<int64_t>(env::getInt("STARSCREAM_SPIN"), 0, kShmMaxSpins));
+WaitLimits WaitLimits::from(const env::Snapshot& settings) {
+  return WaitLimits(
+      settings.getDouble("STARSCREAM_TIMEOUT"),
+      static_cast<int>(std::clamp<int64_t>(settings.getInt("STARSCREAM_SPIN"), 0, kShmMaxSpins)));
 }
-double shmTimeoutSeconds() { return env::getDouble("STARSCREAM_TIMEOUT"); }
 
 }  // namespace ssc

@@ -8,40 +8,50 @@
 #include <chrono>
 #include <cstdint>
 
+#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
 
-// Blocks until pred() is true: polls STARSCREAM_SPIN times, then sleeps on `word` (a futex in
+constexpr int64_t kShmMaxSpins = 1 << 20;  // STARSCREAM_SPIN is clamped to [0, this]
+
+// How long a wait on a peer may take. Fixed when the object that waits is created (a
+// communicator, from the settings it read then), never read again per wait: a communicator
+// keeps the STARSCREAM_TIMEOUT it was created with.
+struct WaitLimits {
+  double timeoutSeconds;  // STARSCREAM_TIMEOUT; <= 0 (or NaN): no limit, only an abort ends it
+  int spins;              // STARSCREAM_SPIN, clamped to [0, kShmMaxSpins]
+  WaitLimits() : WaitLimits(from(env::Snapshot())) {}  // the registry's defaults
+  WaitLimits(double timeout, int spinCount) : timeoutSeconds(timeout), spins(spinCount) {}
+  static WaitLimits from(const env::Snapshot& settings);
+};
+
+// Blocks until pred() is true: polls limits.spins times, then sleeps on `word` (a futex in
 // shared memory that the other side bumps after changing the state pred reads). Fails with
-// sscRemoteError when *abort becomes true, sscTimeout after STARSCREAM_TIMEOUT seconds (never
-// when that is <= 0).
+// sscRemoteError when *abort becomes true, sscTimeout after limits.timeoutSeconds (never when
+// that is <= 0).
 template <typename Pred>
 sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bool>* abort,
-                    const char* what, int peer);
+                    const char* what, int peer, const WaitLimits& limits);
 
 // Bumps `word` and wakes every waiter on it.
 void shmNotify(std::atomic<uint32_t>* word);
 
 // Implementation detail of shmWait: one bounded futex sleep while *word == seen.
 void shmSleep(std::atomic<uint32_t>* word, uint32_t seen, int timeoutMs);
-constexpr int64_t kShmMaxSpins = 1 << 20;  // STARSCREAM_SPIN is clamped to [0, this]
-int shmSpinCount();
-double shmTimeoutSeconds();
 
 template <typename Pred>
 sscResult_t shmWait(std::atomic<uint32_t>* word, Pred pred, const std::atomic<bool>* abort,
-                    const char* what, int peer) {
-  static const int spins = shmSpinCount();
-  for (int i = 0; i < spins; ++i) {
+                    const char* what, int peer, const WaitLimits& limits) {
+  for (int i = 0; i < limits.spins; ++i) {
     if (pred()) return sscSuccess;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
   const auto start = std::chrono::steady_clock::now();
-  const double limit = shmTimeoutSeconds();
+  const double limit = limits.timeoutSeconds;
   for (;;) {
     // Read the word before the state: a post that lands in between changes the word, so the
     // futex sleep below returns at once instead of missing the wake-up.

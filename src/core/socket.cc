@@ -16,7 +16,6 @@
 #include <initializer_list>
 #include <vector>
 
-#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 
@@ -122,8 +121,6 @@ Deadline Deadline::after(double seconds) {
   return d;
 }
 
-Deadline Deadline::fromEnv() { return after(env::getDouble("STARSCREAM_TIMEOUT")); }
-
 int Deadline::pollMs(int capMs) const {
   if (never_) return capMs;
   auto left = at_ - Clock::now();
@@ -203,8 +200,7 @@ std::string SocketAddress::toString() const {
   return "(no address)";
 }
 
-sscResult_t selectListenAddress(SocketAddress* out) {
-  const std::string ifname = env::getString("STARSCREAM_SOCKET_IFNAME");
+sscResult_t selectListenAddress(const std::string& ifname, SocketAddress* out) {
   if (ifname.empty()) {
     *out = SocketAddress::loopback(AF_INET);
     return sscSuccess;

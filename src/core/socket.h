@@ -22,15 +22,14 @@ namespace ssc {
 // The longest a wait sleeps before re-checking the abort flag.
 inline constexpr int kAbortPollMs = 100;
 
-// When a wait must give up. Built from STARSCREAM_TIMEOUT; remembers the budget so that
-// timeout messages can say what it was. A budget <= 0 (or not finite) never expires.
+// When a wait must give up. Built from a STARSCREAM_TIMEOUT its owner read at its creation;
+// remembers the budget so that timeout messages can say what it was. A budget <= 0 (or not
+// finite) never expires.
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
   static Deadline after(double seconds);
-  // STARSCREAM_TIMEOUT seconds from now.
-  static Deadline fromEnv();
 
   bool never() const { return never_; }
   bool passed() const { return !never_ && Clock::now() >= at_; }
@@ -73,10 +72,10 @@ class SocketAddress {
   } u_{};
 };
 
-// The address this process listens on: loopback, or the first IPv4 (else IPv6) address of the
-// interface named by STARSCREAM_SOCKET_IFNAME. An unknown interface is sscInvalidArgument with
-// the list of interfaces that do exist.
-sscResult_t selectListenAddress(SocketAddress* out);
+// The address this process listens on: loopback when `ifname` (STARSCREAM_SOCKET_IFNAME) is
+// empty, else the first IPv4 (else IPv6) address of that interface. An unknown interface is
+// sscInvalidArgument with the list of interfaces that do exist.
+sscResult_t selectListenAddress(const std::string& ifname, SocketAddress* out);
 
 // What one non-blocking transfer attempt did.
 struct IoResult {

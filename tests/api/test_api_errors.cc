@@ -366,14 +366,18 @@ TEST_F(ApiErrors, AbortWhileAnotherThreadFinalizes) {
 // sscStreamSynchronize(NULL) waits for every stream and reports the first error any of them
 // stored, but consumes only the NULL stream's: a created stream still reports its own error.
 TEST_F(ApiErrors, SynchronizeNullReportsErrorsWithoutTakingOtherStreams) {
-  setenv("STARSCREAM_TIMEOUT", "1", 1);  // read by every wait: a lone rank gives up after 1 s
+  // Read when a communicator is created: in the pairs made below a lone rank gives up after 1 s.
+  setenv("STARSCREAM_TIMEOUT", "1", 1);
   // Rank 0 alone on the NULL stream: its wait for rank 1 times out.
-  ASSERT_EQ(sscAllReduce(a_, b_, 16, sscFloat32, sscSum, comms_[0], nullptr), sscSuccess);
+  sscComm_t lone[2] = {nullptr, nullptr};
+  ASSERT_EQ(sscCommInitAll(lone, 2, nullptr), sscSuccess) << sscGetLastError(nullptr);
+  ASSERT_EQ(sscAllReduce(a_, b_, 16, sscFloat32, sscSum, lone[0], nullptr), sscSuccess);
   EXPECT_EQ(sscStreamSynchronize(nullptr), sscTimeout) << sscGetLastError(nullptr);
   sscResult_t async = sscSuccess;
-  EXPECT_EQ(sscCommGetAsyncError(comms_[0], &async), sscSuccess);
+  EXPECT_EQ(sscCommGetAsyncError(lone[0], &async), sscSuccess);
   EXPECT_EQ(async, sscTimeout);
   EXPECT_EQ(sscStreamSynchronize(nullptr), sscSuccess);  // reported once, then gone
+  for (auto* c : lone) sscCommDestroy(c);
 
   // A fresh pair (comms_[1] would find rank 0's data of the failed call waiting for it), rank 0
   // alone on a created stream: NULL reports that error and leaves it to its stream.

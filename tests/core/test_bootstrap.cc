@@ -22,6 +22,10 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// The bootstrap's settings as a communicator created now would read them (the tests set
+// STARSCREAM_TIMEOUT and STARSCREAM_SOCKET_IFNAME in the environment).
+BootstrapOptions options() { return BootstrapOptions::from(env::Snapshot::take()); }
+
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -39,7 +43,7 @@ Outcome runRank(const sscUniqueId& id, int rank, int nranks, const Work& work = 
                 const std::atomic<bool>* abortFlag = nullptr) {
   std::unique_ptr<Bootstrap> bootstrap;
   Outcome out;
-  out.result = Bootstrap::connect(id, rank, nranks, abortFlag, &bootstrap);
+  out.result = Bootstrap::connect(id, rank, nranks, abortFlag, options(), &bootstrap);
   if (out.result == sscSuccess && work) out.result = work(*bootstrap);
   if (out.result != sscSuccess) out.error = lastError();
   return out;
@@ -53,7 +57,7 @@ std::future<Outcome> launchRank(const sscUniqueId& id, int rank, int nranks, Wor
 // Every rank of a fresh communicator runs `work`; returns the outcomes by rank.
 std::vector<Outcome> runAll(int nranks, const Work& work) {
   sscUniqueId id;
-  EXPECT_EQ(bootstrapCreateUniqueId(&id), sscSuccess) << lastError();
+  EXPECT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess) << lastError();
   std::vector<std::future<Outcome>> futures;
   for (int r = 0; r < nranks; ++r) futures.push_back(launchRank(id, r, nranks, work));
   std::vector<Outcome> outcomes;
@@ -146,7 +150,7 @@ TEST_F(BootstrapTest, RepeatedAllGatherAndBarrier) {
 
 TEST_F(BootstrapTest, WrongCookieIsRejected) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess) << lastError();
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess) << lastError();
   sscUniqueId forged = id;
   forged.internal[kIdCookie] ^= 0x5a;
   Outcome stranger = runRank(forged, 0, 2);
@@ -159,7 +163,7 @@ TEST_F(BootstrapTest, WrongCookieIsRejected) {
 
 TEST_F(BootstrapTest, MismatchedRankCountIsRejected) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess) << lastError();
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess) << lastError();
   // Whichever hello the root reads second is refused; complete the communicator it kept.
   std::future<Outcome> ranks[2] = {launchRank(id, 0, 2), launchRank(id, 1, 3)};
   const int loser = firstReady(ranks[0], ranks[1]);
@@ -183,7 +187,7 @@ TEST_F(BootstrapTest, MismatchedRankCountIsRejected) {
 
 TEST_F(BootstrapTest, DuplicateRankIsRejected) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess) << lastError();
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess) << lastError();
   std::future<Outcome> twins[2] = {launchRank(id, 0, 2), launchRank(id, 0, 2)};
   const int loser = firstReady(twins[0], twins[1]);
   Outcome refused = twins[loser].get();
@@ -197,12 +201,12 @@ TEST_F(BootstrapTest, BadRankOrCountFailsWithoutNetwork) {
   sscUniqueId zero{};  // never reached: the arguments are checked first
   std::unique_ptr<Bootstrap> b;
   const auto start = Clock::now();
-  EXPECT_EQ(Bootstrap::connect(zero, 0, 0, nullptr, &b), sscInvalidArgument);
+  EXPECT_EQ(Bootstrap::connect(zero, 0, 0, nullptr, options(), &b), sscInvalidArgument);
   EXPECT_NE(lastError().find("nranks"), std::string::npos) << lastError();
-  EXPECT_EQ(Bootstrap::connect(zero, -1, 4, nullptr, &b), sscInvalidArgument);
-  EXPECT_EQ(Bootstrap::connect(zero, 4, 4, nullptr, &b), sscInvalidArgument);
+  EXPECT_EQ(Bootstrap::connect(zero, -1, 4, nullptr, options(), &b), sscInvalidArgument);
+  EXPECT_EQ(Bootstrap::connect(zero, 4, 4, nullptr, options(), &b), sscInvalidArgument);
   EXPECT_NE(lastError().find("rank 4 is out of range"), std::string::npos) << lastError();
-  EXPECT_EQ(Bootstrap::connect(zero, 0, 1, nullptr, nullptr), sscInvalidArgument);
+  EXPECT_EQ(Bootstrap::connect(zero, 0, 1, nullptr, options(), nullptr), sscInvalidArgument);
   EXPECT_LT(secondsSince(start), 0.5);
   EXPECT_EQ(b, nullptr);
 }
@@ -211,21 +215,21 @@ TEST_F(BootstrapTest, MalformedIdIsRejected) {
   sscUniqueId junk;
   std::memset(junk.internal, 0x42, sizeof(junk.internal));
   std::unique_ptr<Bootstrap> b;
-  EXPECT_EQ(Bootstrap::connect(junk, 0, 1, nullptr, &b), sscInvalidArgument);
+  EXPECT_EQ(Bootstrap::connect(junk, 0, 1, nullptr, options(), &b), sscInvalidArgument);
   EXPECT_NE(lastError().find("unique id"), std::string::npos) << lastError();
 
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   sscUniqueId badFamily = id;
   badFamily.internal[kIdAddress] = 9;  // no such address family
-  EXPECT_EQ(Bootstrap::connect(badFamily, 0, 1, nullptr, &b), sscInvalidArgument);
+  EXPECT_EQ(Bootstrap::connect(badFamily, 0, 1, nullptr, options(), &b), sscInvalidArgument);
   expectAllSucceeded({runRank(id, 0, 1)});  // retire the root
 }
 
 TEST_F(BootstrapTest, MissingRankTimesOut) {
   ::setenv("STARSCREAM_TIMEOUT", "2", 1);
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   const auto start = Clock::now();
   auto a = launchRank(id, 0, 3), b = launchRank(id, 1, 3);  // rank 2 never comes
   for (Outcome o : {a.get(), b.get()}) {
@@ -246,7 +250,7 @@ TEST_F(BootstrapTest, RootThatNeverAnswersTimesOut) {
   SocketAddress address = SocketAddress::loopback(AF_INET);
   ASSERT_EQ(Socket::listen(address, &listener, &address), sscSuccess);
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   expectAllSucceeded({runRank(id, 0, 1)});  // retire the real root, keep its id's format
   sscUniqueId silent = id;
   uint16_t port = htons(address.port());
@@ -260,7 +264,7 @@ TEST_F(BootstrapTest, RootThatNeverAnswersTimesOut) {
 
 TEST_F(BootstrapTest, AbortUnblocksAllGather) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   std::atomic<bool> abortFlag{false};
   std::promise<void> rank1Done;
   // Rank 1 joins the ring but never enters the allGather, so rank 0 waits on it.
@@ -297,7 +301,7 @@ TEST_F(BootstrapTest, AbortUnblocksAllGather) {
 
 TEST_F(BootstrapTest, AbortUnblocksConnect) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   std::atomic<bool> abortFlag{false};
   const auto start = Clock::now();
   auto lonely = launchRank(id, 0, 2, nullptr, &abortFlag);  // rank 1 never comes
@@ -325,7 +329,7 @@ TEST_F(BootstrapTest, MismatchedAllGatherSizesAreReported) {
 
 TEST_F(BootstrapTest, RootSurvivesJunkClients) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   const SocketAddress root = rootAddress(id);
   ASSERT_TRUE(root.valid());
   const Deadline deadline = Deadline::after(5);
@@ -352,7 +356,7 @@ constexpr size_t kHelloBytes = 52, kHelloListen = 24, kReplyBytes = 40;
 // 2 s each, twenty of them made init fail.
 TEST_F(BootstrapTest, IdleClientsOnTheRingListenerDoNotStarveThePeer) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   // Rank 0 reaches the root through this relay, which learns rank 0's listener from its hello.
   Socket relay;
   SocketAddress relayAddress = SocketAddress::loopback(AF_INET);
@@ -401,7 +405,7 @@ uint16_t closedPort() {
 // connection until STARSCREAM_TIMEOUT.
 TEST_F(BootstrapTest, ARootThatIsGoneFailsTheJoinerAtOnce) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   expectAllSucceeded({runRank(id, 0, 1)});  // retire the real root, keep its id's format
   sscUniqueId gone = id;
   const uint16_t port = htons(closedPort());
@@ -423,7 +427,7 @@ TEST_F(BootstrapTest, ARootThatIsGoneFailsTheJoinerAtOnce) {
 // machine running tests in parallel does not fail them).
 TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   std::promise<void> formed[2], done;
   std::shared_future<void> finish = done.get_future().share();
   std::vector<std::future<Outcome>> ranks;
@@ -458,7 +462,7 @@ TEST_F(BootstrapTest, AUniqueIdUsedTwiceIsRefusedAtOnce) {
 TEST_F(BootstrapTest, ALateRankOfAnIdWhoseCommunicatorFailedIsToldWhy) {
   ::setenv("STARSCREAM_TIMEOUT", "1", 1);
   sscUniqueId id;
-  ASSERT_EQ(bootstrapCreateUniqueId(&id), sscSuccess);
+  ASSERT_EQ(bootstrapCreateUniqueId(options(), &id), sscSuccess);
   Outcome alone = runRank(id, 0, 2);  // rank 1 comes too late
   EXPECT_EQ(alone.result, sscTimeout) << alone.error;
   const auto start = Clock::now();
@@ -568,13 +572,13 @@ TEST_F(BootstrapSocket, PeerCloseAndTimeoutAreReported) {
 
 TEST_F(BootstrapSocket, InterfaceSelection) {
   SocketAddress address;
-  ASSERT_EQ(selectListenAddress(&address), sscSuccess);
+  ASSERT_EQ(selectListenAddress(options().socketIfname, &address), sscSuccess);
   EXPECT_EQ(address.toString(), "127.0.0.1:0");
   ::setenv("STARSCREAM_SOCKET_IFNAME", "lo", 1);
-  ASSERT_EQ(selectListenAddress(&address), sscSuccess) << lastError();
+  ASSERT_EQ(selectListenAddress(options().socketIfname, &address), sscSuccess) << lastError();
   EXPECT_EQ(address.toString(), "127.0.0.1:0");
   ::setenv("STARSCREAM_SOCKET_IFNAME", "no-such-if0", 1);
-  EXPECT_EQ(selectListenAddress(&address), sscInvalidArgument);
+  EXPECT_EQ(selectListenAddress(options().socketIfname, &address), sscInvalidArgument);
   EXPECT_NE(lastError().find("available: "), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("lo"), std::string::npos) << lastError();
   ::unsetenv("STARSCREAM_SOCKET_IFNAME");

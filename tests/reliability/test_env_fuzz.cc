@@ -292,15 +292,15 @@ TEST_P(EnvFuzz, EveryHostileValueWorksOrFailsNamingTheVariable) {
 // A spin that checks neither aborts nor STARSCREAM_TIMEOUT must stay short whatever the value
 // (a plain cast once wrapped 99999999999 to 1.2e9 polls, and INT64_MAX to -1).
 TEST(EnvBounds, SpinCountIsClampedForEveryHostileValue) {
+  ssc::env::Snapshot settings;
   for (const std::string& value : loadCorpus()) {
-    setenv("STARSCREAM_SPIN", value.c_str(), 1);
-    const int spins = ssc::shmSpinCount();
+    settings.set("STARSCREAM_SPIN", value.c_str());
+    const int spins = ssc::WaitLimits::from(settings).spins;
     EXPECT_GE(spins, 0) << shown(value);
     EXPECT_LE(spins, ssc::kShmMaxSpins) << shown(value);
   }
-  setenv("STARSCREAM_SPIN", "99999999999", 1);
-  EXPECT_EQ(ssc::shmSpinCount(), ssc::kShmMaxSpins);
-  unsetenv("STARSCREAM_SPIN");
+  settings.set("STARSCREAM_SPIN", "99999999999");
+  EXPECT_EQ(ssc::WaitLimits::from(settings).spins, ssc::kShmMaxSpins);
 }
 
 std::vector<const char*> registryNames() {

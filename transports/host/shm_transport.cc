@@ -15,7 +15,6 @@
 #include <fstream>
 
 #include "transports/peer_view.h"
-#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 #include "src/core/shared_file.h"
@@ -81,6 +80,7 @@ sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* 
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   t->rank_ = comm->rank;
   t->nranks_ = comm->nranks;
+  t->waits_ = comm->waits;
   // A value outside what the transport can run is refused, not clamped: a mistyped setting must
   // be loud (every rank reads the same environment, so every rank fails alike).
   int64_t v[3];
@@ -91,7 +91,7 @@ sscResult_t ShmTransport::create(PeerView* comm, std::unique_ptr<ShmTransport>* 
                  {"STARSCREAM_HOST_SLOTS", 2, kShmMaxSlots},
                  {"STARSCREAM_HOST_SLOT_BYTES", 64, 64 << 20}};
   for (int i = 0; i < 3; ++i) {
-    v[i] = env::getInt(limits[i].name);
+    v[i] = comm->settings.getInt(limits[i].name);
     if (v[i] < limits[i].lo || v[i] > limits[i].hi)
       return fail(sscInvalidArgument, "{}={} is outside what the host transport runs ({} - {})",
                   limits[i].name, v[i], limits[i].lo, limits[i].hi);

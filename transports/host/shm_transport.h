@@ -64,6 +64,8 @@ class ShmTransport {
   int channels() const { return channels_; }
   size_t slotBytes() const { return slotBytes_; }
   int slots() const { return slots_; }
+  // How long a wait on a peer's FIFO or barrier may take: the communicator's, fixed at create.
+  const WaitLimits& waits() const { return waits_; }
 
   // The FIFO this rank fills when sending to `peer` on `channel` (in the peer's segment).
   ShmFifo sendFifo(int peer, int channel) const;
@@ -90,6 +92,7 @@ class ShmTransport {
   size_t slotBytes_ = 0;
   size_t ctrlBytes_ = 0;
   size_t segmentBytes_ = 0;
+  WaitLimits waits_;
   uint32_t barrierEpoch_ = 0;
   std::vector<void*> maps_;
   // Towards ranks on other nodes: outbox FIFOs [channel][peer] (ctrl null for local peers),

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "transports/peer_view.h"
-#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 
@@ -33,9 +32,8 @@ std::string ownDirectory() {
 
 // Tries the name as given (a path, or the loader's search: RPATH, LD_LIBRARY_PATH), then next to
 // libstarscream.so, then ../lib from it (static builds link the core into programs in bin/).
-Loaded loadPlugin() {
+Loaded loadPlugin(const std::string& name) {
   Loaded out;
-  const std::string name = env::getString("STARSCREAM_NET_PLUGIN");
   std::vector<std::string> candidates = {name};
   if (name.find('/') == std::string::npos) {
     const std::string dir = ownDirectory();
@@ -66,8 +64,10 @@ Loaded loadPlugin() {
   return out;
 }
 
-const Loaded& plugin() {
-  static const Loaded loaded = loadPlugin();
+// Loaded once per process (it is never unloaded), under the STARSCREAM_NET_PLUGIN of the first
+// communicator that needs it.
+const Loaded& plugin(const std::string& name) {
+  static const Loaded loaded = loadPlugin(name);
   return loaded;
 }
 
@@ -116,7 +116,7 @@ sscResult_t NetComm::create(PeerView* comm, std::unique_ptr<NetComm>* out) {
   };
   std::vector<Identity> ids(comm->nranks, Identity{-1, 0});
   sscResult_t mine = sscSuccess;
-  const Loaded& p = plugin();
+  const Loaded& p = plugin(comm->settings.getString("STARSCREAM_NET_PLUGIN"));
   if (p.ops == nullptr) {
     mine = fail(sscSystemError, "ranks of this communicator run on {} nodes: {}", comm->topo.nnodes,
                 p.error);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "transports/peer_view.h"
-#include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
 #include "src/core/shared_file.h"
@@ -157,8 +156,7 @@ sscResult_t ShmAllGather::createShared(PeerView* comm, std::unique_ptr<ShmAllGat
               why.empty() ? "another rank could not map it" : why);
     return r;
   }
-  const double timeout = env::getDouble("STARSCREAM_TIMEOUT");
-  auto s = std::make_unique<ShmAllGather>(mem, me, n, &comm->abortFlag, timeout);
+  auto s = std::make_unique<ShmAllGather>(mem, me, n, &comm->abortFlag, comm->waits.timeoutSeconds);
   s->mappedBytes_ = bytes;
   *out = std::move(s);
   return sscSuccess;

@@ -254,7 +254,7 @@ class GpuBackend : public Backend {
     res->peerMemory = std::make_unique<gpu::GpuPeerMemory>(res->device);
     res->copyBlocks = limits.symBlocks;
     res->deviceScope = limits.sameDevice && netPeersOf(comm).empty();
-    const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
+    const double seconds = comm->waits.timeoutSeconds;  // fixed when the communicator was created
     // 0 ticks is "no limit" to the kernels, as <= 0 is to every other wait. A huge or infinite
     // value is no limit too: converting it to an integer would be undefined.
     const double ticks = seconds * sscGpuTimerTicksPerSecond(deviceIndex());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -52,8 +53,10 @@ sscResult_t agreeLaunchLimits(CommView* comm, int channels, LaunchLimits* out) {
   if (!sscDeviceUuid(device, me.uuid))
     return fail(sscUnhandledDeviceError, "querying the GPU's UUID failed");
   me.mpsPercent = 100;
-  if (const char* p = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) {
-    const double v = std::atof(p);
+  // As the communicator read it at its creation (the runtime applied it when the process began).
+  const std::string cap = comm->settings.external("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  if (!cap.empty()) {
+    const double v = std::atof(cap.c_str());
     if (v > 0 && v < 100) me.mpsPercent = static_cast<int32_t>(v);
   }
   me.planPerSM = planKernelBlocksPerSM();

@@ -72,7 +72,7 @@ class ChannelRunner {
     uint64_t head = c->head.load(std::memory_order_relaxed);
     SSC_CHECK(shmWait(
         &c->tailWord, [&] { return c->tail.load(std::memory_order_acquire) > head; }, abort_,
-        "receive from", peer));
+        "receive from", peer, t_.waits()));
     int slot = static_cast<int>(head % t_.slots());
     const uint64_t posted = c->slotBytes[slot];
     if (gotBytes != nullptr && (posted >> 32) == (word >> 32))
@@ -99,7 +99,7 @@ class ChannelRunner {
     const uint64_t slots = static_cast<uint64_t>(t_.slots());
     SSC_CHECK(shmWait(
         &c->headWord, [&] { return tail - c->head.load(std::memory_order_acquire) < slots; },
-        abort_, "send to", peer));
+        abort_, "send to", peer, t_.waits()));
     *data = fifo->data + (tail % slots) * t_.slotBytes();
     return sscSuccess;
   }
@@ -143,7 +143,7 @@ class ChannelRunner {
             seen = peer->state.load(std::memory_order_acquire);
             return static_cast<int32_t>(static_cast<uint32_t>(seen >> 32) - epoch) >= 0;
           },
-          abort_, "meet at a barrier with", q));
+          abort_, "meet at a barrier with", q, t_.waits()));
       if (static_cast<uint32_t>(seen >> 32) == epoch && static_cast<uint32_t>(seen) != w_.callHash)
         return fail(sscInvalidUsage,
                     "rank {} reached this zero-copy collective with different "

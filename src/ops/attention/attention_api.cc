@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "src/api/api.h"
+#include "src/core/env.h"
+#include "src/core/futex_wait.h"
 #include "src/core/log.h"
 #include "src/ops/attention/kv_cache.h"
 #include "src/ops/attention/peer_pools.h"
@@ -139,6 +141,9 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   if (out == nullptr) return fail(sscInvalidArgument, "{}: cache is NULL", fn);
   *out = nullptr;
   SSC_CHECK(checkConfig(fn, cfg));
+  // The cache's own settings, read once, now; malformed values refuse it as they refuse init.
+  const env::Snapshot settings = env::Snapshot::take();
+  SSC_CHECK(env::validate(settings));
   // The host backend's ranks cannot map each other's scratch: only the all-gather exchange.
   if (cfg->exchange == sscKvExchangeFused && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
     return fail(sscInvalidUsage,
@@ -151,6 +156,7 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   c->device = comm->device;
   c->config = *cfg;
   c->onGpu = comm->backend->deviceIndex() >= 0;
+  c->waits = WaitLimits::from(settings);
   Placement pl;
   pl.nranks = comm->nranks;
   pl.pageSize = cfg->pageSize;

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "src/api/api.h"
-#include "src/core/env.h"
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_exchange.h"
@@ -81,7 +80,7 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   void* dev = nullptr;
   SSC_CHECK(gpuCheck(hipHostGetDevicePointer(&dev, word, 0), "hipHostGetDevicePointer"));
   timedOutDevice_ = static_cast<uint32_t*>(dev);
-  const double seconds = env::getDouble("STARSCREAM_TIMEOUT");
+  const double seconds = c->waits.timeoutSeconds;  // fixed when the cache was created
   const double ticks = seconds * sscGpuTimerTicksPerSecond(c->device);
   if (seconds > 0 && ticks < 9.0e18) timeoutTicks_ = static_cast<uint64_t>(ticks);
   // An sscCommAbort ends the exchange's waits at once, as it ends the collectives'.

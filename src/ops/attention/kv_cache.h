@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/core/futex_wait.h"
 #include "src/ops/attention/paging.h"
 #include "starscream/starscream_ops.h"
 
@@ -84,6 +85,9 @@ struct sscKvCache {
   // read them in place: STARSCREAM_ATTN_PREFILL not "partials", one node, several ranks).
   ssc::attn::PeerPools* peers = nullptr;
   int prefillMode = 0;  // ssc::attn::PrefillMode, from STARSCREAM_ATTN_PREFILL at create
+  // How long the fused exchange's waits on the peers may take: STARSCREAM_TIMEOUT as
+  // sscKvCacheCreate found it (read then, once, like every setting of the cache).
+  ssc::WaitLimits waits;
   std::vector<ssc::attn::TokenSlot> slots;  // reused by appends
 };
 

@@ -46,7 +46,7 @@ sscResult_t checkContext(const char* fn, sscGemmContext* g) {
 void waitFusedReaders(sscGemmContext* g) {
   const int K = g->comm->nranks;
   const auto start = std::chrono::steady_clock::now();
-  const double limit = shmTimeoutSeconds();
+  const double limit = g->waits.timeoutSeconds;
   std::vector<uint32_t> flags((kFusedDoneOff + 2 * kFusedMaxRanks * 4) / 4);
   for (;;) {
     bool all = true;
@@ -312,6 +312,9 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     SSC_CHECK(checkComm(fn, comm));
     if (gemm == nullptr) return fail(sscInvalidArgument, "{}: gemm is NULL", fn);
     *gemm = nullptr;
+    // The context's own settings, read once, now; malformed values refuse it as they refuse init.
+    const env::Snapshot settings = env::Snapshot::take();
+    SSC_CHECK(env::validate(settings));
     sscGemmConfig_t cfg = SSC_GEMM_CONFIG_INITIALIZER;
     if (config != nullptr) {
       if (config->size != sizeof(sscGemmConfig_t) || config->magic != SSC_GEMM_CONFIG_MAGIC)
@@ -326,9 +329,9 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->backend = comm->backend;
     g->device = comm->device;
     g->onGpu = comm->backend->deviceIndex() >= 0;
-    // Validated at communicator init (env::validate), like every STARSCREAM_* choice.
-    g->probe = probeWanted(env::getString("STARSCREAM_GEMM_PROBE"),
-                           std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    g->waits = WaitLimits::from(settings);
+    g->probe = probeWanted(settings.getString("STARSCREAM_GEMM_PROBE"),
+                           settings.external("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").c_str());
     // Read at init and compared there; the topology is the same on every rank, so auto decides
     // alike everywhere.
     g->barrier = g->onGpu && comm->nranks > 1 && comm->nranks <= kFusedMaxRanks &&

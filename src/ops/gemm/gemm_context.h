@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "src/core/futex_wait.h"
 #include "src/ops/gemm/gemm_plan.h"
 #include "starscream/starscream_ops.h"
 
@@ -59,6 +60,9 @@ struct sscGemmContext {
   // The GPU half vets the vendor BLAS's algorithm for each new GEMM shape (STARSCREAM_GEMM_PROBE,
   // probeWanted in gemm_plan.h; gpu_gemm_probe.h).
   bool probe = false;
+  // How long the ops' waits on the peers' flags may take: STARSCREAM_TIMEOUT as sscGemmCreate
+  // found it (read then, once, with STARSCREAM_GEMM_PROBE).
+  ssc::WaitLimits waits;
   // The unfused and chunked variants hold each collective until every rank reached it
   // (STARSCREAM_GEMM_BARRIER, barrierWanted in gemm_plan.h; kernelArrivalBarrier in
   // gpu_gemm_fused.cc): the workspace is then mapped into the peers at the first such call, and

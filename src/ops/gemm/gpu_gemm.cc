@@ -61,7 +61,7 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   for (int i = 0; i < 16; ++i) s->errHost[i] = 0;
   SSC_CHECK(gpuCheck(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
                      "hipHostGetDevicePointer"));
-  const double seconds = shmTimeoutSeconds(),
+  const double seconds = g->waits.timeoutSeconds,
                ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
   if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
     s->timeoutTicks = static_cast<uint64_t>(ticks);

@@ -67,7 +67,7 @@ class CopyEngine {
     void* h = nullptr;
     SSC_CHECK(ceCheck(hipHostMalloc(&h, kFusedFlagBytes, hipHostMallocMapped), "hipHostMalloc"));
     host_ = static_cast<uint32_t*>(h);
-    timeoutSeconds_ = shmTimeoutSeconds();
+    timeoutSeconds_ = g_->waits.timeoutSeconds;
     watcher_ = std::thread([this] { watch(); });
     return sscSuccess;
   }

@@ -102,7 +102,7 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
                                  .load(std::memory_order_acquire),
                              prev);
             },
-            abort, "reuse a GEMM slot read by", q));
+            abort, "reuse a GEMM slot read by", q, g->waits));
     }
     SSC_CHECK(runPieces(g, c, j, c.x, mySlot));
     // SSC_GEMM_COPY_ENGINE: the GPU half's stream waits read local words only, so each producer
@@ -126,7 +126,7 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
                     .load(std::memory_order_acquire),
                 use);
           },
-          abort, "wait for the GEMM chunk of", q));
+          abort, "wait for the GEMM chunk of", q, g->waits));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     const size_t elems = static_cast<size_t>(mine * p.n);
     char* dst = byte(c.y, cr.begin * p.n * ob);
@@ -169,7 +169,7 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
                                .load(std::memory_order_acquire),
                            use - back);
           },
-          abort, "reuse a GEMM slot read by", q));
+          abort, "reuse a GEMM slot read by", q, g->waits));
   for (int q = 0; q < K; ++q)
     if ((!pl.agPerRank || q == me) && own.count > 0)
       std::memcpy(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x,
@@ -186,7 +186,7 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
     SSC_CHECK(shmWait(
         bell(me),
         [&] { return reached(word(fusedFrom(g, me, fi, q)).load(std::memory_order_acquire), use); },
-        abort, "wait for the rows of X of", q));
+        abort, "wait for the rows of X of", q, g->waits));
     const RowRange r = rowShard(p.m, K, q);
     if (pl.agPerRank && q != me && r.count > 0)  // the peer's rows, read in place from its slot
       hostGemm(cbyte(g->fusedPeers[q], slotOff + r.first * p.k * ib), c.w,
