@@ -32,7 +32,15 @@ scripts/install-deps.sh
 scripts/build.sh
 labels=()
 [[ $quick -eq 1 ]] && labels=(-L quick)
-ctest --test-dir build --output-on-failure -j"$(nproc)" "${labels[@]}" "$@"
+status=0
+ctest --test-dir build --output-on-failure -j"$(nproc)" "${labels[@]}" "$@" || status=$?
+# The suites this configuration could not run (cmake/SkippedSuites.cmake), with why: ctest's
+# summary names them (skipped.*), this says what was missing.
+if [ -s build/skipped-suites.txt ]; then
+  echo "test.sh: suites skipped for a missing optional dependency:"
+  sed 's/^/  /' build/skipped-suites.txt
+fi
+[ "$status" -eq 0 ] || exit "$status"
 leftover=$(ls /dev/shm 2>/dev/null | grep -c '^ssc-' || true)
 if [ "$leftover" -ne 0 ]; then
   echo "test.sh: $leftover Starscream shared-memory segment(s) left in /dev/shm" >&2

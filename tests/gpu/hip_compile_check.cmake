@@ -18,5 +18,5 @@ if(SSC_HIPCC)
   set_tests_properties(gpu.hip_compile_check PROPERTIES TIMEOUT 900 LABELS "gpu;compile"
                        PROCESSORS ${_ssc_cores} ENVIRONMENT "SSC_HIP_CHECK_JOBS=${_ssc_cores}")
 else()
-  message(STATUS "tests/gpu: no hipcc; the HIP compile check is not registered")
+  ssc_skip_suite(gpu.hip_compile_check "no hipcc: the HIP build's compile check (every GPU source)")
 endif()
