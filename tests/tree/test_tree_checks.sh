@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The tree's format and license checks find what they should, on a scratch git repository with
-# copies of the scripts and of .clang-format: scripts/check_spdx.sh reports files without the
-# SPDX line and --fix inserts it in each language's comment, after a shebang, idempotently;
-# scripts/check_format.sh passes formatted files, reports and diffs the others (--all, and only
-# the files changed since --base), and --fix formats them. Prints "tree checks ok".
+# The tree's format, license and environment checks find what they should, on a scratch git
+# repository with copies of the scripts and of .clang-format: scripts/check_spdx.sh reports files
+# without the SPDX line and --fix inserts it in each language's comment, after a shebang,
+# idempotently; scripts/check_format.sh passes formatted files, reports and diffs the others
+# (--all, and only the files changed since --base), and --fix formats them;
+# scripts/check_env_reads.sh reports a read of the environment outside the registry and a live
+# registry read outside the files that create communicators and contexts, and nothing in
+# comments. Prints "tree checks ok".
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 work=$(mktemp -d)
@@ -14,7 +17,8 @@ git init -q .
 git config user.email test@example.com
 git config user.name test
 mkdir -p scripts include/x src
-cp "$src/scripts/check_spdx.sh" "$src/scripts/check_format.sh" scripts/
+cp "$src/scripts/check_spdx.sh" "$src/scripts/check_format.sh" "$src/scripts/check_env_reads.sh" \
+  scripts/
 cp "$src/.clang-format" .
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -77,4 +81,26 @@ if grep -qx "  src/bad.cc" out; then fail "check_format --base reports an unchan
 expect_rc 2 scripts/check_format.sh --base no-such-ref
 expect_rc 0 scripts/check_format.sh --all --fix
 expect_rc 0 scripts/check_format.sh --all
+
+# ---- environment reads
+mkdir -p src/core src/comm tuner transports/host tools/x
+printf '// SPDX-License-Identifier: MIT\nextern char** environ;\nconst char* v = std::getenv("X");\n' \
+  > src/core/env.cc
+printf '// SPDX-License-Identifier: MIT\nauto l = env::getString("STARSCREAM_DEBUG");\n' > src/core/log.cc
+printf '// SPDX-License-Identifier: MIT\n// no std::getenv( here, nor env::getInt(\nint n = 0;\n' > src/comm/quiet.cc
+printf '// SPDX-License-Identifier: MIT\nconst char* v = getenv("HOME");\n' > tools/x/main.cc
+git add -A
+expect_rc 0 scripts/check_env_reads.sh
+printf '// SPDX-License-Identifier: MIT\nconst char* h = std::getenv("HOME");\n' > tuner/cache.cc
+printf '// SPDX-License-Identifier: MIT\nchar** e = environ;\n' > transports/host/walk.h
+printf '// SPDX-License-Identifier: MIT\nint s = ssc::env::getInt("STARSCREAM_SPIN");\n' > src/comm/wait.cc
+printf '// SPDX-License-Identifier: MIT\nauto t = env::Snapshot::take();\n' > src/comm/take.cc
+git add -A
+expect_rc 1 scripts/check_env_reads.sh
+for where in tuner/cache.cc:2 transports/host/walk.h:2 src/comm/wait.cc:2 src/comm/take.cc:2; do
+  grep -q "^  $where: " out || fail "check_env_reads does not report $where"
+done
+for quiet in src/core/env.cc src/core/log.cc src/comm/quiet.cc tools/x/main.cc; do
+  if grep -q "^  $quiet:" out; then fail "check_env_reads reports $quiet"; fi
+done
 echo "tree checks ok"
