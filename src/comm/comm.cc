@@ -449,8 +449,11 @@ sscResult_t commSetUpPeerCache(sscComm* comm) {
   if (comm->backend->oneCopyP2p()) {
     std::unique_ptr<P2pDirectory> directory;
     const auto idle = [comm] {
-      std::lock_guard<std::mutex> g(comm->mu);
-      return comm->pending == 0;
+      {
+        std::lock_guard<std::mutex> g(comm->mu);
+        if (comm->pending != 0) return false;
+      }
+      return comm->backend->queuedWorkDone(comm);
     };
     SSC_CHECK(P2pDirectory::createShared(comm, runtime, idle, &directory));
     comm->p2pDirectory.reset(directory.release());

@@ -166,6 +166,14 @@ class Backend {
     return sscSuccess;
   }
 
+  // Whether every operation of comm queued so far has finished, without waiting (the one-copy
+  // directory changes a mapping only then). Backends that count their work in the
+  // communicator's `pending` (the host's) need nothing more: the caller checks that too.
+  virtual bool queuedWorkDone(CommView* comm) {
+    (void)comm;
+    return true;
+  }
+
   // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).
   virtual bool streamCapturing(sscStream_t stream) {
     (void)stream;

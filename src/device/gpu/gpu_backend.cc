@@ -83,6 +83,8 @@ class GpuResources : public CommResources {
       else if (code == gpu::kKernelAborted)
         msg = fmt::format("GPU kernel: communicator aborted while waiting for rank {}",
                           static_cast<int>(peer));
+      else if (code == gpu::kKernelP2pMismatch)
+        msg = p2pMismatchText(static_cast<int>(peer), channel, detail);
       else if (code == gpu::kKernelCallMismatch)
         msg = fmt::format(
             "GPU kernel: rank {} reached the same symmetric barrier with a different "
@@ -109,6 +111,24 @@ class GpuResources : public CommResources {
       SSC_LOG(kWarn, "{}", msg);
     }
     return r;
+  }
+
+  // The host executor's words for sends and receives that do not pair up, from the kernel's.
+  std::string p2pMismatchText(int peer, uint32_t kind, uint32_t index) const {
+    uint64_t sent = 0, expected = 0;
+    conns->kernelErrorCounts(&sent, &expected);
+    const int me = conns->rank();
+    const bool mine = (kind & gpu::kP2pThisRankSends) != 0;
+    const int sender = mine ? me : peer, receiver = mine ? peer : me;
+    if ((kind & 0xffffu) == gpu::kP2pCounts)
+      return fmt::format(
+          "rank {} posted {} send(s) to rank {} in this group, but rank {} posted {} "
+          "receive(s) from rank {} in its matching group",
+          sender, sent, receiver, receiver, expected, sender);
+    return fmt::format(
+        "rank {} sends {} bytes to rank {}, whose matching receive (message {} of the pair in "
+        "this group) is {} bytes: counts or types differ",
+        sender, sent, receiver, index + 1, expected);
   }
 
   void startWatcher() {
@@ -303,6 +323,9 @@ class GpuBackend : public Backend {
     return gpu::checkAccessible(comm->device, fn, what, p, bytes);
   }
 
+  // The plan kernel runs the one-copy handshake (p2p_handshake.cuh).
+  bool oneCopyP2p() const override { return true; }
+
   PeerMemoryRuntime* peerMemory(CommView* comm) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     return handle == nullptr ? nullptr : handle->res->peerMemory.get();
@@ -331,6 +354,15 @@ class GpuBackend : public Backend {
                           sscStream_t stream) override {
     const StagedCopies copy{dst, src, bytes, nullptr, nullptr, 0};
     return submit(comm, nullptr, &copy, stream);
+  }
+
+  bool queuedWorkDone(CommView* comm) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    if (handle == nullptr) return true;
+    GpuResources* res = handle->res.get();
+    std::lock_guard<std::mutex> g(res->mu);
+    DeviceGuard onDevice(res->device);
+    return res->order.finished();
   }
 
   // Waits for every launch of comm queued so far (finalize and destroy).
@@ -424,7 +456,8 @@ class GpuBackend : public Backend {
                   "(split the group)",
                   work->buffers.size(), gpu::kMaxBuffers);
     const gpu::DevicePlan* dplan = nullptr;
-    SSC_CHECK(res->plans->get(work->plan, work->elemBytes, capturing, &dplan));
+    SSC_CHECK(res->plans->get(work->plan, work->elemBytes, capturing,
+                              work->p2p != nullptr ? &work->p2p->ops : nullptr, &dplan));
     if (dplan->channels == 0) return sscSuccess;
     SSC_CHECK(res->ensureScratch(plan.scratchElems * work->elemBytes));
 
@@ -440,6 +473,21 @@ class GpuBackend : public Backend {
     a.reduce = gpu::devReduceOf(work->reduce);
     for (size_t i = 0; i < work->buffers.size(); ++i) a.buffers[i] = work->buffers[i];
     a.buffers[kBufScratch] = res->scratch();
+    if (dplan->p2pOps != nullptr) {
+      // The receiver's offers of this launch, by receive (later ones are not offered).
+      a.p2p.ops = dplan->p2pOps;
+      a.p2p.nops = dplan->p2pCount;
+      const Work::P2pDirect& p2p = *work->p2p;
+      size_t ordinal = 0;
+      for (size_t i = 0; i < p2p.ops.size(); ++i) {
+        if (p2p.ops[i].isSend) continue;
+        if (ordinal < static_cast<size_t>(gpu::kMaxP2pOffers)) {
+          a.p2p.offer[ordinal] = p2p.offer[i];
+          if (p2p.swap[i] != 0) a.p2p.swapMask |= uint64_t{1} << ordinal;
+        }
+        ++ordinal;
+      }
+    }
 
     const int e = gpu::launchPlanKernel(a, dplan->channels, stream);
     if (e != 0)

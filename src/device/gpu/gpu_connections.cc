@@ -37,6 +37,7 @@ struct Layout {
 
 GpuConnections::~GpuConnections() {
   if (conns_ != nullptr) (void)hipFree(conns_);
+  if (p2pScratch_ != nullptr) (void)hipFree(p2pScratch_);
   if (errorHost_ != nullptr) (void)hipHostFree(const_cast<uint32_t*>(errorHost_));
 }
 
@@ -48,6 +49,7 @@ sscResult_t GpuConnections::create(CommView* comm, const FifoShape& shape,
                         shape.channels, shape.slotBytes);
   std::unique_ptr<GpuConnections> c(new GpuConnections());
   c->shape_ = shape;
+  c->rank_ = comm->rank;
   c->nranks_ = comm->nranks;
   const Layout L(shape, comm->nranks);
   // Ranks of this node are mapped through IPC; the others are reached through host staging.
@@ -88,6 +90,8 @@ sscResult_t GpuConnections::create(CommView* comm, const FifoShape& shape,
   hipError_t e = hipMalloc(reinterpret_cast<void**>(&c->conns_), table.size() * sizeof(Conn));
   if (e == hipSuccess)
     e = hipMemcpy(c->conns_, table.data(), table.size() * sizeof(Conn), hipMemcpyHostToDevice);
+  if (e == hipSuccess) e = hipMalloc(reinterpret_cast<void**>(&c->p2pScratch_), sizeof(P2pScratch));
+  if (e == hipSuccess) e = hipMemset(c->p2pScratch_, 0, sizeof(P2pScratch));
   if (e == hipSuccess) e = hipHostMalloc(&host, 64, hipHostMallocMapped);
   if (e == hipSuccess) {
     c->errorHost_ = static_cast<volatile uint32_t*>(host);
@@ -111,7 +115,9 @@ void GpuConnections::fillSymArgs(SymArgs* a) const {
 
 void GpuConnections::fillArgs(KernelArgs* a) const {
   a->conns = conns_;
+  a->rank = rank_;
   a->nranks = nranks_;
+  a->p2p.scratch = p2pScratch_;
   a->blocksPerChannel = shape_.blocksPerChannel;
   a->slots = shape_.slots;
   a->slotBytes = shape_.slotBytes;
@@ -131,6 +137,11 @@ uint32_t GpuConnections::kernelError(uint32_t* peer, uint32_t* channel, uint32_t
     *detail = errorHost_[3];
   }
   return code;
+}
+
+void GpuConnections::kernelErrorCounts(uint64_t* sent, uint64_t* expected) const {
+  *sent = errorHost_[4] | static_cast<uint64_t>(errorHost_[5]) << 32;
+  *expected = errorHost_[6] | static_cast<uint64_t>(errorHost_[7]) << 32;
 }
 
 void GpuConnections::requestAbort() {

@@ -49,6 +49,9 @@ class GpuConnections {
   }
   // The error a kernel recorded (kKernelOk if none) and its peer/channel/detail words.
   uint32_t kernelError(uint32_t* peer, uint32_t* channel, uint32_t* detail) const;
+  // kKernelP2pMismatch's two counts or sizes (plan_kernel.h), once kernelError reported it.
+  void kernelErrorCounts(uint64_t* sent, uint64_t* expected) const;
+  int rank() const { return rank_; }
   // Sets the abort word every kernel wait polls: waits end with kKernelAborted. For sscCommAbort:
   // never cleared, as the communicator does not run again.
   void requestAbort();
@@ -58,7 +61,9 @@ class GpuConnections {
  private:
   GpuConnections() = default;
   FifoShape shape_;
+  int rank_ = 0;
   int nranks_ = 0;
+  P2pScratch* p2pScratch_ = nullptr;  // device memory: the one-copy handshake's state
   std::unique_ptr<IpcSegment> segment_;
   std::unique_ptr<GpuNetStaging> net_;  // ranks on other nodes (null on one node)
   Conn* conns_ = nullptr;               // device copy of the table, [channel][peer]
@@ -67,8 +72,8 @@ class GpuConnections {
   // Word of the host-mapped area that kernels poll for an abort; kept off words 0..3, which the
   // kernel writes.
   static constexpr int kAbortWord = 8;
-  volatile uint32_t* errorHost_ = nullptr;  // pinned, mapped: {code, peer, channel, detail},
-                                            // [kAbortWord]: abort
+  volatile uint32_t* errorHost_ = nullptr;  // pinned, mapped: {code, peer, channel, detail,
+                                            // counts (4 words)}, [kAbortWord]: abort
   uint32_t* errorHostDevice_ = nullptr;     // the same words as the kernel addresses them
 };
 

@@ -65,6 +65,13 @@ sscResult_t LaunchOrder::after(hipStream_t stream, bool capturing) {
   return sscSuccess;
 }
 
+bool LaunchOrder::finished() {
+  if (!any_) return true;
+  const hipError_t r = hipEventQuery(last_);
+  if (r == hipErrorNotReady) (void)hipGetLastError();  // not sticky, but keep the slot clean
+  return r == hipSuccess;
+}
+
 sscResult_t LaunchOrder::drain() {
   if (!any_) return sscSuccess;
   SSC_GPU_CHECK(hipEventSynchronize(last_), "waiting for the communicator's work");

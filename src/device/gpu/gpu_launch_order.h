@@ -70,6 +70,8 @@ class LaunchOrder {
   sscResult_t after(hipStream_t stream, bool capturing);
   // Blocks until everything this communicator queued so far (outside graphs) has finished.
   sscResult_t drain();
+  // Whether it has, without waiting (an error reads as not finished).
+  bool finished();
 
  private:
   hipEvent_t last_ = nullptr;

@@ -56,11 +56,10 @@ bool GpuPeerMemory::open(const uint8_t handle[kPeerHandleBytes], const PeerAlloc
   (void)a;
   DeviceGuard onDevice(device_);
   RelaxedCapture relaxed;
-  if (ImportCache::process().open(
-          std::string(reinterpret_cast<const char*>(handle), sizeof(hipIpcMemHandle_t)), mapped))
-    return true;
-  *why = lastError();
-  return false;
+  // A mapping that cannot be made is not an error of any call (the caller falls back): it must
+  // not replace the thread's last error, which may say why an earlier call failed.
+  return ImportCache::process().open(
+      std::string(reinterpret_cast<const char*>(handle), sizeof(hipIpcMemHandle_t)), mapped, why);
 }
 
 void GpuPeerMemory::close(void* mapped, const PeerAllocation& a) {

@@ -9,6 +9,8 @@
 #include "src/device/gpu/gpu_plan_cache.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "src/core/errors.h"
@@ -24,7 +26,10 @@ static_assert(kOpRecvCopySend == static_cast<uint8_t>(StepOp::kRecvCopySend) &&
                   kOpPeerReduceBcast == static_cast<uint8_t>(StepOp::kPeerReduceBcast) &&
                   kOpPeerPush == static_cast<uint8_t>(StepOp::kPeerPush) &&
                   kOpPeerGather == static_cast<uint8_t>(StepOp::kPeerGather) &&
-                  kOpPeerSwap == static_cast<uint8_t>(StepOp::kPeerSwap),
+                  kOpPeerSwap == static_cast<uint8_t>(StepOp::kPeerSwap) &&
+                  kOpP2pOffer == static_cast<uint8_t>(StepOp::kP2pOffer) &&
+                  kOpP2pPush == static_cast<uint8_t>(StepOp::kP2pPush) &&
+                  kOpP2pWait == static_cast<uint8_t>(StepOp::kP2pWait),
               "DevOp (plan_kernel.h) must mirror ssc::StepOp");
 static_assert(int{kPreOpFlag} == int{kFlagPreOp} && int{kPostOpFlag} == int{kFlagPostOp},
               "step flags");
@@ -81,6 +86,36 @@ void placeBarriers(std::vector<DevStep>& steps, uint64_t slotElems, uint64_t pie
 
 }  // namespace
 
+std::vector<DevP2pOp> devP2pOps(const std::vector<P2pOp>& ops) {
+  std::vector<DevP2pOp> out(ops.size());
+  std::map<std::pair<int, bool>, std::vector<size_t>> pairs;  // (peer, isSend) -> ops in order
+  uint16_t receives = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    DevP2pOp& d = out[i];
+    d.bytes = ops[i].bytes;
+    d.peer = ops[i].peer;
+    d.isSend = ops[i].isSend ? 1 : 0;
+    d.recvOrdinal = ops[i].isSend ? uint16_t{0xffff} : receives++;
+    d.mirror = -1;
+    std::vector<size_t>& mine = pairs[{ops[i].peer, ops[i].isSend}];
+    d.pairIndex = static_cast<uint16_t>(mine.size());
+    mine.push_back(i);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    out[i].pairCount = static_cast<uint16_t>(pairs[{ops[i].peer, ops[i].isSend}].size());
+    const std::vector<size_t>& other = pairs[{ops[i].peer, !ops[i].isSend}];
+    if (out[i].pairIndex < other.size())
+      out[i].mirror = static_cast<int16_t>(other[out[i].pairIndex]);
+  }
+  return out;
+}
+
+bool hasP2pHandshake(const RankPlan& plan) {
+  if (plan.channels.empty() || plan.channels[0].steps.empty()) return false;
+  const StepOp op = plan.channels[0].steps.front().op;
+  return op == StepOp::kP2pOffer || op == StepOp::kP2pPush || op == StepOp::kP2pWait;
+}
+
 DevStep devStep(const Step& s) {
   DevStep d{};
   d.op = static_cast<uint8_t>(s.op);
@@ -104,13 +139,15 @@ PlanCache::~PlanCache() {
 // Only after the communicator's work has drained (the destructor runs after it; get() drains
 // first): hipFree waits for the whole device.
 void PlanCache::clear() {
-  for (auto& [key, e] : entries_)
+  for (auto& [key, e] : entries_) {
     if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
+    if (e.dev.p2pOps != nullptr) (void)hipFree(e.dev.p2pOps);
+  }
   entries_.clear();
   uploaded_ = 0;
 }
 
-sscResult_t PlanCache::upload(const std::vector<DevStep>& steps, DevStep** out) {
+sscResult_t PlanCache::upload(const void* data, size_t bytes, void** out) {
   // hipMalloc and a copy waited for on the cache's own stream: neither touches the caller's
   // streams nor waits for other work on the device, and relaxed capture mode makes both legal
   // while the caller captures a graph (the graph then keeps using this copy, which lives until
@@ -118,22 +155,21 @@ sscResult_t PlanCache::upload(const std::vector<DevStep>& steps, DevStep** out) 
   RelaxedCapture relaxed;
   hipError_t r = hipSuccess;
   if (uploadStream_ == nullptr) r = hipStreamCreateWithFlags(&uploadStream_, hipStreamNonBlocking);
-  const size_t bytes = steps.size() * sizeof(DevStep);
-  DevStep* dev = nullptr;
-  if (r == hipSuccess) r = hipMalloc(reinterpret_cast<void**>(&dev), bytes);
-  if (r == hipSuccess)
-    r = hipMemcpyAsync(dev, steps.data(), bytes, hipMemcpyHostToDevice, uploadStream_);
+  void* dev = nullptr;
+  if (r == hipSuccess) r = hipMalloc(&dev, bytes);
+  if (r == hipSuccess) r = hipMemcpyAsync(dev, data, bytes, hipMemcpyHostToDevice, uploadStream_);
   if (r == hipSuccess) r = hipStreamSynchronize(uploadStream_);
   if (r != hipSuccess) {
     if (dev != nullptr) (void)hipFree(dev);
-    return SSC_GPU_FAIL(r, "uploading a plan of {} steps", steps.size());
+    return SSC_GPU_FAIL(r, "uploading a plan of {} bytes", bytes);
   }
   *out = dev;
   return sscSuccess;
 }
 
 sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t elemBytes,
-                           bool capturing, const DevicePlan** out) {
+                           bool capturing, const std::vector<P2pOp>* p2pOps,
+                           const DevicePlan** out) {
   const auto key = std::make_pair(plan.get(), elemBytes);
   auto it = entries_.find(key);
   captured_ = captured_ || capturing;
@@ -158,9 +194,13 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
   }
   for (size_t c = plan->channels.size(); c <= static_cast<size_t>(kMaxChannels); ++c)
     e.dev.stepBegin[c] = static_cast<uint32_t>(all.size());
-  if (all.size() <= static_cast<size_t>(kInlineSteps)) {
-    std::copy(all.begin(), all.end(), e.dev.inlineSteps);
-  } else {
+  const bool handshake = hasP2pHandshake(*plan);
+  if (handshake && (p2pOps == nullptr || p2pOps->size() > static_cast<size_t>(kMaxP2pOps)))
+    return SSC_INTERNAL("a one-copy point-to-point plan without its {} operations",
+                        p2pOps == nullptr ? 0 : p2pOps->size());
+  const bool inlined = all.size() <= static_cast<size_t>(kInlineSteps);
+  if (inlined) std::copy(all.begin(), all.end(), e.dev.inlineSteps);
+  if (!inlined || handshake) {
     if (uploaded_ >= kMaxUploaded && !captured_) {
       // Rare: only a workload with more than kMaxUploaded distinct large call shapes gets here.
       // Every launch that could read an uploaded plan is this communicator's, so waiting for its
@@ -168,7 +208,24 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
       SSC_CHECK(order_->drain());
       clear();
     }
-    SSC_CHECK(upload(all, &e.dev.steps));
+    if (!inlined) {
+      void* dev = nullptr;
+      SSC_CHECK(upload(all.data(), all.size() * sizeof(DevStep), &dev));
+      e.dev.steps = static_cast<DevStep*>(dev);
+    }
+    if (handshake) {
+      const std::vector<DevP2pOp> ops = devP2pOps(*p2pOps);
+      void* dev = nullptr;
+      if (!ops.empty()) {
+        const sscResult_t r = upload(ops.data(), ops.size() * sizeof(DevP2pOp), &dev);
+        if (r != sscSuccess) {
+          if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
+          return r;
+        }
+      }
+      e.dev.p2pOps = static_cast<DevP2pOp*>(dev);
+      e.dev.p2pCount = static_cast<uint32_t>(ops.size());
+    }
     ++uploaded_;
   }
   *out = &entries_.emplace(key, std::move(e)).first->second.dev;

@@ -42,7 +42,7 @@ ImportCache& ImportCache::process() {
   return c;
 }
 
-bool ImportCache::open(const std::string& handle, void** mapped) {
+bool ImportCache::open(const std::string& handle, void** mapped, std::string* why) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = byHandle_.find(handle);
   if (it != byHandle_.end()) {
@@ -53,7 +53,10 @@ bool ImportCache::open(const std::string& handle, void** mapped) {
   hipIpcMemHandle_t h;
   static_assert(sizeof(h) <= 256, "IPC handle size");
   if (handle.size() != sizeof(h)) {
-    setError(sscInternalError, "IPC handle of the wrong size");
+    if (why != nullptr)
+      *why = "IPC handle of the wrong size";
+    else
+      setError(sscInternalError, "IPC handle of the wrong size");
     return false;
   }
   std::memcpy(&h, handle.data(), sizeof(h));
@@ -61,9 +64,12 @@ bool ImportCache::open(const std::string& handle, void** mapped) {
   const hipError_t e = hipIpcOpenMemHandle(&p, h, hipIpcMemLazyEnablePeerAccess);
   if (e != hipSuccess) {
     (void)hipGetLastError();
-    setError(
-        sscUnhandledDeviceError,
-        fmt::format("opening a peer's registered allocation failed: {}", hipGetErrorString(e)));
+    const std::string text =
+        fmt::format("opening a peer's registered allocation failed: {}", hipGetErrorString(e));
+    if (why != nullptr)
+      *why = text;
+    else
+      setError(sscUnhandledDeviceError, text);
     return false;
   }
   byHandle_[handle] = Import{p, 1};

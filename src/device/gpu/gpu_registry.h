@@ -38,8 +38,9 @@ class ImportCache {
  public:
   static ImportCache& process();
   // Maps the allocation behind an IPC handle (raw bytes of hipIpcMemHandle_t), or takes one
-  // more reference on an earlier mapping of it. False with lastError() set on failure.
-  bool open(const std::string& handle, void** mapped);
+  // more reference on an earlier mapping of it. False on failure, with the reason in *why when
+  // given (the thread's last error untouched: a fallback), else in lastError().
+  bool open(const std::string& handle, void** mapped, std::string* why = nullptr);
   // Drops one reference; the last one unmaps.
   void close(void* mapped);
 

@@ -45,6 +45,23 @@ __device__ inline void recordError(ErrorSink e, uint32_t code, int peer, int cha
   }
 }
 
+// A one-copy point-to-point mismatch (kKernelP2pMismatch): the words plan_kernel.h describes.
+__device__ inline void recordP2pMismatch(ErrorSink e, int peer, uint32_t kind, uint32_t index,
+                                         uint64_t sent, uint64_t expected) {
+  if (atomicCAS(e.device, 0u, kKernelP2pMismatch) == 0u) {
+    volatile uint32_t* h = e.host;
+    h[1] = static_cast<uint32_t>(peer);
+    h[2] = kind;
+    h[3] = index;
+    h[4] = static_cast<uint32_t>(sent);
+    h[5] = static_cast<uint32_t>(sent >> 32);
+    h[6] = static_cast<uint32_t>(expected);
+    h[7] = static_cast<uint32_t>(expected >> 32);
+    __threadfence_system();
+    h[0] = kKernelP2pMismatch;
+  }
+}
+
 // Polls until done(). False when the wait timed out (recorded as `timeoutCode` against `peer`),
 // the communicator was aborted (recorded as kKernelAborted against `peer`, so the host reports an
 // abort rather than a timeout or a mismatch), or another block/thread recorded an error. The error

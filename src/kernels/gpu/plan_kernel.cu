@@ -18,6 +18,8 @@
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/plan_kernel.h"
+#include "src/kernels/gpu/plan_signals.cuh"
+#include "src/kernels/gpu/p2p_handshake.cuh"
 
 namespace ssc::gpu {
 namespace {
@@ -31,41 +33,6 @@ struct BlockShared {
   uint64_t recvSlot;
   uint64_t sendSlot;
 };
-
-// FIFO signals (tails, heads) at the narrowest scope that covers every peer: device scope when
-// all ranks share this GPU (MPS partitions meet in its L2), system scope otherwise (other GPUs,
-// host-staged connections). A system-scope release waits for the writes to be visible to the
-// host and other GPUs, which no peer on this GPU needs.
-__device__ __forceinline__ uint64_t acquireSignal(const KernelArgs& a, const uint64_t* p) {
-  return a.deviceScope ? sscLoadAcquireGpu(p) : sscLoadAcquireSys(p);
-}
-// fence: a full fence first, at the same scope (the tail, after the slot's size word).
-__device__ __forceinline__ void releaseSignal(const KernelArgs& a, uint64_t* p, uint64_t v,
-                                              bool fence) {
-  if (a.deviceScope) {
-    if (fence) __threadfence();
-    sscStoreReleaseGpu(p, v);
-  } else {
-    if (fence) __threadfence_system();
-    sscStoreReleaseSys(p, v);
-  }
-}
-
-__device__ __forceinline__ ErrorSink errorSink(const KernelArgs& a) {
-  return ErrorSink{a.errorDevice, a.errorHost, a.abortHost};
-}
-
-__device__ __forceinline__ void recordError(const KernelArgs& a, uint32_t code, int peer,
-                                            int channel, uint64_t detail) {
-  recordError(errorSink(a), code, peer, channel, detail);
-}
-
-// Polls until done() (thread 0 only). False when the wait timed out, the communicator was
-// aborted or another block failed.
-template <class Done>
-__device__ bool boundedWait(const KernelArgs& a, Done done, int peer, int channel) {
-  return boundedWait(errorSink(a), a.timeoutTicks, kKernelTimeout, done, peer, channel);
-}
 
 template <class Tr, int kKind>
 struct BlockRunner {
@@ -281,9 +248,19 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
   }
   const DevStep* steps = args.steps != nullptr ? args.steps : args.inlineSteps;
-  for (uint32_t i = args.stepBegin[channel]; i < args.stepBegin[channel + 1]; ++i) {
+  uint32_t first = args.stepBegin[channel];
+  const bool p2p = args.p2p.ops != nullptr;
+  if (p2p) {
+    // The one-copy handshake leads channel 0's steps; the whole grid runs it first.
+    uint32_t end = args.stepBegin[0];
+    while (end < args.stepBegin[1] && steps[end].op >= kOpP2pOffer) ++end;
+    if (!p2pHandshake(args, steps, args.stepBegin[0], end)) return;
+    if (channel == 0) first = end;
+  }
+  for (uint32_t i = first; i < args.stepBegin[channel + 1]; ++i) {
     const DevStep& s = steps[i];
     if (s.barrier && args.blocksPerChannel > 1 && !r.channelBarrier()) return;
+    if (p2p && p2pSkipped(args, s)) continue;
     if (!r.runStep(s)) return;
   }
 }

@@ -34,7 +34,12 @@ enum KernelError : uint32_t {
   kKernelSizeMismatch = 2,  // a peer posted a slot of another size (mismatched calls)
   kKernelCallMismatch = 3,  // a peer reached the same barrier with another call (callHash)
   kKernelAborted = 4,       // the communicator was aborted while a wait was pending
+  // One-copy point-to-point: a pair's sends and receives in one group do not match. Words 1..7
+  // of the error area: the other rank, kind (kP2pCounts/kP2pSizes) | kP2pThisRankSends, the
+  // message index, then the sender's and the receiver's counts or bytes (two 64-bit words).
+  kKernelP2pMismatch = 5,
 };
+enum : uint32_t { kP2pCounts = 1, kP2pSizes = 2, kP2pThisRankSends = 1u << 16 };
 
 // Receiver-side control of one sub-FIFO (channel, sender, block), in the receiver's memory.
 struct alignas(128) RecvCtrl {
@@ -83,7 +88,10 @@ enum DevOp : uint8_t {
   kOpPeerReduceBcast,
   kOpPeerPush,
   kOpPeerGather,
-  kOpPeerSwap
+  kOpPeerSwap,
+  kOpP2pOffer,
+  kOpP2pPush,
+  kOpP2pWait
 };
 enum : uint8_t { kPreOpFlag = 1, kPostOpFlag = 2 };
 
@@ -115,10 +123,75 @@ struct DevReduce {
   uint64_t postDivisor;     // integer Avg: 0 = none
 };
 
+// One-copy point-to-point (the kP2pOffer / kP2pPush / kP2pWait steps of src/collectives/plan.h;
+// transports/usr/p2p_directory.h). The handshake runs ahead of every FIFO step, on all blocks of
+// the grid at once: global block 0 posts this rank's offers, takes its peers' offers and checks
+// them against its sends, and lists what to store where; every block then stores its share of
+// each offered message; block 0 answers each sender and waits for its own senders' answers.
+// Blocks read the outcome (which operations went one-copy, so their FIFO steps are skipped on
+// both sides) from P2pScratch after the first grid barrier.
+
+// Receives per group that can be offered one-copy on the GPU (later ones take the FIFOs; the
+// receiver lists them as not offered, so both sides agree).
+constexpr int kMaxP2pOffers = 64;
+constexpr int kMaxP2pOps = kMaxBuffers - 3;  // kBufUserBase
+
+// A group operation as the handshake needs it: static for a plan, computed and uploaded with it.
+struct DevP2pOp {
+  uint64_t bytes;
+  int32_t peer;
+  uint16_t isSend;
+  uint16_t pairIndex;    // among this rank's operations with `peer` in the same direction
+  uint16_t pairCount;    // how many operations with `peer` in the same direction
+  uint16_t recvOrdinal;  // receives: among the group's receives (indexes P2pArgs::offer)
+  int16_t mirror;        // the operation in the other direction with `peer` and the same
+                         // pairIndex (-1: none): a send's candidate exchange partner
+  uint16_t pad;
+};
+
+// One store of the push phase: `bytes` from src to dst, or (swap) the two ranges trade places.
+struct P2pTask {
+  char* dst;
+  char* src;
+  uint64_t bytes;
+  uint64_t swap;
+};
+
+// The answer a sender posts for each offer it took (plan.h: kP2pPush), in its FIFO slot.
+struct P2pDone {
+  uint32_t status;  // 0, kP2pCounts or kP2pSizes
+  uint32_t index;   // kP2pSizes: which message of the pair (0-based)
+  uint64_t sent;    // the sender's sends (kP2pCounts) or bytes (kP2pSizes)
+  uint64_t expected;
+};
+
+// Per communicator, device memory, zero at creation; only the communicator's own launches, which
+// never overlap, touch it.
+struct P2pScratch {
+  uint64_t gridCounters[kMaxChannels];  // [channels - 1]: grid barriers of grids that size
+  uint32_t ntasks;
+  uint32_t failed;             // block 0 found a mismatch: every block stops after the copy
+  uint8_t direct[kMaxP2pOps];  // per operation: moved one-copy (its FIFO steps are skipped)
+  P2pTask tasks[kMaxP2pOps];   // at most one per send
+  P2pDone done[kMaxP2pOps];    // per push step, in step order
+};
+
+struct P2pArgs {
+  const DevP2pOp* ops;  // the plan's operations (device memory); null: no handshake
+  uint32_t nops;
+  uint32_t pad;
+  P2pScratch* scratch;
+  // Per receive, by its rank among the group's receives: the address at which its sender has
+  // the buffer mapped (0: through the FIFOs), and whether it is offered for a swap.
+  uint64_t offer[kMaxP2pOffers];
+  uint64_t swapMask;
+};
+
 struct KernelArgs {
   const DevStep* steps;                  // all channels' steps, concatenated (null: inlineSteps)
   uint32_t stepBegin[kMaxChannels + 1];  // channel c runs steps [stepBegin[c], stepBegin[c+1])
   const Conn* conns;                     // [channel][peer]
+  int rank;
   int nranks;
   int blocksPerChannel;
   int slots;
@@ -134,7 +207,9 @@ struct KernelArgs {
   DevReduce reduce;
   void* buffers[kMaxBuffers];         // by BufId; kBufScratch filled in by the backend
   DevStep inlineSteps[kInlineSteps];  // the steps when `steps` is null
+  P2pArgs p2p;
 };
+static_assert(sizeof(KernelArgs) <= 4000, "kernel parameters are limited to 4 KiB");
 
 // Launches the plan kernel: grid = channels x blocksPerChannel. Returns 0 or the runtime's
 // error code of the launch (a kernel's own failures are reported through errorHost).
