@@ -10,7 +10,7 @@
 #       [--colls "all_reduce all_gather reduce_scatter"]
 #       [--algos "default ring bidir_ring direct hierarchical symmetric"]
 #       [--min auto] [--max 1G] [--factor 4] [--iters 20] [--warmup 5] [--timeout 60]
-#       [--until EPOCH] [--torch] [--label NAME] [--commit SHA] [--dry-run]
+#       [--until EPOCH] [--torch] [--moe] [--label NAME] [--commit SHA] [--dry-run]
 #
 #   --build DIR       a Starscream build with the CUDA backend: DIR/lib/libstarscream-nccl.so and
 #                     DIR/lib/nccl-compat/ (the shim under the name libnccl.so.2)
@@ -34,6 +34,10 @@
 #                     flight is cut 20 s after it. What ran is written all the same
 #   --torch           also PyTorch's dist.all_reduce of 256 MiB float32 at each K through the shim
 #                     (tests/nccl/torch_latency.py; busbw), first thing at each K
+#   --moe             also the mixture-of-experts all-to-all and the pipeline ring through PyTorch
+#                     at each K (perf/moe_alltoall.py --mode both, its default shapes, against this
+#                     run's copy roofline; with 64 experts rounded down to a multiple of K), after
+#                     --torch
 #   --label NAME      the card's name in docs/benchmarks.md's markers (default: from the GPU's
 #                     name, "H100" for "NVIDIA H100 80GB HBM3")
 #   --commit SHA      recorded when the tree is not a git checkout (else git rev-parse HEAD)
@@ -59,7 +63,7 @@ COMMAND=${COMMAND# }
 
 BUILD='' NT='' OUT=$PWD/bench-out KS="2 3 4 8" COLLS="all_reduce all_gather reduce_scatter"
 ALGOS="default ring bidir_ring direct hierarchical symmetric"
-MIN=auto MAX=1G FACTOR=4 ITERS=20 WARMUP=5 TIMEOUT=60 UNTIL=0 TORCH=0 LABEL='' COMMIT='' DRY=0
+MIN=auto MAX=1G FACTOR=4 ITERS=20 WARMUP=5 TIMEOUT=60 UNTIL=0 TORCH=0 MOE=0 LABEL='' COMMIT='' DRY=0
 GRACE=20  # how long a run may go on past --until
 KNOWN_COLLS=" all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv "
 KNOWN_ALGOS=" default ring flat_ring bidir_ring direct hierarchical symmetric "
@@ -84,6 +88,7 @@ while (( $# )); do
     --timeout) need "$@"; TIMEOUT=$2; shift 2 ;;
     --until) need "$@"; UNTIL=$2; shift 2 ;;
     --torch) TORCH=1; shift ;;
+    --moe) MOE=1; shift ;;
     --label) need "$@"; LABEL=$2; shift 2 ;;
     --commit) need "$@"; COMMIT=$2; shift 2 ;;
     --dry-run) DRY=1; shift ;;
@@ -151,6 +156,9 @@ done
 if (( TORCH )); then
   [[ -r $REPO/tests/nccl/torch_latency.py ]] || die "--torch: $REPO/tests/nccl/torch_latency.py not found"
 fi
+if (( MOE )); then
+  [[ -r $REPO/perf/moe_alltoall.py ]] || die "--moe: $REPO/perf/moe_alltoall.py not found"
+fi
 if [[ -n ${STARSCREAM_ALGO:-} ]]; then
   echo "bench.sh: warning: ignoring STARSCREAM_ALGO=$STARSCREAM_ALGO from the environment (--algos chooses)" >&2
   unset STARSCREAM_ALGO
@@ -169,9 +177,15 @@ pct_of() { awk -v k="$1" 'BEGIN { printf "%.6g", 100 / k }'; }
 # the rank program (env), so mpirun itself never loads the shim.
 run_cmd() {
   local k=$1 coll=$2 algo=$3 tag=$4 limit=$5 algo_env=(-u STARSCREAM_ALGO) prog ldp
-  [[ $algo != default && $algo != torch ]] && algo_env=(STARSCREAM_ALGO="$algo")
-  if [[ $coll == torch ]]; then
-    prog=(python3 "$REPO/tests/nccl/torch_latency.py" bench "$TORCH_BYTES")
+  [[ $algo != default && $algo != torch && $algo != moe ]] && algo_env=(STARSCREAM_ALGO="$algo")
+  if [[ $coll == torch || $coll == moe ]]; then
+    if [[ $coll == torch ]]; then
+      prog=(python3 "$REPO/tests/nccl/torch_latency.py" bench "$TORCH_BYTES")
+    else
+      # The experts must spread evenly over the ranks; the roofline is this run's (C in GB/s).
+      prog=(python3 "$REPO/perf/moe_alltoall.py" --mode both --experts "$((64 / k * k))"
+            ${ROOF_GBPS:+--roofline "$ROOF_GBPS"})
+    fi
     ldp=$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # torch loads its own libnccl.so.2; the shim overrides it
   else
     prog=("$NT/${coll}_perf" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 0)
@@ -185,10 +199,13 @@ run_cmd() {
        SSC_BENCH_TAG="$tag" PYTHONUNBUFFERED=1 "${prog[@]}")
 }
 
-# The plan: per K, torch first (if asked), then per collective each algorithm in --algos order.
+# The plan: per K, torch and moe first (if asked), then per collective each algorithm in --algos
+# order.
 PLAN=()
+ROOF_GBPS=''
 for k in "${KS_A[@]}"; do
   (( TORCH )) && PLAN+=("$k torch torch")
+  (( MOE )) && PLAN+=("$k moe moe")
   for c in "${COLLS_A[@]}"; do
     for a in "${ALGOS_A[@]}"; do
       # sendrecv and alltoall reach the library as grouped sends and receives, whose path no
@@ -307,6 +324,7 @@ EOF
 fi
 if [[ -n $ROOF_JSON ]]; then
   echo "# copy roofline: $ROOF_JSON"
+  ROOF_GBPS=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["copy_GBps"])' "$ROOF_JSON" 2>/dev/null) || ROOF_GBPS=''
 else
   echo "bench.sh: warning: could not measure the copy roofline; the report shows no roofline shares" >&2
 fi
@@ -315,7 +333,7 @@ fi
 STARSCREAM_ENV=$(env | grep -E '^STARSCREAM_' | sort) \
 CARD=$CARD DRIVER=$DRIVER COMMIT=$COMMIT DIRTY=$DIRTY DATE=$DATE COMMAND=$COMMAND ROOF_JSON=$ROOF_JSON \
 LABEL=$LABEL KS=$KS COLLS=$COLLS ALGOS=$ALGOS MINB=$MINB MAXB=$MAXB FACTOR=$FACTOR ITERS=$ITERS \
-WARMUP=$WARMUP TIMEOUT=$TIMEOUT UNTIL=$UNTIL TORCH=$TORCH python3 - "$OUT/meta.json" <<'EOF' || die "cannot write $OUT/meta.json"
+WARMUP=$WARMUP TIMEOUT=$TIMEOUT UNTIL=$UNTIL TORCH=$TORCH MOE=$MOE python3 - "$OUT/meta.json" <<'EOF' || die "cannot write $OUT/meta.json"
 import json, os, sys
 e = os.environ
 try:
@@ -330,7 +348,7 @@ meta = {"schema": "starscream-bench/1", "label": e["LABEL"], "card": e["CARD"], 
                    "algos": e["ALGOS"].split(), "min_bytes": int(e["MINB"]), "max_bytes": int(e["MAXB"]),
                    "factor": int(e["FACTOR"]), "iters": int(e["ITERS"]), "warmup": int(e["WARMUP"]),
                    "timeout_s": int(e["TIMEOUT"]), "until": int(e["UNTIL"]) or None,
-                   "torch": e["TORCH"] == "1", "buffers": "plain", "check": 0},
+                   "torch": e["TORCH"] == "1", "moe": e["MOE"] == "1", "buffers": "plain", "check": 0},
         "environment": dict(l.split("=", 1) for l in e["STARSCREAM_ENV"].splitlines() if "=" in l)}
 with open(sys.argv[1], "w") as f:
     json.dump(meta, f, indent=1)
@@ -381,6 +399,7 @@ for p in "${PLAN[@]}"; do
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$coll" "$algo" "$rc" "$dt" "$limit" "$log" "$note" >>"$INDEX"
   rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$OUT/$log")
   [[ $coll == torch ]] && rows=$(grep -c '^torch_latency' "$OUT/$log")
+  [[ $coll == moe ]] && rows=$(grep -c '^moe_alltoall' "$OUT/$log")
   printf '[%3d/%d %4ds] K=%s %s %s: rc %s, %s rows (%ds)\n' "$n" "${#PLAN[@]}" "$((SECONDS - START))" \
     "$k" "$coll" "$algo" "$rc" "$rows" "$dt"
   if (( rc != 0 )); then

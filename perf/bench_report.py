@@ -18,7 +18,8 @@ run metadata (DIR/meta.json) and the nccl-tests logs bench.sh left in DIR, then 
 
 bench.json: card, driver, sms, commit, dirty, date, command, roofline_copy_GBps (and roofline,
 how it was measured), params, runs (one per K, collective, algorithm and size: K, coll, algo,
-bytes, time_us, busbw_GBps, in_place_time_us), torch (K, bytes, time_us, busbw_GBps, ok),
+bytes, time_us, busbw_GBps, in_place_time_us), torch (K, bytes, time_us, busbw_GBps, ok), moe
+(perf/moe_alltoall.py's lines: K, test, bytes, us, busbw_GBps, roofline_busbw_GBps, share, ok),
 failures (K, coll, algo, rc, reason, log) and skipped (runs --until did not start).
 
 The roofline (docs/benchmarks.md states it too; perf/nccl_tests_bw.sh uses the same one). C is
@@ -111,6 +112,10 @@ def is_noop(coll, nbytes, k):
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)"
                  r"\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
 TORCH = re.compile(r"^torch_latency\s+\S*\s*K=(\d+) bytes=(\d+) us=([0-9.]+) busbw=([0-9.]+)GB/s(.*)$")
+# perf/moe_alltoall.py, run without --label: "moe_alltoall  dispatch K=8 experts=64 ... bytes=N
+# max_recv_rows=M us=T busbw=B GB/s roofline=R GB/s share=S [WRONG]".
+MOE = re.compile(r"^moe_alltoall\s+(\S+) K=(\d+)((?: \S+=\S+)*?) us=([0-9.]+) busbw=([0-9.]+)GB/s "
+                 r"roofline=([0-9.]+)GB/s share=([0-9.]+)(.*)$")
 ERROR_HINTS = ("Test NCCL failure", "Test CUDA failure", "Test failure", "NCCL failure",
                "cannot be preloaded", "busy or unavailable", "error:", "Error", "Aborted",
                "Segmentation fault", "exited on signal", "Traceback")
@@ -162,7 +167,7 @@ def assemble(outdir):
             bench = json.load(f)
     except (OSError, ValueError) as e:
         raise Usage(f"--assemble: cannot read {meta_path}: {e}")
-    bench.update(schema=SCHEMA, runs=[], torch=[], failures=[], skipped=[])
+    bench.update(schema=SCHEMA, runs=[], torch=[], moe=[], failures=[], skipped=[])
     lines = read_text(index_path).splitlines()
     for line in lines:
         if not line.strip() or line.startswith("#"):
@@ -192,6 +197,26 @@ def assemble(outdir):
                         fail = "wrong result (the checked call before the timed ones)"
             if not got and rc == 0:
                 fail = "no torch_latency line in the log"
+        elif coll == "moe":
+            got = 0
+            for l in text.splitlines():
+                m = MOE.match(l.strip())
+                if not m:
+                    continue
+                got += 1
+                fields = dict(f.split("=", 1) for f in m.group(3).split())
+                entry = {"K": int(m.group(2)), "test": m.group(1), "bytes": int(fields.get("bytes", 0)),
+                         "us": float(m.group(4)), "busbw_GBps": float(m.group(5)),
+                         "roofline_busbw_GBps": float(m.group(6)), "share": float(m.group(7)),
+                         "ok": "WRONG" not in m.group(8)}
+                for key in ("experts", "topk", "hidden", "tokens"):
+                    if key in fields:
+                        entry[key] = int(fields[key])
+                bench["moe"].append(entry)
+                if not entry["ok"]:
+                    fail = f"wrong data ({m.group(1)})"
+            if not got and rc == 0:
+                fail = "no moe_alltoall line in the log"
         else:
             rows, version, error = parse_nccl_tests(text)
             if version and not bench.get("nccl_tests_version"):
@@ -208,7 +233,7 @@ def assemble(outdir):
         if rc in (124, 137):
             fail = f"timed out after {limit} s" + (f" ({note})" if note else "")
         elif rc != 0 and fail is None:
-            _, _, error = parse_nccl_tests(text) if coll != "torch" else (None, None, None)
+            _, _, error = parse_nccl_tests(text) if coll not in ("torch", "moe") else (None, None, None)
             if error is None:
                 error = next((l.strip()[:200] for l in text.splitlines()
                               if any(h in l for h in ERROR_HINTS)), None)
@@ -238,7 +263,7 @@ def load(path):
             raise Usage(f"{path}: no {key!r}")
     if not bench.get("label"):
         bench["label"] = label_of(bench["card"])
-    for key in ("torch", "failures", "skipped"):
+    for key in ("torch", "moe", "failures", "skipped"):
         bench.setdefault(key, [])
     return bench
 
@@ -435,6 +460,19 @@ def card_section(bench):
             share = f"{100 * t['busbw_GBps'] / roof:.0f} %" if roof else "-"
             lines.append(f"| {t['K']} | {human(t['bytes'])} | {fmt_us(t['time_us'])} | {fmt_bw(t['busbw_GBps'])}"
                          + ("" if t.get("ok", True) else " (WRONG)") + f" | {share} |")
+        lines.append("")
+    if bench["moe"]:
+        lines += ["Mixture-of-experts all-to-all and pipeline ring through PyTorch (`perf/moe_alltoall.py "
+                  "--mode both`, through the shim; busbw in GB/s, share of this run's roofline): `dispatch`, "
+                  "`combine` are `all_to_all_single` with the routed, uneven splits (size: a rank's mean "
+                  "bytes sent), `ring` is `batch_isend_irecv` to the next rank and from the previous one.", "",
+                  "| K | test | size | us | busbw | roofline busbw | share |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        order = {"dispatch": 0, "combine": 1, "dispatch+combine": 2, "ring": 3}
+        for m in sorted(bench["moe"], key=lambda m: (m["K"], order.get(m["test"], 9), m["bytes"])):
+            lines.append(f"| {m['K']} | {m['test']} | {human(m['bytes'])} | {fmt_us(m['us'])} | "
+                         f"{fmt_bw(m['busbw_GBps'])}{'' if m.get('ok', True) else ' (WRONG)'} | "
+                         f"{fmt_bw(m['roofline_busbw_GBps'])} | {100 * m['share']:.0f} % |")
         lines.append("")
     if bench["failures"]:
         lines += [f"Failed runs ({len(bench['failures'])}):", ""]

@@ -302,6 +302,16 @@ if any(x.endswith("torch_latency.py") for x in argv):
     k = int(np_)
     print(f"torch_latency bench K={k} bytes=268435456 us=1000.0 busbw={2 * (k - 1) / k * 268435456 / 1000 / 1e3:.1f}GB/s", flush=True)
     sys.exit(0)
+if any(x.endswith("moe_alltoall.py") for x in argv):
+    k = int(np_)
+    experts = int(argv[argv.index("--experts") + 1])
+    assert experts % k == 0 and argv[argv.index("--roofline") + 1] == "3000.0", argv
+    for test in ("dispatch", "combine", "dispatch+combine"):
+        print(f"moe_alltoall  {test} K={k} tokens=8192 hidden=7168 experts={experts} topk=8 zipf=1.2 "
+              f"bytes=117440512 max_recv_rows=9000 us=2000.0 busbw=51.4GB/s roofline=300.0GB/s share=0.17", flush=True)
+    print(f"moe_alltoall  ring K={k} bytes=8388608 us=100.0 busbw=83.9GB/s roofline=375.0GB/s share=0.22"
+          + (" WRONG" if k == 3 else ""), flush=True)
+    sys.exit(0)
 os.execvpe(argv[0], argv, env)
 '''
 FAKE_SMI = "#!/bin/sh\necho 'NVIDIA H100 80GB HBM3, 580.159.04'\n"
@@ -366,7 +376,7 @@ outdir = os.path.join(TMP, "out")
 env_run = dict(env, FAKE_FAIL="3:all_gather:ring", FAKE_HANG="2:all_reduce:direct")
 t0 = time.time()
 out = bench(*base, "--out", outdir, "--ks", "2 3", "--colls", "all_reduce all_gather", "--algos", "default ring direct",
-            "--max", "64M", "--iters", "7", "--warmup", "2", "--timeout", "3", "--torch", env=env_run, timeout=300)
+            "--max", "64M", "--iters", "7", "--warmup", "2", "--timeout", "3", "--torch", "--moe", env=env_run, timeout=300)
 print(out.stdout[-3000:], out.stderr[-2000:])
 check(out.returncode == 1, f"a run with failures exits 1 ({out.returncode})")
 print(f"(whole fake run: {time.time() - t0:.1f} s)")
@@ -391,7 +401,13 @@ row = next(r for r in j["runs"] if (r["K"], r["coll"], r["algo"], r["bytes"]) ==
 check(abs(row["time_us"] - (5 + 1024 / 2e5) * 1.3) < 0.01 and abs(row["in_place_time_us"] - row["time_us"] * 1.01) < 0.02,
       "out-of-place and in-place times parsed")
 fails = {(f["K"], f["coll"], f["algo"]): f for f in j["failures"]}
-check(set(fails) == {(3, "all_gather", "ring"), (2, "all_reduce", "direct")}, f"two failures ({sorted(fails)})")
+check(set(fails) == {(3, "all_gather", "ring"), (2, "all_reduce", "direct"), (3, "moe", "moe")},
+      f"three failures ({sorted(fails)})")
+check(fails.get((3, "moe", "moe"), {}).get("reason", "") == "wrong data (ring)", "a WRONG moe line is a failure")
+check(len(j["moe"]) == 8 and {m["K"] for m in j["moe"]} == {2, 3}
+      and all(m["experts"] == 64 // m["K"] * m["K"] for m in j["moe"] if m["test"] != "ring")
+      and [m["ok"] for m in j["moe"] if m["test"] == "ring"] == [True, False]
+      and next(m for m in j["moe"] if m["test"] == "dispatch")["bytes"] == 117440512, "moe rows")
 check("Test failure" in fails.get((3, "all_gather", "ring"), {}).get("reason", ""), "the failure's first error line")
 check(fails.get((2, "all_reduce", "direct"), {}).get("reason", "").startswith("timed out after 3 s"), "the hang timed out")
 check([t["K"] for t in j["torch"]] == [2, 3] and all(t["bytes"] == 268435456 and t["ok"] for t in j["torch"]), "torch rows")
@@ -405,6 +421,8 @@ check("mps=33.3333" in logs and "n=7 w=2" in logs, "100/K % of the SMs and -n/-w
 md = open(os.path.join(outdir, "bench.md")).read()
 check(md.startswith("## H100\n") and "| 2 | all_reduce |" in md and "- K = 2 all_reduce direct: timed out" in md,
       "OUT/bench.md written from the run")
+check("| 2 | dispatch | 112 MiB | 2000 | 51.4 | 300 | 17 % |" in md and "| 3 | ring | 8 MiB | 100.0 | 83.9 (WRONG) | 375 | 22 % |" in md,
+      "the moe table")
 check(os.path.isdir(os.path.join(outdir, "plots")) and any(f.endswith(".png") for f in os.listdir(os.path.join(outdir, "plots")))
       or "matplotlib cannot be imported" in out.stderr, "plots, or a note that matplotlib is missing")
 
