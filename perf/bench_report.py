@@ -462,17 +462,27 @@ def card_section(bench):
                          + ("" if t.get("ok", True) else " (WRONG)") + f" | {share} |")
         lines.append("")
     if bench["moe"]:
+        # One row per K: the all-to-all's three lines, then the ring at each size it ran.
+        tests = ("dispatch", "combine", "dispatch+combine")
+        ring_sizes = sorted({m["bytes"] for m in bench["moe"] if m["test"] == "ring"})
+        size = next((m["bytes"] for m in bench["moe"] if m["test"] == "dispatch"), None)
         lines += ["Mixture-of-experts all-to-all and pipeline ring through PyTorch (`perf/moe_alltoall.py "
-                  "--mode both`, through the shim; busbw in GB/s, share of this run's roofline): `dispatch`, "
-                  "`combine` are `all_to_all_single` with the routed, uneven splits (size: a rank's mean "
-                  "bytes sent), `ring` is `batch_isend_irecv` to the next rank and from the previous one.", "",
-                  "| K | test | size | us | busbw | roofline busbw | share |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        order = {"dispatch": 0, "combine": 1, "dispatch+combine": 2, "ring": 3}
-        for m in sorted(bench["moe"], key=lambda m: (m["K"], order.get(m["test"], 9), m["bytes"])):
-            lines.append(f"| {m['K']} | {m['test']} | {human(m['bytes'])} | {fmt_us(m['us'])} | "
-                         f"{fmt_bw(m['busbw_GBps'])}{'' if m.get('ok', True) else ' (WRONG)'} | "
-                         f"{fmt_bw(m['roofline_busbw_GBps'])} | {100 * m['share']:.0f} % |")
+                  "--mode both`, through the shim; busbw in GB/s and its share of this run's roofline): "
+                  "`dispatch` and `combine` are `all_to_all_single` with the routed, uneven splits"
+                  + (f" ({human(size)} sent per rank on average)" if size else "")
+                  + "; `ring` is `batch_isend_irecv` to the next rank and from the previous one.", "",
+                  "| K | " + " | ".join(tests) + "".join(f" | ring {human(b)}" for b in ring_sizes) + " |",
+                  "| --- |" + " --- |" * (len(tests) + len(ring_sizes))]
+        for k in sorted({m["K"] for m in bench["moe"]}):
+            row = {(m["test"], m["bytes"] if m["test"] == "ring" else None): m for m in bench["moe"] if m["K"] == k}
+
+            def cell(m):
+                if m is None:
+                    return "-"
+                return (f"{fmt_bw(m['busbw_GBps'])} ({100 * m['share']:.0f} %)"
+                        + ("" if m.get("ok", True) else " WRONG"))
+            lines.append(f"| {k} | " + " | ".join(cell(row.get((t, None))) for t in tests)
+                         + "".join(f" | {cell(row.get(('ring', b)))}" for b in ring_sizes) + " |")
         lines.append("")
     if bench["failures"]:
         lines += [f"Failed runs ({len(bench['failures'])}):", ""]

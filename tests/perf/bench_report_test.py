@@ -147,7 +147,7 @@ check(report("--bogus").returncode == 2, "unknown option: exit 2")
 
 
 # ---------------------------------------------------------------------------------------------
-# Two full cards (4 K x 3 collectives x 6 algorithms x 15 sizes, PyTorch, failures) keep the
+# Two full cards (4 K x 3 collectives x 6 algorithms x 15 sizes, PyTorch, MoE, failures) keep the
 # real docs/benchmarks.md under 400 lines.
 def full_card(label, card):
     runs = []
@@ -174,6 +174,11 @@ def full_card(label, card):
             "command": "perf/bench.sh --build build --nccl-tests build/nccl-tests --out bench-out --ks '2 3 4 8' --torch --until 1800000000",
             "roofline_copy_GBps": 3000.0, "runs": runs,
             "torch": [{"K": k, "bytes": 256 << 20, "time_us": 400.0, "busbw_GBps": 500.0, "ok": True} for k in (2, 3, 4, 8)],
+            "moe": [{"K": k, "test": t, "bytes": b, "us": 1000.0, "busbw_GBps": 100.0,
+                     "roofline_busbw_GBps": 150.0, "share": 0.67, "ok": True}
+                    for k in (2, 3, 4, 8)
+                    for t, b in (("dispatch", 896 << 20), ("combine", 896 << 20), ("dispatch+combine", 896 << 20),
+                                 ("ring", 8 << 20), ("ring", 64 << 20), ("ring", 112 << 20), ("ring", 512 << 20))],
             "failures": fails, "skipped": []}
 
 
@@ -421,8 +426,9 @@ check("mps=33.3333" in logs and "n=7 w=2" in logs, "100/K % of the SMs and -n/-w
 md = open(os.path.join(outdir, "bench.md")).read()
 check(md.startswith("## H100\n") and "| 2 | all_reduce |" in md and "- K = 2 all_reduce direct: timed out" in md,
       "OUT/bench.md written from the run")
-check("| 2 | dispatch | 112 MiB | 2000 | 51.4 | 300 | 17 % |" in md and "| 3 | ring | 8 MiB | 100.0 | 83.9 (WRONG) | 375 | 22 % |" in md,
-      "the moe table")
+check("| K | dispatch | combine | dispatch+combine | ring 8 MiB |" in md
+      and "| 2 | 51.4 (17 %) | 51.4 (17 %) | 51.4 (17 %) | 83.9 (22 %) |" in md
+      and "| 3 | 51.4 (17 %) | 51.4 (17 %) | 51.4 (17 %) | 83.9 (22 %) WRONG |" in md, "the moe table, a row per K")
 check(os.path.isdir(os.path.join(outdir, "plots")) and any(f.endswith(".png") for f in os.listdir(os.path.join(outdir, "plots")))
       or "matplotlib cannot be imported" in out.stderr, "plots, or a note that matplotlib is missing")
 
