@@ -7,8 +7,9 @@
 // start ticket) of the push-and-merge kernel, whose later blocks wait; a waiting block runs
 // only once every pushing block of its rank runs or ran, so a grid that is not all resident
 // cannot deadlock: every row a receiver waits for is pushed by a block that depends on nothing
-// remote. Buffer reuse is safe by the epoch parity argument in src/ops/attention/exchange.h.
+// remote. Buffer reuse is safe by the epoch parity argument in attention_exchange_layout.h.
 #include "src/kernels/gpu/attention_exchange.h"
+#include "src/kernels/gpu/attention_exchange_layout.h"
 
 #include <cstdint>
 
@@ -59,7 +60,7 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   // Launched as a programmatic dependent (sscLaunchDependent): nothing before this wait.
   sscGridDependencyWait();
   const uint64_t epoch = callEpoch(p.epoch);
-  const size_t qOffset = p.qOffset + (epoch & 1) * p.qParityBytes;
+  const size_t qOffset = p.qOffset + attn::parityOf(epoch) * p.qParityBytes;
   const size_t lo = static_cast<size_t>(blockIdx.x) * p.chunkBytes;
   const size_t hi = lo + p.chunkBytes < p.bytes ? lo + p.chunkBytes : p.bytes;
   const char* src = static_cast<const char*>(p.q);
@@ -78,8 +79,8 @@ __global__ void attnQPushKernel(const SSC_GRID_CONSTANT AttnQPushParams p) {
   const int t = static_cast<int>(threadIdx.x);
   int ok = 1;
   if (t < p.nranks) {
-    const size_t flag =
-        p.qFlagOffset + (epoch & 1) * p.qFlagParityBytes + static_cast<size_t>(blockIdx.x) * 8;
+    const size_t flag = p.qFlagOffset + attn::parityOf(epoch) * p.qFlagParityBytes +
+                        static_cast<size_t>(blockIdx.x) * 8;
     releaseFlag(reinterpret_cast<uint64_t*>(p.peerBase[t] + flag + p.rank * p.qFlagStride), epoch,
                 p.wait.deviceScope);
     ok = waitFlag(reinterpret_cast<const uint64_t*>(p.peerBase[p.rank] + flag + t * p.qFlagStride),
@@ -115,15 +116,15 @@ __device__ __forceinline__ void takeCall(AttnEpochWord* w, uint64_t* epoch, uint
 __device__ void mergeSlot(const AttnRecvMergeParams& p, int b, int j, uint64_t epoch, float* weight,
                           float* red) {
   const int t = static_cast<int>(threadIdx.x), h = p.firstHead + j, D = p.headDim;
-  const size_t slot =
-      (epoch & 1) * p.parityFloats + (static_cast<size_t>(b) * p.outHeads + j) * p.rowFloats;
+  const size_t row = attn::rowSlot(b, p.outHeads, j);
+  const size_t slot = attn::parityOf(epoch) * p.parityFloats + row * p.rowFloats;
   int ok = 1;
   if (t < p.nranks)
-    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot + D + 2),
+    ok = waitFlag(reinterpret_cast<const uint64_t*>(p.rows + t * p.senderStride + slot +
+                                                    attn::flagFloatOf(D)),
                   epoch, p.wait);
   ok = __syncthreads_and(ok);
   __threadfence();  // the rows' loads below stay after the pollers' acquires
-  const size_t row = static_cast<size_t>(b) * p.outHeads + j;
   const size_t o = row * D;
   if (!ok) {
     for (int e = t; e < D; e += blockDim.x)

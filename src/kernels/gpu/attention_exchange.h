@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Kernels of the fused decode exchange (sscKvExchangeFused; layout and epochs in
-// src/ops/attention/exchange.h): the query slices pushed into every peer's scratch in one
+// attention_exchange_layout.h): the query slices pushed into every peer's scratch in one
 // launch, each rank's partial rows (its split-K partials merged on the way) pushed into the
 // scratch of the ranks that return them, and the merge that starts as the rows arrive. Peers'
 // scratch is reached through the communicator's registration (mapped pointers). Plain

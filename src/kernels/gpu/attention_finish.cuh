@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "src/kernels/gpu/attention_device.cuh"
+#include "src/kernels/gpu/attention_exchange_layout.h"
 #include "src/kernels/gpu/attention_kernel.h"
 
 namespace ssc::gpu {
@@ -82,12 +83,13 @@ struct PushSlot {
 
 __device__ __forceinline__ PushSlot pushSlot(const AttnPushTarget& t, int numQHeads, int b, int h,
                                              uint64_t epoch) {
-  const int outHeads = t.outSharded ? numQHeads / t.nranks : numQHeads;
+  const bool sharded = t.outSharded != 0;
+  const attn::RowTarget target = attn::rowTarget(h, numQHeads, t.nranks, sharded);
   PushSlot s;
-  s.first = t.outSharded ? h / outHeads : 0;
-  s.last = t.outSharded ? s.first : t.nranks - 1;
-  const size_t slot = static_cast<size_t>(b) * outHeads + (t.outSharded ? h % outHeads : h);
-  s.mine = (epoch & 1) * t.parityFloats + static_cast<size_t>(t.rank) * t.senderStride +
+  s.first = target.firstRank;
+  s.last = target.lastRank;
+  const size_t slot = attn::rowSlot(b, attn::outHeadsOf(numQHeads, t.nranks, sharded), target.j);
+  s.mine = attn::parityOf(epoch) * t.parityFloats + static_cast<size_t>(t.rank) * t.senderStride +
            slot * t.rowFloats;
   return s;
 }
@@ -112,7 +114,8 @@ __device__ __forceinline__ void pushFlags(const AttnPushTarget& t, int numQHeads
   const int receivers = t.outSharded ? 1 : t.nranks;
   for (int i = threadIdx.x; i < G * receivers; i += blockDim.x) {
     const PushSlot s = pushSlot(t, numQHeads, b, head0 + i / receivers, epoch);
-    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine + D + 2),
+    releaseFlag(reinterpret_cast<uint64_t*>(t.peerRows[s.first + i % receivers] + s.mine +
+                                            attn::flagFloatOf(D)),
                 epoch, t.deviceScope);
   }
 }

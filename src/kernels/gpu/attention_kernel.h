@@ -40,9 +40,9 @@ struct KvAppendParams {
 // The fused exchange's call counter, in device memory (one per cache and rank), so that the
 // replays of a captured decode count their calls as eager calls do. `done` is the epoch of the
 // last call whose merge kernel started on this rank: a call's kernels all use done + 1 (its
-// parity picks the scratch half, exchange.h), and its merge kernel, always the call's last,
-// advances `done` once each of its blocks has read it (`readers` counts them). Kernels of one
-// call follow one another in stream order, so each reads the value the last call left.
+// parity picks the scratch half, attention_exchange_layout.h), and its merge kernel, always the
+// call's last, advances `done` once each of its blocks has read it (`readers` counts them). Kernels
+// of one call follow one another in stream order, so each reads the value the last call left.
 // `tickets` numbers the last kernel's blocks in the order they start (attention_exchange.cu).
 struct AttnEpochWord {
   uint64_t done;
@@ -52,7 +52,7 @@ struct AttnEpochWord {
 
 // Where a finished partial row goes in the fused exchange: the rows area of every rank that
 // returns its head (all ranks, or the head's owner with outSharded), then one flag per receiver
-// (layout and epochs: src/ops/attention/exchange.h).
+// (layout and epochs: attention_exchange_layout.h).
 struct AttnPushTarget {
   int nranks;
   int rank;
@@ -60,7 +60,7 @@ struct AttnPushTarget {
   float* peerRows[kAttnMaxPeers];  // every rank's rows area of parity 0, sender 0
   size_t parityFloats;             // floats from parity 0's rows to parity 1's
   size_t senderStride;             // floats between two senders' rows
-  size_t rowFloats;                // exchange.h rowFloats
+  size_t rowFloats;                // attention_exchange_layout.h rowFloats
   const AttnEpochWord* epoch;      // this rank's call counter: the call is epoch->done + 1
   int deviceScope;                 // 1: every rank on this GPU (device-scope release)
 };

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The fused exchange's layout (src/ops/attention/exchange.h): every region inside the scratch and
-// disjoint from the others, rows and flags aligned, parities apart, each partial row sent to
-// exactly the ranks that return its head, and the query chunks covering a slice exactly.
+// The fused exchange's layout (src/kernels/gpu/attention_exchange_layout.h): every region inside
+// the scratch and disjoint from the others, rows and flags aligned, parities apart, each partial
+// row sent to exactly the ranks that return its head, and the query chunks covering a slice
+// exactly.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <utility>
 #include <vector>
 
-#include "src/ops/attention/exchange.h"
+#include "src/kernels/gpu/attention_exchange_layout.h"
 
 namespace ssc::attn {
 namespace {
@@ -49,6 +50,36 @@ TEST(AttnExchange, RegionsAreDisjointAlignedAndInside) {
           }
     }
   }
+}
+
+// The slot and flag the kernels compute for a (sequence, head) row (rowTarget, outHeadsOf,
+// rowSlot, flagFloatOf: what attention_finish.cuh and attention_exchange.cu call) are the layout's
+// rows: inside a sender's rows, one per (sequence, returned head), the flag inside the row.
+TEST(AttnExchange, KernelSlotsAreTheLayoutsRows) {
+  for (int n : {1, 2, 4, 8})
+    for (bool sharded : {false, true})
+      for (int d : {64, 128}) {
+        const int H = 16, B = 3;
+        ExchangeLayout l{n, B, H, d};
+        EXPECT_EQ(flagFloatOf(d), l.flagFloat());
+        EXPECT_EQ(rowFloatsOf(d), l.rowFloats());
+        const int outHeads = outHeadsOf(H, n, sharded);
+        EXPECT_EQ(outHeads, sharded ? H / n : H);
+        std::set<size_t> slots;
+        for (int b = 0; b < B; ++b)
+          for (int h = 0; h < H; ++h) {
+            const RowTarget t = rowTarget(h, H, n, sharded);
+            const size_t slot = rowSlot(b, outHeads, t.j);
+            ASSERT_LT(slot, l.rowsPerSender());
+            slots.insert(slot);
+            // The offset a sender's kernel stores at in parity p is the layout's row.
+            for (int p = 0; p < 2; ++p)
+              EXPECT_EQ(p * l.rowOffset(1, 0, 0) + (n > 1 ? l.rowOffset(0, 1, 0) : 0) +
+                            slot * l.rowFloats(),
+                        l.rowOffset(p, n > 1 ? 1 : 0, slot));
+          }
+        EXPECT_EQ(slots.size(), static_cast<size_t>(B) * outHeads);
+      }
 }
 
 TEST(AttnExchange, EpochsAlternateParity) {
