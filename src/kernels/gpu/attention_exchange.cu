@@ -8,11 +8,18 @@
 // only once every pushing block of its rank runs or ran, so a grid that is not all resident
 // cannot deadlock: every row a receiver waits for is pushed by a block that depends on nothing
 // remote. Buffer reuse is safe by the epoch parity argument in attention_exchange_layout.h.
+// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
+// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
+// configured as in the g++-compiled sources, where it is on. Before any include.
+#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
+#define FMT_USE_CONSTEXPR 1
+#endif
 #include "src/kernels/gpu/attention_exchange.h"
 #include "src/kernels/gpu/attention_exchange_layout.h"
 
 #include <cstdint>
 
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_device.cuh"
 #include "src/kernels/gpu/attention_finish.cuh"
@@ -185,28 +192,37 @@ __global__ void attnPushMergeKernel(const SSC_GRID_CONSTANT AttnPushParams p,
 
 // The decode's kernels follow one another in the stream: each is a programmatic dependent of the
 // one before (sscLaunchDependent), so its launch overlaps that kernel.
-int launchAttnQPush(const AttnQPushParams& p, void* stream) {
+sscResult_t launchAttnQPush(const AttnQPushParams& p, void* stream) {
   void* args[] = {const_cast<AttnQPushParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnQPushKernel),
-                                             dim3(p.chunks), dim3(256), args, 0,
-                                             static_cast<hipStream_t>(stream)));
+  SSC_GPU_CHECK(sscLaunchDependent(reinterpret_cast<const void*>(&attnQPushKernel), dim3(p.chunks),
+                                   dim3(256), args, 0, static_cast<hipStream_t>(stream)),
+                "launching the exchange's query push kernel ({} chunks of {} bytes, {} ranks)",
+                p.chunks, p.chunkBytes, p.nranks);
+  return sscSuccess;
 }
 
-int launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m, void* stream) {
+sscResult_t launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m,
+                                void* stream) {
   void* args[] = {const_cast<AttnPushParams*>(&p), const_cast<AttnRecvMergeParams*>(&m)};
   const int blocks = p.batch * p.numQHeads + m.batch * m.outHeads;
   const size_t weights =
       static_cast<size_t>(p.splits > m.nranks ? p.splits : m.nranks) * sizeof(float);
-  return static_cast<int>(sscLaunchDependent(reinterpret_cast<const void*>(&attnPushMergeKernel),
-                                             dim3(blocks), dim3(p.headDim), args, weights,
-                                             static_cast<hipStream_t>(stream)));
+  SSC_GPU_CHECK(
+      sscLaunchDependent(reinterpret_cast<const void*>(&attnPushMergeKernel), dim3(blocks),
+                         dim3(p.headDim), args, weights, static_cast<hipStream_t>(stream)),
+      "launching the exchange's push and merge kernel ({} blocks, {} splits, {} ranks)", blocks,
+      p.splits, m.nranks);
+  return sscSuccess;
 }
 
-int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream) {
+sscResult_t launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream) {
   void* args[] = {const_cast<AttnRecvMergeParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(
-      reinterpret_cast<const void*>(&attnRecvMergeKernel), dim3(p.batch, p.outHeads),
-      dim3(p.headDim), args, p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
+  SSC_GPU_CHECK(sscLaunchDependent(reinterpret_cast<const void*>(&attnRecvMergeKernel),
+                                   dim3(p.batch, p.outHeads), dim3(p.headDim), args,
+                                   p.nranks * sizeof(float), static_cast<hipStream_t>(stream)),
+                "launching the exchange's merge kernel (batch {}, {} heads, {} ranks)", p.batch,
+                p.outHeads, p.nranks);
+  return sscSuccess;
 }
 
 }  // namespace ssc::gpu

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "src/kernels/gpu/attention_kernel.h"
+#include "starscream/starscream.h"
 
 namespace ssc::gpu {
 
@@ -72,10 +73,12 @@ struct AttnRecvMergeParams {
   AttnWaitCtl wait;
 };
 
-// Each returns 0 or the runtime's launch error.
-int launchAttnQPush(const AttnQPushParams& p, void* stream);
+// Each launches on `stream` and fails with sscUnhandledDeviceError (SSC_GPU_FAIL) where the
+// launch does.
+sscResult_t launchAttnQPush(const AttnQPushParams& p, void* stream);
 // The push of p's rows and the merge on arrival of m's slots, one launch (the call's last).
-int launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m, void* stream);
-int launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream);
+sscResult_t launchAttnPushMerge(const AttnPushParams& p, const AttnRecvMergeParams& m,
+                                void* stream);
+sscResult_t launchAttnRecvMerge(const AttnRecvMergeParams& p, void* stream);
 
 }  // namespace ssc::gpu

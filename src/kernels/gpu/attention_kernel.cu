@@ -2,10 +2,17 @@
 // Sequence-sharded paged attention on the GPU: K/V append, this rank's partial attention over
 // its pages (online softmax in fp32), and the merge of all ranks' partials (the same arithmetic
 // as the host's src/ops/attention/merge.cc).
+// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
+// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
+// configured as in the g++-compiled sources, where it is on. Before any include.
+#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
+#define FMT_USE_CONSTEXPR 1
+#endif
 #include "src/kernels/gpu/attention_kernel.h"
 
 #include <cstdint>
 
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/attention_device.cuh"
@@ -179,11 +186,15 @@ __global__ void attnMergeKernel(const AttnMergeParams p) {
 
 namespace ssc::gpu {
 
-int launchKvAppend(const KvAppendParams& p, void* stream) {
-  if (p.numTokens == 0) return 0;
+sscResult_t launchKvAppend(const KvAppendParams& p, void* stream) {
+  if (p.numTokens == 0) return sscSuccess;
   kvAppendKernel<<<dim3(p.numTokens, p.numKvHeads), dim3(32), 0,
                    static_cast<hipStream_t>(stream)>>>(p);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the KV append kernel ({} tokens, {} KV heads)", p.numTokens,
+                        p.numKvHeads);
+  return sscSuccess;
 }
 
 namespace {
@@ -236,27 +247,34 @@ int attnPartialBlocksPerSm(const AttnPartialParams& p) {
   const PartialKernel k = partialKernel(p);
   int n = 0;
   if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, k.fn, k.threads, k.smem) != hipSuccess) {
-    (void)hipGetLastError();
+    (void)hipGetLastError();  // the fallback below; the next launch's check must not report it
     return 1;
   }
   return n > 0 ? n : 1;
 }
 
-int launchAttnPartial(const AttnPartialParams& p, void* stream) {
+sscResult_t launchAttnPartial(const AttnPartialParams& p, void* stream) {
   const int ratio = p.numQHeads / p.numKvHeads;
   const int chunks = (ratio + kAttnMaxHeadsPerBlock - 1) / kAttnMaxHeadsPerBlock;
   const PartialKernel k = partialKernel(p);
   const dim3 grid(p.batch, p.numKvHeads, chunks * p.splits);
   void* args[] = {const_cast<AttnPartialParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(k.fn, grid, dim3(k.threads), args, k.smem,
-                                             static_cast<hipStream_t>(stream)));
+  SSC_GPU_CHECK(sscLaunchDependent(k.fn, grid, dim3(k.threads), args, k.smem,
+                                   static_cast<hipStream_t>(stream)),
+                "launching the partial attention kernel (batch {}, {} KV heads, head dim {}, {} "
+                "splits, {} bytes of shared memory)",
+                p.batch, p.numKvHeads, p.headDim, p.splits, k.smem);
+  return sscSuccess;
 }
 
-int launchAttnMerge(const AttnMergeParams& p, void* stream) {
+sscResult_t launchAttnMerge(const AttnMergeParams& p, void* stream) {
   void* args[] = {const_cast<AttnMergeParams*>(&p)};
-  return static_cast<int>(sscLaunchDependent(
-      reinterpret_cast<const void*>(&attnMergeKernel), dim3(p.batch, p.outHeads), dim3(p.headDim),
-      args, p.nranks * sizeof(float), static_cast<hipStream_t>(stream)));
+  SSC_GPU_CHECK(sscLaunchDependent(reinterpret_cast<const void*>(&attnMergeKernel),
+                                   dim3(p.batch, p.outHeads), dim3(p.headDim), args,
+                                   p.nranks * sizeof(float), static_cast<hipStream_t>(stream)),
+                "launching the attention merge kernel (batch {}, {} heads, {} partials)", p.batch,
+                p.outHeads, p.nranks);
+  return sscSuccess;
 }
 
 }  // namespace ssc::gpu

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "starscream/starscream.h"
+
 namespace ssc::gpu {
 
 // The largest group of query heads one block of the partial kernel handles; bigger GQA groups
@@ -131,12 +133,13 @@ struct AttnMergeParams {
   bool packed;
 };
 
-// Each returns 0 or the runtime's launch error.
-int launchKvAppend(const KvAppendParams& p, void* stream);
-int launchAttnPartial(const AttnPartialParams& p, void* stream);
+// Each launches on `stream` and fails with sscUnhandledDeviceError (SSC_GPU_FAIL: the kernel,
+// the runtime's text, the place) where the launch does.
+sscResult_t launchKvAppend(const KvAppendParams& p, void* stream);
+sscResult_t launchAttnPartial(const AttnPartialParams& p, void* stream);
 // How many blocks of the partial kernel for p's types and head dim fit on one multiprocessor
 // (at least 1): the split-K rule sizes its waves with it.
 int attnPartialBlocksPerSm(const AttnPartialParams& p);
-int launchAttnMerge(const AttnMergeParams& p, void* stream);
+sscResult_t launchAttnMerge(const AttnMergeParams& p, void* stream);
 
 }  // namespace ssc::gpu

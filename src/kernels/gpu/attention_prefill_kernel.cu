@@ -11,11 +11,18 @@
 // sequence, which read the same K/V (the second and later reads hit L1/L2). Tiles come
 // heaviest first, so the longest rows do not start last.
 // HIP: a portable fp32 kernel, one block per tile (the decode's fp32 kernel with the mask).
+// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
+// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
+// configured as in the g++-compiled sources, where it is on. Before any include.
+#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
+#define FMT_USE_CONSTEXPR 1
+#endif
 #include "src/kernels/gpu/attention_prefill_kernel.h"
 #include "src/kernels/gpu/attention_prefill_rows.h"
 
 #include <cstdint>
 
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/attention_device.cuh"
@@ -251,9 +258,9 @@ __global__ void attnHeadPermuteKernel(const AttnHeadPermuteParams p, int units, 
 
 }  // namespace
 
-int launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream) {
+sscResult_t launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream) {
   const int64_t rows = static_cast<int64_t>(p.nranks) * p.tokens * p.headsPerRank;
-  if (rows == 0) return 0;
+  if (rows == 0) return sscSuccess;
   const uintptr_t align = reinterpret_cast<uintptr_t>(p.src) | reinterpret_cast<uintptr_t>(p.dst) |
                           static_cast<uintptr_t>(p.rowBytes);
   const int unit = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 2;
@@ -267,11 +274,15 @@ int launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream) {
     attnHeadPermuteKernel<uint32_t><<<grid, 256, 0, s>>>(p, units, total);
   else
     attnHeadPermuteKernel<uint16_t><<<grid, 256, 0, s>>>(p, units, total);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the head permute kernel ({} rows of {} bytes)", rows,
+                        p.rowBytes);
+  return sscSuccess;
 }
 
-int launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
-  if (p.numTiles == 0) return 0;
+sscResult_t launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
+  if (p.numTiles == 0) return sscSuccess;
   auto s = static_cast<hipStream_t>(stream);
   const bool half = p.kvDtype == sscFloat16;
 #if defined(SSC_GPU_IS_CUDA)
@@ -304,7 +315,11 @@ int launchAttnPrefill(const AttnPrefillParams& p, void* stream) {
       attnPrefillKernel<128, Bf16Traits><<<grid, kPrefillThreads, 0, s>>>(p);
   }
 #endif
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the prefill kernel ({} tiles, {} KV heads, head dim {})",
+                        p.numTiles, p.kvHeads, p.headDim);
+  return sscSuccess;
 }
 
 }  // namespace ssc::gpu

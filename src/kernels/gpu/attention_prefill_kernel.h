@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "starscream/starscream.h"
+
 namespace ssc::gpu {
 
 // Pools one prefill launch can read (the kernel keeps their table in shared memory).
@@ -46,8 +48,9 @@ struct AttnPrefillParams {
 // Rows of (token, query head) one warp (CUDA) or block (HIP) takes: prefill_plan.h's tiles.
 constexpr int kAttnPrefillTileRows = 16;
 
-// Each returns 0 or the runtime's launch error.
-int launchAttnPrefill(const AttnPrefillParams& p, void* stream);
+// Launches on `stream`; fails with sscUnhandledDeviceError (SSC_GPU_FAIL) where the launch does,
+// as launchAttnHeadPermute below.
+sscResult_t launchAttnPrefill(const AttnPrefillParams& p, void* stream);
 
 // The head slices of every rank, all-gathered as [rank][token][headsPerRank] rows of rowBytes,
 // into [token][rank * headsPerRank + j] rows: a prefill's merged output (rows of headDim
@@ -60,6 +63,6 @@ struct AttnHeadPermuteParams {
   int headsPerRank;
   int rowBytes;
 };
-int launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream);
+sscResult_t launchAttnHeadPermute(const AttnHeadPermuteParams& p, void* stream);
 
 }  // namespace ssc::gpu

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: MIT
+// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
+// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
+// configured as in the g++-compiled sources, where it is on. Before any include.
+#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
+#define FMT_USE_CONSTEXPR 1
+#endif
 #include <algorithm>
 
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 
@@ -174,19 +181,22 @@ __global__ void addBiasKernel(typename Traits::Storage* y, const typename Traits
 }
 
 template <class Traits>
-int addBiasAs(void* y, const void* bias, int64_t rows, int64_t n, hipStream_t s) {
+sscResult_t addBiasAs(void* y, const void* bias, int64_t rows, int64_t n, hipStream_t s) {
   using S = typename Traits::Storage;
   const int64_t colBlocks = std::min<int64_t>((n + kReduceThreads - 1) / kReduceThreads, 64);
   const int64_t rowBlocks = std::min<int64_t>(rows, 4096);
   addBiasKernel<Traits>
       <<<dim3(static_cast<unsigned>(colBlocks), static_cast<unsigned>(rowBlocks)),
          dim3(kReduceThreads), 0, s>>>(static_cast<S*>(y), static_cast<const S*>(bias), rows, n);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the bias kernel ({} rows of {} elements)", rows, n);
+  return sscSuccess;
 }
 
 template <class Traits>
-int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlocks,
-             hipStream_t s) {
+sscResult_t reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlocks,
+                     hipStream_t s) {
   using S = typename Traits::Storage;
   bool aligned = (reinterpret_cast<uintptr_t>(dst) & 15u) == 0 && (elems * sizeof(S)) % 16 == 0;
   for (int i = 0; i < count; ++i)
@@ -201,14 +211,18 @@ int reduceAs(void* dst, const SrcList& srcs, int count, size_t elems, int maxBlo
   else
     fusedReduceScalar<Traits><<<dim3(static_cast<unsigned>(blocks)), dim3(kReduceThreads), 0, s>>>(
         static_cast<S*>(dst), srcs, count, work);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the fused reduce kernel ({} elements from {} ranks)", elems,
+                        count);
+  return sscSuccess;
 }
 
 }  // namespace
 
-int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
-                          const uint32_t* const* flags, const uint32_t* targets, int count,
-                          FusedErrorSink sink, void* stream, const PointerStore* store) {
+sscResult_t launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
+                                  const uint32_t* const* flags, const uint32_t* targets, int count,
+                                  FusedErrorSink sink, void* stream, const PointerStore* store) {
   FlagList l{};
   OutFlagList out{};
   PointerStore st{};
@@ -225,18 +239,24 @@ int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalVal
   for (int i = 0; i < nsig; ++i) out.p[i] = signals[i];
   fusedWaitKernel<<<dim3(1), dim3(32), 0, static_cast<hipStream_t>(stream)>>>(
       l, count, out, nsig, signalValue, sink, st);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e,
+                        "launching the fused wait kernel ({} flags to wait for, {} to signal, {} "
+                        "pointers to store)",
+                        count, nsig, st.count);
+  return sscSuccess;
 }
 
-int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
-                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream,
-                    const PointerStore* store) {
+sscResult_t launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
+                            uint32_t* signal, uint32_t signalValue, FusedErrorSink sink,
+                            void* stream, const PointerStore* store) {
   return launchFusedSignalWait(&signal, signal != nullptr ? 1 : 0, signalValue, flags, targets,
                                count, sink, stream, store);
 }
 
-int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks,
-                    void* stream) {
+sscResult_t launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes,
+                            int maxBlocks, void* stream) {
   DstList d{};
   if (ndst > kFusedMaxRanks) ndst = kFusedMaxRanks;
   bool vec = bytes % 16 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0;
@@ -251,19 +271,25 @@ int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, 
   if (blocks < 1) blocks = 1;
   fusedPushKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
                     static_cast<hipStream_t>(stream)>>>(src, d, ndst, bytes, vec);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the fused push kernel ({} bytes to {} ranks)", bytes, ndst);
+  return sscSuccess;
 }
 
-int launchFusedSignal(uint32_t* const* flags, int count, uint32_t value, void* stream) {
+sscResult_t launchFusedSignal(uint32_t* const* flags, int count, uint32_t value, void* stream) {
   OutFlagList l{};
   for (int i = 0; i < count && i < kFusedMaxRanks; ++i) l.p[i] = flags[i];
   fusedSignalKernel<<<dim3(1), dim3(1), 0, static_cast<hipStream_t>(stream)>>>(l, count, value);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the fused signal kernel ({} flags)", count);
+  return sscSuccess;
 }
 
-int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elems, int elemBytes,
-                      bool bf16, int maxBlocks, void* stream) {
-  if (elems == 0) return 0;
+sscResult_t launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elems,
+                              int elemBytes, bool bf16, int maxBlocks, void* stream) {
+  if (elems == 0) return sscSuccess;
   SrcList l{};
   for (int i = 0; i < count && i < kFusedMaxRanks; ++i) l.p[i] = srcs[i];
   const auto s = static_cast<hipStream_t>(stream);
@@ -272,9 +298,9 @@ int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elem
               : reduceAs<HalfTraits>(dst, l, count, elems, maxBlocks, s);
 }
 
-int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes, bool bf16,
-                  void* stream) {
-  if (rows <= 0 || n <= 0) return 0;
+sscResult_t launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes,
+                          bool bf16, void* stream) {
+  if (rows <= 0 || n <= 0) return sscSuccess;
   const auto s = static_cast<hipStream_t>(stream);
   if (elemBytes == 4) return addBiasAs<F32Traits<float>>(y, bias, rows, n, s);
   return bf16 ? addBiasAs<Bf16Traits>(y, bias, rows, n, s)
@@ -294,16 +320,19 @@ __global__ void countNonZeroKernel(const unsigned char* base, size_t entryBytes,
 
 }  // namespace
 
-int launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, int entries,
-                       unsigned long long* count, int maxBlocks, void* stream) {
+sscResult_t launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, int entries,
+                               unsigned long long* count, int maxBlocks, void* stream) {
   const size_t total = entryBytes * static_cast<size_t>(entries > 0 ? entries : 0);
-  if (total == 0) return 0;
+  if (total == 0) return sscSuccess;
   size_t blocks =
       std::min<size_t>((total + 255) / 256, static_cast<size_t>(std::max(1, maxBlocks)));
   countNonZeroKernel<<<dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
                        static_cast<hipStream_t>(stream)>>>(static_cast<const unsigned char*>(base),
                                                            entryBytes, strideBytes, total, count);
-  return static_cast<int>(hipGetLastError());
+  const hipError_t e = hipGetLastError();
+  if (e != hipSuccess)
+    return SSC_GPU_FAIL(e, "launching the non-zero count kernel ({} bytes)", total);
+  return sscSuccess;
 }
 
 }  // namespace ssc::gpu

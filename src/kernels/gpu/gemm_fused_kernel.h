@@ -9,9 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "starscream/starscream.h"
+
 namespace ssc::gpu {
 
 constexpr int kFusedMaxRanks = 16;
+
+// Every launch* below queues its kernel on `stream` and fails with sscUnhandledDeviceError
+// (SSC_GPU_FAIL: which kernel, the runtime's text, the place) where the launch does.
 
 // Where a fused wait reports a timeout: pinned, host-mapped words {code, lane, value seen,
 // target, site} (code 1 = timeout), so the host can say which flag stopped moving and how far
@@ -39,42 +44,43 @@ struct PointerStore {
 // (wrap-aware: the difference read as int32 is >= 0). flags may live in peers' memory. With
 // `signal` non-null, lane 0 first stores signalValue there (after a fence that orders the
 // stream's earlier writes before it): publish and wait in one launch.
-int launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
-                    uint32_t* signal, uint32_t signalValue, FusedErrorSink sink, void* stream,
-                    const PointerStore* store = nullptr);
+sscResult_t launchFusedWait(const uint32_t* const* flags, const uint32_t* targets, int count,
+                            uint32_t* signal, uint32_t signalValue, FusedErrorSink sink,
+                            void* stream, const PointerStore* store = nullptr);
 
 // launchFusedWait with a list: lane 0 first stores signalValue into every signals[j]
 // (j < nsig <= kFusedMaxRanks), then the warp waits (publish to every peer and wait in one launch).
-int launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
-                          const uint32_t* const* flags, const uint32_t* targets, int count,
-                          FusedErrorSink sink, void* stream, const PointerStore* store = nullptr);
+sscResult_t launchFusedSignalWait(uint32_t* const* signals, int nsig, uint32_t signalValue,
+                                  const uint32_t* const* flags, const uint32_t* targets, int count,
+                                  FusedErrorSink sink, void* stream,
+                                  const PointerStore* store = nullptr);
 
 // The fused all-gather's push (or publish): the grid copies `bytes` (even) from src into each of
 // dsts[0 .. ndst) (peers' mapped slots), each element loaded once. No wait of its own: a gate
 // in every block would hold the SMs while it waits, which where ranks share SMs starves the
 // peer being waited for (the caller gates with one warp of launchFusedWait first).
-int launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes, int maxBlocks,
-                    void* stream);
+sscResult_t launchFusedPush(const void* src, void* const* dsts, int ndst, size_t bytes,
+                            int maxBlocks, void* stream);
 
 // One thread stores `value` into every flags[i] (i < count), after a fence that orders the
 // stream's earlier writes (the GEMM's tile, the reduction's reads) before it.
-int launchFusedSignal(uint32_t* const* flags, int count, uint32_t value, void* stream);
+sscResult_t launchFusedSignal(uint32_t* const* flags, int count, uint32_t value, void* stream);
 
 // dst[i] = round_to_outType(sum over s < count of srcs[s][i]) for i < elems, fp32 accumulation
 // in source order. elemBytes: 2 (bf16 when bf16 is true, else fp16) or 4 (fp32).
-int launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elems, int elemBytes,
-                      bool bf16, int maxBlocks, void* stream);
+sscResult_t launchFusedReduce(void* dst, const void* const* srcs, int count, size_t elems,
+                              int elemBytes, bool bf16, int maxBlocks, void* stream);
 
 // y[r][j] = round_to_type(y[r][j] + bias[j]) for r < rows, j < n (y row-major, ld n), fp32
 // arithmetic; elemBytes and bf16 as for launchFusedReduce. The GEMM ops' bias (sscGemmArgs_t):
 // one pass over y on `stream`, no wait, so any grid is safe.
-int launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes, bool bf16,
-                  void* stream);
+sscResult_t launchAddBias(void* y, const void* bias, int64_t rows, int64_t n, int elemBytes,
+                          bool bf16, void* stream);
 
 // *count += the bytes that are not zero in `entries` runs of entryBytes bytes, run e starting at
 // base + e * strideBytes (the rows a strided-batch GEMM writes). The GEMM ops' probe of a vendor
 // algorithm (gpu_gemm_probe.h): *count must be device memory the caller zeroed.
-int launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, int entries,
-                       unsigned long long* count, int maxBlocks, void* stream);
+sscResult_t launchCountNonZero(const void* base, size_t entryBytes, size_t strideBytes, int entries,
+                               unsigned long long* count, int maxBlocks, void* stream);
 
 }  // namespace ssc::gpu

@@ -10,16 +10,12 @@
 #include <vector>
 
 #include "src/api/api.h"
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/ops/attention/gpu_exchange.h"
 #include "src/ops/attention/kv_cache.h"
 
 namespace ssc::attn {
-
-inline sscResult_t gpuCheck(hipError_t e, const char* what) {
-  if (e == hipSuccess) return sscSuccess;
-  return fail(sscUnhandledDeviceError, "KV cache: {} failed: {}", what, hipGetErrorString(e));
-}
 
 // A host-to-device upload area of fixed size: pinned staging plus a device buffer, and the
 // event of the last copy out of the staging (the next upload waits for it before refilling).
@@ -33,10 +29,13 @@ struct Upload {
 
   sscResult_t create(size_t n) {
     bytes = n;
-    SSC_CHECK(gpuCheck(hipHostMalloc(&host, n, 0), "hipHostMalloc"));
-    SSC_CHECK(gpuCheck(hipMalloc(&device, n), "hipMalloc"));
-    return gpuCheck(hipEventCreateWithFlags(&done, hipEventDisableTiming), "hipEventCreate");
+    SSC_GPU_CHECK(hipHostMalloc(&host, n, 0), "KV cache: allocating {} bytes of pinned staging", n);
+    SSC_GPU_CHECK(hipMalloc(&device, n), "KV cache: allocating a {}-byte upload area", n);
+    SSC_GPU_CHECK(hipEventCreateWithFlags(&done, hipEventDisableTiming),
+                  "KV cache: creating an upload area's event");
+    return sscSuccess;
   }
+  // Teardown returns nothing: a destroy or free that fails leaves nothing for the owner to do.
   void destroy() {
     if (done != nullptr) (void)hipEventDestroy(done);
     if (device != nullptr) (void)hipFree(device);
@@ -44,11 +43,12 @@ struct Upload {
   }
   // Copies n <= bytes bytes from src to `device`, in stream order.
   sscResult_t put(const void* src, size_t n, hipStream_t stream) {
-    SSC_CHECK(gpuCheck(hipEventSynchronize(done), "hipEventSynchronize"));
+    SSC_GPU_CHECK(hipEventSynchronize(done), "KV cache: waiting for the last upload's copy");
     std::memcpy(host, src, n);
-    SSC_CHECK(
-        gpuCheck(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream), "hipMemcpyAsync"));
-    return gpuCheck(hipEventRecord(done, stream), "hipEventRecord");
+    SSC_GPU_CHECK(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream),
+                  "KV cache: uploading {} bytes through pinned staging", n);
+    SSC_GPU_CHECK(hipEventRecord(done, stream), "KV cache: recording an upload's end");
+    return sscSuccess;
   }
 };
 

@@ -8,18 +8,11 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_exchange.h"
 
 namespace ssc::attn {
-
-namespace {
-sscResult_t gpuCheck(hipError_t e, const char* what) {
-  if (e == hipSuccess) return sscSuccess;
-  return fail(sscUnhandledDeviceError, "KV cache exchange: {} failed: {}", what,
-              hipGetErrorString(e));
-}
-}  // namespace
 
 sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why) {
   *enabled = false;
@@ -40,18 +33,23 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   const size_t bytes = layout_.totalBytes();
   SSC_CHECK(c->backend->memAlloc(&scratch_, bytes));
   void* word = nullptr;
-  SSC_CHECK(gpuCheck(hipMalloc(&word, sizeof(gpu::AttnEpochWord)), "hipMalloc"));
+  SSC_GPU_CHECK(hipMalloc(&word, sizeof(gpu::AttnEpochWord)),
+                "KV cache exchange: allocating its call counter");
   epoch_ = static_cast<gpu::AttnEpochWord*>(word);
   // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches; the counter
   // too. On a private stream: a device-wide synchronize could wait for another communicator's
   // kernel that waits for a peer (see Upload in gpu_ops.cc).
   hipStream_t zero = nullptr;
-  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&zero, hipStreamNonBlocking), "hipStreamCreate"));
+  SSC_GPU_CHECK(hipStreamCreateWithFlags(&zero, hipStreamNonBlocking),
+                "KV cache exchange: creating a stream to zero its scratch");
   hipError_t ze = hipMemsetAsync(scratch_, 0, bytes, zero);
   if (ze == hipSuccess) ze = hipMemsetAsync(epoch_, 0, sizeof(gpu::AttnEpochWord), zero);
   if (ze == hipSuccess) ze = hipStreamSynchronize(zero);
-  (void)hipStreamDestroy(zero);
-  SSC_CHECK(gpuCheck(ze, "hipMemsetAsync"));
+  const hipError_t destroyed = hipStreamDestroy(zero);
+  if (ze != hipSuccess)
+    return SSC_GPU_FAIL(ze, "KV cache exchange: zeroing its {} bytes of scratch", bytes);
+  if (destroyed != hipSuccess)
+    return SSC_GPU_FAIL(destroyed, "KV cache exchange: destroying the stream that zeroed it");
   SSC_CHECK(sscCommRegister(comm, scratch_, bytes, &regHandle_));
   {
     std::lock_guard<std::mutex> g(comm->mu);
@@ -74,11 +72,13 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   deviceScope_ = 0;
 #endif
   word = nullptr;
-  SSC_CHECK(gpuCheck(hipHostMalloc(&word, sizeof(uint32_t), hipHostMallocMapped), "hipHostMalloc"));
+  SSC_GPU_CHECK(hipHostMalloc(&word, sizeof(uint32_t), hipHostMallocMapped),
+                "KV cache exchange: allocating its mapped timeout word");
   timedOutHost_ = static_cast<uint32_t*>(word);
   *timedOutHost_ = 0;
   void* dev = nullptr;
-  SSC_CHECK(gpuCheck(hipHostGetDevicePointer(&dev, word, 0), "hipHostGetDevicePointer"));
+  SSC_GPU_CHECK(hipHostGetDevicePointer(&dev, word, 0),
+                "KV cache exchange: mapping its timeout word for the device");
   timedOutDevice_ = static_cast<uint32_t*>(dev);
   const double seconds = c->waits.timeoutSeconds;  // fixed when the cache was created
   const double ticks = seconds * sscGpuTimerTicksPerSecond(c->device);
@@ -94,9 +94,10 @@ void FusedExchange::destroy(sscKvCache* c) {
   regHandle_ = nullptr;
   if (scratch_ != nullptr) (void)c->backend->memFree(scratch_);
   scratch_ = nullptr;
+  // destroy returns nothing: a free that fails leaves nothing for the cache's owner to do.
   if (epoch_ != nullptr) (void)hipFree(epoch_);
   epoch_ = nullptr;
-  if (timedOutHost_ != nullptr) (void)hipHostFree(timedOutHost_);
+  if (timedOutHost_ != nullptr) (void)hipHostFree(timedOutHost_);  // as hipFree above
   timedOutHost_ = nullptr;
 }
 
@@ -132,8 +133,8 @@ sscResult_t FusedExchange::gatherQ(const void* q, size_t sliceBytes, void* strea
   *gathered = static_cast<char*>(scratch_) + p.qOffset;
   *parityBytes = p.qParityBytes;
   *epoch = epoch_;
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnQPush(p, stream)),
-                  "the query push kernel launch");
+  SSC_CHECK(gpu::launchAttnQPush(p, stream));
+  return sscSuccess;
 }
 
 void FusedExchange::pushTarget(const DecodeArgs& a, gpu::AttnPushTarget* t) const {
@@ -186,13 +187,13 @@ sscResult_t FusedExchange::pushAndMerge(const sscKvCache* c, const DecodeArgs& a
   p.numQHeads = a.numQHeads;
   p.headDim = c->config.headDim;
   pushTarget(a, &p.target);
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnPushMerge(p, mergeParams(c, a), stream)),
-                  "the exchange push and merge kernel launch");
+  SSC_CHECK(gpu::launchAttnPushMerge(p, mergeParams(c, a), stream));
+  return sscSuccess;
 }
 
 sscResult_t FusedExchange::mergeArrived(const sscKvCache* c, const DecodeArgs& a, void* stream) {
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnRecvMerge(mergeParams(c, a), stream)),
-                  "the exchange merge kernel launch");
+  SSC_CHECK(gpu::launchAttnRecvMerge(mergeParams(c, a), stream));
+  return sscSuccess;
 }
 
 }  // namespace ssc::attn

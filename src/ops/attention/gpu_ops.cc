@@ -12,6 +12,7 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_kernel.h"
 #include "src/ops/attention/gpu_cache_state.h"
@@ -48,17 +49,21 @@ sscResult_t gpuCreate(sscKvCache* c) {
       for (int q = 0; q < nranks; ++q) table.push_back(c->peers->v(q));
     }
     void* dev = nullptr;
-    SSC_CHECK(gpuCheck(hipMalloc(&dev, table.size() * sizeof(void*)), "hipMalloc"));
+    SSC_GPU_CHECK(hipMalloc(&dev, table.size() * sizeof(void*)),
+                  "KV cache: allocating the table of {} pools", table.size());
     c->gpu->poolTable = static_cast<void**>(dev);
     // On a private stream: the null stream could wait for another communicator's kernel that
     // waits for a peer (as the exchange's zeroing, gpu_exchange.cc).
     hipStream_t copy = nullptr;
-    SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&copy, hipStreamNonBlocking), "hipStreamCreate"));
+    SSC_GPU_CHECK(hipStreamCreateWithFlags(&copy, hipStreamNonBlocking),
+                  "KV cache: creating a stream to copy the pool table");
     hipError_t e = hipMemcpyAsync(dev, table.data(), table.size() * sizeof(void*),
                                   hipMemcpyHostToDevice, copy);
     if (e == hipSuccess) e = hipStreamSynchronize(copy);
-    (void)hipStreamDestroy(copy);
-    SSC_CHECK(gpuCheck(e, "hipMemcpyAsync(the pool table)"));
+    const hipError_t destroyed = hipStreamDestroy(copy);
+    if (e != hipSuccess) return SSC_GPU_FAIL(e, "KV cache: copying the pool table to the device");
+    if (destroyed != hipSuccess)
+      return SSC_GPU_FAIL(destroyed, "KV cache: destroying the stream that copied the pool table");
   }
   SSC_CHECK(c->gpu->slots.create(kAppendChunk * sizeof(int64_t)));
   // A call's spans: at most one per pool page of this rank (the batch's sequences are distinct
@@ -75,8 +80,8 @@ sscResult_t gpuCreate(sscKvCache* c) {
       static_cast<int64_t>(c->config.maxPages) * (c->peers != nullptr ? nranks : 1));
   SSC_CHECK(c->gpu->prefill.create(c->gpu->prefillInts * sizeof(int32_t)));
   int sms = 0;
-  SSC_CHECK(gpuCheck(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
-                     "hipDeviceGetAttribute(multiprocessors)"));
+  SSC_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
+                "KV cache: reading device {}'s multiprocessor count", c->device);
   c->gpu->multiprocessors = std::max(sms, 1);
   // The prefill's split depends on the SMs a rank has, and every rank must choose alike (the
   // choice decides which collectives run): the fewest any rank has (collective, bootstrap).
@@ -92,14 +97,15 @@ sscResult_t gpuCreate(sscKvCache* c) {
       std::min(kMaxSplitScratchFloats, static_cast<size_t>(kDecodeMaxSplits) * c->config.maxBatch *
                                            c->config.maxQHeads * (c->config.headDim + 1));
   void* split = nullptr;
-  SSC_CHECK(gpuCheck(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)), "hipMalloc"));
+  SSC_GPU_CHECK(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)),
+                "KV cache: allocating {} bytes of split-K scratch",
+                c->gpu->splitFloats * sizeof(float));
   c->gpu->splitPartials = static_cast<float*>(split);
   // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
-  SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->slots.done, nullptr), "hipEventRecord"));
-  SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->spans.done, nullptr), "hipEventRecord"));
-  SSC_CHECK(gpuCheck(hipEventRecord(c->gpu->prefill.done, nullptr), "hipEventRecord"));
-  SSC_CHECK(gpuCheck(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming),
-                     "hipEventCreate"));
+  for (Upload* u : {&c->gpu->slots, &c->gpu->spans, &c->gpu->prefill})
+    SSC_GPU_CHECK(hipEventRecord(u->done, nullptr), "KV cache: recording an upload area's event");
+  SSC_GPU_CHECK(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming),
+                "KV cache: creating the event of the last call");
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
   // communicator), so the registration inside setup() is collective as it must be. AUTO takes
   // the fused exchange wherever the peers' scratch maps, the all-gather otherwise: the fused
@@ -122,11 +128,13 @@ void gpuDestroy(sscKvCache* c) {
   if (c->gpu != nullptr) {
     c->gpu->exchange.destroy(c);
     c->gpu->graphLists.clear();
+    // Teardown returns nothing: a destroy or free that fails leaves nothing for the owner to do.
     if (c->gpu->sideStream != nullptr) (void)hipStreamDestroy(c->gpu->sideStream);
     if (c->gpu->lastDone != nullptr) (void)hipEventDestroy(c->gpu->lastDone);
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
     c->gpu->prefill.destroy();
+    // As above: nothing to report a failed free to.
     if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
     if (c->gpu->poolTable != nullptr) (void)hipFree(c->gpu->poolTable);
     delete c->gpu;
@@ -162,8 +170,7 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
     p.numKvHeads = cfg.numKvHeads;
     p.headDim = cfg.headDim;
     p.pageSize = cfg.pageSize;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchKvAppend(p, s)),
-                       "the KV append kernel launch"));
+    SSC_CHECK(gpu::launchKvAppend(p, s));
   }
   c->gpu->appendStream = s;
   c->gpu->haveAppendStream = true;
@@ -241,12 +248,15 @@ sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
   const auto s = static_cast<hipStream_t>(stream);
   const bool capturing = gpu::streamCapturing(s);
   if (!capturing && g.haveLast && g.lastStream != s)
-    SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g.lastDone, 0), "hipStreamWaitEvent"));
+    SSC_GPU_CHECK(hipStreamWaitEvent(s, g.lastDone, 0),
+                  "KV cache: ordering a call after the last one (on another stream)");
   const sscResult_t r = run(capturing);
   if (capturing) return r;
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
-  // the buffers.
-  SSC_CHECK(gpuCheck(hipEventRecord(g.lastDone, s), "hipEventRecord"));
+  // the buffers. Where both fail, the call's own error is the one its caller sees.
+  const hipError_t recorded = hipEventRecord(g.lastDone, s);
+  if (recorded != hipSuccess)
+    return r != sscSuccess ? r : SSC_GPU_FAIL(recorded, "KV cache: recording the end of a call");
   g.lastStream = s;
   g.haveLast = true;
   return r;
@@ -303,20 +313,22 @@ sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
                 kMaxGraphLists);
   gpu::RelaxedCapture relaxed;  // allocations and a private stream's copy while capturing
   if (g.sideStream == nullptr)
-    SSC_CHECK(
-        gpuCheck(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking), "hipStreamCreate"));
+    SSC_GPU_CHECK(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking),
+                  "KV cache: creating the stream of captured decodes' first uploads");
   auto l = std::make_unique<GraphList>();
   SSC_CHECK(l->spans.create(g.maxSpanInts * sizeof(int32_t)));
   // On the side stream, never the null stream: that one synchronizes with a blocking stream
   // being captured, which would invalidate the capture.
-  SSC_CHECK(gpuCheck(hipEventRecord(l->spans.done, g.sideStream), "hipEventRecord"));
+  SSC_GPU_CHECK(hipEventRecord(l->spans.done, g.sideStream),
+                "KV cache: recording a captured decode's upload area's event");
   l->seqs.assign(a.seqIds, a.seqIds + a.batch);
   l->window = a.window;
   l->starts = windowStarts(c, a.seqIds, a.batch, a.window);
   std::vector<int32_t> list;
   SSC_CHECK(spanList(c, a.seqIds, l->starts.data(), a.batch, &list, &l->longest));
   SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), g.sideStream));
-  SSC_CHECK(gpuCheck(hipStreamSynchronize(g.sideStream), "hipStreamSynchronize"));
+  SSC_GPU_CHECK(hipStreamSynchronize(g.sideStream),
+                "KV cache: waiting for a captured decode's page lists to upload");
   l->version = c->table->version();
   *out = l.get();
   g.graphLists.push_back(std::move(l));
@@ -405,8 +417,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
     f.outDtype = a.ioType;
     f.lse = a.lse;
   }
-  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPartial(pp, s)),
-                     "the partial attention kernel launch"));
+  SSC_CHECK(gpu::launchAttnPartial(pp, s));
   const bool finished = pp.splits == 1;
   // Fused: the splits are merged inside the push, which stores the rows straight into the ranks
   // that return them; the merge there starts as they arrive (no collective call, no barrier).
@@ -428,8 +439,8 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
     mp.out = a.out;
     mp.outDtype = a.ioType;
     mp.lse = a.lse;
-    return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)),
-                    "the merge kernel launch");
+    SSC_CHECK(gpu::launchAttnMerge(mp, s));
+    return sscSuccess;
   }
   if (!finished) {  // the splits' partials into this rank's one, exactly as ranks merge
     mp.partials = c->gpu->splitPartials;
@@ -440,8 +451,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
     mp.out = mine;
     mp.outDtype = sscFloat32;
     mp.packed = true;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)),
-                       "the split merge kernel launch"));
+    SSC_CHECK(gpu::launchAttnMerge(mp, s));
   }
 
   // 3. Every rank's partials (in place), then the merge of the heads this rank returns.
@@ -459,7 +469,8 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   mp.out = a.out;
   mp.outDtype = a.ioType;
   mp.lse = a.lse;
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch");
+  SSC_CHECK(gpu::launchAttnMerge(mp, s));
+  return sscSuccess;
 }
 
 }  // namespace

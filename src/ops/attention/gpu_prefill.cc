@@ -33,14 +33,13 @@ sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int
                          comm, s));
   gpu::AttnHeadPermuteParams hp{
       gathered, out, nranks, static_cast<int>(tokens), hk, static_cast<int>(D * ioBytes)};
-  SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)),
-                     "the head permute launch"));
+  SSC_CHECK(gpu::launchAttnHeadPermute(hp, s));
   if (lse == nullptr) return sscSuccess;
   float* lses = c->gpu->splitPartials;
   SSC_CHECK(sscAllGather(lses + comm->rank * slice, lses, slice, sscFloat32, comm, s));
   hp = {lses, lse, nranks, static_cast<int>(tokens), hk, 4};
-  return gpuCheck(static_cast<hipError_t>(gpu::launchAttnHeadPermute(hp, s)),
-                  "the head permute launch");
+  SSC_CHECK(gpu::launchAttnHeadPermute(hp, s));
+  return sscSuccess;
 }
 
 // A prefill: the call's tokens in rounds that fit the exchange scratch. Per round, either
@@ -115,8 +114,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
     pp.scale = a.scale;
     pp.window = a.window;
     pp.partials = mine;
-    SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnPrefill(pp, s)),
-                       "the prefill kernel launch"));
+    SSC_CHECK(gpu::launchAttnPrefill(pp, s));
     void* out =
         static_cast<char*>(a.out) + static_cast<size_t>(ch.firstToken) * outHeads * D * ioBytes;
     float* lse = a.lse != nullptr ? a.lse + static_cast<size_t>(ch.firstToken) * outHeads : nullptr;
@@ -140,8 +138,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
       mp.out = a.outSharded ? out : myOut;
       mp.outDtype = a.ioType;
       mp.lse = a.outSharded ? lse : myLse;
-      SSC_CHECK(gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)),
-                         "the merge kernel launch"));
+      SSC_CHECK(gpu::launchAttnMerge(mp, s));
       if (!a.outSharded) SSC_CHECK(gatherHeads(c, a, ch.tokens, hk, out, lse, s));
       continue;
     }
@@ -179,8 +176,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
     mp.out = out;
     mp.outDtype = a.ioType;
     mp.lse = lse;
-    SSC_CHECK(
-        gpuCheck(static_cast<hipError_t>(gpu::launchAttnMerge(mp, s)), "the merge kernel launch"));
+    SSC_CHECK(gpu::launchAttnMerge(mp, s));
   }
   // With sharded output heads no gather followed the reads: a peer must not reuse a page this
   // rank may still be reading (a release, then an append into it on that peer's stream).

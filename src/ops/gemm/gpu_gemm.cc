@@ -16,6 +16,7 @@
 
 #include "src/api/api.h"
 #include "src/device/backend.h"
+#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/core/futex_wait.h"
 #include "src/device/gpu/gpu_launch_order.h"
@@ -27,11 +28,6 @@
 #include "src/core/log.h"
 
 namespace ssc::gemm {
-
-sscResult_t gpuCheck(hipError_t e, const char* what) {
-  if (e == hipSuccess) return sscSuccess;
-  return fail(sscUnhandledDeviceError, "gemm: {} failed: {}", what, hipGetErrorString(e));
-}
 
 sscResult_t gpuCreate(sscGemmContext* g) {
   gpu::DeviceGuard onDevice(g->device);
@@ -46,38 +42,42 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes + kFusedFlagBytes));
   auto* s = new GpuGemmState;
   g->gpu = s;
-  SSC_CHECK(gpuCheck(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking),
-                     "hipStreamCreateWithFlags"));
+  SSC_GPU_CHECK(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking),
+                "gemm: creating the context's side stream");
   // The fused variant's flags start at zero (no chunk published, none read) before any peer can
   // map them (the first fused call), on the side stream: the null stream could wait behind
   // another communicator's kernel.
-  SSC_CHECK(gpuCheck(hipMemsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
-                                    kFusedFlagBytes, s->side),
-                     "hipMemsetAsync"));
-  SSC_CHECK(gpuCheck(hipStreamSynchronize(s->side), "hipStreamSynchronize"));
+  SSC_GPU_CHECK(hipMemsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
+                               kFusedFlagBytes, s->side),
+                "gemm: zeroing the fused variant's flags");
+  SSC_GPU_CHECK(hipStreamSynchronize(s->side), "gemm: waiting for the flags' zeroing");
   void* err = nullptr;
-  SSC_CHECK(gpuCheck(hipHostMalloc(&err, 64, hipHostMallocMapped), "hipHostMalloc"));
+  SSC_GPU_CHECK(hipHostMalloc(&err, 64, hipHostMallocMapped),
+                "gemm: allocating the mapped words of the fused waits' timeouts");
   s->errHost = static_cast<volatile uint32_t*>(err);
   for (int i = 0; i < 16; ++i) s->errHost[i] = 0;
-  SSC_CHECK(gpuCheck(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
-                     "hipHostGetDevicePointer"));
+  SSC_GPU_CHECK(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
+                "gemm: mapping the timeout words for the device");
   const double seconds = g->waits.timeoutSeconds,
                ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
   if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
     s->timeoutTicks = static_cast<uint64_t>(ticks);
   s->abort = g->comm->backend->deviceAbortWord(g->comm);
   if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) !=
-      hipSuccess)
+      hipSuccess) {
+    (void)hipGetLastError();  // the fallback below; a later launch's check must not report it
     s->sms = 1;
+  }
   s->probe = g->probe;
   SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
-  SSC_CHECK(gpuCheck(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes), "hipMalloc"));
-  SSC_CHECK(gpuCheck(
+  SSC_GPU_CHECK(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes),
+                "gemm: allocating {} bytes of BLAS workspace", kBlasWorkspaceBytes);
+  SSC_GPU_CHECK(
       hipMalloc(reinterpret_cast<void**>(&s->tables), 2 * gpu::kFusedMaxStores * sizeof(void*)),
-      "hipMalloc"));
+      "gemm: allocating the pointer-array tables");
   for (hipEvent_t& e : s->tableRead)
-    SSC_CHECK(
-        gpuCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
+    SSC_GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming),
+                  "gemm: creating a pointer-array table's event");
   return sscSuccess;
 #endif
 }
@@ -106,9 +106,11 @@ void gpuDestroy(sscGemmContext* g) {
   g->workspace = nullptr;
   GpuGemmState* s = g->gpu;
   if (s == nullptr) return;
+  // Teardown returns nothing: a destroy or free that fails leaves nothing for the owner to do.
   if (s->side != nullptr) (void)hipStreamDestroy(s->side);
   if (s->errHost != nullptr) (void)hipHostFree(const_cast<uint32_t*>(s->errHost));
 #if defined(STARSCREAM_HAVE_BLASLT)
+  // As above: nothing to report a failed free to.
   if (s->blasWorkspace != nullptr) (void)hipFree(s->blasWorkspace);
   if (s->tables != nullptr) (void)hipFree(s->tables);
   for (hipEvent_t e : s->tableRead)
@@ -120,8 +122,6 @@ void gpuDestroy(sscGemmContext* g) {
 
 #if defined(STARSCREAM_HAVE_BLASLT)
 namespace {
-
-sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
 
 // One GEMM piece of a chunk. A strided batch (one side strided over the ranks' blocks: the
 // reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
@@ -140,19 +140,19 @@ sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, co
   one.rows = g.rows * g.batch;
   if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
     const size_t row = c.p.k * typeBytes(c.inType);
-    SSC_CHECK(
-        gpuCheck(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
-                                  g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
-                 "hipMemcpy2DAsync"));
+    SSC_GPU_CHECK(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
+                                   g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                  "gemm: gathering {} strided blocks of {} rows into the scratch", g.batch, g.rows);
     one.dRow = g.dRow;
     return gs->matmul(c, scratch, d, one, on);
   }
   one.aRow = g.aRow;  // A contiguous, D strided: one GEMM into the scratch, then its rows out
   SSC_CHECK(gs->matmul(c, a, scratch, one, on));
   const size_t row = c.p.n * typeBytes(c.outType);
-  return gpuCheck(hipMemcpy2DAsync(byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row,
-                                   g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
-                  "hipMemcpy2DAsync");
+  SSC_GPU_CHECK(hipMemcpy2DAsync(byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row,
+                                 g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
+                "gemm: scattering {} blocks of {} rows out of the scratch", g.batch, g.rows);
+  return sscSuccess;
 }
 
 void* scratchOf(sscGemmContext* g, const Plan& pl) {
@@ -209,7 +209,9 @@ sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s
   GpuGemmState* gs = g->gpu;
   SSC_CHECK(gs->matmulTable(*static_cast<const Shape*>(b.shape), b.table, s));
   // Fused forms never run under stream capture (gemm_api.cc), so the event is a plain one.
-  return gpuCheck(hipEventRecord(gs->tableRead[b.slot], s), "hipEventRecord");
+  SSC_GPU_CHECK(hipEventRecord(gs->tableRead[b.slot], s),
+                "gemm: recording the end of a pointer-array batch");
+  return sscSuccess;
 #else
   (void)g, (void)b, (void)s;
   return fail(sscInternalError, "gemm: a pointer-array batch in a build without one");
@@ -217,10 +219,11 @@ sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s
 }
 
 sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
-  SSC_CHECK(gpuCheck(hipStreamWaitEvent(s, g->gpu->tableRead[b.slot], 0), "hipStreamWaitEvent"));
-  return gpuCheck(static_cast<hipError_t>(gpu::launchFusedSignalWait(
-                      nullptr, 0, 0, nullptr, nullptr, 0, gpu::FusedErrorSink{}, s, &b.store)),
-                  "the pointer table's store");
+  SSC_GPU_CHECK(hipStreamWaitEvent(s, g->gpu->tableRead[b.slot], 0),
+                "gemm: ordering a pointer table's store after its last reader");
+  SSC_CHECK(gpu::launchFusedSignalWait(nullptr, 0, 0, nullptr, nullptr, 0, gpu::FusedErrorSink{}, s,
+                                       &b.store));
+  return sscSuccess;
 }
 #endif
 
@@ -238,16 +241,17 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
   if (p.m == 0 || p.n == 0) return sscSuccess;
   if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
     const int64_t rows = heldRows(c);
-    return rows == 0 ? sscSuccess
-                     : gpuCheck(hipMemsetAsync(c.y, 0, rows * p.n * ob, s), "hipMemsetAsync");
+    if (rows > 0)
+      SSC_GPU_CHECK(hipMemsetAsync(c.y, 0, rows * p.n * ob, s),
+                    "gemm: zeroing {} rows of y (k = 0)", rows);
+    return sscSuccess;
   }
   if (pl.direct) {
     GemmPiece all;
     all.rows = p.m;
     if (c.xGathered != nullptr && c.xGathered != c.x)
-      SSC_CHECK(
-          gpuCheck(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
-                   "hipMemcpyAsync"));
+      SSC_GPU_CHECK(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
+                    "gemm: copying x into the gathered output");
     return gs->matmul(c, c.x, c.y, all, s);
   }
   // Never under stream capture (gemm_api.cc plans no fused form there).
@@ -288,27 +292,26 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
         break;
       case StepKind::kPadIn:
         if (mine > 0)
-          SSC_CHECK(gpuCheck(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
-                                            hipMemcpyDeviceToDevice, s),
-                             "hipMemcpyAsync"));
+          SSC_GPU_CHECK(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
+                                       hipMemcpyDeviceToDevice, s),
+                        "gemm: copying chunk {}'s rows of x into the pad", j);
         break;
       case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
         for (const GemmPiece& g : chunkPieces(p, pl, j)) {
           const size_t rowBytes = p.k * ib;
-          SSC_CHECK(
-              gpuCheck(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
-                                        std::max<size_t>(g.dStride, g.rows) * rowBytes,
-                                        cbyte(slot, g.aRow * rowBytes),
-                                        std::max<size_t>(g.aStride, g.rows) * rowBytes,
-                                        g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, s),
-                       "hipMemcpy2DAsync"));
+          SSC_GPU_CHECK(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
+                                         std::max<size_t>(g.dStride, g.rows) * rowBytes,
+                                         cbyte(slot, g.aRow * rowBytes),
+                                         std::max<size_t>(g.aStride, g.rows) * rowBytes,
+                                         g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, s),
+                        "gemm: copying chunk {}'s gathered rows of x out of its slot", j);
         }
         break;
       case StepKind::kPadOut:
         if (mine > 0)
-          SSC_CHECK(gpuCheck(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
-                                            hipMemcpyDeviceToDevice, s),
-                             "hipMemcpyAsync"));
+          SSC_GPU_CHECK(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
+                                       hipMemcpyDeviceToDevice, s),
+                        "gemm: copying chunk {}'s rows of y out of the pad", j);
         break;
     }
   }
@@ -331,10 +334,9 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   // A pass of its own over y for now: cuBLASLt / hipBLASLt's bias epilogue would save it, but
   // the reduce-scatter's sum happens after the GEMM, and the epilogue needs the heuristic run
   // again with it (docs/gemm.md, Left).
-  return launched(
-      gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
-                         c.outType == sscBfloat16, stream),
-      "the bias kernel");
+  SSC_CHECK(gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
+                               c.outType == sscBfloat16, stream));
+  return sscSuccess;
 #endif
 }
 

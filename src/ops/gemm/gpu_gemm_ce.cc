@@ -32,20 +32,11 @@
 #include "src/core/log.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
+#include "src/platform/gpu_check.h"
 
 namespace ssc::gemm {
 
 namespace {
-
-// gpuCheck, but a driver without stream memory operations is the caller's choice of flag.
-sscResult_t ceCheck(hipError_t e, const char* what) {
-  if (e == hipErrorNotSupported)
-    return fail(sscInvalidUsage,
-                "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
-                "this driver does not offer ({})",
-                what);
-  return gpuCheck(e, what);
-}
 
 // The words of this rank's flag tail that a copy-engine call's waits read, as 32-bit offsets:
 // done[2][kFusedMaxRanks], from[2][kFusedMaxRanks], readyFrom[2][kFusedMaxRanks].
@@ -60,12 +51,13 @@ class CopyEngine {
   explicit CopyEngine(sscGemmContext* g) : g_(g), me_(g->comm->rank) {}
 
   sscResult_t init() {
-    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking),
-                      "hipStreamCreateWithFlags"));
-    SSC_CHECK(ceCheck(hipStreamCreateWithFlags(&release_, hipStreamNonBlocking),
-                      "hipStreamCreateWithFlags"));
+    SSC_GPU_CHECK(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking),
+                  "gemm: creating the copy-engine form's copy stream");
+    SSC_GPU_CHECK(hipStreamCreateWithFlags(&release_, hipStreamNonBlocking),
+                  "gemm: creating the copy-engine watchdog's stream");
     void* h = nullptr;
-    SSC_CHECK(ceCheck(hipHostMalloc(&h, kFusedFlagBytes, hipHostMallocMapped), "hipHostMalloc"));
+    SSC_GPU_CHECK(hipHostMalloc(&h, kFusedFlagBytes, hipHostMallocMapped),
+                  "gemm: allocating the copy-engine watchdog's pinned flag words");
     host_ = static_cast<uint32_t*>(h);
     timeoutSeconds_ = g_->waits.timeoutSeconds;
     watcher_ = std::thread([this] { watch(); });
@@ -80,6 +72,7 @@ class CopyEngine {
     cv_.notify_all();
     if (watcher_.joinable()) watcher_.join();
     for (auto& p : pending_) free_.insert(free_.end(), {p.begin, p.copied, p.end});
+    // A destructor has no caller to report to: a destroy or free that fails leaves nothing to do.
     for (hipEvent_t e : free_) (void)hipEventDestroy(e);
     if (copies != nullptr) (void)hipStreamDestroy(copies);
     if (release_ != nullptr) (void)hipStreamDestroy(release_);
@@ -92,8 +85,8 @@ class CopyEngine {
     std::lock_guard<std::mutex> lk(mu_);
     while (free_.size() < 3) {
       hipEvent_t e = nullptr;
-      SSC_CHECK(
-          ceCheck(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags"));
+      SSC_GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming),
+                    "gemm: creating a copy-engine call's event");
       free_.push_back(e);
     }
     for (int i = 0; i < 3; ++i) {
@@ -136,7 +129,8 @@ class CopyEngine {
   };
 
   void watch() {
-    // The runtime's current device is per thread: this one's must be the context's.
+    // The runtime's current device is per thread: this one's must be the context's. No caller to
+    // report a failure to here: the queries below would then fail, read as calls not yet done.
     (void)hipSetDevice(g_->device);
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
@@ -158,8 +152,8 @@ class CopyEngine {
           f.begun = true;
           f.since = now;
         }
-        (void)hipGetLastError();
-        bool aborted = true;  // a communicator already freed counts as aborted
+        (void)hipGetLastError();  // as above: a begin not reached yet is no error
+        bool aborted = true;      // a communicator already freed counts as aborted
         {
           CommUse use(g_->comm);  // abort frees comm only once no thread uses it
           if (use.live()) aborted = use.comm()->abortFlag.load();
@@ -201,14 +195,21 @@ class CopyEngine {
     }
     for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
       for (size_t i = 0; i < kWordsPerArray; ++i) host_[off / 4 + i] = use;
-    for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
-      (void)hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4,
-                           hipMemcpyHostToDevice, release_);
+    // This thread has no caller: a copy that fails is told in the failure the next call reports.
+    hipError_t released = hipSuccess;
+    for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff}) {
+      const hipError_t e = hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4,
+                                          hipMemcpyHostToDevice, release_);
+      if (released == hipSuccess) released = e;
+    }
     failure_ =
         fmt::format("{} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
                     f.kind == Kind::kAllGather ? "an all-gather + GEMM" : "a GEMM + reduce-scatter",
                     aborted ? "because the communicator was aborted" : "after STARSCREAM_TIMEOUT",
                     missing.empty() ? "unknown" : missing);
+    if (released != hipSuccess)
+      failure_ += fmt::format(" (writing the words that release the waits failed: {})",
+                              hipGetErrorString(released));
     failed_.store(true, std::memory_order_release);
     SSC_LOG(kWarn, "{}", failure_);
   }
@@ -217,7 +218,7 @@ class CopyEngine {
   bool settled() {
     for (int i = 0; i < 1000; ++i) {
       if (hipStreamQuery(release_) == hipSuccess) return true;
-      (void)hipGetLastError();
+      (void)hipGetLastError();  // not ready is not an error; this thread's record only
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return false;
@@ -245,7 +246,8 @@ namespace {
 // watchdog's events cannot be queried there).
 sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
   hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
-  SSC_CHECK(ceCheck(hipStreamIsCapturing(s, &capture), "hipStreamIsCapturing"));
+  SSC_GPU_CHECK(hipStreamIsCapturing(s, &capture),
+                "gemm: asking whether the call's stream is being captured");
   if (capture != hipStreamCaptureStatusNone)
     return fail(
         sscInvalidUsage,
@@ -277,11 +279,18 @@ class Ops {
   }
   void write(uint32_t* word, uint32_t value) { ops_.push_back({word, value, true}); }
   sscResult_t submit(hipStream_t s) {
-    const sscResult_t r =
-        ceCheck(sscStreamBatchValue32(s, ops_.data(), static_cast<int>(ops_.size())),
-                "sscStreamBatchValue32");
+    const int n = static_cast<int>(ops_.size());
+    const hipError_t e = sscStreamBatchValue32(s, ops_.data(), n);
     ops_.clear();
-    return r;
+    // A driver without stream memory operations: the caller's choice of flag, not a device error.
+    if (e == hipErrorNotSupported)
+      return fail(sscInvalidUsage,
+                  "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
+                  "this driver does not offer (sscStreamBatchValue32)");
+    if (e != hipSuccess)
+      return SSC_GPU_FAIL(e, "gemm: queueing {} stream memory operations (SSC_GEMM_COPY_ENGINE)",
+                          n);
+    return sscSuccess;
   }
 
  private:
@@ -313,10 +322,10 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
     const int slot = static_cast<int>(use % pl.slots), fi = static_cast<int>(use % 2);
     const ChunkRows cr = chunkRows(pl, j);
     void* mySlot = byte(g->workspace, slot * pl.slotBytes);
-    hipEvent_t ev[3];
+    hipEvent_t ev[3] = {};
     SSC_CHECK(ce->events(ev));
     auto body = [&]() -> sscResult_t {
-      SSC_CHECK(ceCheck(hipEventRecord(ev[0], s), "hipEventRecord"));
+      SSC_GPU_CHECK(hipEventRecord(ev[0], s), "gemm: recording the start of chunk {}", j);
       gate(g, me, K, use, &ops);
       SSC_CHECK(ops.submit(s));
       for (const GemmPiece& piece : chunkPieces(p, pl, j))
@@ -331,18 +340,17 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
         const void* srcs[kFusedMaxRanks];
         for (int q = 0; q < K; ++q)
           srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
-        SSC_CHECK(
-            ceCheck(static_cast<hipError_t>(gpu::launchFusedReduce(
-                        byte(c.y, cr.begin * p.n * ob), srcs, K, static_cast<size_t>(mine * p.n),
-                        static_cast<int>(ob), c.outType == sscBfloat16, 4 * gpuSms(g), s)),
-                    "the fused reduce kernel"));
+        SSC_CHECK(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
+                                         static_cast<size_t>(mine * p.n), static_cast<int>(ob),
+                                         c.outType == sscBfloat16, 4 * gpuSms(g), s));
       }
       for (int q = 0; q < K; ++q) ops.write(fusedDone(g, q, slot, me), use);
       SSC_CHECK(ops.submit(s));
       g->lastDoneIndex = slot;
       // ev[1] (the copy stream's part) on the caller's stream too: this op copies nothing.
-      SSC_CHECK(ceCheck(hipEventRecord(ev[1], s), "hipEventRecord"));
-      return ceCheck(hipEventRecord(ev[2], s), "hipEventRecord");
+      SSC_GPU_CHECK(hipEventRecord(ev[1], s), "gemm: recording chunk {}'s copy-part event", j);
+      SSC_GPU_CHECK(hipEventRecord(ev[2], s), "gemm: recording the end of chunk {}", j);
+      return sscSuccess;
     };
     const sscResult_t r = body();
     ce->track(ev, use, CopyEngine::Kind::kReduceScatter, r == sscSuccess);
@@ -377,31 +385,33 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
   const size_t slotOff = (use % pl.slots) * pl.slotBytes;
   const RowRange own = rowShard(p.m, K, me);
   hipStream_t cs = ce->copies;
-  hipEvent_t ev[3];
+  hipEvent_t ev[3] = {};
   SSC_CHECK(ce->events(ev));
   Ops ops;
   auto body = [&]() -> sscResult_t {
-    SSC_CHECK(ceCheck(hipEventRecord(ev[0], s), "hipEventRecord"));
-    SSC_CHECK(ceCheck(hipStreamWaitEvent(cs, ev[0], 0), "hipStreamWaitEvent"));
+    SSC_GPU_CHECK(hipEventRecord(ev[0], s), "gemm: recording the start of an all-gather + GEMM");
+    SSC_GPU_CHECK(hipStreamWaitEvent(cs, ev[0], 0),
+                  "gemm: ordering the copy stream after the caller's stream");
     gate(g, me, K, use, &ops);
     SSC_CHECK(ops.submit(cs));
     for (int i = 0; i < K; ++i) {  // rotated, so the ranks do not all write into one peer at once
       const int q = (me + i) % K;
       if ((!pl.agPerRank || q == me) && own.count > 0)
-        SSC_CHECK(ceCheck(hipMemcpyAsync(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib),
-                                         c.x, own.count * p.k * ib, hipMemcpyDeviceToDevice, cs),
-                          "hipMemcpyAsync"));
+        SSC_GPU_CHECK(hipMemcpyAsync(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib),
+                                     c.x, own.count * p.k * ib, hipMemcpyDeviceToDevice, cs),
+                      "gemm: copying this rank's {} rows of x into rank {}'s slot", own.count, q);
     }
     for (int q = 0; q < K; ++q)
       if (q != me) ops.write(fusedFrom(g, q, fi, me), use);
     SSC_CHECK(ops.submit(cs));
-    SSC_CHECK(ceCheck(hipEventRecord(ev[1], cs), "hipEventRecord"));
+    SSC_GPU_CHECK(hipEventRecord(ev[1], cs), "gemm: recording the end of the copy stream's part");
     if (pl.agPerRank) SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait
     for (int q = 0; q < K; ++q)
       if (q != me) ops.wait(fusedFrom(g, me, fi, q), use);
     SSC_CHECK(ops.submit(s));
     if (!pl.agPerRank) {
-      SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));  // my own rows too
+      SSC_GPU_CHECK(hipStreamWaitEvent(s, ev[1], 0),  // my own rows too
+                    "gemm: ordering the GEMM after the copy stream's part");
       SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
     } else {
       PeerBatch batch;
@@ -409,12 +419,14 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
       if (batch.ready) SSC_CHECK(gpuStorePeerTable(g, batch, s));
       SSC_CHECK(gemmPeersInPlace(g, c, batch, slotOff, s));
       // x must stay readable until the call ends on the caller's stream.
-      SSC_CHECK(ceCheck(hipStreamWaitEvent(s, ev[1], 0), "hipStreamWaitEvent"));
+      SSC_GPU_CHECK(hipStreamWaitEvent(s, ev[1], 0),
+                    "gemm: ordering the call's end after the copy stream's part");
     }
     for (int q = 0; q < K; ++q) ops.write(fusedDone(g, q, fi, me), use);
     SSC_CHECK(ops.submit(s));
     g->lastDoneIndex = fi;
-    return ceCheck(hipEventRecord(ev[2], s), "hipEventRecord");
+    SSC_GPU_CHECK(hipEventRecord(ev[2], s), "gemm: recording the end of an all-gather + GEMM");
+    return sscSuccess;
   };
   const sscResult_t r = body();
   ce->track(ev, use, CopyEngine::Kind::kAllGather, r == sscSuccess);

@@ -8,13 +8,12 @@
 #include "src/core/log.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
+#include "src/platform/gpu_check.h"
 
 namespace ssc::gemm {
 
 #if defined(STARSCREAM_HAVE_BLASLT)
 namespace {
-
-sscResult_t launched(int e, const char* what) { return gpuCheck(static_cast<hipError_t>(e), what); }
 
 // The fused waits, as FusedErrorSink::site names them in a timeout's report. The lanes of the
 // gates are readers (q = lane % nranks, two earlier uses at most), of the others producers.
@@ -70,9 +69,8 @@ sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
     flags[q] = fusedArrive(g, me, q);
     at[q] = use;
   }
-  return launched(
-      gpu::launchFusedSignalWait(signals, K, use, flags, at, K, sinkAt(gs, kSiteArrive), s),
-      "the arrival barrier");
+  SSC_CHECK(gpu::launchFusedSignalWait(signals, K, use, flags, at, K, sinkAt(gs, kSiteArrive), s));
+  return sscSuccess;
 }
 
 sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
@@ -91,9 +89,10 @@ sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, h
   SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
   if (c.xGathered == nullptr) return sscSuccess;
   // The slot's rows are X's rows (x in place inside it: the same bytes).
-  return gpuCheck(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
-                                 hipMemcpyDeviceToDevice, s),
-                  "hipMemcpyAsync");
+  SSC_GPU_CHECK(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
+                               hipMemcpyDeviceToDevice, s),
+                "gemm: copying the gathered x out of the slot");
+  return sscSuccess;
 }
 
 sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
@@ -157,9 +156,7 @@ sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStr
         targets[n] = prev;
       }
     }
-    SSC_CHECK(
-        launched(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sinkAt(gs, kSiteRsGate), s),
-                 "fused wait"));
+    SSC_CHECK(gpu::launchFusedWait(flags, targets, n, nullptr, 0, sinkAt(gs, kSiteRsGate), s));
     for (const GemmPiece& piece : chunkPieces(p, pl, j))
       SSC_CHECK(gpuPiece(g, c, c.x, mySlot, piece, true, s));
     uint32_t* myReady = fusedReady(g, me, slot);
@@ -169,17 +166,13 @@ sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStr
       doneAt[q] = fusedDone(g, q, slot, me);
       srcs[q] = cbyte(g->fusedPeers[q], slot * pl.slotBytes + me * cr.rows * p.n * ob);
     }
-    SSC_CHECK(
-        launched(gpu::launchFusedWait(flags, targets, K, myReady, use, sinkAt(gs, kSiteRsReady), s),
-                 "fused wait"));
+    SSC_CHECK(gpu::launchFusedWait(flags, targets, K, myReady, use, sinkAt(gs, kSiteRsReady), s));
     const int64_t mine = ownChunkRows(p, pl, j, me);
     if (mine > 0)
-      SSC_CHECK(
-          launched(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
-                                          static_cast<size_t>(mine * p.n), static_cast<int>(ob),
-                                          c.outType == sscBfloat16, 4 * gpuSms(g), s),
-                   "fused reduce"));
-    SSC_CHECK(launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal"));
+      SSC_CHECK(gpu::launchFusedReduce(byte(c.y, cr.begin * p.n * ob), srcs, K,
+                                       static_cast<size_t>(mine * p.n), static_cast<int>(ob),
+                                       c.outType == sscBfloat16, 4 * gpuSms(g), s));
+    SSC_CHECK(gpu::launchFusedSignal(doneAt, K, use, s));
     g->lastDoneIndex = slot;
   }
   return sscSuccess;
@@ -223,10 +216,8 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
   // previous call ends, and where ranks share SMs (MPS partitions) that starves the very GEMM
   // it waits for (the per-rank form ran 2x slower at M = 16384 that way; the arrival barrier,
   // docs/gemm.md, is the same lesson).
-  SSC_CHECK(launched(gpu::launchFusedWait(gate, gateAt, n, nullptr, 0, sinkAt(gs, kSiteAgGate), s),
-                     "fused gate"));
-  SSC_CHECK(launched(gpu::launchFusedPush(c.x, dsts, nd, own.count * p.k * ib, 4 * gpuSms(g), s),
-                     "fused push"));
+  SSC_CHECK(gpu::launchFusedWait(gate, gateAt, n, nullptr, 0, sinkAt(gs, kSiteAgGate), s));
+  SSC_CHECK(gpu::launchFusedPush(c.x, dsts, nd, own.count * p.k * ib, 4 * gpuSms(g), s));
   uint32_t* from[gpu::kFusedMaxRanks];
   const uint32_t* mine[gpu::kFusedMaxRanks];
   uint32_t at[gpu::kFusedMaxRanks];
@@ -236,27 +227,25 @@ sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_
     at[q] = use;
   }
   if (!pl.agPerRank) {
-    SSC_CHECK(
-        launched(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s),
-                 "fused wait"));
+    SSC_CHECK(gpu::launchFusedSignalWait(from, K, use, mine, at, K, sinkAt(gs, kSiteAgRows), s));
     SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
   } else {
-    SSC_CHECK(launched(gpu::launchFusedSignal(from, K, use, s), "fused signal"));
+    SSC_CHECK(gpu::launchFusedSignal(from, K, use, s));
     SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait
     // The peers' batch table is stored by the wait launch. Its slot (use % 2) was last read by
     // the GEMM of use - 2, which ended before this rank's done of use - 2, which the push's gate
     // above waited for.
     PeerBatch batch;
     SSC_CHECK(gemmPeersPrepare(g, c, slotOff, use, s, &batch));
-    SSC_CHECK(launched(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s,
-                                            batch.ready ? &batch.store : nullptr),
-                       "fused wait"));
+    SSC_CHECK(gpu::launchFusedWait(mine, at, K, nullptr, 0, sinkAt(gs, kSiteAgRows), s,
+                                   batch.ready ? &batch.store : nullptr));
     SSC_CHECK(gemmPeersInPlace(g, c, batch, slotOff, s));
   }
   uint32_t* doneAt[gpu::kFusedMaxRanks];
   for (int q = 0; q < K; ++q) doneAt[q] = fusedDone(g, q, fi, me);
   g->lastDoneIndex = fi;
-  return launched(gpu::launchFusedSignal(doneAt, K, use, s), "fused signal");
+  SSC_CHECK(gpu::launchFusedSignal(doneAt, K, use, s));
+  return sscSuccess;
 }
 
 #endif

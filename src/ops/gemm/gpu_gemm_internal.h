@@ -12,8 +12,6 @@
 
 namespace ssc::gemm {
 
-// gpu_gemm.cc: sscUnhandledDeviceError naming `what` unless e is hipSuccess.
-sscResult_t gpuCheck(hipError_t e, const char* what);
 // gpu_gemm.cc: a GEMM piece of call c from A rows of `a` into D rows of `d` on stream s (the
 // BLAS's algorithm vetted once per shape where STARSCREAM_GEMM_PROBE is on). With `scratch`, a
 // strided batch runs as one 2D copy and one GEMM through the plan's scratch (runPiece).

@@ -6,16 +6,11 @@
 
 #include "src/core/errors.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/platform/gpu_check.h"
 
 namespace ssc::gemm {
 
 namespace {
-
-sscResult_t check(hipError_t e, const char* what) {
-  if (e == hipSuccess) return sscSuccess;
-  return fail(sscUnhandledDeviceError, "gemm: probing the BLAS algorithm: {} failed: {}", what,
-              hipGetErrorString(e));
-}
 
 // Bytes of a 256-byte-aligned region whose data starts `align` bytes in (so its address has
 // exactly the call's alignment, which the heuristic was told), with room for `bytes`.
@@ -32,7 +27,8 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
   // The probe waits for the stream, which a stream being captured into a graph cannot do (and
   // the capture would be lost): refuse, so the caller runs the shape once outside the graph.
   hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
-  SSC_CHECK(check(hipStreamIsCapturing(stream, &capture), "hipStreamIsCapturing"));
+  SSC_GPU_CHECK(hipStreamIsCapturing(stream, &capture),
+                "gemm: probing a BLAS algorithm: asking whether the stream is being captured");
   if (capture != hipStreamCaptureStatusNone)
     return fail(
         sscInvalidUsage,
@@ -54,54 +50,64 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
   char* base = nullptr;
   // Stream-ordered: a plain allocation or free may wait for the whole device, where another
   // stream of this process can hold a kernel waiting on the peers.
-  SSC_CHECK(
-      check(hipMallocAsync(reinterpret_cast<void**>(&base), total, stream), "hipMallocAsync"));
+  SSC_GPU_CHECK(hipMallocAsync(reinterpret_cast<void**>(&base), total, stream),
+                "gemm: probing a BLAS algorithm for {} x {} x {}: allocating {} bytes", s.rows, s.n,
+                s.k, total);
   char* w = base + skew(s.alignW);
   char* x = base + region(wBytes) + skew(s.alignX);
   char* y = base + region(wBytes) + region(xBytes) + skew(s.alignD);
   auto* count = reinterpret_cast<unsigned long long*>(base + total - 256);
-  sscResult_t r =
-      check(hipMemsetAsync(base, 0, total - 256 + sizeof(*count), stream), "hipMemsetAsync");
-  if (r == sscSuccess) r = check(hipMemsetAsync(y, 0xFF, dBytes, stream), "hipMemsetAsync");
   // An algorithm the library refuses at launch (cuBLASLt did for one its heuristic had returned,
   // gpu_gemm.cc runPiece) is one more to skip, not an error of the call.
   bool refused = false;
   std::vector<void*> table;  // the host side of a pointer-array table, alive until the wait below
   void** devTable =
       reinterpret_cast<void**>(base + region(wBytes) + region(xBytes) + region(dBytes));
-  if (r == sscSuccess && s.pointers) {
-    table.assign(3 * kTable, nullptr);
-    for (int i = 0; i < s.batch; ++i) {
-      table[i] = w;
-      table[kTable + i] = x + i * s.aStride * s.k * s.inBytes;
-      table[2 * kTable + i] = y + i * s.dStride * s.n * s.outBytes;
+  unsigned long long left = 0;
+  // The probe's work on the stream; whatever it queued is freed and waited for below either way.
+  const sscResult_t r = [&]() -> sscResult_t {
+    SSC_GPU_CHECK(hipMemsetAsync(base, 0, total - 256 + sizeof(*count), stream),
+                  "gemm: probing a BLAS algorithm: zeroing its inputs");
+    SSC_GPU_CHECK(hipMemsetAsync(y, 0xFF, dBytes, stream),
+                  "gemm: probing a BLAS algorithm: marking its {} output bytes", dBytes);
+    if (s.pointers) {
+      table.assign(3 * kTable, nullptr);
+      for (int i = 0; i < s.batch; ++i) {
+        table[i] = w;
+        table[kTable + i] = x + i * s.aStride * s.k * s.inBytes;
+        table[2 * kTable + i] = y + i * s.dStride * s.n * s.outBytes;
+      }
+      SSC_GPU_CHECK(hipMemcpyAsync(devTable, table.data(), table.size() * sizeof(void*),
+                                   hipMemcpyHostToDevice, stream),
+                    "gemm: probing a BLAS algorithm: copying its pointer-array table");
     }
-    r = check(hipMemcpyAsync(devTable, table.data(), table.size() * sizeof(void*),
-                             hipMemcpyHostToDevice, stream),
-              "hipMemcpyAsync");
-  }
-  if (r == sscSuccess) {
     const float alpha = 1.0f, beta = 0.0f;
     const void* aw = s.pointers ? static_cast<const void*>(devTable) : w;
     const void* bx = s.pointers ? static_cast<const void*>(devTable + kTable) : x;
     void* dy = s.pointers ? static_cast<void*>(devTable + 2 * kTable) : y;
     refused = hipblasLtMatmul(lt, desc, &alpha, aw, a, bx, b, &beta, dy, d, dy, d, &algo,
                               blasWorkspace, blasWorkspaceBytes, stream) != HIPBLAS_STATUS_SUCCESS;
-  }
-  const size_t rowBytes = static_cast<size_t>(s.n) * s.outBytes;
-  if (r == sscSuccess && !refused)
-    r = check(static_cast<hipError_t>(gpu::launchCountNonZero(
-                  y, s.rows * rowBytes, s.dStride * rowBytes, s.batch, count, 4 * sms, stream)),
-              "the count kernel");
-  unsigned long long left = 0;
-  if (r == sscSuccess && !refused)
-    r = check(hipMemcpyAsync(&left, count, sizeof(left), hipMemcpyDeviceToHost, stream),
-              "hipMemcpyAsync");
-  const sscResult_t freed = check(hipFreeAsync(base, stream), "hipFreeAsync");
-  const sscResult_t synced = check(hipStreamSynchronize(stream), "hipStreamSynchronize");
+    if (refused) {
+      // Skipped, not an error of the call: whatever its refused launch left in the runtime's
+      // last error must not be reported by the next launch's check.
+      (void)hipGetLastError();
+      return sscSuccess;
+    }
+    const size_t rowBytes = static_cast<size_t>(s.n) * s.outBytes;
+    SSC_CHECK(gpu::launchCountNonZero(y, s.rows * rowBytes, s.dStride * rowBytes, s.batch, count,
+                                      4 * sms, stream));
+    SSC_GPU_CHECK(hipMemcpyAsync(&left, count, sizeof(left), hipMemcpyDeviceToHost, stream),
+                  "gemm: probing a BLAS algorithm: reading back its count");
+    return sscSuccess;
+  }();
+  const hipError_t freed = hipFreeAsync(base, stream);
+  const hipError_t synced = hipStreamSynchronize(stream);
+  // The first failure is the one to report: a later one may follow from it.
   SSC_CHECK(r);
-  SSC_CHECK(freed);
-  SSC_CHECK(synced);
+  if (freed != hipSuccess)
+    return SSC_GPU_FAIL(freed, "gemm: probing a BLAS algorithm: freeing its {} bytes", total);
+  if (synced != hipSuccess)
+    return SSC_GPU_FAIL(synced, "gemm: probing a BLAS algorithm: waiting for the stream");
   *unwritten = refused ? kProbeRefused : left;
   return sscSuccess;
 }

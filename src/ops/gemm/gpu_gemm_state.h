@@ -85,6 +85,7 @@ class GpuGemmState {
   // STARSCREAM_GEMM_PROBE said to vet each new shape's algorithm (sscGemmContext::probe).
   bool probe = false;
 
+  // Teardown returns nothing: a descriptor that fails to free leaves nothing for the owner to do.
   static void destroyShape(Shape& s) {
     if (s.desc != nullptr) (void)hipblasLtMatmulDescDestroy(s.desc);
     for (auto* l : {s.a, s.b, s.d})
@@ -93,7 +94,7 @@ class GpuGemmState {
 
   ~GpuGemmState() {
     for (auto& [key, s] : shapes) destroyShape(s);
-    if (lt != nullptr) (void)hipblasLtDestroy(lt);
+    if (lt != nullptr) (void)hipblasLtDestroy(lt);  // a destructor: no caller to report to
   }
 
   // D[rows][n] (row-major, ld n) = A[rows][k] W^T, batched. Row-major D is the column-major
@@ -273,6 +274,8 @@ class GpuGemmState {
     if (st == HIPBLAS_STATUS_SUCCESS)
       st = hipblasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->d, s->d, pref,
                                            probe ? kProbeCandidates : 1, results, &found);
+    // Only the heuristic's answer matters to the call: a preference that fails to free costs a
+    // few bytes of host memory, not the GEMM.
     (void)hipblasLtMatmulPreferenceDestroy(pref);
     if (st != HIPBLAS_STATUS_SUCCESS) found = 0;
     ProbeShape ps;
