@@ -36,6 +36,7 @@ struct Layout {
 }  // namespace
 
 GpuConnections::~GpuConnections() {
+  // A destructor has no caller to report to: a free that fails leaves nothing to do.
   if (conns_ != nullptr) (void)hipFree(conns_);
   if (p2pScratch_ != nullptr) (void)hipFree(p2pScratch_);
   if (errorHost_ != nullptr) (void)hipHostFree(const_cast<uint32_t*>(errorHost_));

@@ -13,9 +13,11 @@ DeviceGuard::DeviceGuard(int device) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) (void)hipSetDevice(previous_);
+  if (previous_ >= 0) (void)hipSetDevice(previous_);  // a destructor: no caller to report to
 }
 
+// A constructor and a destructor cannot report: were the exchange to fail, a call the capture
+// forbids would fail on its own, with its own error.
 RelaxedCapture::RelaxedCapture() : mode_(hipStreamCaptureModeRelaxed) {
   (void)hipThreadExchangeStreamCaptureMode(&mode_);
 }
@@ -44,7 +46,7 @@ bool retainUntilGraphDestroyed(hipStream_t stream, std::function<void()> release
 }
 
 LaunchOrder::~LaunchOrder() {
-  if (last_ != nullptr) (void)hipEventDestroy(last_);
+  if (last_ != nullptr) (void)hipEventDestroy(last_);  // a destructor: no caller to report to
 }
 
 sscResult_t LaunchOrder::before(hipStream_t stream, bool capturing) {

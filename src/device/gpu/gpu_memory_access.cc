@@ -63,7 +63,7 @@ bool pageableAccess(int device) {
   std::call_once(once[device], [device] {
     int v = 0;
     if (hipDeviceGetAttribute(&v, hipDeviceAttributePageableMemoryAccess, device) != hipSuccess) {
-      (void)hipGetLastError();
+      (void)hipGetLastError();  // the fallback below; a later launch's check must not report it
       v = 0;
     }
     value[device] = v == 1;
@@ -77,7 +77,7 @@ MemoryKind classify(const void* p) {
   std::memset(&a, 0, sizeof(a));
   if (hipPointerGetAttributes(&a, p) != hipSuccess) {
     // Memory the runtime does not know: plain host memory (ROCm 5 reports it so; CUDA and
-    // ROCm >= 6 answer "unregistered").
+    // ROCm >= 6 answer "unregistered"). An answer, not an error: cleared for later checks.
     (void)hipGetLastError();
     return MemoryKind::kHostPageable;
   }

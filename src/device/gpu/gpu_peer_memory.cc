@@ -42,7 +42,7 @@ bool GpuPeerMemory::exportHandle(const PeerAllocation& a, uint8_t handle[kPeerHa
   hipIpcMemHandle_t h;
   const hipError_t e = hipIpcGetMemHandle(&h, reinterpret_cast<void*>(a.base));
   if (e != hipSuccess) {
-    (void)hipGetLastError();
+    (void)hipGetLastError();  // told through *why; a later launch's check must not report it
     *why = hipGetErrorString(e);
     return false;
   }

@@ -63,7 +63,7 @@ bool ImportCache::open(const std::string& handle, void** mapped, std::string* wh
   void* p = nullptr;
   const hipError_t e = hipIpcOpenMemHandle(&p, h, hipIpcMemLazyEnablePeerAccess);
   if (e != hipSuccess) {
-    (void)hipGetLastError();
+    (void)hipGetLastError();  // reported below, once; a later launch's check must not see it
     const std::string text =
         fmt::format("opening a peer's registered allocation failed: {}", hipGetErrorString(e));
     if (why != nullptr)
@@ -84,6 +84,7 @@ void ImportCache::close(void* mapped) {
   if (m == byMapped_.end()) return;
   auto it = byHandle_.find(m->second);
   if (--it->second.refs > 0) return;
+  // close returns nothing: an unmapping that fails leaves nothing for the caller to do.
   (void)hipIpcCloseMemHandle(mapped);
   byHandle_.erase(it);
   byMapped_.erase(m);
@@ -124,7 +125,7 @@ sscResult_t Registrations::add(CommView* comm, void* buff, size_t bytes,
   } else {
     const hipError_t e = hipIpcGetMemHandle(&mine.handle, base);
     if (e != hipSuccess) {
-      (void)hipGetLastError();
+      (void)hipGetLastError();  // in `why` below; a later launch's check must not report it
       why = fmt::format("exporting its allocation failed: {}", hipGetErrorString(e));
     } else {
       mine.offset = static_cast<uint64_t>(static_cast<char*>(buff) - static_cast<char*>(base));
