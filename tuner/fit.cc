@@ -21,6 +21,9 @@ constexpr int kIterations = 12;
 constexpr double kTolerance = 0.3;  // relative error a point may keep without more weight
 constexpr double kMaxEmphasis = 30;
 constexpr double kMaxFitBandwidthGBps = 1e5;  // a bandwidth the data cannot see: effectively free
+// A figure outside what a profile file may hold (profile.h) would make the calibration's cache file
+// unreadable: noisy times (a loaded host) can fit a rate near 0 or a latency past any use.
+double profileLatency(double us) { return std::min(us, kProfileMaxLatencyUs); }
 
 // gpu_coll_perf's rows that pin the symmetric algorithm's protocol, by name: read from its JSON
 // (readPerfJson) and written back in the error rows (modelError).
@@ -235,11 +238,11 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
     for (int p = 0; p < kNumProtocols; ++p)
       if (called[p]) least = std::min(least, x[1 + p]);
     if (!std::isfinite(least)) least = 0;
-    v.launchUs = x[0] + least;
+    v.launchUs = profileLatency(x[0] + least);
     for (int p = 0; p < kNumProtocols; ++p)
       if (called[p]) {
         everCalled[p] = true;
-        v.launchExtraUs[p] = x[1 + p] - least;
+        v.launchExtraUs[p] = profileLatency(x[1 + p] - least);
       }
     for (int t = 0; t < kNumTiers; ++t)
       for (int p = 0; p < kNumProtocols; ++p) {
@@ -247,9 +250,10 @@ sscResult_t fitVariant(const Topology& topo, const ModelLimits& limits, const Tu
         if (!used[j]) continue;
         everUsed[j] = true;
         AlphaBeta& ab = v.tiers[t][p];
-        ab.latencyUs = x[kLat + j];
+        ab.latencyUs = profileLatency(x[kLat + j]);
         const auto rate = [](double g) {
-          return g > 1 / kMaxFitBandwidthGBps ? 1 / g : kMaxFitBandwidthGBps;
+          return g > 1 / kMaxFitBandwidthGBps ? std::max(1 / g, kProfileMinBandwidthGBps)
+                                              : kMaxFitBandwidthGBps;
         };
         if (stored[j]) {
           everStored[j] = true;

@@ -32,7 +32,8 @@ constexpr size_t kMaxProfileBytes = 1u << 20;
 constexpr const char* kTierKeys[kNumTiers] = {"usr", "xgmi", "net"};
 constexpr const char* kProtoKeys[kNumProtocols] = {"fifo", "ll", "zero_copy", "zero_copy_wide"};
 // Sanity bounds: a typo (1e9 us, 0 GB/s) fails with a message rather than steering every choice.
-constexpr double kMaxLatencyUs = 1e6, kMaxBandwidthGBps = 1e6, kMaxCacheMB = 1e6, kMaxBytes = 1e15;
+constexpr double kMaxLatencyUs = kProfileMaxLatencyUs, kMaxBandwidthGBps = kProfileMaxBandwidthGBps,
+                 kMaxCacheMB = 1e6, kMaxBytes = 1e15;
 constexpr int kMaxPartitions = 1024;
 
 // Parse context: the origin, the text (for line numbers of fields) and the field path.
@@ -156,10 +157,10 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path,
           onlyKeys(c, *proto, ppath, {"latency_us", "bandwidth_gbps", "store_bandwidth_gbps"}));
       AlphaBeta& ab = out->tiers[t][p];
       SSC_CHECK(getNumber(c, *proto, ppath, "latency_us", 0, kMaxLatencyUs, true, &ab.latencyUs));
-      SSC_CHECK(getNumber(c, *proto, ppath, "bandwidth_gbps", 1e-3, kMaxBandwidthGBps, true,
-                          &ab.bandwidthGBps));
-      SSC_CHECK(getNumber(c, *proto, ppath, "store_bandwidth_gbps", 1e-3, kMaxBandwidthGBps, false,
-                          &ab.storeBandwidthGBps));
+      SSC_CHECK(getNumber(c, *proto, ppath, "bandwidth_gbps", kProfileMinBandwidthGBps,
+                          kMaxBandwidthGBps, true, &ab.bandwidthGBps));
+      SSC_CHECK(getNumber(c, *proto, ppath, "store_bandwidth_gbps", kProfileMinBandwidthGBps,
+                          kMaxBandwidthGBps, false, &ab.storeBandwidthGBps));
     }
   }
   return sscSuccess;

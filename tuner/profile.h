@@ -29,6 +29,11 @@ inline constexpr int kNumTiers = 3;
 const char* protocolName(
     Protocol p);  // "fifo", "ll", "zero_copy", "zero_copy_wide" (the profile's keys)
 
+// The figures a profile may hold (parseProfile refuses others, naming the field): what a fit or a
+// calibration writes is kept inside them, so that every profile written can be read back.
+inline constexpr double kProfileMaxLatencyUs = 1e6;
+inline constexpr double kProfileMinBandwidthGBps = 1e-3, kProfileMaxBandwidthGBps = 1e6;
+
 // One (tier, protocol) pair: every step pays latencyUs, then moves its bytes at bandwidthGBps;
 // bytes a zero-copy step stores into peers' memory move at storeBandwidthGBps. Hopper GPUs store
 // into peers more slowly than they load from them (perf/bulk_shapes.cu measures both: a rank

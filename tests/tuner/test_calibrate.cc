@@ -223,6 +223,41 @@ TEST(Calibration, FitRecoversTheMachinesChoices) {
   }
 }
 
+// Times no machine should give (a loaded host: one protocol's calls crawl in proportion to their
+// size) still fit a profile that reads back: the cache file written from it must not be refused.
+// Both the GPU backend's limits and the host backend's (one memory, its built-in profile).
+TEST(Calibration, FitOfWildTimesReadsBack) {
+  for (bool host : {false, true}) {
+    SCOPED_TRACE(host ? "host backend" : "GPU backend");
+    const Topology topo = topoFile(host ? "2x2" : "h200-mps-8");
+    ModelLimits limits;
+    limits.blocksPerChannel = host ? 1 : 4;
+    limits.oneMemory = host;
+    const TunerProfile start = host ? hostProfile() : defaultProfile(topo);
+    const Tuner truth(topo, host ? hostProfile() : slowFifoMachine(), limits);
+    const auto points = calibrationPoints(topo, limits, host ? uint64_t{4} << 20 : 0);
+    for (Protocol slow : {Protocol::kZeroCopyWide, Protocol::kZeroCopy, Protocol::kLL}) {
+      std::vector<double> times = timesOf(truth, points);
+      for (size_t i = 0; i < points.size(); ++i)
+        if (points[i].pinned && points[i].protocol == slow)
+          times[i] = 1e3 * static_cast<double>(points[i].bytes);  // 1 ms a byte: 1e-6 GB/s
+      TunerProfile fitted;
+      ASSERT_EQ(fitCalibration(topo, limits, start, points, times, 180, someKey(), &fitted),
+                sscSuccess)
+          << lastError();
+      for (const auto& tier : fitted.variants[0].tiers)
+        for (const AlphaBeta& ab : tier) {
+          EXPECT_TRUE(ab.bandwidthGBps == 0 || ab.bandwidthGBps >= kProfileMinBandwidthGBps)
+              << ab.bandwidthGBps;
+          EXPECT_LE(ab.latencyUs, kProfileMaxLatencyUs);
+        }
+      TunerProfile back;
+      EXPECT_EQ(parseProfile(profileToJson(fitted), "round trip", &back), sscSuccess)
+          << protocolName(slow) << ": " << lastError();
+    }
+  }
+}
+
 TEST(Calibration, FitRefusesNoData) {
   const Topology topo = topoFile("h200-mps-8");
   const auto points = calibrationPoints(topo, ModelLimits{});
