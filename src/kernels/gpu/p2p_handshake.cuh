@@ -35,8 +35,10 @@ struct P2pOfferEntry {
   uint64_t bytes;
   uint64_t swap;  // 1: offered for an exchange (the same buffer is the send to the peer)
 };
-constexpr uint32_t kOfferTag = 0x9e0ff3e5u;  // ssc::kP2pOfferTag (gpu_plan_cache.cc checks)
-constexpr uint32_t kDoneTag = 0x9ed0e5a1u;   // ssc::kP2pDoneTag
+// The values of ssc::kP2pOfferTag and ssc::kP2pDoneTag (src/collectives/plan.h), written again:
+// nothing checks that the two stay equal.
+constexpr uint32_t kOfferTag = 0x9e0ff3e5u;
+constexpr uint32_t kDoneTag = 0x9ed0e5a1u;
 
 struct P2pShared {
   int ok;
