@@ -87,9 +87,9 @@ std::map<int, DevicePool*>& pools() {
   return *m;
 }
 
-// A slot's kernels are done with it: the end is written (`done`) and block 0's start has
+// A slot's kernels are done with it: the end, their last write, is here, and block 0's start has
 // reached the host too (kernel_timing.h), so no write of theirs is still on its way.
-bool slotFinished(TimingSlot& s) { return loadAcquire(s.done) != 0 && loadRelaxed(s.start) != 0; }
+bool slotFinished(TimingSlot& s) { return loadAcquire(s.end) != 0 && loadAcquire(s.start) != 0; }
 
 DevicePool* makePool(int device) {
   // Allocations and a synchronize are not allowed while another stream of the process is being
@@ -239,7 +239,6 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
       TimingSlot& s = p->host[i];
       storeRelaxed(s.start, uint64_t{0});
       storeRelaxed(s.end, uint64_t{0});
-      storeRelaxed(s.done, uint64_t{0});
       std::atomic_thread_fence(std::memory_order_release);  // before the launch that stamps it
       timer = std::make_unique<SlotTimer>(p, i, p->anchor);
       call.kernels.slot = p->device + i;

@@ -114,14 +114,16 @@ class KernelClock {
       if (t_.slot == nullptr || (t_.marks & kStampEnd) == 0) return;
       __syncthreads();  // the block's work is done
       if (threadIdx.x != 0) return;
-      __threadfence();
+      // No fence before counting: the stamp times the blocks' instructions, not when their
+      // stores become visible, and a fence here would hold every block for its stores.
       if (atomicAdd(t_.blocksDone, 1u) + 1 != gridDim.x) return;
-      // Every block has counted itself: reset the count for the slot's next call before saying
-      // done (the host hands the slot out again only after it has seen `done`).
+      // Every block has counted itself: reset the count for the slot's next call, visibly on the
+      // device before the end stamp lets the host hand the slot out again.
       *reinterpret_cast<volatile uint32_t*>(t_.blocksDone) = 0;
+      __threadfence();
+      // One 8-byte store, the last word the host reads: a non-zero `end` says the call is done,
+      // so no system-scope fence has to hold the grid's exit for a round trip to host memory.
       *reinterpret_cast<volatile uint64_t*>(&t_.slot->end) = sscGpuTimer();
-      __threadfence_system();
-      *reinterpret_cast<volatile uint64_t*>(&t_.slot->done) = 1;
     }
   }
   KernelClock(const KernelClock&) = delete;

@@ -5,11 +5,10 @@
 //
 // The call's slot is in pinned host memory the device maps: block 0 of the call's first launch
 // writes `start` at entry, before any wait on a peer; at exit every block of the last launch
-// counts itself on `blocksDone` (device memory), and the block that finishes last writes `end`,
-// then, after a system fence, `done`. The host reads the slot when `done` is set, never waiting.
-// Nothing orders block 0's `start` before `done` for the host (block 0 fences at device scope
-// only, so as not to wait for the host link), so the host also waits for `start` to be non-zero:
-// the clock never reads 0 once the device is up.
+// counts itself on `blocksDone` (device memory), and the block that finishes last writes `end`.
+// The host reads the slot once both stamps are non-zero (the clock never reads 0 once the device
+// is up), never waiting: nothing orders block 0's `start` before `end` on the way to the host, and
+// no system-scope fence holds the kernel's exit for it.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +19,8 @@ namespace ssc::gpu {
 // out.
 struct alignas(32) TimingSlot {
   uint64_t start;
-  uint64_t end;
-  uint64_t done;  // 1 once `end` is written
-  uint64_t pad;
+  uint64_t end;  // written last: non-zero once the call's kernels are done
+  uint64_t pad[2];
 };
 
 enum : uint32_t { kStampStart = 1, kStampEnd = 2 };
