@@ -96,6 +96,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_plan_cache.cc
   src/device/gpu/gpu_registry.cc
   src/device/gpu/gpu_runtime_info.cc
+  src/device/gpu/gpu_services.cc
   src/device/gpu/gpu_symmetric.cc
   src/device/gpu/gpu_timing.cc
   src/ops/attention/gpu_ops.cc
