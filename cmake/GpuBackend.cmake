@@ -87,6 +87,7 @@ set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/copy_kernel.cu src/kernels/gpu/plan_k
   src/kernels/gpu/attention_exchange.cu src/kernels/gpu/attention_prefill_kernel.cu)
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
+  src/device/gpu/gpu_blas.cc
   src/device/gpu/gpu_census.cc
   src/device/gpu/gpu_launch_order.cc
   src/device/gpu/gpu_memory_access.cc
