@@ -89,9 +89,9 @@ sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, h
   SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
   if (c.xGathered == nullptr) return sscSuccess;
   // The slot's rows are X's rows (x in place inside it: the same bytes).
-  SSC_GPU_CHECK(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
-                               hipMemcpyDeviceToDevice, s),
-                "gemm: copying the gathered x out of the slot");
+  SSC_CHECK(g->dev->memcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
+                                CopyKind::kDeviceToDevice, s,
+                                "gemm: copying the gathered x out of the slot"));
   return sscSuccess;
 }
 
