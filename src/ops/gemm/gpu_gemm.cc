@@ -16,7 +16,6 @@
 
 #include "src/api/api.h"
 #include "src/device/backend.h"
-#include "src/platform/gpu_runtime.h"
 #include "src/core/futex_wait.h"
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
@@ -129,7 +128,7 @@ namespace {
 // reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
 // scratch it becomes one 2D copy and ONE GEMM that reads W once (Plan::scratchBytes).
 sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, const GemmPiece& g,
-                     void* scratch, hipStream_t on) {
+                     void* scratch, sscStream_t on) {
   if (g.batch <= 1 || scratch == nullptr) return gs->matmul(c, a, d, g, on);
   // Rows that are not 16-byte multiples (odd K or N): the batch, as before the scratch. On the
   // H200 the one-GEMM form of such a piece (301 x 257 x 129, fp16 -> fp32, K = 8) was refused by
@@ -169,12 +168,12 @@ void* scratchOf(sscGemmContext* g, const Plan& pl) {
 }  // namespace
 
 sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d,
-                     const GemmPiece& piece, bool scratch, hipStream_t s) {
+                     const GemmPiece& piece, bool scratch, sscStream_t s) {
   return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
 }
 
 sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
-                                hipStream_t s, PeerBatch* b) {
+                                sscStream_t s, PeerBatch* b) {
 #if defined(SSC_BLAS_POINTER_ARRAY)
   const std::vector<int>& peers = b->peers.batched;
   const int batch = static_cast<int>(peers.size());
@@ -209,7 +208,7 @@ sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff
   return sscSuccess;
 }
 
-sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
+sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, sscStream_t s) {
 #if defined(SSC_BLAS_POINTER_ARRAY)
   GpuGemmState* gs = g->gpu;
   SSC_CHECK(gs->matmulTable(*static_cast<const Shape*>(b.shape), b.table, s));
@@ -223,7 +222,7 @@ sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s
 #endif
 }
 
-sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
+sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, sscStream_t s) {
   SSC_CHECK(
       g->dev->streamWaitEvent(s, g->gpu->tableRead[b.slot],
                               "gemm: ordering a pointer table's store after its last reader"));
@@ -242,7 +241,7 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
   GpuGemmState* gs = g->gpu;
   const Problem& p = c.p;
   const Plan& pl = c.plan;
-  const auto s = static_cast<hipStream_t>(stream);
+  const sscStream_t s = stream;
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   if (p.m == 0 || p.n == 0) return sscSuccess;
   if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another

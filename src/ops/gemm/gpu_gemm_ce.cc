@@ -250,7 +250,7 @@ namespace {
 
 // The context's copy-engine state, created on first use; refuses a stream under capture (the
 // watchdog's events cannot be queried there).
-sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
+sscResult_t prepareCall(sscGemmContext* g, sscStream_t s, CopyEngine** out) {
   bool capturing = false;
   SSC_CHECK(g->dev->streamCapturing(s, &capturing,
                                     "gemm: asking whether the call's stream is being captured"));
@@ -319,7 +319,7 @@ void gate(sscGemmContext* g, int me, int K, uint32_t use, Ops* ops) {
 // into the local slot -> [readyFrom[me] in every peer (the write's barrier orders the GEMM's
 // tile before it), then every peer's readyFrom here] -> the sum of this rank's rows out of the K
 // slots in place -> [done[me] in every rank, this one included (destroy reads its own)].
-sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine* ce) {
+sscResult_t rsChunks(sscGemmContext* g, const Call& c, sscStream_t s, CopyEngine* ce) {
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ob = typeBytes(c.outType);
@@ -371,7 +371,7 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
 
 }  // namespace
 
-sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, sscStream_t s) {
   CopyEngine* ce = nullptr;
   SSC_CHECK(prepareCall(g, s, &ce));
   return rsChunks(g, c, s, ce);
@@ -383,7 +383,7 @@ sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_
 // [every peer's from here] -> push: the copy stream's end, ONE GEMM over the local slot; per
 // rank: one GEMM per peer reading its rows in place from its slot. Then the copy stream's end
 // and [done[me] in every rank].
-sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, sscStream_t s) {
   CopyEngine* ce = nullptr;
   SSC_CHECK(prepareCall(g, s, &ce));
   const Problem& p = c.p;

@@ -21,7 +21,6 @@
 #include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/ops/gemm/gpu_gemm_probe.h"
 #include "src/device/gpu/gpu_blas.h"
-#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gemm {
 
@@ -86,7 +85,7 @@ class GpuGemmState {
   // D^T = W X^T: the BLAS's "A" is W (k x n column-major, transposed; or n x k with
   // SSC_GEMM_WEIGHT_KN), its "B" is X (k x rows), its D is n x rows.
   // The shape's descriptors and algorithm, described (and probed) at its first use.
-  sscResult_t shapeOf(const Call& c, const GemmPiece& g, const ShapeKey& key, hipStream_t stream,
+  sscResult_t shapeOf(const Call& c, const GemmPiece& g, const ShapeKey& key, sscStream_t stream,
                       const Shape** out) {
     auto it = shapes.find(key);
     if (it == shapes.end()) {
@@ -107,7 +106,7 @@ class GpuGemmState {
   // stores its table; the Shape's `found` is false where the BLAS has none (the caller then
   // runs one GEMM per entry).
   sscResult_t tableShape(const Call& c, int64_t rows, int batch, uint32_t alignX, uint32_t alignD,
-                         hipStream_t stream, const Shape** out) {
+                         sscStream_t stream, const Shape** out) {
     GemmPiece g;
     g.rows = rows;
     g.batch = batch;
@@ -120,7 +119,7 @@ class GpuGemmState {
 
   // D_i = X_i W^T for every entry of the table at `table` (W, X and D arrays kPointerTableStride
   // apart, device pointers a kernel stored earlier on this stream).
-  sscResult_t matmulTable(const Shape& s, void** table, hipStream_t stream) {
+  sscResult_t matmulTable(const Shape& s, void** table, sscStream_t stream) {
     void** x = table + kPointerTableStride;
     void** d = table + 2 * kPointerTableStride;
     return blas.matmul(s.blas, s.algo, table, x, d, blasWorkspace, kBlasWorkspaceBytes, stream,
@@ -128,7 +127,7 @@ class GpuGemmState {
   }
 
   sscResult_t matmul(const Call& c, const void* a, void* d, const GemmPiece& g,
-                     hipStream_t stream) {
+                     sscStream_t stream) {
     const int64_t n = c.p.n, k = c.p.k;
     const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
     const void* bPtr = cbyte(a, g.aRow * k * ib);
@@ -180,7 +179,7 @@ class GpuGemmState {
   }
 
  private:
-  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, hipStream_t stream,
+  sscResult_t describe(const Call& c, const GemmPiece& g, const ShapeKey& key, sscStream_t stream,
                        Shape* s) {
     const int64_t n = c.p.n, k = c.p.k;
     const bool pointers = g.aStride == kPointerArray;
