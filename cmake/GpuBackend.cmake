@@ -88,6 +88,7 @@ set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/copy_kernel.cu src/kernels/gpu/plan_k
   src/kernels/gpu/kernel_timing.cu)
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
+  src/device/gpu/gpu_blas.cc
   src/device/gpu/gpu_census.cc
   src/device/gpu/gpu_launch_order.cc
   src/device/gpu/gpu_memory_access.cc
@@ -97,6 +98,7 @@ set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_plan_cache.cc
   src/device/gpu/gpu_registry.cc
   src/device/gpu/gpu_runtime_info.cc
+  src/device/gpu/gpu_services.cc
   src/device/gpu/gpu_symmetric.cc
   src/device/gpu/gpu_timing.cc
   src/ops/attention/gpu_ops.cc

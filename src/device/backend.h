@@ -19,6 +19,7 @@
 namespace ssc {
 
 class PeerMemoryRuntime;  // transports/usr/peer_memory.h
+class DeviceServices;     // src/device/services.h
 
 // Per-communicator state a backend keeps (mapped peer memory, connections, ...).
 class CommResources {
@@ -186,6 +187,11 @@ class Backend {
     (void)stream, (void)release;
     return false;
   }
+
+  // The runtime services the layers above use for their own device state (the ops' scratch,
+  // streams, events: src/device/services.h); null on a backend without a device (the host's),
+  // whose ops run on host memory. The ops choose their device half by asking this.
+  virtual DeviceServices* services() { return nullptr; }
 
   // Makes `device` the calling thread's current device (init threads, sscCommInitAll's devlist).
   virtual void bindDevice(int device) { (void)device; }

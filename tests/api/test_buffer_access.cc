@@ -56,6 +56,7 @@ class RefusingBackend : public Backend {
     return inner_->deregisterBuffer(comm, buff, peers);
   }
   PeerMemoryRuntime* peerMemory(CommView* comm) override { return inner_->peerMemory(comm); }
+  DeviceServices* services() override { return inner_->services(); }
   size_t defaultStagingBytes() const override { return inner_->defaultStagingBytes(); }
   sscResult_t enqueueStaged(CommView* comm, std::shared_ptr<Work> work, const StagedCopies& copies,
                             sscStream_t stream) override {

@@ -23,6 +23,7 @@
 #include "src/device/gpu/gpu_peer_memory.h"
 #include "src/device/gpu/gpu_plan_cache.h"
 #include "src/device/gpu/gpu_registry.h"
+#include "src/device/gpu/gpu_services.h"
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/device/gpu/gpu_symmetric.h"
@@ -385,6 +386,8 @@ class GpuBackend : public Backend {
   void bindDevice(int device) override {
     if (device >= 0) (void)hipSetDevice(device);
   }
+
+  DeviceServices* services() override { return gpuServices(); }
 
   const uint32_t* deviceAbortWord(CommView* comm) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());

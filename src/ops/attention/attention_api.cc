@@ -145,7 +145,8 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   const env::Snapshot settings = env::Snapshot::take();
   SSC_CHECK(env::validate(settings));
   // The host backend's ranks cannot map each other's scratch: only the all-gather exchange.
-  if (cfg->exchange == sscKvExchangeFused && comm->nranks > 1 && comm->backend->deviceIndex() < 0)
+  if (cfg->exchange == sscKvExchangeFused && comm->nranks > 1 &&
+      comm->backend->services() == nullptr)
     return fail(sscInvalidUsage,
                 "{}: config.exchange = sscKvExchangeFused needs a GPU backend "
                 "(the host backend exchanges through sscAllGather: use sscKvExchangeAuto)",
@@ -155,7 +156,8 @@ sscResult_t createCache(const char* fn, sscComm* comm, const sscKvCacheConfig_t*
   c->backend = comm->backend;
   c->device = comm->device;
   c->config = *cfg;
-  c->onGpu = comm->backend->deviceIndex() >= 0;
+  c->dev = comm->backend->services();
+  c->onGpu = c->dev != nullptr;
   c->waits = WaitLimits::from(settings);
   Placement pl;
   pl.nranks = comm->nranks;
@@ -478,26 +480,3 @@ void freeBuffers(sscKvCache* c) {
 }
 
 }  // namespace ssc::attn
-
-#if !defined(STARSCREAM_HAVE_GPU)
-// Host-only builds: a communicator is never on a GPU backend, so these are never reached.
-namespace ssc::attn {
-sscResult_t gpuCreate(sscKvCache*) {
-  return fail(sscInternalError, "KV cache: GPU backend not built");
-}
-void gpuDestroy(sscKvCache*) {}
-sscResult_t gpuAppend(sscKvCache*, int, const void*, const void*, sscStream_t) {
-  return fail(sscInternalError, "KV cache: GPU backend not built");
-}
-sscResult_t gpuDecode(sscKvCache*, const DecodeArgs&, sscStream_t) {
-  return fail(sscInternalError, "KV cache: GPU backend not built");
-}
-sscResult_t gpuTableChanged(sscKvCache*) {
-  return fail(sscInternalError, "KV cache: GPU backend not built");
-}
-bool gpuGraphReadsBelow(const sscKvCache*, int, int64_t, int*) { return false; }
-sscResult_t gpuPrefill(sscKvCache*, const PrefillArgs&, sscStream_t) {
-  return fail(sscInternalError, "KV cache: GPU backend not built");
-}
-}  // namespace ssc::attn
-#endif

@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "src/api/api.h"
-#include "src/platform/gpu_check.h"
-#include "src/platform/gpu_runtime.h"
+#include "src/device/services.h"
 #include "src/ops/attention/gpu_exchange.h"
 #include "src/ops/attention/kv_cache.h"
 
@@ -19,35 +18,39 @@ namespace ssc::attn {
 
 // A host-to-device upload area of fixed size: pinned staging plus a device buffer, and the
 // event of the last copy out of the staging (the next upload waits for it before refilling).
-// Sizes are fixed at create: growing would mean hipFree, which waits for the whole device,
+// Sizes are fixed at create: growing would mean a device free, which waits for the whole device,
 // where another communicator's kernel may be waiting for a peer.
 struct Upload {
+  DeviceServices* dev = nullptr;  // the backend's, set by create
   void* host = nullptr;
   void* device = nullptr;
   size_t bytes = 0;
-  hipEvent_t done = nullptr;
+  DeviceEvent done = nullptr;
 
-  sscResult_t create(size_t n) {
+  sscResult_t create(DeviceServices* services, size_t n) {
+    dev = services;
     bytes = n;
-    SSC_GPU_CHECK(hipHostMalloc(&host, n, 0), "KV cache: allocating {} bytes of pinned staging", n);
-    SSC_GPU_CHECK(hipMalloc(&device, n), "KV cache: allocating a {}-byte upload area", n);
-    SSC_GPU_CHECK(hipEventCreateWithFlags(&done, hipEventDisableTiming),
-                  "KV cache: creating an upload area's event");
+    SSC_CHECK(dev->hostAlloc(&host, n, false,
+                             SSC_DOING("KV cache: allocating {} bytes of pinned staging", n)));
+    SSC_CHECK(dev->alloc(&device, n, SSC_DOING("KV cache: allocating a {}-byte upload area", n)));
+    SSC_CHECK(dev->eventCreate(&done, "KV cache: creating an upload area's event"));
     return sscSuccess;
   }
   // Teardown returns nothing: a destroy or free that fails leaves nothing for the owner to do.
   void destroy() {
-    if (done != nullptr) (void)hipEventDestroy(done);
-    if (device != nullptr) (void)hipFree(device);
-    if (host != nullptr) (void)hipHostFree(host);
+    if (dev == nullptr) return;  // never created
+    if (done != nullptr) (void)dev->eventDestroy(done, Doing::quiet());
+    if (device != nullptr) (void)dev->free(device, Doing::quiet());
+    if (host != nullptr) (void)dev->hostFree(host, Doing::quiet());
   }
   // Copies n <= bytes bytes from src to `device`, in stream order.
-  sscResult_t put(const void* src, size_t n, hipStream_t stream) {
-    SSC_GPU_CHECK(hipEventSynchronize(done), "KV cache: waiting for the last upload's copy");
+  sscResult_t put(const void* src, size_t n, sscStream_t stream) {
+    SSC_CHECK(dev->eventSynchronize(done, "KV cache: waiting for the last upload's copy"));
     std::memcpy(host, src, n);
-    SSC_GPU_CHECK(hipMemcpyAsync(device, host, n, hipMemcpyHostToDevice, stream),
-                  "KV cache: uploading {} bytes through pinned staging", n);
-    SSC_GPU_CHECK(hipEventRecord(done, stream), "KV cache: recording an upload's end");
+    SSC_CHECK(
+        dev->memcpyAsync(device, host, n, CopyKind::kHostToDevice, stream,
+                         SSC_DOING("KV cache: uploading {} bytes through pinned staging", n)));
+    SSC_CHECK(dev->eventRecord(done, stream, "KV cache: recording an upload's end"));
     return sscSuccess;
   }
 };
@@ -99,23 +102,23 @@ class GpuCacheState {
   // Captured decodes' lists, and the stream of the last append: the refresh after a release or a
   // trim (calls without a stream) goes there, where the replays run (starscream_ops.h).
   std::vector<std::unique_ptr<GraphList>> graphLists;
-  hipStream_t appendStream = nullptr;
+  sscStream_t appendStream = nullptr;
   bool haveAppendStream = false;
-  hipStream_t sideStream = nullptr;  // the first upload of a list, during a capture
+  sscStream_t sideStream = nullptr;  // the first upload of a list, during a capture
   // The fused exchange (sscKvExchangeFused, or AUTO where the peers' scratch maps).
   bool fused = false;
   FusedExchange exchange;
   // The end of the last decode, and its stream: the cache's buffers (partials, the exchange
   // scratch's parities, the query gather) are reused call after call, so a decode on another
   // stream first waits for the last one, as calls on one stream do by stream order.
-  hipEvent_t lastDone = nullptr;
-  hipStream_t lastStream = nullptr;
+  DeviceEvent lastDone = nullptr;
+  sscStream_t lastStream = nullptr;
   bool haveLast = false;
 };
 
 // Re-uploads every captured decode's page lists the page table changed since their last upload,
 // on `stream` (in order with the replays that follow).
-sscResult_t refreshGraphLists(sscKvCache* c, hipStream_t stream);
+sscResult_t refreshGraphLists(sscKvCache* c, sscStream_t stream);
 
 // A prefill's rounds on the caller's stream (gpu_prefill.cc), ordered after the cache's last
 // call by gpuPrefill.

@@ -8,7 +8,6 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_exchange.h"
 
@@ -32,24 +31,26 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   layout_.headDim = c->config.headDim;
   const size_t bytes = layout_.totalBytes();
   SSC_CHECK(c->backend->memAlloc(&scratch_, bytes));
+  DeviceServices* dev = c->dev;
   void* word = nullptr;
-  SSC_GPU_CHECK(hipMalloc(&word, sizeof(gpu::AttnEpochWord)),
-                "KV cache exchange: allocating its call counter");
+  SSC_CHECK(dev->alloc(&word, sizeof(gpu::AttnEpochWord),
+                       "KV cache exchange: allocating its call counter"));
   epoch_ = static_cast<gpu::AttnEpochWord*>(word);
   // Zeroed before any peer can see it: epochs start at 1, so no stale flag matches; the counter
   // too. On a private stream: a device-wide synchronize could wait for another communicator's
   // kernel that waits for a peer (see Upload in gpu_ops.cc).
-  hipStream_t zero = nullptr;
-  SSC_GPU_CHECK(hipStreamCreateWithFlags(&zero, hipStreamNonBlocking),
-                "KV cache exchange: creating a stream to zero its scratch");
-  hipError_t ze = hipMemsetAsync(scratch_, 0, bytes, zero);
-  if (ze == hipSuccess) ze = hipMemsetAsync(epoch_, 0, sizeof(gpu::AttnEpochWord), zero);
-  if (ze == hipSuccess) ze = hipStreamSynchronize(zero);
-  const hipError_t destroyed = hipStreamDestroy(zero);
-  if (ze != hipSuccess)
-    return SSC_GPU_FAIL(ze, "KV cache exchange: zeroing its {} bytes of scratch", bytes);
-  if (destroyed != hipSuccess)
-    return SSC_GPU_FAIL(destroyed, "KV cache exchange: destroying the stream that zeroed it");
+  sscStream_t zero = nullptr;
+  SSC_CHECK(dev->streamCreate(&zero, "KV cache exchange: creating a stream to zero its scratch"));
+  auto zeroing = SSC_DOING("KV cache exchange: zeroing its {} bytes of scratch", bytes);
+  sscResult_t r = dev->memsetAsync(scratch_, 0, bytes, zero, zeroing);
+  if (r == sscSuccess) r = dev->memsetAsync(epoch_, 0, sizeof(gpu::AttnEpochWord), zero, zeroing);
+  if (r == sscSuccess) r = dev->streamSynchronize(zero, zeroing);
+  // Destroyed whatever happened; where both fail, the zeroing's error is the one reported.
+  const sscResult_t destroyed = dev->streamDestroy(
+      zero, r != sscSuccess ? Doing::quiet()
+                            : Doing("KV cache exchange: destroying the stream that zeroed it"));
+  SSC_CHECK(r);
+  SSC_CHECK(destroyed);
   SSC_CHECK(sscCommRegister(comm, scratch_, bytes, &regHandle_));
   comm->registrations.withMapped(scratch_, 0, true, [&](const char*, const Registration& reg) {
     for (void* p : reg.peerBases) peers_.push_back(static_cast<char*>(p));
@@ -68,16 +69,18 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   deviceScope_ = 0;
 #endif
   word = nullptr;
-  SSC_GPU_CHECK(hipHostMalloc(&word, sizeof(uint32_t), hipHostMallocMapped),
-                "KV cache exchange: allocating its mapped timeout word");
+  SSC_CHECK(dev->hostAlloc(&word, sizeof(uint32_t), true,
+                           "KV cache exchange: allocating its mapped timeout word"));
   timedOutHost_ = static_cast<uint32_t*>(word);
   *timedOutHost_ = 0;
-  void* dev = nullptr;
-  SSC_GPU_CHECK(hipHostGetDevicePointer(&dev, word, 0),
-                "KV cache exchange: mapping its timeout word for the device");
-  timedOutDevice_ = static_cast<uint32_t*>(dev);
+  void* mapped = nullptr;
+  SSC_CHECK(dev->hostDevicePointer(&mapped, word,
+                                   "KV cache exchange: mapping its timeout word for the device"));
+  timedOutDevice_ = static_cast<uint32_t*>(mapped);
   const double seconds = c->waits.timeoutSeconds;  // fixed when the cache was created
-  const double ticks = seconds * sscGpuTimerTicksPerSecond(c->device);
+  double perSecond = 0;
+  SSC_CHECK(dev->timerTicksPerSecond(c->device, &perSecond));
+  const double ticks = seconds * perSecond;
   if (seconds > 0 && ticks < 9.0e18) timeoutTicks_ = static_cast<uint64_t>(ticks);
   // An sscCommAbort ends the exchange's waits at once, as it ends the collectives'.
   abort_ = c->backend->deviceAbortWord(comm);
@@ -91,9 +94,9 @@ void FusedExchange::destroy(sscKvCache* c) {
   if (scratch_ != nullptr) (void)c->backend->memFree(scratch_);
   scratch_ = nullptr;
   // destroy returns nothing: a free that fails leaves nothing for the cache's owner to do.
-  if (epoch_ != nullptr) (void)hipFree(epoch_);
+  if (epoch_ != nullptr) (void)c->dev->free(epoch_, Doing::quiet());
   epoch_ = nullptr;
-  if (timedOutHost_ != nullptr) (void)hipHostFree(timedOutHost_);  // as hipFree above
+  if (timedOutHost_ != nullptr) (void)c->dev->hostFree(timedOutHost_, Doing::quiet());  // as above
   timedOutHost_ = nullptr;
 }
 

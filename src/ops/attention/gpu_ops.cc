@@ -12,8 +12,6 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/platform/gpu_check.h"
-#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_kernel.h"
 #include "src/ops/attention/gpu_cache_state.h"
 #include "src/ops/attention/decode_plan.h"
@@ -48,29 +46,34 @@ sscResult_t gpuCreate(sscKvCache* c) {
       for (int q = 0; q < nranks; ++q) table.push_back(c->peers->k(q));
       for (int q = 0; q < nranks; ++q) table.push_back(c->peers->v(q));
     }
-    void* dev = nullptr;
-    SSC_GPU_CHECK(hipMalloc(&dev, table.size() * sizeof(void*)),
-                  "KV cache: allocating the table of {} pools", table.size());
-    c->gpu->poolTable = static_cast<void**>(dev);
+    DeviceServices* dev = c->dev;
+    void* devTable = nullptr;
+    SSC_CHECK(dev->alloc(&devTable, table.size() * sizeof(void*),
+                         SSC_DOING("KV cache: allocating the table of {} pools", table.size())));
+    c->gpu->poolTable = static_cast<void**>(devTable);
     // On a private stream: the null stream could wait for another communicator's kernel that
     // waits for a peer (as the exchange's zeroing, gpu_exchange.cc).
-    hipStream_t copy = nullptr;
-    SSC_GPU_CHECK(hipStreamCreateWithFlags(&copy, hipStreamNonBlocking),
-                  "KV cache: creating a stream to copy the pool table");
-    hipError_t e = hipMemcpyAsync(dev, table.data(), table.size() * sizeof(void*),
-                                  hipMemcpyHostToDevice, copy);
-    if (e == hipSuccess) e = hipStreamSynchronize(copy);
-    const hipError_t destroyed = hipStreamDestroy(copy);
-    if (e != hipSuccess) return SSC_GPU_FAIL(e, "KV cache: copying the pool table to the device");
-    if (destroyed != hipSuccess)
-      return SSC_GPU_FAIL(destroyed, "KV cache: destroying the stream that copied the pool table");
+    sscStream_t copy = nullptr;
+    SSC_CHECK(dev->streamCreate(&copy, "KV cache: creating a stream to copy the pool table"));
+    sscResult_t r = dev->memcpyAsync(devTable, table.data(), table.size() * sizeof(void*),
+                                     CopyKind::kHostToDevice, copy,
+                                     "KV cache: copying the pool table to the device");
+    if (r == sscSuccess)
+      r = dev->streamSynchronize(copy, "KV cache: copying the pool table to the device");
+    // Destroyed whatever happened; where both fail, the copy's error is the one reported.
+    const sscResult_t destroyed = dev->streamDestroy(
+        copy, r != sscSuccess
+                  ? Doing::quiet()
+                  : Doing("KV cache: destroying the stream that copied the pool table"));
+    SSC_CHECK(r);
+    SSC_CHECK(destroyed);
   }
-  SSC_CHECK(c->gpu->slots.create(kAppendChunk * sizeof(int64_t)));
+  SSC_CHECK(c->gpu->slots.create(c->dev, kAppendChunk * sizeof(int64_t)));
   // A call's spans: at most one per pool page of this rank (the batch's sequences are distinct
   // and their pages disjoint) plus, per sequence, the starts.
   c->gpu->maxSpanInts =
       static_cast<size_t>(c->config.maxBatch) + 1 + 3 * static_cast<size_t>(c->config.maxPages);
-  SSC_CHECK(c->gpu->spans.create(c->gpu->maxSpanInts * sizeof(int32_t)));
+  SSC_CHECK(c->gpu->spans.create(c->dev, c->gpu->maxSpanInts * sizeof(int32_t)));
   // A prefill round holds at most maxBatch * maxQHeads rows, i.e. that / numKvHeads rows
   // of one KV head whatever the call's head count (the bound at GQA ratio 1).
   // Reading the peers' pages in place, a round's spans may come from every rank's pool.
@@ -78,10 +81,10 @@ sscResult_t gpuCreate(sscKvCache* c) {
       static_cast<int64_t>(c->config.maxBatch) * c->config.maxQHeads / c->config.numKvHeads,
       c->config.maxSeqs, 1,
       static_cast<int64_t>(c->config.maxPages) * (c->peers != nullptr ? nranks : 1));
-  SSC_CHECK(c->gpu->prefill.create(c->gpu->prefillInts * sizeof(int32_t)));
+  SSC_CHECK(c->gpu->prefill.create(c->dev, c->gpu->prefillInts * sizeof(int32_t)));
   int sms = 0;
-  SSC_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, c->device),
-                "KV cache: reading device {}'s multiprocessor count", c->device);
+  SSC_CHECK(c->dev->computeUnits(
+      c->device, &sms, SSC_DOING("KV cache: reading device {}'s multiprocessor count", c->device)));
   c->gpu->multiprocessors = std::max(sms, 1);
   // The prefill's split depends on the SMs a rank has, and every rank must choose alike (the
   // choice decides which collectives run): the fewest any rank has (collective, bootstrap).
@@ -97,15 +100,15 @@ sscResult_t gpuCreate(sscKvCache* c) {
       std::min(kMaxSplitScratchFloats, static_cast<size_t>(kDecodeMaxSplits) * c->config.maxBatch *
                                            c->config.maxQHeads * (c->config.headDim + 1));
   void* split = nullptr;
-  SSC_GPU_CHECK(hipMalloc(&split, c->gpu->splitFloats * sizeof(float)),
-                "KV cache: allocating {} bytes of split-K scratch",
-                c->gpu->splitFloats * sizeof(float));
+  SSC_CHECK(c->dev->alloc(&split, c->gpu->splitFloats * sizeof(float),
+                          SSC_DOING("KV cache: allocating {} bytes of split-K scratch",
+                                    c->gpu->splitFloats * sizeof(float))));
   c->gpu->splitPartials = static_cast<float*>(split);
-  // Empty events are complete, but recording one first keeps hipEventSynchronize portable.
+  // Empty events are complete, but recording one first keeps an event synchronize portable.
   for (Upload* u : {&c->gpu->slots, &c->gpu->spans, &c->gpu->prefill})
-    SSC_GPU_CHECK(hipEventRecord(u->done, nullptr), "KV cache: recording an upload area's event");
-  SSC_GPU_CHECK(hipEventCreateWithFlags(&c->gpu->lastDone, hipEventDisableTiming),
-                "KV cache: creating the event of the last call");
+    SSC_CHECK(c->dev->eventRecord(u->done, nullptr, "KV cache: recording an upload area's event"));
+  SSC_CHECK(
+      c->dev->eventCreate(&c->gpu->lastDone, "KV cache: creating the event of the last call"));
   // One rank has nothing to exchange. Every rank takes the same branch (same configuration and
   // communicator), so the registration inside setup() is collective as it must be. AUTO takes
   // the fused exchange wherever the peers' scratch maps, the all-gather otherwise: the fused
@@ -129,14 +132,15 @@ void gpuDestroy(sscKvCache* c) {
     c->gpu->exchange.destroy(c);
     c->gpu->graphLists.clear();
     // Teardown returns nothing: a destroy or free that fails leaves nothing for the owner to do.
-    if (c->gpu->sideStream != nullptr) (void)hipStreamDestroy(c->gpu->sideStream);
-    if (c->gpu->lastDone != nullptr) (void)hipEventDestroy(c->gpu->lastDone);
+    if (c->gpu->sideStream != nullptr)
+      (void)c->dev->streamDestroy(c->gpu->sideStream, Doing::quiet());
+    if (c->gpu->lastDone != nullptr) (void)c->dev->eventDestroy(c->gpu->lastDone, Doing::quiet());
     c->gpu->slots.destroy();
     c->gpu->spans.destroy();
     c->gpu->prefill.destroy();
     // As above: nothing to report a failed free to.
-    if (c->gpu->splitPartials != nullptr) (void)hipFree(c->gpu->splitPartials);
-    if (c->gpu->poolTable != nullptr) (void)hipFree(c->gpu->poolTable);
+    if (c->gpu->splitPartials != nullptr) (void)c->dev->free(c->gpu->splitPartials, Doing::quiet());
+    if (c->gpu->poolTable != nullptr) (void)c->dev->free(c->gpu->poolTable, Doing::quiet());
     delete c->gpu;
     c->gpu = nullptr;
   }
@@ -147,7 +151,7 @@ sscResult_t gpuAppend(sscKvCache* c, int numTokens, const void* k, const void* v
                       sscStream_t stream) {
   gpu::DeviceGuard onDevice(c->device);
   const sscKvCacheConfig_t& cfg = c->config;
-  auto s = static_cast<hipStream_t>(stream);
+  const sscStream_t s = stream;
   const size_t rowElems = static_cast<size_t>(cfg.numKvHeads) * cfg.headDim;
   std::vector<int64_t> dst;
   for (int first = 0; first < numTokens; first += kAppendChunk) {
@@ -219,7 +223,7 @@ sscResult_t spanList(const sscKvCache* c, const int32_t* seqIds, const int64_t* 
 
 }  // namespace
 
-sscResult_t refreshGraphLists(sscKvCache* c, hipStream_t stream) {
+sscResult_t refreshGraphLists(sscKvCache* c, sscStream_t stream) {
   std::vector<int32_t> list;
   for (auto& l : c->gpu->graphLists) {
     const int batch = static_cast<int>(l->seqs.size());
@@ -248,15 +252,16 @@ sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
   const auto s = static_cast<hipStream_t>(stream);
   const bool capturing = gpu::streamCapturing(s);
   if (!capturing && g.haveLast && g.lastStream != s)
-    SSC_GPU_CHECK(hipStreamWaitEvent(s, g.lastDone, 0),
-                  "KV cache: ordering a call after the last one (on another stream)");
+    SSC_CHECK(c->dev->streamWaitEvent(
+        s, g.lastDone, "KV cache: ordering a call after the last one (on another stream)"));
   const sscResult_t r = run(capturing);
   if (capturing) return r;
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
   // the buffers. Where both fail, the call's own error is the one its caller sees.
-  const hipError_t recorded = hipEventRecord(g.lastDone, s);
-  if (recorded != hipSuccess)
-    return r != sscSuccess ? r : SSC_GPU_FAIL(recorded, "KV cache: recording the end of a call");
+  const sscResult_t recorded = c->dev->eventRecord(
+      g.lastDone, s,
+      r != sscSuccess ? Doing::quiet() : Doing("KV cache: recording the end of a call"));
+  if (recorded != sscSuccess) return r != sscSuccess ? r : recorded;
   g.lastStream = s;
   g.haveLast = true;
   return r;
@@ -276,7 +281,7 @@ namespace {
 
 // An eager decode's page lists into the cache's upload area, unless the last upload still holds
 // them (the page table's version, the sequences and their window starts unchanged).
-sscResult_t eagerList(sscKvCache* c, const DecodeArgs& a, hipStream_t s) {
+sscResult_t eagerList(sscKvCache* c, const DecodeArgs& a, sscStream_t s) {
   GpuCacheState& g = *c->gpu;
   std::vector<int64_t> starts = windowStarts(c, a.seqIds, a.batch, a.window);
   if (g.listValid && g.listVersion == c->table->version() && starts == g.listStarts &&
@@ -313,22 +318,22 @@ sscResult_t graphList(sscKvCache* c, const DecodeArgs& a, GraphList** out) {
                 kMaxGraphLists);
   gpu::RelaxedCapture relaxed;  // allocations and a private stream's copy while capturing
   if (g.sideStream == nullptr)
-    SSC_GPU_CHECK(hipStreamCreateWithFlags(&g.sideStream, hipStreamNonBlocking),
-                  "KV cache: creating the stream of captured decodes' first uploads");
+    SSC_CHECK(c->dev->streamCreate(
+        &g.sideStream, "KV cache: creating the stream of captured decodes' first uploads"));
   auto l = std::make_unique<GraphList>();
-  SSC_CHECK(l->spans.create(g.maxSpanInts * sizeof(int32_t)));
+  SSC_CHECK(l->spans.create(c->dev, g.maxSpanInts * sizeof(int32_t)));
   // On the side stream, never the null stream: that one synchronizes with a blocking stream
   // being captured, which would invalidate the capture.
-  SSC_GPU_CHECK(hipEventRecord(l->spans.done, g.sideStream),
-                "KV cache: recording a captured decode's upload area's event");
+  SSC_CHECK(c->dev->eventRecord(l->spans.done, g.sideStream,
+                                "KV cache: recording a captured decode's upload area's event"));
   l->seqs.assign(a.seqIds, a.seqIds + a.batch);
   l->window = a.window;
   l->starts = windowStarts(c, a.seqIds, a.batch, a.window);
   std::vector<int32_t> list;
   SSC_CHECK(spanList(c, a.seqIds, l->starts.data(), a.batch, &list, &l->longest));
   SSC_CHECK(l->spans.put(list.data(), list.size() * sizeof(int32_t), g.sideStream));
-  SSC_GPU_CHECK(hipStreamSynchronize(g.sideStream),
-                "KV cache: waiting for a captured decode's page lists to upload");
+  SSC_CHECK(c->dev->streamSynchronize(
+      g.sideStream, "KV cache: waiting for a captured decode's page lists to upload"));
   l->version = c->table->version();
   *out = l.get();
   g.graphLists.push_back(std::move(l));
@@ -340,7 +345,7 @@ sscResult_t decodeOn(sscKvCache* c, const DecodeArgs& a, sscStream_t stream, boo
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.headDim, H = a.numQHeads;
   const int qHeads = a.qSharded ? H / nranks : H;
-  auto s = static_cast<hipStream_t>(stream);
+  const sscStream_t s = stream;
 
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);

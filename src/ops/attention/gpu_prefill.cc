@@ -24,7 +24,7 @@ static_assert(kMaxPoolRanks <= gpu::kAttnPrefillMaxPools,
 // of qGather ([rank][token][hk][D], io type) and their LSEs into splitPartials: all-gather the
 // slots (bf16/fp16 rows, not fp32 partials) and permute them into [token][head].
 sscResult_t gatherHeads(sscKvCache* c, const PrefillArgs& a, int64_t tokens, int hk, void* out,
-                        float* lse, hipStream_t s) {
+                        float* lse, sscStream_t s) {
   sscComm* comm = c->comm;
   const int nranks = comm->nranks, D = c->config.headDim;
   const size_t ioBytes = dtypeSize(a.ioType), slice = static_cast<size_t>(tokens) * hk;
@@ -55,7 +55,7 @@ sscResult_t gpuPrefillRounds(sscKvCache* c, const PrefillArgs& a, sscStream_t st
   const int nranks = comm->nranks, rank = comm->rank, D = cfg.headDim, H = a.numQHeads;
   const int outHeads = a.outSharded ? H / nranks : H;
   const size_t ioBytes = dtypeSize(a.ioType);
-  auto s = static_cast<hipStream_t>(stream);
+  const sscStream_t s = stream;
   GpuCacheState& g = *c->gpu;
   const bool fused = g.fused;
   std::vector<PrefillChunk> chunks;

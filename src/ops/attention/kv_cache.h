@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/futex_wait.h"
+#include "src/device/services.h"
 #include "src/ops/attention/paging.h"
 #include "starscream/starscream_ops.h"
 
@@ -69,7 +70,9 @@ struct sscKvCache {
   ssc::Backend* backend = nullptr;
   int device = -1;
   sscKvCacheConfig_t config{};
-  bool onGpu = false;  // the communicator's backend is a GPU backend
+  // The backend's device services (null on the host backend): the GPU half's runtime calls.
+  ssc::DeviceServices* dev = nullptr;
+  bool onGpu = false;  // dev != nullptr: the GPU half runs the cache's operations
   std::unique_ptr<ssc::attn::PageTable> table;
   size_t kvElemBytes = 2;
   // Pools, [page][kv head][row][headDim] of config.dtype, from the backend's memAlloc.

@@ -328,7 +328,8 @@ SSC_API sscResult_t sscGemmCreate(sscComm_t comm, const sscGemmConfig_t* config,
     g->comm = comm;
     g->backend = comm->backend;
     g->device = comm->device;
-    g->onGpu = comm->backend->deviceIndex() >= 0;
+    g->dev = comm->backend->services();
+    g->onGpu = g->dev != nullptr;
     g->waits = WaitLimits::from(settings);
     g->probe = probeWanted(settings.getString("STARSCREAM_GEMM_PROBE"),
                            settings.external("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").c_str());
@@ -429,17 +430,3 @@ SSC_API sscResult_t sscGemmShard2d(const sscGemmShard2dQuery_t* query, sscGemmSh
     return sscSuccess;
   });
 }
-
-#if !defined(STARSCREAM_HAVE_GPU)
-// Host-only builds: a communicator is never on a GPU backend, so these are never reached.
-namespace ssc::gemm {
-sscResult_t gpuCreate(sscGemmContext*) {
-  return fail(sscInternalError, "gemm: GPU backend not built");
-}
-void gpuDestroy(sscGemmContext*) {}
-sscResult_t gpuRun(sscGemmContext*, const Call&, sscStream_t) {
-  return fail(sscInternalError, "gemm: GPU backend not built");
-}
-bool gpuFusedFlags(sscGemmContext*, uint32_t*, size_t) { return false; }
-}  // namespace ssc::gemm
-#endif

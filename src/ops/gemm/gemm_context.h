@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/core/futex_wait.h"
+#include "src/device/services.h"
 #include "src/ops/gemm/gemm_plan.h"
 #include "starscream/starscream_ops.h"
 
@@ -55,7 +56,9 @@ struct sscGemmContext {
   // Kept apart from comm so destroy frees with the right backend and device.
   ssc::Backend* backend = nullptr;
   int device = -1;
-  bool onGpu = false;
+  // The backend's device services (null on the host backend): the GPU half's runtime calls.
+  ssc::DeviceServices* dev = nullptr;
+  bool onGpu = false;  // dev != nullptr: the GPU half runs the calls
   size_t workspaceBytes = 0;
   // The GPU half vets the vendor BLAS's algorithm for each new GEMM shape (STARSCREAM_GEMM_PROBE,
   // probeWanted in gemm_plan.h; gpu_gemm_probe.h).

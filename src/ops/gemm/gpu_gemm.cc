@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The GPU backend's half of the fused GEMM-collectives (the context's state, BLAS shapes
 // included, is gpu_gemm_state.h): the chunks' GEMMs on the vendor BLAS
-// (cuBLASLt / hipBLASLt through src/platform/gpu_runtime.h), the collectives through the
+// (cuBLASLt / hipBLASLt through src/device/gpu/gpu_blas.h), the collectives through the
 // core's sscReduceScatter / sscAllGather (zero-copy on registered and plain buffers where the
 // core can), everything on the caller's stream in schedule()'s order (gemm_plan.h says why a
 // vendor GEMM never runs beside a waiting kernel); the fused variants are gpu_gemm_fused.cc
@@ -16,8 +16,6 @@
 
 #include "src/api/api.h"
 #include "src/device/backend.h"
-#include "src/platform/gpu_check.h"
-#include "src/platform/gpu_runtime.h"
 #include "src/core/futex_wait.h"
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
@@ -42,42 +40,43 @@ sscResult_t gpuCreate(sscGemmContext* g) {
   SSC_CHECK(g->backend->memAlloc(&g->workspace, g->workspaceBytes + kFusedFlagBytes));
   auto* s = new GpuGemmState;
   g->gpu = s;
-  SSC_GPU_CHECK(hipStreamCreateWithFlags(&s->side, hipStreamNonBlocking),
-                "gemm: creating the context's side stream");
+  DeviceServices* dev = g->dev;
+  s->dev = dev;
+  SSC_CHECK(dev->streamCreate(&s->side, "gemm: creating the context's side stream"));
   // The fused variant's flags start at zero (no chunk published, none read) before any peer can
   // map them (the first fused call), on the side stream: the null stream could wait behind
   // another communicator's kernel.
-  SSC_GPU_CHECK(hipMemsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
-                               kFusedFlagBytes, s->side),
-                "gemm: zeroing the fused variant's flags");
-  SSC_GPU_CHECK(hipStreamSynchronize(s->side), "gemm: waiting for the flags' zeroing");
+  SSC_CHECK(dev->memsetAsync(static_cast<char*>(g->workspace) + g->workspaceBytes, 0,
+                             kFusedFlagBytes, s->side, "gemm: zeroing the fused variant's flags"));
+  SSC_CHECK(dev->streamSynchronize(s->side, "gemm: waiting for the flags' zeroing"));
   void* err = nullptr;
-  SSC_GPU_CHECK(hipHostMalloc(&err, 64, hipHostMallocMapped),
-                "gemm: allocating the mapped words of the fused waits' timeouts");
+  SSC_CHECK(dev->hostAlloc(&err, 64, true,
+                           "gemm: allocating the mapped words of the fused waits' timeouts"));
   s->errHost = static_cast<volatile uint32_t*>(err);
   for (int i = 0; i < 16; ++i) s->errHost[i] = 0;
-  SSC_GPU_CHECK(hipHostGetDevicePointer(reinterpret_cast<void**>(&s->errDevice), err, 0),
-                "gemm: mapping the timeout words for the device");
-  const double seconds = g->waits.timeoutSeconds,
-               ticks = seconds * sscGpuTimerTicksPerSecond(g->device);
+  SSC_CHECK(dev->hostDevicePointer(reinterpret_cast<void**>(&s->errDevice), err,
+                                   "gemm: mapping the timeout words for the device"));
+  double perSecond = 0;
+  SSC_CHECK(dev->timerTicksPerSecond(g->device, &perSecond));
+  const double seconds = g->waits.timeoutSeconds, ticks = seconds * perSecond;
   if (seconds > 0 && std::isfinite(ticks) && ticks < 9.0e18)
     s->timeoutTicks = static_cast<uint64_t>(ticks);
   s->abort = g->comm->backend->deviceAbortWord(g->comm);
-  if (hipDeviceGetAttribute(&s->sms, hipDeviceAttributeMultiprocessorCount, g->device) !=
-      hipSuccess) {
-    (void)hipGetLastError();  // the fallback below; a later launch's check must not report it
+  // Quiet: a failure takes the fallback below, and a later launch's check must not report it.
+  if (dev->computeUnits(g->device, &s->sms, Doing::quiet()) != sscSuccess) {
+    dev->clearRuntimeError();
     s->sms = 1;
   }
   s->probe = g->probe;
-  SSC_CHECK(blasCheck(hipblasLtCreate(&s->lt), "hipblasLtCreate"));
-  SSC_GPU_CHECK(hipMalloc(&s->blasWorkspace, kBlasWorkspaceBytes),
-                "gemm: allocating {} bytes of BLAS workspace", kBlasWorkspaceBytes);
-  SSC_GPU_CHECK(
-      hipMalloc(reinterpret_cast<void**>(&s->tables), 2 * gpu::kFusedMaxStores * sizeof(void*)),
-      "gemm: allocating the pointer-array tables");
-  for (hipEvent_t& e : s->tableRead)
-    SSC_GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming),
-                  "gemm: creating a pointer-array table's event");
+  SSC_CHECK(s->blas.create());
+  SSC_CHECK(
+      dev->alloc(&s->blasWorkspace, kBlasWorkspaceBytes,
+                 SSC_DOING("gemm: allocating {} bytes of BLAS workspace", kBlasWorkspaceBytes)));
+  SSC_CHECK(dev->alloc(reinterpret_cast<void**>(&s->tables),
+                       2 * gpu::kFusedMaxStores * sizeof(void*),
+                       "gemm: allocating the pointer-array tables"));
+  for (DeviceEvent& e : s->tableRead)
+    SSC_CHECK(dev->eventCreate(&e, "gemm: creating a pointer-array table's event"));
   return sscSuccess;
 #endif
 }
@@ -92,11 +91,12 @@ CopyEngine** gpuCopyEngine(sscGemmContext* g) { return &g->gpu->ce; }
 bool gpuFusedFlags(sscGemmContext* g, uint32_t* out, size_t bytes) {
   gpu::DeviceGuard onDevice(g->device);
   GpuGemmState* s = g->gpu;
-  // On the side stream: the null stream could wait behind another communicator's kernel.
+  // On the side stream: the null stream could wait behind another communicator's kernel. Quiet:
+  // the caller only asks whether the flags could be read.
   return s != nullptr &&
-         hipMemcpyAsync(out, static_cast<char*>(g->workspace) + g->workspaceBytes, bytes,
-                        hipMemcpyDeviceToHost, s->side) == hipSuccess &&
-         hipStreamSynchronize(s->side) == hipSuccess;
+         s->dev->memcpyAsync(out, static_cast<char*>(g->workspace) + g->workspaceBytes, bytes,
+                             CopyKind::kDeviceToHost, s->side, Doing::quiet()) == sscSuccess &&
+         s->dev->streamSynchronize(s->side, Doing::quiet()) == sscSuccess;
 }
 
 void gpuDestroy(sscGemmContext* g) {
@@ -107,14 +107,15 @@ void gpuDestroy(sscGemmContext* g) {
   GpuGemmState* s = g->gpu;
   if (s == nullptr) return;
   // Teardown returns nothing: a destroy or free that fails leaves nothing for the owner to do.
-  if (s->side != nullptr) (void)hipStreamDestroy(s->side);
-  if (s->errHost != nullptr) (void)hipHostFree(const_cast<uint32_t*>(s->errHost));
+  DeviceServices* dev = s->dev;
+  if (s->side != nullptr) (void)dev->streamDestroy(s->side, Doing::quiet());
+  if (s->errHost != nullptr) (void)dev->hostFree(const_cast<uint32_t*>(s->errHost), Doing::quiet());
 #if defined(STARSCREAM_HAVE_BLASLT)
   // As above: nothing to report a failed free to.
-  if (s->blasWorkspace != nullptr) (void)hipFree(s->blasWorkspace);
-  if (s->tables != nullptr) (void)hipFree(s->tables);
-  for (hipEvent_t e : s->tableRead)
-    if (e != nullptr) (void)hipEventDestroy(e);
+  if (s->blasWorkspace != nullptr) (void)dev->free(s->blasWorkspace, Doing::quiet());
+  if (s->tables != nullptr) (void)dev->free(s->tables, Doing::quiet());
+  for (DeviceEvent e : s->tableRead)
+    if (e != nullptr) (void)dev->eventDestroy(e, Doing::quiet());
 #endif
   delete s;
   g->gpu = nullptr;
@@ -127,7 +128,7 @@ namespace {
 // reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
 // scratch it becomes one 2D copy and ONE GEMM that reads W once (Plan::scratchBytes).
 sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, const GemmPiece& g,
-                     void* scratch, hipStream_t on) {
+                     void* scratch, sscStream_t on) {
   if (g.batch <= 1 || scratch == nullptr) return gs->matmul(c, a, d, g, on);
   // Rows that are not 16-byte multiples (odd K or N): the batch, as before the scratch. On the
   // H200 the one-GEMM form of such a piece (301 x 257 x 129, fp16 -> fp32, K = 8) was refused by
@@ -140,18 +141,21 @@ sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, co
   one.rows = g.rows * g.batch;
   if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
     const size_t row = c.p.k * typeBytes(c.inType);
-    SSC_GPU_CHECK(hipMemcpy2DAsync(scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row,
-                                   g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
-                  "gemm: gathering {} strided blocks of {} rows into the scratch", g.batch, g.rows);
+    SSC_CHECK(gs->dev->memcpy2DAsync(
+        scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row, g.rows * row, g.batch,
+        CopyKind::kDeviceToDevice, on,
+        SSC_DOING("gemm: gathering {} strided blocks of {} rows into the scratch", g.batch,
+                  g.rows)));
     one.dRow = g.dRow;
     return gs->matmul(c, scratch, d, one, on);
   }
   one.aRow = g.aRow;  // A contiguous, D strided: one GEMM into the scratch, then its rows out
   SSC_CHECK(gs->matmul(c, a, scratch, one, on));
   const size_t row = c.p.n * typeBytes(c.outType);
-  SSC_GPU_CHECK(hipMemcpy2DAsync(byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row,
-                                 g.rows * row, g.batch, hipMemcpyDeviceToDevice, on),
-                "gemm: scattering {} blocks of {} rows out of the scratch", g.batch, g.rows);
+  SSC_CHECK(gs->dev->memcpy2DAsync(
+      byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row, g.rows * row, g.batch,
+      CopyKind::kDeviceToDevice, on,
+      SSC_DOING("gemm: scattering {} blocks of {} rows out of the scratch", g.batch, g.rows)));
   return sscSuccess;
 }
 
@@ -164,12 +168,12 @@ void* scratchOf(sscGemmContext* g, const Plan& pl) {
 }  // namespace
 
 sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d,
-                     const GemmPiece& piece, bool scratch, hipStream_t s) {
+                     const GemmPiece& piece, bool scratch, sscStream_t s) {
   return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
 }
 
 sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
-                                hipStream_t s, PeerBatch* b) {
+                                sscStream_t s, PeerBatch* b) {
 #if defined(SSC_BLAS_POINTER_ARRAY)
   const std::vector<int>& peers = b->peers.batched;
   const int batch = static_cast<int>(peers.size());
@@ -204,13 +208,13 @@ sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff
   return sscSuccess;
 }
 
-sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
+sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, sscStream_t s) {
 #if defined(SSC_BLAS_POINTER_ARRAY)
   GpuGemmState* gs = g->gpu;
   SSC_CHECK(gs->matmulTable(*static_cast<const Shape*>(b.shape), b.table, s));
   // Fused forms never run under stream capture (gemm_api.cc), so the event is a plain one.
-  SSC_GPU_CHECK(hipEventRecord(gs->tableRead[b.slot], s),
-                "gemm: recording the end of a pointer-array batch");
+  SSC_CHECK(gs->dev->eventRecord(gs->tableRead[b.slot], s,
+                                 "gemm: recording the end of a pointer-array batch"));
   return sscSuccess;
 #else
   (void)g, (void)b, (void)s;
@@ -218,9 +222,10 @@ sscResult_t gpuRunPeerBatch(sscGemmContext* g, const PeerBatch& b, hipStream_t s
 #endif
 }
 
-sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, hipStream_t s) {
-  SSC_GPU_CHECK(hipStreamWaitEvent(s, g->gpu->tableRead[b.slot], 0),
-                "gemm: ordering a pointer table's store after its last reader");
+sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, sscStream_t s) {
+  SSC_CHECK(
+      g->dev->streamWaitEvent(s, g->gpu->tableRead[b.slot],
+                              "gemm: ordering a pointer table's store after its last reader"));
   SSC_CHECK(gpu::launchFusedSignalWait(nullptr, 0, 0, nullptr, nullptr, 0, gpu::FusedErrorSink{}, s,
                                        &b.store));
   return sscSuccess;
@@ -236,22 +241,22 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
   GpuGemmState* gs = g->gpu;
   const Problem& p = c.p;
   const Plan& pl = c.plan;
-  const auto s = static_cast<hipStream_t>(stream);
+  const sscStream_t s = stream;
   const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
   if (p.m == 0 || p.n == 0) return sscSuccess;
   if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
     const int64_t rows = heldRows(c);
     if (rows > 0)
-      SSC_GPU_CHECK(hipMemsetAsync(c.y, 0, rows * p.n * ob, s),
-                    "gemm: zeroing {} rows of y (k = 0)", rows);
+      SSC_CHECK(g->dev->memsetAsync(c.y, 0, rows * p.n * ob, s,
+                                    SSC_DOING("gemm: zeroing {} rows of y (k = 0)", rows)));
     return sscSuccess;
   }
   if (pl.direct) {
     GemmPiece all;
     all.rows = p.m;
     if (c.xGathered != nullptr && c.xGathered != c.x)
-      SSC_GPU_CHECK(hipMemcpyAsync(c.xGathered, c.x, p.m * p.k * ib, hipMemcpyDeviceToDevice, s),
-                    "gemm: copying x into the gathered output");
+      SSC_CHECK(g->dev->memcpyAsync(c.xGathered, c.x, p.m * p.k * ib, CopyKind::kDeviceToDevice, s,
+                                    "gemm: copying x into the gathered output"));
     return gs->matmul(c, c.x, c.y, all, s);
   }
   // Never under stream capture (gemm_api.cc plans no fused form there).
@@ -261,6 +266,7 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
     return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s)
                                   : kernelRunFusedReduceScatter(g, c, s);
   sscComm* comm = g->comm;
+  DeviceServices* dev = g->dev;  // the loop below shadows g with a GEMM piece
   char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
   const bool rs = p.op == Op::kReduceScatter;
   // The order comes from schedule() (gemm_plan.cc), whose guarantees tests/ops/gemm checks: a
@@ -292,26 +298,25 @@ sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
         break;
       case StepKind::kPadIn:
         if (mine > 0)
-          SSC_GPU_CHECK(hipMemcpyAsync(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib,
-                                       hipMemcpyDeviceToDevice, s),
-                        "gemm: copying chunk {}'s rows of x into the pad", j);
+          SSC_CHECK(dev->memcpyAsync(
+              pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib, CopyKind::kDeviceToDevice, s,
+              SSC_DOING("gemm: copying chunk {}'s rows of x into the pad", j)));
         break;
       case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
         for (const GemmPiece& g : chunkPieces(p, pl, j)) {
           const size_t rowBytes = p.k * ib;
-          SSC_GPU_CHECK(hipMemcpy2DAsync(byte(c.xGathered, g.dRow * rowBytes),
-                                         std::max<size_t>(g.dStride, g.rows) * rowBytes,
-                                         cbyte(slot, g.aRow * rowBytes),
-                                         std::max<size_t>(g.aStride, g.rows) * rowBytes,
-                                         g.rows * rowBytes, g.batch, hipMemcpyDeviceToDevice, s),
-                        "gemm: copying chunk {}'s gathered rows of x out of its slot", j);
+          SSC_CHECK(dev->memcpy2DAsync(
+              byte(c.xGathered, g.dRow * rowBytes), std::max<size_t>(g.dStride, g.rows) * rowBytes,
+              cbyte(slot, g.aRow * rowBytes), std::max<size_t>(g.aStride, g.rows) * rowBytes,
+              g.rows * rowBytes, g.batch, CopyKind::kDeviceToDevice, s,
+              SSC_DOING("gemm: copying chunk {}'s gathered rows of x out of its slot", j)));
         }
         break;
       case StepKind::kPadOut:
         if (mine > 0)
-          SSC_GPU_CHECK(hipMemcpyAsync(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob,
-                                       hipMemcpyDeviceToDevice, s),
-                        "gemm: copying chunk {}'s rows of y out of the pad", j);
+          SSC_CHECK(dev->memcpyAsync(
+              byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob, CopyKind::kDeviceToDevice, s,
+              SSC_DOING("gemm: copying chunk {}'s rows of y out of the pad", j)));
         break;
     }
   }

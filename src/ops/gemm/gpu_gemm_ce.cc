@@ -32,7 +32,6 @@
 #include "src/core/log.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
-#include "src/platform/gpu_check.h"
 
 namespace ssc::gemm {
 
@@ -48,16 +47,14 @@ class CopyEngine {
  public:
   enum class Kind { kReduceScatter, kAllGather };
 
-  explicit CopyEngine(sscGemmContext* g) : g_(g), me_(g->comm->rank) {}
+  explicit CopyEngine(sscGemmContext* g) : g_(g), dev_(g->dev), me_(g->comm->rank) {}
 
   sscResult_t init() {
-    SSC_GPU_CHECK(hipStreamCreateWithFlags(&copies, hipStreamNonBlocking),
-                  "gemm: creating the copy-engine form's copy stream");
-    SSC_GPU_CHECK(hipStreamCreateWithFlags(&release_, hipStreamNonBlocking),
-                  "gemm: creating the copy-engine watchdog's stream");
+    SSC_CHECK(dev_->streamCreate(&copies, "gemm: creating the copy-engine form's copy stream"));
+    SSC_CHECK(dev_->streamCreate(&release_, "gemm: creating the copy-engine watchdog's stream"));
     void* h = nullptr;
-    SSC_GPU_CHECK(hipHostMalloc(&h, kFusedFlagBytes, hipHostMallocMapped),
-                  "gemm: allocating the copy-engine watchdog's pinned flag words");
+    SSC_CHECK(dev_->hostAlloc(&h, kFusedFlagBytes, true,
+                              "gemm: allocating the copy-engine watchdog's pinned flag words"));
     host_ = static_cast<uint32_t*>(h);
     timeoutSeconds_ = g_->waits.timeoutSeconds;
     watcher_ = std::thread([this] { watch(); });
@@ -73,20 +70,19 @@ class CopyEngine {
     if (watcher_.joinable()) watcher_.join();
     for (auto& p : pending_) free_.insert(free_.end(), {p.begin, p.copied, p.end});
     // A destructor has no caller to report to: a destroy or free that fails leaves nothing to do.
-    for (hipEvent_t e : free_) (void)hipEventDestroy(e);
-    if (copies != nullptr) (void)hipStreamDestroy(copies);
-    if (release_ != nullptr) (void)hipStreamDestroy(release_);
-    if (host_ != nullptr) (void)hipHostFree(host_);
+    for (DeviceEvent e : free_) (void)dev_->eventDestroy(e, Doing::quiet());
+    if (copies != nullptr) (void)dev_->streamDestroy(copies, Doing::quiet());
+    if (release_ != nullptr) (void)dev_->streamDestroy(release_, Doing::quiet());
+    if (host_ != nullptr) (void)dev_->hostFree(host_, Doing::quiet());
   }
 
   // Three events for a call: begin (the caller's stream reached it), copied (the copy stream's
   // part done), end (the call done on the caller's stream).
-  sscResult_t events(hipEvent_t* out) {
+  sscResult_t events(DeviceEvent* out) {
     std::lock_guard<std::mutex> lk(mu_);
     while (free_.size() < 3) {
-      hipEvent_t e = nullptr;
-      SSC_GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming),
-                    "gemm: creating a copy-engine call's event");
+      DeviceEvent e = nullptr;
+      SSC_CHECK(dev_->eventCreate(&e, "gemm: creating a copy-engine call's event"));
       free_.push_back(e);
     }
     for (int i = 0; i < 3; ++i) {
@@ -98,7 +94,7 @@ class CopyEngine {
 
   // The call of `use` is queued: begin and end recorded (or abandoned: track with ok false
   // returns the events).
-  void track(const hipEvent_t* ev, uint32_t use, Kind kind, bool ok) {
+  void track(const DeviceEvent* ev, uint32_t use, Kind kind, bool ok) {
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (!ok) {
@@ -117,11 +113,11 @@ class CopyEngine {
                 failure_);
   }
 
-  hipStream_t copies = nullptr;
+  sscStream_t copies = nullptr;
 
  private:
   struct Pending {
-    hipEvent_t begin, copied, end;
+    DeviceEvent begin, copied, end;
     uint32_t use;
     Kind kind;
     bool begun = false;
@@ -130,8 +126,9 @@ class CopyEngine {
 
   void watch() {
     // The runtime's current device is per thread: this one's must be the context's. No caller to
-    // report a failure to here: the queries below would then fail, read as calls not yet done.
-    (void)hipSetDevice(g_->device);
+    // report a failure to here (quiet): the queries below would then fail, read as calls not yet
+    // done, as would a query that fails for any other reason.
+    (void)dev_->setDevice(g_->device, Doing::quiet());
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       // Idle: sleep until a call is queued. Else poll every 2 ms.
@@ -141,19 +138,17 @@ class CopyEngine {
       if (stop_) return;
       while (!pending_.empty()) {
         Pending& f = pending_.front();
-        if (hipEventQuery(f.end) == hipSuccess) {
+        if (eventDone(f.end)) {
           free_.insert(free_.end(), {f.begin, f.copied, f.end});
           pending_.pop_front();
           continue;
         }
-        (void)hipGetLastError();  // not ready is not an error; this thread's record only
         const auto now = std::chrono::steady_clock::now();
-        if (!f.begun && hipEventQuery(f.begin) == hipSuccess) {
+        if (!f.begun && eventDone(f.begin)) {
           f.begun = true;
           f.since = now;
         }
-        (void)hipGetLastError();  // as above: a begin not reached yet is no error
-        bool aborted = true;      // a communicator already freed counts as aborted
+        bool aborted = true;  // a communicator already freed counts as aborted
         {
           CommUse use(g_->comm);  // abort frees comm only once no thread uses it
           if (use.live()) aborted = use.comm()->abortFlag.load();
@@ -174,8 +169,8 @@ class CopyEngine {
     uint32_t* tail =
         reinterpret_cast<uint32_t*>(static_cast<char*>(g_->workspace) + g_->workspaceBytes);
     std::string missing;
-    if (hipMemcpyAsync(host_, tail, kFusedFlagBytes, hipMemcpyDeviceToHost, release_) ==
-            hipSuccess &&
+    if (dev_->memcpyAsync(host_, tail, kFusedFlagBytes, CopyKind::kDeviceToHost, release_,
+                          Doing::quiet()) == sscSuccess &&
         settled()) {
       const size_t arrived = (f.kind == Kind::kAllGather ? kFusedFromOff : kFusedReadyFromOff) / 4 +
                              (f.use % 2) * kFusedMaxRanks;
@@ -195,44 +190,55 @@ class CopyEngine {
     }
     for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff})
       for (size_t i = 0; i < kWordsPerArray; ++i) host_[off / 4 + i] = use;
-    // This thread has no caller: a copy that fails is told in the failure the next call reports.
-    hipError_t released = hipSuccess;
+    // This thread has no caller: a copy that fails is told in the failure the next call reports
+    // (its text, recorded as this thread's last error, the first one's only).
+    std::string released;
     for (size_t off : {kFusedDoneOff, kFusedFromOff, kFusedReadyFromOff}) {
-      const hipError_t e = hipMemcpyAsync(byte(tail, off), host_ + off / 4, kWordsPerArray * 4,
-                                          hipMemcpyHostToDevice, release_);
-      if (released == hipSuccess) released = e;
+      const sscResult_t e = dev_->memcpyAsync(
+          byte(tail, off), host_ + off / 4, kWordsPerArray * 4, CopyKind::kHostToDevice, release_,
+          released.empty() ? Doing("writing the words that release the waits") : Doing::quiet());
+      if (e != sscSuccess && released.empty()) released = lastError();
     }
     failure_ =
         fmt::format("{} call's stream wait (SSC_GEMM_COPY_ENGINE) was released {}; waiting on: {}",
                     f.kind == Kind::kAllGather ? "an all-gather + GEMM" : "a GEMM + reduce-scatter",
                     aborted ? "because the communicator was aborted" : "after STARSCREAM_TIMEOUT",
                     missing.empty() ? "unknown" : missing);
-    if (released != hipSuccess)
-      failure_ += fmt::format(" (writing the words that release the waits failed: {})",
-                              hipGetErrorString(released));
+    if (!released.empty()) failure_ += fmt::format(" ({})", released);
     failed_.store(true, std::memory_order_release);
     SSC_LOG(kWarn, "{}", failure_);
+  }
+
+  // Whether the watchdog's queries find the work done. Quiet: this thread has no caller, and a
+  // query that fails reads as work not yet done (not ready itself is no error).
+  bool eventDone(DeviceEvent e) {
+    bool done = false;
+    return dev_->eventQuery(e, &done, Doing::quiet()) == sscSuccess && done;
+  }
+  bool streamDone(sscStream_t s) {
+    bool done = false;
+    return dev_->streamQuery(s, &done, Doing::quiet()) == sscSuccess && done;
   }
 
   // The release stream's copy done within a second (a device that no longer answers: give up).
   bool settled() {
     for (int i = 0; i < 1000; ++i) {
-      if (hipStreamQuery(release_) == hipSuccess) return true;
-      (void)hipGetLastError();  // not ready is not an error; this thread's record only
+      if (streamDone(release_)) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return false;
   }
 
   sscGemmContext* g_;
+  DeviceServices* dev_;
   int me_;  // this rank (the watchdog must not touch a communicator an abort may free)
-  hipStream_t release_ = nullptr;  // the watchdog's own copies
+  sscStream_t release_ = nullptr;  // the watchdog's own copies
   uint32_t* host_ = nullptr;       // pinned: the flags read back, the values written
   double timeoutSeconds_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> pending_;
-  std::vector<hipEvent_t> free_;
+  std::vector<DeviceEvent> free_;
   bool stop_ = false;
   std::atomic<bool> failed_{false};
   std::string failure_;
@@ -244,11 +250,11 @@ namespace {
 
 // The context's copy-engine state, created on first use; refuses a stream under capture (the
 // watchdog's events cannot be queried there).
-sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
-  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
-  SSC_GPU_CHECK(hipStreamIsCapturing(s, &capture),
-                "gemm: asking whether the call's stream is being captured");
-  if (capture != hipStreamCaptureStatusNone)
+sscResult_t prepareCall(sscGemmContext* g, sscStream_t s, CopyEngine** out) {
+  bool capturing = false;
+  SSC_CHECK(g->dev->streamCapturing(s, &capturing,
+                                    "gemm: asking whether the call's stream is being captured"));
+  if (capturing)
     return fail(
         sscInvalidUsage,
         "gemm: SSC_GEMM_COPY_ENGINE cannot run on a stream being captured "
@@ -267,9 +273,9 @@ sscResult_t prepareCall(sscGemmContext* g, hipStream_t s, CopyEngine** out) {
   return sscSuccess;
 }
 
-// One submission of stream memory operations (sscStreamBatchValue32): under MPS each submission
-// costs the stream several microseconds whatever it holds (5-9 us at 8 partitions of an H200),
-// so the flags of one step go in one submission.
+// One submission of stream memory operations (DeviceServices::streamValueOps): under MPS each
+// submission costs the stream several microseconds whatever it holds (5-9 us at 8 partitions of an
+// H200), so the flags of one step go in one submission.
 class Ops {
  public:
   // A wait for a target at or before use 0 (the flags' initial value, or use - 1 wrapped on a
@@ -278,23 +284,25 @@ class Ops {
     if (static_cast<int32_t>(value) > 0) ops_.push_back({word, value, false});
   }
   void write(uint32_t* word, uint32_t value) { ops_.push_back({word, value, true}); }
-  sscResult_t submit(hipStream_t s) {
+  explicit Ops(DeviceServices* dev) : dev_(dev) {}
+  sscResult_t submit(sscStream_t s) {
     const int n = static_cast<int>(ops_.size());
-    const hipError_t e = sscStreamBatchValue32(s, ops_.data(), n);
+    bool supported = true;
+    const sscResult_t r = dev_->streamValueOps(
+        s, ops_.data(), n, &supported,
+        SSC_DOING("gemm: queueing {} stream memory operations (SSC_GEMM_COPY_ENGINE)", n));
     ops_.clear();
     // A driver without stream memory operations: the caller's choice of flag, not a device error.
-    if (e == hipErrorNotSupported)
+    if (!supported)
       return fail(sscInvalidUsage,
                   "gemm: SSC_GEMM_COPY_ENGINE needs stream memory operations, which "
                   "this driver does not offer (sscStreamBatchValue32)");
-    if (e != hipSuccess)
-      return SSC_GPU_FAIL(e, "gemm: queueing {} stream memory operations (SSC_GEMM_COPY_ENGINE)",
-                          n);
-    return sscSuccess;
+    return r;
   }
 
  private:
-  std::vector<SscStreamValueOp> ops_;
+  DeviceServices* dev_;
+  std::vector<StreamValueOp> ops_;
 };
 
 // The gate before a rank writes what its peers read (its slot: a chunk's partials, its rows of
@@ -311,21 +319,22 @@ void gate(sscGemmContext* g, int me, int K, uint32_t use, Ops* ops) {
 // into the local slot -> [readyFrom[me] in every peer (the write's barrier orders the GEMM's
 // tile before it), then every peer's readyFrom here] -> the sum of this rank's rows out of the K
 // slots in place -> [done[me] in every rank, this one included (destroy reads its own)].
-sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine* ce) {
+sscResult_t rsChunks(sscGemmContext* g, const Call& c, sscStream_t s, CopyEngine* ce) {
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ob = typeBytes(c.outType);
   const int me = c.rank, K = p.nranks;
-  Ops ops;
+  DeviceServices* dev = g->dev;
+  Ops ops(dev);
   for (int j = 0; j < pl.chunks; ++j) {
     const uint32_t use = ++g->fusedUses;
     const int slot = static_cast<int>(use % pl.slots), fi = static_cast<int>(use % 2);
     const ChunkRows cr = chunkRows(pl, j);
     void* mySlot = byte(g->workspace, slot * pl.slotBytes);
-    hipEvent_t ev[3] = {};
+    DeviceEvent ev[3] = {};
     SSC_CHECK(ce->events(ev));
     auto body = [&]() -> sscResult_t {
-      SSC_GPU_CHECK(hipEventRecord(ev[0], s), "gemm: recording the start of chunk {}", j);
+      SSC_CHECK(dev->eventRecord(ev[0], s, SSC_DOING("gemm: recording the start of chunk {}", j)));
       gate(g, me, K, use, &ops);
       SSC_CHECK(ops.submit(s));
       for (const GemmPiece& piece : chunkPieces(p, pl, j))
@@ -348,8 +357,9 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
       SSC_CHECK(ops.submit(s));
       g->lastDoneIndex = slot;
       // ev[1] (the copy stream's part) on the caller's stream too: this op copies nothing.
-      SSC_GPU_CHECK(hipEventRecord(ev[1], s), "gemm: recording chunk {}'s copy-part event", j);
-      SSC_GPU_CHECK(hipEventRecord(ev[2], s), "gemm: recording the end of chunk {}", j);
+      SSC_CHECK(
+          dev->eventRecord(ev[1], s, SSC_DOING("gemm: recording chunk {}'s copy-part event", j)));
+      SSC_CHECK(dev->eventRecord(ev[2], s, SSC_DOING("gemm: recording the end of chunk {}", j)));
       return sscSuccess;
     };
     const sscResult_t r = body();
@@ -361,7 +371,7 @@ sscResult_t rsChunks(sscGemmContext* g, const Call& c, hipStream_t s, CopyEngine
 
 }  // namespace
 
-sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, sscStream_t s) {
   CopyEngine* ce = nullptr;
   SSC_CHECK(prepareCall(g, s, &ce));
   return rsChunks(g, c, s, ce);
@@ -373,7 +383,7 @@ sscResult_t ceRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_
 // [every peer's from here] -> push: the copy stream's end, ONE GEMM over the local slot; per
 // rank: one GEMM per peer reading its rows in place from its slot. Then the copy stream's end
 // and [done[me] in every rank].
-sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, sscStream_t s) {
   CopyEngine* ce = nullptr;
   SSC_CHECK(prepareCall(g, s, &ce));
   const Problem& p = c.p;
@@ -384,34 +394,36 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
   const int fi = static_cast<int>(use % 2);
   const size_t slotOff = (use % pl.slots) * pl.slotBytes;
   const RowRange own = rowShard(p.m, K, me);
-  hipStream_t cs = ce->copies;
-  hipEvent_t ev[3] = {};
+  sscStream_t cs = ce->copies;
+  DeviceServices* dev = g->dev;
+  DeviceEvent ev[3] = {};
   SSC_CHECK(ce->events(ev));
-  Ops ops;
+  Ops ops(dev);
   auto body = [&]() -> sscResult_t {
-    SSC_GPU_CHECK(hipEventRecord(ev[0], s), "gemm: recording the start of an all-gather + GEMM");
-    SSC_GPU_CHECK(hipStreamWaitEvent(cs, ev[0], 0),
-                  "gemm: ordering the copy stream after the caller's stream");
+    SSC_CHECK(dev->eventRecord(ev[0], s, "gemm: recording the start of an all-gather + GEMM"));
+    SSC_CHECK(dev->streamWaitEvent(cs, ev[0],
+                                   "gemm: ordering the copy stream after the caller's stream"));
     gate(g, me, K, use, &ops);
     SSC_CHECK(ops.submit(cs));
     for (int i = 0; i < K; ++i) {  // rotated, so the ranks do not all write into one peer at once
       const int q = (me + i) % K;
       if ((!pl.agPerRank || q == me) && own.count > 0)
-        SSC_GPU_CHECK(hipMemcpyAsync(byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib),
-                                     c.x, own.count * p.k * ib, hipMemcpyDeviceToDevice, cs),
-                      "gemm: copying this rank's {} rows of x into rank {}'s slot", own.count, q);
+        SSC_CHECK(dev->memcpyAsync(
+            byte(g->fusedPeers[q], slotOff + me * pl.block * p.k * ib), c.x, own.count * p.k * ib,
+            CopyKind::kDeviceToDevice, cs,
+            SSC_DOING("gemm: copying this rank's {} rows of x into rank {}'s slot", own.count, q)));
     }
     for (int q = 0; q < K; ++q)
       if (q != me) ops.write(fusedFrom(g, q, fi, me), use);
     SSC_CHECK(ops.submit(cs));
-    SSC_GPU_CHECK(hipEventRecord(ev[1], cs), "gemm: recording the end of the copy stream's part");
+    SSC_CHECK(dev->eventRecord(ev[1], cs, "gemm: recording the end of the copy stream's part"));
     if (pl.agPerRank) SSC_CHECK(gemmOwnRows(g, c, s));  // my rows first, straight from x: no wait
     for (int q = 0; q < K; ++q)
       if (q != me) ops.wait(fusedFrom(g, me, fi, q), use);
     SSC_CHECK(ops.submit(s));
     if (!pl.agPerRank) {
-      SSC_GPU_CHECK(hipStreamWaitEvent(s, ev[1], 0),  // my own rows too
-                    "gemm: ordering the GEMM after the copy stream's part");
+      SSC_CHECK(dev->streamWaitEvent(s, ev[1],  // my own rows too
+                                     "gemm: ordering the GEMM after the copy stream's part"));
       SSC_CHECK(gemmGatheredSlot(g, c, slotOff, s));
     } else {
       PeerBatch batch;
@@ -419,13 +431,13 @@ sscResult_t ceRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s)
       if (batch.ready) SSC_CHECK(gpuStorePeerTable(g, batch, s));
       SSC_CHECK(gemmPeersInPlace(g, c, batch, slotOff, s));
       // x must stay readable until the call ends on the caller's stream.
-      SSC_GPU_CHECK(hipStreamWaitEvent(s, ev[1], 0),
-                    "gemm: ordering the call's end after the copy stream's part");
+      SSC_CHECK(dev->streamWaitEvent(s, ev[1],
+                                     "gemm: ordering the call's end after the copy stream's part"));
     }
     for (int q = 0; q < K; ++q) ops.write(fusedDone(g, q, fi, me), use);
     SSC_CHECK(ops.submit(s));
     g->lastDoneIndex = fi;
-    SSC_GPU_CHECK(hipEventRecord(ev[2], s), "gemm: recording the end of an all-gather + GEMM");
+    SSC_CHECK(dev->eventRecord(ev[2], s, "gemm: recording the end of an all-gather + GEMM"));
     return sscSuccess;
   };
   const sscResult_t r = body();

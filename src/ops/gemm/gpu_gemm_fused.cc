@@ -8,7 +8,6 @@
 #include "src/core/log.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
-#include "src/platform/gpu_check.h"
 
 namespace ssc::gemm {
 
@@ -56,7 +55,7 @@ gpu::FusedErrorSink sinkAt(const FusedWaitState& gs, FusedSite site) {
 // waits with one warp instead of the core collective's 16 blocks. (Stream memory operations
 // would hold no SM at all, but such a barrier cost about twice this one's 14-16 us a call at 8 MPS
 // partitions of an H200: docs/gemm.md, "The arrival barrier".)
-sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
+sscResult_t kernelArrivalBarrier(sscGemmContext* g, sscStream_t s) {
   const FusedWaitState gs = gpuFusedWaitState(g);
   const int me = g->comm->rank, K = g->comm->nranks;
   SSC_CHECK(earlierTimeout(gs, K));
@@ -73,7 +72,7 @@ sscResult_t kernelArrivalBarrier(sscGemmContext* g, hipStream_t s) {
   return sscSuccess;
 }
 
-sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, sscStream_t s) {
   const RowRange own = rowShard(c.p.m, c.p.nranks, c.rank);
   if (own.count == 0) return sscSuccess;
   GemmPiece g0;
@@ -82,28 +81,28 @@ sscResult_t gemmOwnRows(sscGemmContext* g, const Call& c, hipStream_t s) {
   return gpuPiece(g, c, c.x, c.y, g0, false, s);
 }
 
-sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, hipStream_t s) {
+sscResult_t gemmGatheredSlot(sscGemmContext* g, const Call& c, size_t slotOff, sscStream_t s) {
   const void* local = cbyte(g->workspace, slotOff);
   GemmPiece all;
   all.rows = c.p.m;
   SSC_CHECK(gpuPiece(g, c, local, c.y, all, false, s));
   if (c.xGathered == nullptr) return sscSuccess;
   // The slot's rows are X's rows (x in place inside it: the same bytes).
-  SSC_GPU_CHECK(hipMemcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
-                               hipMemcpyDeviceToDevice, s),
-                "gemm: copying the gathered x out of the slot");
+  SSC_CHECK(g->dev->memcpyAsync(c.xGathered, local, c.p.m * c.p.k * typeBytes(c.inType),
+                                CopyKind::kDeviceToDevice, s,
+                                "gemm: copying the gathered x out of the slot"));
   return sscSuccess;
 }
 
 sscResult_t gemmPeersPrepare(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
-                             hipStream_t s, PeerBatch* batch) {
+                             sscStream_t s, PeerBatch* batch) {
   *batch = PeerBatch{};
   batch->peers = peerGemms(c.p, c.rank);
   return batch->peers.batch ? gpuPreparePeerBatch(g, c, slotOff, use, s, batch) : sscSuccess;
 }
 
 sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& batch,
-                             size_t slotOff, hipStream_t s) {
+                             size_t slotOff, sscStream_t s) {
   auto one = [&](int q) {  // peer q's rows, one GEMM
     const RowRange r = rowShard(c.p.m, c.p.nranks, q);
     GemmPiece gq;
@@ -130,7 +129,7 @@ sscResult_t gemmPeersInPlace(sscGemmContext* g, const Call& c, const PeerBatch& 
 // for the owners to finish reading: the next call's first wait covers both slots (its plan may
 // lay the slots out differently), and destroy waits too.
 
-sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, sscStream_t s) {
   const FusedWaitState gs = gpuFusedWaitState(g);
   const Problem& p = c.p;
   const Plan& pl = c.plan;
@@ -187,7 +186,7 @@ sscResult_t kernelRunFusedReduceScatter(sscGemmContext* g, const Call& c, hipStr
 // The flags' index is use % 2 whatever the slot count (so destroy's wait reads the same words);
 // the gate waits for the readers of both earlier uses, as a slot may overlap either (an earlier
 // call's plan may differ, the reduce-scatter shares the workspace).
-sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, hipStream_t s) {
+sscResult_t kernelRunFusedAllGather(sscGemmContext* g, const Call& c, sscStream_t s) {
   const FusedWaitState gs = gpuFusedWaitState(g);
   const Problem& p = c.p;
   const Plan& pl = c.plan;

@@ -6,7 +6,7 @@
 
 #include "src/core/errors.h"
 #include "src/kernels/gpu/gemm_fused_kernel.h"
-#include "src/platform/gpu_check.h"
+#include "src/device/services.h"
 
 namespace ssc::gemm {
 
@@ -19,17 +19,17 @@ size_t skew(uint32_t align) { return align >= 256 ? 0 : align; }
 
 }  // namespace
 
-sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
-                           hipblasLtMatrixLayout_t a, hipblasLtMatrixLayout_t b,
-                           hipblasLtMatrixLayout_t d, const hipblasLtMatmulAlgo_t& algo,
-                           const ProbeShape& s, void* blasWorkspace, size_t blasWorkspaceBytes,
-                           int sms, hipStream_t stream, uint64_t* unwritten) {
+sscResult_t probeAlgorithm(DeviceServices* dev, Blas& blas, const BlasShape& blasShape,
+                           const BlasAlgo& algo, const ProbeShape& s, void* blasWorkspace,
+                           size_t blasWorkspaceBytes, int sms, sscStream_t stream,
+                           uint64_t* unwritten) {
   // The probe waits for the stream, which a stream being captured into a graph cannot do (and
   // the capture would be lost): refuse, so the caller runs the shape once outside the graph.
-  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
-  SSC_GPU_CHECK(hipStreamIsCapturing(stream, &capture),
-                "gemm: probing a BLAS algorithm: asking whether the stream is being captured");
-  if (capture != hipStreamCaptureStatusNone)
+  bool capturing = false;
+  SSC_CHECK(dev->streamCapturing(
+      stream, &capturing,
+      "gemm: probing a BLAS algorithm: asking whether the stream is being captured"));
+  if (capturing)
     return fail(
         sscInvalidUsage,
         "gemm: a new GEMM shape ({} x {} x {}, rows x n x k) on a stream being "
@@ -50,9 +50,10 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
   char* base = nullptr;
   // Stream-ordered: a plain allocation or free may wait for the whole device, where another
   // stream of this process can hold a kernel waiting on the peers.
-  SSC_GPU_CHECK(hipMallocAsync(reinterpret_cast<void**>(&base), total, stream),
-                "gemm: probing a BLAS algorithm for {} x {} x {}: allocating {} bytes", s.rows, s.n,
-                s.k, total);
+  SSC_CHECK(dev->allocAsync(
+      reinterpret_cast<void**>(&base), total, stream,
+      SSC_DOING("gemm: probing a BLAS algorithm for {} x {} x {}: allocating {} bytes", s.rows, s.n,
+                s.k, total)));
   char* w = base + skew(s.alignW);
   char* x = base + region(wBytes) + skew(s.alignX);
   char* y = base + region(wBytes) + region(xBytes) + skew(s.alignD);
@@ -66,10 +67,11 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
   unsigned long long left = 0;
   // The probe's work on the stream; whatever it queued is freed and waited for below either way.
   const sscResult_t r = [&]() -> sscResult_t {
-    SSC_GPU_CHECK(hipMemsetAsync(base, 0, total - 256 + sizeof(*count), stream),
-                  "gemm: probing a BLAS algorithm: zeroing its inputs");
-    SSC_GPU_CHECK(hipMemsetAsync(y, 0xFF, dBytes, stream),
-                  "gemm: probing a BLAS algorithm: marking its {} output bytes", dBytes);
+    SSC_CHECK(dev->memsetAsync(base, 0, total - 256 + sizeof(*count), stream,
+                               "gemm: probing a BLAS algorithm: zeroing its inputs"));
+    SSC_CHECK(dev->memsetAsync(
+        y, 0xFF, dBytes, stream,
+        SSC_DOING("gemm: probing a BLAS algorithm: marking its {} output bytes", dBytes)));
     if (s.pointers) {
       table.assign(3 * kTable, nullptr);
       for (int i = 0; i < s.batch; ++i) {
@@ -77,37 +79,43 @@ sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
         table[kTable + i] = x + i * s.aStride * s.k * s.inBytes;
         table[2 * kTable + i] = y + i * s.dStride * s.n * s.outBytes;
       }
-      SSC_GPU_CHECK(hipMemcpyAsync(devTable, table.data(), table.size() * sizeof(void*),
-                                   hipMemcpyHostToDevice, stream),
-                    "gemm: probing a BLAS algorithm: copying its pointer-array table");
+      SSC_CHECK(dev->memcpyAsync(
+          devTable, table.data(), table.size() * sizeof(void*), CopyKind::kHostToDevice, stream,
+          "gemm: probing a BLAS algorithm: copying its pointer-array table"));
     }
-    const float alpha = 1.0f, beta = 0.0f;
     const void* aw = s.pointers ? static_cast<const void*>(devTable) : w;
     const void* bx = s.pointers ? static_cast<const void*>(devTable + kTable) : x;
     void* dy = s.pointers ? static_cast<void*>(devTable + 2 * kTable) : y;
-    refused = hipblasLtMatmul(lt, desc, &alpha, aw, a, bx, b, &beta, dy, d, dy, d, &algo,
-                              blasWorkspace, blasWorkspaceBytes, stream) != HIPBLAS_STATUS_SUCCESS;
+    // Quiet: a refusal is this probe's answer, not a failure to record.
+    refused = blas.matmul(blasShape, algo, aw, bx, dy, blasWorkspace, blasWorkspaceBytes, stream,
+                          Doing::quiet()) != sscSuccess;
     if (refused) {
       // Skipped, not an error of the call: whatever its refused launch left in the runtime's
       // last error must not be reported by the next launch's check.
-      (void)hipGetLastError();
+      dev->clearRuntimeError();
       return sscSuccess;
     }
     const size_t rowBytes = static_cast<size_t>(s.n) * s.outBytes;
     SSC_CHECK(gpu::launchCountNonZero(y, s.rows * rowBytes, s.dStride * rowBytes, s.batch, count,
                                       4 * sms, stream));
-    SSC_GPU_CHECK(hipMemcpyAsync(&left, count, sizeof(left), hipMemcpyDeviceToHost, stream),
-                  "gemm: probing a BLAS algorithm: reading back its count");
+    SSC_CHECK(dev->memcpyAsync(&left, count, sizeof(left), CopyKind::kDeviceToHost, stream,
+                               "gemm: probing a BLAS algorithm: reading back its count"));
     return sscSuccess;
   }();
-  const hipError_t freed = hipFreeAsync(base, stream);
-  const hipError_t synced = hipStreamSynchronize(stream);
-  // The first failure is the one to report: a later one may follow from it.
+  // The first failure is the one to report (a later one may follow from it): the later calls
+  // record theirs only where none came before.
+  const sscResult_t freed = dev->freeAsync(
+      base, stream,
+      r != sscSuccess
+          ? Doing::quiet()
+          : Doing(SSC_DOING("gemm: probing a BLAS algorithm: freeing its {} bytes", total)));
+  const sscResult_t synced = dev->streamSynchronize(
+      stream, r != sscSuccess || freed != sscSuccess
+                  ? Doing::quiet()
+                  : Doing("gemm: probing a BLAS algorithm: waiting for the stream"));
   SSC_CHECK(r);
-  if (freed != hipSuccess)
-    return SSC_GPU_FAIL(freed, "gemm: probing a BLAS algorithm: freeing its {} bytes", total);
-  if (synced != hipSuccess)
-    return SSC_GPU_FAIL(synced, "gemm: probing a BLAS algorithm: waiting for the stream");
+  SSC_CHECK(freed);
+  SSC_CHECK(synced);
   *unwritten = refused ? kProbeRefused : left;
   return sscSuccess;
 }

@@ -10,7 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/platform/gpu_runtime.h"
+#include "src/device/gpu/gpu_blas.h"
+#include "src/device/services.h"
 #include "starscream/starscream.h"
 
 #if defined(STARSCREAM_HAVE_BLASLT)
@@ -43,11 +44,10 @@ constexpr uint64_t kProbeRefused = ~uint64_t{0};
 // (0: the algorithm computed every element; kProbeRefused: it did not launch). The caller's stream
 // holds only work whose peers' part is already queued (the ops probe before a GEMM, in their one
 // ordered list), so the wait cannot stall a peer.
-sscResult_t probeAlgorithm(hipblasLtHandle_t lt, hipblasLtMatmulDesc_t desc,
-                           hipblasLtMatrixLayout_t a, hipblasLtMatrixLayout_t b,
-                           hipblasLtMatrixLayout_t d, const hipblasLtMatmulAlgo_t& algo,
-                           const ProbeShape& shape, void* blasWorkspace, size_t blasWorkspaceBytes,
-                           int sms, hipStream_t stream, uint64_t* unwritten);
+sscResult_t probeAlgorithm(DeviceServices* dev, Blas& blas, const BlasShape& blasShape,
+                           const BlasAlgo& algo, const ProbeShape& shape, void* blasWorkspace,
+                           size_t blasWorkspaceBytes, int sms, sscStream_t stream,
+                           uint64_t* unwritten);
 
 }  // namespace ssc::gemm
 #endif
