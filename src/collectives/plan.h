@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "src/collectives/p2p_wire.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
@@ -89,17 +90,7 @@ enum class StepOp : uint8_t {
   kP2pWait,
 };
 
-// The FIFO slot tags of the one-copy handshake's two slots (in the size word's upper half, as
-// Step::tag): the executors check them, so plans that do not match (one rank's group has a
-// handshake with a peer whose group has none) fail at that slot instead of reading data as an
-// offer or an offer as data.
-constexpr uint32_t kP2pOfferTag = 0x9e0ff3e5u;
-constexpr uint32_t kP2pDoneTag = 0x9ed0e5a1u;
-
-// Where one-copy point-to-point splits an exchange's buffer between its two ranks (the lower
-// rank swaps [0, mid), the higher [mid, bytes)): a multiple of 16 bytes, so both halves keep the
-// buffers' vector alignment.
-inline uint64_t p2pSwapMid(uint64_t bytes) { return (bytes / 2) & ~uint64_t{15}; }
+// The handshake's slot tags and formats, and where an exchange splits: p2p_wire.h.
 const char* stepOpName(StepOp op);
 
 // The zero-copy steps over peers' mapped buffers (kBarrier excluded): their recvPeer/sendPeer
