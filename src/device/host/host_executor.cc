@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/collectives/p2p_wire.h"
+#include "src/collectives/step_semantics.h"
 #include "src/core/errors.h"
 #include "src/kernels/host/reduce.h"
 
@@ -25,7 +26,7 @@ class ChannelRunner {
         scratch_(scratch),
         direct_(direct),
         esize_(w.elemBytes),
-        slotElems_(t.slotBytes() / w.elemBytes),
+        slotElems_(slotElemsOf(t.slotBytes(), w.elemBytes)),
         tmp_(t.slotBytes()) {
     if (w.reduce.hasPreScale)
       scale_ = w.reduce.preScaleDevice ? scalarFromElement(w.reduce.dtype, w.reduce.preScaleDevice)
@@ -44,13 +45,14 @@ class ChannelRunner {
   }
 
   // Brings the caller's own contribution in: scaled for PreMulSum / float Avg, else as is.
+  // Where the pre- and post-steps apply is step_semantics.h's, as in the plan kernel.
   const char* pre(const Step& s, const char* src, size_t n) {
-    if (!(s.flags & kFlagPreOp) || !w_.reduce.hasPreScale) return src;
+    if (!stepAppliesPreOp(s.flags, w_.reduce.hasPreScale)) return src;
     hostScale(w_.reduce.dtype, src, tmp_.data(), n, scale_);
     return tmp_.data();
   }
   void post(const Step& s, char* dst, size_t n) {
-    if ((s.flags & kFlagPostOp) && w_.reduce.postDivisor != 0)
+    if (stepAppliesPostOp(s.op, s.flags, w_.reduce.postDivisor))
       hostDivide(w_.reduce.dtype, dst, dst, n, w_.reduce.postDivisor);
   }
   void combine(const char* a, const char* b, char* dst, size_t n) {
@@ -159,7 +161,7 @@ class ChannelRunner {
     const int first = s.recvPeer >= 0 ? s.recvPeer : 0, last = s.recvPeer >= 0 ? s.recvPeer : n - 1;
     std::vector<char> acc(t_.slotBytes());
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
-      const size_t m = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
+      const size_t m = static_cast<size_t>(stepChunkElems(s.count, done, slotElems_));
       for (int q = first; q <= last; ++q) {
         const char* v = pre(s, peerPtr(q, s.srcBuf, s.srcOff + done), m);
         if (q == first)
@@ -288,15 +290,13 @@ class ChannelRunner {
   // A FIFO step of a message that went one-copy: both ends skip it.
   bool skipped(const Step& s) const {
     if (direct_ == nullptr || direct_->empty()) return false;
-    const uint16_t b = s.op == StepOp::kSend ? s.srcBuf : s.op == StepOp::kRecv ? s.dstBuf : 0;
-    return b >= kBufUserBase && static_cast<size_t>(b - kBufUserBase) < direct_->size() &&
-           (*direct_)[b - kBufUserBase] != 0;
+    const int i = stepP2pOp(s.op, s.srcBuf, s.dstBuf);
+    return i >= 0 && static_cast<size_t>(i) < direct_->size() && (*direct_)[i] != 0;
   }
 
   sscResult_t runStep(const Step& s) {
     if (skipped(s)) return sscSuccess;
-    if ((s.op == StepOp::kP2pOffer || s.op == StepOp::kP2pPush || s.op == StepOp::kP2pWait) &&
-        w_.p2p == nullptr)
+    if (isP2pHandshakeStep(s.op) && w_.p2p == nullptr)
       return SSC_INTERNAL("host executor: a one-copy step without the group's operations");
     switch (s.op) {
       case StepOp::kP2pOffer: return p2pOffer(s);
@@ -312,7 +312,7 @@ class ChannelRunner {
         return sscSuccess;
       case StepOp::kPeerGather:
         for (int q = 0; q < t_.nranks(); ++q)
-          std::memmove(bufPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count),
+          std::memmove(bufPtr(s.dstBuf, peerBlockOff(s.dstOff, q, s.count)),
                        peerPtr(q, s.srcBuf, s.srcOff), s.count * esize_);
         return sscSuccess;
       case StepOp::kPeerSwap:
@@ -320,23 +320,22 @@ class ChannelRunner {
           if (q == t_.rank()) continue;
           uint64_t lo = 0, hi = 0;
           peerSwapHalf(t_.rank(), q, s.count, &lo, &hi);
-          swapRanges(
-              bufPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * s.count + lo),
-              peerPtr(q, s.srcBuf, s.srcOff + static_cast<uint64_t>(t_.rank()) * s.count + lo),
-              (hi - lo) * esize_);
+          swapRanges(bufPtr(s.srcBuf, peerBlockOff(s.srcOff, q, s.count) + lo),
+                     peerPtr(q, s.srcBuf, peerBlockOff(s.srcOff, t_.rank(), s.count) + lo),
+                     (hi - lo) * esize_);
         }
         return sscSuccess;
       default: break;
     }
+    // FIFO and local steps, a slot's worth at a time (step_semantics.h: the chunks, and which
+    // buffers each op reads and writes).
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
+      const size_t n = static_cast<size_t>(stepChunkElems(s.count, done, slotElems_));
       const size_t bytes = n * esize_;
       const char* src = nullptr;
       char* dst = nullptr;
-      if (s.op != StepOp::kRecv && s.op != StepOp::kRecvCopySend)
-        src = bufPtr(s.srcBuf, s.srcOff + done);
-      if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend)
-        dst = bufPtr(s.dstBuf, s.dstOff + done);
+      if (stepReadsSrc(s.op)) src = bufPtr(s.srcBuf, s.srcOff + done);
+      if (stepWritesDst(s.op)) dst = bufPtr(s.dstBuf, s.dstOff + done);
       const char* in = nullptr;
       char* out = nullptr;
       ShmFifo rf, sf;

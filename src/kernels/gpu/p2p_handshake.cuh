@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "src/collectives/p2p_wire.h"
+#include "src/collectives/step_semantics.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "src/kernels/gpu/plan_signals.cuh"
@@ -332,9 +333,9 @@ __device__ bool p2pHandshake(const KernelArgs& a, const DevStep* steps, uint32_t
 
 // A FIFO step of a message that went one-copy: both ends skip it (after the handshake).
 __device__ __forceinline__ bool p2pSkipped(const KernelArgs& a, const DevStep& s) {
-  const uint32_t b = s.op == kOpSend ? s.srcBuf : s.op == kOpRecv ? s.dstBuf : 0;
-  return b >= 3 && b - 3 < a.p2p.nops &&
-         *reinterpret_cast<const volatile uint8_t*>(a.p2p.scratch->direct + (b - 3)) != 0;
+  const int i = stepP2pOp(static_cast<StepOp>(s.op), s.srcBuf, s.dstBuf);
+  return i >= 0 && static_cast<uint32_t>(i) < a.p2p.nops &&
+         *reinterpret_cast<const volatile uint8_t*>(a.p2p.scratch->direct + i) != 0;
 }
 
 }  // namespace

@@ -80,8 +80,8 @@ struct Conn {
   LocalCounters* counters;  // mine, [block]
 };
 
-// ssc::StepOp / StepFlag (src/collectives/plan.h) as device code sees them (it cannot include
-// plan.h); gpu_plan_cache.cc static_asserts that the values agree.
+// ssc::StepOp / StepFlag (src/collectives/step_semantics.h) as the kernels spell them in
+// switches over DevStep::op; gpu_plan_cache.cc static_asserts that the values agree.
 enum DevOp : uint8_t {
   kOpCopy,
   kOpReduce,
