@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "src/collectives/p2p_wire.h"
+#include "src/collectives/step_semantics.h"
 #include "starscream/starscream.h"
 
 namespace ssc {
@@ -41,85 +43,9 @@ const char* collName(CollKind kind);
 enum class Algo : uint8_t { kRing, kBidirRing, kDirect, kHierarchical, kSymmetric, kAuto };
 const char* algoName(Algo algo);
 
-// Buffers a step can name. Point-to-point plans add one buffer per send/recv (kUserBase + i).
-enum BufId : uint16_t { kBufIn = 0, kBufOut = 1, kBufScratch = 2, kBufUserBase = 3 };
-
-enum class StepOp : uint8_t {
-  kCopy,                // src -> dst (local)
-  kReduce,              // dst = dst (+) src (local)
-  kSend,                // src -> conn(sendPeer)
-  kRecv,                // conn(recvPeer) -> dst
-  kRecvReduceSend,      // conn(recvPeer) (+) src -> conn(sendPeer)
-  kRecvReduceCopy,      // conn(recvPeer) (+) src -> dst
-  kRecvReduceCopySend,  // conn(recvPeer) (+) src -> dst and conn(sendPeer)
-  kRecvCopySend,        // conn(recvPeer) -> dst and conn(sendPeer)
-  // Zero-copy steps over symmetric (registered) buffers: "src@q" is buffer srcBuf of rank q at
-  // the same offset, mapped into this rank. They need Work::peerBuffers.
-  // kPeerReduce and kPeerReduceBcast read every rank's src (recvPeer < 0) or only recvPeer's
-  // (recvPeer = q: a copy of src@q, with the op's pre/post steps where the flags say); kPeerReduce
-  // stores to this rank's dst (sendPeer < 0) or to dst@sendPeer. Single sources serve broadcast
-  // (every rank copies its slice of the root's input into every output), single destinations
-  // reduce (every rank reduces its slice into the root's output), so all ranks share the work.
-  kBarrier,          // every rank has reached this point (inputs ready, outputs free)
-  kPeerReduce,       // dst (or dst@sendPeer) = (+) over q = 0..n-1 of src@q (or src@recvPeer)
-  kPeerReduceBcast,  // as kPeerReduce, and the result is stored to dst@q for every q
-  kPeerPush,         // dst@q = src for every q
-  kPeerGather,       // dst[q * count ..] = src@q[..], for every q (all-to-all: one block per rank)
-  // In-place all-to-all: for every q != rank, block q of this rank's src and block `rank` of
-  // src@q trade places (srcBuf == dstBuf, blocks of `count`). Each pair of blocks is swapped by
-  // both of its ranks, each half of it: the lower rank the first count / 2 elements, the higher
-  // rank the rest (peerSwapHalf). Every element is touched by one rank only, so no scratch.
-  kPeerSwap,
-  // One-copy point-to-point (transports/usr/p2p_directory.h), on channel 0 before the FIFO steps
-  // of a kSendRecv plan, per peer pair on one node. The receiver decides per receive, the sender
-  // follows; both learn the decision from the one slot that carries it:
-  //   kP2pOffer to sendPeer: one slot listing this rank's receives from it, in posting order,
-  //     each as the address at which sendPeer has the buffer mapped (0: through the FIFOs) and
-  //     whether it is offered for a swap (the in-place exchange of one buffer with that peer).
-  //   kP2pPush from recvPeer: takes recvPeer's offer slot, checks that this rank's sends to it
-  //     pair with its receives (number and sizes), stores each offered send straight into the
-  //     offered buffer (or swaps this rank's half of an exchange both sides offered), and
-  //     answers with one slot: done, or the mismatch.
-  //   kP2pWait from recvPeer: takes that answer (the receives it pushed are complete).
-  // FIFO steps of a message that went one-copy are skipped by both executors. Every plan emits
-  // the offers of all its peers first, then the pushes, then the waits, so none of them waits on
-  // a step that comes later on a peer (see buildP2pPlan).
-  kP2pOffer,
-  kP2pPush,
-  kP2pWait,
-};
-
-// The FIFO slot tags of the one-copy handshake's two slots (in the size word's upper half, as
-// Step::tag): the executors check them, so plans that do not match (one rank's group has a
-// handshake with a peer whose group has none) fail at that slot instead of reading data as an
-// offer or an offer as data.
-constexpr uint32_t kP2pOfferTag = 0x9e0ff3e5u;
-constexpr uint32_t kP2pDoneTag = 0x9ed0e5a1u;
-
-// Where one-copy point-to-point splits an exchange's buffer between its two ranks (the lower
-// rank swaps [0, mid), the higher [mid, bytes)): a multiple of 16 bytes, so both halves keep the
-// buffers' vector alignment.
-inline uint64_t p2pSwapMid(uint64_t bytes) { return (bytes / 2) & ~uint64_t{15}; }
+// BufId, StepOp, StepFlag and what each step reads, writes and how it chunks: step_semantics.h.
+// The handshake's slot tags and formats, and where an exchange splits: p2p_wire.h.
 const char* stepOpName(StepOp op);
-
-// The zero-copy steps over peers' mapped buffers (kBarrier excluded): their recvPeer/sendPeer
-// name ranks whose memory they touch, not FIFO connections.
-inline bool isPeerStep(StepOp op) {
-  return op == StepOp::kPeerReduce || op == StepOp::kPeerReduceBcast || op == StepOp::kPeerPush ||
-         op == StepOp::kPeerGather || op == StepOp::kPeerSwap;
-}
-
-// The part [*lo, *hi) of a block of `count` elements that `rank` swaps with `peer` (kPeerSwap).
-inline void peerSwapHalf(int rank, int peer, uint64_t count, uint64_t* lo, uint64_t* hi) {
-  const uint64_t mid = count / 2;
-  *lo = rank < peer ? 0 : mid;
-  *hi = rank < peer ? mid : count;
-}
-
-// Step flags. kPreOp: the step reads this rank's own contribution from src, so the op's pre-step
-// (PreMulSum / float Avg scaling) applies to it exactly once. kPostOp: the step produces the final
-// reduced value, so the op's post-step (integer Avg division) applies before it is stored/sent.
-enum StepFlag : uint8_t { kFlagNone = 0, kFlagPreOp = 1, kFlagPostOp = 2 };
 
 struct Step {
   StepOp op;

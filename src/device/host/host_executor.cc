@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "src/collectives/p2p_wire.h"
+#include "src/collectives/step_semantics.h"
 #include "src/core/errors.h"
 #include "src/kernels/host/reduce.h"
 
@@ -24,7 +26,7 @@ class ChannelRunner {
         scratch_(scratch),
         direct_(direct),
         esize_(w.elemBytes),
-        slotElems_(t.slotBytes() / w.elemBytes),
+        slotElems_(slotElemsOf(t.slotBytes(), w.elemBytes)),
         tmp_(t.slotBytes()) {
     if (w.reduce.hasPreScale)
       scale_ = w.reduce.preScaleDevice ? scalarFromElement(w.reduce.dtype, w.reduce.preScaleDevice)
@@ -43,13 +45,14 @@ class ChannelRunner {
   }
 
   // Brings the caller's own contribution in: scaled for PreMulSum / float Avg, else as is.
+  // Where the pre- and post-steps apply is step_semantics.h's, as in the plan kernel.
   const char* pre(const Step& s, const char* src, size_t n) {
-    if (!(s.flags & kFlagPreOp) || !w_.reduce.hasPreScale) return src;
+    if (!stepAppliesPreOp(s.flags, w_.reduce.hasPreScale)) return src;
     hostScale(w_.reduce.dtype, src, tmp_.data(), n, scale_);
     return tmp_.data();
   }
   void post(const Step& s, char* dst, size_t n) {
-    if ((s.flags & kFlagPostOp) && w_.reduce.postDivisor != 0)
+    if (stepAppliesPostOp(s.op, s.flags, w_.reduce.postDivisor))
       hostDivide(w_.reduce.dtype, dst, dst, n, w_.reduce.postDivisor);
   }
   void combine(const char* a, const char* b, char* dst, size_t n) {
@@ -58,10 +61,8 @@ class ChannelRunner {
 
   // What a slot's size word holds: the step's tag (Step::tag) above its byte count, so that the
   // receiver checks both (a point-to-point message of another length fails even where one
-  // slot's size matches). Slots never reach 4 GiB (the transport bounds them).
-  static uint64_t slotWord(const Step& s, size_t bytes) {
-    return (static_cast<uint64_t>(s.tag) << 32) | static_cast<uint64_t>(bytes);
-  }
+  // slot's size matches).
+  static uint64_t slotWord(const Step& s, size_t bytes) { return fifoSlotWord(s.tag, bytes); }
 
   // Waits for the next incoming slot from `peer`, whose size word must be `word`; returns its data.
   // With `gotBytes`, only the tag (the word's upper half) must match and *gotBytes is the size.
@@ -75,15 +76,15 @@ class ChannelRunner {
         "receive from", peer, t_.waits()));
     int slot = static_cast<int>(head % t_.slots());
     const uint64_t posted = c->slotBytes[slot];
-    if (gotBytes != nullptr && (posted >> 32) == (word >> 32))
-      *gotBytes = posted & 0xffffffffu;
+    if (gotBytes != nullptr && fifoSlotTag(posted) == fifoSlotTag(word))
+      *gotBytes = fifoSlotBytes(posted);
     else if (posted != word)
       return fail(sscInvalidUsage,
                   "rank {} sent {} bytes (tag {:#x}) to rank {}, which expected {} "
                   "(tag {:#x}): the ranks called with different counts, types or peers (or a send "
                   "and its receive of different sizes, or groups that do not pair up)",
-                  peer, posted & 0xffffffffu, posted >> 32, t_.rank(), word & 0xffffffffu,
-                  word >> 32);
+                  peer, fifoSlotBytes(posted), fifoSlotTag(posted), t_.rank(), fifoSlotBytes(word),
+                  fifoSlotTag(word));
     *data = fifo->data + slot * t_.slotBytes();
     return sscSuccess;
   }
@@ -160,7 +161,7 @@ class ChannelRunner {
     const int first = s.recvPeer >= 0 ? s.recvPeer : 0, last = s.recvPeer >= 0 ? s.recvPeer : n - 1;
     std::vector<char> acc(t_.slotBytes());
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
-      const size_t m = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
+      const size_t m = static_cast<size_t>(stepChunkElems(s.count, done, slotElems_));
       for (int q = first; q <= last; ++q) {
         const char* v = pre(s, peerPtr(q, s.srcBuf, s.srcOff + done), m);
         if (q == first)
@@ -181,29 +182,10 @@ class ChannelRunner {
     return sscSuccess;
   }
 
-  // One-copy point-to-point (plan.h): the offer slot is a header and one entry per listed
-  // receive; the answer is one DoneSlot.
-  struct OfferHeader {
-    uint32_t count;   // this rank's receives from the peer in the group
-    uint32_t listed;  // entries that follow (the first ones; the rest take the FIFOs)
-  };
-  struct OfferEntry {
-    uint64_t address;  // the buffer as the peer has it mapped; 0: through the FIFOs
-    uint64_t bytes;
-    uint64_t swap;  // 1: offered for an exchange (the same buffer is the send to the peer)
-  };
-  enum : uint32_t { kDoneOk = 0, kDoneCounts = 1, kDoneSizes = 2 };
-  struct DoneSlot {
-    uint32_t status;
-    uint32_t index;     // kDoneSizes: which message (0-based, among the pair's)
-    uint64_t sent;      // the sender's sends (kDoneCounts) or bytes (kDoneSizes)
-    uint64_t expected;  // the receiver's receives or bytes
-  };
-
  public:
   // Entries of an offer slot (the same on every rank: the slot size is the communicator's).
   static size_t offerCapacity(size_t slotBytes) {
-    return (slotBytes - sizeof(OfferHeader)) / sizeof(OfferEntry);
+    return static_cast<size_t>(p2pOfferCapacity(slotBytes));
   }
 
  private:
@@ -216,20 +198,21 @@ class ChannelRunner {
   }
   char* userBuffer(size_t op) const { return static_cast<char*>(w_.buffers[kBufUserBase + op]); }
 
+  // One-copy point-to-point (plan.h); the slots' formats are p2p_wire.h's.
   sscResult_t p2pOffer(const Step& s) {
     const std::vector<size_t> recvs = opsWith(s.sendPeer, false);
     const size_t listed = std::min(recvs.size(), offerCapacity(t_.slotBytes()));
     char* out = nullptr;
     ShmFifo sf;
     SSC_CHECK(sendSlot(s.sendPeer, &out, &sf));
-    const OfferHeader h{static_cast<uint32_t>(recvs.size()), static_cast<uint32_t>(listed)};
+    const P2pOfferHeader h{static_cast<uint32_t>(recvs.size()), static_cast<uint32_t>(listed)};
     std::memcpy(out, &h, sizeof(h));
     for (size_t k = 0; k < listed; ++k) {
       const size_t i = recvs[k];
-      const OfferEntry e{w_.p2p->offer[i], w_.p2p->ops[i].bytes, w_.p2p->swap[i]};
-      std::memcpy(out + sizeof(h) + k * sizeof(e), &e, sizeof(e));
+      const P2pOfferEntry e{w_.p2p->offer[i], w_.p2p->ops[i].bytes, w_.p2p->swap[i]};
+      std::memcpy(out + p2pOfferEntryOffset(k), &e, sizeof(e));
     }
-    sendDone(sf, slotWord(s, sizeof(h) + listed * sizeof(OfferEntry)));
+    sendDone(sf, slotWord(s, p2pOfferBytes(listed)));
     return sscSuccess;
   }
 
@@ -238,27 +221,22 @@ class ChannelRunner {
     const char* in = nullptr;
     ShmFifo rf;
     size_t got = 0;
-    SSC_CHECK(recvSlot(p, static_cast<uint64_t>(kP2pOfferTag) << 32, &in, &rf, &got));
-    OfferHeader h{};
+    SSC_CHECK(recvSlot(p, fifoSlotWord(kP2pOfferTag, 0), &in, &rf, &got));
+    P2pOfferHeader h{};
     std::memcpy(&h, in, std::min(got, sizeof(h)));
-    if (got < sizeof(h) || got != sizeof(h) + h.listed * sizeof(OfferEntry))
+    if (!p2pOfferSizeOk(got, h.listed))
       return SSC_INTERNAL("one-copy offer of {} bytes from rank {}", got, p);
-    std::vector<OfferEntry> offers(h.listed);
-    std::memcpy(offers.data(), in + sizeof(h), h.listed * sizeof(OfferEntry));
+    std::vector<P2pOfferEntry> offers(h.listed);
+    std::memcpy(offers.data(), in + p2pOfferEntryOffset(0), h.listed * sizeof(P2pOfferEntry));
     recvDone(rf);
     const std::vector<size_t> sends = opsWith(p, true), recvs = opsWith(p, false);
     const std::vector<P2pOp>& ops = w_.p2p->ops;
-    DoneSlot d{kDoneOk, 0, 0, 0};
-    if (h.count != sends.size()) {
-      d = DoneSlot{kDoneCounts, 0, sends.size(), h.count};
-    } else {
-      for (size_t k = 0; k < offers.size() && d.status == kDoneOk; ++k)
-        if (offers[k].bytes != ops[sends[k]].bytes)
-          d = DoneSlot{kDoneSizes, static_cast<uint32_t>(k), ops[sends[k]].bytes, offers[k].bytes};
-    }
+    P2pDone d = p2pCheckCounts(sends.size(), h.count);
+    for (size_t k = 0; k < offers.size() && d.status == kP2pDoneOk; ++k)
+      d = p2pCheckSize(static_cast<uint32_t>(k), ops[sends[k]].bytes, offers[k].bytes);
     const size_t capacity = offerCapacity(t_.slotBytes());
-    for (size_t k = 0; k < offers.size() && d.status == kDoneOk; ++k) {
-      const OfferEntry& e = offers[k];
+    for (size_t k = 0; k < offers.size() && d.status == kP2pDoneOk; ++k) {
+      const P2pOfferEntry& e = offers[k];
       if (e.address == 0) continue;
       const size_t i = sends[k];
       const uint64_t n = ops[i].bytes;
@@ -270,8 +248,11 @@ class ChannelRunner {
       }
       // An exchange runs only when this rank offered its side too (its k-th receive from p is
       // its k-th send's buffer); then each rank swaps its half, else both take the FIFOs.
-      if (k >= recvs.size() || k >= capacity || w_.p2p->swap[recvs[k]] == 0) continue;
-      const uint64_t mid = p2pSwapMid(n), lo = me < p ? 0 : mid, hi = me < p ? mid : n;
+      if (!p2pExchangeRuns(k < recvs.size(), k, capacity,
+                           k < recvs.size() && w_.p2p->swap[recvs[k]] != 0))
+        continue;
+      uint64_t lo = 0, hi = 0;
+      p2pSwapRange(me, p, n, &lo, &hi);
       swapRanges(userBuffer(i) + lo, peerBuf + lo, hi - lo);
       (*direct_)[i] = (*direct_)[recvs[k]] = 1;
     }
@@ -280,22 +261,22 @@ class ChannelRunner {
     SSC_CHECK(sendSlot(p, &out, &sf));
     std::memcpy(out, &d, sizeof(d));
     sendDone(sf, slotWord(s, sizeof(d)));
-    return d.status == kDoneOk ? sscSuccess : mismatch(me, p, d);
+    return d.status == kP2pDoneOk ? sscSuccess : mismatch(me, p, d);
   }
 
   sscResult_t p2pWait(const Step& s) {
     const char* in = nullptr;
     ShmFifo rf;
-    SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, sizeof(DoneSlot)), &in, &rf));
-    DoneSlot d{};
+    SSC_CHECK(recvSlot(s.recvPeer, slotWord(s, sizeof(P2pDone)), &in, &rf));
+    P2pDone d{};
     std::memcpy(&d, in, sizeof(d));
     recvDone(rf);
-    return d.status == kDoneOk ? sscSuccess : mismatch(s.recvPeer, t_.rank(), d);
+    return d.status == kP2pDoneOk ? sscSuccess : mismatch(s.recvPeer, t_.rank(), d);
   }
 
   // The error both ranks of a pair whose calls do not match report, alike.
-  static sscResult_t mismatch(int sender, int receiver, const DoneSlot& d) {
-    if (d.status == kDoneCounts)
+  static sscResult_t mismatch(int sender, int receiver, const P2pDone& d) {
+    if (d.status == kP2pDoneCounts)
       return fail(sscInvalidUsage,
                   "rank {} posted {} send(s) to rank {} in this group, but rank {} "
                   "posted {} receive(s) from rank {} in its matching group",
@@ -309,15 +290,13 @@ class ChannelRunner {
   // A FIFO step of a message that went one-copy: both ends skip it.
   bool skipped(const Step& s) const {
     if (direct_ == nullptr || direct_->empty()) return false;
-    const uint16_t b = s.op == StepOp::kSend ? s.srcBuf : s.op == StepOp::kRecv ? s.dstBuf : 0;
-    return b >= kBufUserBase && static_cast<size_t>(b - kBufUserBase) < direct_->size() &&
-           (*direct_)[b - kBufUserBase] != 0;
+    const int i = stepP2pOp(s.op, s.srcBuf, s.dstBuf);
+    return i >= 0 && static_cast<size_t>(i) < direct_->size() && (*direct_)[i] != 0;
   }
 
   sscResult_t runStep(const Step& s) {
     if (skipped(s)) return sscSuccess;
-    if ((s.op == StepOp::kP2pOffer || s.op == StepOp::kP2pPush || s.op == StepOp::kP2pWait) &&
-        w_.p2p == nullptr)
+    if (isP2pHandshakeStep(s.op) && w_.p2p == nullptr)
       return SSC_INTERNAL("host executor: a one-copy step without the group's operations");
     switch (s.op) {
       case StepOp::kP2pOffer: return p2pOffer(s);
@@ -333,7 +312,7 @@ class ChannelRunner {
         return sscSuccess;
       case StepOp::kPeerGather:
         for (int q = 0; q < t_.nranks(); ++q)
-          std::memmove(bufPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count),
+          std::memmove(bufPtr(s.dstBuf, peerBlockOff(s.dstOff, q, s.count)),
                        peerPtr(q, s.srcBuf, s.srcOff), s.count * esize_);
         return sscSuccess;
       case StepOp::kPeerSwap:
@@ -341,23 +320,22 @@ class ChannelRunner {
           if (q == t_.rank()) continue;
           uint64_t lo = 0, hi = 0;
           peerSwapHalf(t_.rank(), q, s.count, &lo, &hi);
-          swapRanges(
-              bufPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * s.count + lo),
-              peerPtr(q, s.srcBuf, s.srcOff + static_cast<uint64_t>(t_.rank()) * s.count + lo),
-              (hi - lo) * esize_);
+          swapRanges(bufPtr(s.srcBuf, peerBlockOff(s.srcOff, q, s.count) + lo),
+                     peerPtr(q, s.srcBuf, peerBlockOff(s.srcOff, t_.rank(), s.count) + lo),
+                     (hi - lo) * esize_);
         }
         return sscSuccess;
       default: break;
     }
+    // FIFO and local steps, a slot's worth at a time (step_semantics.h: the chunks, and which
+    // buffers each op reads and writes).
     for (uint64_t done = 0; done < s.count; done += slotElems_) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(slotElems_, s.count - done));
+      const size_t n = static_cast<size_t>(stepChunkElems(s.count, done, slotElems_));
       const size_t bytes = n * esize_;
       const char* src = nullptr;
       char* dst = nullptr;
-      if (s.op != StepOp::kRecv && s.op != StepOp::kRecvCopySend)
-        src = bufPtr(s.srcBuf, s.srcOff + done);
-      if (s.op != StepOp::kSend && s.op != StepOp::kRecvReduceSend)
-        dst = bufPtr(s.dstBuf, s.dstOff + done);
+      if (stepReadsSrc(s.op)) src = bufPtr(s.srcBuf, s.srcOff + done);
+      if (stepWritesDst(s.op)) dst = bufPtr(s.dstBuf, s.dstOff + done);
       const char* in = nullptr;
       char* out = nullptr;
       ShmFifo rf, sf;
@@ -448,7 +426,7 @@ sscResult_t runPlanOnHost(ShmTransport& transport, const Work& work,
     for (size_t i = 0; i < p2p.ops.size(); ++i) {
       if (p2p.ops[i].isSend) continue;
       const size_t k = index[p2p.ops[i].peer]++;
-      direct[i] = p2p.offer[i] != 0 && p2p.swap[i] == 0 && k < capacity;
+      direct[i] = p2pPlainOffer(p2p.offer[i], p2p.swap[i] != 0, k, capacity);
     }
   }
   // Channels are independent rings/groups, so running them one after the other cannot deadlock:

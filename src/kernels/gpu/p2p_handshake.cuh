@@ -12,11 +12,14 @@
 //      the FIFO steps of the messages that did not go one-copy.
 // Every offer waits on nothing but a FIFO slot, every take on a peer's offer or answer, and the
 // answers come after stores that wait on nothing, so the rounds complete on every rank whatever
-// the order of the peers, as on the host. Device compilers only.
+// the order of the peers, as on the host. The slots' formats, tags and matching rules are
+// src/collectives/p2p_wire.h's, which the host executor uses too. Device compilers only.
 #pragma once
 
 #include <cstdint>
 
+#include "src/collectives/p2p_wire.h"
+#include "src/collectives/step_semantics.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/plan_kernel.h"
 #include "src/kernels/gpu/plan_signals.cuh"
@@ -25,21 +28,6 @@
 namespace ssc::gpu {
 namespace {
 
-// The offer slot: a header, then one entry per listed receive (host_executor.cc's layout).
-struct P2pOfferHeader {
-  uint32_t count;   // this rank's receives from the peer in the group
-  uint32_t listed;  // entries that follow (the first ones; the rest take the FIFOs)
-};
-struct P2pOfferEntry {
-  uint64_t address;  // the buffer as the peer has it mapped; 0: through the FIFOs
-  uint64_t bytes;
-  uint64_t swap;  // 1: offered for an exchange (the same buffer is the send to the peer)
-};
-// The values of ssc::kP2pOfferTag and ssc::kP2pDoneTag (src/collectives/plan.h), written again:
-// nothing checks that the two stay equal.
-constexpr uint32_t kOfferTag = 0x9e0ff3e5u;
-constexpr uint32_t kDoneTag = 0x9ed0e5a1u;
-
 struct P2pShared {
   int ok;
   uint32_t failed;
@@ -47,7 +35,7 @@ struct P2pShared {
 };
 
 __device__ __forceinline__ uint64_t p2pOfferCapacity(const KernelArgs& a) {
-  return (a.pieceBytes - sizeof(P2pOfferHeader)) / sizeof(P2pOfferEntry);
+  return ssc::p2pOfferCapacity(a.pieceBytes);  // block 0's piece of a slot carries the handshake
 }
 
 // Slots of the handshake travel on channel 0, block 0's sub-FIFO with the peer, as the first
@@ -67,7 +55,7 @@ __device__ void p2pEndPost(const KernelArgs& a, int peer, uint32_t tag, uint64_t
   LocalCounters* lc = c->counters;
   const uint64_t tail = sscLoadVolatile(&lc->sentTail);
   RecvCtrl* rc = c->sendCtrlOut;
-  rc->slotBytes[tail % a.slots] = (static_cast<uint64_t>(tag) << 32) | bytes;
+  rc->slotBytes[tail % a.slots] = fifoSlotWord(tag, bytes);
   lc->sentTail = tail + 1;
   releaseSignal(a, &rc->tail, tail + 1, true);
 }
@@ -81,11 +69,11 @@ __device__ const char* p2pTake(const KernelArgs& a, int peer, uint32_t tag, uint
           a, [&] { return acquireSignal(a, &c->recvCtrl[0].tail) > head; }, peer, 0))
     return nullptr;
   const uint64_t word = sscLoadVolatile(&c->recvCtrl[0].slotBytes[head % a.slots]);
-  if ((word >> 32) != tag) {
+  if (fifoSlotTag(word) != tag) {
     recordError(a, kKernelSizeMismatch, peer, 0, word);
     return nullptr;
   }
-  *bytes = word & 0xffffffffu;
+  *bytes = fifoSlotBytes(word);
   return c->recvData + (head % a.slots) * a.slotBytes;
 }
 
@@ -131,18 +119,16 @@ __device__ bool p2pDecide(const KernelArgs& a, const DevStep* steps, uint32_t be
       if (op.pairIndex >= capacity) continue;
       const uint64_t address = op.recvOrdinal < kMaxP2pOffers ? a.p2p.offer[op.recvOrdinal] : 0;
       const bool swap = p2pSwapOffered(a, op.recvOrdinal);
-      uint64_t* e = reinterpret_cast<uint64_t*>(out + sizeof(P2pOfferHeader) +
-                                                op.pairIndex * sizeof(P2pOfferEntry));
-      e[0] = address;
-      e[1] = op.bytes;
-      e[2] = swap ? 1 : 0;
+      char* e = out + p2pOfferEntryOffset(op.pairIndex);
+      *reinterpret_cast<uint64_t*>(e + kP2pEntryAddress) = address;
+      *reinterpret_cast<uint64_t*>(e + kP2pEntryBytes) = op.bytes;
+      *reinterpret_cast<uint64_t*>(e + kP2pEntrySwap) = swap ? 1 : 0;
       listed = op.pairIndex + 1u;
       // A plain offer is a decision: the sender stores it (or both fail on a mismatch).
-      if (address != 0 && !swap) S->direct[i] = 1;
+      if (p2pPlainOffer(address, swap, op.pairIndex, capacity)) S->direct[i] = 1;
     }
-    *reinterpret_cast<uint64_t*>(out) = static_cast<uint64_t>(count) | static_cast<uint64_t>(listed)
-                                                                           << 32;
-    p2pEndPost(a, q, kOfferTag, sizeof(P2pOfferHeader) + listed * sizeof(P2pOfferEntry));
+    *reinterpret_cast<uint64_t*>(out) = p2pOfferHeaderWord(count, listed);
+    p2pEndPost(a, q, kP2pOfferTag, p2pOfferBytes(listed));
   }
   uint32_t ntasks = 0, push = 0, failed = 0;
   const int me = a.rank;
@@ -150,47 +136,46 @@ __device__ bool p2pDecide(const KernelArgs& a, const DevStep* steps, uint32_t be
     if (steps[si].op != kOpP2pPush) continue;
     const int p = steps[si].recvPeer;
     uint64_t got = 0;
-    const char* in = p2pTake(a, p, kOfferTag, &got);
+    const char* in = p2pTake(a, p, kP2pOfferTag, &got);
     if (in == nullptr) return false;
-    const uint64_t hw = p2pLoad(in);
-    const uint32_t count = static_cast<uint32_t>(hw), listed = static_cast<uint32_t>(hw >> 32);
-    if (got != sizeof(P2pOfferHeader) + listed * sizeof(P2pOfferEntry)) {
+    const P2pOfferHeader h = p2pOfferHeaderOf(p2pLoad(in));
+    const uint32_t count = h.count, listed = h.listed;
+    if (!p2pOfferSizeOk(got, listed)) {
       recordError(a, kKernelSizeMismatch, p, 0, got);
       return false;
     }
-    const char* entries = in + sizeof(P2pOfferHeader);
-    P2pDone d{0, 0, 0, 0};
-    for (uint32_t i = 0; i < n && d.status == 0; ++i) {
+    P2pDone d{kP2pDoneOk, 0, 0, 0};
+    for (uint32_t i = 0; i < n && d.status == kP2pDoneOk; ++i) {
       const DevP2pOp op = ops[i];
       if (!op.isSend || op.peer != p) continue;
       if (op.pairCount != count) {
-        d = P2pDone{kP2pCounts, 0, op.pairCount, count};
+        d = p2pCheckCounts(op.pairCount, count);
       } else if (op.pairIndex < listed) {
-        const uint64_t bytes = p2pLoad(entries + op.pairIndex * sizeof(P2pOfferEntry) + 8);
-        if (bytes != op.bytes) d = P2pDone{kP2pSizes, op.pairIndex, op.bytes, bytes};
+        const uint64_t bytes = p2pLoad(in + p2pOfferEntryOffset(op.pairIndex) + kP2pEntryBytes);
+        d = p2pCheckSize(op.pairIndex, op.bytes, bytes);
       }
     }
     // Tasks: only for a pair whose calls match (else both ranks fail and nothing is stored).
-    for (uint32_t i = 0; i < n && d.status == 0; ++i) {
+    for (uint32_t i = 0; i < n && d.status == kP2pDoneOk; ++i) {
       const DevP2pOp op = ops[i];
       if (!op.isSend || op.peer != p || op.pairIndex >= listed) continue;
-      const char* e = entries + op.pairIndex * sizeof(P2pOfferEntry);
-      const uint64_t address = p2pLoad(e);
+      const char* e = in + p2pOfferEntryOffset(op.pairIndex);
+      const uint64_t address = p2pLoad(e + kP2pEntryAddress);
       if (address == 0) continue;
       char* mine = static_cast<char*>(a.buffers[3 + i]);  // kBufUserBase
       char* theirs = reinterpret_cast<char*>(address);
-      if (p2pLoad(e + 16) == 0) {
+      if (p2pLoad(e + kP2pEntrySwap) == 0) {
         S->tasks[ntasks++] = P2pTask{theirs, mine, op.bytes, 0};
         S->direct[i] = 1;
         continue;
       }
       // An exchange runs only when this rank offered its side too (its pairIndex-th receive
       // from p is this send's buffer); then each rank swaps its half, else both take the FIFOs.
-      if (op.mirror < 0 || op.pairIndex >= capacity) continue;
-      const DevP2pOp r = ops[op.mirror];
-      if (!p2pSwapOffered(a, r.recvOrdinal)) continue;
-      const uint64_t mid = (op.bytes / 2) & ~uint64_t{15};  // ssc::p2pSwapMid
-      const uint64_t lo = me < p ? 0 : mid, hi = me < p ? mid : op.bytes;
+      if (!p2pExchangeRuns(op.mirror >= 0, op.pairIndex, capacity,
+                           op.mirror >= 0 && p2pSwapOffered(a, ops[op.mirror].recvOrdinal)))
+        continue;
+      uint64_t lo = 0, hi = 0;
+      p2pSwapRange(me, p, op.bytes, &lo, &hi);
       S->tasks[ntasks++] = P2pTask{theirs + lo, mine + lo, hi - lo, 1};
       S->direct[i] = S->direct[op.mirror] = 1;
     }
@@ -310,10 +295,10 @@ __device__ bool p2pHandshake(const KernelArgs& a, const DevStep* steps, uint32_t
       }
       const P2pDone d = S->done[push++];
       uint64_t* w = reinterpret_cast<uint64_t*>(out);
-      w[0] = static_cast<uint64_t>(d.status) | static_cast<uint64_t>(d.index) << 32;
+      w[0] = p2pDoneWord(d.status, d.index);
       w[1] = d.sent;
       w[2] = d.expected;
-      p2pEndPost(a, p, kDoneTag, sizeof(P2pDone));
+      p2pEndPost(a, p, kP2pDoneTag, sizeof(P2pDone));
       if (d.status != 0)
         recordP2pMismatch(errorSink(a), p, d.status | kP2pThisRankSends, d.index, d.sent,
                           d.expected);
@@ -322,17 +307,19 @@ __device__ bool p2pHandshake(const KernelArgs& a, const DevStep* steps, uint32_t
       if (steps[si].op != kOpP2pWait) continue;
       const int p = steps[si].recvPeer;
       uint64_t got = 0;
-      const char* in = p2pTake(a, p, kDoneTag, &got);
+      const char* in = p2pTake(a, p, kP2pDoneTag, &got);
       if (in == nullptr) {
         ok = 0;
         break;
       }
-      const uint64_t w0 = p2pLoad(in), sent = p2pLoad(in + 8), expected = p2pLoad(in + 16);
+      const uint64_t w0 = p2pLoad(in + offsetof(P2pDone, status));
+      const uint64_t sent = p2pLoad(in + offsetof(P2pDone, sent));
+      const uint64_t expected = p2pLoad(in + offsetof(P2pDone, expected));
       p2pRelease(a, p);
       if (got != sizeof(P2pDone)) {
         recordError(a, kKernelSizeMismatch, p, 0, got);
         ok = 0;
-      } else if (static_cast<uint32_t>(w0) != 0) {
+      } else if (static_cast<uint32_t>(w0) != kP2pDoneOk) {
         recordP2pMismatch(errorSink(a), p, static_cast<uint32_t>(w0),
                           static_cast<uint32_t>(w0 >> 32), sent, expected);
         ok = 0;
@@ -346,9 +333,9 @@ __device__ bool p2pHandshake(const KernelArgs& a, const DevStep* steps, uint32_t
 
 // A FIFO step of a message that went one-copy: both ends skip it (after the handshake).
 __device__ __forceinline__ bool p2pSkipped(const KernelArgs& a, const DevStep& s) {
-  const uint32_t b = s.op == kOpSend ? s.srcBuf : s.op == kOpRecv ? s.dstBuf : 0;
-  return b >= 3 && b - 3 < a.p2p.nops &&
-         *reinterpret_cast<const volatile uint8_t*>(a.p2p.scratch->direct + (b - 3)) != 0;
+  const int i = stepP2pOp(static_cast<StepOp>(s.op), s.srcBuf, s.dstBuf);
+  return i >= 0 && static_cast<uint32_t>(i) < a.p2p.nops &&
+         *reinterpret_cast<const volatile uint8_t*>(a.p2p.scratch->direct + i) != 0;
 }
 
 }  // namespace

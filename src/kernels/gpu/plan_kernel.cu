@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The GPU plan executor: one kernel launch runs one Work (every channel of a RankPlan) with the
 // host executor's step semantics (src/device/host/host_executor.cc) and FIFO protocol
-// (plan_kernel.h). Grid = channels x blocksPerChannel; block b of a channel owns piece b of
-// every slot and of every local slot-sized range, so FIFO traffic needs no inter-block sync.
+// (plan_kernel.h); what each step reads, writes and reduces, and how its range is cut into slots
+// and pieces, both take from src/collectives/step_semantics.h. Grid = channels x
+// blocksPerChannel; block b of a channel owns piece b of every slot and of every local
+// slot-sized range, so FIFO traffic needs no inter-block sync.
 // Steps whose local buffer ranges map onto blocks differently from an earlier step carry a
 // `barrier` flag (computed on the host when the plan is uploaded) and wait for the channel's
 // other blocks first.
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include "src/platform/gpu_runtime.h"
+#include "src/collectives/p2p_wire.h"
+#include "src/collectives/step_semantics.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/elementwise.h"
 #include "src/kernels/gpu/plan_kernel.h"
@@ -138,28 +142,26 @@ struct BlockRunner {
   }
 
   __device__ bool runStep(const DevStep& s) const {
-    const uint8_t op = s.op;
-    const bool hasRecv = op >= kOpRecv;
-    const bool hasSend = op == kOpSend || op == kOpRecvReduceSend || op == kOpRecvReduceCopySend ||
-                         op == kOpRecvCopySend;
-    const bool hasSrc = op != kOpRecv && op != kOpRecvCopySend;
-    const bool hasDst = op != kOpSend && op != kOpRecvReduceSend;
-    const bool mayPost = op == kOpCopy || op == kOpRecvReduceCopy || op == kOpRecvReduceCopySend;
+    const StepOp op = static_cast<StepOp>(s.op);
+    const bool hasRecv = stepReceives(op);
+    const bool hasSend = stepSends(op);
+    const bool hasSrc = stepReadsSrc(op);
+    const bool hasDst = stepWritesDst(op);
     const uint64_t esize = a.elemBytes;
-    const uint64_t slotElems = a.slotBytes / esize;
+    const uint64_t slotElems = slotElemsOf(a.slotBytes, esize);
     const Conn* recvConn = hasRecv ? a.conns + channel * a.nranks + s.recvPeer : nullptr;
     const Conn* sendConn = hasSend ? a.conns + channel * a.nranks + s.sendPeer : nullptr;
     Piece p{};
-    p.accDst = op == kOpReduce;
-    p.pre = (s.flags & kPreOpFlag) && sc.scale;
-    p.post = (s.flags & kPostOpFlag) && mayPost && sc.divisor != 0;
+    p.accDst = stepAccumulatesDst(op);
+    p.pre = stepAppliesPreOp(s.flags, sc.scale);
+    p.post = stepAppliesPostOp(op, s.flags, sc.divisor);
 
     for (uint64_t done = 0; done < s.count; done += slotElems) {
-      const uint64_t bytes = min(slotElems, s.count - done) * esize;
+      const uint64_t bytes = stepChunkElems(s.count, done, slotElems) * esize;
       // The slot's size word: the step's tag above the byte count (plan_kernel.h).
-      const uint64_t word = (static_cast<uint64_t>(s.tag) << 32) | bytes;
-      const uint64_t lo = static_cast<uint64_t>(block) * a.pieceBytes;
-      const uint64_t nb = bytes > lo ? min(a.pieceBytes, bytes - lo) : 0;
+      const uint64_t word = fifoSlotWord(s.tag, bytes);
+      const SlotPiece piece = slotPiece(bytes, static_cast<uint64_t>(block), a.pieceBytes);
+      const uint64_t lo = piece.lo, nb = piece.bytes;
       const uint64_t firstElem = done + lo / esize;
       if (threadIdx.x == 0) {
         int ok = 1;
@@ -254,7 +256,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (p2p) {
     // The one-copy handshake leads channel 0's steps; the whole grid runs it first.
     uint32_t end = args.stepBegin[0];
-    while (end < args.stepBegin[1] && steps[end].op >= kOpP2pOffer) ++end;
+    while (end < args.stepBegin[1] && isP2pHandshakeStep(static_cast<StepOp>(steps[end].op))) ++end;
     if (!p2pHandshake(args, steps, args.stepBegin[0], end)) return;
     if (channel == 0) first = end;
   }

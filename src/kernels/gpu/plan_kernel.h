@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The GPU plan executor's interface: plain structs shared by the host side of the backend (which
 // lays out FIFOs and uploads plans) and the kernel (which runs them). No runtime or library
-// headers here, so both g++ and the device compilers include it.
+// headers here, so both g++ and the device compilers include it (src/collectives/p2p_wire.h,
+// the handshake's slot formats, is as plain).
 //
 // FIFO protocol (the host executor's, transports/host/shm_transport.h, split per block): a
 // connection (sender, receiver, channel) is `slots` slots of `slotBytes` in the receiver's
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 
+#include "src/collectives/p2p_wire.h"
 #include "src/kernels/gpu/kernel_timing.h"
 
 namespace ssc::gpu {
@@ -41,7 +43,12 @@ enum KernelError : uint32_t {
   // message index, then the sender's and the receiver's counts or bytes (two 64-bit words).
   kKernelP2pMismatch = 5,
 };
-enum : uint32_t { kP2pCounts = 1, kP2pSizes = 2, kP2pThisRankSends = 1u << 16 };
+// The kinds are the handshake answer's status values (ssc::P2pDone, src/collectives/p2p_wire.h).
+enum : uint32_t {
+  kP2pCounts = kP2pDoneCounts,
+  kP2pSizes = kP2pDoneSizes,
+  kP2pThisRankSends = 1u << 16
+};
 
 // Receiver-side control of one sub-FIFO (channel, sender, block), in the receiver's memory.
 struct alignas(128) RecvCtrl {
@@ -74,8 +81,8 @@ struct Conn {
   LocalCounters* counters;  // mine, [block]
 };
 
-// ssc::StepOp / StepFlag (src/collectives/plan.h) as device code sees them (it cannot include
-// plan.h); gpu_plan_cache.cc static_asserts that the values agree.
+// ssc::StepOp / StepFlag (src/collectives/step_semantics.h) as the kernels spell them in
+// switches over DevStep::op; gpu_plan_cache.cc static_asserts that the values agree.
 enum DevOp : uint8_t {
   kOpCopy,
   kOpReduce,
@@ -159,14 +166,6 @@ struct P2pTask {
   uint64_t swap;
 };
 
-// The answer a sender posts for each offer it took (plan.h: kP2pPush), in its FIFO slot.
-struct P2pDone {
-  uint32_t status;  // 0, kP2pCounts or kP2pSizes
-  uint32_t index;   // kP2pSizes: which message of the pair (0-based)
-  uint64_t sent;    // the sender's sends (kP2pCounts) or bytes (kP2pSizes)
-  uint64_t expected;
-};
-
 // Per communicator, device memory, zero at creation; only the communicator's own launches, which
 // never overlap, touch it.
 struct P2pScratch {
@@ -175,7 +174,7 @@ struct P2pScratch {
   uint32_t failed;             // block 0 found a mismatch: every block stops after the copy
   uint8_t direct[kMaxP2pOps];  // per operation: moved one-copy (its FIFO steps are skipped)
   P2pTask tasks[kMaxP2pOps];   // at most one per send
-  P2pDone done[kMaxP2pOps];    // per push step, in step order
+  P2pDone done[kMaxP2pOps];    // per push step, in step order (the answers, p2p_wire.h)
 };
 
 struct P2pArgs {

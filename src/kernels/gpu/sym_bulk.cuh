@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "src/platform/gpu_runtime.h"
+#include "src/collectives/step_semantics.h"
 #include "src/kernels/gpu/device_common.h"
 #include "src/kernels/gpu/sym_kernel.h"
 #include "src/kernels/gpu/sym_barrier.cuh"
@@ -294,7 +295,7 @@ struct SymRunner {
     const int n = a.nranks;
     for (int j = 0; j < n; ++j) {
       const int q = (a.rank + j) % n;
-      S* d = localPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count);
+      S* d = localPtr(s.dstBuf, peerBlockOff(s.dstOff, q, s.count));
       copyRange(
           peerPtr(s.srcBuf, q, s.srcOff), [d](int) { return d; }, 1, s.count);
     }
@@ -348,16 +349,17 @@ struct SymRunner {
 
   // kPeerSwap: for every peer q (starting at this rank's neighbour, as gather), this rank's half
   // of the pair of blocks (its block q, q's block `rank`). The peer swaps the other half, so no
-  // element is touched by two ranks between the barriers.
+  // element is touched by two ranks between the barriers (peerSwapHalf, step_semantics.h, as on
+  // the host).
   __device__ void swap(const DevStep& s) const {
     const int n = a.nranks;
-    const uint64_t count = s.count, mid = count / 2;
+    const uint64_t count = s.count;
     for (int j = 1; j < n; ++j) {
       const int q = (a.rank + j) % n;
-      const uint64_t lo = a.rank < q ? 0 : mid, hi = a.rank < q ? mid : count;
-      swapRange(localPtr(s.srcBuf, s.srcOff + static_cast<uint64_t>(q) * count + lo),
-                peerPtr(s.srcBuf, q, s.srcOff + static_cast<uint64_t>(a.rank) * count + lo),
-                hi - lo);
+      uint64_t lo = 0, hi = 0;
+      peerSwapHalf(a.rank, q, count, &lo, &hi);
+      swapRange(localPtr(s.srcBuf, peerBlockOff(s.srcOff, q, count) + lo),
+                peerPtr(s.srcBuf, q, peerBlockOff(s.srcOff, a.rank, count) + lo), hi - lo);
     }
   }
 };

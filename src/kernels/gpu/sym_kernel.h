@@ -47,6 +47,7 @@
 
 #include <cstdint>
 
+#include "src/collectives/step_semantics.h"
 #include "src/kernels/gpu/plan_kernel.h"
 
 namespace ssc::gpu {
@@ -218,7 +219,7 @@ inline bool symVectorAligned(const SymArgs& a) {
       }
       case kOpPeerGather:
         for (int q = 0; q < a.nranks; ++q) {
-          const uint32_t m = mis(localAt(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count));
+          const uint32_t m = mis(localAt(s.dstBuf, peerBlockOff(s.dstOff, q, s.count)));
           if (m % es != 0 || mis(peerAt(s.srcBuf, q, s.srcOff)) != m) return false;
         }
         break;

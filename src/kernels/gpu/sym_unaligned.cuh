@@ -218,7 +218,7 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
     const int n = a.nranks;
     for (int j = 0; j < n; ++j) {
       const int q = (a.rank + j) % n;
-      S* d = localPtr(s.dstBuf, s.dstOff + static_cast<uint64_t>(q) * s.count);
+      S* d = localPtr(s.dstBuf, peerBlockOff(s.dstOff, q, s.count));
       copyRange(peerPtr(s.srcBuf, q, s.srcOff), OneDst{d}, 1, s.count);
     }
   }
