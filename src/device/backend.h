@@ -175,6 +175,14 @@ class Backend {
     return true;
   }
 
+  // Whether comm's kernels signal each other at device scope (every rank on this GPU, on a
+  // platform where that scope orders memory between its processes); kernels of the layers above
+  // that wait on the peers' flags follow the same rule. False on the host.
+  virtual bool deviceScopeSignals(CommView* comm) {
+    (void)comm;
+    return false;
+  }
+
   // True when `stream` is being captured into a graph (CUDA/HIP graphs; never on the host).
   virtual bool streamCapturing(sscStream_t stream) {
     (void)stream;

@@ -357,6 +357,11 @@ class GpuBackend : public Backend {
     return submit(comm, nullptr, &copy, stream);
   }
 
+  bool deviceScopeSignals(CommView* comm) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    return handle != nullptr && handle->res->deviceScope;
+  }
+
   bool queuedWorkDone(CommView* comm) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr) return true;

@@ -8,7 +8,6 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/attention_exchange.h"
 
 namespace ssc::attn {
@@ -60,14 +59,9 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
     return sscSuccess;
   }
   peers_[rank_] = static_cast<char*>(scratch_);
-  // Device-scope flags when every rank runs on this GPU (MPS partitions), as the symmetric
-  // executor decides (src/device/gpu/gpu_census.cc); AMD keeps system scope there too.
-  deviceScope_ = 1;
-  for (int q = 0; q < comm->nranks; ++q)
-    if (comm->topo.ranks[q].gpu != comm->topo.ranks[rank_].gpu) deviceScope_ = 0;
-#if defined(SSC_GPU_IS_HIP)
-  deviceScope_ = 0;
-#endif
+  // Device-scope flags where the communicator's own kernels use them (every rank on this GPU,
+  // and a platform where that scope orders memory between processes: the backend decides).
+  deviceScope_ = comm->backend->deviceScopeSignals(comm) ? 1 : 0;
   word = nullptr;
   SSC_CHECK(dev->hostAlloc(&word, sizeof(uint32_t), true,
                            "KV cache exchange: allocating its mapped timeout word"));

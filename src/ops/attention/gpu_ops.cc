@@ -249,20 +249,19 @@ template <class F>
 sscResult_t ordered(sscKvCache* c, sscStream_t stream, F&& run) {
   GpuCacheState& g = *c->gpu;
   gpu::DeviceGuard onDevice(c->device);
-  const auto s = static_cast<hipStream_t>(stream);
-  const bool capturing = gpu::streamCapturing(s);
-  if (!capturing && g.haveLast && g.lastStream != s)
+  const bool capturing = c->comm->backend->streamCapturing(stream);
+  if (!capturing && g.haveLast && g.lastStream != stream)
     SSC_CHECK(c->dev->streamWaitEvent(
-        s, g.lastDone, "KV cache: ordering a call after the last one (on another stream)"));
+        stream, g.lastDone, "KV cache: ordering a call after the last one (on another stream)"));
   const sscResult_t r = run(capturing);
   if (capturing) return r;
   // Recorded even after a failure: whatever was queued must finish before the next call reuses
   // the buffers. Where both fail, the call's own error is the one its caller sees.
   const sscResult_t recorded = c->dev->eventRecord(
-      g.lastDone, s,
+      g.lastDone, stream,
       r != sscSuccess ? Doing::quiet() : Doing("KV cache: recording the end of a call"));
   if (recorded != sscSuccess) return r != sscSuccess ? r : recorded;
-  g.lastStream = s;
+  g.lastStream = stream;
   g.haveLast = true;
   return r;
 }
