@@ -84,7 +84,8 @@ endif()
 
 set(SSC_GPU_DEVICE_SOURCES src/kernels/gpu/copy_kernel.cu src/kernels/gpu/plan_kernel.cu
   src/kernels/gpu/sym_kernel.cu src/kernels/gpu/attention_kernel.cu src/kernels/gpu/gemm_fused_kernel.cu
-  src/kernels/gpu/attention_exchange.cu src/kernels/gpu/attention_prefill_kernel.cu)
+  src/kernels/gpu/attention_exchange.cu src/kernels/gpu/attention_prefill_kernel.cu
+  src/kernels/gpu/kernel_timing.cu)
 set(SSC_GPU_HOST_SOURCES
   src/device/gpu/gpu_backend.cc
   src/device/gpu/gpu_census.cc

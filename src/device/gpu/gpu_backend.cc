@@ -410,15 +410,24 @@ class GpuBackend : public Backend {
     const auto stream = static_cast<hipStream_t>(streamHandle);
     const bool capturing = gpu::streamCapturing(stream);
     SSC_CHECK(res->order.before(stream, capturing));
-    // A traced call (STARSCREAM_TRACE): events around its work; a graph replays no timing.
-    WorkTiming* timing = work != nullptr && !capturing ? work->timing.get() : nullptr;
-    if (timing != nullptr) SSC_CHECK(gpu::timingStart(timing, stream));
+    // A traced call (STARSCREAM_TRACE): its plan's kernels stamp a timing slot (the staging
+    // copies around them are not in the interval); a call captured into a graph goes untimed.
+    const std::shared_ptr<WorkTiming> timing = work != nullptr ? work->timing : nullptr;
+    gpu::CallTiming clock;
+    if (timing != nullptr) clock = gpu::timingStart(timing.get(), capturing);
+    bool launched = false;  // a kernel carrying the slot was queued
+    sscResult_t r = sscSuccess;
     if (staged != nullptr)
-      SSC_CHECK(copyLocked(res, staged->stageIn, staged->in, staged->inBytes, stream));
-    if (work != nullptr) SSC_CHECK(launchLocked(res, std::move(work), stream, capturing));
-    if (staged != nullptr && staged->outBytes != 0)
-      SSC_CHECK(copyLocked(res, staged->out, staged->stageOut, staged->outBytes, stream));
-    if (timing != nullptr) SSC_CHECK(gpu::timingEnd(timing, stream));
+      r = copyLocked(res, staged->stageIn, staged->in, staged->inBytes, stream);
+    if (r == sscSuccess && work != nullptr)
+      r = launchLocked(res, std::move(work), stream, capturing, clock.kernels, &launched);
+    if (r == sscSuccess && staged != nullptr && staged->outBytes != 0)
+      r = copyLocked(res, staged->out, staged->stageOut, staged->outBytes, stream);
+    if (timing != nullptr)
+      gpu::timingEnd(clock, !launched         ? gpu::TimingEnd::kNothingRan
+                            : r == sscSuccess ? gpu::TimingEnd::kQueued
+                                              : gpu::TimingEnd::kFailed);
+    SSC_CHECK(r);
     return res->order.after(stream, capturing);
   }
 
@@ -442,11 +451,13 @@ class GpuBackend : public Backend {
     return sscSuccess;
   }
 
-  // Queues one plan (FIFO kernel or symmetric executor); submit() orders it.
+  // Queues one plan (FIFO kernel or symmetric executor); submit() orders it. `timing`: what a
+  // traced call's kernels stamp (slot null: untimed); *launched: set once a kernel is queued (a
+  // plan may have nothing to run on this rank).
   sscResult_t launchLocked(GpuResources* res, std::shared_ptr<Work> work, hipStream_t stream,
-                           bool capturing) {
+                           bool capturing, const gpu::KernelTiming& timing, bool* launched) {
     const RankPlan& plan = *work->plan;
-    if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream);
+    if (gpu::isSymmetricPlan(plan)) return res->sym->enqueue(*work, stream, timing, launched);
     if (plan.channels.size() > static_cast<size_t>(res->channels()))
       return SSC_INTERNAL("plan uses {} channels, the GPU transport has {}", plan.channels.size(),
                           res->channels());
@@ -471,6 +482,7 @@ class GpuBackend : public Backend {
     a.deviceScope = res->deviceScope ? 1 : 0;
     a.timeoutTicks = res->timeoutTicks;
     a.reduce = gpu::devReduceOf(work->reduce);
+    a.timing = timing;
     for (size_t i = 0; i < work->buffers.size(); ++i) a.buffers[i] = work->buffers[i];
     a.buffers[kBufScratch] = res->scratch();
     if (dplan->p2pOps != nullptr) {
@@ -493,6 +505,7 @@ class GpuBackend : public Backend {
     if (e != 0)
       return fail(sscUnhandledDeviceError, "launching the plan kernel failed: {}",
                   e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
+    *launched = true;
     return sscSuccess;
   }
 

@@ -27,12 +27,13 @@ constexpr uint64_t kBytesPerBlock = 128 << 10;
 constexpr int kMaxLLBlocks = 16;
 
 // What a launch returned (0 or the runtime's error, < 0 for a type without kernels), counted
-// when it went through.
-sscResult_t counted(int e, const char* kernel) {
+// (and *launched set) when it went through.
+sscResult_t counted(int e, const char* kernel, bool* launched) {
   if (e != 0)
     return fail(sscUnhandledDeviceError, "launching the {} failed: {}", kernel,
                 e > 0 ? hipGetErrorString(static_cast<hipError_t>(e)) : "unknown data type");
   ++g_launches;
+  *launched = true;
   return sscSuccess;
 }
 
@@ -89,7 +90,8 @@ sscResult_t SymmetricExecutor::init() {
   return sscSuccess;
 }
 
-sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
+sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream, const KernelTiming& timing,
+                                       bool* launched) {
   const RankPlan& plan = *work.plan;
   if (plan.channels.size() != 1)
     return SSC_INTERNAL("a symmetric plan has {} channels; the GPU runs one", plan.channels.size());
@@ -124,6 +126,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   a.wideGrid = plan.wideGrid ? 1 : 0;
   a.timeoutTicks = timeoutTicks_;
   a.reduce = devReduceOf(work.reduce);
+  a.timing = timing;
   for (int b = kBufIn; b <= kBufOut; ++b)
     a.local[b] = static_cast<size_t>(b) < work.buffers.size() ? work.buffers[b] : nullptr;
 
@@ -150,7 +153,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     const uint64_t lines = (steps[1].count * esize + 7) / 8;
     const int blocks = static_cast<int>(std::clamp<uint64_t>(
         (lines + kLLThreads - 1) / kLLThreads, 1, std::min(kMaxLLBlocks, limits_.symBlocks)));
-    return counted(launchLLAllReduce(a, blocks, stream), "LL all-reduce");
+    return counted(launchLLAllReduce(a, blocks, stream), "LL all-reduce", launched);
   }
 
   if (peers) {
@@ -185,11 +188,12 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
   const auto launch = [&](uint64_t bytes) {
     const int blocks =
         static_cast<int>(std::clamp<uint64_t>((bytes + perBlock - 1) / perBlock, 1, maxBlocks));
-    return counted(launchSymKernel(a, blocks, stream), "symmetric kernel");
+    return counted(launchSymKernel(a, blocks, stream), "symmetric kernel", launched);
   };
   if (!push) return launch(callElems * esize);
   // The push step in launches of at most kSymPushMaxBytes of output each, in order: every rank
-  // cuts the same call the same way, so launch i pairs with launch i everywhere.
+  // cuts the same call the same way, so launch i pairs with launch i everywhere. A traced call's
+  // interval runs from the first launch's start to the last one's end.
   const DevStep whole = a.steps[1];
   const uint64_t chunk = symPushChunkElems(a);
   uint64_t done = 0;
@@ -197,6 +201,7 @@ sscResult_t SymmetricExecutor::enqueue(const Work& work, void* stream) {
     a.steps[1].srcOff = whole.srcOff + done;
     a.steps[1].dstOff = whole.dstOff + done;
     a.steps[1].count = std::min(chunk, whole.count - done);
+    a.timing = launchTiming(timing, done == 0, done + a.steps[1].count == whole.count);
     SSC_CHECK(launch(a.steps[1].count * esize * static_cast<uint64_t>(nranks_)));
     done += a.steps[1].count;
   } while (done < whole.count);

@@ -52,8 +52,10 @@ class SymmetricExecutor {
   // Writes the first LL round (setFirstLLRound) into this rank's control area; once, at
   // connect, before any launch.
   sscResult_t init();
-  // Launches `work` on `stream`. The caller serialises calls on one communicator.
-  sscResult_t enqueue(const Work& work, void* stream);
+  // Launches `work` on `stream`; `timing`: what a traced call's kernels stamp (kernel_timing.h;
+  // slot null: untimed), the start in its first launch, the end in its last. *launched is set
+  // once a launch is queued. The caller serialises calls on one communicator.
+  sscResult_t enqueue(const Work& work, void* stream, const KernelTiming& timing, bool* launched);
   Registrations& registrations() { return regs_; }
 
  private:

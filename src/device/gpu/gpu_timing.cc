@@ -2,145 +2,262 @@
 #include "src/device/gpu/gpu_timing.h"
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "src/platform/gpu_check.h"
+#include "src/core/log.h"
+#include "src/device/gpu/gpu_launch_order.h"
+#include "src/platform/gpu_runtime.h"
 
 namespace ssc::gpu {
 namespace {
 
-// Events are reused, and made in one batch per device at the first traced call: creating two
-// per call costs tens of microseconds under MPS (measured at 8 partitions of an H100: a traced
-// 8-byte all-reduce took 43 us against 15). A call finds the pool empty only when more than
-// kPoolEvents / 2 traced calls are still queued on the device; it then goes without a device
-// time (its host event stays), rather than pay for new events.
-constexpr size_t kPoolEvents = 1024;
-std::mutex g_mu;
-std::map<int, std::vector<hipEvent_t>> g_free;  // by device
-std::map<int, bool> g_filled;                   // by device: the batch was made
+// Slots per device, made in one batch at the first traced call on it. A call finds none free only
+// when more than kSlots traced calls are queued or unread; it then goes without a device time (its
+// API event stays) rather than wait.
+constexpr uint32_t kSlots = 512;
 
-// Where the device's clock meets the host's: an event recorded on an empty stream of our own
-// and waited for (never the caller's stream), with monotonicNs() taken right after. Elapsed
-// times are floats in milliseconds, so an anchor serves calls of the next 10 s (then about 1 us
-// of resolution) and a newer one is made for later ones.
-struct Anchor {
-  hipEvent_t event = nullptr;
-  int64_t hostNs = 0;
-};
+// An anchor serves the calls of the next 10 s: the two clocks drift apart by their rates'
+// difference (parts per million), so a newer one is made for later calls. An attempt that fails
+// (the anchor kernel found no room on the device within kAnchorWaitNs) is retried after
+// kAnchorRetryNs, the calls in between using the previous anchor, or none before the first.
 constexpr int64_t kAnchorLifeNs = 10'000'000'000;
-std::map<int, std::shared_ptr<Anchor>> g_anchor;
-std::map<int, hipStream_t> g_anchorStream;
+constexpr int64_t kAnchorRetryNs = 1'000'000'000;
+constexpr int64_t kAnchorWaitNs = 100'000'000;
+// How long the anchor kernel waits for the host's word: the host writes it as soon as it sees the
+// kernel running, so this only bounds a kernel whose attempt the host abandoned.
+constexpr double kAnchorSpinSeconds = 1e-3;
 
-hipEvent_t takeEvent(int device) {
-  auto& pool = g_free[device];
-  if (!g_filled[device]) {
-    g_filled[device] = true;
-    for (size_t i = 0; i < kPoolEvents; ++i) {
-      hipEvent_t e = nullptr;
-      if (hipEventCreate(&e) != hipSuccess) break;  // a smaller pool only times fewer calls
-      pool.push_back(e);
-    }
-    (void)hipGetLastError();
-  }
-  if (pool.empty()) return nullptr;
-  hipEvent_t e = pool.back();
-  pool.pop_back();
-  return e;
+template <class T>
+T loadAcquire(T& word) {
+  return std::atomic_ref<T>(word).load(std::memory_order_acquire);
+}
+template <class T>
+T loadRelaxed(T& word) {
+  return std::atomic_ref<T>(word).load(std::memory_order_relaxed);
+}
+template <class T>
+void storeRelaxed(T& word, T v) {
+  std::atomic_ref<T>(word).store(v, std::memory_order_relaxed);
 }
 
-std::shared_ptr<Anchor> anchorFor(int device, int64_t now) {
-  std::shared_ptr<Anchor>& a = g_anchor[device];
-  if (a != nullptr && now - a->hostNs < kAnchorLifeNs) return a;
-  hipStream_t& s = g_anchorStream[device];
-  if (s == nullptr && hipStreamCreateWithFlags(&s, hipStreamNonBlocking) != hipSuccess) {
-    s = nullptr;
-    return nullptr;
+// Where the device's clock (sscGpuTimer) meets monotonicNs().
+struct Anchor {
+  int64_t hostNs = 0;
+  uint64_t ticks = 0;
+  double nsPerTick = 1;
+  int64_t toHostNs(uint64_t t) const {
+    const double since = static_cast<double>(static_cast<int64_t>(t - ticks)) * nsPerTick;
+    return hostNs + static_cast<int64_t>(std::llround(since));
   }
-  auto* fresh = new Anchor();
-  if (hipEventCreate(&fresh->event) != hipSuccess) {
-    delete fresh;
-    return nullptr;
-  }
-  if (hipEventRecord(fresh->event, s) != hipSuccess ||
-      hipEventSynchronize(fresh->event) != hipSuccess) {
-    (void)hipEventDestroy(fresh->event);
-    delete fresh;
-    return nullptr;
-  }
-  fresh->hostNs = monotonicNs();
-  // The old anchor's event is destroyed with the last timer that holds it.
-  a = std::shared_ptr<Anchor>(fresh, [](Anchor* p) {
-    (void)hipEventDestroy(p->event);
-    delete p;
-  });
-  return a;
-}
-
-class EventTimer final : public DeviceTimer {
- public:
-  EventTimer(int device, hipEvent_t start, hipEvent_t end, std::shared_ptr<Anchor> anchor)
-      : device_(device), start_(start), end_(end), anchor_(std::move(anchor)) {}
-  ~EventTimer() override {
-    std::lock_guard<std::mutex> g(g_mu);
-    g_free[device_].push_back(start_);
-    g_free[device_].push_back(end_);
-  }
-  int read(int64_t* startNs, int64_t* endNs) override {
-    if (!recorded_.load(std::memory_order_acquire)) return 0;
-    const hipError_t q = hipEventQuery(end_);
-    if (q == hipErrorNotReady) return 0;
-    if (q != hipSuccess) return -1;
-    float sinceAnchor = 0, length = 0;
-    if (hipEventElapsedTime(&sinceAnchor, anchor_->event, start_) != hipSuccess ||
-        hipEventElapsedTime(&length, start_, end_) != hipSuccess)
-      return -1;
-    *startNs = anchor_->hostNs + static_cast<int64_t>(static_cast<double>(sinceAnchor) * 1e6);
-    *endNs = *startNs + static_cast<int64_t>(static_cast<double>(length) * 1e6);
-    return 1;
-  }
-  hipEvent_t start() const { return start_; }
-  hipEvent_t end() const { return end_; }
-  void markRecorded() { recorded_.store(true, std::memory_order_release); }
-
- private:
-  int device_;
-  hipEvent_t start_, end_;
-  std::shared_ptr<Anchor> anchor_;
-  std::atomic<bool> recorded_{false};
 };
+
+// One device's slots and anchor, made at its first traced call and kept for the process's life
+// (never freed: timers of communicators destroyed at exit may still return slots).
+struct DevicePool {
+  bool usable = false;
+  TimingSlot* host = nullptr;    // [kSlots], pinned and mapped
+  TimingSlot* device = nullptr;  // the same slots as kernels address them
+  ClockAnchorCell* cellHost = nullptr;
+  ClockAnchorCell* cellDevice = nullptr;
+  // The slots' counts of finished blocks. In device memory, not next to the slots: every block
+  // of a traced launch adds to it, and atomics on mapped host memory cross the host link (where
+  // the platform supports them at all).
+  uint32_t* blocksDone = nullptr;
+  hipStream_t stream = nullptr;  // the anchor kernel's, never the caller's
+  std::vector<uint32_t> free;
+  // Slots of timers gone before their kernels were seen to finish: a kernel may still write
+  // them, so they are handed out again only once they read finished.
+  std::vector<uint32_t> parked;
+  Anchor anchor;
+  bool anchored = false;
+  int64_t anchoredAtNs = 0;
+  int64_t nextTryNs = 0;
+  uint32_t attempt = 0;
+};
+
+std::mutex g_mu;  // guards every pool (the timers read their own slot without it)
+
+std::map<int, DevicePool*>& pools() {
+  static auto* m = new std::map<int, DevicePool*>();
+  return *m;
+}
+
+// A slot's kernels are done with it: the end is written (`done`) and block 0's start has
+// reached the host too (kernel_timing.h), so no write of theirs is still on its way.
+bool slotFinished(TimingSlot& s) { return loadAcquire(s.done) != 0 && loadRelaxed(s.start) != 0; }
+
+DevicePool* makePool(int device) {
+  // Allocations and a synchronize are not allowed while another stream of the process is being
+  // captured in the global mode; in the relaxed mode they are.
+  RelaxedCapture relaxed;
+  auto* p = new DevicePool();
+  void* host = nullptr;
+  void* dev = nullptr;
+  const size_t bytes = kSlots * sizeof(TimingSlot) + sizeof(ClockAnchorCell);
+  hipError_t e = hipStreamCreateWithFlags(&p->stream, hipStreamNonBlocking);
+  if (e == hipSuccess) e = hipHostMalloc(&host, bytes, hipHostMallocMapped);
+  if (e == hipSuccess) {
+    std::memset(host, 0, bytes);
+    e = hipHostGetDevicePointer(&dev, host, 0);
+  }
+  if (e == hipSuccess) e = hipMalloc(reinterpret_cast<void**>(&p->blocksDone), kSlots * 4);
+  // On the pool's own stream: a memset on the legacy default stream would wait for the caller's.
+  if (e == hipSuccess) e = hipMemsetAsync(p->blocksDone, 0, kSlots * 4, p->stream);
+  if (e == hipSuccess) e = hipStreamSynchronize(p->stream);
+  if (e != hipSuccess) {
+    SSC_LOG(kWarn, "STARSCREAM_TRACE: no device times on GPU {}: {}", device, hipGetErrorString(e));
+    // Reported here; the traced calls go on without device times on this device.
+    (void)hipGetLastError();
+    return p;
+  }
+  p->host = static_cast<TimingSlot*>(host);
+  p->device = static_cast<TimingSlot*>(dev);
+  p->cellHost = reinterpret_cast<ClockAnchorCell*>(p->host + kSlots);
+  p->cellDevice = reinterpret_cast<ClockAnchorCell*>(p->device + kSlots);
+  for (uint32_t i = kSlots; i > 0; --i) p->free.push_back(i - 1);
+  p->usable = true;
+  return p;
+}
+
+DevicePool* poolFor(int device) {
+  DevicePool*& p = pools()[device];
+  if (p == nullptr) p = makePool(device);
+  return p->usable ? p : nullptr;
+}
+
+// Waits up to kAnchorWaitNs for the device to write `value` into `word`.
+bool waitWord(uint32_t& word, uint32_t value) {
+  const int64_t until = monotonicNs() + kAnchorWaitNs;
+  while (loadAcquire(word) != value)
+    if (monotonicNs() > until) return false;
+  return true;
+}
+
+// Makes a new anchor when the current one is older than kAnchorLifeNs. The anchor kernel says it
+// runs (`ready`) and spins; the host reads its clock (before), writes `go`, and reads its clock
+// again (after) once the kernel's stamp is back (`done`). The kernel read its clock after it saw
+// `go` and before it wrote `done`, so the stamp lies between before and after on the host's
+// clock, and the midpoint is within (after - before) / 2 of it: the host link's round trip, a
+// microsecond or two. Only the anchor's private stream is waited on, and only for that kernel.
+void refreshAnchor(DevicePool* p, int device, int64_t now) {
+  if (p->anchored && now - p->anchoredAtNs < kAnchorLifeNs) return;
+  if (now < p->nextTryNs) return;
+  p->nextTryNs = now + kAnchorRetryNs;
+  ClockAnchorCell& c = *p->cellHost;
+  const uint32_t attempt = ++p->attempt;
+  const double ticksPerSecond = sscGpuTimerTicksPerSecond(device);
+  const auto spin = static_cast<uint64_t>(kAnchorSpinSeconds * ticksPerSecond);
+  if (launchClockAnchor(p->cellDevice, attempt, spin, p->stream) != 0) return;  // error cleared
+  if (!waitWord(c.ready, attempt)) return;  // the kernel ends on its own, after `spin`
+  const int64_t before = monotonicNs();
+  std::atomic_ref<uint32_t>(c.go).store(attempt, std::memory_order_release);
+  if (!waitWord(c.done, attempt)) return;
+  const int64_t after = monotonicNs();
+  if (loadRelaxed(c.sawGo) == 0) return;  // it stopped waiting before `go`: no bound
+  p->anchor = Anchor{before + (after - before) / 2, loadRelaxed(c.ticks), 1e9 / ticksPerSecond};
+  p->anchored = true;
+  p->anchoredAtNs = after;
+  p->nextTryNs = 0;
+}
 
 }  // namespace
 
-sscResult_t timingStart(WorkTiming* timing, hipStream_t stream) {
+class SlotTimer final : public DeviceTimer {
+ public:
+  SlotTimer(DevicePool* pool, uint32_t index, const Anchor& anchor)
+      : pool_(pool), index_(index), anchor_(anchor) {}
+  ~SlotTimer() override {
+    const int state = state_.load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> g(g_mu);
+    if (state == kNothingRan || slotFinished(pool_->host[index_]))
+      pool_->free.push_back(index_);
+    else
+      pool_->parked.push_back(index_);
+  }
+  int read(int64_t* startNs, int64_t* endNs) override {
+    const int state = state_.load(std::memory_order_acquire);
+    if (state == kPending) return 0;
+    if (state != kQueued) return -1;
+    TimingSlot& s = pool_->host[index_];
+    if (!slotFinished(s)) return 0;
+    *startNs = anchor_.toHostNs(loadRelaxed(s.start));
+    *endNs = anchor_.toHostNs(loadRelaxed(s.end));
+    return 1;
+  }
+  void finish(TimingEnd how) {
+    state_.store(how == TimingEnd::kQueued       ? kQueued
+                 : how == TimingEnd::kNothingRan ? kNothingRan
+                                                 : kFailed,
+                 std::memory_order_release);
+  }
+
+ private:
+  enum : int { kPending, kQueued, kNothingRan, kFailed };
+  DevicePool* pool_;
+  uint32_t index_;
+  Anchor anchor_;  // the device's newest when the call was queued
+  std::atomic<int> state_{kPending};
+};
+
+CallTiming timingStart(WorkTiming* timing, bool capturing) {
   int device = 0;
-  SSC_GPU_CHECK(hipGetDevice(&device), "tracing: the current device");
-  std::unique_ptr<EventTimer> timer;
+  if (capturing) {
+    timing->markUnknown();
+    return {};
+  }
+  if (hipGetDevice(&device) != hipSuccess) {
+    (void)hipGetLastError();  // the call goes on untimed; its own runtime calls will say more
+    timing->markUnknown();
+    return {};
+  }
+  std::unique_ptr<SlotTimer> timer;
+  CallTiming call;
   {
     std::lock_guard<std::mutex> g(g_mu);
-    std::shared_ptr<Anchor> anchor = anchorFor(device, monotonicNs());
-    hipEvent_t start = takeEvent(device), end = takeEvent(device);
-    if (anchor == nullptr || start == nullptr || end == nullptr) {
-      // No timing for this call (the trace shows its enqueue only); nothing else changes.
-      if (start != nullptr) g_free[device].push_back(start);
-      if (end != nullptr) g_free[device].push_back(end);
-      return sscSuccess;
+    DevicePool* p = poolFor(device);
+    if (p != nullptr) refreshAnchor(p, device, monotonicNs());
+    if (p != nullptr && p->anchored && p->free.empty()) {
+      // Parked slots whose kernels have finished since.
+      for (size_t i = 0; i < p->parked.size();) {
+        if (slotFinished(p->host[p->parked[i]])) {
+          p->free.push_back(p->parked[i]);
+          p->parked[i] = p->parked.back();
+          p->parked.pop_back();
+        } else {
+          ++i;
+        }
+      }
     }
-    timer = std::make_unique<EventTimer>(device, start, end, std::move(anchor));
+    if (p != nullptr && p->anchored && !p->free.empty()) {
+      const uint32_t i = p->free.back();
+      p->free.pop_back();
+      TimingSlot& s = p->host[i];
+      storeRelaxed(s.start, uint64_t{0});
+      storeRelaxed(s.end, uint64_t{0});
+      storeRelaxed(s.done, uint64_t{0});
+      std::atomic_thread_fence(std::memory_order_release);  // before the launch that stamps it
+      timer = std::make_unique<SlotTimer>(p, i, p->anchor);
+      call.kernels.slot = p->device + i;
+      call.kernels.blocksDone = p->blocksDone + i;
+      call.kernels.marks = kStampStart | kStampEnd;
+    }
   }
-  SSC_GPU_CHECK(hipEventRecord(timer->start(), stream), "tracing: recording a start event");
-  timing->device = std::move(timer);
-  return sscSuccess;
+  if (timer == nullptr) {
+    timing->markUnknown();
+    return {};
+  }
+  call.timer = timer.get();
+  timing->attach(std::move(timer));
+  return call;
 }
 
-sscResult_t timingEnd(WorkTiming* timing, hipStream_t stream) {
-  auto* timer = static_cast<EventTimer*>(timing->device.get());
-  if (timer == nullptr) return sscSuccess;
-  SSC_GPU_CHECK(hipEventRecord(timer->end(), stream), "tracing: recording an end event");
-  timer->markRecorded();
-  return sscSuccess;
+void timingEnd(const CallTiming& call, TimingEnd how) {
+  if (call.timer != nullptr) call.timer->finish(how);
 }
 
 }  // namespace ssc::gpu

@@ -1,18 +1,36 @@
 // SPDX-License-Identifier: MIT
-// The GPU side of a traced call's timing (src/device/work_timing.h): two events from a pool,
-// recorded around the work on its own stream, read back later with hipEventQuery, never with a
-// synchronisation of the caller's stream. Only traced calls (STARSCREAM_TRACE) come here.
+// The GPU side of a traced call's timing (src/device/work_timing.h): the call's kernels stamp a
+// slot of pinned host memory with their own clock (src/kernels/gpu/kernel_timing.h), and the
+// timer reads the slot back later, never waiting, placing the stamps on the host's clock through
+// an anchor. No event and no extra launch on the caller's stream, and nothing synchronises it.
+// Only traced calls (STARSCREAM_TRACE) come here.
 #pragma once
 
 #include "src/device/work_timing.h"
-#include "src/platform/gpu_runtime.h"
-#include "starscream/starscream.h"
+#include "src/kernels/gpu/kernel_timing.h"
 
 namespace ssc::gpu {
 
-// Records the start event on `stream` (the current device's) and attaches the timer to `timing`.
-sscResult_t timingStart(WorkTiming* timing, hipStream_t stream);
-// Records the end event; after timingStart on the same stream.
-sscResult_t timingEnd(WorkTiming* timing, hipStream_t stream);
+class SlotTimer;
+
+// A traced call's timing while the backend queues it.
+struct CallTiming {
+  KernelTiming kernels{};      // what the call's launches stamp (slot null: untimed)
+  SlotTimer* timer = nullptr;  // owned by the call's WorkTiming
+};
+
+// Gives a traced call about to be queued on the current device a timing slot and attaches the
+// timer that reads it to `timing`. A call captured into a graph (`capturing`: its replays are not
+// traced), or one that finds no free slot or no anchor, goes without a device time: the
+// returned kernels.slot is null, and the trace shows the call's enqueue only.
+CallTiming timingStart(WorkTiming* timing, bool capturing);
+
+// How the call's launches went; after timingStart, whatever happened.
+enum class TimingEnd {
+  kQueued,      // every launch was queued, the last one writing the end stamp
+  kNothingRan,  // nothing was launched with the slot: no device time
+  kFailed,      // a launch failed: no device time
+};
+void timingEnd(const CallTiming& call, TimingEnd how);
 
 }  // namespace ssc::gpu

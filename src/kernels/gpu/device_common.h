@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Device-side pieces both executors share (the FIFO plan kernel and the symmetric kernels):
-// recording a kernel error for the host, and bounded waits. Device compilers only.
+// recording a kernel error for the host, bounded waits, and a traced call's clock stamps.
+// Device compilers only.
 #pragma once
 
 #include <cstdint>
 
 #include "src/platform/gpu_runtime.h"
+#include "src/kernels/gpu/kernel_timing.h"
 #include "src/kernels/gpu/plan_kernel.h"
 
 namespace ssc::gpu {
@@ -89,5 +91,44 @@ __device__ bool boundedWait(ErrorSink e, uint64_t timeoutTicks, uint32_t timeout
     }
   }
 }
+
+// A traced call's stamps (kernel_timing.h), declared first thing in a kernel: the constructor
+// writes the start (block 0, one thread, in launches marked kStampStart), the destructor, which
+// runs at every return, counts the block out and lets the grid's last block write the end (in
+// launches marked kStampEnd). The destructor's bar.sync needs every thread of the block to leave
+// the kernel together: in the kernels that declare one, every return follows a block-wide vote
+// (__syncthreads_and, or a flag in shared memory read after a bar.sync). KernelClock<false> is
+// none at all, for a kernel instantiated apart for traced calls (symPushKernel).
+template <bool kTimed = true>
+class KernelClock {
+ public:
+  __device__ __forceinline__ explicit KernelClock(const KernelTiming& t) : t_(t) {
+    if constexpr (kTimed) {
+      if (t_.slot != nullptr && (t_.marks & kStampStart) != 0 && blockIdx.x == 0 &&
+          threadIdx.x == 0)
+        *reinterpret_cast<volatile uint64_t*>(&t_.slot->start) = sscGpuTimer();
+    }
+  }
+  __device__ __forceinline__ ~KernelClock() {
+    if constexpr (kTimed) {
+      if (t_.slot == nullptr || (t_.marks & kStampEnd) == 0) return;
+      __syncthreads();  // the block's work is done
+      if (threadIdx.x != 0) return;
+      __threadfence();
+      if (atomicAdd(t_.blocksDone, 1u) + 1 != gridDim.x) return;
+      // Every block has counted itself: reset the count for the slot's next call before saying
+      // done (the host hands the slot out again only after it has seen `done`).
+      *reinterpret_cast<volatile uint32_t*>(t_.blocksDone) = 0;
+      *reinterpret_cast<volatile uint64_t*>(&t_.slot->end) = sscGpuTimer();
+      __threadfence_system();
+      *reinterpret_cast<volatile uint64_t*>(&t_.slot->done) = 1;
+    }
+  }
+  KernelClock(const KernelClock&) = delete;
+  KernelClock& operator=(const KernelClock&) = delete;
+
+ private:
+  const KernelTiming& t_;
+};
 
 }  // namespace ssc::gpu

@@ -36,6 +36,7 @@ __device__ __forceinline__ void loadChunk(const char* src, uint64_t l, uint64_t 
 
 template <class Tr, int kKind>
 __global__ void __launch_bounds__(kLLThreads) llAllReduceKernel(const SSC_GRID_CONSTANT SymArgs a) {
+  const KernelClock<> clock(a.timing);  // a traced call's start and end stamps
   using Ops = SymOps<Tr, kKind>;
   using S = typename Ops::S;
   using C = typename Ops::C;

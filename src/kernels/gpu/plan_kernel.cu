@@ -225,6 +225,7 @@ struct BlockRunner {
 template <class Tr, int kKind>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     planKernel(const SSC_GRID_CONSTANT KernelArgs args) {
+  const KernelClock<> clock(args.timing);  // a traced call's start and end stamps
   __shared__ BlockShared sh;
   using C = typename Tr::Compute;
   using S = typename Tr::Storage;

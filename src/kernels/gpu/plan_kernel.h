@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "src/kernels/gpu/kernel_timing.h"
+
 namespace ssc::gpu {
 
 constexpr int kMaxSlots = 16;
@@ -208,6 +210,7 @@ struct KernelArgs {
   void* buffers[kMaxBuffers];         // by BufId; kBufScratch filled in by the backend
   DevStep inlineSteps[kInlineSteps];  // the steps when `steps` is null
   P2pArgs p2p;
+  KernelTiming timing;  // a traced call's stamps (kernel_timing.h); slot null: untimed
 };
 static_assert(sizeof(KernelArgs) <= 4000, "kernel parameters are limited to 4 KiB");
 

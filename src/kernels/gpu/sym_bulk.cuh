@@ -386,6 +386,7 @@ __device__ __forceinline__ void runDataStep(const SymRunner<Tr, kKind, kPeers>& 
 
 template <class Tr, int kKind, int kPeers, int kOp>
 __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT SymArgs a) {
+  const KernelClock<> clock(a.timing);  // a traced call's start and end stamps
   const SymRunner<Tr, kKind, kPeers> r(a);
   uint64_t epoch = barrierBase(a);  // numbered on the device (sym_kernel.h)
   if constexpr (kOp != kAnyDataOp) {
@@ -408,9 +409,13 @@ __global__ void __launch_bounds__(kSymThreads) symKernel(const SSC_GRID_CONSTANT
 
 // All-gather's push on the wide grid (sym_kernel.h, symUsesPushKernel): 256-thread blocks, several
 // per SM, the plan's one step at a fixed place.
-template <class Tr>
+template <class Tr, bool kTimed = false>
 __global__ void __launch_bounds__(kSymPushThreads, kSymPushBlocksPerSM)
     symPushKernel(const SSC_GRID_CONSTANT SymArgs a) {
+  // Traced calls run an instantiation of their own (kTimed): at its 32 registers the kernel
+  // spills with the clock's instructions in it (ptxas -v: 104 bytes of stores), so untraced
+  // calls keep the code they had.
+  const KernelClock<kTimed> clock(a.timing);
   const SymRunner<Tr, 0, 0> r(a);
   uint64_t epoch = barrierBase(a);
   if (!peerBarrier(a, ++epoch)) return;

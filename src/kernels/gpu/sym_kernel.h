@@ -125,6 +125,7 @@ struct SymArgs {
   void* local[2];               // this rank's kBufIn / kBufOut for the call
   char* ctrl[kMaxSymPeers];     // every rank's control area as mapped here
   void* peer[2][kMaxSymPeers];  // [kBufIn / kBufOut][rank]: registered buffers, at the call
+  KernelTiming timing;          // a traced call's stamps (kernel_timing.h); slot null: untimed
 };
 
 // The bulk kernel a plan runs in (sym_bulk.cuh, symKernel): a reduction of its own, op, for the

@@ -85,7 +85,11 @@ struct BulkLauncher {
       return;
     }
     if (symUsesPushKernel(a)) {  // the host sized the grid for it (gpu_symmetric.cc)
-      symPushKernel<Tr><<<g, dim3(kSymPushThreads), 0, st>>>(a);
+      // A traced call runs the push kernel's timed instantiation (sym_bulk.cuh).
+      if (a.timing.slot != nullptr)
+        symPushKernel<Tr, true><<<g, dim3(kSymPushThreads), 0, st>>>(a);
+      else
+        symPushKernel<Tr, false><<<g, dim3(kSymPushThreads), 0, st>>>(a);
       return;
     }
     switch (symReductionOp(a)) {

@@ -230,6 +230,7 @@ struct SymShiftedRunner : SymRunner<Tr, kKind, 0> {
 template <class Tr, int kKind>
 __global__ void __launch_bounds__(kSymThreads)
     symUnalignedKernel(const SSC_GRID_CONSTANT SymArgs a) {
+  const KernelClock<> clock(a.timing);  // a traced call's start and end stamps
   const SymShiftedRunner<Tr, kKind> r(a);
   uint64_t epoch = barrierBase(a);
   for (int i = 0; i < a.nsteps; ++i) {
