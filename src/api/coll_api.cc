@@ -17,17 +17,6 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
 }
 
-// Registration containing [p, p + bytes) with peer mappings, or null.
-const std::pair<void* const, Registration>* symmetricRegistration(sscComm* comm, const void* p,
-                                                                  size_t bytes) {
-  auto it = comm->registrations.upper_bound(const_cast<void*>(p));
-  if (it == comm->registrations.begin()) return nullptr;
-  --it;
-  auto base = reinterpret_cast<uintptr_t>(it->first), x = reinterpret_cast<uintptr_t>(p);
-  if (x + bytes > base + it->second.bytes || it->second.peerBases.empty()) return nullptr;
-  return &*it;
-}
-
 // When the buffers that peers touch (symmetricPeerAccess) lie in symmetric registrations, fills
 // the peers' views of them so the zero-copy algorithm can run (reduce-scatter and all-gather
 // touch one buffer only, so their in-place forms, whose other buffer sits at a rank-dependent
@@ -41,22 +30,32 @@ void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outB
     return;
   const PeerAccess touched = symmetricPeerAccess(kind, comm->rank == call->args.root);
   const bool peersReadIn = touched.in, peersWriteOut = touched.out;
-  std::lock_guard<std::mutex> g(comm->mu);
-  auto* in = peersReadIn ? symmetricRegistration(comm, call->sendbuff, inBytes) : nullptr;
-  auto* out = peersWriteOut ? symmetricRegistration(comm, call->recvbuff, outBytes) : nullptr;
-  if ((peersReadIn && in == nullptr) || (peersWriteOut && out == nullptr)) return;
-  call->peerBuffers.assign(kBufScratch, std::vector<void*>(comm->nranks, nullptr));
+  // The peers' views of [p, p + bytes) from the registration holding it, with the
+  // registration's index and p's offset in it; false when none holds it. Nothing is allocated
+  // for a call on unregistered buffers, most calls.
+  std::vector<std::vector<void*>> views;
+  int index[kBufScratch] = {};
+  size_t offset[kBufScratch] = {};
+  const auto map = [&](const void* p, size_t bytes, BufId buf) {
+    return comm->registrations.withMapped(
+        p, bytes, false, [&](const char* base, const Registration& reg) {
+          const size_t off = static_cast<const char*>(p) - base;
+          if (views.empty()) views.assign(kBufScratch, std::vector<void*>(comm->nranks, nullptr));
+          for (int q = 0; q < comm->nranks; ++q)
+            views[buf][q] = static_cast<char*>(reg.peerBases[q]) + off;
+          index[buf] = reg.index;
+          offset[buf] = off;
+        });
+  };
+  if (peersReadIn && !map(call->sendbuff, inBytes, kBufIn)) return;
+  if (peersWriteOut && !map(call->recvbuff, outBytes, kBufOut)) return;
+  if (views.empty()) views.assign(kBufScratch, std::vector<void*>(comm->nranks, nullptr));
+  call->peerBuffers = std::move(views);
   std::string key = fmt::format("{}:{}:{}:{}:{}:{}", static_cast<int>(kind), call->args.count,
                                 static_cast<int>(call->reduce.dtype), call->args.root,
                                 static_cast<int>(call->reduce.kind), call->reduce.hasPreScale);
-  auto map = [&](const std::pair<void* const, Registration>* reg, const void* p, BufId buf) {
-    const size_t off = static_cast<const char*>(p) - static_cast<const char*>(reg->first);
-    for (int q = 0; q < comm->nranks; ++q)
-      call->peerBuffers[buf][q] = static_cast<char*>(reg->second.peerBases[q]) + off;
-    key += fmt::format(":{}@{}", reg->second.index, off);
-  };
-  if (in != nullptr) map(in, call->sendbuff, kBufIn);
-  if (out != nullptr) map(out, call->recvbuff, kBufOut);
+  if (peersReadIn) key += fmt::format(":{}@{}", index[kBufIn], offset[kBufIn]);
+  if (peersWriteOut) key += fmt::format(":{}@{}", index[kBufOut], offset[kBufOut]);
   uint64_t h = std::hash<std::string>{}(key);
   call->callHash = static_cast<uint32_t>(h ^ (h >> 32));
   call->args.symmetric = true;

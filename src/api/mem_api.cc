@@ -73,35 +73,23 @@ SSC_API sscResult_t sscCommRegister(sscComm_t comm, void* buff, size_t size, voi
                   buff, size,
                   size > static_cast<size_t>(PTRDIFF_MAX) ? "is larger than half of"
                                                           : "wraps around the end of");
-    {
-      std::lock_guard<std::mutex> g(comm->mu);
-      auto it = comm->registrations.upper_bound(buff);
-      bool overlapsNext = it != comm->registrations.end() &&
-                          static_cast<char*>(buff) + size > static_cast<char*>(it->first);
-      bool overlapsPrev =
-          it != comm->registrations.begin() &&
-          static_cast<char*>(std::prev(it)->first) + std::prev(it)->second.bytes > buff;
-      if (overlapsNext || overlapsPrev)
-        return fail(sscInvalidUsage,
-                    "sscCommRegister: [{}, +{}) overlaps a buffer already "
-                    "registered on this communicator",
-                    buff, size);
-    }
+    if (comm->registrations.overlaps(buff, size))
+      return fail(sscInvalidUsage,
+                  "sscCommRegister: [{}, +{}) overlaps a buffer already "
+                  "registered on this communicator",
+                  buff, size);
     // Collective: every rank maps every other rank's buffer (when the backend can share it).
     // Memory on other nodes cannot be mapped, so a communicator that spans nodes only records
     // the buffer (the topology is the same on every rank, so all take this branch or none).
-    Registration reg;
-    reg.bytes = size;
+    std::vector<void*> peerBases;
     if (comm->topo.nnodes == 1) {
       if (sscResult_t r = dropStalePeerMappings(comm, buff, size); r != sscSuccess)
         return setError(r, commRingFailureText(comm, r, lastError()));
-      if (sscResult_t r = comm->backend->registerBuffer(comm, buff, size, &reg.peerBases);
+      if (sscResult_t r = comm->backend->registerBuffer(comm, buff, size, &peerBases);
           r != sscSuccess)
         return setError(r, commRingFailureText(comm, r, lastError()));
     }
-    std::lock_guard<std::mutex> g(comm->mu);
-    reg.index = comm->nextRegistration++;
-    comm->registrations.emplace(buff, std::move(reg));
+    comm->registrations.add(buff, size, std::move(peerBases));
     *handle = buff;
     return sscSuccess;
   });
@@ -112,15 +100,9 @@ SSC_API sscResult_t sscCommDeregister(sscComm_t comm, void* handle) {
     CommUse use(comm);
     SSC_CHECK(checkComm("sscCommDeregister", comm, true));
     Registration reg;
-    {
-      std::lock_guard<std::mutex> g(comm->mu);
-      auto it = handle == nullptr ? comm->registrations.end() : comm->registrations.find(handle);
-      if (it == comm->registrations.end())
-        return fail(sscInvalidArgument,
-                    "sscCommDeregister: {} is not a registration of this communicator", handle);
-      reg = std::move(it->second);
-      comm->registrations.erase(it);
-    }
+    if (!comm->registrations.take(handle, &reg))
+      return fail(sscInvalidArgument,
+                  "sscCommDeregister: {} is not a registration of this communicator", handle);
     // Work already queued may still use the mappings.
     commWaitIdle(comm);
     return comm->backend->deregisterBuffer(comm, handle, reg.peerBases);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/collectives/algorithms.h"
+#include "src/comm/registrations.h"
 #include "src/core/bootstrap.h"
 #include "src/device/backend.h"
 #include "src/topology/topology.h"
@@ -52,14 +53,6 @@ struct PreMulSumOp {
   bool onDevice;
   Scalar hostValue;
   const void* devicePtr;
-};
-
-// A buffer registered with sscCommRegister. Registration is collective, so the i-th
-// registration of every rank is the same logical buffer: peers' copies sit at peerBases.
-struct Registration {
-  size_t bytes = 0;
-  int index = 0;                 // order of registration on this communicator
-  std::vector<void*> peerBases;  // rank q's buffer mapped here; empty: not shareable
 };
 
 // Two registered buffers through which calls on unregistered buffers take the zero-copy
@@ -128,7 +121,7 @@ struct sscComm final : ssc::CommView {
   // backend never uploads it again. Guarded by mu.
   std::map<std::vector<uint64_t>, std::shared_ptr<const ssc::RankPlan>> p2pPlans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
-  std::map<void*, ssc::Registration> registrations;  // by buffer start (= handle)
+  ssc::RegistrationTable registrations;  // sscCommRegister's buffers, under a lock of their own
   ssc::StagingBuffers staging;
   // Peers' plain (unregistered) buffers mapped per call, for zero-copy without registration;
   // null when the communicator cannot (several nodes, no shareable memory, several ranks in one
@@ -138,7 +131,6 @@ struct sscComm final : ssc::CommView {
   // under the same conditions as peerCache, where the backend runs the handshake's plan steps
   // (Backend::oneCopyP2p). Null: sends and receives take the FIFOs, on every rank alike.
   std::unique_ptr<ssc::P2pDirectory, ssc::P2pDirectoryDeleter> p2pDirectory;
-  int nextRegistration = 0;
   int nextOpId = sscNumOps;
   // STARSCREAM_CHECK=1 (read once at init): every collective's fingerprint is compared across
   // the ranks before its data moves (src/comm/call_check.h). Null when off.

@@ -51,13 +51,9 @@ sscResult_t FusedExchange::setup(sscKvCache* c, bool* enabled, std::string* why)
   if (destroyed != hipSuccess)
     return SSC_GPU_FAIL(destroyed, "KV cache exchange: destroying the stream that zeroed it");
   SSC_CHECK(sscCommRegister(comm, scratch_, bytes, &regHandle_));
-  {
-    std::lock_guard<std::mutex> g(comm->mu);
-    auto it = comm->registrations.find(scratch_);
-    if (it != comm->registrations.end() &&
-        static_cast<int>(it->second.peerBases.size()) == comm->nranks)
-      for (void* p : it->second.peerBases) peers_.push_back(static_cast<char*>(p));
-  }
+  comm->registrations.withMapped(scratch_, 0, true, [&](const char*, const Registration& reg) {
+    for (void* p : reg.peerBases) peers_.push_back(static_cast<char*>(p));
+  });
   if (peers_.empty()) {
     *why = "the backend could not map the peers' exchange scratch";
     return sscSuccess;

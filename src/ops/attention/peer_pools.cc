@@ -13,11 +13,9 @@ namespace {
 // Rank q's view of this rank's registration of buff (empty when the backend did not map it).
 std::vector<const void*> peerBases(sscComm* comm, void* buff) {
   std::vector<const void*> out;
-  std::lock_guard<std::mutex> g(comm->mu);
-  auto it = comm->registrations.find(buff);
-  if (it != comm->registrations.end() &&
-      static_cast<int>(it->second.peerBases.size()) == comm->nranks)
-    out.assign(it->second.peerBases.begin(), it->second.peerBases.end());
+  comm->registrations.withMapped(buff, 0, true, [&](const char*, const Registration& reg) {
+    out.assign(reg.peerBases.begin(), reg.peerBases.end());
+  });
   return out;
 }
 }  // namespace
