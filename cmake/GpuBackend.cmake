@@ -137,6 +137,12 @@ function(_ssc_gpu_attach)
     # convert.h's constexpr rounding templates are the single definition of fp16/bf16/fp8
     # rounding; nvcc calls them from device code only with relaxed constexpr.
     target_compile_options(ssc_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fvisibility=hidden>)
+    # fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
+    # format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it). On
+    # for every CUDA source of the target: it configures fmt as in the g++-compiled sources,
+    # where fmt's own detection turns it on, and the sources that never include fmt do not see
+    # it. HIP's clang needs nothing.
+    target_compile_definitions(ssc_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:FMT_USE_CONSTEXPR=1>)
   else()
     set_source_files_properties(${_dev} PROPERTIES LANGUAGE HIP)
     set_target_properties(ssc_gpu PROPERTIES HIP_STANDARD 20 POSITION_INDEPENDENT_CODE ON)

@@ -8,12 +8,6 @@
 // only once every pushing block of its rank runs or ran, so a grid that is not all resident
 // cannot deadlock: every row a receiver waits for is pushed by a block that depends on nothing
 // remote. Buffer reuse is safe by the epoch parity argument in attention_exchange_layout.h.
-// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
-// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
-// configured as in the g++-compiled sources, where it is on. Before any include.
-#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
-#define FMT_USE_CONSTEXPR 1
-#endif
 #include "src/kernels/gpu/attention_exchange.h"
 #include "src/kernels/gpu/attention_exchange_layout.h"
 

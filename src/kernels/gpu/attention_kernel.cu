@@ -2,12 +2,6 @@
 // Sequence-sharded paged attention on the GPU: K/V append, this rank's partial attention over
 // its pages (online softmax in fp32), and the merge of all ranks' partials (the same arithmetic
 // as the host's src/ops/attention/merge.cc).
-// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
-// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
-// configured as in the g++-compiled sources, where it is on. Before any include.
-#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
-#define FMT_USE_CONSTEXPR 1
-#endif
 #include "src/kernels/gpu/attention_kernel.h"
 
 #include <cstdint>

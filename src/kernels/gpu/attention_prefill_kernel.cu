@@ -11,12 +11,6 @@
 // sequence, which read the same K/V (the second and later reads hit L1/L2). Tiles come
 // heaviest first, so the longest rows do not start last.
 // HIP: a portable fp32 kernel, one block per tile (the decode's fp32 kernel with the mask).
-// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
-// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
-// configured as in the g++-compiled sources, where it is on. Before any include.
-#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
-#define FMT_USE_CONSTEXPR 1
-#endif
 #include "src/kernels/gpu/attention_prefill_kernel.h"
 #include "src/kernels/gpu/attention_prefill_rows.h"
 

@@ -1,10 +1,4 @@
 // SPDX-License-Identifier: MIT
-// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR) but keeps its C++20 consteval
-// format-string check, which then cannot compile (SSC_GPU_FAIL's messages go through it): fmt
-// configured as in the g++-compiled sources, where it is on. Before any include.
-#if defined(__NVCC__) && !defined(FMT_USE_CONSTEXPR)
-#define FMT_USE_CONSTEXPR 1
-#endif
 #include <algorithm>
 
 #include "src/platform/gpu_check.h"
