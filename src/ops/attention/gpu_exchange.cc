@@ -8,7 +8,7 @@
 
 #include "src/api/api.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/kernels/gpu/attention_exchange.h"
+#include "src/ops/attention/attention_exchange.h"
 
 namespace ssc::attn {
 
