@@ -10,10 +10,11 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "src/collectives/algorithms.h"
+#include "src/comm/failures.h"
+#include "src/comm/plan_cache.h"
 #include "src/comm/registrations.h"
 #include "src/core/bootstrap.h"
 #include "src/device/backend.h"
@@ -42,10 +43,6 @@ class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
 struct CallCheckerDeleter {
   void operator()(CallChecker* checker) const;
 };
-
-// Plans a communicator caches per kind (collective shapes, point-to-point patterns); past it
-// the cache starts over.
-constexpr size_t kMaxCachedPlans = 256;
 
 // A reduction op created by sscRedOpCreatePreMulSum.
 struct PreMulSumOp {
@@ -82,16 +79,14 @@ struct sscComm final : ssc::CommView {
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
   // The cost model that picks each call's algorithm (tuner/model.h), built once at init.
   std::shared_ptr<const ssc::Tuner> tuner;
-  std::string asyncMessage;  // guarded by mu
-  // Set by the peer watch when a peer aborted or died (a death also sets asyncError): new calls
-  // fail with this text, but an idle communicator is not in error (peers of a job that tears
-  // down by aborting must not see failures). Guarded by mu.
-  std::string peerGone;
-  // Set by the peer watch when a peer left (destroyed its communicator or exited). Fails nothing
-  // by itself (see commOnPeerEvent); named in the text of a wait that fails. Guarded by mu.
-  std::string peerLeft;
+  // The first asynchronous error's message (its code is asyncError) and the peer watch's
+  // verdicts, under a lock of their own (commSetAsyncError, commPeerGone, commPeerLeft,
+  // commFailureText).
+  ssc::FailureRecord failures{asyncError};
   // Children of a blocking sscCommSplit still in their init: a peer that goes away aborts them
-  // too (their own watch starts only once their ring exists). Guarded by mu.
+  // too (their own watch starts only once their ring exists). Guarded by mu, not by the failure
+  // record: what a verdict does to a child (its abort flag, its own record) happens while the
+  // list is held, and the record's lock stays a leaf.
   std::vector<sscComm*> initChildren;
   std::thread initThread;  // non-blocking init
   // The thread timing the tuner's calibration sweep at the end of init (src/api/calibration.cc):
@@ -103,6 +98,19 @@ struct sscComm final : ssc::CommView {
   // gathered table, so its message is complete without a peer's abort notice.
   bool settingsDiffer = false;
 
+  // The communicator's locks, in the order that keeps them free of deadlock (a lock may be held
+  // when taking one listed after it, never the other way):
+  //  1. the locks of the layers below (backends, transports, the peer watch): they may call into
+  //     the communicator (the hooks, the callbacks it gave them, commOnPeerEvent) holding them;
+  //  2. the live set's lock (commIsLive, CommUse);
+  //  3. mu: work accounting (pending, users, idle), initChildren, preMulOps and nextOpId, and the
+  //     writes to config and tuner between calls. Never held across a call into the backend,
+  //     the bootstrap or the peer watch, and only one communicator's at a time (a verdict reaches
+  //     a split child through its failure record and abort flag, not its mu);
+  //  4. the leaves, each a service's own: failures, plans, registrations. While one is held
+  //     nothing else is locked (plans runs its build function under its lock, and registrations
+  //     its withMapped callback: neither takes a lock), so any of the above may be held when
+  //     taking one (mu is, for the tuner's reset of plans and for a child's failures).
   // Work queued and not yet finished; destroy waits for it.
   std::mutex mu;
   std::condition_variable idle;
@@ -111,15 +119,9 @@ struct sscComm final : ssc::CommView {
   // thread waits for them to leave before freeing the communicator.
   int users = 0;
 
-  // Plans are pure functions of (collective, algorithm, count, root, element size, in place,
-  // packet one-shot, wide grid): cache them.
-  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool, bool>,
-           std::shared_ptr<const ssc::RankPlan>>
-      plans;
-  // Fused point-to-point plans by their ops (send/recv, peer, bytes; the buffers travel in the
-  // Work), so a repeated group pattern (a ring exchange every step) reuses one plan and the GPU
-  // backend never uploads it again. Guarded by mu.
-  std::map<std::vector<uint64_t>, std::shared_ptr<const ssc::RankPlan>> p2pPlans;
+  // The collective and point-to-point plans built so far, by call shape, under a lock of their
+  // own (commGetPlan, commGetP2pPlan).
+  ssc::PlanCache plans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
   ssc::RegistrationTable registrations;  // sscCommRegister's buffers, under a lock of their own
   ssc::StagingBuffers staging;
