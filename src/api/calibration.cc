@@ -331,7 +331,7 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
                   comm->rank, q);
   std::lock_guard<std::mutex> g(comm->mu);
   comm->tuner = std::move(tuner);
-  comm->plans.clear();
+  comm->plans.clearCollPlans();
   return sscSuccess;
 }
 

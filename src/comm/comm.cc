@@ -479,58 +479,52 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
                                    comm->config.zeroCopyGrid);
   const Algo algo = choice.algo;
   const bool wide = algo == Algo::kSymmetric && choice.protocol == Protocol::kZeroCopyWide;
-  auto key = std::make_tuple(static_cast<int>(args.coll), static_cast<int>(algo), args.count,
-                             args.root, elemBytes, args.inPlace, packets, wide);
-  std::lock_guard<std::mutex> g(comm->mu);
-  auto it = comm->plans.find(key);
-  if (it != comm->plans.end()) {
-    *out = it->second;
+  const CollPlanKey key(static_cast<int>(args.coll), static_cast<int>(algo), args.count, args.root,
+                        elemBytes, args.inPlace, packets, wide);
+  // Runs under the cache's lock (PlanCache::collPlan): it takes no lock, and reads only what init
+  // fixed.
+  const auto build = [&](PlanCache::Plan* built) -> sscResult_t {
+    PlanParams params;
+    params.elemBytes = elemBytes;
+    params.chunkElems = std::max<uint64_t>(1, comm->resources->chunkBytes() / elemBytes);
+    params.maxChannels = comm->resources->channels();
+    params.packetOneShot = packets;
+    auto plan = std::make_shared<RankPlan>();
+    CollArgs planArgs = args;
+    planArgs.symmetric = algo == Algo::kSymmetric;
+    SSC_CHECK(buildCollPlan(comm->topo, comm->rank, planArgs, algo, params, plan.get()));
+    plan->wideGrid = wide;
+    if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
+    *built = std::move(plan);
     return sscSuccess;
-  }
-  PlanParams params;
-  params.elemBytes = elemBytes;
-  params.chunkElems = std::max<uint64_t>(1, comm->resources->chunkBytes() / elemBytes);
-  params.maxChannels = comm->resources->channels();
-  params.packetOneShot = packets;
-  auto plan = std::make_shared<RankPlan>();
-  CollArgs planArgs = args;
-  planArgs.symmetric = algo == Algo::kSymmetric;
-  SSC_CHECK(buildCollPlan(comm->topo, comm->rank, planArgs, algo, params, plan.get()));
-  plan->wideGrid = wide;
-  if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
-  if (comm->plans.size() >= kMaxCachedPlans) comm->plans.clear();
-  comm->plans.emplace(key, plan);
-  *out = plan;
-  return sscSuccess;
+  };
+  return comm->plans.collPlan(key, build, out);
 }
 
 sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
                            std::shared_ptr<const RankPlan>* out) {
-  std::vector<uint64_t> key;
+  P2pPlanKey key;
   for (const P2pOp& op : ops) {
     key.push_back((static_cast<uint64_t>(op.isSend) << 32) | static_cast<uint32_t>(op.peer));
     key.push_back(op.bytes);
   }
-  std::lock_guard<std::mutex> g(comm->mu);
-  auto it = comm->p2pPlans.find(key);
-  if (it != comm->p2pPlans.end()) {
-    *out = it->second;
+  // Runs under the cache's lock (PlanCache::p2pPlan): it takes no lock, and reads only what init
+  // fixed.
+  const auto build = [&](PlanCache::Plan* built) -> sscResult_t {
+    PlanParams params;
+    params.elemBytes = 1;
+    params.chunkElems = comm->resources->chunkBytes();
+    params.maxChannels = comm->resources->channels();
+    auto plan = std::make_shared<RankPlan>();
+    // With the directory every peer is on this node: every pair has the one-copy handshake.
+    std::vector<uint8_t> direct;
+    if (comm->p2pDirectory != nullptr) direct.assign(static_cast<size_t>(comm->nranks), 1);
+    SSC_CHECK(buildP2pPlan(comm->rank, comm->nranks, ops, params, plan.get(), direct));
+    if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
+    *built = std::move(plan);
     return sscSuccess;
-  }
-  PlanParams params;
-  params.elemBytes = 1;
-  params.chunkElems = comm->resources->chunkBytes();
-  params.maxChannels = comm->resources->channels();
-  auto plan = std::make_shared<RankPlan>();
-  // With the directory every peer is on this node: every pair has the one-copy handshake.
-  std::vector<uint8_t> direct;
-  if (comm->p2pDirectory != nullptr) direct.assign(static_cast<size_t>(comm->nranks), 1);
-  SSC_CHECK(buildP2pPlan(comm->rank, comm->nranks, ops, params, plan.get(), direct));
-  if (comm->config.dumpPlans) logWrite(kInfo, formatPlan(*plan));
-  if (comm->p2pPlans.size() >= kMaxCachedPlans) comm->p2pPlans.clear();
-  comm->p2pPlans.emplace(key, plan);
-  *out = plan;
-  return sscSuccess;
+  };
+  return comm->plans.p2pPlan(key, build, out);
 }
 
 sscResult_t commForceAlgo(sscComm* comm, const std::string& spec) {

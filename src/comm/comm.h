@@ -10,10 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "src/collectives/algorithms.h"
+#include "src/comm/plan_cache.h"
 #include "src/comm/registrations.h"
 #include "src/core/bootstrap.h"
 #include "src/device/backend.h"
@@ -42,10 +42,6 @@ class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
 struct CallCheckerDeleter {
   void operator()(CallChecker* checker) const;
 };
-
-// Plans a communicator caches per kind (collective shapes, point-to-point patterns); past it
-// the cache starts over.
-constexpr size_t kMaxCachedPlans = 256;
 
 // A reduction op created by sscRedOpCreatePreMulSum.
 struct PreMulSumOp {
@@ -111,15 +107,9 @@ struct sscComm final : ssc::CommView {
   // thread waits for them to leave before freeing the communicator.
   int users = 0;
 
-  // Plans are pure functions of (collective, algorithm, count, root, element size, in place,
-  // packet one-shot, wide grid): cache them.
-  std::map<std::tuple<int, int, uint64_t, int, size_t, bool, bool, bool>,
-           std::shared_ptr<const ssc::RankPlan>>
-      plans;
-  // Fused point-to-point plans by their ops (send/recv, peer, bytes; the buffers travel in the
-  // Work), so a repeated group pattern (a ring exchange every step) reuses one plan and the GPU
-  // backend never uploads it again. Guarded by mu.
-  std::map<std::vector<uint64_t>, std::shared_ptr<const ssc::RankPlan>> p2pPlans;
+  // The collective and point-to-point plans built so far, by call shape, under a lock of their
+  // own (commGetPlan, commGetP2pPlan).
+  ssc::PlanCache plans;
   std::map<int, ssc::PreMulSumOp> preMulOps;
   ssc::RegistrationTable registrations;  // sscCommRegister's buffers, under a lock of their own
   ssc::StagingBuffers staging;

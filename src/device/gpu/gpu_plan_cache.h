@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Plans on the device. A plan of at most kInlineSteps steps travels in the kernel's parameters
-// (no device memory at all); a larger one is uploaded once per cached plan (comm->plans and the
-// point-to-point cache hand out the same shared_ptr for the same call shape) and reused by every
-// launch. Nothing here synchronizes the device: an upload goes through the cache's own stream,
-// in relaxed capture mode so that it is legal while the caller captures a graph. The upload also
-// decides where the kernel needs an inter-block barrier (DevStep::barrier), see the .cc. A
-// point-to-point plan with the one-copy handshake also uploads its operations (DevP2pOp).
+// (no device memory at all); a larger one is uploaded once per cached plan (the communicator's
+// PlanCache hands out the same shared_ptr for the same call shape) and reused by every launch.
+// Nothing here synchronizes the device: an upload goes through the cache's own stream, in relaxed
+// capture mode so that it is legal while the caller captures a graph. The upload also decides
+// where the kernel needs an inter-block barrier (DevStep::barrier), see the .cc. A point-to-point
+// plan with the one-copy handshake also uploads its operations (DevP2pOp).
 #pragma once
 
 #include <cstdint>
