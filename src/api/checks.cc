@@ -22,11 +22,9 @@ sscResult_t checkComm(const char* fn, sscComm* comm, bool allowFailed) {
                 "{}: communicator initialisation is still in progress; poll "
                 "sscCommGetAsyncError until it returns sscSuccess",
                 fn);
-  if (state != sscSuccess && !allowFailed) {
-    std::lock_guard<std::mutex> g(comm->mu);
+  if (state != sscSuccess && !allowFailed)
     return fail(static_cast<sscResult_t>(state), "{}: communicator has failed earlier: {}", fn,
-                comm->asyncMessage);
-  }
+                comm->failures.message());
   if (!allowFailed && comm->finalized.load())
     return fail(sscInvalidUsage,
                 "{}: communicator was finalized (sscCommFinalize): only queries, "

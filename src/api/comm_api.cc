@@ -200,8 +200,7 @@ SSC_API const char* sscGetLastError(sscComm_t comm) {
   if (!use.live()) return lastError().c_str();
   // A copy: the communicator (and its message) may be freed while the caller reads the text.
   thread_local std::string text;
-  std::lock_guard<std::mutex> g(comm->mu);
-  text = comm->asyncMessage;
+  text = comm->failures.message();
   return text.c_str();
 }
 
@@ -374,10 +373,8 @@ SSC_API sscResult_t sscCommFinalize(sscComm_t comm) {
     comm->finalized = true;
     traceClose(comm);  // every call's work has finished: the trace file is complete
     int state = comm->asyncError.load();
-    if (state != sscSuccess) {
-      std::lock_guard<std::mutex> g(comm->mu);
-      return fail(static_cast<sscResult_t>(state), "sscCommFinalize: {}", comm->asyncMessage);
-    }
+    if (state != sscSuccess)
+      return fail(static_cast<sscResult_t>(state), "sscCommFinalize: {}", comm->failures.message());
     return sscSuccess;
   });
 }

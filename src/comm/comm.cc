@@ -145,12 +145,11 @@ sscResult_t agreeOnSettings(sscComm* comm) {
 // whatever it was waiting for), before anything else it learns on resuming.
 void commOnPeerUnresponsive(sscComm* comm, const PeerEvent& e) {
   if (e.rank == comm->rank) commSetAsyncError(comm, sscRemoteError, e.detail);
+  comm->failures.notePeerGone(e.detail);
   {
     std::lock_guard<std::mutex> g(comm->mu);
-    if (comm->peerGone.empty()) comm->peerGone = e.detail;
     for (sscComm* child : comm->initChildren) {
-      std::lock_guard<std::mutex> c(child->mu);
-      if (child->peerGone.empty()) child->peerGone = e.detail;
+      child->failures.notePeerGone(e.detail);
       child->abortFlag.store(true);
     }
   }
@@ -184,14 +183,13 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
       break;
     case PeerEventKind::kUnresponsive: return commOnPeerUnresponsive(comm, e);
   }
-  {
+  if (e.kind == PeerEventKind::kLeft) {
+    comm->failures.notePeerLeft(what);
+  } else {
+    comm->failures.notePeerGone(what);
     std::lock_guard<std::mutex> g(comm->mu);
-    std::string& slot = e.kind == PeerEventKind::kLeft ? comm->peerLeft : comm->peerGone;
-    if (slot.empty()) slot = what;
     for (sscComm* child : comm->initChildren) {
-      if (e.kind == PeerEventKind::kLeft) break;
-      std::lock_guard<std::mutex> c(child->mu);
-      if (child->peerGone.empty()) child->peerGone = what;
+      child->failures.notePeerGone(what);
       child->abortFlag.store(true);
     }
   }
@@ -205,27 +203,12 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
 }
 }  // namespace
 
-std::string commPeerGone(sscComm* comm) {
-  std::lock_guard<std::mutex> g(comm->mu);
-  return comm->peerGone;
-}
+std::string commPeerGone(sscComm* comm) { return comm->failures.peerGone(); }
 
-std::string commPeerLeft(sscComm* comm) {
-  std::lock_guard<std::mutex> g(comm->mu);
-  return comm->peerLeft;
-}
+std::string commPeerLeft(sscComm* comm) { return comm->failures.peerLeft(); }
 
 std::string commFailureText(sscComm* comm, const std::string& local) {
-  std::lock_guard<std::mutex> g(comm->mu);
-  if (!comm->abortFlag.load()) {
-    // Not aborted: a wait ran out of time or failed by itself. When a peer has left, the wait most
-    // likely needed it, so say so.
-    if (comm->peerLeft.empty() || local.find(comm->peerLeft) != std::string::npos) return local;
-    return fmt::format("{} (note: {})", local, comm->peerLeft);
-  }
-  const std::string& why = comm->peerGone.empty() ? comm->asyncMessage : comm->peerGone;
-  if (why.empty() || local.find(why) != std::string::npos) return local;
-  return local.empty() ? why : fmt::format("{} ({})", why, local);
+  return comm->failures.text(local, comm->abortFlag.load());
 }
 
 std::string commRingFailureText(sscComm* comm, sscResult_t code, const std::string& local) {
@@ -332,12 +315,7 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
 }
 
 void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& message) {
-  std::lock_guard<std::mutex> g(comm->mu);
-  int expected = sscSuccess;
-  if (comm->asyncError.compare_exchange_strong(expected, code) || expected == sscInProgress) {
-    comm->asyncError.store(code);
-    comm->asyncMessage = message;
-  }
+  comm->failures.recordError(code, message);
 }
 
 void commWorkQueued(sscComm* comm) {
@@ -541,10 +519,7 @@ sscResult_t commForceAlgo(sscComm* comm, const std::string& spec) {
 void sscComm::setAsyncError(sscResult_t code, const std::string& message) {
   ssc::commSetAsyncError(this, code, message);
 }
-std::string sscComm::asyncErrorText() {
-  std::lock_guard<std::mutex> g(mu);
-  return asyncMessage;
-}
+std::string sscComm::asyncErrorText() { return failures.message(); }
 std::string sscComm::failureText(const std::string& local) {
   return ssc::commFailureText(this, local);
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/collectives/algorithms.h"
+#include "src/comm/failures.h"
 #include "src/comm/plan_cache.h"
 #include "src/comm/registrations.h"
 #include "src/core/bootstrap.h"
@@ -78,16 +79,14 @@ struct sscComm final : ssc::CommView {
   bool topoPreset = false;  // set by sscCommSplit: the child's graph is a subset of the parent's
   // The cost model that picks each call's algorithm (tuner/model.h), built once at init.
   std::shared_ptr<const ssc::Tuner> tuner;
-  std::string asyncMessage;  // guarded by mu
-  // Set by the peer watch when a peer aborted or died (a death also sets asyncError): new calls
-  // fail with this text, but an idle communicator is not in error (peers of a job that tears
-  // down by aborting must not see failures). Guarded by mu.
-  std::string peerGone;
-  // Set by the peer watch when a peer left (destroyed its communicator or exited). Fails nothing
-  // by itself (see commOnPeerEvent); named in the text of a wait that fails. Guarded by mu.
-  std::string peerLeft;
+  // The first asynchronous error's message (its code is asyncError) and the peer watch's
+  // verdicts, under a lock of their own (commSetAsyncError, commPeerGone, commPeerLeft,
+  // commFailureText).
+  ssc::FailureRecord failures{asyncError};
   // Children of a blocking sscCommSplit still in their init: a peer that goes away aborts them
-  // too (their own watch starts only once their ring exists). Guarded by mu.
+  // too (their own watch starts only once their ring exists). Guarded by mu, not by the failure
+  // record: what a verdict does to a child (its abort flag, its own record) happens while the
+  // list is held, and the record's lock stays a leaf.
   std::vector<sscComm*> initChildren;
   std::thread initThread;  // non-blocking init
   // The thread timing the tuner's calibration sweep at the end of init (src/api/calibration.cc):

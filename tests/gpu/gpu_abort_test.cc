@@ -26,7 +26,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -125,11 +124,7 @@ double stopWaitingKernel(const Case& c, bool viaAbort, sscComm_t comm, void* in,
   expect(sscCommGetAsyncError(comm, &async) == sscSuccess && async == sscRemoteError,
          what + ": sscCommGetAsyncError reported " + sscGetErrorString(async) +
              ", expected sscRemoteError");
-  std::string message;
-  {
-    std::lock_guard<std::mutex> g(comm->mu);
-    message = comm->asyncMessage;
-  }
+  const std::string message = comm->failures.message();
   expect(message.find("communicator aborted while waiting for") != std::string::npos,
          what + ": async message '" + message + "'");
   // The usual end of a communicator that failed: abort does not wait for peers.

@@ -100,8 +100,8 @@ class GpuResources : public CommResources {
             static_cast<int>(peer), detail, channel);
       // Only when nothing failed before: the first error wins anyway, and sscCommAbort records
       // its own before it frees the communicator; a stream synchronize may get here while that
-      // is under way, when comm's mutex and message are already destroyed (the atomic read is
-      // all that is safe then).
+      // is under way, when the communicator's error message and its lock are already destroyed
+      // (the atomic read is all that is safe then).
       const int prior = comm->asyncError.load();
       if (prior == sscSuccess || prior == sscInProgress) {
         // A peer's death or departure (peer watch) is why an abort reached the kernels: say so.
