@@ -98,6 +98,19 @@ struct sscComm final : ssc::CommView {
   // gathered table, so its message is complete without a peer's abort notice.
   bool settingsDiffer = false;
 
+  // The communicator's locks, in the order that keeps them free of deadlock (a lock may be held
+  // when taking one listed after it, never the other way):
+  //  1. the locks of the layers below (backends, transports, the peer watch): they may call into
+  //     the communicator (the hooks, the callbacks it gave them, commOnPeerEvent) holding them;
+  //  2. the live set's lock (commIsLive, CommUse);
+  //  3. mu: work accounting (pending, users, idle), initChildren, preMulOps and nextOpId, and the
+  //     writes to config and tuner between calls. Never held across a call into the backend,
+  //     the bootstrap or the peer watch, and only one communicator's at a time (a verdict reaches
+  //     a split child through its failure record and abort flag, not its mu);
+  //  4. the leaves, each a service's own: failures, plans, registrations. While one is held
+  //     nothing else is locked (plans runs its build function under its lock, and registrations
+  //     its withMapped callback: neither takes a lock), so any of the above may be held when
+  //     taking one (mu is, for the tuner's reset of plans and for a child's failures).
   // Work queued and not yet finished; destroy waits for it.
   std::mutex mu;
   std::condition_variable idle;
