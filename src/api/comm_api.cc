@@ -146,14 +146,14 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   }
   commRegisterLive(comm);
   if (!blocking) {
-    comm->asyncError.store(sscInProgress);
+    comm->failures.initStarted();
     try {
       comm->initThread = commStartThread([comm, id, nranks, rank] {
         // A new thread starts on device 0: bind the caller's device first.
         comm->backend->bindDevice(comm->device);
         const sscResult_t r = initGuarded(comm, id, nranks, rank);
         if (r == sscSuccess)
-          comm->asyncError.store(sscSuccess);
+          comm->failures.initSucceeded();
         else
           commSetAsyncError(comm, r, initFailureText(comm, r));
       });

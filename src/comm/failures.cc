@@ -7,14 +7,24 @@ namespace ssc {
 
 bool FailureRecord::recordError(sscResult_t code, const std::string& message) {
   std::lock_guard<std::mutex> g(mu_);
-  // Errors reach the code only here, under the lock, so the message read with it belongs to it.
-  // Elsewhere only a non-blocking init writes it: sscInProgress at its start, sscSuccess at its
-  // end, neither with a message.
+  // The code changes only under this lock (here and in initStarted/initSucceeded), so the
+  // message read with it belongs to it.
   int expected = sscSuccess;
   if (!code_.compare_exchange_strong(expected, code) && expected != sscInProgress) return false;
   code_.store(code);
   message_ = message;
   return true;
+}
+
+void FailureRecord::initStarted() {
+  std::lock_guard<std::mutex> g(mu_);
+  code_.store(sscInProgress);
+}
+
+void FailureRecord::initSucceeded() {
+  std::lock_guard<std::mutex> g(mu_);
+  int expected = sscInProgress;
+  code_.compare_exchange_strong(expected, sscSuccess);
 }
 
 std::string FailureRecord::message() const {

@@ -25,6 +25,10 @@ class FailureRecord {
   // Records an asynchronous failure: the first one wins, except over sscInProgress (a
   // non-blocking init that fails replaces it). True when this one was recorded.
   bool recordError(sscResult_t code, const std::string& message);
+  // A non-blocking init: sscInProgress from its start; at its successful end, sscSuccess unless
+  // a failure was recorded meanwhile (the peer watch runs during init), which then stays.
+  void initStarted();
+  void initSucceeded();
   // The message of the recorded failure ("" when none).
   std::string message() const;
 

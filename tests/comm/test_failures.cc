@@ -39,6 +39,23 @@ TEST(FailureRecord, AnErrorReplacesInProgress) {
   EXPECT_EQ(f.message(), "settings differ");
 }
 
+TEST(FailureRecord, ANonBlockingInitEndsInSuccessOnlyWhenNothingFailedMeanwhile) {
+  std::atomic<int> code{sscSuccess};
+  FailureRecord f(code);
+  f.initStarted();
+  EXPECT_EQ(code.load(), sscInProgress);
+  f.initSucceeded();
+  EXPECT_EQ(code.load(), sscSuccess);
+
+  std::atomic<int> code2{sscSuccess};
+  FailureRecord g(code2);
+  g.initStarted();
+  EXPECT_TRUE(g.recordError(sscRemoteError, "rank 3 died"));  // the peer watch, during init
+  g.initSucceeded();
+  EXPECT_EQ(code2.load(), sscRemoteError) << "the end of the init must not wipe the error";
+  EXPECT_EQ(g.message(), "rank 3 died");
+}
+
 TEST(FailureRecord, VerdictsKeepTheFirstOfEachKind) {
   std::atomic<int> code{sscSuccess};
   FailureRecord f(code);
