@@ -7,30 +7,32 @@ Three rules, each printed with the offending lines:
      first), so no include cycle can form between layers;
   2. no include cycle between the folders of one layer (transports/host <-> transports/net);
   3. no source file past MAX_LINES lines.
-Run from anywhere: `python3 scripts/check_layers.py` (exit status 1 on a violation). CI runs it as
-the test arch.layers.
+The layer order is cmake/Layers.cmake's, whose include paths make the compiler refuse an upward
+include too; this script is the second check, which also sees headers no source includes. Run
+from anywhere: `python3 scripts/check_layers.py [root]` (exit status 1 on a violation). CI runs it
+as the test arch.layers.
 """
 import os
 import re
 import sys
 
-# Bottom first. A layer may include from itself and from any layer before it in this list.
-# include/ is the public C API: every layer may include it.
-LAYERS = [
-    "include",
-    "src/core",         # errors, log, environment registry, sockets, bootstrap, peer watch, waits
-    "src/platform",     # the one HIP/CUDA portability header
-    "src/topology",     # discovery and the two-tier graph
-    "src/collectives",  # plans: pure functions of (topology, call)
-    "transports",       # how bytes reach a peer (peer_view.h is all they see of a communicator)
-    "src/kernels",      # host and GPU arithmetic and executors' device code
-    "src/device",       # the backend seam and the host/GPU backends
-    "tuner",            # which algorithm a call uses
-    "src/comm",         # the communicator (sscComm) and the services it owns
-    "src/api",          # the C entry points
-    "src/ops",          # operators on a communicator (starscream_ops.h)
-    "src/nccl",         # the NCCL ABI shim
-]
+# Bottom first. A layer may include from itself and from any layer before it in this list: the
+# folders of cmake/Layers.cmake's SSC_LAYER_MAP, the order the build enforces through include
+# paths. include/ is the public C API: every layer may include it.
+def read_layer_map(root):
+    with open(os.path.join(root, "cmake", "Layers.cmake"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^set\(SSC_LAYER_MAP\b(.*?)^\)", text, re.M | re.S)
+    if m is None:
+        sys.exit("check_layers: cmake/Layers.cmake has no set(SSC_LAYER_MAP ...)")
+    words = [w for line in m.group(1).splitlines() for w in line.split("#")[0].split()]
+    if len(words) % 2:
+        sys.exit("check_layers: cmake/Layers.cmake's SSC_LAYER_MAP is not (folder target) pairs")
+    return words[0::2]
+
+
+LAYERS = ["include"] + read_layer_map(
+    os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")))
 # Folders outside the library: they may include any layer, and nothing in the library may
 # include them.
 OUTSIDE = ["tests", "perf", "tools"]

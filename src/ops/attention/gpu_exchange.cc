@@ -10,7 +10,7 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
-#include "src/kernels/gpu/attention_exchange.h"
+#include "src/ops/attention/attention_exchange.h"
 
 namespace ssc::attn {
 

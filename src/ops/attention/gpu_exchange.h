@@ -3,18 +3,18 @@
 // cache's exchange scratch registered on the communicator (its peers map it), the call counter
 // (in device memory: the kernels number the calls, so a captured decode's replays count as calls
 // too; gpu::AttnEpochWord), the timeout word, and the launches of the exchange kernels
-// (src/kernels/gpu/attention_exchange.cu) on the caller's stream. Layout and reuse rules:
-// src/kernels/gpu/attention_exchange_layout.h. The host never knows a call's epoch or parity: every
-// offset it passes is parity 0's, with the distance to parity 1's.
+// (src/ops/attention/attention_exchange.cu) on the caller's stream. Layout and reuse rules:
+// src/ops/attention/attention_exchange_layout.h. The host never knows a call's epoch or parity:
+// every offset it passes is parity 0's, with the distance to parity 1's.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "src/kernels/gpu/attention_exchange.h"
-#include "src/kernels/gpu/attention_exchange_layout.h"
-#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/attention_exchange.h"
+#include "src/ops/attention/attention_exchange_layout.h"
+#include "src/ops/attention/attention_kernel.h"
 #include "src/ops/attention/kv_cache.h"
 
 namespace ssc::attn {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The GPU backend's half of the KV cache: pools and scratch in device memory, the page lists a
-// call needs uploaded through pinned staging, kernels (src/kernels/gpu/attention_kernel.cu) and
+// call needs uploaded through pinned staging, kernels (src/ops/attention/attention_kernel.cu) and
 // the exchanges (the fused one of gpu_exchange.h, or the core's sscAllGather) queued on the
 // caller's stream: create, append, the order of calls and the decode here, the prefill's rounds
 // in gpu_prefill.cc. Nothing here waits for the device except the reuse of a staging buffer (an
@@ -14,7 +14,7 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
-#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/attention_kernel.h"
 #include "src/ops/attention/gpu_cache_state.h"
 #include "src/ops/attention/decode_plan.h"
 #include "src/ops/attention/peer_pools.h"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // A prefill on the GPU backend (prefill_plan.h decides each round's split): the lists of a
-// round uploaded, the prefill kernel (src/kernels/gpu/attention_prefill_kernel.cu), then the
+// round uploaded, the prefill kernel (src/ops/attention/attention_prefill_kernel.cu), then the
 // partials' exchange and merge, or (KV side) this rank's finished heads gathered.
 #include <vector>
 
-#include "src/kernels/gpu/attention_kernel.h"
-#include "src/kernels/gpu/attention_prefill_kernel.h"
-#include "src/kernels/gpu/attention_prefill_rows.h"
+#include "src/ops/attention/attention_kernel.h"
+#include "src/ops/attention/attention_prefill_kernel.h"
+#include "src/ops/attention/attention_prefill_rows.h"
 #include "src/ops/attention/gpu_cache_state.h"
 #include "src/ops/attention/peer_pools.h"
 #include "src/ops/attention/prefill_plan.h"

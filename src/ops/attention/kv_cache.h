@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The sharded KV cache object behind sscKvCache_t, and the backend-specific halves of its
 // operations: the host backend's (host_ops.cc, CPU in fp32) and the GPU backend's (gpu_ops.cc,
-// kernels in src/kernels/gpu/attention_kernel.cu).
+// kernels in src/ops/attention/attention_kernel.cu).
 #pragma once
 
 #include <cstdint>

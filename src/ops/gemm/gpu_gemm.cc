@@ -20,7 +20,7 @@
 #include "src/platform/gpu_runtime.h"
 #include "src/core/futex_wait.h"
 #include "src/device/gpu/gpu_launch_order.h"
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/ops/gemm/gpu_gemm_probe.h"

@@ -30,7 +30,7 @@
 #include "src/comm/comm.h"
 #include "src/core/futex_wait.h"
 #include "src/core/log.h"
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/platform/gpu_check.h"
 

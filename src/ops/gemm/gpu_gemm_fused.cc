@@ -6,7 +6,7 @@
 // forms, with stream memory operations instead of the waiting kernels, are gpu_gemm_ce.cc.
 #include "src/api/api.h"
 #include "src/core/log.h"
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/platform/gpu_check.h"
 

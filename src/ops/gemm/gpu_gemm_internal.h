@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
 #include "src/platform/gpu_runtime.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "src/core/errors.h"
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/platform/gpu_check.h"
 
 namespace ssc::gemm {

@@ -14,7 +14,7 @@
 
 #include "src/api/api.h"
 #include "src/core/log.h"
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/ops/gemm/gpu_gemm_probe.h"

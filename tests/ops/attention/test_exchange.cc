@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The fused exchange's layout (src/kernels/gpu/attention_exchange_layout.h): every region inside
+// The fused exchange's layout (src/ops/attention/attention_exchange_layout.h): every region inside
 // the scratch and disjoint from the others, rows and flags aligned, parities apart, each partial
 // row sent to exactly the ranks that return its head, and the query chunks covering a slice
 // exactly.
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/kernels/gpu/attention_exchange_layout.h"
+#include "src/ops/attention/attention_exchange_layout.h"
 
 namespace ssc::attn {
 namespace {

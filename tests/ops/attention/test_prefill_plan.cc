@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/kernels/gpu/attention_prefill_rows.h"
+#include "src/ops/attention/attention_prefill_rows.h"
 #include "src/ops/attention/prefill_plan.h"
 
 using namespace ssc::attn;

@@ -24,8 +24,8 @@
 
 #if defined(SSC_GPU_IS_CUDA)
 
-#include "src/kernels/gpu/attention_finish.cuh"
-#include "src/kernels/gpu/attention_partial_mma.cuh"
+#include "src/ops/attention/attention_finish.cuh"
+#include "src/ops/attention/attention_partial_mma.cuh"
 
 namespace ssc::gpu {
 namespace {

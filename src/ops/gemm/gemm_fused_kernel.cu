@@ -3,7 +3,7 @@
 
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
-#include "src/kernels/gpu/gemm_fused_kernel.h"
+#include "src/ops/gemm/gemm_fused_kernel.h"
 
 #include "src/kernels/gpu/elementwise.h"
 

@@ -8,15 +8,15 @@
 // only once every pushing block of its rank runs or ran, so a grid that is not all resident
 // cannot deadlock: every row a receiver waits for is pushed by a block that depends on nothing
 // remote. Buffer reuse is safe by the epoch parity argument in attention_exchange_layout.h.
-#include "src/kernels/gpu/attention_exchange.h"
-#include "src/kernels/gpu/attention_exchange_layout.h"
+#include "src/ops/attention/attention_exchange.h"
+#include "src/ops/attention/attention_exchange_layout.h"
 
 #include <cstdint>
 
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
-#include "src/kernels/gpu/attention_device.cuh"
-#include "src/kernels/gpu/attention_finish.cuh"
+#include "src/ops/attention/attention_device.cuh"
+#include "src/ops/attention/attention_finish.cuh"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The decode kernel's copy ring layout (src/kernels/gpu/attention_kernel.h, attnDecodeSwizzle),
+// The decode kernel's copy ring layout (src/ops/attention/attention_kernel.h, attnDecodeSwizzle),
 // checked on the host: the swizzle keeps every 16-byte piece inside its row and gives each piece
 // its own place (else the kernel would read another token's data), and every quarter warp of the
 // kernel's access patterns (attention_decode_mma.cuh: the K and V fragment reads of
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/attention_kernel.h"
 
 namespace ssc::gpu {
 namespace {

@@ -2,15 +2,15 @@
 // Sequence-sharded paged attention on the GPU: K/V append, this rank's partial attention over
 // its pages (online softmax in fp32), and the merge of all ranks' partials (the same arithmetic
 // as the host's src/ops/attention/merge.cc).
-#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/attention_kernel.h"
 
 #include <cstdint>
 
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
-#include "src/kernels/gpu/attention_device.cuh"
-#include "src/kernels/gpu/attention_finish.cuh"
+#include "src/ops/attention/attention_device.cuh"
+#include "src/ops/attention/attention_finish.cuh"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {
@@ -176,7 +176,7 @@ __global__ void attnMergeKernel(const AttnMergeParams p) {
 }  // namespace ssc::gpu
 
 // The tensor-core decode kernel (CUDA only; uses the helpers above).
-#include "src/kernels/gpu/attention_decode_mma.cuh"
+#include "src/ops/attention/attention_decode_mma.cuh"
 
 namespace ssc::gpu {
 

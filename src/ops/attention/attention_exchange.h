@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/attention_kernel.h"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {

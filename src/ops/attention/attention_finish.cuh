@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/kernels/gpu/attention_device.cuh"
-#include "src/kernels/gpu/attention_exchange_layout.h"
-#include "src/kernels/gpu/attention_kernel.h"
+#include "src/ops/attention/attention_device.cuh"
+#include "src/ops/attention/attention_exchange_layout.h"
+#include "src/ops/attention/attention_kernel.h"
 
 namespace ssc::gpu {
 namespace {

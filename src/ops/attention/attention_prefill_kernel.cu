@@ -11,17 +11,17 @@
 // sequence, which read the same K/V (the second and later reads hit L1/L2). Tiles come
 // heaviest first, so the longest rows do not start last.
 // HIP: a portable fp32 kernel, one block per tile (the decode's fp32 kernel with the mask).
-#include "src/kernels/gpu/attention_prefill_kernel.h"
-#include "src/kernels/gpu/attention_prefill_rows.h"
+#include "src/ops/attention/attention_prefill_kernel.h"
+#include "src/ops/attention/attention_prefill_rows.h"
 
 #include <cstdint>
 
 #include "src/platform/gpu_check.h"
 #include "src/platform/gpu_runtime.h"
 #include "src/kernels/gpu/elementwise.h"
-#include "src/kernels/gpu/attention_device.cuh"
-#include "src/kernels/gpu/attention_kernel.h"  // AttnPartialParams, which the mma helpers' file also holds
-#include "src/kernels/gpu/attention_partial_mma.cuh"
+#include "src/ops/attention/attention_device.cuh"
+#include "src/ops/attention/attention_kernel.h"  // AttnPartialParams, which the mma helpers' file also holds
+#include "src/ops/attention/attention_partial_mma.cuh"
 #include "starscream/starscream.h"
 
 namespace ssc::gpu {
