@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # CI's HIP build check: compiles every GPU source of the backend for gfx90a and gfx940
 # without running anything, the way cmake/GpuBackend.cmake's HIP build compiles them:
-#  - device code (src/kernels/gpu/*.cu) with hipcc -x hip, to objects for both targets;
+#  - device code (src/kernels/gpu/*.cu and the ops' kernels, src/ops/*/*.cu) with hipcc -x hip,
+#    to objects for both targets;
 #  - host code against the HIP runtime API (src/device/gpu, transports/usr, transports/xgmi, the
 #    perf device seam, and the GPU test programs when mpi.h is found) with the C++ compiler and
 #    the HIP headers (CMake's hip::host: __HIP_PLATFORM_AMD__), syntax only. Not as -x hip:
@@ -43,7 +44,7 @@ run() {
   printf '%q ' "$@" >"$out/cmd.$i"
 }
 
-for src in "$repo"/src/kernels/gpu/*.cu; do
+for src in "$repo"/src/kernels/gpu/*.cu "$repo"/src/ops/*/*.cu; do
   run "${src#$repo/} (gfx90a, gfx940)" \
     "$hipcc" "${common[@]}" "${archs[@]}" -x hip -c "$src" -o "$out/$(basename "$src").o"
 done
