@@ -20,8 +20,8 @@ set(SSC_LAYER_MAP
 # The build enforces the map through include paths. Every file includes the tree's headers by
 # their path from the root ("src/core/errors.h"), so a layer's sources get, instead of the root,
 # a generated root of symbolic links to their own folder and the folders below it
-# (<build>/layers/<folder with _ for />/). An include that goes up a layer then does not compile; the public
-# headers (include/) and the generated ones are seen by every layer.
+# (<build>/layers/src_comm/ for src/comm). An include that goes up a layer then does not
+# compile; the public headers (include/) and the generated ones are seen by every layer.
 set(_ssc_folders)
 set(_ssc_targets)
 list(LENGTH SSC_LAYER_MAP _n)
