@@ -459,7 +459,8 @@ sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
   const bool wide = algo == Algo::kSymmetric && choice.protocol == Protocol::kZeroCopyWide;
   const CollPlanKey key(static_cast<int>(args.coll), static_cast<int>(algo), args.count, args.root,
                         elemBytes, args.inPlace, packets, wide);
-  // Runs under the cache's lock (PlanCache::collPlan): it takes no lock, and reads only what init
+  // Runs under the cache's lock (PlanCache::collPlan): it takes none of the communicator's locks
+  // (only the logger's, a leaf of the core, under STARSCREAM_DUMP_PLAN) and reads only what init
   // fixed.
   const auto build = [&](PlanCache::Plan* built) -> sscResult_t {
     PlanParams params;
@@ -486,7 +487,8 @@ sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
     key.push_back((static_cast<uint64_t>(op.isSend) << 32) | static_cast<uint32_t>(op.peer));
     key.push_back(op.bytes);
   }
-  // Runs under the cache's lock (PlanCache::p2pPlan): it takes no lock, and reads only what init
+  // Runs under the cache's lock (PlanCache::p2pPlan): it takes none of the communicator's locks
+  // (only the logger's, a leaf of the core, under STARSCREAM_DUMP_PLAN) and reads only what init
   // fixed.
   const auto build = [&](PlanCache::Plan* built) -> sscResult_t {
     PlanParams params;

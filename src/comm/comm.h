@@ -108,9 +108,10 @@ struct sscComm final : ssc::CommView {
   //     the bootstrap or the peer watch, and only one communicator's at a time (a verdict reaches
   //     a split child through its failure record and abort flag, not its mu);
   //  4. the leaves, each a service's own: failures, plans, registrations. While one is held
-  //     nothing else is locked (plans runs its build function under its lock, and registrations
-  //     its withMapped callback: neither takes a lock), so any of the above may be held when
-  //     taking one (mu is, for the tuner's reset of plans and for a child's failures).
+  //     nothing else of the communicator's is locked (plans runs its build function under its
+  //     lock, and registrations its withMapped callback: neither takes a lock but the core's
+  //     leaves, such as the logger's), so any of the above may be held when taking one (mu is,
+  //     for the tuner's reset of plans and for a child's failures).
   // Work queued and not yet finished; destroy waits for it.
   std::mutex mu;
   std::condition_variable idle;
