@@ -32,8 +32,8 @@ constexpr size_t kMaxProfileBytes = 1u << 20;
 constexpr const char* kTierKeys[kNumTiers] = {"usr", "xgmi", "net"};
 constexpr const char* kProtoKeys[kNumProtocols] = {"fifo", "ll", "zero_copy", "zero_copy_wide"};
 // Sanity bounds: a typo (1e9 us, 0 GB/s) fails with a message rather than steering every choice.
-constexpr double kMaxLatencyUs = kProfileMaxLatencyUs, kMaxBandwidthGBps = kProfileMaxBandwidthGBps,
-                 kMaxCacheMB = 1e6, kMaxBytes = 1e15;
+// Latency and bandwidth bounds are profile.h's, shared with the fit that writes profiles.
+constexpr double kMaxCacheMB = 1e6, kMaxBytes = 1e15;
 constexpr int kMaxPartitions = 1024;
 
 // Parse context: the origin, the text (for line numbers of fields) and the field path.
@@ -124,16 +124,16 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path,
   if (parts != std::floor(parts))
     return c.bad(path + ".partitions_per_gpu", "partitions_per_gpu", "must be an integer");
   out->partitionsPerGpu = static_cast<int>(parts);
-  SSC_CHECK(getNumber(c, v, path, "launch_us", 0, kMaxLatencyUs, true, &out->launchUs));
+  SSC_CHECK(getNumber(c, v, path, "launch_us", 0, kProfileMaxLatencyUs, true, &out->launchUs));
   if (auto extra = v.find("launch_extra_us"); extra != v.end()) {
     const std::string epath = path + ".launch_extra_us";
     if (!extra->is_object()) return c.bad(epath, "launch_extra_us", "must be an object");
     SSC_CHECK(onlyKeys(c, *extra, epath, kProtoKeys));
     for (int p = 0; p < kNumProtocols; ++p)
-      SSC_CHECK(getNumber(c, *extra, epath, kProtoKeys[p], 0, kMaxLatencyUs, false,
+      SSC_CHECK(getNumber(c, *extra, epath, kProtoKeys[p], 0, kProfileMaxLatencyUs, false,
                           &out->launchExtraUs[p]));
   }
-  SSC_CHECK(getNumber(c, v, path, "copy_gbps", 0, kMaxBandwidthGBps, false, &out->copyGBps));
+  SSC_CHECK(getNumber(c, v, path, "copy_gbps", 0, kProfileMaxBandwidthGBps, false, &out->copyGBps));
   SSC_CHECK(getNumber(c, v, path, "cache_mb", 0, kMaxCacheMB, false, &out->cacheMB));
   SSC_CHECK(
       getNumber(c, v, path, "wide_grid_max_bytes", 0, kMaxBytes, false, &out->wideGridMaxBytes));
@@ -156,11 +156,12 @@ sscResult_t parseVariant(const Ctx& c, const Json& v, const std::string& path,
       SSC_CHECK(
           onlyKeys(c, *proto, ppath, {"latency_us", "bandwidth_gbps", "store_bandwidth_gbps"}));
       AlphaBeta& ab = out->tiers[t][p];
-      SSC_CHECK(getNumber(c, *proto, ppath, "latency_us", 0, kMaxLatencyUs, true, &ab.latencyUs));
+      SSC_CHECK(
+          getNumber(c, *proto, ppath, "latency_us", 0, kProfileMaxLatencyUs, true, &ab.latencyUs));
       SSC_CHECK(getNumber(c, *proto, ppath, "bandwidth_gbps", kProfileMinBandwidthGBps,
-                          kMaxBandwidthGBps, true, &ab.bandwidthGBps));
+                          kProfileMaxBandwidthGBps, true, &ab.bandwidthGBps));
       SSC_CHECK(getNumber(c, *proto, ppath, "store_bandwidth_gbps", kProfileMinBandwidthGBps,
-                          kMaxBandwidthGBps, false, &ab.storeBandwidthGBps));
+                          kProfileMaxBandwidthGBps, false, &ab.storeBandwidthGBps));
     }
   }
   return sscSuccess;

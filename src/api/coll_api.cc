@@ -49,7 +49,6 @@ void findSymmetric(sscComm* comm, PendingCall* call, size_t inBytes, size_t outB
   };
   if (peersReadIn && !map(call->sendbuff, inBytes, kBufIn)) return;
   if (peersWriteOut && !map(call->recvbuff, outBytes, kBufOut)) return;
-  if (views.empty()) views.assign(kBufScratch, std::vector<void*>(comm->nranks, nullptr));
   call->peerBuffers = std::move(views);
   std::string key = fmt::format("{}:{}:{}:{}:{}:{}", static_cast<int>(kind), call->args.count,
                                 static_cast<int>(call->reduce.dtype), call->args.root,
