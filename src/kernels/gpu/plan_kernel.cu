@@ -306,14 +306,19 @@ int probeResidency(int blocks, int threads, int* distinctSms, int* allResident) 
   const size_t bytes = (2 * static_cast<size_t>(blocks) + 1) * sizeof(uint32_t);
   hipError_t e = hipMalloc(reinterpret_cast<void**>(&d), bytes);
   if (e != hipSuccess) return static_cast<int>(e);
-  (void)hipMemset(d, 0, bytes);
+  // The kernel counts arrivals from zero: without the fill (or the device's timer rate, or the
+  // launch) the answer would be made up, so each failure is the probe's.
   int dev = 0;
-  (void)hipGetDevice(&dev);
-  smProbeKernel<<<blocks, threads>>>(d + 1, d, static_cast<uint32_t>(blocks),
-                                     static_cast<uint64_t>(0.2 * sscGpuTimerTicksPerSecond(dev)));
+  e = hipMemset(d, 0, bytes);
+  if (e == hipSuccess) e = hipGetDevice(&dev);
+  if (e == hipSuccess) {
+    smProbeKernel<<<blocks, threads>>>(d + 1, d, static_cast<uint32_t>(blocks),
+                                       static_cast<uint64_t>(0.2 * sscGpuTimerTicksPerSecond(dev)));
+    e = hipGetLastError();
+  }
   std::vector<uint32_t> h(2 * static_cast<size_t>(blocks) + 1);
-  e = hipMemcpy(h.data(), d, bytes, hipMemcpyDeviceToHost);
-  (void)hipFree(d);
+  if (e == hipSuccess) e = hipMemcpy(h.data(), d, bytes, hipMemcpyDeviceToHost);
+  (void)hipFree(d);  // the probe's own buffer; its result (e) is the error to report
   if (e != hipSuccess) return static_cast<int>(e);
   std::vector<uint32_t> sms(h.begin() + 1, h.begin() + 1 + blocks);
   std::sort(sms.begin(), sms.end());
