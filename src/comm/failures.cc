@@ -62,7 +62,7 @@ std::string FailureRecord::text(const std::string& local, bool aborted) const {
     // Not aborted: a wait ran out of time or failed by itself. When a peer has left, the wait most
     // likely needed it, so say so.
     if (peerLeft_.empty() || local.find(peerLeft_) != std::string::npos) return local;
-    return fmt::format("{} (note: {})", local, peerLeft_);
+    return local.empty() ? peerLeft_ : fmt::format("{} (note: {})", local, peerLeft_);
   }
   const std::string& why = peerGone_.empty() ? message_ : peerGone_;
   if (why.empty() || local.find(why) != std::string::npos) return local;

@@ -81,6 +81,7 @@ TEST(FailureRecord, TextWhenNotAbortedNotesAPeerThatLeft) {
   f.notePeerLeft("rank 2 left");
   EXPECT_EQ(f.text("timed out", false), "timed out (note: rank 2 left)");
   EXPECT_EQ(f.text("timed out: rank 2 left", false), "timed out: rank 2 left") << "not said twice";
+  EXPECT_EQ(f.text("", false), "rank 2 left") << "nothing local: the departure alone";
 }
 
 TEST(FailureRecord, TextWhenAbortedPutsTheReasonFirst) {
