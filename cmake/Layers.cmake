@@ -17,36 +17,6 @@ set(SSC_LAYER_MAP
   src/nccl         -
 )
 
-# The build enforces the map through include paths. Every file includes the tree's headers by
-# their path from the root ("src/core/errors.h"), so a layer's sources get, instead of the root,
-# a generated root of symbolic links to their own folder and the folders below it
-# (<build>/layers/src_comm/ for src/comm). An include that goes up a layer then does not
-# compile; the public headers (include/) and the generated ones are seen by every layer.
-set(_ssc_folders)
-set(_ssc_targets)
-list(LENGTH SSC_LAYER_MAP _n)
-math(EXPR _last "${_n} - 1")
-foreach(_i RANGE 0 ${_last} 2)
-  math(EXPR _j "${_i} + 1")
-  list(GET SSC_LAYER_MAP ${_i} _folder)
-  list(GET SSC_LAYER_MAP ${_j} _target)
-  list(APPEND _ssc_folders ${_folder})
-  if(NOT _target STREQUAL "-")
-    list(APPEND _ssc_targets ${_target})
-  endif()
-  string(REPLACE "/" "_" _name ${_folder})
-  set(_root ${PROJECT_BINARY_DIR}/layers/${_name})
-  foreach(_below IN LISTS _ssc_folders)
-    get_filename_component(_parent ${_root}/${_below} DIRECTORY)
-    file(MAKE_DIRECTORY ${_parent})
-    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${_below} ${_root}/${_below} SYMBOLIC)
-  endforeach()
-endforeach()
-# The object libraries in map order; libstarscream.so and its static twin take them all.
-set(SSC_LAYERS ${_ssc_targets})
-unset(_ssc_folders)
-unset(_ssc_targets)
-
 # ssc_layer_includes(target folder): target's sources see the layer `folder` and those below it.
 function(ssc_layer_includes target folder)
   string(REPLACE "/" "_" _name ${folder})
@@ -57,13 +27,33 @@ function(ssc_layer_includes target folder)
     $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/layers/${_name}>)
 endfunction()
 
-# The layers' object libraries. Each links the layer below it: what a layer needs from outside
-# (hwloc, the GPU runtime) reaches the layers above, never the other way.
+# For each layer, bottom first:
+#  - its root. The build enforces the map through include paths. Every file includes the tree's
+#    headers by their path from the root ("src/core/errors.h"), so a layer's sources get, instead
+#    of the root, a generated root of symbolic links to their own folder and the folders below it
+#    (<build>/layers/src_comm/ for src/comm). An include that goes up a layer then does not
+#    compile; the public headers (include/) and the generated ones are seen by every layer.
+#  - its object library, which links the layer below it: what a layer needs from outside (hwloc,
+#    the GPU runtime) reaches the layers above, never the other way.
+# SSC_LAYERS: the object libraries in map order; libstarscream.so and its static twin take them
+# all.
+set(SSC_LAYERS)
+set(_folders)
 set(_below "")
+list(LENGTH SSC_LAYER_MAP _n)
+math(EXPR _last "${_n} - 1")
 foreach(_i RANGE 0 ${_last} 2)
   math(EXPR _j "${_i} + 1")
   list(GET SSC_LAYER_MAP ${_i} _folder)
   list(GET SSC_LAYER_MAP ${_j} _target)
+  list(APPEND _folders ${_folder})
+  string(REPLACE "/" "_" _name ${_folder})
+  set(_root ${PROJECT_BINARY_DIR}/layers/${_name})
+  foreach(_f IN LISTS _folders)
+    get_filename_component(_parent ${_root}/${_f} DIRECTORY)
+    file(MAKE_DIRECTORY ${_parent})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${_f} ${_root}/${_f} SYMBOLIC)
+  endforeach()
   if(_target STREQUAL "-")
     continue()
   endif()
@@ -80,7 +70,9 @@ foreach(_i RANGE 0 ${_last} 2)
                           ${CMAKE_DL_LIBS} rt)
   endif()
   set(_below ${_target})
+  list(APPEND SSC_LAYERS ${_target})
 endforeach()
+unset(_folders)
 unset(_below)
 unset(_n)
 unset(_last)

@@ -137,6 +137,17 @@ sscResult_t agreeOnSettings(sscComm* comm) {
   return differ ? reportSettingsThatDiffer(comm, settings) : sscSuccess;
 }
 
+// The verdict that a peer died, aborted or was given up on, recorded on comm and on its split
+// children still in their init, which it aborts (their own watch does not run yet).
+void notePeerGone(sscComm* comm, const std::string& why) {
+  comm->failures.notePeerGone(why);
+  std::lock_guard<std::mutex> g(comm->mu);
+  for (sscComm* child : comm->initChildren) {
+    child->failures.notePeerGone(why);
+    child->abortFlag.store(true);
+  }
+}
+
 // Runs on the peer watch's thread, for a peer whose heartbeat stopped (stopped, frozen, or on a
 // stalled host), or for this rank itself when the others declared it so while it was stopped.
 // As for an abort: every wait ends (work in flight fails naming the rank and its host), new calls
@@ -145,14 +156,7 @@ sscResult_t agreeOnSettings(sscComm* comm) {
 // whatever it was waiting for), before anything else it learns on resuming.
 void commOnPeerUnresponsive(sscComm* comm, const PeerEvent& e) {
   if (e.rank == comm->rank) commSetAsyncError(comm, sscRemoteError, e.detail);
-  comm->failures.notePeerGone(e.detail);
-  {
-    std::lock_guard<std::mutex> g(comm->mu);
-    for (sscComm* child : comm->initChildren) {
-      child->failures.notePeerGone(e.detail);
-      child->abortFlag.store(true);
-    }
-  }
+  notePeerGone(comm, e.detail);
   comm->abortFlag.store(true);
   SSC_LOG(kWarn, "rank {}: {}", comm->rank, e.detail);
 }
@@ -185,21 +189,14 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
   }
   if (e.kind == PeerEventKind::kLeft) {
     comm->failures.notePeerLeft(what);
-  } else {
-    comm->failures.notePeerGone(what);
-    std::lock_guard<std::mutex> g(comm->mu);
-    for (sscComm* child : comm->initChildren) {
-      child->failures.notePeerGone(what);
-      child->abortFlag.store(true);
-    }
-  }
-  if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
-  if (e.kind != PeerEventKind::kLeft) comm->abortFlag.store(true);
-  // A departure is how every orderly teardown looks from the other ranks: not worth a warning.
-  if (e.kind == PeerEventKind::kLeft)
+    // A departure is how every orderly teardown looks from the other ranks: not worth a warning.
     SSC_LOG(kInfo, "rank {}: {}", comm->rank, what);
-  else
-    SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
+    return;
+  }
+  notePeerGone(comm, what);
+  if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
+  comm->abortFlag.store(true);
+  SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
 }
 }  // namespace
 

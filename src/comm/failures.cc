@@ -8,9 +8,9 @@ namespace ssc {
 bool FailureRecord::recordError(sscResult_t code, const std::string& message) {
   std::lock_guard<std::mutex> g(mu_);
   // The code changes only under this lock (here and in initStarted/initSucceeded), so the
-  // message read with it belongs to it.
-  int expected = sscSuccess;
-  if (!code_.compare_exchange_strong(expected, code) && expected != sscInProgress) return false;
+  // message read with it belongs to it, and a plain read and store are enough.
+  const int now = code_.load();
+  if (now != sscSuccess && now != sscInProgress) return false;  // the first error stays
   code_.store(code);
   message_ = message;
   return true;
@@ -23,8 +23,7 @@ void FailureRecord::initStarted() {
 
 void FailureRecord::initSucceeded() {
   std::lock_guard<std::mutex> g(mu_);
-  int expected = sscInProgress;
-  code_.compare_exchange_strong(expected, sscSuccess);
+  if (code_.load() == sscInProgress) code_.store(sscSuccess);
 }
 
 std::string FailureRecord::message() const {
