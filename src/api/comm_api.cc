@@ -138,7 +138,13 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
   // afterwards is for the next communicator.
   comm->settings = settings;
   // The communicator's device: the one asked for (sscCommInitAll), else the caller's current one.
-  if (device >= 0) comm->backend->bindDevice(device);
+  if (device >= 0) {
+    const sscResult_t r = comm->backend->bindDevice(device);
+    if (r != sscSuccess) {
+      deleteComm(comm);
+      return r;
+    }
+  }
   comm->device = comm->backend->deviceIndex();
   if (topoOverride != nullptr) {
     comm->topo = *topoOverride;
@@ -150,8 +156,8 @@ sscResult_t initRank(const char* fn, sscComm_t* out, int nranks, const sscUnique
     try {
       comm->initThread = commStartThread([comm, id, nranks, rank] {
         // A new thread starts on device 0: bind the caller's device first.
-        comm->backend->bindDevice(comm->device);
-        const sscResult_t r = initGuarded(comm, id, nranks, rank);
+        sscResult_t r = comm->backend->bindDevice(comm->device);
+        if (r == sscSuccess) r = initGuarded(comm, id, nranks, rank);
         if (r == sscSuccess)
           comm->failures.initSucceeded();
         else

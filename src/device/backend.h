@@ -202,7 +202,10 @@ class Backend {
   virtual DeviceServices* services() { return nullptr; }
 
   // Makes `device` the calling thread's current device (init threads, sscCommInitAll's devlist).
-  virtual void bindDevice(int device) { (void)device; }
+  virtual sscResult_t bindDevice(int device) {
+    (void)device;
+    return sscSuccess;
+  }
 
   // The device view of the word the communicator's kernels poll for sscCommAbort (set by the
   // backend when the communicator is aborted, never cleared), for kernels of higher layers that

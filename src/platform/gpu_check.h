@@ -9,6 +9,7 @@
 #include <string>
 
 #include "src/core/errors.h"
+#include "src/core/log.h"
 #include "src/platform/gpu_runtime.h"
 
 namespace ssc {
@@ -35,4 +36,18 @@ inline sscResult_t gpuFail(const char* file, int line, const char* call, hipErro
     const hipError_t ssc_gpu_err_ = (call);                                                     \
     if (ssc_gpu_err_ != hipSuccess)                                                             \
       return ::ssc::gpuFail(__FILE__, __LINE__, #call, ssc_gpu_err_, fmt::format(__VA_ARGS__)); \
+  } while (0)
+
+// For teardown (destructors, the unwinding of a half-done setup): a free, destroy or unmap that
+// fails there leaves nothing the caller could undo or report (a destructor has no result, and at
+// process exit the context may already be gone), so the failure is logged at INFO with its place
+// and the runtime's last-error slot is cleared, so that the next unrelated call does not report it.
+#define SSC_GPU_RELEASE(call)                                                                   \
+  do {                                                                                          \
+    const hipError_t ssc_gpu_err_ = (call);                                                     \
+    if (ssc_gpu_err_ != hipSuccess) {                                                           \
+      (void)hipGetLastError();                                                                  \
+      SSC_LOG(kInfo, "teardown: {} failed: {} ({}:{})", #call, hipGetErrorString(ssc_gpu_err_), \
+              ::ssc::baseName(__FILE__), __LINE__);                                             \
+    }                                                                                           \
   } while (0)

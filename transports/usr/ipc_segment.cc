@@ -8,7 +8,7 @@
 
 #include "transports/peer_view.h"
 #include "src/core/errors.h"
-#include "src/platform/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
 #include "transports/xgmi/peer_link.h"
 
 namespace ssc::gpu {
@@ -41,9 +41,9 @@ IpcSegment::~IpcSegment() {
   for (size_t r = 0; r < maps_.size(); ++r) {
     if (maps_[r] == nullptr) continue;
     if (static_cast<int>(r) == rank_)
-      (void)hipFree(maps_[r]);
+      SSC_GPU_RELEASE(hipFree(maps_[r]));
     else
-      (void)hipIpcCloseMemHandle(maps_[r]);
+      SSC_GPU_RELEASE(hipIpcCloseMemHandle(maps_[r]));
   }
 }
 

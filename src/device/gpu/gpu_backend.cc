@@ -52,8 +52,8 @@ class GpuResources : public CommResources {
     // which may wait on peers that are themselves waiting here.
     (void)order.drain();
     plans.reset();
-    if (scratch_ != nullptr) (void)hipFree(scratch_);
-    for (void* p : oldScratch_) (void)hipFree(p);
+    if (scratch_ != nullptr) SSC_GPU_RELEASE(hipFree(scratch_));
+    for (void* p : oldScratch_) SSC_GPU_RELEASE(hipFree(p));
     sym.reset();  // unmaps peers' registered buffers (no kernel can use them any more)
   }
   size_t chunkBytes() const override { return conns->shape().chunkBytes(); }
@@ -388,8 +388,9 @@ class GpuBackend : public Backend {
     return gpu::retainUntilGraphDestroyed(static_cast<hipStream_t>(stream), std::move(release));
   }
 
-  void bindDevice(int device) override {
-    if (device >= 0) (void)hipSetDevice(device);
+  sscResult_t bindDevice(int device) override {
+    if (device >= 0) SSC_GPU_CHECK(hipSetDevice(device), "making device {} current", device);
+    return sscSuccess;
   }
 
   DeviceServices* services() override { return gpuServices(); }

@@ -24,6 +24,8 @@ hipDataType blasType(sscDataType_t t) {
 
 }  // namespace
 
+// Teardown: a destroy that fails leaves nothing to undo (the BLAS library's statuses are not the
+// runtime's, so SSC_GPU_RELEASE does not apply).
 Blas::~Blas() {
   if (lt_ != nullptr) (void)hipblasLtDestroy(lt_);
 }

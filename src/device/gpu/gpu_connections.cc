@@ -36,10 +36,9 @@ struct Layout {
 }  // namespace
 
 GpuConnections::~GpuConnections() {
-  // A destructor has no caller to report to: a free that fails leaves nothing to do.
-  if (conns_ != nullptr) (void)hipFree(conns_);
-  if (p2pScratch_ != nullptr) (void)hipFree(p2pScratch_);
-  if (errorHost_ != nullptr) (void)hipHostFree(const_cast<uint32_t*>(errorHost_));
+  if (conns_ != nullptr) SSC_GPU_RELEASE(hipFree(conns_));
+  if (p2pScratch_ != nullptr) SSC_GPU_RELEASE(hipFree(p2pScratch_));
+  if (errorHost_ != nullptr) SSC_GPU_RELEASE(hipHostFree(const_cast<uint32_t*>(errorHost_)));
 }
 
 sscResult_t GpuConnections::create(CommView* comm, const FifoShape& shape,

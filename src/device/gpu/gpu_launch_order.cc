@@ -13,7 +13,7 @@ DeviceGuard::DeviceGuard(int device) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) (void)hipSetDevice(previous_);  // a destructor: no caller to report to
+  if (previous_ >= 0) SSC_GPU_RELEASE(hipSetDevice(previous_));
 }
 
 // A constructor and a destructor cannot report: were the exchange to fail, a call the capture
@@ -46,7 +46,7 @@ bool retainUntilGraphDestroyed(hipStream_t stream, std::function<void()> release
 }
 
 LaunchOrder::~LaunchOrder() {
-  if (last_ != nullptr) (void)hipEventDestroy(last_);  // a destructor: no caller to report to
+  if (last_ != nullptr) SSC_GPU_RELEASE(hipEventDestroy(last_));
 }
 
 sscResult_t LaunchOrder::before(hipStream_t stream, bool capturing) {

@@ -42,8 +42,7 @@ struct GpuNetStaging::Region {
 
 GpuNetStaging::~GpuNetStaging() {
   proxy_.reset();  // it reads and writes the staging memory
-  // A destructor has no caller to report to: a free that fails leaves nothing to do.
-  if (host_ != nullptr) (void)hipHostFree(host_);
+  if (host_ != nullptr) SSC_GPU_RELEASE(hipHostFree(host_));
 }
 
 char* GpuNetStaging::regionHost(int channel, int peer) const {

@@ -133,15 +133,15 @@ DevStep devStep(const Step& s) {
 
 PlanCache::~PlanCache() {
   clear();
-  if (uploadStream_ != nullptr) (void)hipStreamDestroy(uploadStream_);
+  if (uploadStream_ != nullptr) SSC_GPU_RELEASE(hipStreamDestroy(uploadStream_));
 }
 
 // Only after the communicator's work has drained (the destructor runs after it; get() drains
 // first): hipFree waits for the whole device.
 void PlanCache::clear() {
   for (auto& [key, e] : entries_) {
-    if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
-    if (e.dev.p2pOps != nullptr) (void)hipFree(e.dev.p2pOps);
+    if (e.dev.steps != nullptr) SSC_GPU_RELEASE(hipFree(e.dev.steps));
+    if (e.dev.p2pOps != nullptr) SSC_GPU_RELEASE(hipFree(e.dev.p2pOps));
   }
   entries_.clear();
   uploaded_ = 0;
@@ -160,7 +160,7 @@ sscResult_t PlanCache::upload(const void* data, size_t bytes, void** out) {
   if (r == hipSuccess) r = hipMemcpyAsync(dev, data, bytes, hipMemcpyHostToDevice, uploadStream_);
   if (r == hipSuccess) r = hipStreamSynchronize(uploadStream_);
   if (r != hipSuccess) {
-    if (dev != nullptr) (void)hipFree(dev);
+    if (dev != nullptr) SSC_GPU_RELEASE(hipFree(dev));
     return SSC_GPU_FAIL(r, "uploading a plan of {} bytes", bytes);
   }
   *out = dev;
@@ -219,7 +219,7 @@ sscResult_t PlanCache::get(const std::shared_ptr<const RankPlan>& plan, size_t e
       if (!ops.empty()) {
         const sscResult_t r = upload(ops.data(), ops.size() * sizeof(DevP2pOp), &dev);
         if (r != sscSuccess) {
-          if (e.dev.steps != nullptr) (void)hipFree(e.dev.steps);
+          if (e.dev.steps != nullptr) SSC_GPU_RELEASE(hipFree(e.dev.steps));
           return r;
         }
       }

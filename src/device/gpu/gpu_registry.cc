@@ -6,7 +6,7 @@
 #include "src/device/backend.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
-#include "src/platform/gpu_runtime.h"
+#include "src/platform/gpu_check.h"
 
 namespace ssc::gpu {
 
@@ -84,8 +84,7 @@ void ImportCache::close(void* mapped) {
   if (m == byMapped_.end()) return;
   auto it = byHandle_.find(m->second);
   if (--it->second.refs > 0) return;
-  // close returns nothing: an unmapping that fails leaves nothing for the caller to do.
-  (void)hipIpcCloseMemHandle(mapped);
+  SSC_GPU_RELEASE(hipIpcCloseMemHandle(mapped));
   byHandle_.erase(it);
   byMapped_.erase(m);
 }

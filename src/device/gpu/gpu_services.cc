@@ -149,6 +149,7 @@ class GpuServices final : public DeviceServices {
     *out = sscGpuTimerTicksPerSecond(device);
     return sscSuccess;
   }
+  // Reading the runtime's error slot clears it.
   void clearRuntimeError() override { (void)hipGetLastError(); }
 };
 
