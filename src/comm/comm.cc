@@ -423,14 +423,9 @@ sscResult_t commSetUpPeerCache(sscComm* comm) {
   // runs the handshake; every condition is the same on every rank.
   if (comm->backend->oneCopyP2p()) {
     std::unique_ptr<P2pDirectory> directory;
-    const auto idle = [comm] {
-      {
-        std::lock_guard<std::mutex> g(comm->mu);
-        if (comm->pending != 0) return false;
-      }
-      return comm->backend->queuedWorkDone(comm);
-    };
-    SSC_CHECK(P2pDirectory::createShared(comm, runtime, idle, &directory));
+    WorkClock work{[comm] { return comm->backend->workIssued(comm); },
+                   [comm](uint64_t t) { return comm->backend->workFinished(comm, t); }};
+    SSC_CHECK(P2pDirectory::createShared(comm, runtime, std::move(work), &directory));
     comm->p2pDirectory.reset(directory.release());
   }
   return sscSuccess;

@@ -167,11 +167,17 @@ class Backend {
     return sscSuccess;
   }
 
-  // Whether every operation of comm queued so far has finished, without waiting (the one-copy
-  // directory changes a mapping only then). Backends that count their work in the
-  // communicator's `pending` (the host's) need nothing more: the caller checks that too.
-  virtual bool queuedWorkDone(CommView* comm) {
+  // Work tickets, for the one-copy directory (it changes a mapping once the operations that may
+  // use it have finished, without ever waiting for them). workIssued: a count of comm's
+  // operations queued so far (outside graphs); workFinished(comm, t): whether the first t of
+  // them have all finished. A backend without its own count answers 0 and true: its work is done
+  // when the call returns.
+  virtual uint64_t workIssued(CommView* comm) {
     (void)comm;
+    return 0;
+  }
+  virtual bool workFinished(CommView* comm, uint64_t ticket) {
+    (void)comm, (void)ticket;
     return true;
   }
 

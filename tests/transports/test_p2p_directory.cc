@@ -2,9 +2,10 @@
 // The directory of receive buffers behind one-copy point-to-point (transports/usr/p2p_directory.h),
 // over a fake runtime: ranks are objects in one process sharing one segment, allocations are
 // fake address ranges (nothing is dereferenced). What it must guarantee: a receive is offered
-// only once its sender confirmed the mapping, never at a stale address; entries change only while
-// their rank has no work queued; pinned entries stay; memory that cannot be exported is never
-// offered.
+// only once its sender confirmed the mapping, never at a stale address; an entry or a mapping
+// changes only once the work its rank queued before deciding to change it has finished, and then
+// does even while newer work stays queued (a loop that never lets its rank go idle); pinned
+// entries stay; memory that cannot be exported is never offered.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -84,15 +85,23 @@ class FakeRuntime : public PeerMemoryRuntime {
   uint64_t nextId_ = 0;
 };
 
+// A rank's work tickets: `issued` operations queued, the first `finished` of them done.
+struct Clock {
+  uint64_t issued = 0, finished = 0;
+  void queue() { ++issued; }
+  void finishAll() { finished = issued; }
+};
+
 struct World {
   explicit World(int n) : segment(P2pDirectory::segmentBytes(n) + 64, 0) {
     char* base = segment.data() + (64 - reinterpret_cast<uintptr_t>(segment.data()) % 64) % 64;
     for (int r = 0; r < n; ++r) {
       runtimes.push_back(std::make_unique<FakeRuntime>(r));
-      idle.push_back(std::make_unique<bool>(true));
-      bool* on = idle.back().get();
-      dirs.push_back(
-          std::make_unique<P2pDirectory>(base, r, n, runtimes.back().get(), [on] { return *on; }));
+      clocks.push_back(std::make_unique<Clock>());
+      Clock* c = clocks.back().get();
+      dirs.push_back(std::make_unique<P2pDirectory>(
+          base, r, n, runtimes.back().get(),
+          WorkClock{[c] { return c->issued; }, [c](uint64_t t) { return t <= c->finished; }}));
     }
   }
   uint64_t offer(int owner, int sender, uintptr_t p, size_t bytes, int* pin = nullptr) {
@@ -106,7 +115,7 @@ struct World {
   }
   std::vector<char> segment;
   std::vector<std::unique_ptr<FakeRuntime>> runtimes;
-  std::vector<std::unique_ptr<bool>> idle;
+  std::vector<std::unique_ptr<Clock>> clocks;
   std::vector<std::unique_ptr<P2pDirectory>> dirs;
 };
 
@@ -140,30 +149,76 @@ TEST(P2pDirectory, MemoryThatCannotBeExportedIsNeverOffered) {
   EXPECT_EQ(w.offer(1, 1, kBuf, 100), 0u) << "to itself";
 }
 
-TEST(P2pDirectory, ReusedMemoryIsRetiredOnlyWhenIdleAndTheStaleMappingClosed) {
+TEST(P2pDirectory, ReusedMemoryIsRetiredOnceEarlierWorkFinishedAndTheStaleMappingClosed) {
   World w(2);
   w.runtimes[1]->alloc(kBuf, 1 << 20);
   w.offer(1, 0, kBuf, 100);
   w.refresh(0, {1});
   ASSERT_NE(w.offer(1, 0, kBuf, 100), 0u);
+  w.clocks[1]->queue();  // the owner's work naming the entry, not finished
   // The owner frees the allocation and gets another at the same address.
   w.runtimes[1]->free(kBuf);
   w.runtimes[1]->alloc(kBuf, 1 << 20);
-  *w.idle[1] = false;  // work queued: an offer naming the old entry may be in flight
   EXPECT_EQ(w.offer(1, 0, kBuf, 100), 0u);
-  EXPECT_EQ(w.runtimes[1]->exports, 1) << "the entry changed while work was queued";
-  *w.idle[1] = true;
+  EXPECT_EQ(w.runtimes[1]->exports, 1) << "the entry changed while an offer could be in flight";
+  w.clocks[1]->queue();       // the receive just made, through the FIFOs
+  w.clocks[1]->finished = 1;  // the work queued before the decision: done; newer work is not
   EXPECT_EQ(w.offer(1, 0, kBuf, 100), 0u) << "retired and exported again";
-  EXPECT_EQ(w.runtimes[1]->exports, 2);
-  // The sender withdraws its confirmation at once, closes only when its own work is done.
-  *w.idle[0] = false;
+  EXPECT_EQ(w.runtimes[1]->exports, 2) << "waited for work queued after the decision";
+  // The sender withdraws its confirmation at once and closes once the work it had queued when it
+  // saw the change has finished, though its newer work keeps it busy.
+  w.clocks[0]->queue();
+  w.refresh(0, {1});
+  EXPECT_EQ(w.runtimes[0]->closes, 0) << "closed under a push that may still be queued";
+  EXPECT_EQ(w.offer(1, 0, kBuf, 100), 0u) << "never the stale address";
+  w.clocks[0]->queue();
   w.refresh(0, {1});
   EXPECT_EQ(w.runtimes[0]->closes, 0);
-  EXPECT_EQ(w.offer(1, 0, kBuf, 100), 0u) << "never the stale address";
-  *w.idle[0] = true;
+  w.clocks[0]->finished = 1;  // one launch still queued
+  w.clocks[0]->queue();
+  w.refresh(0, {1});
+  EXPECT_EQ(w.runtimes[0]->closes, 1) << "waited for work queued after it saw the change";
+  EXPECT_EQ(w.runtimes[0]->openNow(), 1u) << "the new allocation, mapped in the same refresh";
+  EXPECT_EQ(w.offer(1, 0, kBuf, 100), FakeRuntime::mappedAt(1, 1002));
+}
+
+TEST(P2pDirectory, NothingClosesWhileCapturing) {
+  World w(2);
+  w.runtimes[1]->alloc(kBuf, 1 << 20);
+  w.offer(1, 0, kBuf, 100);
+  w.refresh(0, {1});
+  w.runtimes[1]->free(kBuf);
+  w.runtimes[1]->alloc(kBuf, 1 << 20);
+  EXPECT_EQ(w.offer(1, 0, kBuf, 100), 0u);  // nothing queued anywhere: retired at once
+  w.refresh(0, {1}, /*capturing=*/true);
+  EXPECT_EQ(w.runtimes[0]->closes, 0);
+  EXPECT_EQ(w.offer(1, 0, kBuf, 100), 0u);
   w.refresh(0, {1});
   EXPECT_EQ(w.runtimes[0]->closes, 1);
-  EXPECT_EQ(w.offer(1, 0, kBuf, 100), FakeRuntime::mappedAt(1, 1002));
+  EXPECT_NE(w.offer(1, 0, kBuf, 100), 0u);
+}
+
+TEST(P2pDirectory, AnEvictionIsCalledOffWhenTheEntryIsWantedAgain) {
+  World w(2);
+  const int n = P2pDirectory::kSlots;
+  const auto at = [](int i) { return kBuf + (static_cast<uintptr_t>(i) << 24); };
+  for (int i = 0; i <= n; ++i) w.runtimes[1]->alloc(at(i), 4096);
+  for (int i = 0; i < n; ++i) w.offer(1, 0, at(i), 64);
+  w.refresh(0, {1});
+  w.clocks[1]->queue();  // a launch naming every entry, unfinished
+  EXPECT_EQ(w.offer(1, 0, at(n), 64), 0u) << "evicts entry 0, once that launch finished";
+  EXPECT_EQ(w.dirs[1]->stats().evictions, 1u);
+  w.clocks[1]->queue();
+  EXPECT_NE(w.offer(1, 0, at(0), 64), 0u) << "entry 0 wanted again: still mapped, still offered";
+  w.clocks[1]->queue();
+  w.clocks[1]->finishAll();
+  EXPECT_EQ(w.offer(1, 0, at(n), 64), 0u) << "another entry goes instead";
+  EXPECT_EQ(w.dirs[1]->stats().evictions, 2u);
+  EXPECT_EQ(w.runtimes[1]->exports, n + 1);
+  w.refresh(0, {1});
+  EXPECT_EQ(w.runtimes[0]->closes, 1) << "the evicted entry's mapping";
+  EXPECT_NE(w.offer(1, 0, at(0), 64), 0u) << "entry 0 kept";
+  EXPECT_NE(w.offer(1, 0, at(n), 64), 0u);
 }
 
 TEST(P2pDirectory, LeastRecentlyUsedGoesAndPinnedEntriesStay) {
@@ -178,6 +233,8 @@ TEST(P2pDirectory, LeastRecentlyUsedGoesAndPinnedEntriesStay) {
   std::shared_ptr<P2pDirectory::Pin> pin = w.dirs[1]->pin(pinned);
   for (int i = 1; i < n; ++i)
     w.offer(1, 0, kBuf + (static_cast<uintptr_t>(i) << 24), 64);  // 0 is oldest now
+  w.clocks[1]->queue();  // those offers' launch, finished: the next offer is another launch's
+  w.clocks[1]->finishAll();
   EXPECT_EQ(w.offer(1, 0, kBuf + (static_cast<uintptr_t>(n) << 24), 64), 0u);
   EXPECT_EQ(w.dirs[1]->stats().evictions, 1u);
   EXPECT_NE(w.offer(1, 0, kBuf, 64), 0u) << "the pinned entry was evicted";

@@ -44,12 +44,12 @@ size_t P2pDirectory::segmentBytes(int nranks) {
 }
 
 P2pDirectory::P2pDirectory(void* segment, int rank, int nranks, PeerMemoryRuntime* runtime,
-                           std::function<bool()> idle)
+                           WorkClock work)
     : seg_(static_cast<char*>(segment)),
       rank_(rank),
       nranks_(nranks),
       runtime_(runtime),
-      idle_(std::move(idle)),
+      work_(std::move(work)),
       own_(kSlots),
       pins_(new std::atomic<int>[kSlots]),
       mapped_(static_cast<size_t>(nranks), std::vector<Mapped>(kSlots)) {
@@ -70,13 +70,17 @@ P2pDirectory::Confirm* P2pDirectory::confirm(int owner, int sender, int s) const
   return base + (static_cast<size_t>(owner) * nranks_ + sender) * kSlots + s;
 }
 
-// Finds a slot for the new allocation `a` (a free one, else the least recently offered one that
-// no graph pins) and exports it there. Slots of this owner whose allocation overlaps `a` held
-// memory that was freed and reused: they are retired at the same time. *out = -1 when every slot
-// is pinned, or a slot would have to change while this rank's work is queued (the receive takes
-// the FIFOs; a later launch tries again).
+// Finds a slot for the new allocation `a` (a free one, else one already retiring, else the least
+// recently offered one that no graph pins and no offer of the launch being built names) and
+// exports it there. Slots of this owner whose allocation overlaps `a` held memory that was freed
+// and reused: they are retired at the same time. A slot to change stops being offered at once
+// and changes once the work queued before that has finished (offers naming it may be in flight
+// there; a sender closes its mapping when it sees the generation change). *out = -1 until then,
+// and when every slot is pinned or in use by this launch: the receive takes the FIFOs, and a
+// later launch tries again.
 sscResult_t P2pDirectory::claimSlot(const PeerAllocation& a, int* out) {
   *out = -1;
+  const uint64_t now = work_.issued();
   std::vector<int> retire;
   for (int s = 0; s < kSlots; ++s) {
     const Own& o = own_[s];
@@ -87,17 +91,28 @@ sscResult_t P2pDirectory::claimSlot(const PeerAllocation& a, int* out) {
   for (int s = 0; s < kSlots && target < 0; ++s)
     if (own_[s].gen == 0) target = s;
   if (target < 0 && !retire.empty()) target = retire.front();
+  for (int s = 0; s < kSlots && target < 0; ++s)
+    if (own_[s].retiring && pins_[s].load() == 0) target = s;
   if (target < 0) {
     for (int s = 0; s < kSlots; ++s)
-      if (pins_[s].load() == 0 && (target < 0 || own_[s].lastUse < own_[target].lastUse))
+      if (pins_[s].load() == 0 && own_[s].lastTicket < now &&
+          (target < 0 || own_[s].lastUse < own_[target].lastUse))
         target = s;
     if (target < 0) return sscSuccess;
-    retire.push_back(target);
     ++stats_.evictions;
   }
-  // Offers naming these slots may be in flight in this rank's queued work: change them only
-  // once it has finished (a sender closes its mapping when it sees the generation change).
-  if (!retire.empty() && idle_ && !idle_()) return sscSuccess;
+  if (own_[target].gen != 0 && std::find(retire.begin(), retire.end(), target) == retire.end())
+    retire.push_back(target);
+  bool finished = true;
+  for (int s : retire) {
+    Own& o = own_[s];
+    if (!o.retiring) {
+      o.retiring = true;
+      o.retireTicket = now;
+    }
+    if (!work_.finished(o.retireTicket)) finished = false;
+  }
+  if (!finished) return sscSuccess;
   for (int s : retire) {
     slot(rank_, s)->gen.store(0, std::memory_order_release);
     own_[s] = Own{};
@@ -106,6 +121,7 @@ sscResult_t P2pDirectory::claimSlot(const PeerAllocation& a, int* out) {
   o.alloc = a;
   o.gen = ++nextGen_;
   o.lastUse = clock_;
+  o.lastTicket = now;
   Slot* sl = slot(rank_, target);
   sl->gen.store(0, std::memory_order_release);
   uint8_t handle[kPeerHandleBytes];
@@ -143,7 +159,11 @@ sscResult_t P2pDirectory::offer(int sender, const void* p, size_t bytes, uint64_
     if (own_[i].gen != 0 && own_[i].alloc.id == a.id && own_[i].alloc.base == a.base) s = i;
   if (s < 0) return claimSlot(a, &s);  // the sender maps it at its next launch
   Own& o = own_[s];
+  // Chosen for eviction but wanted again: nothing has changed yet (the generation changes only
+  // once the ticket finished), so the eviction is called off and another slot is chosen.
+  o.retiring = false;
   o.lastUse = clock_;
+  o.lastTicket = work_.issued();
   if (o.failed) return sscSuccess;
   const Confirm* c = confirm(rank_, sender, s);
   if (c->gen.load(std::memory_order_acquire) != o.gen) return sscSuccess;
@@ -177,19 +197,23 @@ sscResult_t P2pDirectory::refresh(const std::vector<int>& owners, bool capturing
         m = Mapped{};
     }
   }
-  // The owner changed these slots once its work had finished. Withdraw the confirmations now;
-  // close (a push of ours may still be running) once this rank's work has finished too, never
-  // while capturing: until then the slot stays unconfirmed and its receives take the FIFOs.
-  for (const Change& c : stale)
-    confirm(c.owner, rank_, c.s)->gen.store(0, std::memory_order_release);
-  if (!stale.empty() && !capturing && (!idle_ || idle_())) {
-    for (const Change& c : stale) {
-      Mapped& m = mapped_[c.owner][c.s];
-      runtime_->close(m.at, m.alloc);
-      ++stats_.closes;
-      m = Mapped{};
-      fresh.push_back(c);
+  // The owner changed these slots once its work that could offer them had finished. Withdraw
+  // the confirmations now; close (a push of ours into an earlier offer may still be queued) once
+  // the work this rank had queued by now has finished, never while capturing: until then the
+  // slot stays unconfirmed and its receives take the FIFOs.
+  const uint64_t now = stale.empty() ? 0 : work_.issued();
+  for (const Change& c : stale) {
+    Mapped& m = mapped_[c.owner][c.s];
+    if (!m.closing) {
+      confirm(c.owner, rank_, c.s)->gen.store(0, std::memory_order_release);
+      m.closing = true;
+      m.closeTicket = now;
     }
+    if (capturing || !work_.finished(m.closeTicket)) continue;
+    runtime_->close(m.at, m.alloc);
+    ++stats_.closes;
+    m = Mapped{};
+    fresh.push_back(c);
   }
   for (const Change& c : fresh) {
     Slot* sl = slot(c.owner, c.s);
@@ -254,8 +278,7 @@ struct Where {
 };
 }  // namespace
 
-sscResult_t P2pDirectory::createShared(PeerView* comm, PeerMemoryRuntime* runtime,
-                                       std::function<bool()> idle,
+sscResult_t P2pDirectory::createShared(PeerView* comm, PeerMemoryRuntime* runtime, WorkClock work,
                                        std::unique_ptr<P2pDirectory>* out) {
   out->reset();
   const int n = comm->nranks, me = comm->rank;
@@ -285,7 +308,7 @@ sscResult_t P2pDirectory::createShared(PeerView* comm, PeerMemoryRuntime* runtim
               why.empty() ? "another rank could not map it" : why);
     return r;
   }
-  auto d = std::make_unique<P2pDirectory>(mem, me, n, runtime, std::move(idle));
+  auto d = std::make_unique<P2pDirectory>(mem, me, n, runtime, std::move(work));
   d->mappedBytes_ = bytes;
   *out = std::move(d);
   return sscSuccess;

@@ -25,14 +25,17 @@
 // earlier launch, refresh() reads exports the owner wrote at some earlier launch.
 //
 // Lifetime. A mapping is used by the sender only while an offer naming it is in flight, and an
-// offer is in flight only while the owner's work is queued. So the owner changes a slot (evicts
-// it for another allocation, or retires it because its memory was freed and reused) only while
-// none of its own work is queued, and marks the slot first; the sender closes its mapping when it
-// sees the mark, again only while none of its own work is queued. Both check and never wait (a
-// wait for queued work could wait for a peer's host, the deadlock this design avoids): until
-// then the receive takes the FIFOs. Offers made while capturing a CUDA/HIP graph are replayed for
-// as long as the graph lives: their slots are pinned (never evicted) until the graph is
-// destroyed (pin(), released by the runtime's user object through the caller).
+// offer is in flight only while work the owner queued before is unfinished. So the owner changes
+// a slot (evicts it for another allocation, or retires it because its memory was freed and
+// reused) in two steps: it stops offering the slot and takes a ticket of the work it has queued
+// so far, and changes the slot once that work has finished. The sender, seeing the change,
+// withdraws its confirmation at once and closes its mapping once the work it had queued by then
+// has finished. Both check and never wait (a wait for queued work could wait for a peer's host,
+// the deadlock this design avoids), and neither needs its rank to be idle: under a steady stream
+// of calls the change completes a call or two later, and until then the receive takes the FIFOs.
+// Offers made while capturing a CUDA/HIP graph are replayed for as long as the graph lives: their
+// slots are pinned (never evicted) until the graph is destroyed (pin(), released by the runtime's
+// user object through the caller).
 #pragma once
 
 #include <atomic>
@@ -50,6 +53,14 @@
 
 namespace ssc {
 
+// What the directory knows of its rank's work, without waiting: `issued` is a ticket for the
+// operations queued so far, `finished(t)` whether those of ticket t have all finished
+// (Backend::workIssued / workFinished).
+struct WorkClock {
+  std::function<uint64_t()> issued;
+  std::function<bool(uint64_t)> finished;
+};
+
 class P2pDirectory {
  public:
   static constexpr int kSlots = 32;  // exported allocations per owner
@@ -57,10 +68,10 @@ class P2pDirectory {
   // Bytes of the shared table for nranks ranks (zero-filled memory is the initial state).
   static size_t segmentBytes(int nranks);
 
-  // Over memory the ranks share (tests: one process, several threads). `idle` says whether this
-  // rank's work (the communicator's) has all finished; a slot or a mapping changes only then.
-  P2pDirectory(void* segment, int rank, int nranks, PeerMemoryRuntime* runtime,
-               std::function<bool()> idle);
+  // Over memory the ranks share (tests: one process, several threads). `work`: this rank's
+  // (the communicator's) work tickets; a slot or a mapping changes once the work queued before
+  // the decision to change it has finished.
+  P2pDirectory(void* segment, int rank, int nranks, PeerMemoryRuntime* runtime, WorkClock work);
   ~P2pDirectory();  // closes what is still mapped (the communicator's work must have drained)
   P2pDirectory(const P2pDirectory&) = delete;
   P2pDirectory& operator=(const P2pDirectory&) = delete;
@@ -68,11 +79,12 @@ class P2pDirectory {
   // Collective over comm's bootstrap, all ranks on one host: the lowest rank creates the table,
   // the others map it. *out stays null on every rank when any rank could not map it (then
   // point-to-point keeps the FIFOs, on every rank alike). Errors are the bootstrap's only.
-  static sscResult_t createShared(PeerView* comm, PeerMemoryRuntime* runtime,
-                                  std::function<bool()> idle, std::unique_ptr<P2pDirectory>* out);
+  static sscResult_t createShared(PeerView* comm, PeerMemoryRuntime* runtime, WorkClock work,
+                                  std::unique_ptr<P2pDirectory>* out);
 
-  // Sender side: opens the exports of `owners` not opened yet and confirms them; closes mappings
-  // of slots their owner changed, once this rank's work has finished (else at a later launch).
+  // Sender side: opens the exports of `owners` not opened yet and confirms them; withdraws the
+  // confirmations of slots their owner changed and closes their mappings once the work this
+  // rank had queued when it saw the change has finished (else at a later launch).
   // `capturing`: the launch is being captured into a graph: nothing is closed then.
   sscResult_t refresh(const std::vector<int>& owners, bool capturing);
 
@@ -117,14 +129,17 @@ class P2pDirectory {
   char* seg_;
   int rank_, nranks_;
   PeerMemoryRuntime* runtime_;
-  std::function<bool()> idle_;
+  WorkClock work_;
   size_t mappedBytes_ = 0;  // unmapped at destruction when createShared mapped it
   // Owner side (local): what each of this rank's slots holds, and its generation.
   struct Own {
     PeerAllocation alloc;
     uint64_t gen = 0;  // 0: free
     uint64_t lastUse = 0;
-    bool failed = false;  // the export failed: never offered
+    uint64_t lastTicket = 0;  // work issued when last offered: the launch being built if current
+    bool failed = false;      // the export failed: never offered
+    bool retiring = false;    // no longer offered; changes once work `retireTicket` finished
+    uint64_t retireTicket = 0;
   };
   std::vector<Own> own_;
   std::unique_ptr<std::atomic<int>[]> pins_;  // [slot]
@@ -134,7 +149,9 @@ class P2pDirectory {
     uint64_t gen = 0;
     void* at = nullptr;
     PeerAllocation alloc;
-    bool failed = false;  // opening this generation failed: not retried
+    bool failed = false;   // opening this generation failed: not retried
+    bool closing = false;  // the owner changed the slot: closed once work `closeTicket` finished
+    uint64_t closeTicket = 0;
   };
   std::vector<std::vector<Mapped>> mapped_;  // [owner][slot]
   bool released_ = false;

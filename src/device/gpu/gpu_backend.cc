@@ -362,13 +362,20 @@ class GpuBackend : public Backend {
     return handle != nullptr && handle->res->deviceScope;
   }
 
-  bool queuedWorkDone(CommView* comm) override {
+  uint64_t workIssued(CommView* comm) override {
+    auto* handle = static_cast<LiveHandle*>(comm->resources.get());
+    if (handle == nullptr) return 0;
+    std::lock_guard<std::mutex> g(handle->res->mu);
+    return handle->res->order.issued();
+  }
+
+  bool workFinished(CommView* comm, uint64_t ticket) override {
     auto* handle = static_cast<LiveHandle*>(comm->resources.get());
     if (handle == nullptr) return true;
     GpuResources* res = handle->res.get();
     std::lock_guard<std::mutex> g(res->mu);
     DeviceGuard onDevice(res->device);
-    return res->order.finished();
+    return res->order.finishedThrough(ticket);
   }
 
   // Waits for every launch of comm queued so far (finalize and destroy).

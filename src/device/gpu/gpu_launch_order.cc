@@ -46,37 +46,67 @@ bool retainUntilGraphDestroyed(hipStream_t stream, std::function<void()> release
 }
 
 LaunchOrder::~LaunchOrder() {
-  if (last_ != nullptr) SSC_GPU_RELEASE(hipEventDestroy(last_));
+  for (const Launch& l : launches_) SSC_GPU_RELEASE(hipEventDestroy(l.done));
+  for (hipEvent_t e : spare_) SSC_GPU_RELEASE(hipEventDestroy(e));
 }
 
 sscResult_t LaunchOrder::before(hipStream_t stream, bool capturing) {
-  if (!any_ || stream == lastStream_ || capturing) return sscSuccess;
-  SSC_GPU_CHECK(hipStreamWaitEvent(stream, last_, 0),
+  if (launches_.empty() || stream == lastStream_ || capturing) return sscSuccess;
+  SSC_GPU_CHECK(hipStreamWaitEvent(stream, launches_.back().done, 0),
                 "ordering a launch after the communicator's previous one (on another stream)");
   return sscSuccess;
 }
 
 sscResult_t LaunchOrder::after(hipStream_t stream, bool capturing) {
   if (capturing) return sscSuccess;
-  if (last_ == nullptr)
-    SSC_GPU_CHECK(hipEventCreateWithFlags(&last_, hipEventDisableTiming),
-                  "creating the launch-order event");
-  SSC_GPU_CHECK(hipEventRecord(last_, stream), "recording the communicator's last launch");
+  prune();
+  hipEvent_t e = nullptr;
+  if (!spare_.empty()) {
+    e = spare_.back();
+    spare_.pop_back();
+  } else {
+    SSC_GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming),
+                  "creating a launch-order event");
+  }
+  const hipError_t r = hipEventRecord(e, stream);
+  if (r != hipSuccess) {
+    spare_.push_back(e);
+    return SSC_GPU_FAIL(r, "recording the communicator's launch");
+  }
+  launches_.push_back(Launch{issued_++, e});
   lastStream_ = stream;
-  any_ = true;
   return sscSuccess;
 }
 
-bool LaunchOrder::finished() {
-  if (!any_) return true;
-  const hipError_t r = hipEventQuery(last_);
+bool LaunchOrder::done(hipEvent_t e) {
+  const hipError_t r = hipEventQuery(e);
   if (r == hipErrorNotReady) (void)hipGetLastError();  // not sticky, but keep the slot clean
   return r == hipSuccess;
 }
 
+void LaunchOrder::prune() {
+  while (launches_.size() > 1 && done(launches_.front().done)) {
+    finishedBelow_ = launches_.front().seq + 1;
+    spare_.push_back(launches_.front().done);
+    launches_.pop_front();
+  }
+}
+
+bool LaunchOrder::finishedThrough(uint64_t ticket) {
+  if (ticket <= finishedBelow_) return true;
+  if (ticket > issued_ || launches_.empty()) return false;
+  // Launch ticket - 1 is in launches_: everything below finishedBelow_ left it, and the rest
+  // stays until seen finished.
+  const Launch& l = launches_[ticket - 1 - launches_.front().seq];
+  if (!done(l.done)) return false;
+  finishedBelow_ = ticket;
+  return true;
+}
+
 sscResult_t LaunchOrder::drain() {
-  if (!any_) return sscSuccess;
-  SSC_GPU_CHECK(hipEventSynchronize(last_), "waiting for the communicator's work");
+  if (launches_.empty()) return sscSuccess;
+  SSC_GPU_CHECK(hipEventSynchronize(launches_.back().done), "waiting for the communicator's work");
+  finishedBelow_ = issued_;
   return sscSuccess;
 }
 

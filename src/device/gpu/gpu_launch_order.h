@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <vector>
 
 #include "src/platform/gpu_runtime.h"
 #include "starscream/starscream.h"
@@ -64,19 +66,36 @@ class LaunchOrder {
   // stream, `stream` waits for it (a device-side wait bound now to work already queued, so it
   // can never close a cycle). `capturing`: streamCapturing(stream), asked once per launch.
   sscResult_t before(hipStream_t stream, bool capturing);
-  // After queuing work on `stream`: remembers it as the point later launches wait for. Work
-  // captured into a graph runs when the graph is launched, which the caller orders; it is
-  // neither waited for nor recorded.
+  // After queuing work on `stream`: records it as the point later launches wait for, and as a
+  // ticket finishedThrough can test. Work captured into a graph runs when the graph is launched,
+  // which the caller orders; it is neither waited for nor counted.
   sscResult_t after(hipStream_t stream, bool capturing);
   // Blocks until everything this communicator queued so far (outside graphs) has finished.
   sscResult_t drain();
-  // Whether it has, without waiting (an error reads as not finished).
-  bool finished();
+  // The launches recorded so far (a ticket), and whether the first `ticket` of them have all
+  // finished, without waiting (an error reads as not finished). The launches run in the order
+  // they were recorded, so the last of them finishing is all of them finishing.
+  uint64_t issued() const { return issued_; }
+  bool finishedThrough(uint64_t ticket);
+  bool finished() { return finishedThrough(issued_); }
 
  private:
-  hipEvent_t last_ = nullptr;
+  // Whether the launch recorded as `done` has finished; a not-ready answer is cleared from the
+  // thread's runtime error (not sticky, but later checks must not see it).
+  static bool done(hipEvent_t done);
+  // Recycles the events of finished launches, oldest first, keeping the newest (before() waits
+  // on it).
+  void prune();
+
+  struct Launch {
+    uint64_t seq;
+    hipEvent_t done;
+  };
+  std::deque<Launch> launches_;    // recorded, not yet seen finished (the newest always kept)
+  std::vector<hipEvent_t> spare_;  // events of finished launches, to record again
+  uint64_t issued_ = 0;            // launches recorded so far
+  uint64_t finishedBelow_ = 0;     // every launch with seq < this has finished
   hipStream_t lastStream_ = nullptr;
-  bool any_ = false;  // last_ marks a real launch
 };
 
 }  // namespace ssc::gpu

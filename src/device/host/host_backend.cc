@@ -106,6 +106,20 @@ class HostBackend : public Backend {
     return true;
   }
 
+  // A ticket is the communicator's next task number; tasks run in that order.
+  uint64_t workIssued(CommView* comm) override {
+    auto* res = static_cast<HostResources*>(comm->resources.get());
+    if (res == nullptr) return 0;
+    std::lock_guard<std::mutex> g(g_submitMu);
+    return res->nextTicket;
+  }
+  bool workFinished(CommView* comm, uint64_t ticket) override {
+    auto* res = static_cast<HostResources*>(comm->resources.get());
+    if (res == nullptr) return true;
+    std::lock_guard<std::mutex> g(res->orderMu);
+    return res->doneTicket >= ticket;
+  }
+
   // Host streams are threads: the communicator's work is done when none of it is pending.
   sscResult_t drain(CommView* comm) override {
     comm->waitIdle();
