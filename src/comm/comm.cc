@@ -139,9 +139,13 @@ sscResult_t agreeOnSettings(sscComm* comm) {
 
 // The verdict that a peer died, aborted or was given up on, recorded on comm and on its split
 // children still in their init, which it aborts (their own watch does not run yet).
+// Records why on comm and aborts it, and the same on the children its split is creating. The
+// abort flag is set under mu, as commLinkChild reads it: a child linked at any moment either is
+// in the list walked here or sees the flag there, so none escapes the verdict.
 void notePeerGone(sscComm* comm, const std::string& why) {
   comm->failures.notePeerGone(why);
   std::lock_guard<std::mutex> g(comm->mu);
+  comm->abortFlag.store(true);
   for (sscComm* child : comm->initChildren) {
     child->failures.notePeerGone(why);
     child->abortFlag.store(true);
@@ -157,7 +161,6 @@ void notePeerGone(sscComm* comm, const std::string& why) {
 void commOnPeerUnresponsive(sscComm* comm, const PeerEvent& e) {
   if (e.rank == comm->rank) commSetAsyncError(comm, sscRemoteError, e.detail);
   notePeerGone(comm, e.detail);
-  comm->abortFlag.store(true);
   SSC_LOG(kWarn, "rank {}: {}", comm->rank, e.detail);
 }
 
@@ -193,9 +196,9 @@ void commOnPeerEvent(sscComm* comm, const PeerEvent& e) {
     SSC_LOG(kInfo, "rank {}: {}", comm->rank, what);
     return;
   }
-  notePeerGone(comm, what);
+  // The error first: a wait that the abort ends reads it.
   if (e.kind == PeerEventKind::kDied) commSetAsyncError(comm, sscRemoteError, what);
-  comm->abortFlag.store(true);
+  notePeerGone(comm, what);
   SSC_LOG(kWarn, "rank {}: {}", comm->rank, what);
 }
 }  // namespace
@@ -218,7 +221,11 @@ std::string commRingFailureText(sscComm* comm, sscResult_t code, const std::stri
 void commLinkChild(sscComm* parent, sscComm* child) {
   std::lock_guard<std::mutex> g(parent->mu);
   parent->initChildren.push_back(child);
-  if (parent->abortFlag.load()) child->abortFlag.store(true);
+  if (!parent->abortFlag.load()) return;
+  // Aborted before the link (notePeerGone sets the flag under mu): the child takes the verdict.
+  const std::string gone = parent->failures.peerGone();
+  if (!gone.empty()) child->failures.notePeerGone(gone);
+  child->abortFlag.store(true);
 }
 
 void commUnlinkChild(sscComm* parent, sscComm* child) {
