@@ -39,6 +39,9 @@ endfunction()
 # all.
 set(SSC_LAYERS)
 set(_folders)
+# Made afresh at every configure, so that a layer taken out of the map or a folder moved leaves no
+# link behind (the removal deletes the links, never what they point to).
+file(REMOVE_RECURSE ${PROJECT_BINARY_DIR}/layers)
 set(_below "")
 list(LENGTH SSC_LAYER_MAP _n)
 math(EXPR _last "${_n} - 1")
