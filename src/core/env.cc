@@ -184,7 +184,7 @@ constexpr Rule kRules[] = {
 
 // STARSCREAM_* names the repository's scripts and the Python package read (not the library):
 // never reported as unknown.
-constexpr const char* kScriptNames[] = {"STARSCREAM_GPU", "STARSCREAM_REPO", "STARSCREAM_LIB_DIR"};
+constexpr const char* kScriptNames[] = {"STARSCREAM_GPU", "STARSCREAM_LIB_DIR"};
 
 const Variable* find(const char* name) {
   for (const auto& v : kVariables)

@@ -84,7 +84,8 @@ uint64_t environmentReads();
 std::string checkSetValues(const Snapshot& settings);
 std::string checkSetValues();  // of the environment as it is now
 // STARSCREAM_* names in the environment that are neither in the registry nor read by the
-// repository's scripts (STARSCREAM_GPU, STARSCREAM_REPO): typos such as STARSCREAM_TIMEUOT.
+// repository's scripts and Python package (STARSCREAM_GPU, STARSCREAM_LIB_DIR): typos such
+// as STARSCREAM_TIMEUOT.
 std::vector<std::string> unknownNames();
 // The registry name closest to `name` (a likely intended spelling), or "" if none is close.
 std::string closestName(const std::string& name);

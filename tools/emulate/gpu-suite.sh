@@ -12,7 +12,6 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   echo "SKIPPED: GPU suite: no NVIDIA GPU visible"
   exit 0
 fi
-export STARSCREAM_REPO=${STARSCREAM_REPO:-$(cd "$here/../.." && pwd)}
 rc=0
 for k in ${SSC_PARTITIONS:-1 2 4 8}; do
   "$here/partition-run.sh" "$k" "$bin/gpu_collectives_test" "$@" || rc=1
