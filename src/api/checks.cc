@@ -66,22 +66,21 @@ sscResult_t resolveOp(const char* fn, sscComm* comm, sscRedOp_t op, sscDataType_
       return sscSuccess;
     default: break;
   }
-  std::lock_guard<std::mutex> g(comm->mu);
-  auto it = comm->preMulOps.find(static_cast<int>(op));
-  if (it == comm->preMulOps.end())
+  PreMulSumOp made{};
+  if (!comm->redOps.find(static_cast<int>(op), &made))
     return fail(sscInvalidArgument,
                 "{}: unknown reduction op {} (not a built-in op nor one made "
                 "by sscRedOpCreatePreMulSum on this communicator)",
                 fn, static_cast<int>(op));
-  if (it->second.dtype != type)
+  if (made.dtype != type)
     return fail(sscInvalidArgument, "{}: op {} was created for datatype {} but the call uses {}",
-                fn, static_cast<int>(op), dtypeName(it->second.dtype), dtypeName(type));
+                fn, static_cast<int>(op), dtypeName(made.dtype), dtypeName(type));
   out->kind = ReduceKind::kSum;
   out->hasPreScale = true;
-  if (it->second.onDevice)
-    out->preScaleDevice = it->second.devicePtr;
+  if (made.onDevice)
+    out->preScaleDevice = made.devicePtr;
   else
-    out->preScale = it->second.hostValue;
+    out->preScale = made.hostValue;
   return sscSuccess;
 }
 

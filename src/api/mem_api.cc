@@ -142,11 +142,9 @@ SSC_API sscResult_t sscRedOpCreatePreMulSum(sscRedOp_t* op, void* scalar, sscDat
                   static_cast<int>(residence));
     PreMulSumOp entry{datatype, residence == sscScalarDevice, {}, scalar};
     if (!entry.onDevice) entry.hostValue = scalarFromElement(datatype, scalar);
-    std::lock_guard<std::mutex> g(comm->mu);
-    if (comm->nextOpId == sscMaxRedOp)
-      return fail(sscInvalidUsage, "{}: too many reduction ops created", fn);
-    int id = comm->nextOpId++;
-    comm->preMulOps.emplace(id, entry);
+    int id = 0;
+    if (!comm->redOps.create(entry, &id))
+      return fail(sscInvalidUsage, "{}: too many reduction ops alive on this communicator", fn);
     *op = static_cast<sscRedOp_t>(id);
     return sscSuccess;
   });
@@ -159,8 +157,7 @@ SSC_API sscResult_t sscRedOpDestroy(sscRedOp_t op, sscComm_t comm) {
     if (static_cast<int>(op) < sscNumOps)
       return fail(sscInvalidArgument, "sscRedOpDestroy: op {} is a built-in op",
                   static_cast<int>(op));
-    std::lock_guard<std::mutex> g(comm->mu);
-    if (comm->preMulOps.erase(static_cast<int>(op)) == 0)
+    if (!comm->redOps.destroy(static_cast<int>(op)))
       return fail(sscInvalidArgument, "sscRedOpDestroy: op {} was not created on this communicator",
                   static_cast<int>(op));
     return sscSuccess;

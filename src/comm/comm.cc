@@ -272,10 +272,8 @@ sscResult_t commInit(sscComm* comm, const sscUniqueId& id, int nranks, int rank)
   comm->bootstrap->startWatch([comm](const PeerEvent& e) { commOnPeerEvent(comm, e); },
                               [comm] {
                                 // Exiting with work in flight leaves peers waiting on it.
-                                std::unique_lock<std::mutex> lk(comm->mu, std::try_to_lock);
-                                return lk.owns_lock() && comm->pending == 0
-                                           ? PeerEventKind::kLeft
-                                           : PeerEventKind::kAborted;
+                                return comm->work.idle() ? PeerEventKind::kLeft
+                                                         : PeerEventKind::kAborted;
                               });
   // A malformed STARSCREAM_* value refuses init rather than being ignored; misspelt names get a
   // warning on stderr. Checked once this rank is in the ring, so that when only this rank's
@@ -322,39 +320,22 @@ void commSetAsyncError(sscComm* comm, sscResult_t code, const std::string& messa
   comm->failures.recordError(code, message);
 }
 
-void commWorkQueued(sscComm* comm) {
-  std::lock_guard<std::mutex> g(comm->mu);
-  ++comm->pending;
-}
-
-void commWorkDone(sscComm* comm) {
-  std::lock_guard<std::mutex> g(comm->mu);
-  if (--comm->pending == 0) comm->idle.notify_all();
-}
-
-void commWaitIdle(sscComm* comm) {
-  std::unique_lock<std::mutex> lk(comm->mu);
-  comm->idle.wait(lk, [&] { return comm->pending == 0; });
-}
+void commWorkQueued(sscComm* comm) { comm->work.queued(); }
+void commWorkDone(sscComm* comm) { comm->work.done(); }
+void commWaitIdle(sscComm* comm) { comm->work.waitIdle(); }
 
 CommUse::CommUse(sscComm* comm) : comm_(nullptr) {
   std::lock_guard<std::mutex> live(g_liveMu);
   if (comm == nullptr || g_live.count(comm) == 0) return;
   comm_ = comm;
-  std::lock_guard<std::mutex> g(comm_->mu);
-  ++comm_->users;
+  comm_->work.enter();
 }
 
 CommUse::~CommUse() {
-  if (comm_ == nullptr) return;
-  std::lock_guard<std::mutex> g(comm_->mu);
-  if (--comm_->users == 0) comm_->idle.notify_all();
+  if (comm_ != nullptr) comm_->work.leave();
 }
 
-void commWaitUnused(sscComm* comm) {
-  std::unique_lock<std::mutex> lk(comm->mu);
-  comm->idle.wait(lk, [&] { return comm->users == 0; });
-}
+void commWaitUnused(sscComm* comm) { comm->work.waitUnused(); }
 
 // A small all-reduce the backend sends as packets needs no registration (and no mapped peers
 // beyond its connections, which exist within a node only).

@@ -3,10 +3,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -15,7 +13,9 @@
 #include "src/collectives/algorithms.h"
 #include "src/comm/failures.h"
 #include "src/comm/plan_cache.h"
+#include "src/comm/red_ops.h"
 #include "src/comm/registrations.h"
+#include "src/comm/work_tracker.h"
 #include "src/core/bootstrap.h"
 #include "src/device/backend.h"
 #include "src/topology/topology.h"
@@ -42,14 +42,6 @@ struct TraceLogDeleter {
 class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
 struct CallCheckerDeleter {
   void operator()(CallChecker* checker) const;
-};
-
-// A reduction op created by sscRedOpCreatePreMulSum.
-struct PreMulSumOp {
-  sscDataType_t dtype;
-  bool onDevice;
-  Scalar hostValue;
-  const void* devicePtr;
 };
 
 // Two registered buffers through which calls on unregistered buffers take the zero-copy
@@ -103,27 +95,24 @@ struct sscComm final : ssc::CommView {
   //  1. the locks of the layers below (backends, transports, the peer watch): they may call into
   //     the communicator (the hooks, the callbacks it gave them, commOnPeerEvent) holding them;
   //  2. the live set's lock (commIsLive, CommUse);
-  //  3. mu: work accounting (pending, users, idle), initChildren, preMulOps and nextOpId, and the
-  //     writes to config and tuner between calls. Never held across a call into the backend,
-  //     the bootstrap or the peer watch, and only one communicator's at a time (a verdict reaches
-  //     a split child through its failure record and abort flag, not its mu);
-  //  4. the leaves, each a service's own: failures, plans, registrations. While one is held
-  //     nothing else of the communicator's is locked (plans runs its build function under its
-  //     lock, and registrations its withMapped callback: neither takes a lock but the core's
-  //     leaves, such as the logger's), so any of the above may be held when taking one (mu is,
-  //     for the tuner's reset of plans and for a child's failures).
-  // Work queued and not yet finished; destroy waits for it.
+  //  3. mu: initChildren (and the abort flag's store that walks it), and the writes to config
+  //     and tuner between calls. Never held across a call into the backend, the bootstrap or the
+  //     peer watch, and only one communicator's at a time (a verdict reaches a split child
+  //     through its failure record and abort flag, not its mu);
+  //  4. the leaves, each a service's own: failures, plans, registrations, work, redOps. While
+  //     one is held nothing else of the communicator's is locked (plans runs its build function
+  //     under its lock, and registrations its withMapped callback: neither takes a lock but the
+  //     core's leaves, such as the logger's), so any of the above may be held when taking one
+  //     (mu is, for the tuner's reset of plans and for a child's failures).
   std::mutex mu;
-  std::condition_variable idle;
-  int pending = 0;
-  // Threads inside a blocking entry point (finalize, deregister); destroy/abort from another
-  // thread waits for them to leave before freeing the communicator.
-  int users = 0;
+  // Work queued and not yet finished, and the threads inside a blocking entry point (finalize,
+  // deregister): destroy and abort wait for both before freeing the communicator.
+  ssc::WorkTracker work;
 
   // The collective and point-to-point plans built so far, by call shape, under a lock of their
   // own (commGetPlan, commGetP2pPlan).
   ssc::PlanCache plans;
-  std::map<int, ssc::PreMulSumOp> preMulOps;
+  ssc::RedOpTable redOps;                // sscRedOpCreatePreMulSum's ops, under a lock of their own
   ssc::RegistrationTable registrations;  // sscCommRegister's buffers, under a lock of their own
   ssc::StagingBuffers staging;
   // Peers' plain (unregistered) buffers mapped per call, for zero-copy without registration;
@@ -134,7 +123,6 @@ struct sscComm final : ssc::CommView {
   // under the same conditions as peerCache, where the backend runs the handshake's plan steps
   // (Backend::oneCopyP2p). Null: sends and receives take the FIFOs, on every rank alike.
   std::unique_ptr<ssc::P2pDirectory, ssc::P2pDirectoryDeleter> p2pDirectory;
-  int nextOpId = sscNumOps;
   // STARSCREAM_CHECK=1 (read once at init): every collective's fingerprint is compared across
   // the ranks before its data moves (src/comm/call_check.h). Null when off.
   std::unique_ptr<ssc::CallChecker, ssc::CallCheckerDeleter> callCheck;
@@ -202,7 +190,7 @@ void commWorkDone(sscComm* comm);
 // Blocks until no work of comm is pending.
 void commWaitIdle(sscComm* comm);
 
-// Marks a thread as using comm inside a blocking call (see sscComm::users). The liveness check
+// Marks a thread as using comm inside a blocking call (see sscComm::work). The liveness check
 // and the mark happen under one lock, so a concurrent destroy cannot free comm in between.
 class CommUse {
  public:

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+#include "src/comm/red_ops.h"
+
+#include <iterator>
+
+namespace ssc {
+
+bool RedOpTable::create(const PreMulSumOp& op, int* id) {
+  std::lock_guard<std::mutex> g(mu_);
+  int n = 0;
+  if (!free_.empty()) {
+    n = *free_.begin();
+    free_.erase(free_.begin());
+  } else if (next_ < end_) {
+    n = next_++;
+  } else {
+    return false;
+  }
+  ops_.emplace(n, op);
+  *id = n;
+  return true;
+}
+
+bool RedOpTable::find(int id, PreMulSumOp* out) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = ops_.find(id);
+  if (it == ops_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+bool RedOpTable::destroy(int id) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (ops_.erase(id) == 0) return false;
+  // The highest number given back lowers next_ instead, so the free set stays small when ops
+  // are made and destroyed one at a time.
+  if (id == next_ - 1) {
+    --next_;
+    while (!free_.empty() && *free_.rbegin() == next_ - 1) {
+      free_.erase(std::prev(free_.end()));
+      --next_;
+    }
+  } else {
+    free_.insert(id);
+  }
+  return true;
+}
+
+size_t RedOpTable::size() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return ops_.size();
+}
+
+}  // namespace ssc
