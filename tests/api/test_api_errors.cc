@@ -79,6 +79,17 @@ TEST_F(ApiErrors, UnknownTypeAndOp) {
   expectError(sscAllReduce(a_, b_, 4, sscFloat64, op, comms_[0], nullptr), sscInvalidArgument,
               "created for datatype");
   EXPECT_EQ(sscRedOpDestroy(op, comms_[0]), sscSuccess);
+  // A destroyed op is unknown to calls, and its number is handed out again.
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, op, comms_[0], nullptr), sscInvalidArgument,
+              "reduction op");
+  expectError(sscRedOpDestroy(op, comms_[0]), sscInvalidArgument, "not created");
+  sscRedOp_t again;
+  ASSERT_EQ(sscRedOpCreatePreMulSum(&again, &two, sscFloat64, sscScalarHostImmediate, comms_[0]),
+            sscSuccess);
+  EXPECT_EQ(again, op);
+  expectError(sscAllReduce(a_, b_, 4, sscFloat32, again, comms_[0], nullptr), sscInvalidArgument,
+              "created for datatype");
+  EXPECT_EQ(sscRedOpDestroy(again, comms_[0]), sscSuccess);
   expectError(sscRedOpCreatePreMulSum(&op, &two, sscFloat32, static_cast<sscScalarResidence_t>(7),
                                       comms_[0]),
               sscInvalidArgument, "residence");
