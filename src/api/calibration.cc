@@ -38,10 +38,7 @@ double nowSeconds() {
 class ConfigGuard {
  public:
   explicit ConfigGuard(sscComm* comm) : comm_(comm), saved_(comm->config) {}
-  ~ConfigGuard() {
-    std::lock_guard<std::mutex> g(comm_->mu);
-    comm_->config = saved_;
-  }
+  ~ConfigGuard() { comm_->config = saved_; }
 
  private:
   sscComm* comm_;
@@ -163,7 +160,6 @@ sscResult_t measure(sscComm* comm, const std::vector<CalibrationPoint>& points,
   for (size_t i = 0; i < points.size(); ++i) {
     const CalibrationPoint& p = points[i];
     {
-      std::lock_guard<std::mutex> g(comm->mu);
       comm->config.forcedAlgos = noForcedAlgos();
       comm->config.forcedAlgos[static_cast<size_t>(p.coll)] = p.algo;
       // LL packets run only where allowed; a pinned bulk point turns them off.
@@ -329,7 +325,6 @@ sscResult_t commCalibrate(sscComm* comm, const CalibrationOptions& options) {
                   "tuner calibration: rank {} and rank {} fitted different "
                   "profiles",
                   comm->rank, q);
-  std::lock_guard<std::mutex> g(comm->mu);
   comm->tuner = std::move(tuner);
   comm->plans.clearCollPlans();
   return sscSuccess;

@@ -140,11 +140,11 @@ sscResult_t agreeOnSettings(sscComm* comm) {
 // The verdict that a peer died, aborted or was given up on, recorded on comm and on its split
 // children still in their init, which it aborts (their own watch does not run yet).
 // Records why on comm and aborts it, and the same on the children its split is creating. The
-// abort flag is set under mu, as commLinkChild reads it: a child linked at any moment either is
-// in the list walked here or sees the flag there, so none escapes the verdict.
+// abort flag is set under childrenMu, as commLinkChild reads it: a child linked at any moment
+// either is in the list walked here or sees the flag there, so none escapes the verdict.
 void notePeerGone(sscComm* comm, const std::string& why) {
   comm->failures.notePeerGone(why);
-  std::lock_guard<std::mutex> g(comm->mu);
+  std::lock_guard<std::mutex> g(comm->childrenMu);
   comm->abortFlag.store(true);
   for (sscComm* child : comm->initChildren) {
     child->failures.notePeerGone(why);
@@ -219,17 +219,18 @@ std::string commRingFailureText(sscComm* comm, sscResult_t code, const std::stri
 }
 
 void commLinkChild(sscComm* parent, sscComm* child) {
-  std::lock_guard<std::mutex> g(parent->mu);
+  std::lock_guard<std::mutex> g(parent->childrenMu);
   parent->initChildren.push_back(child);
   if (!parent->abortFlag.load()) return;
-  // Aborted before the link (notePeerGone sets the flag under mu): the child takes the verdict.
+  // Aborted before the link (notePeerGone sets the flag under childrenMu): the child takes the
+  // verdict.
   const std::string gone = parent->failures.peerGone();
   if (!gone.empty()) child->failures.notePeerGone(gone);
   child->abortFlag.store(true);
 }
 
 void commUnlinkChild(sscComm* parent, sscComm* child) {
-  std::lock_guard<std::mutex> g(parent->mu);
+  std::lock_guard<std::mutex> g(parent->childrenMu);
   std::erase(parent->initChildren, child);
 }
 
@@ -490,7 +491,6 @@ sscResult_t commGetP2pPlan(sscComm* comm, const std::vector<P2pOp>& ops,
 sscResult_t commForceAlgo(sscComm* comm, const std::string& spec) {
   ForcedAlgos forced;
   SSC_CHECK(parseForcedAlgos(spec, &forced));
-  std::lock_guard<std::mutex> g(comm->mu);
   comm->config.forcedAlgos = forced;
   return sscSuccess;
 }

@@ -76,9 +76,9 @@ struct sscComm final : ssc::CommView {
   // commFailureText).
   ssc::FailureRecord failures{asyncError};
   // Children of a blocking sscCommSplit still in their init: a peer that goes away aborts them
-  // too (their own watch starts only once their ring exists). Guarded by mu, not by the failure
-  // record: what a verdict does to a child (its abort flag, its own record) happens while the
-  // list is held, and the record's lock stays a leaf.
+  // too (their own watch starts only once their ring exists). Guarded by childrenMu, not by the
+  // failure record: what a verdict does to a child (its abort flag, its own record) happens while
+  // the list is held, and the record's lock stays a leaf.
   std::vector<sscComm*> initChildren;
   std::thread initThread;  // non-blocking init
   // The thread timing the tuner's calibration sweep at the end of init (src/api/calibration.cc):
@@ -95,16 +95,19 @@ struct sscComm final : ssc::CommView {
   //  1. the locks of the layers below (backends, transports, the peer watch): they may call into
   //     the communicator (the hooks, the callbacks it gave them, commOnPeerEvent) holding them;
   //  2. the live set's lock (commIsLive, CommUse);
-  //  3. mu: initChildren (and the abort flag's store that walks it), and the writes to config
-  //     and tuner between calls. Never held across a call into the backend, the bootstrap or the
-  //     peer watch, and only one communicator's at a time (a verdict reaches a split child
-  //     through its failure record and abort flag, not its mu);
+  //  3. childrenMu: initChildren, and the abort flag's store that walks it (notePeerGone) or
+  //     reads it (commLinkChild). Never held across a call into the backend, the bootstrap or
+  //     the peer watch, and only one communicator's at a time (a verdict reaches a split child
+  //     through its failure record and abort flag, not its childrenMu);
   //  4. the leaves, each a service's own: failures, plans, registrations, work, redOps. While
   //     one is held nothing else of the communicator's is locked (plans runs its build function
   //     under its lock, and registrations its withMapped callback: neither takes a lock but the
   //     core's leaves, such as the logger's), so any of the above may be held when taking one
-  //     (mu is, for the tuner's reset of plans and for a child's failures).
-  std::mutex mu;
+  //     (childrenMu is, for a child's failures).
+  // `config` and `tuner` take no lock: they are written only while no other thread may call on
+  // the communicator (init, the calibration sweep at its end on the init's thread, which
+  // checkComm lets through alone, and the test hook commForceAlgo between calls).
+  std::mutex childrenMu;
   // Work queued and not yet finished, and the threads inside a blocking entry point (finalize,
   // deregister): destroy and abort wait for both before freeing the communicator.
   ssc::WorkTracker work;
