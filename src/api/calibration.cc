@@ -159,15 +159,13 @@ sscResult_t measure(sscComm* comm, const std::vector<CalibrationPoint>& points,
   const double start = nowSeconds();
   for (size_t i = 0; i < points.size(); ++i) {
     const CalibrationPoint& p = points[i];
-    {
-      comm->config.forcedAlgos = noForcedAlgos();
-      comm->config.forcedAlgos[static_cast<size_t>(p.coll)] = p.algo;
-      // LL packets run only where allowed; a pinned bulk point turns them off.
-      comm->config.packetMaxBytes = p.pinned && p.protocol == Protocol::kLL ? UINT64_MAX : 0;
-      comm->config.zeroCopyGrid = !p.pinned                               ? ZeroCopyGrid::kAuto
-                                  : p.protocol == Protocol::kZeroCopyWide ? ZeroCopyGrid::kWide
-                                                                          : ZeroCopyGrid::kBulk;
-    }
+    comm->config.forcedAlgos = noForcedAlgos();
+    comm->config.forcedAlgos[static_cast<size_t>(p.coll)] = p.algo;
+    // LL packets run only where allowed; a pinned bulk point turns them off.
+    comm->config.packetMaxBytes = p.pinned && p.protocol == Protocol::kLL ? UINT64_MAX : 0;
+    comm->config.zeroCopyGrid = !p.pinned                               ? ZeroCopyGrid::kAuto
+                                : p.protocol == Protocol::kZeroCopyWide ? ZeroCopyGrid::kWide
+                                                                        : ZeroCopyGrid::kBulk;
     auto call = [&] { return launch(p, b, comm); };
     // Two untimed calls (plans, mappings, first-touch), one timed alone to size the batch.
     double single =

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "src/comm/red_ops.h"
 
-#include <iterator>
-
 namespace ssc {
 
 bool RedOpTable::create(const PreMulSumOp& op, int* id) {
@@ -32,17 +30,7 @@ bool RedOpTable::find(int id, PreMulSumOp* out) const {
 bool RedOpTable::destroy(int id) {
   std::lock_guard<std::mutex> g(mu_);
   if (ops_.erase(id) == 0) return false;
-  // The highest number given back lowers next_ instead, so the free set stays small when ops
-  // are made and destroyed one at a time.
-  if (id == next_ - 1) {
-    --next_;
-    while (!free_.empty() && *free_.rbegin() == next_ - 1) {
-      free_.erase(std::prev(free_.end()));
-      --next_;
-    }
-  } else {
-    free_.insert(id);
-  }
+  free_.insert(id);
   return true;
 }
 

@@ -28,8 +28,7 @@ struct PreMulSumOp {
 class RedOpTable {
  public:
   // Ops are numbered from `first` up to, not including, `end`.
-  RedOpTable(int first = sscNumOps, int end = sscMaxRedOp)
-      : first_(first), end_(end), next_(first) {}
+  RedOpTable(int first = sscNumOps, int end = sscMaxRedOp) : end_(end), next_(first) {}
   RedOpTable(const RedOpTable&) = delete;
   RedOpTable& operator=(const RedOpTable&) = delete;
 
@@ -43,7 +42,6 @@ class RedOpTable {
 
  private:
   mutable std::mutex mu_;  // a leaf: nothing else is locked or called while it is held
-  const int first_;
   const int end_;
   int next_;            // numbers from here on were never handed out
   std::set<int> free_;  // numbers below next_ whose ops were destroyed
