@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "src/device/gpu/gpu_timing.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "src/core/log.h"
 #include "src/device/gpu/gpu_launch_order.h"
@@ -22,12 +30,18 @@ namespace {
 constexpr uint32_t kSlots = 512;
 
 // An anchor serves the calls of the next 10 s: the two clocks drift apart by their rates'
-// difference (parts per million), so a newer one is made for later calls. An attempt that fails
-// (the anchor kernel found no room on the device within kAnchorWaitNs) is retried after
-// kAnchorRetryNs, the calls in between using the previous anchor, or none before the first.
+// difference (parts per million), so a newer one is made for later calls, by a thread of the
+// device's own (the renewer) and never on a traced call's path. An attempt that fails (the anchor
+// kernel found no room on the device within kAnchorWaitNs: every SM busy with kernels that wait
+// for peers) is retried after kAnchorRetryNs. A device no call has traced on for an anchor's life
+// gets no new one until a call comes; the calls queued then are placed with the first anchor made
+// after them (SlotTimer::read), which is no later than one attempt away.
 constexpr int64_t kAnchorLifeNs = 10'000'000'000;
 constexpr int64_t kAnchorRetryNs = 1'000'000'000;
 constexpr int64_t kAnchorWaitNs = 100'000'000;
+// Anchors kept per device, newest last, for the timers read after later ones were made (a timer
+// is read when the trace next polls, usually at the next traced call; 64 anchors are 10 minutes).
+constexpr size_t kAnchorHistory = 64;
 // How long the anchor kernel waits for the host's word: the host writes it as soon as it sees the
 // kernel running, so this only bounds a kernel whose attempt the host abandoned.
 constexpr double kAnchorSpinSeconds = 1e-3;
@@ -47,6 +61,7 @@ void storeRelaxed(T& word, T v) {
 
 // Where the device's clock (sscGpuTimer) meets monotonicNs().
 struct Anchor {
+  uint64_t seq = 0;  // 1 for a device's first, then counting up
   int64_t hostNs = 0;
   uint64_t ticks = 0;
   double nsPerTick = 1;
@@ -73,14 +88,18 @@ struct DevicePool {
   // Slots of timers gone before their kernels were seen to finish: a kernel may still write
   // them, so they are handed out again only once they read finished.
   std::vector<uint32_t> parked;
-  Anchor anchor;
-  bool anchored = false;
-  int64_t anchoredAtNs = 0;
-  int64_t nextTryNs = 0;
-  uint32_t attempt = 0;
+  std::deque<Anchor> anchors;  // the newest kAnchorHistory, oldest first; empty: none made yet
+  uint32_t attempt = 0;        // the anchor kernel's attempts (only the one making anchors counts)
+  // The renewer: wakes when the newest anchor has lived its life (or an attempt is due again)
+  // and a traced call has come since; sleeps otherwise.
+  std::thread renewer;
+  std::condition_variable wake;
+  bool callSinceAnchor = false;
+  bool stopping = false;
 };
 
-std::mutex g_mu;  // guards every pool (the timers read their own slot without it)
+std::mutex g_mu;       // guards every pool (the timers read their own slot without it)
+pid_t g_poolsPid = 0;  // the process that made the pools (and runs their renewers)
 
 std::map<int, DevicePool*>& pools() {
   static auto* m = new std::map<int, DevicePool*>();
@@ -124,12 +143,6 @@ DevicePool* makePool(int device) {
   return p;
 }
 
-DevicePool* poolFor(int device) {
-  DevicePool*& p = pools()[device];
-  if (p == nullptr) p = makePool(device);
-  return p->usable ? p : nullptr;
-}
-
 // Waits up to kAnchorWaitNs for the device to write `value` into `word`.
 bool waitWord(uint32_t& word, uint32_t value) {
   const int64_t until = monotonicNs() + kAnchorWaitNs;
@@ -138,39 +151,129 @@ bool waitWord(uint32_t& word, uint32_t value) {
   return true;
 }
 
-// Makes a new anchor when the current one is older than kAnchorLifeNs. The anchor kernel says it
-// runs (`ready`) and spins; the host reads its clock (before), writes `go`, and reads its clock
-// again (after) once the kernel's stamp is back (`done`). The kernel read its clock after it saw
-// `go` and before it wrote `done`, so the stamp lies between before and after on the host's
+// One attempt at an anchor; false when the kernel did not meet the host in time. The anchor kernel
+// says it runs (`ready`) and spins; the host reads its clock (before), writes `go`, and reads its
+// clock again (after) once the kernel's stamp is back (`done`). The kernel read its clock after it
+// saw `go` and before it wrote `done`, so the stamp lies between before and after on the host's
 // clock, and the midpoint is within (after - before) / 2 of it: the host link's round trip, a
 // microsecond or two. Only the anchor's private stream is waited on, and only for that kernel.
-void refreshAnchor(DevicePool* p, int device, int64_t now) {
-  if (p->anchored && now - p->anchoredAtNs < kAnchorLifeNs) return;
-  if (now < p->nextTryNs) return;
-  p->nextTryNs = now + kAnchorRetryNs;
+// Called by one thread at a time per pool (the first traced call under g_mu, then the renewer),
+// without g_mu held by the renewer: the wait must not hold up traced calls.
+bool makeAnchor(DevicePool* p, int device, uint32_t attempt, Anchor* out) {
   ClockAnchorCell& c = *p->cellHost;
-  const uint32_t attempt = ++p->attempt;
   const double ticksPerSecond = sscGpuTimerTicksPerSecond(device);
   const auto spin = static_cast<uint64_t>(kAnchorSpinSeconds * ticksPerSecond);
-  if (launchClockAnchor(p->cellDevice, attempt, spin, p->stream) != 0) return;  // error cleared
-  if (!waitWord(c.ready, attempt)) return;  // the kernel ends on its own, after `spin`
+  if (launchClockAnchor(p->cellDevice, attempt, spin, p->stream) != 0) return false;  // cleared
+  if (!waitWord(c.ready, attempt)) return false;  // the kernel ends on its own, after `spin`
   const int64_t before = monotonicNs();
   std::atomic_ref<uint32_t>(c.go).store(attempt, std::memory_order_release);
-  if (!waitWord(c.done, attempt)) return;
+  if (!waitWord(c.done, attempt)) return false;
   const int64_t after = monotonicNs();
-  if (loadRelaxed(c.sawGo) == 0) return;  // it stopped waiting before `go`: no bound
-  p->anchor = Anchor{before + (after - before) / 2, loadRelaxed(c.ticks), 1e9 / ticksPerSecond};
-  p->anchored = true;
-  p->anchoredAtNs = after;
-  p->nextTryNs = 0;
+  if (loadRelaxed(c.sawGo) == 0) return false;  // it stopped waiting before `go`: no bound
+  *out = Anchor{0, before + (after - before) / 2, loadRelaxed(c.ticks), 1e9 / ticksPerSecond};
+  return true;
+}
+
+// Under g_mu.
+void publishAnchor(DevicePool* p, Anchor a) {
+  a.seq = p->anchors.empty() ? 1 : p->anchors.back().seq + 1;
+  p->anchors.push_back(a);
+  if (p->anchors.size() > kAnchorHistory) p->anchors.pop_front();
+}
+
+// The renewer's loop (see kAnchorLifeNs).
+void renew(DevicePool* p, int device) {
+  if (hipSetDevice(device) != hipSuccess) {
+    (void)hipGetLastError();  // no renewals: calls keep the anchor they have, drifting slowly
+    return;
+  }
+  std::unique_lock<std::mutex> lk(g_mu);
+  int64_t nextTryNs = 0;
+  while (!p->stopping) {
+    if (!p->callSinceAnchor) {
+      p->wake.wait(lk, [p] { return p->stopping || p->callSinceAnchor; });
+      continue;
+    }
+    const int64_t due =
+        std::max(p->anchors.empty() ? 0 : p->anchors.back().hostNs + kAnchorLifeNs, nextTryNs);
+    const int64_t now = monotonicNs();
+    if (now < due) {
+      p->wake.wait_for(lk, std::chrono::nanoseconds(due - now));
+      continue;
+    }
+    const uint32_t attempt = ++p->attempt;
+    lk.unlock();
+    Anchor a;
+    const bool made = makeAnchor(p, device, attempt, &a);
+    lk.lock();
+    if (made) {
+      publishAnchor(p, a);
+      p->callSinceAnchor = false;
+      nextTryNs = 0;
+    } else {
+      nextTryNs = monotonicNs() + kAnchorRetryNs;
+    }
+  }
+}
+
+// At exit, before the runtime's own teardown (registered after the runtime started, so it runs
+// first): a renewer must not be inside a runtime call while the runtime goes away.
+void stopRenewers() {
+  // A forked child has none of its parent's threads to join (it never made a pool of its own:
+  // the map it inherited is its parent's).
+  if (getpid() != g_poolsPid) return;
+  std::vector<DevicePool*> all;
+  {
+    std::lock_guard<std::mutex> g(g_mu);
+    for (auto& [device, p] : pools()) {
+      p->stopping = true;
+      p->wake.notify_all();
+      all.push_back(p);
+    }
+  }
+  for (DevicePool* p : all)
+    if (p->renewer.joinable()) p->renewer.join();
+}
+
+// Under g_mu. The first traced call on a device makes its pool and its first anchor (waiting up
+// to kAnchorWaitNs once), then starts the renewer.
+DevicePool* poolFor(int device) {
+  DevicePool*& p = pools()[device];
+  if (p == nullptr) {
+    p = makePool(device);
+    if (!p->usable) return nullptr;
+    static const bool registered = (g_poolsPid = getpid(), std::atexit(stopRenewers) == 0);
+    if (!registered) {
+      // Without the exit hook a renewer could be in the runtime at its teardown: first anchor only.
+      SSC_LOG(kWarn, "STARSCREAM_TRACE: anchors on GPU {} are not renewed", device);
+    }
+    Anchor a;
+    if (makeAnchor(p, device, ++p->attempt, &a)) publishAnchor(p, a);
+    p->callSinceAnchor = true;
+    if (registered) p->renewer = std::thread(renew, p, device);
+  }
+  return p->usable ? p : nullptr;
+}
+
+// Under g_mu: the anchor of a call queued at `queuedNs`, the one made nearest to it.
+const Anchor* nearestAnchor(const DevicePool* p, int64_t queuedNs) {
+  const Anchor* best = nullptr;
+  for (const Anchor& a : p->anchors)
+    if (best == nullptr || std::llabs(a.hostNs - queuedNs) < std::llabs(best->hostNs - queuedNs))
+      best = &a;
+  return best;
 }
 
 }  // namespace
 
 class SlotTimer final : public DeviceTimer {
  public:
-  SlotTimer(DevicePool* pool, uint32_t index, const Anchor& anchor)
-      : pool_(pool), index_(index), anchor_(anchor) {}
+  SlotTimer(DevicePool* pool, uint32_t index, const Anchor& anchor, int64_t queuedNs)
+      : pool_(pool),
+        index_(index),
+        anchor_(anchor),
+        queuedNs_(queuedNs),
+        stale_(queuedNs - anchor.hostNs >= kAnchorLifeNs) {}
   ~SlotTimer() override {
     const int state = state_.load(std::memory_order_acquire);
     std::lock_guard<std::mutex> g(g_mu);
@@ -185,6 +288,7 @@ class SlotTimer final : public DeviceTimer {
     if (state != kQueued) return -1;
     TimingSlot& s = pool_->host[index_];
     if (!slotFinished(s)) return 0;
+    if (stale_ && !placeStale()) return 0;
     *startNs = anchor_.toHostNs(loadRelaxed(s.start));
     *endNs = anchor_.toHostNs(loadRelaxed(s.end));
     return 1;
@@ -198,9 +302,28 @@ class SlotTimer final : public DeviceTimer {
 
  private:
   enum : int { kPending, kQueued, kNothingRan, kFailed };
+
+  // A call queued when the device's newest anchor had outlived kAnchorLifeNs (the first after an
+  // idle spell) is placed with the anchor the renewer made after it, once there is one; after
+  // kStaleWaitNs without one (the renewer's attempts failed) with the old one.
+  static constexpr int64_t kStaleWaitNs = 3 * kAnchorRetryNs;
+  bool placeStale() {
+    std::lock_guard<std::mutex> g(g_mu);
+    const Anchor* nearest = nearestAnchor(pool_, queuedNs_);
+    if (nearest != nullptr && nearest->seq != anchor_.seq) {
+      anchor_ = *nearest;
+    } else if (monotonicNs() - queuedNs_ < kStaleWaitNs) {
+      return false;
+    }
+    stale_ = false;
+    return true;
+  }
+
   DevicePool* pool_;
   uint32_t index_;
-  Anchor anchor_;  // the device's newest when the call was queued
+  Anchor anchor_;  // the device's newest when the call was queued, or the one placing it
+  int64_t queuedNs_;
+  bool stale_;  // read by the trace's poll only, under its lock
   std::atomic<int> state_{kPending};
 };
 
@@ -220,8 +343,12 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
   {
     std::lock_guard<std::mutex> g(g_mu);
     DevicePool* p = poolFor(device);
-    if (p != nullptr) refreshAnchor(p, device, monotonicNs());
-    if (p != nullptr && p->anchored && p->free.empty()) {
+    const bool anchored = p != nullptr && !p->anchors.empty();
+    if (p != nullptr && !p->callSinceAnchor) {
+      p->callSinceAnchor = true;  // the renewer sleeps until a call comes
+      p->wake.notify_one();
+    }
+    if (anchored && p->free.empty()) {
       // Parked slots whose kernels have finished since.
       for (size_t i = 0; i < p->parked.size();) {
         if (slotFinished(p->host[p->parked[i]])) {
@@ -233,14 +360,14 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
         }
       }
     }
-    if (p != nullptr && p->anchored && !p->free.empty()) {
+    if (anchored && !p->free.empty()) {
       const uint32_t i = p->free.back();
       p->free.pop_back();
       TimingSlot& s = p->host[i];
       storeRelaxed(s.start, uint64_t{0});
       storeRelaxed(s.end, uint64_t{0});
       std::atomic_thread_fence(std::memory_order_release);  // before the launch that stamps it
-      timer = std::make_unique<SlotTimer>(p, i, p->anchor);
+      timer = std::make_unique<SlotTimer>(p, i, p->anchors.back(), monotonicNs());
       call.kernels.slot = p->device + i;
       call.kernels.blocksDone = p->blocksDone + i;
       call.kernels.marks = kStampStart | kStampEnd;
