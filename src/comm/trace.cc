@@ -87,7 +87,7 @@ void TraceLog::pollLocked(bool all) {
     TraceRecord& r = records_[firstOpen_];
     if (r.timing != nullptr) {
       int64_t start = 0, end = 0;
-      const int state = r.timing->read(&start, &end);
+      const int state = r.timing->read(&start, &end, all);
       if (state == 0 && !all) return;  // in stream order: later ones have not finished either
       if (state == 1) {
         r.deviceStartNs = start;

@@ -26,8 +26,10 @@ class DeviceTimer {
  public:
   virtual ~DeviceTimer() = default;
   // 1 and the interval on the monotonic clock once the work has finished, 0 while it has not,
-  // -1 when it never will be known (an error, an abort). Never waits.
-  virtual int read(int64_t* startNs, int64_t* endNs) = 0;
+  // -1 when it never will be known (an error, an abort). Never waits for the work. `fresh`: the
+  // caller needs the newest state (the trace's final write), so a timer that reads a copy of the
+  // device's state made now and then (the GPU backend's) makes one now.
+  virtual int read(int64_t* startNs, int64_t* endNs, bool fresh) = 0;
 };
 
 struct WorkTiming {
@@ -44,10 +46,10 @@ struct WorkTiming {
   void markUnknown() { source_.store(kUnknown, std::memory_order_release); }
 
   // Same contract as DeviceTimer::read.
-  int read(int64_t* start, int64_t* end) {
+  int read(int64_t* start, int64_t* end, bool fresh = false) {
     const int source = source_.load(std::memory_order_acquire);
     if (source == kUnknown) return -1;
-    if (source == kDevice) return device_->read(start, end);
+    if (source == kDevice) return device_->read(start, end, fresh);
     const int64_t e = endNs.load(std::memory_order_acquire);
     if (e == 0) return 0;
     *start = startNs.load(std::memory_order_relaxed);

@@ -71,6 +71,7 @@ using hipPointerAttribute_t = cudaPointerAttributes;
 #define hipMemcpyDefault cudaMemcpyDefault
 #define hipHostMalloc(ptr, bytes, flags) cudaHostAlloc(ptr, bytes, flags)
 #define hipHostMallocMapped cudaHostAllocMapped
+#define hipHostMallocDefault cudaHostAllocDefault
 #define hipHostFree cudaFreeHost
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipStreamCreateWithFlags cudaStreamCreateWithFlags

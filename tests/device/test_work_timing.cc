@@ -16,7 +16,7 @@ namespace {
 class FakeTimer final : public DeviceTimer {
  public:
   explicit FakeTimer(int* state) : state_(state) {}
-  int read(int64_t* startNs, int64_t* endNs) override {
+  int read(int64_t* startNs, int64_t* endNs, bool /*fresh*/) override {
     if (*state_ == 1) *startNs = 100, *endNs = 250;
     return *state_;
   }

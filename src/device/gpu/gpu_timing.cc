@@ -28,6 +28,10 @@ namespace {
 // when more than kSlots traced calls are queued or unread; it then goes without a device time (its
 // API event stays) rather than wait.
 constexpr uint32_t kSlots = 512;
+// How often the slots are copied back while calls are traced: each copy costs the traced call
+// that makes it a copy and a wait for it on the pool's stream (about 10 us), so one every
+// millisecond is under 1 % of a call's time. The trace's final write copies once more.
+constexpr int64_t kReadEveryNs = 1'000'000;
 
 // An anchor serves the calls of the next 10 s: the two clocks drift apart by their rates'
 // difference (parts per million), so a newer one is made for later calls, by a thread of the
@@ -54,10 +58,6 @@ template <class T>
 T loadRelaxed(T& word) {
   return std::atomic_ref<T>(word).load(std::memory_order_relaxed);
 }
-template <class T>
-void storeRelaxed(T& word, T v) {
-  std::atomic_ref<T>(word).store(v, std::memory_order_relaxed);
-}
 
 // Where the device's clock (sscGpuTimer) meets monotonicNs().
 struct Anchor {
@@ -75,19 +75,21 @@ struct Anchor {
 // (never freed: timers of communicators destroyed at exit may still return slots).
 struct DevicePool {
   bool usable = false;
-  TimingSlot* host = nullptr;    // [kSlots], pinned and mapped
-  TimingSlot* device = nullptr;  // the same slots as kernels address them
-  ClockAnchorCell* cellHost = nullptr;
+  TimingSlot* slots = nullptr;          // [kSlots], device memory: what kernels stamp
+  TimingSlot* copy = nullptr;           // [kSlots], pinned: the slots as last copied back
+  uint16_t gen[kSlots] = {};            // each slot's generation of its latest call (1 - 0xffff)
+  int64_t copiedAtNs = 0;               // when `copy` was last made (0: never)
+  bool copyFailed = false;              // a copy failed: said once, the trace goes on without
+  ClockAnchorCell* cellHost = nullptr;  // pinned and mapped: the anchor kernel meets the host here
   ClockAnchorCell* cellDevice = nullptr;
-  // The slots' counts of finished blocks. In device memory, not next to the slots: every block
-  // of a traced launch adds to it, and atomics on mapped host memory cross the host link (where
-  // the platform supports them at all).
+  // The slots' counts of finished blocks, device memory.
   uint32_t* blocksDone = nullptr;
-  hipStream_t stream = nullptr;  // the anchor kernel's, never the caller's
+  hipStream_t stream = nullptr;      // the anchor kernel's, never the caller's
+  hipStream_t copyStream = nullptr;  // the copies back, never the caller's nor the anchor's
   std::vector<uint32_t> free;
-  // Slots of timers gone before their kernels were seen to finish: a kernel may still write
-  // them, so they are handed out again only once they read finished.
-  std::vector<uint32_t> parked;
+  // Slots of timers gone before their kernels were seen to finish, with that call's generation:
+  // a kernel may still write them, so they are handed out again only once they read finished.
+  std::vector<std::pair<uint32_t, uint16_t>> parked;
   std::deque<Anchor> anchors;  // the newest kAnchorHistory, oldest first; empty: none made yet
   uint32_t attempt = 0;        // the anchor kernel's attempts (only the one making anchors counts)
   // The renewer: wakes when the newest anchor has lived its life (or an attempt is due again)
@@ -106,26 +108,55 @@ std::map<int, DevicePool*>& pools() {
   return *m;
 }
 
-// A slot's kernels are done with it: the end, their last write, is here, and block 0's start has
-// reached the host too (kernel_timing.h), so no write of theirs is still on its way.
-bool slotFinished(TimingSlot& s) { return loadAcquire(s.end) != 0 && loadAcquire(s.start) != 0; }
+// In the last copy, the slot's kernels of generation `gen` are done with it: the end, their last
+// write, is there, and block 0's start too (nothing orders the two stores on the device, so both
+// are checked), so no write of theirs is still on its way.
+bool slotFinished(DevicePool* p, uint32_t i, uint16_t gen) {
+  return stampGen(loadRelaxed(p->copy[i].end)) == gen &&
+         stampGen(loadRelaxed(p->copy[i].start)) == gen;
+}
+
+// Under g_mu: copies the slots back, on the pool's own stream, and waits for that copy only.
+void copySlots(DevicePool* p, int device) {
+  if (p->copyFailed) return;
+  // A copy and a synchronize are not allowed while another stream of the process is being
+  // captured in the global mode; in the relaxed mode they are.
+  RelaxedCapture relaxed;
+  hipError_t e = hipMemcpyAsync(p->copy, p->slots, kSlots * sizeof(TimingSlot),
+                                hipMemcpyDeviceToHost, p->copyStream);
+  if (e == hipSuccess) e = hipStreamSynchronize(p->copyStream);
+  if (e != hipSuccess) {
+    SSC_LOG(kWarn, "STARSCREAM_TRACE: no more device times on GPU {}: reading them back: {}",
+            device, hipGetErrorString(e));
+    (void)hipGetLastError();  // reported here; the calls stay traced without device times
+    p->copyFailed = true;
+  }
+  p->copiedAtNs = monotonicNs();
+}
 
 DevicePool* makePool(int device) {
   // Allocations and a synchronize are not allowed while another stream of the process is being
   // captured in the global mode; in the relaxed mode they are.
   RelaxedCapture relaxed;
   auto* p = new DevicePool();
-  void* host = nullptr;
-  void* dev = nullptr;
-  const size_t bytes = kSlots * sizeof(TimingSlot) + sizeof(ClockAnchorCell);
+  void* cell = nullptr;
+  void* cellDev = nullptr;
+  void* copy = nullptr;
   hipError_t e = hipStreamCreateWithFlags(&p->stream, hipStreamNonBlocking);
-  if (e == hipSuccess) e = hipHostMalloc(&host, bytes, hipHostMallocMapped);
+  if (e == hipSuccess) e = hipStreamCreateWithFlags(&p->copyStream, hipStreamNonBlocking);
+  if (e == hipSuccess) e = hipHostMalloc(&cell, sizeof(ClockAnchorCell), hipHostMallocMapped);
   if (e == hipSuccess) {
-    std::memset(host, 0, bytes);
-    e = hipHostGetDevicePointer(&dev, host, 0);
+    std::memset(cell, 0, sizeof(ClockAnchorCell));
+    e = hipHostGetDevicePointer(&cellDev, cell, 0);
   }
+  if (e == hipSuccess) e = hipHostMalloc(&copy, kSlots * sizeof(TimingSlot), hipHostMallocDefault);
+  if (e == hipSuccess) std::memset(copy, 0, kSlots * sizeof(TimingSlot));
+  if (e == hipSuccess)
+    e = hipMalloc(reinterpret_cast<void**>(&p->slots), kSlots * sizeof(TimingSlot));
   if (e == hipSuccess) e = hipMalloc(reinterpret_cast<void**>(&p->blocksDone), kSlots * 4);
   // On the pool's own stream: a memset on the legacy default stream would wait for the caller's.
+  // Generation 0 is never handed out, so zeroed slots read as no call's.
+  if (e == hipSuccess) e = hipMemsetAsync(p->slots, 0, kSlots * sizeof(TimingSlot), p->stream);
   if (e == hipSuccess) e = hipMemsetAsync(p->blocksDone, 0, kSlots * 4, p->stream);
   if (e == hipSuccess) e = hipStreamSynchronize(p->stream);
   if (e != hipSuccess) {
@@ -134,10 +165,9 @@ DevicePool* makePool(int device) {
     (void)hipGetLastError();
     return p;
   }
-  p->host = static_cast<TimingSlot*>(host);
-  p->device = static_cast<TimingSlot*>(dev);
-  p->cellHost = reinterpret_cast<ClockAnchorCell*>(p->host + kSlots);
-  p->cellDevice = reinterpret_cast<ClockAnchorCell*>(p->device + kSlots);
+  p->cellHost = static_cast<ClockAnchorCell*>(cell);
+  p->cellDevice = static_cast<ClockAnchorCell*>(cellDev);
+  p->copy = static_cast<TimingSlot*>(copy);
   for (uint32_t i = kSlots; i > 0; --i) p->free.push_back(i - 1);
   p->usable = true;
   return p;
@@ -268,29 +298,39 @@ const Anchor* nearestAnchor(const DevicePool* p, int64_t queuedNs) {
 
 class SlotTimer final : public DeviceTimer {
  public:
-  SlotTimer(DevicePool* pool, uint32_t index, const Anchor& anchor, int64_t queuedNs)
+  SlotTimer(DevicePool* pool, int device, uint32_t index, uint16_t gen, const Anchor& anchor,
+            int64_t queuedNs)
       : pool_(pool),
+        device_(device),
         index_(index),
+        gen_(gen),
         anchor_(anchor),
+        base_(anchor.ticks),
         queuedNs_(queuedNs),
         stale_(queuedNs - anchor.hostNs >= kAnchorLifeNs) {}
   ~SlotTimer() override {
     const int state = state_.load(std::memory_order_acquire);
     std::lock_guard<std::mutex> g(g_mu);
-    if (state == kNothingRan || slotFinished(pool_->host[index_]))
+    if (state == kNothingRan || slotFinished(pool_, index_, gen_))
       pool_->free.push_back(index_);
     else
-      pool_->parked.push_back(index_);
+      pool_->parked.emplace_back(index_, gen_);
   }
-  int read(int64_t* startNs, int64_t* endNs) override {
+  int read(int64_t* startNs, int64_t* endNs, bool fresh) override {
     const int state = state_.load(std::memory_order_acquire);
     if (state == kPending) return 0;
     if (state != kQueued) return -1;
-    TimingSlot& s = pool_->host[index_];
-    if (!slotFinished(s)) return 0;
+    if (!slotFinished(pool_, index_, gen_)) {
+      std::lock_guard<std::mutex> g(g_mu);
+      if (pool_->copyFailed) return -1;
+      if (!fresh && monotonicNs() - pool_->copiedAtNs < kReadEveryNs) return 0;
+      copySlots(pool_, device_);
+      if (!slotFinished(pool_, index_, gen_)) return 0;
+    }
     if (stale_ && !placeStale()) return 0;
-    *startNs = anchor_.toHostNs(loadRelaxed(s.start));
-    *endNs = anchor_.toHostNs(loadRelaxed(s.end));
+    const TimingSlot& s = pool_->copy[index_];
+    *startNs = anchor_.toHostNs(stampTicks(loadRelaxed(s.start), base_));
+    *endNs = anchor_.toHostNs(stampTicks(loadRelaxed(s.end), base_));
     return 1;
   }
   void finish(TimingEnd how) {
@@ -320,8 +360,11 @@ class SlotTimer final : public DeviceTimer {
   }
 
   DevicePool* pool_;
+  int device_;
   uint32_t index_;
+  uint16_t gen_;   // the slot's generation for this call
   Anchor anchor_;  // the device's newest when the call was queued, or the one placing it
+  uint64_t base_;  // the ticks the stamps count from: the queueing anchor's
   int64_t queuedNs_;
   bool stale_;  // read by the trace's poll only, under its lock
   std::atomic<int> state_{kPending};
@@ -350,9 +393,10 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
     }
     if (anchored && p->free.empty()) {
       // Parked slots whose kernels have finished since.
+      if (!p->parked.empty()) copySlots(p, device);
       for (size_t i = 0; i < p->parked.size();) {
-        if (slotFinished(p->host[p->parked[i]])) {
-          p->free.push_back(p->parked[i]);
+        if (slotFinished(p, p->parked[i].first, p->parked[i].second)) {
+          p->free.push_back(p->parked[i].first);
           p->parked[i] = p->parked.back();
           p->parked.pop_back();
         } else {
@@ -363,14 +407,14 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
     if (anchored && !p->free.empty()) {
       const uint32_t i = p->free.back();
       p->free.pop_back();
-      TimingSlot& s = p->host[i];
-      storeRelaxed(s.start, uint64_t{0});
-      storeRelaxed(s.end, uint64_t{0});
-      std::atomic_thread_fence(std::memory_order_release);  // before the launch that stamps it
-      timer = std::make_unique<SlotTimer>(p, i, p->anchors.back(), monotonicNs());
-      call.kernels.slot = p->device + i;
+      p->gen[i] = static_cast<uint16_t>(p->gen[i] == 0xffff ? 1 : p->gen[i] + 1);
+      const Anchor& anchor = p->anchors.back();
+      timer = std::make_unique<SlotTimer>(p, device, i, p->gen[i], anchor, monotonicNs());
+      call.kernels.slot = p->slots + i;
       call.kernels.blocksDone = p->blocksDone + i;
+      call.kernels.base = anchor.ticks;
       call.kernels.marks = kStampStart | kStampEnd;
+      call.kernels.gen = p->gen[i];
     }
   }
   if (timer == nullptr) {

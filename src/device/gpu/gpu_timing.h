@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The GPU side of a traced call's timing (src/device/work_timing.h): the call's kernels stamp a
-// slot of pinned host memory with their own clock (src/kernels/gpu/kernel_timing.h), and the
-// timer reads the slot back later, never waiting, placing the stamps on the host's clock through
-// an anchor. No event and no extra launch on the caller's stream, and nothing synchronises it.
-// Only traced calls (STARSCREAM_TRACE) come here.
+// slot of device memory with their own clock (src/kernels/gpu/kernel_timing.h), and the timer
+// reads the slot later from a copy the host makes now and then on a stream of its own, never
+// waiting for the call, placing the stamps on the host's clock through an anchor. No event and no
+// extra launch on the caller's stream, and nothing synchronises it. Only traced calls
+// (STARSCREAM_TRACE) come here.
 #pragma once
 
 #include "src/device/work_timing.h"

@@ -106,7 +106,8 @@ class KernelClock {
     if constexpr (kTimed) {
       if (t_.slot != nullptr && (t_.marks & kStampStart) != 0 && blockIdx.x == 0 &&
           threadIdx.x == 0)
-        *reinterpret_cast<volatile uint64_t*>(&t_.slot->start) = sscGpuTimer();
+        *reinterpret_cast<volatile uint64_t*>(&t_.slot->start) =
+            packStamp(t_.gen, sscGpuTimer(), t_.base);
     }
   }
   __device__ __forceinline__ ~KernelClock() {
@@ -121,9 +122,10 @@ class KernelClock {
       // device before the end stamp lets the host hand the slot out again.
       *reinterpret_cast<volatile uint32_t*>(t_.blocksDone) = 0;
       __threadfence();
-      // One 8-byte store, the last word the host reads: a non-zero `end` says the call is done,
-      // so no system-scope fence has to hold the grid's exit for a round trip to host memory.
-      *reinterpret_cast<volatile uint64_t*>(&t_.slot->end) = sscGpuTimer();
+      // One 8-byte store, the last word the host reads: an `end` of this call's generation says
+      // the call is done.
+      *reinterpret_cast<volatile uint64_t*>(&t_.slot->end) =
+          packStamp(t_.gen, sscGpuTimer(), t_.base);
     }
   }
   KernelClock(const KernelClock&) = delete;

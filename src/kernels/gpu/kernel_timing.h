@@ -3,35 +3,57 @@
 // device intervals (src/device/gpu/gpu_timing.h keeps the slots and reads them back). Plain
 // structs, no runtime headers: g++ and the device compilers include it.
 //
-// The call's slot is in pinned host memory the device maps: block 0 of the call's first launch
-// writes `start` at entry, before any wait on a peer; at exit every block of the last launch
-// counts itself on `blocksDone` (device memory), and the block that finishes last writes `end`.
-// The host reads the slot once both stamps are non-zero (the clock never reads 0 once the device
-// is up), never waiting: nothing orders block 0's `start` before `end` on the way to the host, and
-// no system-scope fence holds the kernel's exit for it.
+// The call's slot is in device memory: block 0 of the call's first launch writes `start` at entry,
+// before any wait on a peer; at exit every block of the last launch counts itself on `blocksDone`,
+// and the block that finishes last writes `end`. Not host memory: a kernel that wrote across the
+// host link would not complete before the link took its writes, and the stream's next kernel
+// would wait for that. The host copies the slots back now and then on a stream of its own, never
+// waiting on the caller's (src/device/gpu/gpu_timing.cc). Slots are not cleared between calls:
+// each stamp carries the call's generation of its slot, so a stamp of an earlier call is told
+// apart.
 #pragma once
 
 #include <cstdint>
 
 namespace ssc::gpu {
 
-// One traced call's stamps, in sscGpuTimer() ticks; the host zeroes the slot before handing it
-// out.
-struct alignas(32) TimingSlot {
+// One traced call's stamps. Each is one 8-byte word, so a copy sees a whole stamp or none: the
+// slot's generation in the top 16 bits (never 0 for a handed-out call), the clock's ticks since the
+// call's `base` in the low 48 (78 hours of a nanosecond clock).
+struct alignas(16) TimingSlot {
   uint64_t start;
-  uint64_t end;  // written last: non-zero once the call's kernels are done
-  uint64_t pad[2];
+  uint64_t end;  // written last: the call's kernels are done once it carries the call's generation
 };
+
+constexpr int kStampTickBits = 48;
+constexpr uint64_t kStampTickMask = (uint64_t{1} << kStampTickBits) - 1;
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define SSC_STAMP_HD __host__ __device__
+#else
+#define SSC_STAMP_HD
+#endif
+SSC_STAMP_HD inline uint64_t packStamp(uint32_t gen, uint64_t ticks, uint64_t base) {
+  return (uint64_t{gen} << kStampTickBits) | ((ticks - base) & kStampTickMask);
+}
+SSC_STAMP_HD inline uint32_t stampGen(uint64_t stamp) {
+  return static_cast<uint32_t>(stamp >> kStampTickBits);
+}
+SSC_STAMP_HD inline uint64_t stampTicks(uint64_t stamp, uint64_t base) {
+  return base + (stamp & kStampTickMask);
+}
+#undef SSC_STAMP_HD
 
 enum : uint32_t { kStampStart = 1, kStampEnd = 2 };
 
 // What one launch of a traced call stamps; all zero (slot null) for an untimed launch, which
 // then pays one uniform branch at entry and one at exit.
 struct KernelTiming {
-  TimingSlot* slot;      // the device's address of the call's slot (host memory)
+  TimingSlot* slot;      // the call's slot, device memory
   uint32_t* blocksDone;  // the slot's count of finished blocks, device memory, 0 between calls
+  uint64_t base;         // the clock's ticks the stamps count from
   uint32_t marks;        // kStampStart (the call's first launch) | kStampEnd (its last)
-  uint32_t pad;
+  uint32_t gen;          // the slot's generation for this call, 1 - 0xffff
 };
 
 // The marks of one launch of a call cut into several: the start in its first, the end in its
