@@ -116,12 +116,12 @@ class KernelClock {
       __syncthreads();  // the block's work is done
       if (threadIdx.x != 0) return;
       // No fence before counting: the stamp times the blocks' instructions, not when their
-      // stores become visible, and a fence here would hold every block for its stores.
-      if (atomicAdd(t_.blocksDone, 1u) + 1 != gridDim.x) return;
-      // Every block has counted itself: reset the count for the slot's next call, visibly on the
-      // device before the end stamp lets the host hand the slot out again.
-      *reinterpret_cast<volatile uint32_t*>(t_.blocksDone) = 0;
-      __threadfence();
+      // stores become visible, and a fence here would hold every block for its stores. The
+      // grid's last block finds gridDim.x - 1 and, in the same atomic, wraps the count to 0 for
+      // the slot's next call: the end stamp below waits for the atomic's answer, so the reset is
+      // done before the host can see the end and hand the slot out again, with no store and no
+      // fence of its own (the end's round trip is the atomic's alone).
+      if (atomicInc(t_.blocksDone, gridDim.x - 1) != gridDim.x - 1) return;
       // One 8-byte store, the last word the host reads: an `end` of this call's generation says
       // the call is done.
       *reinterpret_cast<volatile uint64_t*>(&t_.slot->end) =
