@@ -113,26 +113,41 @@ AnchoredRanking rankWithAnchors(const Anchors& anchors, CollKind coll, uint64_t 
   // One measured candidate ranks nothing: set against the others on the model's scale (below),
   // the model's ranking is what would decide.
   if (std::count(reached.begin(), reached.end(), true) < 2) return out;
+  // Measured times closer than kMeasuredTie are a tie, which the model breaks: a sweep's timings
+  // of one call differ by a few percent from batch to batch, so a smaller difference ranks noise,
+  // and where every candidate is bound by the same launch or enqueue (the smallest calls), noise
+  // would pick a heavier kernel than the model knows it to be.
+  size_t pick = measuredBest;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (reached[i] && measured[i] <= measured[measuredBest] * (1 + kMeasuredTie) &&
+        cands[i].modelUs < cands[pick].modelUs)
+      pick = i;
   // The measured winner meets the unmeasured candidates on the model's scale: its measured time
   // against their predictions would set two kinds of error against each other.
-  if (unmeasuredBest != none && cands[unmeasuredBest].modelUs < cands[measuredBest].modelUs) {
+  if (unmeasuredBest != none && cands[unmeasuredBest].modelUs < cands[pick].modelUs) {
     out.best = unmeasuredBest;
     out.why = fmt::format("model: {} was not measured here and beats {} ({:.1f} us measured)",
                           candidateName(cands[unmeasuredBest].algo, cands[unmeasuredBest].protocol),
-                          candidateName(cands[measuredBest].algo, cands[measuredBest].protocol),
-                          measured[measuredBest]);
+                          candidateName(cands[pick].algo, cands[pick].protocol), measured[pick]);
     return out;
   }
-  out.best = measuredBest;
+  out.best = pick;
   out.measured = true;
-  out.why = fmt::format("measured {:.1f} us ({})", measured[measuredBest], where[measuredBest]);
+  out.why = fmt::format("measured {:.1f} us ({})", measured[pick], where[pick]);
+  if (pick != measuredBest)
+    out.why += fmt::format(", within {:.0f} % of {}'s {:.1f} us: a tie the model breaks",
+                           100 * kMeasuredTie,
+                           candidateName(cands[measuredBest].algo, cands[measuredBest].protocol),
+                           measured[measuredBest]);
   size_t next = none;
   for (size_t i = 0; i < cands.size(); ++i)
-    if (i != measuredBest && reached[i] && (next == none || measured[i] < measured[next])) next = i;
+    if (i != pick && i != measuredBest && reached[i] &&
+        (next == none || measured[i] < measured[next]))
+      next = i;
   if (next != none)
     out.why += fmt::format(", next {} {:.1f} us",
                            candidateName(cands[next].algo, cands[next].protocol), measured[next]);
-  if (modelBest != measuredBest)
+  if (modelBest != pick)
     out.why += fmt::format("; the model alone: {}",
                            candidateName(cands[modelBest].algo, cands[modelBest].protocol));
   return out;

@@ -69,8 +69,13 @@ struct AnchoredRanking {
   std::string why;        // for the explain output: the times that decided, or "" (the model)
 };
 
+// Measured times within this fraction of the fastest measured candidate's are a tie, broken by the
+// model (rankWithAnchors).
+constexpr double kMeasuredTie = 0.05;
+
 // Ranks `candidates` (non-empty; ties go to the earlier one) at `bytes`: the candidates the
-// anchors reach are ranked by their measured times; the best of them stands for the measured ones
+// anchors reach are ranked by their measured times, those within kMeasuredTie of the fastest by
+// the model among themselves; the best of them stands for the measured ones
 // against those the anchors do not reach, which the model ranks (an unmeasured candidate wins
 // only where its model time beats the measured winner's model time: the two are compared on one
 // scale). Where the anchors reach fewer than two candidates the model alone ranks them.

@@ -100,11 +100,48 @@ TEST(Anchors, MeasuredRankTheMeasuredAndTheModelTheRest) {
   r = rankWithAnchors(Anchors{}, CollKind::kAllReduce, 1024, {ring, direct, ll});
   EXPECT_EQ(r.best, 1u);
   EXPECT_FALSE(r.measured);
-  // Ties go to the earlier candidate, measured or not.
+  // Measured ties go to the model's better candidate; ties of both to the earlier one.
   Anchors tie;
   tie.series.push_back(series(CollKind::kAllReduce, Algo::kRing, Protocol::kFifo, {{1024, 5}}));
   tie.series.push_back(series(CollKind::kAllReduce, Algo::kDirect, Protocol::kFifo, {{1024, 5}}));
-  EXPECT_EQ(rankWithAnchors(tie, CollKind::kAllReduce, 1024, {ring, direct}).best, 0u);
+  EXPECT_EQ(rankWithAnchors(tie, CollKind::kAllReduce, 1024, {ring, direct}).best, 1u);
+  const RankedCandidate ringLikeDirect{Algo::kRing, Protocol::kFifo, direct.modelUs};
+  EXPECT_EQ(rankWithAnchors(tie, CollKind::kAllReduce, 1024, {ringLikeDirect, direct}).best, 0u);
+}
+
+// Where every candidate is bound by the same launch (a K = 2 sweep on an H100: FIFO algorithms
+// 11.1 - 11.3 us, symmetric 11.4), a measured lead of a few percent is noise: within kMeasuredTie
+// the model, which knows the FIFO kernel is the heavier, decides. A larger lead still decides.
+TEST(Anchors, MeasuredNearTiesGoToTheModel) {
+  Anchors a;
+  a.series.push_back(
+      series(CollKind::kReduceScatter, Algo::kRing, Protocol::kFifo, {{1024, 11.1}}));
+  a.series.push_back(
+      series(CollKind::kReduceScatter, Algo::kHierarchical, Protocol::kFifo, {{1024, 11.3}}));
+  a.series.push_back(
+      series(CollKind::kReduceScatter, Algo::kSymmetric, Protocol::kZeroCopy, {{1024, 11.4}}));
+  const RankedCandidate ring{Algo::kRing, Protocol::kFifo, 11.4};
+  const RankedCandidate hier{Algo::kHierarchical, Protocol::kFifo, 11.4};
+  const RankedCandidate sym{Algo::kSymmetric, Protocol::kZeroCopy, 9.9};
+  AnchoredRanking r = rankWithAnchors(a, CollKind::kReduceScatter, 1024, {ring, hier, sym});
+  EXPECT_EQ(r.best, 2u);
+  EXPECT_TRUE(r.measured);
+  EXPECT_NE(r.why.find("measured 11.4 us"), std::string::npos) << r.why;
+  EXPECT_NE(r.why.find("a tie the model breaks"), std::string::npos) << r.why;
+  EXPECT_NE(r.why.find("within 5 % of ring's 11.1 us"), std::string::npos) << r.why;
+  EXPECT_NE(r.why.find("next hierarchical 11.3 us"), std::string::npos) << r.why;
+  EXPECT_EQ(r.why.find("the model alone"), std::string::npos) << r.why;
+  // Just past the tie: 11.1 * 1.05 = 11.655 us.
+  a.series[2].points[0].timeUs = 11.7;
+  r = rankWithAnchors(a, CollKind::kReduceScatter, 1024, {ring, hier, sym});
+  EXPECT_EQ(r.best, 0u);
+  EXPECT_NE(r.why.find("the model alone: symmetric"), std::string::npos) << r.why;
+  // The tie's pick, not the fastest measured, meets the unmeasured candidates on the model's
+  // scale.
+  a.series[2].points[0].timeUs = 11.4;
+  const RankedCandidate direct{Algo::kDirect, Protocol::kFifo, 10.5};
+  r = rankWithAnchors(a, CollKind::kReduceScatter, 1024, {ring, hier, sym, direct});
+  EXPECT_EQ(r.best, 2u);
 }
 
 TEST(Anchors, JsonRoundTripAndRefusals) {
