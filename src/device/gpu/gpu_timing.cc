@@ -37,9 +37,10 @@ constexpr int64_t kReadEveryNs = 1'000'000;
 // difference (parts per million), so a newer one is made for later calls, by a thread of the
 // device's own (the renewer) and never on a traced call's path. An attempt that fails (the anchor
 // kernel found no room on the device within kAnchorWaitNs: every SM busy with kernels that wait
-// for peers) is retried after kAnchorRetryNs. A device no call has traced on for an anchor's life
-// gets no new one until a call comes; the calls queued then are placed with the first anchor made
-// after them (SlotTimer::read), which is no later than one attempt away.
+// for peers) is retried after kAnchorRetryNs, once a traced call has come since. A device no call
+// has traced on for an anchor's life gets no new one until a call comes; the calls queued then
+// are placed with the first anchor made after them (SlotTimer::read), which is no later than one
+// attempt away.
 constexpr int64_t kAnchorLifeNs = 10'000'000'000;
 constexpr int64_t kAnchorRetryNs = 1'000'000'000;
 constexpr int64_t kAnchorWaitNs = 100'000'000;
@@ -236,9 +237,11 @@ void renew(DevicePool* p, int device) {
     Anchor a;
     const bool made = makeAnchor(p, device, attempt, &a);
     lk.lock();
+    // Either way the renewer waits for the next traced call: a device that keeps refusing the
+    // anchor kernel is tried again only while calls come, at most once per kAnchorRetryNs.
+    p->callSinceAnchor = false;
     if (made) {
       publishAnchor(p, a);
-      p->callSinceAnchor = false;
       nextTryNs = 0;
     } else {
       nextTryNs = monotonicNs() + kAnchorRetryNs;
