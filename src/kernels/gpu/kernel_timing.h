@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "src/collectives/host_device.h"
+
 namespace ssc::gpu {
 
 // One traced call's stamps. Each is one 8-byte word, so a copy sees a whole stamp or none: the
@@ -28,21 +30,15 @@ struct alignas(16) TimingSlot {
 constexpr int kStampTickBits = 48;
 constexpr uint64_t kStampTickMask = (uint64_t{1} << kStampTickBits) - 1;
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define SSC_STAMP_HD __host__ __device__
-#else
-#define SSC_STAMP_HD
-#endif
-SSC_STAMP_HD inline uint64_t packStamp(uint32_t gen, uint64_t ticks, uint64_t base) {
+SSC_HOST_DEVICE uint64_t packStamp(uint32_t gen, uint64_t ticks, uint64_t base) {
   return (uint64_t{gen} << kStampTickBits) | ((ticks - base) & kStampTickMask);
 }
-SSC_STAMP_HD inline uint32_t stampGen(uint64_t stamp) {
+SSC_HOST_DEVICE uint32_t stampGen(uint64_t stamp) {
   return static_cast<uint32_t>(stamp >> kStampTickBits);
 }
-SSC_STAMP_HD inline uint64_t stampTicks(uint64_t stamp, uint64_t base) {
+SSC_HOST_DEVICE uint64_t stampTicks(uint64_t stamp, uint64_t base) {
   return base + (stamp & kStampTickMask);
 }
-#undef SSC_STAMP_HD
 
 enum : uint32_t { kStampStart = 1, kStampEnd = 2 };
 
