@@ -75,6 +75,7 @@ struct Anchor {
 // One device's slots and anchor, made at its first traced call and kept for the process's life
 // (never freed: timers of communicators destroyed at exit may still return slots).
 struct DevicePool {
+  int device = 0;  // the runtime's index of the pool's device
   bool usable = false;
   TimingSlot* slots = nullptr;          // [kSlots], device memory: what kernels stamp
   TimingSlot* copy = nullptr;           // [kSlots], pinned: the slots as last copied back
@@ -118,7 +119,7 @@ bool slotFinished(DevicePool* p, uint32_t i, uint16_t gen) {
 }
 
 // Under g_mu: copies the slots back, on the pool's own stream, and waits for that copy only.
-void copySlots(DevicePool* p, int device) {
+void copySlots(DevicePool* p) {
   if (p->copyFailed) return;
   // A copy and a synchronize are not allowed while another stream of the process is being
   // captured in the global mode; in the relaxed mode they are.
@@ -128,7 +129,7 @@ void copySlots(DevicePool* p, int device) {
   if (e == hipSuccess) e = hipStreamSynchronize(p->copyStream);
   if (e != hipSuccess) {
     SSC_LOG(kWarn, "STARSCREAM_TRACE: no more device times on GPU {}: reading them back: {}",
-            device, hipGetErrorString(e));
+            p->device, hipGetErrorString(e));
     (void)hipGetLastError();  // reported here; the calls stay traced without device times
     p->copyFailed = true;
   }
@@ -140,6 +141,7 @@ DevicePool* makePool(int device) {
   // captured in the global mode; in the relaxed mode they are.
   RelaxedCapture relaxed;
   auto* p = new DevicePool();
+  p->device = device;
   void* cell = nullptr;
   void* cellDev = nullptr;
   void* copy = nullptr;
@@ -190,9 +192,9 @@ bool waitWord(uint32_t& word, uint32_t value) {
 // microsecond or two. Only the anchor's private stream is waited on, and only for that kernel.
 // Called by one thread at a time per pool (the first traced call under g_mu, then the renewer),
 // without g_mu held by the renewer: the wait must not hold up traced calls.
-bool makeAnchor(DevicePool* p, int device, uint32_t attempt, Anchor* out) {
+bool makeAnchor(DevicePool* p, uint32_t attempt, Anchor* out) {
   ClockAnchorCell& c = *p->cellHost;
-  const double ticksPerSecond = sscGpuTimerTicksPerSecond(device);
+  const double ticksPerSecond = sscGpuTimerTicksPerSecond(p->device);
   const auto spin = static_cast<uint64_t>(kAnchorSpinSeconds * ticksPerSecond);
   if (launchClockAnchor(p->cellDevice, attempt, spin, p->stream) != 0) return false;  // cleared
   if (!waitWord(c.ready, attempt)) return false;  // the kernel ends on its own, after `spin`
@@ -213,8 +215,8 @@ void publishAnchor(DevicePool* p, Anchor a) {
 }
 
 // The renewer's loop (see kAnchorLifeNs).
-void renew(DevicePool* p, int device) {
-  if (hipSetDevice(device) != hipSuccess) {
+void renew(DevicePool* p) {
+  if (hipSetDevice(p->device) != hipSuccess) {
     (void)hipGetLastError();  // no renewals: calls keep the anchor they have, drifting slowly
     return;
   }
@@ -235,7 +237,7 @@ void renew(DevicePool* p, int device) {
     const uint32_t attempt = ++p->attempt;
     lk.unlock();
     Anchor a;
-    const bool made = makeAnchor(p, device, attempt, &a);
+    const bool made = makeAnchor(p, attempt, &a);
     lk.lock();
     // Either way the renewer waits for the next traced call: a device that keeps refusing the
     // anchor kernel is tried again only while calls come, at most once per kAnchorRetryNs.
@@ -281,9 +283,9 @@ DevicePool* poolFor(int device) {
       SSC_LOG(kWarn, "STARSCREAM_TRACE: anchors on GPU {} are not renewed", device);
     }
     Anchor a;
-    if (makeAnchor(p, device, ++p->attempt, &a)) publishAnchor(p, a);
+    if (makeAnchor(p, ++p->attempt, &a)) publishAnchor(p, a);
     p->callSinceAnchor = true;
-    if (registered) p->renewer = std::thread(renew, p, device);
+    if (registered) p->renewer = std::thread(renew, p);
   }
   return p->usable ? p : nullptr;
 }
@@ -301,10 +303,8 @@ const Anchor* nearestAnchor(const DevicePool* p, int64_t queuedNs) {
 
 class SlotTimer final : public DeviceTimer {
  public:
-  SlotTimer(DevicePool* pool, int device, uint32_t index, uint16_t gen, const Anchor& anchor,
-            int64_t queuedNs)
+  SlotTimer(DevicePool* pool, uint32_t index, uint16_t gen, const Anchor& anchor, int64_t queuedNs)
       : pool_(pool),
-        device_(device),
         index_(index),
         gen_(gen),
         anchor_(anchor),
@@ -327,7 +327,7 @@ class SlotTimer final : public DeviceTimer {
       std::lock_guard<std::mutex> g(g_mu);
       if (pool_->copyFailed) return -1;
       if (!fresh && monotonicNs() - pool_->copiedAtNs < kReadEveryNs) return 0;
-      copySlots(pool_, device_);
+      copySlots(pool_);
       if (!slotFinished(pool_, index_, gen_)) return 0;
     }
     if (stale_ && !placeStale()) return 0;
@@ -363,7 +363,6 @@ class SlotTimer final : public DeviceTimer {
   }
 
   DevicePool* pool_;
-  int device_;
   uint32_t index_;
   uint16_t gen_;   // the slot's generation for this call
   Anchor anchor_;  // the device's newest when the call was queued, or the one placing it
@@ -396,7 +395,7 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
     }
     if (anchored && p->free.empty()) {
       // Parked slots whose kernels have finished since.
-      if (!p->parked.empty()) copySlots(p, device);
+      if (!p->parked.empty()) copySlots(p);
       for (size_t i = 0; i < p->parked.size();) {
         if (slotFinished(p, p->parked[i].first, p->parked[i].second)) {
           p->free.push_back(p->parked[i].first);
@@ -412,7 +411,7 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
       p->free.pop_back();
       p->gen[i] = static_cast<uint16_t>(p->gen[i] == 0xffff ? 1 : p->gen[i] + 1);
       const Anchor& anchor = p->anchors.back();
-      timer = std::make_unique<SlotTimer>(p, device, i, p->gen[i], anchor, monotonicNs());
+      timer = std::make_unique<SlotTimer>(p, i, p->gen[i], anchor, monotonicNs());
       call.kernels.slot = p->slots + i;
       call.kernels.blocksDone = p->blocksDone + i;
       call.kernels.base = anchor.ticks;
