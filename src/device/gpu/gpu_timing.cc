@@ -28,10 +28,13 @@ namespace {
 // when more than kSlots traced calls are queued or unread; it then goes without a device time (its
 // API event stays) rather than wait.
 constexpr uint32_t kSlots = 512;
-// How often the slots are copied back while calls are traced: each copy costs the traced call
-// that makes it a copy and a wait for it on the pool's stream (about 10 us), so one every
-// millisecond is under 1 % of a call's time. The trace's final write copies once more.
+// How often the slots are copied back while calls are traced. A copy is queued on the pool's copy
+// stream with an event behind it and not waited for: the traced call that queues it pays for
+// the queueing only (a few microseconds, once a millisecond), and later calls look at the event,
+// no sooner than kLandNs after the copy was queued (a copy of the slots lands in about 10 us), to
+// take the copy in once it has landed. The trace's final write copies once more and waits.
 constexpr int64_t kReadEveryNs = 1'000'000;
+constexpr int64_t kLandNs = 20'000;
 
 // An anchor serves the calls of the next 10 s: the two clocks drift apart by their rates'
 // difference (parts per million), so a newer one is made for later calls, by a thread of the
@@ -77,21 +80,34 @@ struct Anchor {
 struct DevicePool {
   int device = 0;  // the runtime's index of the pool's device
   bool usable = false;
-  TimingSlot* slots = nullptr;          // [kSlots], device memory: what kernels stamp
-  TimingSlot* copy = nullptr;           // [kSlots], pinned: the slots as last copied back
-  uint16_t gen[kSlots] = {};            // each slot's generation of its latest call (1 - 0xffff)
-  int64_t copiedAtNs = 0;               // when `copy` was last made (0: never)
+  TimingSlot* slots = nullptr;    // [kSlots], device memory: what kernels stamp
+  TimingSlot* copy = nullptr;     // [kSlots], pinned: the slots as last copied back
+  TimingSlot* landing = nullptr;  // [kSlots], pinned: where the copy in flight lands
+  uint64_t copies = 0;            // copies taken into `copy` so far: the number of the current one
+  int64_t copiedAtNs = 0;         // when `copy` was queued (0: never)
+  bool inFlight = false;          // a copy into `landing` is queued
+  int64_t inFlightSinceNs = 0;
+  hipEvent_t landed = nullptr;          // recorded behind the copy in flight
   bool copyFailed = false;              // a copy failed: said once, the trace goes on without
+  uint16_t gen[kSlots] = {};            // each slot's generation of its latest call (1 - 0xffff)
+  uint64_t mark[kSlots] = {};           // each slot's `done` once its latest call has finished
   ClockAnchorCell* cellHost = nullptr;  // pinned and mapped: the anchor kernel meets the host here
   ClockAnchorCell* cellDevice = nullptr;
-  // The slots' counts of finished blocks, device memory.
-  uint32_t* blocksDone = nullptr;
   hipStream_t stream = nullptr;      // the anchor kernel's, never the caller's
   hipStream_t copyStream = nullptr;  // the copies back, never the caller's nor the anchor's
-  std::vector<uint32_t> free;
-  // Slots of timers gone before their kernels were seen to finish, with that call's generation:
-  // a kernel may still write them, so they are handed out again only once they read finished.
-  std::vector<std::pair<uint32_t, uint16_t>> parked;
+  // Free slots, handed out oldest first: a slot comes back to a call only after every other free
+  // slot has, hundreds of calls after its own call's count was seen complete, long after the end
+  // that call's last block folded in has landed (the two words' arrival is not ordered).
+  std::deque<uint32_t> free;
+  // Slots of timers gone before their kernels were seen to finish, with that call's generation
+  // and mark: a kernel may still write them, so they are handed out again only once they read
+  // finished.
+  struct Parked {
+    uint32_t index;
+    uint16_t gen;
+    uint64_t mark;
+  };
+  std::vector<Parked> parked;
   std::deque<Anchor> anchors;  // the newest kAnchorHistory, oldest first; empty: none made yet
   uint32_t attempt = 0;        // the anchor kernel's attempts (only the one making anchors counts)
   // The renewer: wakes when the newest anchor has lived its life (or an attempt is due again)
@@ -110,30 +126,78 @@ std::map<int, DevicePool*>& pools() {
   return *m;
 }
 
-// In the last copy, the slot's kernels of generation `gen` are done with it: the end, their last
-// write, is there, and block 0's start too (nothing orders the two stores on the device, so both
-// are checked), so no write of theirs is still on its way.
-bool slotFinished(DevicePool* p, uint32_t i, uint16_t gen) {
-  return stampGen(loadRelaxed(p->copy[i].end)) == gen &&
-         stampGen(loadRelaxed(p->copy[i].start)) == gen;
+// Under g_mu. In the current copy, every block of the slot's call with this mark has ended
+// (the count has reached the mark: kernel_timing.h) and block 0's start is there (nothing orders
+// the start's store before the count), so no write of that call is still to come but the ends
+// folded in by the blocks that counted themselves out last, already on their way.
+bool slotDone(const DevicePool* p, uint32_t i, uint16_t gen, uint64_t mark) {
+  return p->copy[i].done == mark && stampGen(p->copy[i].start) == gen;
 }
 
-// Under g_mu: copies the slots back, on the pool's own stream, and waits for that copy only.
-void copySlots(DevicePool* p) {
-  if (p->copyFailed) return;
-  // A copy and a synchronize are not allowed while another stream of the process is being
-  // captured in the global mode; in the relaxed mode they are.
-  RelaxedCapture relaxed;
-  hipError_t e = hipMemcpyAsync(p->copy, p->slots, kSlots * sizeof(TimingSlot),
+// Under g_mu: the copy back failed; said once, the calls stay traced without device times.
+void copyFailed(DevicePool* p, hipError_t e) {
+  SSC_LOG(kWarn, "STARSCREAM_TRACE: no more device times on GPU {}: reading them back: {}",
+          p->device, hipGetErrorString(e));
+  (void)hipGetLastError();  // reported here
+  p->copyFailed = true;
+}
+
+// Under g_mu: queues a copy of the slots into `landing`, and the event behind it.
+void queueCopy(DevicePool* p) {
+  hipError_t e = hipMemcpyAsync(p->landing, p->slots, kSlots * sizeof(TimingSlot),
                                 hipMemcpyDeviceToHost, p->copyStream);
-  if (e == hipSuccess) e = hipStreamSynchronize(p->copyStream);
-  if (e != hipSuccess) {
-    SSC_LOG(kWarn, "STARSCREAM_TRACE: no more device times on GPU {}: reading them back: {}",
-            p->device, hipGetErrorString(e));
-    (void)hipGetLastError();  // reported here; the calls stay traced without device times
-    p->copyFailed = true;
+  if (e == hipSuccess) e = hipEventRecord(p->landed, p->copyStream);
+  if (e != hipSuccess) return copyFailed(p, e);
+  p->inFlight = true;
+  p->inFlightSinceNs = monotonicNs();
+}
+
+// Under g_mu: takes the copy in flight in once it has landed (`wait`: waits for it).
+void takeCopy(DevicePool* p, bool wait) {
+  if (!p->inFlight) return;
+  hipError_t e = hipSuccess;
+  if (wait) {
+    e = hipEventSynchronize(p->landed);
+  } else {
+    if (monotonicNs() - p->inFlightSinceNs < kLandNs) return;
+    e = hipEventQuery(p->landed);
+    if (e == hipErrorNotReady) {
+      (void)hipGetLastError();  // not sticky, but keep the slot clean for the caller's checks
+      return;
+    }
   }
-  p->copiedAtNs = monotonicNs();
+  if (e != hipSuccess) return copyFailed(p, e);
+  std::swap(p->copy, p->landing);
+  ++p->copies;
+  p->copiedAtNs = p->inFlightSinceNs;
+  p->inFlight = false;
+}
+
+// Under g_mu: brings `copy` up to date, never waiting unless `now` (the trace's final write, a
+// pool out of free slots): then the copy is one made after this call and waited for.
+void refreshCopy(DevicePool* p, bool now) {
+  if (p->copyFailed) return;
+  // A copy, an event query and a synchronize are not allowed while another stream of the
+  // process is being captured in the global mode; in the relaxed mode they are.
+  RelaxedCapture relaxed;
+  if (now) {
+    takeCopy(p, true);
+    if (!p->copyFailed) queueCopy(p);
+    if (!p->copyFailed) takeCopy(p, true);
+    return;
+  }
+  takeCopy(p, false);
+  if (!p->copyFailed && !p->inFlight && monotonicNs() - p->copiedAtNs >= kReadEveryNs) queueCopy(p);
+}
+
+// Under g_mu: a slot whose generation wraps to 1 is cleared first, since its end, a maximum,
+// still holds generation 0xffff's. Once per 65,535 calls of a slot; it waits for the clear.
+bool clearSlot(DevicePool* p, uint32_t i) {
+  RelaxedCapture relaxed;
+  hipError_t e = hipMemsetAsync(&p->slots[i].end, 0, sizeof(uint64_t), p->copyStream);
+  if (e == hipSuccess) e = hipStreamSynchronize(p->copyStream);
+  if (e != hipSuccess) copyFailed(p, e);
+  return e == hipSuccess;
 }
 
 DevicePool* makePool(int device) {
@@ -145,8 +209,10 @@ DevicePool* makePool(int device) {
   void* cell = nullptr;
   void* cellDev = nullptr;
   void* copy = nullptr;
+  void* landing = nullptr;
   hipError_t e = hipStreamCreateWithFlags(&p->stream, hipStreamNonBlocking);
   if (e == hipSuccess) e = hipStreamCreateWithFlags(&p->copyStream, hipStreamNonBlocking);
+  if (e == hipSuccess) e = hipEventCreateWithFlags(&p->landed, hipEventDisableTiming);
   if (e == hipSuccess) e = hipHostMalloc(&cell, sizeof(ClockAnchorCell), hipHostMallocMapped);
   if (e == hipSuccess) {
     std::memset(cell, 0, sizeof(ClockAnchorCell));
@@ -155,12 +221,13 @@ DevicePool* makePool(int device) {
   if (e == hipSuccess) e = hipHostMalloc(&copy, kSlots * sizeof(TimingSlot), hipHostMallocDefault);
   if (e == hipSuccess) std::memset(copy, 0, kSlots * sizeof(TimingSlot));
   if (e == hipSuccess)
+    e = hipHostMalloc(&landing, kSlots * sizeof(TimingSlot), hipHostMallocDefault);
+  if (e == hipSuccess)
     e = hipMalloc(reinterpret_cast<void**>(&p->slots), kSlots * sizeof(TimingSlot));
-  if (e == hipSuccess) e = hipMalloc(reinterpret_cast<void**>(&p->blocksDone), kSlots * 4);
   // On the pool's own stream: a memset on the legacy default stream would wait for the caller's.
-  // Generation 0 is never handed out, so zeroed slots read as no call's.
+  // Generation 0 is never handed out, so zeroed slots read as no call's, and every count starts
+  // at 0 (each slot's first mark is kDonePerCall).
   if (e == hipSuccess) e = hipMemsetAsync(p->slots, 0, kSlots * sizeof(TimingSlot), p->stream);
-  if (e == hipSuccess) e = hipMemsetAsync(p->blocksDone, 0, kSlots * 4, p->stream);
   if (e == hipSuccess) e = hipStreamSynchronize(p->stream);
   if (e != hipSuccess) {
     SSC_LOG(kWarn, "STARSCREAM_TRACE: no device times on GPU {}: {}", device, hipGetErrorString(e));
@@ -171,7 +238,8 @@ DevicePool* makePool(int device) {
   p->cellHost = static_cast<ClockAnchorCell*>(cell);
   p->cellDevice = static_cast<ClockAnchorCell*>(cellDev);
   p->copy = static_cast<TimingSlot*>(copy);
-  for (uint32_t i = kSlots; i > 0; --i) p->free.push_back(i - 1);
+  p->landing = static_cast<TimingSlot*>(landing);
+  for (uint32_t i = 0; i < kSlots; ++i) p->free.push_back(i);
   p->usable = true;
   return p;
 }
@@ -303,10 +371,12 @@ const Anchor* nearestAnchor(const DevicePool* p, int64_t queuedNs) {
 
 class SlotTimer final : public DeviceTimer {
  public:
-  SlotTimer(DevicePool* pool, uint32_t index, uint16_t gen, const Anchor& anchor, int64_t queuedNs)
+  SlotTimer(DevicePool* pool, uint32_t index, uint16_t gen, uint64_t mark, const Anchor& anchor,
+            int64_t queuedNs)
       : pool_(pool),
         index_(index),
         gen_(gen),
+        mark_(mark),
         anchor_(anchor),
         base_(anchor.ticks),
         queuedNs_(queuedNs),
@@ -314,26 +384,38 @@ class SlotTimer final : public DeviceTimer {
   ~SlotTimer() override {
     const int state = state_.load(std::memory_order_acquire);
     std::lock_guard<std::mutex> g(g_mu);
-    if (state == kNothingRan || slotFinished(pool_, index_, gen_))
+    if (state == kNothingRan) {
+      // Nothing counts on the slot for this call: its next call's mark is this one's.
+      pool_->mark[index_] -= kDonePerCall;
       pool_->free.push_back(index_);
-    else
-      pool_->parked.emplace_back(index_, gen_);
+    } else if (slotDone(pool_, index_, gen_, mark_)) {
+      pool_->free.push_back(index_);
+    } else {
+      pool_->parked.push_back({index_, gen_, mark_});
+    }
   }
   int read(int64_t* startNs, int64_t* endNs, bool fresh) override {
     const int state = state_.load(std::memory_order_acquire);
     if (state == kPending) return 0;
     if (state != kQueued) return -1;
-    if (!slotFinished(pool_, index_, gen_)) {
-      std::lock_guard<std::mutex> g(g_mu);
+    std::lock_guard<std::mutex> g(g_mu);
+    // The end is read from a copy made after the one that showed the count complete, so the ends
+    // of the blocks that counted themselves out last have landed in it (kernel_timing.h). A fresh
+    // read makes up to two copies, and waits for them, to get there.
+    for (int pass = 0;; ++pass) {
+      if (doneIn_ == 0 && slotDone(pool_, index_, gen_, mark_)) doneIn_ = pool_->copies;
+      if (doneIn_ != 0 && pool_->copies > doneIn_) break;
+      if (pass == (fresh ? 2 : 1)) return 0;
+      refreshCopy(pool_, fresh);
       if (pool_->copyFailed) return -1;
-      if (!fresh && monotonicNs() - pool_->copiedAtNs < kReadEveryNs) return 0;
-      copySlots(pool_);
-      if (!slotFinished(pool_, index_, gen_)) return 0;
     }
-    if (stale_ && !placeStale()) return 0;
     const TimingSlot& s = pool_->copy[index_];
-    *startNs = anchor_.toHostNs(stampTicks(loadRelaxed(s.start), base_));
-    *endNs = anchor_.toHostNs(stampTicks(loadRelaxed(s.end), base_));
+    // Every block folded its end in before it counted itself out, so this is not expected; if it
+    // happens the call goes without a device time rather than hold up the calls after it.
+    if (stampGen(s.end) != gen_) return -1;
+    if (stale_ && !placeStale()) return 0;
+    *startNs = anchor_.toHostNs(stampTicks(s.start, base_));
+    *endNs = anchor_.toHostNs(stampTicks(s.end, base_));
     return 1;
   }
   void finish(TimingEnd how) {
@@ -350,8 +432,8 @@ class SlotTimer final : public DeviceTimer {
   // idle spell) is placed with the anchor the renewer made after it, once there is one; after
   // kStaleWaitNs without one (the renewer's attempts failed) with the old one.
   static constexpr int64_t kStaleWaitNs = 3 * kAnchorRetryNs;
+  // Under g_mu.
   bool placeStale() {
-    std::lock_guard<std::mutex> g(g_mu);
     const Anchor* nearest = nearestAnchor(pool_, queuedNs_);
     if (nearest != nullptr && nearest->seq != anchor_.seq) {
       anchor_ = *nearest;
@@ -364,9 +446,11 @@ class SlotTimer final : public DeviceTimer {
 
   DevicePool* pool_;
   uint32_t index_;
-  uint16_t gen_;   // the slot's generation for this call
-  Anchor anchor_;  // the device's newest when the call was queued, or the one placing it
-  uint64_t base_;  // the ticks the stamps count from: the queueing anchor's
+  uint16_t gen_;         // the slot's generation for this call
+  uint64_t mark_;        // the slot's count once this call has finished
+  uint64_t doneIn_ = 0;  // the pool's copy that first showed the call finished (0: none yet)
+  Anchor anchor_;        // the device's newest when the call was queued, or the one placing it
+  uint64_t base_;        // the ticks the stamps count from: the queueing anchor's
   int64_t queuedNs_;
   bool stale_;  // read by the trace's poll only, under its lock
   std::atomic<int> state_{kPending};
@@ -395,10 +479,11 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
     }
     if (anchored && p->free.empty()) {
       // Parked slots whose kernels have finished since.
-      if (!p->parked.empty()) copySlots(p);
+      if (!p->parked.empty()) refreshCopy(p, true);
       for (size_t i = 0; i < p->parked.size();) {
-        if (slotFinished(p, p->parked[i].first, p->parked[i].second)) {
-          p->free.push_back(p->parked[i].first);
+        const DevicePool::Parked& k = p->parked[i];
+        if (slotDone(p, k.index, k.gen, k.mark)) {
+          p->free.push_back(k.index);
           p->parked[i] = p->parked.back();
           p->parked.pop_back();
         } else {
@@ -406,14 +491,14 @@ CallTiming timingStart(WorkTiming* timing, bool capturing) {
         }
       }
     }
-    if (anchored && !p->free.empty()) {
-      const uint32_t i = p->free.back();
-      p->free.pop_back();
+    const uint32_t i = anchored && !p->free.empty() ? p->free.front() : kSlots;
+    if (i != kSlots && (p->gen[i] != 0xffff || clearSlot(p, i))) {
+      p->free.pop_front();
       p->gen[i] = static_cast<uint16_t>(p->gen[i] == 0xffff ? 1 : p->gen[i] + 1);
+      p->mark[i] += kDonePerCall;
       const Anchor& anchor = p->anchors.back();
-      timer = std::make_unique<SlotTimer>(p, i, p->gen[i], anchor, monotonicNs());
+      timer = std::make_unique<SlotTimer>(p, i, p->gen[i], p->mark[i], anchor, monotonicNs());
       call.kernels.slot = p->slots + i;
-      call.kernels.blocksDone = p->blocksDone + i;
       call.kernels.base = anchor.ticks;
       call.kernels.marks = kStampStart | kStampEnd;
       call.kernels.gen = p->gen[i];

@@ -94,9 +94,9 @@ __device__ bool boundedWait(ErrorSink e, uint64_t timeoutTicks, uint32_t timeout
 
 // A traced call's stamps (kernel_timing.h), declared first thing in a kernel: the constructor
 // writes the start (block 0, one thread, in launches marked kStampStart), the destructor, which
-// runs at every return, counts the block out and lets the grid's last block write the end (in
-// launches marked kStampEnd). The destructor's bar.sync needs every thread of the block to leave
-// the kernel together: in the kernels that declare one, every return follows a block-wide vote
+// runs at every return, folds the block's end into the slot and counts the block out (in launches
+// marked kStampEnd). The destructor's bar.sync needs every thread of the block to leave the
+// kernel together: in the kernels that declare one, every return follows a block-wide vote
 // (__syncthreads_and, or a flag in shared memory read after a bar.sync). KernelClock<false> is
 // none at all, for a kernel instantiated apart for traced calls (symPushKernel).
 template <bool kTimed = true>
@@ -115,17 +115,16 @@ class KernelClock {
       if (t_.slot == nullptr || (t_.marks & kStampEnd) == 0) return;
       __syncthreads();  // the block's work is done
       if (threadIdx.x != 0) return;
-      // No fence before counting: the stamp times the blocks' instructions, not when their
-      // stores become visible, and a fence here would hold every block for its stores. The
-      // grid's last block finds gridDim.x - 1 and, in the same atomic, wraps the count to 0 for
-      // the slot's next call: the end stamp below waits for the atomic's answer, so the reset is
-      // done before the host can see the end and hand the slot out again, with no store and no
-      // fence of its own (the end's round trip is the atomic's alone).
-      if (atomicInc(t_.blocksDone, gridDim.x - 1) != gridDim.x - 1) return;
-      // One 8-byte store, the last word the host reads: an `end` of this call's generation says
-      // the call is done.
-      *reinterpret_cast<volatile uint64_t*>(&t_.slot->end) =
-          packStamp(t_.gen, sscGpuTimer(), t_.base);
+      // Two reductions whose answers are not used, so the thread issues them and leaves: the
+      // block's end into the maximum, then the block's share of the count. No fence: the stamp
+      // times the blocks' instructions, not when their stores become visible, and a fence, like
+      // an atomic that answers, would hold every block for a round trip to memory. Nothing orders
+      // the two words' arrival either; the host reads the end from a copy made after the one that
+      // showed the count complete (gpu_timing.cc).
+      atomicMax(reinterpret_cast<unsigned long long*>(&t_.slot->end),
+                static_cast<unsigned long long>(packStamp(t_.gen, sscGpuTimer(), t_.base)));
+      atomicAdd(reinterpret_cast<unsigned long long*>(&t_.slot->done),
+                static_cast<unsigned long long>(doneShare(blockIdx.x, gridDim.x)));
     }
   }
   KernelClock(const KernelClock&) = delete;
