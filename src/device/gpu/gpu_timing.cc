@@ -26,8 +26,10 @@ namespace {
 
 // Slots per device, made in one batch at the first traced call on it. A call finds none free only
 // when more than kSlots traced calls are queued or unread; it then goes without a device time (its
-// API event stays) rather than wait.
-constexpr uint32_t kSlots = 512;
+// API event stays) rather than wait. A call is read up to two copies (2 ms) after it finished, so
+// a pool holds the calls of about 2 ms beside those queued: 1024 slots serve calls of 4 us, and
+// are 32 KiB to copy.
+constexpr uint32_t kSlots = 1024;
 // How often the slots are copied back while calls are traced. A copy is queued on the pool's copy
 // stream with an event behind it and not waited for: the traced call that queues it pays for
 // the queueing only (a few microseconds, once a millisecond), and later calls look at the event,
