@@ -6,11 +6,11 @@
 // The call's slot is in device memory: block 0 of the call's first launch writes `start` at entry,
 // before any wait on a peer; at exit every block of the last launch folds its end into `end` (a
 // maximum) and counts itself out on `done` (a sum), both reductions whose answer no thread waits
-// for, so a block leaves as soon as it has issued them. Not host memory the device maps: with the
-// slots there, small traced calls took 1.25x their untraced time (8 MPS partitions of an H100).
-// Nor an atomic the block waits on: with the grid's last block found by an atomicInc that answers
-// and then writing the end, they took 1.02 - 1.09x (docs/trace.md has the current figures). The
-// host copies the slots back now and then on a stream of its own, never waiting on the caller's
+// for, so a block leaves as soon as it has issued them, where an atomic that answers (to find the
+// grid's last block, which then wrote the end) held every block for a round trip to memory; the
+// two measured the same on small calls, which are bound by their enqueue (docs/trace.md). Not
+// host memory the device maps: with the slots there, small traced calls took 1.25x their
+// untraced time (8 MPS partitions of an H100). The host copies the slots back now and then on a stream of its own, never waiting on the caller's
 // (src/device/gpu/gpu_timing.cc). Slots are not cleared between calls: each stamp carries the
 // call's generation of its slot, so a stamp of an earlier call is told apart, and `done` only
 // grows, by exactly kDonePerCall a call.
