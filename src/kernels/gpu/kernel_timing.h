@@ -10,10 +10,10 @@
 // grid's last block, which then wrote the end) held every block for a round trip to memory; the
 // two measured the same on small calls, which are bound by their enqueue (docs/trace.md). Not
 // host memory the device maps: with the slots there, small traced calls took 1.25x their
-// untraced time (8 MPS partitions of an H100). The host copies the slots back now and then on a stream of its own, never waiting on the caller's
-// (src/device/gpu/gpu_timing.cc). Slots are not cleared between calls: each stamp carries the
-// call's generation of its slot, so a stamp of an earlier call is told apart, and `done` only
-// grows, by exactly kDonePerCall a call.
+// untraced time (8 MPS partitions of an H100). The host copies the slots back now and then on a
+// stream of its own, never waiting on the caller's (src/device/gpu/gpu_timing.cc). Slots are not
+// cleared between calls: each stamp carries the call's generation of its slot, so a stamp of an
+// earlier call is told apart, and `done` only grows, by exactly kDonePerCall a call.
 #pragma once
 
 #include <cstdint>
