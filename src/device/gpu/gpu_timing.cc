@@ -193,8 +193,11 @@ void refreshCopy(DevicePool* p, bool now) {
 }
 
 // Under g_mu: a slot whose generation wraps to 1 is cleared first, since its end, a maximum,
-// still holds generation 0xffff's. Once per 65,535 calls of a slot; it waits for the clear.
+// still holds generation 0xffff's. Once per 65,535 calls of a slot; it waits for the clear. After a
+// failed copy or clear nothing is read back any more, so it tries no runtime call (the slot would
+// otherwise be tried again at every traced call).
 bool clearSlot(DevicePool* p, uint32_t i) {
+  if (p->copyFailed) return false;
   RelaxedCapture relaxed;
   hipError_t e = hipMemsetAsync(&p->slots[i].end, 0, sizeof(uint64_t), p->copyStream);
   if (e == hipSuccess) e = hipStreamSynchronize(p->copyStream);
