@@ -2,7 +2,7 @@
 // C entry points of the fused GEMM-collectives and the 2D-sharding helper (starscream_ops.h):
 // validate every argument (the host arguments are the same on every rank, so every rank reaches
 // the same verdict before any collective starts), choose the plan, hand over to the backend's
-// half (host_gemm.cc or gpu_gemm.cc).
+// half (host_gemm.cc or gpu_gemm.cc), which runs the op's algorithm (gemm_run.cc) on its engine.
 #include <atomic>
 #include <chrono>
 #include <cstddef>

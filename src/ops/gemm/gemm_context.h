@@ -2,8 +2,9 @@
 // The context behind sscGemm_t and the backend-specific halves of the fused GEMM-collectives:
 // the host backend's (host_gemm.cc: the reference GEMM on the CPU, then the core's collectives)
 // and the GPU backend's (gpu_gemm.cc and its neighbours: cuBLASLt / hipBLASLt, the steps on the
-// caller's stream; SSC_GEMM_COPY_ENGINE's copies on a stream of the context's).
-// Both execute the same Plan (gemm_plan.h).
+// caller's stream; SSC_GEMM_COPY_ENGINE's copies on a stream of the context's). Each is an
+// engine (gemm_engine.h) for the op's one algorithm (gemm_run.cc), which executes the Plan
+// (gemm_plan.h).
 #pragma once
 
 #include <cstddef>

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The GPU backend's half of the fused GEMM-collectives (the context's state, BLAS shapes
-// included, is gpu_gemm_state.h): the chunks' GEMMs on the vendor BLAS
-// (cuBLASLt / hipBLASLt through src/device/gpu/gpu_blas.h), the collectives through the
-// core's sscReduceScatter / sscAllGather (zero-copy on registered and plain buffers where the
-// core can), everything on the caller's stream in schedule()'s order (gemm_plan.h says why a
-// vendor GEMM never runs beside a waiting kernel); the fused variants are gpu_gemm_fused.cc
-// (waiting kernels) and gpu_gemm_ce.cc (SSC_GEMM_COPY_ENGINE). Nothing here waits for the
-// device on the host but the probe of a new GEMM shape's algorithm (gpu_gemm_probe.h), once per
-// shape and only where STARSCREAM_GEMM_PROBE is on.
+// included, is gpu_gemm_state.h): its engine for the op's one algorithm (gemm_engine.h,
+// gemm_run.cc), which queues every step on the caller's stream: the GEMMs on the vendor BLAS
+// (cuBLASLt / hipBLASLt through src/device/gpu/gpu_blas.h), copies and fills through the device
+// services (gemm_plan.h says why a vendor GEMM never runs beside a waiting kernel); the fused
+// variants are gpu_gemm_fused.cc (waiting kernels) and gpu_gemm_ce.cc (SSC_GEMM_COPY_ENGINE).
+// Nothing here waits for the device on the host but the probe of a new GEMM shape's algorithm
+// (gpu_gemm_probe.h), once per shape and only where STARSCREAM_GEMM_PROBE is on.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -20,6 +19,7 @@
 #include "src/device/gpu/gpu_launch_order.h"
 #include "src/ops/gemm/gemm_fused_kernel.h"
 #include "src/ops/gemm/gemm_context.h"
+#include "src/ops/gemm/gemm_engine.h"
 #include "src/ops/gemm/gpu_gemm_internal.h"
 #include "src/ops/gemm/gpu_gemm_probe.h"
 #include "src/ops/gemm/gpu_gemm_state.h"
@@ -124,52 +124,53 @@ void gpuDestroy(sscGemmContext* g) {
 #if defined(STARSCREAM_HAVE_BLASLT)
 namespace {
 
-// One GEMM piece of a chunk. A strided batch (one side strided over the ranks' blocks: the
-// reduce-scatter's x rows, the all-gather's y rows) reads W once per rank; with the plan's
-// scratch it becomes one 2D copy and ONE GEMM that reads W once (Plan::scratchBytes).
-sscResult_t runPiece(GpuGemmState* gs, const Call& c, const void* a, void* d, const GemmPiece& g,
-                     void* scratch, sscStream_t on) {
-  if (g.batch <= 1 || scratch == nullptr) return gs->matmul(c, a, d, g, on);
-  // Rows that are not 16-byte multiples (odd K or N): the batch, as before the scratch. On the
-  // H200 the one-GEMM form of such a piece (301 x 257 x 129, fp16 -> fp32, K = 8) was refused by
-  // cuBLASLt at launch ("not supported") although its heuristic had returned an algorithm; the
-  // model shapes this path is for have 16-byte rows.
-  const size_t aRow = c.p.k * typeBytes(c.inType), dRow = c.p.n * typeBytes(c.outType);
-  if (aRow % 16 != 0 || dRow % 16 != 0 || reinterpret_cast<uintptr_t>(scratch) % 256 != 0)
-    return gs->matmul(c, a, d, g, on);
-  GemmPiece one;
-  one.rows = g.rows * g.batch;
-  if (g.aStride != g.rows) {  // A strided, D contiguous: A's rows into the scratch first
-    const size_t row = c.p.k * typeBytes(c.inType);
-    SSC_CHECK(gs->dev->memcpy2DAsync(
-        scratch, g.rows * row, cbyte(a, g.aRow * row), g.aStride * row, g.rows * row, g.batch,
-        CopyKind::kDeviceToDevice, on,
-        SSC_DOING("gemm: gathering {} strided blocks of {} rows into the scratch", g.batch,
-                  g.rows)));
-    one.dRow = g.dRow;
-    return gs->matmul(c, scratch, d, one, on);
-  }
-  one.aRow = g.aRow;  // A contiguous, D strided: one GEMM into the scratch, then its rows out
-  SSC_CHECK(gs->matmul(c, a, scratch, one, on));
-  const size_t row = c.p.n * typeBytes(c.outType);
-  SSC_CHECK(gs->dev->memcpy2DAsync(
-      byte(d, g.dRow * row), g.dStride * row, scratch, g.rows * row, g.rows * row, g.batch,
-      CopyKind::kDeviceToDevice, on,
-      SSC_DOING("gemm: scattering {} blocks of {} rows out of the scratch", g.batch, g.rows)));
-  return sscSuccess;
-}
+// The GPU engine (gemm_engine.h): every step queued on the caller's stream, in order; nothing
+// waits on the host.
+class GpuEngine final : public GemmEngine {
+ public:
+  explicit GpuEngine(sscGemmContext* g) : g_(g), dev_(g->dev) {}
 
-void* scratchOf(sscGemmContext* g, const Plan& pl) {
-  return pl.scratchBytes == 0
-             ? nullptr
-             : static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
-}
+  sscResult_t gemm(const Call& c, const void* a, void* d, const GemmPiece& piece,
+                   sscStream_t s) override {
+    return g_->gpu->matmul(c, a, d, piece, s);
+  }
+  sscResult_t zero(void* p, size_t bytes, sscStream_t s, Doing what) override {
+    return dev_->memsetAsync(p, 0, bytes, s, what);
+  }
+  sscResult_t copy(void* dst, const void* src, size_t bytes, sscStream_t s, Doing what) override {
+    return dev_->memcpyAsync(dst, src, bytes, CopyKind::kDeviceToDevice, s, what);
+  }
+  sscResult_t copy2D(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                     size_t height, sscStream_t s, Doing what) override {
+    return dev_->memcpy2DAsync(dst, dstPitch, src, srcPitch, width, height,
+                               CopyKind::kDeviceToDevice, s, what);
+  }
+  sscResult_t arrivalBarrier(sscStream_t s) override { return kernelArrivalBarrier(g_, s); }
+  sscResult_t collectiveQueued(sscStream_t) override { return sscSuccess; }  // stream order
+  // Never under stream capture (gemm_api.cc plans no fused form there).
+  sscResult_t fused(const Call& c, sscStream_t s) override {
+    if (c.copyEngine)
+      return c.p.op == Op::kAllGather ? ceRunFusedAllGather(g_, c, s)
+                                      : ceRunFusedReduceScatter(g_, c, s);
+    return c.p.op == Op::kAllGather ? kernelRunFusedAllGather(g_, c, s)
+                                    : kernelRunFusedReduceScatter(g_, c, s);
+  }
+  sscResult_t addBias(const Call& c, int64_t rows, sscStream_t s) override {
+    return gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
+                              c.outType == sscBfloat16, s);
+  }
+
+ private:
+  sscGemmContext* g_;
+  DeviceServices* dev_;
+};
 
 }  // namespace
 
 sscResult_t gpuPiece(sscGemmContext* g, const Call& c, const void* a, void* d,
                      const GemmPiece& piece, bool scratch, sscStream_t s) {
-  return runPiece(g->gpu, c, a, d, piece, scratch ? scratchOf(g, c.plan) : nullptr, s);
+  GpuEngine e(g);
+  return runPiece(g, c, e, a, d, piece, scratch, s);
 }
 
 sscResult_t gpuPreparePeerBatch(sscGemmContext* g, const Call& c, size_t slotOff, uint32_t use,
@@ -232,100 +233,6 @@ sscResult_t gpuStorePeerTable(sscGemmContext* g, const PeerBatch& b, sscStream_t
 }
 #endif
 
-#if defined(STARSCREAM_HAVE_BLASLT)
-namespace {
-
-// The op without its bias, everything it writes into y ordered before the caller's stream's
-// next work (the schedule ends on the caller's stream; the fused variants end there too).
-sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
-  GpuGemmState* gs = g->gpu;
-  const Problem& p = c.p;
-  const Plan& pl = c.plan;
-  const sscStream_t s = stream;
-  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
-  if (p.m == 0 || p.n == 0) return sscSuccess;
-  if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
-    const int64_t rows = heldRows(c);
-    if (rows > 0)
-      SSC_CHECK(g->dev->memsetAsync(c.y, 0, rows * p.n * ob, s,
-                                    SSC_DOING("gemm: zeroing {} rows of y (k = 0)", rows)));
-    return sscSuccess;
-  }
-  if (pl.direct) {
-    GemmPiece all;
-    all.rows = p.m;
-    if (c.xGathered != nullptr && c.xGathered != c.x)
-      SSC_CHECK(g->dev->memcpyAsync(c.xGathered, c.x, p.m * p.k * ib, CopyKind::kDeviceToDevice, s,
-                                    "gemm: copying x into the gathered output"));
-    return gs->matmul(c, c.x, c.y, all, s);
-  }
-  // Never under stream capture (gemm_api.cc plans no fused form there).
-  if (pl.variant == sscGemmFused && c.copyEngine)
-    return p.op == Op::kAllGather ? ceRunFusedAllGather(g, c, s) : ceRunFusedReduceScatter(g, c, s);
-  if (pl.variant == sscGemmFused)
-    return p.op == Op::kAllGather ? kernelRunFusedAllGather(g, c, s)
-                                  : kernelRunFusedReduceScatter(g, c, s);
-  sscComm* comm = g->comm;
-  DeviceServices* dev = g->dev;  // the loop below shadows g with a GEMM piece
-  char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
-  const bool rs = p.op == Op::kReduceScatter;
-  // The order comes from schedule() (gemm_plan.cc), whose guarantees tests/ops/gemm checks: a
-  // chunk's collective after its GEMM (or the reverse), a slot refilled only after the work that
-  // read it.
-  for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
-    const int j = st.chunk;
-    const ChunkRows cr = chunkRows(pl, j);
-    void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
-    const int64_t mine = ownChunkRows(p, pl, j, c.rank);
-    const bool padded = mine < cr.rows;
-    switch (st.kind) {
-      case StepKind::kGemm:
-        for (const GemmPiece& piece : chunkPieces(p, pl, j))
-          SSC_CHECK(rs ? runPiece(gs, c, c.x, slot, piece, scratchOf(g, pl), s)
-                       : runPiece(gs, c, slot, c.y, piece, scratchOf(g, pl), s));
-        break;
-      case StepKind::kColl:
-        // Where ranks share SMs, the core's kernel (16 blocks a rank) would wait for a late peer
-        // on the SMs its GEMM needs: a one-warp barrier waits for every rank first.
-        if (g->barrier && !g->fusedPeers.empty()) SSC_CHECK(kernelArrivalBarrier(g, s));
-        if (rs) {
-          void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
-          SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
-        } else {
-          const void* src = padded ? pad : cbyte(c.x, cr.begin * p.k * ib);
-          SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
-        }
-        break;
-      case StepKind::kPadIn:
-        if (mine > 0)
-          SSC_CHECK(dev->memcpyAsync(
-              pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib, CopyKind::kDeviceToDevice, s,
-              SSC_DOING("gemm: copying chunk {}'s rows of x into the pad", j)));
-        break;
-      case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X, ranks as 2D copies
-        for (const GemmPiece& g : chunkPieces(p, pl, j)) {
-          const size_t rowBytes = p.k * ib;
-          SSC_CHECK(dev->memcpy2DAsync(
-              byte(c.xGathered, g.dRow * rowBytes), std::max<size_t>(g.dStride, g.rows) * rowBytes,
-              cbyte(slot, g.aRow * rowBytes), std::max<size_t>(g.aStride, g.rows) * rowBytes,
-              g.rows * rowBytes, g.batch, CopyKind::kDeviceToDevice, s,
-              SSC_DOING("gemm: copying chunk {}'s gathered rows of x out of its slot", j)));
-        }
-        break;
-      case StepKind::kPadOut:
-        if (mine > 0)
-          SSC_CHECK(dev->memcpyAsync(
-              byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob, CopyKind::kDeviceToDevice, s,
-              SSC_DOING("gemm: copying chunk {}'s rows of y out of the pad", j)));
-        break;
-    }
-  }
-  return sscSuccess;
-}
-
-}  // namespace
-#endif
-
 sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
 #if !defined(STARSCREAM_HAVE_BLASLT)
   (void)g, (void)c, (void)stream;
@@ -333,15 +240,10 @@ sscResult_t gpuRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
 #else
   gpu::DeviceGuard onDevice(g->device);
   SSC_CHECK(ceEarlierTimeout(g->gpu->ce));  // a released stream wait: nothing since is valid
-  SSC_CHECK(runOp(g, c, stream));
-  const int64_t rows = heldRows(c);
-  if (c.bias == nullptr || rows == 0 || c.p.n == 0) return sscSuccess;
-  // A pass of its own over y for now: cuBLASLt / hipBLASLt's bias epilogue would save it, but
-  // the reduce-scatter's sum happens after the GEMM, and the epilogue needs the heuristic run
-  // again with it (docs/gemm.md, Left).
-  SSC_CHECK(gpu::launchAddBias(c.y, c.bias, rows, c.p.n, static_cast<int>(typeBytes(c.outType)),
-                               c.outType == sscBfloat16, stream));
-  return sscSuccess;
+  // Everything it writes into y is ordered before the caller's stream's next work: the
+  // schedule ends on the caller's stream, and so do the fused variants.
+  GpuEngine e(g);
+  return runCall(g, c, e, stream);
 #endif
 }
 

@@ -59,7 +59,7 @@ sscResult_t probeAlgorithm(DeviceServices* dev, Blas& blas, const BlasShape& bla
   char* y = base + region(wBytes) + region(xBytes) + skew(s.alignD);
   auto* count = reinterpret_cast<unsigned long long*>(base + total - 256);
   // An algorithm the library refuses at launch (cuBLASLt did for one its heuristic had returned,
-  // gpu_gemm.cc runPiece) is one more to skip, not an error of the call.
+  // gemm_run.cc runPiece) is one more to skip, not an error of the call.
   bool refused = false;
   std::vector<void*> table;  // the host side of a pointer-array table, alive until the wait below
   void** devTable =

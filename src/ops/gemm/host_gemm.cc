@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The host backend's half of the fused GEMM-collectives: each chunk's GEMMs on the calling
-// thread (hostGemm, fp32 accumulation), then the core's collective on the same communicator and
-// stream. Nothing overlaps here: the host backend is how CI runs the plans (chunking, row
-// ranges, the pad buffer of ranks that own fewer rows) end to end against a reference.
+// The host backend's engine of the fused GEMM-collectives (gemm_engine.h): each step on the
+// calling thread (the reference GEMM hostGemm, fp32 accumulation; plain copies), after waiting
+// for the stream where a collective or the caller's queued work must land first. Nothing
+// overlaps here: the host backend is how CI runs the op's algorithm (chunking, row ranges, the
+// pad buffer of ranks that own fewer rows, the scratch of strided batches) end to end against a
+// reference. The fused variants' flag protocol runs here in one serial order per rank.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -13,49 +15,11 @@
 #include "src/kernels/host/reduce.h"
 #include "src/device/backend.h"
 #include "src/ops/gemm/gemm_context.h"
+#include "src/ops/gemm/gemm_engine.h"
 
 namespace ssc::gemm {
 
 namespace {
-
-// A chunk's GEMM pieces. A strided batch goes through the plan's scratch as the GPU half does it
-// (gpu_gemm.cc runPiece: the strided side copied, one GEMM), so CI runs the scratch's place in
-// the workspace and its sizes; without a scratch, one GEMM per batch entry.
-sscResult_t runPieces(sscGemmContext* ctx, const Call& c, int j, const void* a, void* d) {
-  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
-  const int64_t n = c.p.n, k = c.p.k;
-  const Plan& pl = c.plan;
-  char* scratch = pl.scratchBytes == 0
-                      ? nullptr
-                      : static_cast<char*>(ctx->workspace) + pl.slots * pl.slotBytes + pl.padBytes;
-  for (const GemmPiece& g : chunkPieces(c.p, pl, j)) {
-    if (g.batch > 1 && scratch != nullptr) {
-      const int64_t rows = g.rows * g.batch;
-      if (static_cast<size_t>(rows) * (g.aStride != g.rows ? k * ib : n * ob) > pl.scratchBytes)
-        return SSC_INTERNAL("gemm: chunk {} needs more scratch than its plan has ({} bytes)", j,
-                            pl.scratchBytes);
-      if (g.aStride != g.rows) {  // x rows of each block -> scratch, one GEMM into the slot
-        for (int b = 0; b < g.batch; ++b)
-          std::memcpy(scratch + b * g.rows * k * ib, cbyte(a, (g.aRow + b * g.aStride) * k * ib),
-                      g.rows * k * ib);
-        hostGemm(scratch, c.w, byte(d, g.dRow * n * ob), rows, n, k, c.inType, c.outType,
-                 c.weightKN, n);
-      } else {  // one GEMM into the scratch, then its rows to each block of y
-        hostGemm(cbyte(a, g.aRow * k * ib), c.w, scratch, rows, n, k, c.inType, c.outType,
-                 c.weightKN, n);
-        for (int b = 0; b < g.batch; ++b)
-          std::memcpy(byte(d, (g.dRow + b * g.dStride) * n * ob), scratch + b * g.rows * n * ob,
-                      g.rows * n * ob);
-      }
-      continue;
-    }
-    for (int b = 0; b < g.batch; ++b)
-      hostGemm(cbyte(a, (g.aRow + b * g.aStride) * k * ib), c.w,
-               byte(d, (g.dRow + b * g.dStride) * n * ob), g.rows, n, k, c.inType, c.outType,
-               c.weightKN, n);
-  }
-  return sscSuccess;
-}
 
 float loadAs(const void* base, size_t i, sscDataType_t t) {
   if (t == sscFloat32) return static_cast<const float*>(base)[i];
@@ -70,15 +34,24 @@ void storeAs(void* base, size_t i, sscDataType_t t, float x) {
     static_cast<uint16_t*>(base)[i] = t == sscFloat16 ? floatToHalf(x) : floatToBf16(x);
 }
 
+// One GEMM of `rows` rows: A from row aRow, D from row dRow.
+GemmPiece rowsAt(int64_t aRow, int64_t dRow, int64_t rows) {
+  GemmPiece g;
+  g.aRow = aRow;
+  g.dRow = dRow;
+  g.rows = rows;
+  return g;
+}
+
 std::atomic_ref<uint32_t> word(uint32_t* p) { return std::atomic_ref<uint32_t>(*p); }
 bool reached(uint32_t v, uint32_t target) { return static_cast<int32_t>(v - target) >= 0; }
 
-// The fused variant on the host backend: the same flags and slots as the GPU half (gpu_gemm.cc),
-// in one serial order per rank. Each rank publishes chunk j before it waits for anyone's chunk
-// j, and waits for a slot's readers only two chunks later, so no rank waits in a cycle. The
-// call returns without waiting for its slots' readers: the next call's first chunk, or destroy,
-// waits for them.
-sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
+// The fused variant on the host backend: the same flags and slots as the GPU half
+// (gpu_gemm_fused.cc), in one serial order per rank. Each rank publishes chunk j before it waits
+// for anyone's chunk j, and waits for a slot's readers only two chunks later, so no rank waits in a
+// cycle. The call returns without waiting for its slots' readers: the next call's first chunk, or
+// destroy, waits for them.
+sscResult_t hostRunFused(sscGemmContext* g, const Call& c, GemmEngine& e) {
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ob = typeBytes(c.outType);
@@ -104,7 +77,7 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
             },
             abort, "reuse a GEMM slot read by", q, g->waits));
     }
-    SSC_CHECK(runPieces(g, c, j, c.x, mySlot));
+    SSC_CHECK(runChunkGemms(g, c, e, j, c.x, mySlot, nullptr));
     // SSC_GEMM_COPY_ENGINE: the GPU half's stream waits read local words only, so each producer
     // writes its readyFrom word in every owner instead of its own ready word; the same here.
     const int fi = static_cast<int>(use % 2);
@@ -145,11 +118,11 @@ sscResult_t hostRunFused(sscGemmContext* g, const Call& c) {
   return sscSuccess;
 }
 
-// The fused all-gather + GEMM on the host backend: the GPU half's steps (gpu_gemm.cc,
-// runFusedAllGather) in one serial order per rank. A rank stores its rows (push: into every
+// The fused all-gather + GEMM on the host backend: the GPU half's steps (gpu_gemm_fused.cc,
+// kernelRunFusedAllGather) in one serial order per rank. A rank stores its rows (push: into every
 // rank's slot; per rank: into its own) and announces them before it waits for anyone's, and
 // waits for a slot's readers only before it writes the slot again, so no rank waits in a cycle.
-sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
+sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c, GemmEngine& e) {
   const Problem& p = c.p;
   const Plan& pl = c.plan;
   const size_t ib = typeBytes(c.inType);
@@ -179,8 +152,7 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
     shmNotify(bell(q));
   }
   if (pl.agPerRank && own.count > 0)  // my rows first, from x
-    hostGemm(c.x, c.w, byte(c.y, own.first * p.n * typeBytes(c.outType)), own.count, p.n, p.k,
-             c.inType, c.outType, c.weightKN, p.n);
+    SSC_CHECK(e.gemm(c, c.x, c.y, rowsAt(0, own.first, own.count), nullptr));
   for (int i = 0; i < K; ++i) {
     const int q = (me + i) % K;
     SSC_CHECK(shmWait(
@@ -189,13 +161,12 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
         abort, "wait for the rows of X of", q, g->waits));
     const RowRange r = rowShard(p.m, K, q);
     if (pl.agPerRank && q != me && r.count > 0)  // the peer's rows, read in place from its slot
-      hostGemm(cbyte(g->fusedPeers[q], slotOff + r.first * p.k * ib), c.w,
-               byte(c.y, r.first * p.n * typeBytes(c.outType)), r.count, p.n, p.k, c.inType,
-               c.outType, c.weightKN, p.n);
+      SSC_CHECK(e.gemm(c, cbyte(g->fusedPeers[q], slotOff), c.y, rowsAt(r.first, r.first, r.count),
+                       nullptr));
   }
   const char* local = cbyte(g->workspace, slotOff);
   if (!pl.agPerRank) {
-    hostGemm(local, c.w, c.y, p.m, p.n, p.k, c.inType, c.outType, c.weightKN, p.n);
+    SSC_CHECK(e.gemm(c, local, c.y, rowsAt(0, 0, p.m), nullptr));
     if (c.xGathered != nullptr) std::memmove(c.xGathered, local, p.m * p.k * ib);
   }
   for (int q = 0; q < K; ++q) {
@@ -205,86 +176,68 @@ sscResult_t hostRunFusedAllGather(sscGemmContext* g, const Call& c) {
   return sscSuccess;
 }
 
-// The op without its bias.
-sscResult_t runOp(sscGemmContext* g, const Call& c, sscStream_t stream) {
-  Backend* be = g->backend;
-  const Problem& p = c.p;
-  const Plan& pl = c.plan;
-  const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
-  if (p.m == 0 || p.n == 0) return sscSuccess;
-  if (p.k == 0) {  // an empty sum: zeros, and no rank needs anything from another
-    const int64_t rows = heldRows(c);
-    if (rows > 0) std::memset(c.y, 0, rows * p.n * ob);
-    return sscSuccess;
-  }
-  if (pl.direct) {
-    hostGemm(c.x, c.w, c.y, p.m, p.n, p.k, c.inType, c.outType, c.weightKN, p.n);
-    if (c.xGathered != nullptr && c.xGathered != c.x) std::memcpy(c.xGathered, c.x, p.m * p.k * ib);
-    return sscSuccess;
-  }
-  if (pl.variant == sscGemmFused)
-    return p.op == Op::kAllGather ? hostRunFusedAllGather(g, c) : hostRunFused(g, c);
-  sscComm* comm = g->comm;
-  char* pad = static_cast<char*>(g->workspace) + pl.slots * pl.slotBytes;
-  // The GPU half's schedule, in its order.
-  for (const Step& st : schedule(p, pl, c.rank, c.xGathered != nullptr)) {
-    const int j = st.chunk;
-    const ChunkRows cr = chunkRows(pl, j);
-    void* slot = static_cast<char*>(g->workspace) + (j % pl.slots) * pl.slotBytes;
-    const int64_t mine = ownChunkRows(p, pl, j, c.rank);
-    const bool padded = mine < cr.rows;
-    const bool rs = p.op == Op::kReduceScatter;
-    switch (st.kind) {
-      case StepKind::kGemm:
-        SSC_CHECK(rs ? runPieces(g, c, j, c.x, slot) : runPieces(g, c, j, slot, c.y));
-        break;
-      case StepKind::kColl:
-        if (rs) {
-          void* dst = padded ? pad : byte(c.y, cr.begin * p.n * ob);
-          SSC_CHECK(sscReduceScatter(slot, dst, cr.rows * p.n, c.outType, sscSum, comm, stream));
-        } else {
-          const void* src = padded ? pad : cbyte(c.x, cr.begin * p.k * ib);
-          SSC_CHECK(sscAllGather(src, slot, cr.rows * p.k, c.inType, comm, stream));
-        }
-        SSC_CHECK(be->streamSynchronize(stream));
-        break;
-      case StepKind::kPadIn:  // the rows this rank owns of the chunk; the rest stays as it is
-        if (mine > 0) std::memcpy(pad, cbyte(c.x, cr.begin * p.k * ib), mine * p.k * ib);
-        break;
-      case StepKind::kGatherOut:  // the GEMM pieces' rows: slot row -> row of X
-        for (const GemmPiece& g : chunkPieces(p, pl, j))
-          for (int b = 0; b < g.batch; ++b)
-            std::memcpy(byte(c.xGathered, (g.dRow + b * g.dStride) * p.k * ib),
-                        cbyte(slot, (g.aRow + b * g.aStride) * p.k * ib), g.rows * p.k * ib);
-        break;
-      case StepKind::kPadOut:
-        if (mine > 0) std::memcpy(byte(c.y, cr.begin * p.n * ob), pad, mine * p.n * ob);
-        break;
-      default: break;
-    }
-  }
-  return sscSuccess;
-}
+// The host engine: every step done when its call returns, so the stream argument is only
+// waited for where the core's collective ran on it.
+class HostEngine final : public GemmEngine {
+ public:
+  explicit HostEngine(sscGemmContext* g) : g_(g) {}
 
-// y[r][j] += bias[j] over the rows of y this rank holds, in fp32, rounded to y's type (as the
-// GPU half's launchAddBias).
-void addBias(const Call& c) {
-  const int64_t rows = heldRows(c), n = c.p.n;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < n; ++j) {
-      const size_t i = static_cast<size_t>(r * n + j);
-      storeAs(c.y, i, c.outType,
-              loadAs(c.y, i, c.outType) + loadAs(c.bias, static_cast<size_t>(j), c.outType));
-    }
-}
+  sscResult_t gemm(const Call& c, const void* a, void* d, const GemmPiece& piece,
+                   sscStream_t) override {
+    const int64_t n = c.p.n, k = c.p.k;
+    const size_t ib = typeBytes(c.inType), ob = typeBytes(c.outType);
+    for (int b = 0; b < piece.batch; ++b)
+      hostGemm(cbyte(a, (piece.aRow + b * piece.aStride) * k * ib), c.w,
+               byte(d, (piece.dRow + b * piece.dStride) * n * ob), piece.rows, n, k, c.inType,
+               c.outType, c.weightKN, n);
+    return sscSuccess;
+  }
+  sscResult_t zero(void* p, size_t bytes, sscStream_t, Doing) override {
+    std::memset(p, 0, bytes);
+    return sscSuccess;
+  }
+  sscResult_t copy(void* dst, const void* src, size_t bytes, sscStream_t, Doing) override {
+    std::memcpy(dst, src, bytes);
+    return sscSuccess;
+  }
+  sscResult_t copy2D(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                     size_t height, sscStream_t, Doing) override {
+    for (size_t r = 0; r < height; ++r)
+      std::memcpy(byte(dst, r * dstPitch), cbyte(src, r * srcPitch), width);
+    return sscSuccess;
+  }
+  // The context holds no collective here: its barrier is for ranks that share compute units
+  // with a GEMM (sscGemmCreate turns it on only with the GPU half).
+  sscResult_t arrivalBarrier(sscStream_t) override {
+    return SSC_INTERNAL("gemm: the arrival barrier was asked for on the host backend");
+  }
+  // The collective ran on the stream's progress thread; the next step reads its output here.
+  sscResult_t collectiveQueued(sscStream_t s) override { return g_->backend->streamSynchronize(s); }
+  sscResult_t fused(const Call& c, sscStream_t) override {
+    return c.p.op == Op::kAllGather ? hostRunFusedAllGather(g_, c, *this)
+                                    : hostRunFused(g_, c, *this);
+  }
+  sscResult_t addBias(const Call& c, int64_t rows, sscStream_t) override {
+    const int64_t n = c.p.n;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        const size_t i = static_cast<size_t>(r * n + j);
+        storeAs(c.y, i, c.outType,
+                loadAs(c.y, i, c.outType) + loadAs(c.bias, static_cast<size_t>(j), c.outType));
+      }
+    return sscSuccess;
+  }
+
+ private:
+  sscGemmContext* g_;
+};
 
 }  // namespace
 
 sscResult_t hostRun(sscGemmContext* g, const Call& c, sscStream_t stream) {
   SSC_CHECK(g->backend->streamSynchronize(stream));  // x and w may come from queued work
-  SSC_CHECK(runOp(g, c, stream));
-  if (c.bias != nullptr && c.p.n > 0) addBias(c);
-  return sscSuccess;
+  HostEngine e(g);
+  return runCall(g, c, e, stream);
 }
 
 }  // namespace ssc::gemm

@@ -176,9 +176,11 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &big), sscSuccess) << sscGetLastError(nullptr);
   cfg.workspaceBytes = 1800;  // >= (2 slots x 4 ranks + 1) x 33 x 4 bytes: a row or two a chunk
   ASSERT_EQ(sscGemmCreate(g_comm, &cfg, &tiny), sscSuccess) << sscGetLastError(nullptr);
+  // 45 x 128 x 128: rows of 256 bytes or more, so a chunked plan's strided batches go through
+  // its scratch as one GEMM (runPiece); the odd shapes run them one GEMM per rank.
   const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},   {7, 5, 3},    {37, 29, 19},
                                                       {13, 1, 40}, {64, 33, 17}, {3, 8, 5},
-                                                      {5, 8, 0},   {0, 3, 3}};
+                                                      {5, 8, 0},   {0, 3, 3},    {45, 128, 128}};
   int index = 0;
   for (bool rs : {true, false})
     for (const auto& s : shapes)
@@ -191,15 +193,17 @@ TEST_F(GemmMpi, OddShapesAllVariants) {
         c.variant = sscGemmChunked;
         c.chunks = 3;
         runCase(c, big);
+        // The tiny workspace holds a row or two of the odd shapes, not of the wide one.
+        const bool fitsTiny = s[1] < 128;
         c.variant = sscGemmUnfused;
         c.chunks = 0;
         c.tinyWorkspace = true;
-        runCase(c, tiny);
+        if (fitsTiny) runCase(c, tiny);
         c.variant = sscGemmChunked;
-        runCase(c, tiny);
+        if (fitsTiny) runCase(c, tiny);
         if (!rs) {  // the gathered X returned too, separately and in place
           c.gathered = 1;
-          runCase(c, tiny);
+          if (fitsTiny) runCase(c, tiny);
           c.gathered = 2;
           c.variant = sscGemmAuto;
           c.tinyWorkspace = false;
