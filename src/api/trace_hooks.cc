@@ -86,7 +86,7 @@ void traceCollSlow(const PendingCall& c, Work* work, const char* path) {
   r.bytes = std::max(collInputElems(c.args, comm->nranks), collOutputElems(c.args, comm->nranks)) *
             c.elemBytes;
   if (c.args.coll == CollKind::kBroadcast || c.args.coll == CollKind::kReduce) r.root = c.args.root;
-  r.lane = comm->trace->laneOf(c.stream);
+  r.stream = c.stream;
   r.path = path;
   if (work != nullptr && work->plan != nullptr) {
     const RankPlan& plan = *work->plan;
@@ -119,7 +119,7 @@ void traceP2pSlow(sscComm* comm, const std::vector<const PendingCall*>& calls, W
   r.count = r.bytes;
   r.dtype = dtypeName(sscUint8);
   if (calls.size() == 1) r.peer = calls.front()->p2p.peer;
-  r.lane = comm->trace->laneOf(calls.front()->stream);
+  r.stream = calls.front()->stream;
   r.protocol = "fifo";
   r.path = "fused point-to-point";
   if (work != nullptr && work->plan != nullptr) {

@@ -110,6 +110,7 @@ long TraceLog::add(TraceRecord record) {
                                   id_.rank, maxCalls_));
     return -1;
   }
+  record.lane = laneLocked(record.stream);
   records_.push_back(std::move(record));
   return static_cast<long>(records_.size() - 1);
 }
@@ -121,6 +122,10 @@ void TraceLog::setHostEnd(long index, int64_t ns) {
 
 int TraceLog::laneOf(const void* stream) {
   std::lock_guard<std::mutex> g(mu_);
+  return laneLocked(stream);
+}
+
+int TraceLog::laneLocked(const void* stream) {
   auto it = lanes_.find(stream);
   if (it != lanes_.end()) return it->second;
   const int lane = static_cast<int>(lanes_.size()) + 1;

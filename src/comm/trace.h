@@ -38,9 +38,10 @@ struct TraceRecord {
   uint64_t bytes = 0;  // as nccl-tests counts a call's size (the larger of input and output)
   int root = -1, peer = -1;
   int channels = 0, steps = 0;
-  int lane = 1;          // the stream's row: 1 + the order in which the trace first saw it
-  bool inGroup = false;  // launched by sscGroupEnd
-  std::string ops;       // a group's sends and receives, "send 4096 B to 1, recv ..."
+  const void* stream = nullptr;  // the stream it was queued on, which add() turns into its lane
+  int lane = 1;                  // the stream's row: 1 + the order in which the trace first saw it
+  bool inGroup = false;          // launched by sscGroupEnd
+  std::string ops;               // a group's sends and receives, "send 4096 B to 1, recv ..."
   int64_t hostStartNs = 0, hostEndNs = 0;      // the API call, monotonicNs()
   int64_t deviceStartNs = 0, deviceEndNs = 0;  // when its work ran; 0: not known
   std::shared_ptr<WorkTiming> timing;          // until read back
@@ -60,8 +61,9 @@ class TraceLog {
  public:
   TraceLog(TraceIdentity id, std::string dir, size_t maxCalls = kTraceMaxCalls);
 
-  // Appends `record` (reading back what finished since the last call first); its index, or -1
-  // when the log is full (the call is counted as dropped).
+  // Appends `record` with the lane of its stream (reading back what finished since the last call
+  // first); its index, or -1 when the log is full (the call is counted as dropped). The lane is
+  // looked up under the same lock as the append.
   long add(TraceRecord record);
   // The API call that launched record `index` returned at `ns`.
   void setHostEnd(long index, int64_t ns);
@@ -81,6 +83,7 @@ class TraceLog {
 
  private:
   void pollLocked(bool all);
+  int laneLocked(const void* stream);
 
   TraceIdentity id_;
   std::string dir_;

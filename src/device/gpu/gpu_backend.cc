@@ -430,7 +430,7 @@ class GpuBackend : public Backend {
     // copies around them are not in the interval); a call captured into a graph goes untimed.
     const std::shared_ptr<WorkTiming> timing = work != nullptr ? work->timing : nullptr;
     gpu::CallTiming clock;
-    if (timing != nullptr) clock = gpu::timingStart(timing.get(), capturing);
+    if (timing != nullptr) clock = gpu::timingStart(timing.get(), res->device, capturing);
     bool launched = false;  // a kernel carrying the slot was queued
     sscResult_t r = sscSuccess;
     if (staged != nullptr)

@@ -132,8 +132,11 @@ std::map<int, DevicePool*>& pools() {
 // (the count has reached the mark: kernel_timing.h) and block 0's start is there (nothing orders
 // the start's store before the count), so no write of that call is still to come but the ends
 // folded in by the blocks that counted themselves out last, already on their way.
+bool doneIn(const TimingSlot* copy, uint32_t i, uint16_t gen, uint64_t mark) {
+  return copy[i].done == mark && stampGen(copy[i].start) == gen;
+}
 bool slotDone(const DevicePool* p, uint32_t i, uint16_t gen, uint64_t mark) {
-  return p->copy[i].done == mark && stampGen(p->copy[i].start) == gen;
+  return doneIn(p->copy, i, gen, mark);
 }
 
 // Under g_mu: the copy back failed; said once, the calls stay traced without device times.
@@ -144,8 +147,14 @@ void copyFailed(DevicePool* p, hipError_t e) {
   p->copyFailed = true;
 }
 
+// A copy, an event query and a synchronize are not allowed while another stream of the process is
+// being captured in the global mode; in the relaxed mode they are. The mode is switched around
+// those calls only, not around every read: switching is two runtime calls of its own, and most
+// reads of a traced call make no runtime call at all.
+
 // Under g_mu: queues a copy of the slots into `landing`, and the event behind it.
 void queueCopy(DevicePool* p) {
+  RelaxedCapture relaxed;
   hipError_t e = hipMemcpyAsync(p->landing, p->slots, kSlots * sizeof(TimingSlot),
                                 hipMemcpyDeviceToHost, p->copyStream);
   if (e == hipSuccess) e = hipEventRecord(p->landed, p->copyStream);
@@ -157,11 +166,12 @@ void queueCopy(DevicePool* p) {
 // Under g_mu: takes the copy in flight in once it has landed (`wait`: waits for it).
 void takeCopy(DevicePool* p, bool wait) {
   if (!p->inFlight) return;
+  if (!wait && monotonicNs() - p->inFlightSinceNs < kLandNs) return;
+  RelaxedCapture relaxed;
   hipError_t e = hipSuccess;
   if (wait) {
     e = hipEventSynchronize(p->landed);
   } else {
-    if (monotonicNs() - p->inFlightSinceNs < kLandNs) return;
     e = hipEventQuery(p->landed);
     if (e == hipErrorNotReady) {
       (void)hipGetLastError();  // not sticky, but keep the slot clean for the caller's checks
@@ -179,9 +189,6 @@ void takeCopy(DevicePool* p, bool wait) {
 // pool out of free slots): then the copy is one made after this call and waited for.
 void refreshCopy(DevicePool* p, bool now) {
   if (p->copyFailed) return;
-  // A copy, an event query and a synchronize are not allowed while another stream of the
-  // process is being captured in the global mode; in the relaxed mode they are.
-  RelaxedCapture relaxed;
   if (now) {
     takeCopy(p, true);
     if (!p->copyFailed) queueCopy(p);
@@ -407,7 +414,13 @@ class SlotTimer final : public DeviceTimer {
     // The end is read from a copy made after the one that showed the count complete, so the ends
     // of the blocks that counted themselves out last have landed in it (kernel_timing.h). A fresh
     // read makes up to two copies, and waits for them, to get there.
+    // The copy before the current one is still in `landing` while no copy is in flight: a call
+    // it shows finished is settled in the current one, with no copy more (at the final write,
+    // every call that finished before the last copy but one settles without a copy of its own).
     for (int pass = 0;; ++pass) {
+      if (doneIn_ == 0 && !pool_->inFlight && pool_->copies >= 2 &&
+          doneIn(pool_->landing, index_, gen_, mark_))
+        doneIn_ = pool_->copies - 1;
       if (doneIn_ == 0 && slotDone(pool_, index_, gen_, mark_)) doneIn_ = pool_->copies;
       if (doneIn_ != 0 && pool_->copies > doneIn_) break;
       if (pass == (fresh ? 2 : 1)) return 0;
@@ -461,14 +474,8 @@ class SlotTimer final : public DeviceTimer {
   std::atomic<int> state_{kPending};
 };
 
-CallTiming timingStart(WorkTiming* timing, bool capturing) {
-  int device = 0;
+CallTiming timingStart(WorkTiming* timing, int device, bool capturing) {
   if (capturing) {
-    timing->markUnknown();
-    return {};
-  }
-  if (hipGetDevice(&device) != hipSuccess) {
-    (void)hipGetLastError();  // the call goes on untimed; its own runtime calls will say more
     timing->markUnknown();
     return {};
   }

@@ -20,11 +20,11 @@ struct CallTiming {
   SlotTimer* timer = nullptr;  // owned by the call's WorkTiming
 };
 
-// Gives a traced call about to be queued on the current device a timing slot and attaches the
-// timer that reads it to `timing`. A call captured into a graph (`capturing`: its replays are not
-// traced), or one that finds no free slot or no anchor, goes without a device time: the
-// returned kernels.slot is null, and the trace shows the call's enqueue only.
-CallTiming timingStart(WorkTiming* timing, bool capturing);
+// Gives a traced call about to be queued on `device` (the calling thread's current one) a timing
+// slot and attaches the timer that reads it to `timing`. A call captured into a graph (`capturing`:
+// its replays are not traced), or one that finds no free slot or no anchor, goes without a device
+// time: the returned kernels.slot is null, and the trace shows the call's enqueue only.
+CallTiming timingStart(WorkTiming* timing, int device, bool capturing);
 
 // How the call's launches went; after timingStart, whatever happened.
 enum class TimingEnd {
