@@ -155,4 +155,25 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
   return selectAlgo(tuner, coll, bytes, symmetric, forced);
 }
 
+bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+  const Estimate zc = tuner.estimate(coll, bytes, Algo::kSymmetric, true);
+  if (!zc.valid) return false;
+  const Choice fifo = tuner.choose(coll, bytes, false);
+  const Estimate direct = tuner.estimate(coll, bytes, fifo.algo, false);
+  if (!direct.valid) return true;
+  double zcUs = zc.timeUs, fifoUs = direct.timeUs;
+  // A model estimate set against a measured time would weigh two kinds of error against each
+  // other: both measured, or both the model's. (Where the sweep timed the FIFO algorithm faster
+  // than the zero-copy kernel, the model alone could still send the call through staging, at the
+  // zero-copy kernel's time plus two copies: slower than either.)
+  double measuredZc = 0, measuredFifo = 0;
+  if (tuner.anchors().timeAt(coll, Algo::kSymmetric, zc.protocol, bytes, &measuredZc) &&
+      tuner.anchors().timeAt(coll, fifo.algo, fifo.protocol, bytes, &measuredFifo)) {
+    zcUs = measuredZc;
+    fifoUs = measuredFifo;
+  }
+  const double copiesUs = 2.0 * static_cast<double>(bytes) / tuner.copyGBps() * 1e-3;
+  return zcUs + copiesUs < fifoUs;
+}
+
 }  // namespace ssc

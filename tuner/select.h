@@ -50,4 +50,11 @@ Algo selectAlgo(const Tuner& tuner, CollKind coll, uint64_t bytes, bool symmetri
 Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmetric,
                 Algo forced = Algo::kAuto);
 
+// Whether a call on unregistered buffers runs faster zero-copy through staging buffers (the input
+// copied in, the symmetric algorithm, the result copied out) than with the FIFO algorithm the
+// tuner picks for plain buffers. Where the calibration measured both at this size, their measured
+// times decide, as they decide the choice between them on registered buffers; elsewhere the
+// model's estimates. The two copies are the model's either way.
+bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes);
+
 }  // namespace ssc

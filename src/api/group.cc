@@ -24,24 +24,17 @@ struct GroupState {
 thread_local GroupState t_group;
 
 // Staging pays off when the zero-copy call plus the two local copies it adds (the input into
-// the staging buffer, the result out of it) is predicted faster than the FIFO algorithm the tuner
-// would run on the plain buffers: with few ranks and small calls a FIFO hop is cheaper than two
-// copies, with many ranks or large calls the zero-copy steps win (the communicator's calibrated
-// model decides, on every device alike).
-bool stagingPaysOff(const PendingCall& c, uint64_t bytes) {
-  const Tuner& t = *c.comm->tuner;
-  const CollKind k = c.args.coll;
-  const Estimate zc = t.estimate(k, bytes, Algo::kSymmetric, true);
-  if (!zc.valid) return false;
-  const Algo forced = c.comm->config.forcedAlgos[static_cast<size_t>(k)];
+// the staging buffer, the result out of it) is faster than the FIFO algorithm the tuner would run
+// on the plain buffers: with few ranks and small calls a FIFO hop is cheaper than two copies, with
+// many ranks or large calls the zero-copy steps win (tuner/select.h: the calibration's measured
+// times where it has both, else the model, on every device alike).
+bool stagingWanted(const PendingCall& c, uint64_t bytes) {
+  const Algo forced = c.comm->config.forcedAlgos[static_cast<size_t>(c.args.coll)];
   // A forced FIFO algorithm is the user's word: it runs as asked, unstaged.
   if (forced != Algo::kAuto && forced != Algo::kSymmetric) return false;
-  if (forced == Algo::kSymmetric) return true;
-  const Choice fifo = t.choose(k, bytes, false);
-  const Estimate direct = t.estimate(k, bytes, fifo.algo, false);
-  if (!direct.valid) return true;
-  const double staged = zc.timeUs + 2.0 * static_cast<double>(bytes) / t.copyGBps() * 1e-3;
-  return staged < direct.timeUs;
+  if (forced == Algo::kSymmetric)
+    return c.comm->tuner->estimate(c.args.coll, bytes, Algo::kSymmetric, true).valid;
+  return ssc::stagingPaysOff(*c.comm->tuner, c.args.coll, bytes);
 }
 
 // An unregistered all-reduce, reduce-scatter or all-gather that fits the communicator's staging
@@ -57,7 +50,7 @@ bool stageable(const PendingCall& c) {
          (k == CollKind::kAllReduce || k == CollKind::kReduceScatter ||
           k == CollKind::kAllGather) &&
          !commPacketCall(c.comm, c.args, c.elemBytes) && bytes <= s.bytes &&
-         stagingPaysOff(c, bytes);
+         stagingWanted(c, bytes);
 }
 
 // Identifies a staged call for the symmetric barrier's check, as findSymmetric does for

@@ -252,6 +252,36 @@ TEST(Anchors, PickTheAllGathersGrid) {
             Protocol::kZeroCopyWide);
 }
 
+// Staging (zero-copy over staging buffers, two copies added) is weighed on the scale the choice
+// between the algorithms uses: where the sweep timed both the zero-copy kernel and the FIFO
+// algorithm, their measured times decide; elsewhere the model's.
+TEST(Anchors, StagingFollowsTheMeasuredTimes) {
+  const Topology topo = topoFile("h200-mps-2");
+  const Tuner model(topo, defaultProfile(topo));
+  const uint64_t at = 1024;
+  for (CollKind coll : {CollKind::kReduceScatter, CollKind::kAllGather}) {
+    SCOPED_TRACE(collName(coll));
+    // Every algorithm for plain buffers measured at `fifoUs`, the zero-copy kernel at `zcUs`.
+    const auto anchored = [&](double zcUs, double fifoUs) {
+      Anchors anchors;
+      for (const Estimate& e : model.estimateAll(coll, at, true))
+        if (e.valid)
+          anchors.series.push_back(
+              series(coll, e.algo, e.protocol, {{at, e.algo == Algo::kSymmetric ? zcUs : fifoUs}}));
+      return Tuner(topo, defaultProfile(topo), {}, anchors);
+    };
+    // The zero-copy kernel measured slower than the FIFO algorithm: staging adds two copies to
+    // it, so it cannot pay, whatever the model says.
+    EXPECT_FALSE(stagingPaysOff(anchored(14, 11), coll, at));
+    // Measured faster by more than the copies: it pays.
+    EXPECT_TRUE(stagingPaysOff(anchored(5, 20), coll, at));
+    // Beyond the anchors' reach the model decides, as without anchors.
+    const uint64_t far = at * 64;
+    EXPECT_EQ(stagingPaysOff(anchored(14, 11), coll, far), stagingPaysOff(model, coll, far));
+    EXPECT_EQ(stagingPaysOff(anchored(5, 20), coll, far), stagingPaysOff(model, coll, far));
+  }
+}
+
 // Ranks must agree on the anchors as on the profile.
 TEST(Anchors, AreInTheFingerprint) {
   const Topology topo = topoFile("h200-mps-2");
