@@ -54,7 +54,8 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
 // copied in, the symmetric algorithm, the result copied out) than with the FIFO algorithm the
 // tuner picks for plain buffers. Where the calibration measured both at this size, their measured
 // times decide, as they decide the choice between them on registered buffers; elsewhere the
-// model's estimates. The two copies are the model's either way.
+// model's estimates. The two copies are the model's either way: a launch each, and their bytes at
+// the copy rate.
 bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes);
 
 }  // namespace ssc

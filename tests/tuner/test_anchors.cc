@@ -252,9 +252,9 @@ TEST(Anchors, PickTheAllGathersGrid) {
             Protocol::kZeroCopyWide);
 }
 
-// Staging (zero-copy over staging buffers, two copies added) is weighed on the scale the choice
-// between the algorithms uses: where the sweep timed both the zero-copy kernel and the FIFO
-// algorithm, their measured times decide; elsewhere the model's.
+// Staging (zero-copy over staging buffers, two copies added, each a launch) is weighed on the
+// scale the choice between the algorithms uses: where the sweep timed both the zero-copy kernel
+// and the FIFO algorithm, their measured times decide; elsewhere the model's.
 TEST(Anchors, StagingFollowsTheMeasuredTimes) {
   const Topology topo = topoFile("h200-mps-2");
   const Tuner model(topo, defaultProfile(topo));
@@ -273,12 +273,16 @@ TEST(Anchors, StagingFollowsTheMeasuredTimes) {
     // The zero-copy kernel measured slower than the FIFO algorithm: staging adds two copies to
     // it, so it cannot pay, whatever the model says.
     EXPECT_FALSE(stagingPaysOff(anchored(14, 11), coll, at));
-    // Measured faster by more than the copies: it pays.
-    EXPECT_TRUE(stagingPaysOff(anchored(5, 20), coll, at));
+    // Each copy is a launch: a zero-copy kernel faster by less than two launches loses staged,
+    // one faster by more wins.
+    const double launch = model.variant().launchUs;
+    EXPECT_FALSE(stagingPaysOff(anchored(10, 10 + 1.5 * launch), coll, at));
+    EXPECT_TRUE(stagingPaysOff(anchored(10, 10 + 2.5 * launch), coll, at));
     // Beyond the anchors' reach the model decides, as without anchors.
     const uint64_t far = at * 64;
     EXPECT_EQ(stagingPaysOff(anchored(14, 11), coll, far), stagingPaysOff(model, coll, far));
-    EXPECT_EQ(stagingPaysOff(anchored(5, 20), coll, far), stagingPaysOff(model, coll, far));
+    EXPECT_EQ(stagingPaysOff(anchored(10, 10 + 2.5 * launch), coll, far),
+              stagingPaysOff(model, coll, far));
   }
 }
 
