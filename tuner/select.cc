@@ -172,9 +172,9 @@ bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
     zcUs = measuredZc;
     fifoUs = measuredFifo;
   }
-  // Each copy is a launch of its own on the caller's stream besides its bytes: at the smallest
-  // sizes the launches are all the copies cost (on an H100 at K = 2, a reduce-scatter of 64 B -
-  // 1 KiB took 19 - 21 us staged against 13 - 14 us zero-copy).
+  // Each copy is a kernel (or copy) launch of its own on the caller's stream besides its bytes: at
+  // the smallest sizes the launches are all the copies cost, and two of them can exceed what the
+  // zero-copy kernel saves over a FIFO algorithm.
   const double copiesUs =
       2.0 * (tuner.variant().launchUs + static_cast<double>(bytes) / tuner.copyGBps() * 1e-3);
   return zcUs + copiesUs < fifoUs;
