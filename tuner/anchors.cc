@@ -32,12 +32,6 @@ std::string sizeText(uint64_t b) {
   return fmt::format("{} B", b);
 }
 
-// "direct", "symmetric/ll": the protocol is named where an algorithm has more than one.
-std::string candidateName(Algo algo, Protocol protocol) {
-  if (algo != Algo::kSymmetric) return algoName(algo);
-  return fmt::format("{}/{}", algoName(algo), protocolName(protocol));
-}
-
 template <class T, size_t N>
 bool byName(const std::string& name, const T (&all)[N], const char* (*nameOf)(T), T* out) {
   for (T v : all)
@@ -49,6 +43,11 @@ bool byName(const std::string& name, const T (&all)[N], const char* (*nameOf)(T)
 }
 
 }  // namespace
+
+std::string candidateName(Algo algo, Protocol protocol) {
+  if (algo != Algo::kSymmetric) return algoName(algo);
+  return fmt::format("{}/{}", algoName(algo), protocolName(protocol));
+}
 
 bool Anchors::timeAt(CollKind coll, Algo algo, Protocol protocol, uint64_t bytes, double* us,
                      std::string* where) const {

@@ -69,6 +69,10 @@ struct AnchoredRanking {
   std::string why;        // for the explain output: the times that decided, or "" (the model)
 };
 
+// "direct", "symmetric/ll": how logs and explanations name a way to run a call (the protocol is
+// named where an algorithm has more than one).
+std::string candidateName(Algo algo, Protocol protocol);
+
 // Measured times within this fraction of the fastest measured candidate's are a tie, broken by the
 // model (rankWithAnchors).
 constexpr double kMeasuredTie = 0.05;
