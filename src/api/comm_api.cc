@@ -11,6 +11,7 @@
 
 #include "src/api/calibration.h"
 #include "src/api/group.h"
+#include "src/comm/online_tuning.h"
 #include "src/comm/trace.h"
 #include "src/core/bootstrap.h"
 #include "src/core/env.h"
@@ -104,6 +105,7 @@ sscResult_t initGuarded(sscComm* comm, const sscUniqueId& id, int nranks, int ra
     sscResult_t r = commInit(comm, id, nranks, rank);
     if (r == sscSuccess) r = commCalibrate(comm);
     if (r == sscSuccess) traceSetUp(comm);  // STARSCREAM_TRACE: the caller's calls, not the sweep's
+    if (r == sscSuccess) onlineTuningSetUp(comm);  // likewise: the sweep forces its algorithms
     return r;
   } catch (const std::system_error& e) {
     return fail(sscSystemError, "communicator init: {}", e.what());

@@ -109,7 +109,7 @@ sscResult_t launchColl(const PendingCall& c) {
       return c.comm->backend->enqueueStaged(c.comm, std::move(work), copies, c.stream);
     }
   }
-  SSC_CHECK(commGetPlan(c.comm, c.args, c.elemBytes, &work->plan));
+  SSC_CHECK(commGetPlan(c.comm, c.args, c.elemBytes, &work->plan, &work->timing));
   work->buffers = {const_cast<void*>(c.sendbuff), c.recvbuff, nullptr};
   if (work->plan->algo == Algo::kSymmetric) {
     work->peerBuffers = c.peerBuffers;

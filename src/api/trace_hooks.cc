@@ -50,12 +50,14 @@ void record(sscComm* comm, TraceRecord r, Work* work) {
   r.hostStartNs = t_scope.depth > 0 ? t_scope.startNs : now;
   r.hostEndNs = now;  // until the scope closes
   r.inGroup = t_scope.depth > 0 && t_scope.group;
+  // A call online tuning times (commGetPlan) has its timing already; the trace reads the same.
+  const bool ours = work != nullptr && work->timing == nullptr;
   if (work != nullptr) {
-    work->timing = std::make_shared<WorkTiming>();
+    if (ours) work->timing = std::make_shared<WorkTiming>();
     r.timing = work->timing;
   }
   const long index = log.add(std::move(r));
-  if (index < 0 && work != nullptr) work->timing.reset();  // dropped: nothing to time
+  if (index < 0 && ours) work->timing.reset();  // dropped: nothing to time
   if (index >= 0 && t_scope.depth > 0) t_scope.launched.emplace_back(&log, index);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/comm/call_check.h"
+#include "src/comm/online_tuning.h"
 #include "src/core/env.h"
 #include "src/core/errors.h"
 #include "src/core/log.h"
@@ -429,13 +430,21 @@ void commReleasePeerCache(sscComm* comm) {
 }
 
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
-                        std::shared_ptr<const RankPlan>* out) {
+                        std::shared_ptr<const RankPlan>* out, std::shared_ptr<WorkTiming>* trial) {
   const uint64_t bytes =
       std::max(collInputElems(args, comm->nranks), collOutputElems(args, comm->nranks)) * elemBytes;
   const bool packets = commPacketCall(comm, args, elemBytes);
-  const Choice choice = selectCall(*comm->tuner, args.coll, bytes, args.symmetric || packets,
-                                   comm->config.forcedAlgos[static_cast<size_t>(args.coll)],
-                                   comm->config.zeroCopyGrid);
+  const Algo forced = comm->config.forcedAlgos[static_cast<size_t>(args.coll)];
+  Choice choice = selectCall(*comm->tuner, args.coll, bytes, args.symmetric || packets, forced,
+                             comm->config.zeroCopyGrid);
+  if (trial != nullptr) trial->reset();
+  // Online tuning refines the tuner's own choices only: a forced algorithm or grid is the user's
+  // word, and point-to-point and all-to-all have one way to run (selectCall).
+  if (trial != nullptr && comm->online != nullptr && forced == Algo::kAuto &&
+      comm->config.zeroCopyGrid == ZeroCopyGrid::kAuto && args.coll != CollKind::kSendRecv &&
+      args.coll != CollKind::kAllToAll)
+    SSC_CHECK(
+        comm->online->next(comm, args.coll, bytes, args.symmetric || packets, &choice, trial));
   const Algo algo = choice.algo;
   const bool wide = algo == Algo::kSymmetric && choice.protocol == Protocol::kZeroCopyWide;
   const CollPlanKey key(static_cast<int>(args.coll), static_cast<int>(algo), args.count, args.root,

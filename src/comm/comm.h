@@ -18,6 +18,7 @@
 #include "src/comm/work_tracker.h"
 #include "src/core/bootstrap.h"
 #include "src/device/backend.h"
+#include "src/device/work_timing.h"
 #include "src/topology/topology.h"
 #include "starscream/starscream.h"
 
@@ -37,6 +38,11 @@ struct P2pDirectoryDeleter {
 class TraceLog;  // src/comm/trace.h (STARSCREAM_TRACE)
 struct TraceLogDeleter {
   void operator()(TraceLog* log) const;
+};
+
+class OnlineTuning;  // src/comm/online_tuning.h (STARSCREAM_TUNE_ONLINE)
+struct OnlineTuningDeleter {
+  void operator()(OnlineTuning* tuning) const;
 };
 
 class CallChecker;  // src/comm/call_check.h (STARSCREAM_CHECK)
@@ -132,6 +138,9 @@ struct sscComm final : ssc::CommView {
   // STARSCREAM_TRACE set (read once at init): every call is recorded here (src/comm/trace.h).
   // Null when off: the one thing an entry point looks at then.
   std::unique_ptr<ssc::TraceLog, ssc::TraceLogDeleter> trace;
+  // STARSCREAM_TUNE_ONLINE > 0 (read once at init): the first calls of each size class try the
+  // tuner's best candidates and keep the fastest (src/comm/online_tuning.h). Null when off.
+  std::unique_ptr<ssc::OnlineTuning, ssc::OnlineTuningDeleter> online;
 
   // The views' hooks (CommView, PeerView), implemented by the functions of the same job below.
   void setAsyncError(sscResult_t code, const std::string& message) override;
@@ -228,9 +237,13 @@ void commReleasePeerCache(sscComm* comm);
 // Backend::packetAllReduceMaxBytes).
 bool commPacketCall(const sscComm* comm, const CollArgs& args, size_t elemBytes);
 
-// The plan for a call on comm (cached).
+// The plan for a call on comm (cached). `trial`: given, and the communicator tunes online
+// (STARSCREAM_TUNE_ONLINE), this call may run one of the candidates its size class tries; then
+// *trial is the timing its work must carry (else null). Not given: the tuner's choice alone (the
+// staged path, whose copies around the plan a trial's timing would not see).
 sscResult_t commGetPlan(sscComm* comm, const CollArgs& args, size_t elemBytes,
-                        std::shared_ptr<const RankPlan>* out);
+                        std::shared_ptr<const RankPlan>* out,
+                        std::shared_ptr<WorkTiming>* trial = nullptr);
 // Test and benchmark hook: replaces the communicator's STARSCREAM_ALGO choice (read at init)
 // with `spec` (same syntax; "" = the tuner's own choice). Between calls only.
 sscResult_t commForceAlgo(sscComm* comm, const std::string& spec);

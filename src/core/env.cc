@@ -67,6 +67,12 @@ constexpr Variable kVariables[] = {
      "read or measure: STARSCREAM_TUNER_PROFILE, the shipped profile or the topology's "
      "figures), refresh (measure again and overwrite the cache). Every rank must agree; "
      "STARSCREAM_TUNER_PROFILE, when set, wins."},
+    {"STARSCREAM_TUNE_ONLINE", "0",
+     "Online refinement of the tuner's choices (docs/tuner.md): N > 0 makes the first calls of "
+     "each collective's size class try the tuner's best two or three algorithms, N timed calls "
+     "each, on the application's own calls; at the next call of that class the ranks pool their "
+     "times and all keep the fastest. 0: off (the calibration's and the model's choice). Every "
+     "rank must agree. Read when a communicator is created."},
     {"STARSCREAM_TUNE_CACHE", "",
      "Directory of the tuner's calibration cache; empty: $XDG_CACHE_HOME/starscream, else "
      "$HOME/.cache/starscream. One file per device model, driver, library and partitioning; "
@@ -176,6 +182,7 @@ constexpr Rule kRules[] = {
     {"STARSCREAM_STAGING_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_ZERO_COPY_MIN_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_DUMP_PLAN", Shape::kInteger, nullptr},
+    {"STARSCREAM_TUNE_ONLINE", Shape::kInteger, nullptr},
     {"STARSCREAM_HOST_SLOTS", Shape::kInteger, nullptr},
     {"STARSCREAM_HOST_SLOT_BYTES", Shape::kInteger, nullptr},
     {"STARSCREAM_HOST_CHANNELS", Shape::kInteger, nullptr},

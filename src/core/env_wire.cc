@@ -100,7 +100,7 @@ std::vector<WireSetting> wireSettings(const Snapshot& settings, const WireContex
                        ? "unset (discovery)"
                        : fmt::format("'{}' (topology '{}' #{})", topo, context.topologyName,
                                      context.topologyDigest.substr(0, 8))});
-  for (const char* name : {"STARSCREAM_CHECK", "STARSCREAM_TUNE"})
+  for (const char* name : {"STARSCREAM_CHECK", "STARSCREAM_TUNE", "STARSCREAM_TUNE_ONLINE"})
     out.push_back({name, settings.getString(name), shown(settings, name)});
   const std::string profile = settings.getString("STARSCREAM_TUNER_PROFILE");
   const std::string content = profile.empty() ? "" : fileDigest(profile);

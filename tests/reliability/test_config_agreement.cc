@@ -86,6 +86,11 @@ std::vector<Case> cases() {
        1,
        {{"STARSCREAM_TUNE", "refresh"}},
        {"STARSCREAM_TUNE is unset (default auto) on ranks 0, 2 but 'refresh' on rank 1"}},
+      // Online tuning: a rank that tries candidates runs other algorithms than its peers.
+      {"TuneOnline",
+       2,
+       {{"STARSCREAM_TUNE_ONLINE", "3"}},
+       {"STARSCREAM_TUNE_ONLINE is unset (default 0) on ranks 0-1 but '3' on rank 2"}},
       {"TunerProfile",
        1,
        {{"STARSCREAM_TUNER_PROFILE", std::string(SSC_REPO_DIR) + "/tuner/profiles/h200-mps.json"}},
@@ -125,8 +130,8 @@ class ConfigAgreement : public ::testing::TestWithParam<Case> {
          {"STARSCREAM_TOPO_FILE", "STARSCREAM_ALGO", "STARSCREAM_HOST_SLOTS",
           "STARSCREAM_HOST_SLOT_BYTES", "STARSCREAM_HOST_CHANNELS", "STARSCREAM_STAGING_BYTES",
           "STARSCREAM_ZERO_COPY_MIN_BYTES", "STARSCREAM_CHECK", "STARSCREAM_TUNE",
-          "STARSCREAM_TUNER_PROFILE", "STARSCREAM_ZERO_COPY_GRID", "STARSCREAM_GEMM_BARRIER",
-          "STARSCREAM_ATTN_PREFILL"})
+          "STARSCREAM_TUNE_ONLINE", "STARSCREAM_TUNER_PROFILE", "STARSCREAM_ZERO_COPY_GRID",
+          "STARSCREAM_GEMM_BARRIER", "STARSCREAM_ATTN_PREFILL"})
       ::unsetenv(name);
   }
 
