@@ -142,8 +142,19 @@ void OnlineTuningDeleter::operator()(OnlineTuning* t) const { delete t; }
 
 void onlineTuningSetUp(sscComm* comm) {
   const int64_t trials = comm->settings.getInt("STARSCREAM_TUNE_ONLINE");
-  if (trials > 0)
-    comm->online.reset(new OnlineTuning(static_cast<int>(std::min<int64_t>(trials, 64))));
+  if (trials <= 0) return;
+  // The deciding call waits for every rank to reach it; ranks of one process are usually driven
+  // by one thread, one after the other inside a group (sscCommInitAll), so the first would wait
+  // for a rank this thread launches only after it. Every rank of such a communicator sees the
+  // same process table, so all of them leave tuning off alike.
+  if (!comm->onePerProcess) {
+    if (comm->rank == 0)
+      SSC_LOG(kWarn,
+              "STARSCREAM_TUNE_ONLINE is off for this communicator: several of its ranks share "
+              "a process, whose thread could not make its calls while one waits for the others");
+    return;
+  }
+  comm->online.reset(new OnlineTuning(static_cast<int>(std::min<int64_t>(trials, 64))));
 }
 
 }  // namespace ssc

@@ -77,8 +77,9 @@ class OnlineTuning {
   std::map<Key, Class> classes_;
 };
 
-// STARSCREAM_TUNE_ONLINE > 0 (read once at init): gives the communicator its OnlineTuning. After
-// the calibration, so that the sweep's forced calls are not the workload's.
+// STARSCREAM_TUNE_ONLINE > 0 (read once at init): gives the communicator its OnlineTuning, where
+// each rank has a process of its own (a warning otherwise). After the calibration, so that the
+// sweep's forced calls are not the workload's.
 void onlineTuningSetUp(sscComm* comm);
 
 }  // namespace ssc

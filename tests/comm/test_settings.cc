@@ -66,6 +66,32 @@ TEST_F(CommSettings, TimeoutSetAfterCreationChangesOnlyLaterCommunicators) {
   for (sscComm_t c : late) EXPECT_EQ(sscCommDestroy(c), sscSuccess);
 }
 
+// Online tuning's deciding call waits for every rank: with both ranks in this process, driven
+// by one thread inside a group, the first would wait for the second forever. It stays off, and
+// the calls that would have decided complete.
+TEST_F(CommSettings, OnlineTuningIsOffWithSeveralRanksInOneProcess) {
+  ::setenv("STARSCREAM_TUNE_ONLINE", "1", 1);
+  sscComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(sscCommInitAll(comms, 2, nullptr), sscSuccess) << sscGetLastError(nullptr);
+  ::unsetenv("STARSCREAM_TUNE_ONLINE");
+  std::vector<float> in(1 << 16, 1.0f), out0(in.size(), 0.0f), out1(in.size(), 0.0f);
+  for (sscComm_t c : comms) EXPECT_EQ(c->online, nullptr);
+  for (int k = 0; k < 8; ++k) {
+    ASSERT_EQ(sscGroupStart(), sscSuccess);
+    ASSERT_EQ(
+        sscAllReduce(in.data(), out0.data(), in.size(), sscFloat32, sscSum, comms[0], nullptr),
+        sscSuccess);
+    ASSERT_EQ(
+        sscAllReduce(in.data(), out1.data(), in.size(), sscFloat32, sscSum, comms[1], nullptr),
+        sscSuccess);
+    ASSERT_EQ(sscGroupEnd(), sscSuccess) << sscGetLastError(nullptr);
+    ASSERT_EQ(sscStreamSynchronize(nullptr), sscSuccess);
+    EXPECT_EQ(out0[0], 2.0f);
+    EXPECT_EQ(out1.back(), 2.0f);
+  }
+  for (sscComm_t c : comms) EXPECT_EQ(sscCommDestroy(c), sscSuccess);
+}
+
 // Collectives and point-to-point calls take every setting from their communicator: between its
 // creation and its destruction the environment is not read once.
 TEST_F(CommSettings, CallsReadNoEnvironment) {
