@@ -63,15 +63,6 @@ Estimate oneRankCopy(Estimate e, uint64_t bytes, double cacheMB) {
   return e;
 }
 
-// Size classes of a quarter octave, represented by their upper end: a size never exceeds its
-// class's, so protocol limits at powers of two (LL up to 64 KiB) fall on the right side.
-int sizeClass(uint64_t bytes) {
-  return bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(double(bytes))));
-}
-uint64_t classBytes(int cls) {
-  return cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
-}
-
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -79,6 +70,13 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 }  // namespace
+
+int sizeClass(uint64_t bytes) {
+  return bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(double(bytes))));
+}
+uint64_t classBytes(int cls) {
+  return cls < 0 ? 0 : static_cast<uint64_t>(std::llround(std::exp2(cls / 4.0)));
+}
 
 double fifoCostBytes(double bytes, uint64_t slotBytes, int blocks) {
   if (bytes <= 0 || slotBytes == 0 || blocks <= 1) return std::max(bytes, 0.0);

@@ -156,10 +156,20 @@ class Tuner {
   // Connections sharing one physical link, per (coll, algo) and tier: see sharing().
   mutable std::map<std::pair<int, int>, std::array<double, kNumTiers>> sharing_;
 
+  // stagingPaysOff's answers per (collective, size class), under mu_ (tuner/select.cc).
+  mutable std::map<std::pair<int, int>, bool> staging_;
+  friend bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes);
+
   std::array<double, kNumTiers> sharing(CollKind coll, Algo algo) const;
   // choose's work for the size class represented by `rep`.
   Decision decide(CollKind coll, uint64_t rep, bool symmetric, Algo only) const;
 };
+
+// Size classes of a quarter octave, represented by their upper end (classBytes): a size never
+// exceeds its class's, so protocol limits at powers of two (LL up to 64 KiB) fall on the right
+// side. Choices made per class (Tuner::choose, stagingPaysOff, online tuning) are made once.
+int sizeClass(uint64_t bytes);
+uint64_t classBytes(int cls);
 
 // The per-call count an algorithm sees for `bytes` (see CollArgs::count), at least 1.
 uint64_t countForBytes(CollKind coll, uint64_t bytes, int nranks, size_t elemBytes);

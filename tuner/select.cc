@@ -155,7 +155,9 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
   return selectAlgo(tuner, coll, bytes, symmetric, forced);
 }
 
-bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+namespace {
+
+bool stagingPaysOffAt(const Tuner& tuner, CollKind coll, uint64_t bytes) {
   const Estimate zc = tuner.estimate(coll, bytes, Algo::kSymmetric, true);
   if (!zc.valid) return false;
   const Choice fifo = tuner.choose(coll, bytes, false);
@@ -178,6 +180,24 @@ bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
   const double copiesUs =
       2.0 * (tuner.variant().launchUs + static_cast<double>(bytes) / tuner.copyGBps() * 1e-3);
   return zcUs + copiesUs < fifoUs;
+}
+
+}  // namespace
+
+bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+  const int cls = sizeClass(bytes);
+  const std::pair<int, int> key{static_cast<int>(coll), cls};
+  {
+    std::lock_guard<std::mutex> g(tuner.mu_);
+    if (auto it = tuner.staging_.find(key); it != tuner.staging_.end()) return it->second;
+  }
+  // Two estimates build plans for every rank: far too slow for every call (tens of microseconds),
+  // so once per size class, at the class's size, as Tuner::choose decides.
+  const bool pays = stagingPaysOffAt(tuner, coll, classBytes(cls));
+  std::lock_guard<std::mutex> g(tuner.mu_);
+  if (tuner.staging_.size() > 4096) tuner.staging_.clear();
+  tuner.staging_.emplace(key, pays);
+  return pays;
 }
 
 }  // namespace ssc

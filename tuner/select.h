@@ -55,7 +55,7 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
 // tuner picks for plain buffers. Where the calibration measured both at this size, their measured
 // times decide, as they decide the choice between them on registered buffers; elsewhere the
 // model's estimates. The two copies are the model's either way: a launch each, and their bytes at
-// the copy rate.
+// the copy rate. Decided once per size class (tuner/model.h), at the class's size, and cached.
 bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes);
 
 }  // namespace ssc

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
@@ -15,12 +14,6 @@
 
 namespace ssc {
 namespace {
-
-// Quarter-octave size classes, as the tuner caches its choices: the sizes of one class share one
-// ranking of the candidates closely enough that one decision serves them all.
-int sizeClassOf(uint64_t bytes) {
-  return bytes == 0 ? -1 : static_cast<int>(std::ceil(4 * std::log2(static_cast<double>(bytes))));
-}
 
 std::string sizeText(uint64_t b) {
   if (b >= (uint64_t{1} << 20))
@@ -64,7 +57,7 @@ std::vector<std::pair<size_t, double>> readTimes(
 sscResult_t OnlineTuning::next(sscComm* comm, CollKind coll, uint64_t bytes, bool symmetric,
                                Choice* choice, std::shared_ptr<WorkTiming>* timing) {
   timing->reset();
-  const Key key{static_cast<int>(coll), symmetric, sizeClassOf(bytes)};
+  const Key key{static_cast<int>(coll), symmetric, sizeClass(bytes)};
   std::vector<Choice> candidates;
   std::vector<std::pair<size_t, std::shared_ptr<WorkTiming>>> timed;
   {
