@@ -22,9 +22,11 @@
 #                     alltoall sendrecv); sendrecv and alltoall run only as "default" (grouped
 #                     sends and receives: no algorithm to force)
 #   --algos LIST      default (the library's choice: STARSCREAM_ALGO unset), ring, flat_ring,
-#                     bidir_ring, direct, hierarchical, symmetric (STARSCREAM_ALGO=name). A name
-#                     given twice runs twice and the report keeps each size's faster run: below
-#                     1 MiB one run's noise can pass the report's 1.10 line
+#                     bidir_ring, direct, hierarchical, symmetric (STARSCREAM_ALGO=name), online
+#                     (nothing forced, STARSCREAM_TUNE_ONLINE=3: the size classes try the tuner's
+#                     candidates; its sweep runs twice, -N 2, so that every size has a cycle after
+#                     its class decided). A name given twice runs twice and the report keeps each
+#                     size's faster run: below 1 MiB one run's noise can pass the report's 1.10 line
 #   --min, --max, --factor  nccl-tests' -b, -e, -f (K, M, G suffixes: binary). --min auto (the
 #                     default) is the smallest MAX / FACTOR^n of at least 8 bytes, so the sweep
 #                     ends on MAX: 16 B .. 1 GiB by 4 visits 1 KiB, 64 KiB, 1 MiB, ... 1 GiB
@@ -66,7 +68,7 @@ ALGOS="default ring bidir_ring direct hierarchical symmetric"
 MIN=auto MAX=1G FACTOR=4 ITERS=20 WARMUP=5 TIMEOUT=60 UNTIL=0 TORCH=0 MOE=0 LABEL='' COMMIT='' DRY=0
 GRACE=20  # how long a run may go on past --until
 KNOWN_COLLS=" all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv "
-KNOWN_ALGOS=" default ring flat_ring bidir_ring direct hierarchical symmetric "
+KNOWN_ALGOS=" default ring flat_ring bidir_ring direct hierarchical symmetric online "
 TORCH_BYTES=268435456
 
 die() { echo "bench.sh: $*" >&2; exit 2; }
@@ -178,6 +180,7 @@ pct_of() { awk -v k="$1" 'BEGIN { printf "%.6g", 100 / k }'; }
 run_cmd() {
   local k=$1 coll=$2 algo=$3 tag=$4 limit=$5 algo_env=(-u STARSCREAM_ALGO) prog ldp
   [[ $algo != default && $algo != torch && $algo != moe ]] && algo_env=(STARSCREAM_ALGO="$algo")
+  [[ $algo == online ]] && algo_env=(-u STARSCREAM_ALGO STARSCREAM_TUNE_ONLINE=3)
   if [[ $coll == torch || $coll == moe ]]; then
     if [[ $coll == torch ]]; then
       prog=(python3 "$REPO/tests/nccl/torch_latency.py" bench "$TORCH_BYTES")
@@ -189,6 +192,7 @@ run_cmd() {
     ldp=$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # torch loads its own libnccl.so.2; the shim overrides it
   else
     prog=("$NT/${coll}_perf" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 0)
+    [[ $algo == online ]] && prog+=(-N 2)
     ldp=$LDP
   fi
   CMD=(timeout -k 5 "$limit" mpirun "${root_flag[@]}" --oversubscribe --bind-to none -np "$k"
@@ -209,7 +213,8 @@ for k in "${KS_A[@]}"; do
   for c in "${COLLS_A[@]}"; do
     for a in "${ALGOS_A[@]}"; do
       # sendrecv and alltoall reach the library as grouped sends and receives, whose path no
-      # STARSCREAM_ALGO names: only the default runs (once per "default" in --algos).
+      # STARSCREAM_ALGO names, and online tuning leaves them alone: only the default runs (once
+      # per "default" in --algos).
       [[ ( $c == sendrecv || $c == alltoall ) && $a != default ]] && continue
       PLAN+=("$k $c $a")
     done

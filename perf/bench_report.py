@@ -313,16 +313,31 @@ def judge(k, coll, sizes, copy):
     for b in sorted(sizes):
         algos = sizes[b]
         d = algos.get("default")
-        forced = {a: r for a, r in algos.items() if a != "default"}
+        # Online tuning is the library's choice refined on the run itself, not a forced algorithm.
+        forced = {a: r for a, r in algos.items() if a not in ("default", "online")}
         best = min(forced, key=lambda a: forced[a]["time_us"]) if forced else None
         c = {"bytes": b, "noop": is_noop(coll, b, k), "default": d, "best": best,
              "best_us": forced[best]["time_us"] if best else None, "ratio": None, "share": None}
         if d and best and forced[best]["time_us"] > 0 and not c["noop"]:
             c["ratio"] = d["time_us"] / forced[best]["time_us"]
+        c["online"] = algos.get("online")
+        c["online_ratio"] = None
+        if c["online"] and best and forced[best]["time_us"] > 0 and not c["noop"]:
+            c["online_ratio"] = c["online"]["time_us"] / forced[best]["time_us"]
         if d and roof and not c["noop"]:
             c["share"] = d["busbw_GBps"] / roof
         out.append(c)
     return out
+
+
+def online_cells(judged, ratio_text):
+    """The summary's online columns for one (K, collective): its worst ratio and where, and misses."""
+    js = [c for c in judged if c["online_ratio"] is not None]
+    if not js:
+        return " - | - |"
+    worst = max(js, key=lambda c: c["online_ratio"])
+    misses = sum(c["online_ratio"] > MISS_RATIO for c in js)
+    return f" {ratio_text(worst['online_ratio'])} ({human(worst['bytes'])}) | {misses} of {len(js)} |"
 
 
 def pick_rows(judged):
@@ -410,14 +425,21 @@ def card_section(bench):
     # A collective run with no algorithm forced (send/receive, all-to-all: one path each) has no
     # ratio to judge; it gets the compact table below, out of place and in place.
     forced_colls = {key[1] for key in everything
-                    if any(a != "default" for algos in by[key].values() for a in algos)}
+                    if any(a not in ("default", "online") for algos in by[key].values() for a in algos)}
     keys = [key for key in everything if key[1] in forced_colls]
     plain = [key for key in everything if key[1] not in forced_colls]
     judged = {key: judge(key[0], key[1], by[key], copy) for key in keys}
+    # Runs with online tuning (bench.sh --algos online) get a column of their own beside the default.
+    online = any(c["online"] for js in judged.values() for c in js)
+
+    def ratio_text(r):
+        return "-" if r is None else f"{r:.2f}{' **MISS**' if r > MISS_RATIO else ''}"
 
     # Summary: one row per (K, collective).
-    lines += [] if not keys else ["| K | collective | worst default / best | where (best forced) | misses | default busbw from 64 MiB, mean % of roofline |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += [] if not keys else [
+        "| K | collective | worst default / best | where (best forced) | misses | default busbw from 64 MiB, mean % of roofline |"
+        + (" worst online / best | online misses |" if online else ""),
+        "| --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if online else "")]
     for (k, coll) in sorted(keys, key=lambda t: (t[0], COLL_ORDER.index(t[1]) if t[1] in COLL_ORDER else 99)):
         js = [c for c in judged[(k, coll)] if c["ratio"] is not None]
         worst = max(js, key=lambda c: c["ratio"]) if js else None
@@ -427,15 +449,17 @@ def card_section(bench):
                      + (f"{worst['ratio']:.2f}{' **MISS**' if worst['ratio'] > MISS_RATIO else ''} | "
                         f"{human(worst['bytes'])} ({worst['best']}) | " if worst else "- | - | ")
                      + f"{misses} of {len(js)} | "
-                     + (f"{100 * statistics.fmean(shares):.0f} % |" if shares else "- |"))
+                     + (f"{100 * statistics.fmean(shares):.0f} % |" if shares else "- |")
+                     + (online_cells(judged[(k, coll)], ratio_text) if online else ""))
     lines.append("")
 
     # Per collective: K and size rows.
     for coll in [c for c in COLL_ORDER if any(key[1] == c for key in keys)] + \
             sorted({key[1] for key in keys} - set(COLL_ORDER)):
         lines += [f"**{coll}**", "",
-                  "| K | size | default us | best forced us | default / best | default busbw |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| K | size | default us | best forced us | default / best | default busbw |"
+                  + (" online us | online / best |" if online else ""),
+                  "| --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if online else "")]
         for k in sorted(key[0] for key in keys if key[1] == coll):
             for c in pick_rows(judged[(k, coll)]):
                 d = c["default"]
@@ -446,7 +470,10 @@ def card_section(bench):
                     bw += f" ({100 * c['share']:.0f} %)"
                 lines.append(f"| {k} | {human(c['bytes'])} | {'-' if d is None else fmt_us(d['time_us'])} | "
                              + (f"{c['best']} {fmt_us(c['best_us'])}" if c["best"] else "-")
-                             + f" | {ratio} | {bw} |")
+                             + f" | {ratio} | {bw} |"
+                             + ((" - | - |" if c["online"] is None else
+                                 f" {fmt_us(c['online']['time_us'])} | {ratio_text(c['online_ratio'])} |")
+                                if online else ""))
         lines.append("")
 
     if plain:

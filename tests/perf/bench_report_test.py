@@ -106,6 +106,30 @@ check(abs(bench_report.roof_busbw_in_place("alltoall", 8, 2000) - 2000 / 7 * 7 /
 check(bench_report.label_of("NVIDIA H100 80GB HBM3") == "H100" and bench_report.label_of("NVIDIA H200") == "H200",
       "card labels from the GPU's name")
 
+# Online tuning's rows (bench.sh --algos online) are the library's choice, not a forced algorithm:
+# they never stand as the best forced one, and get columns of their own beside the default.
+fx = json.load(open(FIXTURE))
+without = report(FIXTURE).stdout
+check("online" not in without, "no online rows: no online columns")
+base_rows = [r for r in fx["runs"] if r["algo"] == "default" and r["coll"] == "all_reduce"]
+for r in base_rows:
+    fx["runs"].append(dict(r, algo="online", time_us=r["time_us"] * 0.5))
+slow = next(r for r in base_rows if r["bytes"] > 0)
+fx["runs"].append(dict(slow, algo="online", time_us=slow["time_us"] * 50))  # a slower second cycle
+online_fx = os.path.join(TMP, "online.json")
+json.dump(fx, open(online_fx, "w"))
+md = report(online_fx).stdout
+check("worst online / best | online misses |" in md and "| online us | online / best |" in md,
+      "online rows: an online column in the summary and in each collective's rows")
+check(all("online" not in (l.split("|")[4] if l.count("|") > 5 else "") for l in md.splitlines()
+          if l.startswith("| ") and "collective" not in l),
+      "online is never the best forced algorithm")
+check(len([l for l in md.splitlines() if l.startswith("| ") and l.rstrip().endswith("- | - |")]) > 0,
+      "collectives without online rows show dashes there")
+judged = bench_report.judge(2, "all_reduce", bench_report.cells(fx)[(2, "all_reduce")], None)
+check(all(c["online_ratio"] is None or c["ratio"] is None or abs(c["online_ratio"] - c["ratio"] * 0.5) < 1e-9
+          for c in judged), "online / best from the faster of the online rows (each size's faster cycle)")
+
 # ---------------------------------------------------------------------------------------------
 # --update: only the marker section changes; a second run changes nothing; a missing card is
 # appended; broken markers and foreign JSON are refused.
@@ -368,6 +392,12 @@ check(not os.path.exists(os.path.join(os.getcwd(), "bench-out", "runs.tsv")) or 
 out = bench(*base, "--max", "1M", "--factor", "8", "--min", "1K", "--ks", "3", "--dry-run", env=env)
 check(out.returncode == 0 and "-b 1024 -e 1048576 -f 8" in out.stdout, "--min, --max, --factor as given")
 shutil.copy(os.path.join(fakent, "all_reduce_perf"), os.path.join(fakent, "sendrecv_perf"))
+out = bench(*base, "--ks", "8", "--colls", "all_reduce sendrecv", "--algos", "default online", "--dry-run", env=env)
+runs = [l for l in out.stdout.splitlines() if l.startswith("run ")]
+check(out.returncode == 0 and any("K=8 all_reduce online" in l and "-u STARSCREAM_ALGO STARSCREAM_TUNE_ONLINE=3" in l
+                                  and l.rstrip().endswith("-c 0 -N 2") for l in runs)
+      and not any("sendrecv online" in l for l in runs),
+      "online: nothing forced, STARSCREAM_TUNE_ONLINE=3, the sweep twice; not for sendrecv")
 out = bench(*base, "--ks", "2", "--colls", "all_reduce sendrecv", "--algos", "default ring default", "--dry-run", env=env)
 runs = [l for l in out.stdout.splitlines() if l.startswith("run ")]
 check(out.returncode == 0 and len(runs) == 5 and sum("sendrecv default" in l for l in runs) == 2
