@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Online tuning (STARSCREAM_TUNE_ONLINE, src/comm/online_tuning.h) under mpirun on the host
 // backend: while size classes try their candidates every result is right, every class decides,
-// every rank decides alike; calls that do not try (forced algorithms) stay as forced; a rank that
-// stops calling before a class decides makes the others fail with a timeout, not hang.
+// every rank decides alike, on plain and on registered buffers (zero-copy among the candidates);
+// calls that do not try (forced algorithms) stay as forced; a rank that stops calling before a
+// class decides makes the others fail with a timeout, not hang.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -48,27 +49,31 @@ class OnlineTuningTest : public ::testing::Test {
 float inputOf(int r, size_t i) { return static_cast<float>((r + 1) * 3 + static_cast<int>(i % 7)); }
 
 // One call of `coll` on `elems` floats per rank (per block for reduce-scatter and all-gather),
-// checked against the reference; false on the first wrong element.
-bool runChecked(sscComm_t comm, CollKind coll, size_t elems) {
+// checked against the reference; false on the first wrong element. `inBuf`, `outBuf`: the
+// buffers to use (registered ones), else plain vectors of this call's own.
+bool runChecked(sscComm_t comm, CollKind coll, size_t elems, float* inBuf = nullptr,
+                float* outBuf = nullptr) {
   const size_t n = static_cast<size_t>(g_n);
   const int root = g_n - 1;
   const size_t inElems = coll == CollKind::kReduceScatter ? elems * n : elems;
   const size_t outElems = coll == CollKind::kAllGather ? elems * n : elems;
-  std::vector<float> in(inElems), out(outElems, -1);
+  std::vector<float> inVec(inBuf == nullptr ? inElems : 0),
+      outVec(outBuf == nullptr ? outElems : 0);
+  float* in = inBuf != nullptr ? inBuf : inVec.data();
+  float* out = outBuf != nullptr ? outBuf : outVec.data();
+  for (size_t i = 0; i < outElems; ++i) out[i] = -1;
   for (size_t i = 0; i < inElems; ++i) in[i] = inputOf(g_rank, i);
   sscResult_t r = sscSuccess;
   switch (coll) {
     case CollKind::kAllReduce:
-      r = sscAllReduce(in.data(), out.data(), elems, sscFloat32, sscSum, comm, nullptr);
+      r = sscAllReduce(in, out, elems, sscFloat32, sscSum, comm, nullptr);
       break;
     case CollKind::kReduceScatter:
-      r = sscReduceScatter(in.data(), out.data(), elems, sscFloat32, sscSum, comm, nullptr);
+      r = sscReduceScatter(in, out, elems, sscFloat32, sscSum, comm, nullptr);
       break;
-    case CollKind::kAllGather:
-      r = sscAllGather(in.data(), out.data(), elems, sscFloat32, comm, nullptr);
-      break;
+    case CollKind::kAllGather: r = sscAllGather(in, out, elems, sscFloat32, comm, nullptr); break;
     case CollKind::kBroadcast:
-      r = sscBroadcast(in.data(), out.data(), elems, sscFloat32, root, comm, nullptr);
+      r = sscBroadcast(in, out, elems, sscFloat32, root, comm, nullptr);
       break;
     default: ADD_FAILURE() << "no launcher"; return false;
   }
@@ -144,6 +149,41 @@ TEST_F(OnlineTuningTest, EveryClassDecidesAlikeAndEveryResultIsRight) {
   EXPECT_EQ(measured, tried) << text;
   EXPECT_TRUE(sameOnEveryRank(text)) << "rank " << g_rank << ":\n" << text;
   EXPECT_EQ(sscCommDestroy(comm), sscSuccess);
+}
+
+// Registered buffers: the zero-copy algorithm is among what a class tries, beside the FIFO
+// algorithms, and every trial's result is right.
+TEST_F(OnlineTuningTest, RegisteredBuffersTryZeroCopyToo) {
+  sscComm_t comm = init();
+  ASSERT_NE(comm, nullptr);
+  constexpr size_t kElems = 262143;
+  const size_t bytes = kElems * sizeof(float) * static_cast<size_t>(g_n);
+  void *in = nullptr, *out = nullptr, *hin = nullptr, *hout = nullptr;
+  ASSERT_EQ(sscMemAlloc(&in, bytes), sscSuccess);
+  ASSERT_EQ(sscMemAlloc(&out, bytes), sscSuccess);
+  ASSERT_EQ(sscCommRegister(comm, in, bytes, &hin), sscSuccess) << sscGetLastError(comm);
+  ASSERT_EQ(sscCommRegister(comm, out, bytes, &hout), sscSuccess) << sscGetLastError(comm);
+  for (CollKind coll : {CollKind::kAllReduce, CollKind::kAllGather})
+    for (size_t elems : {size_t{1000}, kElems})
+      for (int k = 0; k < 3 * kTrials + 2; ++k)
+        ASSERT_TRUE(
+            runChecked(comm, coll, elems, static_cast<float*>(in), static_cast<float*>(out)))
+            << collName(coll) << " call " << k;
+  const std::string text = classesText(comm);
+  bool zeroCopyTried = false;
+  for (const OnlineTuning::ClassView& c : comm->online->classes()) {
+    EXPECT_TRUE(c.symmetric) << text;
+    EXPECT_TRUE(c.decided) << text;
+    for (const Choice& k : c.candidates)
+      zeroCopyTried = zeroCopyTried || (k.algo == Algo::kSymmetric && c.candidates.size() > 1);
+  }
+  EXPECT_TRUE(zeroCopyTried) << text;
+  EXPECT_TRUE(sameOnEveryRank(text)) << "rank " << g_rank << ":\n" << text;
+  EXPECT_EQ(sscCommDeregister(comm, hin), sscSuccess);
+  EXPECT_EQ(sscCommDeregister(comm, hout), sscSuccess);
+  EXPECT_EQ(sscCommDestroy(comm), sscSuccess);
+  EXPECT_EQ(sscMemFree(in), sscSuccess);
+  EXPECT_EQ(sscMemFree(out), sscSuccess);
 }
 
 // A forced algorithm is the user's word: its calls never try anything else.
