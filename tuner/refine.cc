@@ -20,7 +20,7 @@ struct Expected {
 }  // namespace
 
 std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t bytes,
-                                     bool symmetric, size_t most) {
+                                     bool symmetric, size_t most, std::vector<double>* expectedUs) {
   const Choice own = tuner.choose(coll, bytes, symmetric);
   std::vector<Expected> all;
   const auto add = [&](Algo a, const Estimate& e) {
@@ -39,11 +39,13 @@ std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t
     add(a, tuner.estimate(coll, bytes, a, symmetric));
   }
   std::vector<Choice> out{own};
+  if (expectedUs != nullptr) expectedUs->assign(1, 0);
   const auto mine =
       std::find_if(all.begin(), all.end(), [&](const Expected& e) { return e.choice == own; });
   // The tuner's choice is not one the executor runs at this size (a forced fallback): nothing to
   // set against it.
   if (mine == all.end()) return out;
+  if (expectedUs != nullptr) expectedUs->front() = mine->us;
   const double limit = mine->us * kRefineReach;
   std::stable_sort(all.begin(), all.end(),
                    [](const Expected& a, const Expected& b) { return a.us < b.us; });
@@ -51,6 +53,7 @@ std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t
     if (out.size() >= most) break;
     if (e.choice == own || e.us > limit) continue;
     out.push_back(e.choice);
+    if (expectedUs != nullptr) expectedUs->push_back(e.us);
   }
   return out;
 }

@@ -31,9 +31,10 @@ inline constexpr size_t kRefineMaxCandidates = 3;
 // What a size class tries, in order: the tuner's own choice first (Tuner::choose), then the other
 // ways the executor can run the call (algorithm and protocol; all-gather's two zero-copy grids),
 // fastest expected first, within kRefineReach of the first, at most `most` in all. One entry when
-// nothing else can serve the call.
+// nothing else can serve the call. `expectedUs`, when given: each one's expected time.
 std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t bytes,
-                                     bool symmetric, size_t most = kRefineMaxCandidates);
+                                     bool symmetric, size_t most = kRefineMaxCandidates,
+                                     std::vector<double>* expectedUs = nullptr);
 
 // The candidate that the class's call number `call` (0, 1, ... in the order every rank makes its
 // calls of that class) runs while the class is trying: each candidate in turn, `trials` times each;

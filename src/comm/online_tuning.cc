@@ -24,16 +24,16 @@ std::string sizeText(uint64_t b) {
 }
 
 // This rank's device interval of each timed call, in microseconds (-1: not known), waiting up
-// to kReadWaitMs for calls that have not finished yet. Never waits on a stream: a call that does
+// to `waitMs` for calls that have not finished yet. Never waits on a stream: a call that does
 // not finish in time (its peers are still enqueueing it, or the application's stream waits on
 // something the host has not done yet) is counted as not timed.
 std::vector<std::pair<size_t, double>> readTimes(
-    const std::vector<std::pair<size_t, std::shared_ptr<WorkTiming>>>& timed) {
+    const std::vector<std::pair<size_t, std::shared_ptr<WorkTiming>>>& timed, double waitMs) {
   std::vector<std::pair<size_t, double>> out;
   std::vector<int> state(timed.size(), 0);
   std::vector<double> us(timed.size(), -1);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(OnlineTuning::kReadWaitMs);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(waitMs * 1e3));
   for (int pass = 0;; ++pass) {
     bool pending = false;
     for (size_t i = 0; i < timed.size(); ++i) {
@@ -60,6 +60,7 @@ sscResult_t OnlineTuning::next(sscComm* comm, CollKind coll, uint64_t bytes, boo
   const Key key{static_cast<int>(coll), symmetric, sizeClass(bytes)};
   std::vector<Choice> candidates;
   std::vector<std::pair<size_t, std::shared_ptr<WorkTiming>>> timed;
+  double waitMs = kReadWaitMs;
   {
     std::lock_guard<std::mutex> g(mu_);
     auto [it, fresh] = classes_.try_emplace(key);
@@ -68,7 +69,10 @@ sscResult_t OnlineTuning::next(sscComm* comm, CollKind coll, uint64_t bytes, boo
       c.view.coll = coll;
       c.view.symmetric = symmetric;
       c.view.bytes = bytes;
-      c.view.candidates = refineCandidates(*comm->tuner, coll, bytes, symmetric);
+      std::vector<double> expected;
+      c.view.candidates =
+          refineCandidates(*comm->tuner, coll, bytes, symmetric, kRefineMaxCandidates, &expected);
+      for (double us : expected) c.trialsUs += us * trials_;
       // One way to run it: decided before it starts.
       c.view.decided = c.view.candidates.size() < 2;
     }
@@ -86,11 +90,12 @@ sscResult_t OnlineTuning::next(sscComm* comm, CollKind coll, uint64_t bytes, boo
     }
     // The deciding call: every rank is at this call of this class.
     candidates = c.view.candidates;
+    waitMs = kReadWaitMs + std::min<double>(kReadWaitMaxMs, 2e-3 * c.trialsUs);
     timed = std::move(c.timed);
     c.timed.clear();
   }
   const size_t n = candidates.size();
-  const std::vector<double> mine = trialTimes(n, readTimes(timed));
+  const std::vector<double> mine = trialTimes(n, readTimes(timed, waitMs));
   std::vector<double> pooled(n * static_cast<size_t>(comm->nranks), -1);
   std::copy(mine.begin(), mine.end(),
             pooled.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(comm->rank) * n));

@@ -11,10 +11,11 @@
 //
 // What it costs: the trials run the candidates at their own speed (none slower than kRefineReach
 // times the tuner's pick by its own estimate); the deciding call waits, on the host, for this
-// rank's timed calls to finish (at most kReadWaitMs) and for every rank to reach that call (the
-// bootstrap ring, which honours STARSCREAM_TIMEOUT and aborts: a rank that stops calling makes the
-// others fail with a timeout there, not hang). A call captured into a graph is never timed; a
-// class whose trials were all captured tries again at its next eager calls (kMaxRounds).
+// rank's timed calls to finish (a bounded wait: kReadWaitMs, more for large calls) and for every
+// rank to reach that call (the bootstrap ring, which honours STARSCREAM_TIMEOUT and aborts: a rank
+// that stops calling makes the others fail with a timeout there, not hang). A call captured into a
+// graph is never timed; a class whose trials were all captured tries again at its next eager calls
+// (kMaxRounds).
 #pragma once
 
 #include <cstdint>
@@ -58,15 +59,19 @@ class OnlineTuning {
   };
   std::vector<ClassView> classes() const;
 
-  // How long the deciding call waits for this rank's timed calls to finish, and how many rounds
-  // of trials a class runs at most when none of them could be timed on every rank.
+  // How long the deciding call waits for this rank's timed calls to finish: kReadWaitMs, plus
+  // twice what the class's trials are expected to take (large calls queue behind each other), at
+  // most kReadWaitMaxMs more. And how many rounds of trials a class runs at most when none of them
+  // could be timed on every rank.
   static constexpr int kReadWaitMs = 200;
+  static constexpr int kReadWaitMaxMs = 5000;
   static constexpr int kMaxRounds = 3;
 
  private:
   struct Class {
     ClassView view;
-    uint64_t calls = 0;  // calls of this round so far
+    uint64_t calls = 0;   // calls of this round so far
+    double trialsUs = 0;  // what a round of trials is expected to take
     int rounds = 0;
     std::vector<std::pair<size_t, std::shared_ptr<WorkTiming>>> timed;
   };

@@ -48,6 +48,12 @@ TEST(Refine, CandidatesStartWithTheTunersChoice) {
             if (!sym) EXPECT_NE(c[i].algo, Algo::kSymmetric);
           }
           EXPECT_EQ(refineCandidates(tuner, coll, bytes, sym, 1).size(), 1u);
+          // Each one's expected time beside it, ascending after the first.
+          std::vector<double> expected;
+          EXPECT_EQ(refineCandidates(tuner, coll, bytes, sym, kRefineMaxCandidates, &expected), c);
+          ASSERT_EQ(expected.size(), c.size());
+          for (size_t i = 0; i < c.size(); ++i) EXPECT_GT(expected[i], 0) << i;
+          for (size_t i = 2; i < c.size(); ++i) EXPECT_LE(expected[i - 1], expected[i]) << i;
         }
   }
 }
