@@ -46,6 +46,7 @@ std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t
   // set against it.
   if (mine == all.end()) return out;
   if (expectedUs != nullptr) expectedUs->front() = mine->us;
+  if (mine->us < kRefineMinLaunches * tuner.variant().launchUs) return out;
   const double limit = mine->us * kRefineReach;
   std::stable_sort(all.begin(), all.end(),
                    [](const Expected& a, const Expected& b) { return a.us < b.us; });

@@ -27,11 +27,21 @@ namespace ssc {
 inline constexpr double kRefineReach = 4.0;
 // The most choices a size class tries (the tuner's own included).
 inline constexpr size_t kRefineMaxCandidates = 3;
+// A class tries nothing when the tuner's choice is expected to take less than this many launches
+// (the profile's launch time, calibrated on the machine in use). A trial is timed by its kernels'
+// own interval, which leaves out what every call also pays around them: the launch, the queue's
+// gap between kernels, the host's enqueue. For small calls those dominate and differ by algorithm
+// (grid sizes, the staged path's copies), so the kernels' intervals rank the candidates wrong:
+// on an H100 in 2 - 8 MPS partitions, trials at 16 B - 1 MiB kept choices up to 1.8x slower than
+// the calibration's (whose batches are timed on the host, launches included), while from 64 MiB
+// they matched it. There the calibration's measured anchors decide, as without online tuning.
+inline constexpr double kRefineMinLaunches = 10;
 
 // What a size class tries, in order: the tuner's own choice first (Tuner::choose), then the other
 // ways the executor can run the call (algorithm and protocol; all-gather's two zero-copy grids),
 // fastest expected first, within kRefineReach of the first, at most `most` in all. One entry when
-// nothing else can serve the call. `expectedUs`, when given: each one's expected time.
+// nothing else can serve the call, or when the tuner's choice is expected to take less than
+// kRefineMinLaunches launches. `expectedUs`, when given: each one's expected time.
 std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t bytes,
                                      bool symmetric, size_t most = kRefineMaxCandidates,
                                      std::vector<double>* expectedUs = nullptr);

@@ -36,6 +36,9 @@ TEST(Refine, CandidatesStartWithTheTunersChoice) {
           ASSERT_FALSE(c.empty());
           ASSERT_LE(c.size(), kRefineMaxCandidates);
           EXPECT_EQ(c[0], tuner.choose(coll, bytes, sym));
+          // Calls expected to take a few launches keep the tuner's choice: nothing to try.
+          const double own = tuner.estimate(coll, bytes, c[0].algo, sym, &c[0].protocol).timeUs;
+          if (own < kRefineMinLaunches * tuner.variant().launchUs) EXPECT_EQ(c.size(), 1u) << own;
           double first = 0;
           for (size_t i = 0; i < c.size(); ++i) {
             // Each one a way the executor runs this call, none twice, none far behind the first.
@@ -63,23 +66,37 @@ TEST(Refine, CandidatesStartWithTheTunersChoice) {
 TEST(Refine, CandidatesFollowTheMeasuredTimesWhereTheyReach) {
   const Topology topo = topoFile("2x2");
   const Tuner model(topo, defaultProfile(topo));
-  const uint64_t at = uint64_t{1} << 20;
+  const uint64_t at = uint64_t{1} << 26;
   const std::vector<Choice> plain = refineCandidates(model, CollKind::kAllReduce, at, false);
   ASSERT_GE(plain.size(), 2u);
   // The calibration measured the model's last-ranked candidate fastest: it is the tuner's choice
   // now (the anchors rank it), and still tried first.
   const Choice last = plain.back();
-  Anchors anchors;
-  for (const Estimate& e : model.estimateAll(CollKind::kAllReduce, at, false))
-    if (e.valid)
-      anchors.series.push_back(
-          {CollKind::kAllReduce, e.algo, e.protocol, {{at, e.algo == last.algo ? 5.0 : 50.0}}});
-  const Tuner tuner(topo, defaultProfile(topo), {}, anchors);
-  const std::vector<Choice> c = refineCandidates(tuner, CollKind::kAllReduce, at, false);
-  ASSERT_FALSE(c.empty());
+  const double launch = model.variant().launchUs;
+  const auto anchored = [&](double winnerUs, double othersUs) {
+    Anchors anchors;
+    for (const Estimate& e : model.estimateAll(CollKind::kAllReduce, at, false))
+      if (e.valid)
+        anchors.series.push_back({CollKind::kAllReduce,
+                                  e.algo,
+                                  e.protocol,
+                                  {{at, e.algo == last.algo ? winnerUs : othersUs}}});
+    return Tuner(topo, defaultProfile(topo), {}, anchors);
+  };
+  // The others measured within 2x: tried after it.
+  const double big = 100 * kRefineMinLaunches * launch;
+  std::vector<Choice> c =
+      refineCandidates(anchored(big, 1.5 * big), CollKind::kAllReduce, at, false);
+  ASSERT_GE(c.size(), 2u);
   EXPECT_EQ(c[0], last);
   // Everything else measured 10x slower: beyond kRefineReach, not worth a trial.
-  EXPECT_EQ(c.size(), 1u);
+  c = refineCandidates(anchored(big, 10 * big), CollKind::kAllReduce, at, false);
+  EXPECT_EQ(c, std::vector<Choice>{last});
+  // The winner measured at a few launches: the calibration's batches (launches included) decide,
+  // not trials timed by their kernels alone.
+  c = refineCandidates(anchored(0.5 * kRefineMinLaunches * launch, kRefineMinLaunches * launch),
+                       CollKind::kAllReduce, at, false);
+  EXPECT_EQ(c, std::vector<Choice>{last});
 }
 
 TEST(Refine, TrialsTakeTheCandidatesInTurn) {
