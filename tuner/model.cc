@@ -522,6 +522,26 @@ std::vector<Estimate> Tuner::estimateAll(CollKind coll, uint64_t bytes, bool sym
   return out;
 }
 
+std::vector<RankedCandidate> Tuner::candidates(CollKind coll, uint64_t bytes, bool symmetric,
+                                               Algo only) const {
+  // An algorithm with the protocol it runs at this size (the symmetric all-reduce's LL packets
+  // follow the size alone), and all-gather's two grids.
+  std::vector<RankedCandidate> cands;
+  for (Algo a : kAlgos) {
+    if (only != Algo::kAuto && a != only) continue;
+    if (a == Algo::kSymmetric && coll == CollKind::kAllGather) {
+      for (Protocol p : {Protocol::kZeroCopy, Protocol::kZeroCopyWide}) {
+        const Estimate e = estimate(coll, bytes, a, symmetric, &p);
+        if (e.valid) cands.push_back({a, p, e.timeUs});
+      }
+      continue;
+    }
+    const Estimate e = estimate(coll, bytes, a, symmetric);
+    if (e.valid) cands.push_back({a, e.protocol, e.timeUs});
+  }
+  return cands;
+}
+
 Decision Tuner::decide(CollKind coll, uint64_t rep, bool symmetric, Algo only) const {
   Decision d;
   // One memory (the host backend): its profile is an estimate, not a measurement, so it does not
@@ -535,21 +555,7 @@ Decision Tuner::decide(CollKind coll, uint64_t rep, bool symmetric, Algo only) c
       return d;
     }
   }
-  // Every way the executor can run the call: an algorithm with the protocol it runs at this size
-  // (the symmetric all-reduce's LL packets follow the size alone), and all-gather's two grids.
-  std::vector<RankedCandidate> cands;
-  for (Algo a : kAlgos) {
-    if (only != Algo::kAuto && a != only) continue;
-    if (a == Algo::kSymmetric && coll == CollKind::kAllGather) {
-      for (Protocol p : {Protocol::kZeroCopy, Protocol::kZeroCopyWide}) {
-        const Estimate e = estimate(coll, rep, a, symmetric, &p);
-        if (e.valid) cands.push_back({a, p, e.timeUs});
-      }
-      continue;
-    }
-    const Estimate e = estimate(coll, rep, a, symmetric);
-    if (e.valid) cands.push_back({a, e.protocol, e.timeUs});
-  }
+  const std::vector<RankedCandidate> cands = candidates(coll, rep, symmetric, only);
   if (cands.empty()) {
     // Nothing valid: a forced algorithm keeps its usual protocol, else the ring; the builder
     // reports why.

@@ -123,6 +123,11 @@ class Tuner {
                     const Protocol* as = nullptr) const;
   // Every algorithm (kRing .. kSymmetric), valid or not, in enum order.
   std::vector<Estimate> estimateAll(CollKind coll, uint64_t bytes, bool symmetric) const;
+  // Every way the executor can run the call, with the model's time: each valid algorithm with the
+  // protocol it runs at this size, and all-gather's zero-copy push on both grids. `only`: that
+  // algorithm's alone. What choose ranks (and online tuning tries, tuner/refine.h).
+  std::vector<RankedCandidate> candidates(CollKind coll, uint64_t bytes, bool symmetric,
+                                          Algo only = Algo::kAuto) const;
   // The fastest valid algorithm and its protocol; ties go to the earlier algorithm in enum order
   // (and to the bulk grid). Where the calibration's anchors reach the size, the measured
   // algorithms are ranked by their measured times (rankWithAnchors). `only`: that algorithm

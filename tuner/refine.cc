@@ -9,9 +9,6 @@
 namespace ssc {
 namespace {
 
-constexpr Algo kAlgos[] = {Algo::kRing, Algo::kBidirRing, Algo::kDirect, Algo::kHierarchical,
-                           Algo::kSymmetric};
-
 struct Expected {
   Choice choice;
   double us = 0;
@@ -23,20 +20,11 @@ std::vector<Choice> refineCandidates(const Tuner& tuner, CollKind coll, uint64_t
                                      bool symmetric, size_t most, std::vector<double>* expectedUs) {
   const Choice own = tuner.choose(coll, bytes, symmetric);
   std::vector<Expected> all;
-  const auto add = [&](Algo a, const Estimate& e) {
-    if (!e.valid) return;
-    double us = e.timeUs;
+  for (const RankedCandidate& c : tuner.candidates(coll, bytes, symmetric)) {
+    double us = c.modelUs;
     // The calibration's measured time where it reaches this size, as the tuner's ranking uses it.
-    (void)tuner.anchors().timeAt(coll, a, e.protocol, bytes, &us);
-    all.push_back({{a, e.protocol}, us});
-  };
-  for (Algo a : kAlgos) {
-    if (a == Algo::kSymmetric && coll == CollKind::kAllGather) {
-      for (Protocol p : {Protocol::kZeroCopy, Protocol::kZeroCopyWide})
-        add(a, tuner.estimate(coll, bytes, a, symmetric, &p));
-      continue;
-    }
-    add(a, tuner.estimate(coll, bytes, a, symmetric));
+    (void)tuner.anchors().timeAt(coll, c.algo, c.protocol, bytes, &us);
+    all.push_back({{c.algo, c.protocol}, us});
   }
   std::vector<Choice> out{own};
   if (expectedUs != nullptr) expectedUs->assign(1, 0);
