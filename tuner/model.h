@@ -99,6 +99,8 @@ struct Decision {
   std::string why;  // the measured times that decided, or why the model did; "" when no anchor
 };
 
+struct StagingVerdict;  // tuner/select.h
+
 class Tuner {
  public:
   // `anchors`: the calibration sweep's measured times on this machine (tuner/anchors.h), which
@@ -161,9 +163,10 @@ class Tuner {
   // Connections sharing one physical link, per (coll, algo) and tier: see sharing().
   mutable std::map<std::pair<int, int>, std::array<double, kNumTiers>> sharing_;
 
-  // stagingPaysOff's answers per (collective, size class), under mu_ (tuner/select.cc).
-  mutable std::map<std::pair<int, int>, bool> staging_;
-  friend bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes);
+  // stagingVerdict's answers (serves, pays) per (collective, size class), under mu_
+  // (tuner/select.cc).
+  mutable std::map<std::pair<int, int>, std::pair<bool, bool>> staging_;
+  friend StagingVerdict stagingVerdict(const Tuner& tuner, CollKind coll, uint64_t bytes);
 
   std::array<double, kNumTiers> sharing(CollKind coll, Algo algo) const;
   // choose's work for the size class represented by `rep`.

@@ -157,12 +157,12 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
 
 namespace {
 
-bool stagingPaysOffAt(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+StagingVerdict stagingVerdictAt(const Tuner& tuner, CollKind coll, uint64_t bytes) {
   const Estimate zc = tuner.estimate(coll, bytes, Algo::kSymmetric, true);
-  if (!zc.valid) return false;
+  if (!zc.valid) return {false, false};
   const Choice fifo = tuner.choose(coll, bytes, false);
   const Estimate direct = tuner.estimate(coll, bytes, fifo.algo, false);
-  if (!direct.valid) return true;
+  if (!direct.valid) return {true, true};
   double zcUs = zc.timeUs, fifoUs = direct.timeUs;
   // A model estimate set against a measured time would weigh two kinds of error against each
   // other: both measured, or both the model's. (Where the sweep timed the FIFO algorithm faster
@@ -179,25 +179,33 @@ bool stagingPaysOffAt(const Tuner& tuner, CollKind coll, uint64_t bytes) {
   // zero-copy kernel saves over a FIFO algorithm.
   const double copiesUs =
       2.0 * (tuner.variant().launchUs + static_cast<double>(bytes) / tuner.copyGBps() * 1e-3);
-  return zcUs + copiesUs < fifoUs;
+  return {true, zcUs + copiesUs < fifoUs};
 }
 
 }  // namespace
 
-bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+StagingVerdict stagingVerdict(const Tuner& tuner, CollKind coll, uint64_t bytes) {
   const int cls = sizeClass(bytes);
   const std::pair<int, int> key{static_cast<int>(coll), cls};
   {
     std::lock_guard<std::mutex> g(tuner.mu_);
-    if (auto it = tuner.staging_.find(key); it != tuner.staging_.end()) return it->second;
+    if (auto it = tuner.staging_.find(key); it != tuner.staging_.end())
+      return {it->second.first, it->second.second};
   }
-  // Two estimates build plans for every rank: far too slow for every call (tens of microseconds),
-  // so once per size class, at the class's size, as Tuner::choose decides.
-  const bool pays = stagingPaysOffAt(tuner, coll, classBytes(cls));
+  // Once per size class, at the class's size, as Tuner::choose decides.
+  const StagingVerdict v = stagingVerdictAt(tuner, coll, classBytes(cls));
   std::lock_guard<std::mutex> g(tuner.mu_);
   if (tuner.staging_.size() > 4096) tuner.staging_.clear();
-  tuner.staging_.emplace(key, pays);
-  return pays;
+  tuner.staging_.emplace(key, std::make_pair(v.serves, v.pays));
+  return v;
+}
+
+bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+  return stagingVerdict(tuner, coll, bytes).pays;
+}
+
+bool stagingServes(const Tuner& tuner, CollKind coll, uint64_t bytes) {
+  return stagingVerdict(tuner, coll, bytes).serves;
 }
 
 }  // namespace ssc

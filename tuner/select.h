@@ -57,5 +57,16 @@ Algo selectAlgo(const Topology& topo, CollKind coll, uint64_t bytes, bool symmet
 // model's estimates. The two copies are the model's either way: a launch each, and their bytes at
 // the copy rate. Decided once per size class (tuner/model.h), at the class's size, and cached.
 bool stagingPaysOff(const Tuner& tuner, CollKind coll, uint64_t bytes);
+// Whether the symmetric algorithm can serve a staged call of this size (the staging buffers are
+// symmetric): what a forced `symmetric` stages on. Cached with stagingPaysOff's answer.
+bool stagingServes(const Tuner& tuner, CollKind coll, uint64_t bytes);
+
+// Both answers for the size class of `bytes`, computed once (the estimates behind them build
+// plans for every rank: tens of microseconds, too slow for every call).
+struct StagingVerdict {
+  bool serves = false;  // stagingServes
+  bool pays = false;    // stagingPaysOff
+};
+StagingVerdict stagingVerdict(const Tuner& tuner, CollKind coll, uint64_t bytes);
 
 }  // namespace ssc

@@ -32,8 +32,7 @@ bool stagingWanted(const PendingCall& c, uint64_t bytes) {
   const Algo forced = c.comm->config.forcedAlgos[static_cast<size_t>(c.args.coll)];
   // A forced FIFO algorithm is the user's word: it runs as asked, unstaged.
   if (forced != Algo::kAuto && forced != Algo::kSymmetric) return false;
-  if (forced == Algo::kSymmetric)
-    return c.comm->tuner->estimate(c.args.coll, bytes, Algo::kSymmetric, true).valid;
+  if (forced == Algo::kSymmetric) return ssc::stagingServes(*c.comm->tuner, c.args.coll, bytes);
   return ssc::stagingPaysOff(*c.comm->tuner, c.args.coll, bytes);
 }
 
