@@ -330,7 +330,12 @@ def judge(k, coll, sizes, copy):
     return out
 
 
-def online_cells(judged, ratio_text):
+def ratio_text(r):
+    """A ratio to the best forced algorithm as the tables print it: **MISS** above MISS_RATIO."""
+    return "-" if r is None else f"{r:.2f}{' **MISS**' if r > MISS_RATIO else ''}"
+
+
+def online_cells(judged):
     """The summary's online columns for one (K, collective): its worst ratio and where, and misses."""
     js = [c for c in judged if c["online_ratio"] is not None]
     if not js:
@@ -432,9 +437,6 @@ def card_section(bench):
     # Runs with online tuning (bench.sh --algos online) get a column of their own beside the default.
     online = any(c["online"] for js in judged.values() for c in js)
 
-    def ratio_text(r):
-        return "-" if r is None else f"{r:.2f}{' **MISS**' if r > MISS_RATIO else ''}"
-
     # Summary: one row per (K, collective).
     lines += [] if not keys else [
         "| K | collective | worst default / best | where (best forced) | misses | default busbw from 64 MiB, mean % of roofline |"
@@ -446,11 +448,11 @@ def card_section(bench):
         misses = sum(c["ratio"] > MISS_RATIO for c in js)
         shares = [c["share"] for c in judged[(k, coll)] if c["share"] is not None and c["bytes"] >= ROOF_FROM * 0.99]
         lines.append(f"| {k} | {coll} | "
-                     + (f"{worst['ratio']:.2f}{' **MISS**' if worst['ratio'] > MISS_RATIO else ''} | "
-                        f"{human(worst['bytes'])} ({worst['best']}) | " if worst else "- | - | ")
+                     + (f"{ratio_text(worst['ratio'])} | {human(worst['bytes'])} ({worst['best']}) | "
+                        if worst else "- | - | ")
                      + f"{misses} of {len(js)} | "
                      + (f"{100 * statistics.fmean(shares):.0f} % |" if shares else "- |")
-                     + (online_cells(judged[(k, coll)], ratio_text) if online else ""))
+                     + (online_cells(judged[(k, coll)]) if online else ""))
     lines.append("")
 
     # Per collective: K and size rows.
@@ -463,8 +465,7 @@ def card_section(bench):
         for k in sorted(key[0] for key in keys if key[1] == coll):
             for c in pick_rows(judged[(k, coll)]):
                 d = c["default"]
-                ratio = "-" if c["ratio"] is None else \
-                    f"{c['ratio']:.2f}{' **MISS**' if c['ratio'] > MISS_RATIO else ''}"
+                ratio = ratio_text(c["ratio"])
                 bw = "-" if d is None else fmt_bw(d["busbw_GBps"])
                 if d is not None and c["share"] is not None and c["bytes"] >= ROOF_FROM * 0.99:
                     bw += f" ({100 * c['share']:.0f} %)"
